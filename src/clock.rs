@@ -1,0 +1,50 @@
+//! Injected time. Lag, horizons, roll and retention decisions and the cleaner's
+//! throttle read a `Clock`, so tests move time instead of sleeping.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// Wall-clock milliseconds since the Unix epoch.
+    fn now_ms(&self) -> i64;
+}
+
+/// The real clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
+    }
+}
+
+/// A clock tests set and advance by hand.
+#[derive(Debug, Default)]
+pub struct MockClock(AtomicI64);
+
+impl MockClock {
+    pub fn new(start_ms: i64) -> Arc<Self> {
+        Arc::new(Self(AtomicI64::new(start_ms)))
+    }
+    pub fn advance(&self, ms: i64) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+    pub fn set(&self, ms: i64) {
+        self.0.store(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for MockClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+pub type SharedClock = Arc<dyn Clock>;
+
+pub fn system() -> SharedClock {
+    Arc::new(SystemClock)
+}

@@ -1,0 +1,320 @@
+//! Topic-level log configuration, with Kafka's keys, defaults and bounds.
+//!
+//! A `LogConfig` is resolved from three layers: the topic's own overrides
+//! (persisted in the partition directory), the broker's defaults (its `log.*`
+//! keys, passed in already renamed to topic keys) and Kafka's built-in defaults.
+//! `LOG_CONFIGS` is the single table of keys: validation, DescribeConfigs and
+//! the documented config all read it.
+
+use std::collections::BTreeMap;
+
+use super::error::{LogError, Result};
+use super::record_batch::TimestampType;
+
+/// Value type of a config key, as DescribeConfigs reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigType {
+    Boolean,
+    Int,
+    Long,
+    Double,
+    String,
+    List,
+}
+
+/// One topic-level key.
+#[derive(Debug)]
+pub struct ConfigDef {
+    /// The topic key, e.g. `segment.bytes`.
+    pub name: &'static str,
+    /// The broker key that supplies its default, e.g. `log.segment.bytes`.
+    pub broker_key: &'static str,
+    pub kind: ConfigType,
+    /// Kafka's default, as a string in the key's own syntax.
+    pub default: &'static str,
+    /// Inclusive lower bound for numbers.
+    pub min: Option<f64>,
+    /// Inclusive upper bound for numbers.
+    pub max: Option<f64>,
+    /// Allowed values for strings and list items (empty: any).
+    pub one_of: &'static [&'static str],
+    pub doc: &'static str,
+}
+
+const LONG_MAX: &str = "9223372036854775807";
+
+macro_rules! def {
+    ($name:literal, $broker:literal, $kind:ident, $default:expr, $min:expr, $max:expr, $one_of:expr, $doc:literal) => {
+        ConfigDef {
+            name: $name,
+            broker_key: $broker,
+            kind: ConfigType::$kind,
+            default: $default,
+            min: $min,
+            max: $max,
+            one_of: $one_of,
+            doc: $doc,
+        }
+    };
+}
+
+/// Every topic-level key sediment understands.
+pub const LOG_CONFIGS: &[ConfigDef] = &[
+    def!("cleanup.policy", "log.cleanup.policy", List, "delete", None, None, &["delete", "compact"],
+        "delete removes old segments by time or size; compact keeps the latest record per key; both may be listed"),
+    def!("compression.type", "compression.type", String, "producer", None, None,
+        &["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"],
+        "codec of stored batches; producer keeps what the producer sent"),
+    def!("delete.retention.ms", "log.cleaner.delete.retention.ms", Long, "86400000", Some(0.0), None, &[],
+        "how long tombstones survive after the first clean that sees them"),
+    def!("file.delete.delay.ms", "log.segment.delete.delay.ms", Long, "60000", Some(0.0), None, &[],
+        "delay between renaming a removed segment to .deleted and unlinking it"),
+    def!("flush.messages", "log.flush.interval.messages", Long, LONG_MAX, Some(1.0), None, &[],
+        "fsync after this many appended messages"),
+    def!("flush.ms", "log.flush.interval.ms", Long, LONG_MAX, Some(0.0), None, &[],
+        "fsync when the oldest unflushed append is this old"),
+    def!("index.interval.bytes", "log.index.interval.bytes", Int, "4096", Some(0.0), None, &[],
+        "bytes appended between two offset-index entries"),
+    def!("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", Long, LONG_MAX, Some(1.0), None, &[],
+        "longest a record may stay uncompacted"),
+    def!("max.message.bytes", "message.max.bytes", Int, "1048588", Some(0.0), None, &[],
+        "largest record batch accepted"),
+    def!("message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms", Long, "3600000", Some(0.0), None, &[],
+        "how far in the future a CreateTime timestamp may be"),
+    def!("message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms", Long, LONG_MAX, Some(0.0), None, &[],
+        "how far in the past a CreateTime timestamp may be"),
+    def!("message.timestamp.type", "log.message.timestamp.type", String, "CreateTime", None, None,
+        &["CreateTime", "LogAppendTime"], "whether records keep the producer's timestamp or get the broker's"),
+    def!("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", Double, "0.5", Some(0.0), Some(1.0), &[],
+        "dirty share of the log above which it is cleaned"),
+    def!("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", Long, "0", Some(0.0), None, &[],
+        "shortest time a record stays uncompacted"),
+    def!("min.insync.replicas", "min.insync.replicas", Int, "1", Some(1.0), None, &[],
+        "replicas that must acknowledge acks=all (always 1 here: one node)"),
+    def!("retention.bytes", "log.retention.bytes", Long, "-1", None, None, &[],
+        "largest size of a partition before old segments are removed; -1 is unlimited"),
+    def!("retention.ms", "log.retention.ms", Long, "604800000", Some(-1.0), None, &[],
+        "age after which segments are removed; -1 is unlimited"),
+    def!("segment.bytes", "log.segment.bytes", Int, "1073741824", Some(14.0), None, &[],
+        "size at which the active segment rolls"),
+    def!("segment.index.bytes", "log.index.size.max.bytes", Int, "10485760", Some(4.0), None, &[],
+        "largest size of an offset or time index; a full index rolls the segment"),
+    def!("segment.jitter.ms", "log.roll.jitter.ms", Long, "0", Some(0.0), None, &[],
+        "random jitter subtracted from segment.ms"),
+    def!("segment.ms", "log.roll.ms", Long, "604800000", Some(1.0), None, &[],
+        "age at which the active segment rolls"),
+    def!("unclean.leader.election.enable", "unclean.leader.election.enable", Boolean, "false", None, None, &[],
+        "has no effect on a single node"),
+];
+
+/// Look up a key's definition.
+pub fn config_def(name: &str) -> Option<&'static ConfigDef> {
+    LOG_CONFIGS.iter().find(|d| d.name == name)
+}
+
+/// Validate one value for a key.
+///
+/// # Errors
+/// `InvalidConfig` naming the key for an unknown key, a value of the wrong type,
+/// out of range or not among the allowed values.
+pub fn validate_value(name: &str, value: &str) -> Result<()> {
+    let def = config_def(name).ok_or_else(|| invalid(name, "unknown topic config".to_string()))?;
+    let value = value.trim();
+    let check_range = |v: f64| -> Result<()> {
+        if let Some(min) = def.min {
+            if v < min {
+                return Err(invalid(name, format!("value {value} is below the minimum {min}")));
+            }
+        }
+        if let Some(max) = def.max {
+            if v > max {
+                return Err(invalid(name, format!("value {value} is above the maximum {max}")));
+            }
+        }
+        Ok(())
+    };
+    match def.kind {
+        ConfigType::Boolean => {
+            value.parse::<bool>().map_err(|_| invalid(name, format!("{value:?} is not true or false")))?;
+        }
+        ConfigType::Int => check_range(value.parse::<i32>().map_err(|_| invalid(name, format!("{value:?} is not a 32-bit integer")))? as f64)?,
+        ConfigType::Long => check_range(value.parse::<i64>().map_err(|_| invalid(name, format!("{value:?} is not a 64-bit integer")))? as f64)?,
+        ConfigType::Double => {
+            let v = value.parse::<f64>().map_err(|_| invalid(name, format!("{value:?} is not a number")))?;
+            if !v.is_finite() {
+                return Err(invalid(name, format!("{value:?} is not a finite number")));
+            }
+            check_range(v)?;
+        }
+        ConfigType::String => {
+            if !def.one_of.is_empty() && !def.one_of.contains(&value) {
+                return Err(invalid(name, format!("{value:?} is not one of {}", def.one_of.join(", "))));
+            }
+        }
+        ConfigType::List => {
+            let items: Vec<&str> = value.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+            if items.is_empty() && name == "cleanup.policy" {
+                return Err(invalid(name, "must name at least one policy".into()));
+            }
+            for item in items {
+                if !def.one_of.is_empty() && !def.one_of.contains(&item) {
+                    return Err(invalid(name, format!("{item:?} is not one of {}", def.one_of.join(", "))));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn invalid(key: &str, reason: String) -> LogError {
+    LogError::InvalidConfig { key: key.to_string(), reason }
+}
+
+/// Where a resolved value came from, as DescribeConfigs reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigSource {
+    TopicOverride,
+    BrokerDefault,
+    Default,
+}
+
+/// The resolved configuration of one topic's logs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogConfig {
+    pub compact: bool,
+    pub delete: bool,
+    pub compression_type: String,
+    pub delete_retention_ms: i64,
+    pub file_delete_delay_ms: i64,
+    pub flush_messages: i64,
+    pub flush_ms: i64,
+    pub index_interval_bytes: usize,
+    pub max_compaction_lag_ms: i64,
+    pub max_message_bytes: usize,
+    pub message_timestamp_after_max_ms: i64,
+    pub message_timestamp_before_max_ms: i64,
+    pub message_timestamp_type: TimestampType,
+    pub min_cleanable_dirty_ratio: f64,
+    pub min_compaction_lag_ms: i64,
+    pub retention_bytes: i64,
+    pub retention_ms: i64,
+    pub segment_bytes: usize,
+    pub segment_index_bytes: usize,
+    pub segment_jitter_ms: i64,
+    pub segment_ms: i64,
+    /// The topic's own overrides, as set by CreateTopics/AlterConfigs.
+    pub overrides: BTreeMap<String, String>,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self::resolve(&BTreeMap::new(), BTreeMap::new()).expect("Kafka's defaults are valid")
+    }
+}
+
+impl LogConfig {
+    /// Resolve overrides over broker defaults (both keyed by topic key) over Kafka's defaults.
+    ///
+    /// # Errors
+    /// `InvalidConfig` naming the first bad key.
+    pub fn resolve(broker_defaults: &BTreeMap<String, String>, overrides: BTreeMap<String, String>) -> Result<Self> {
+        for (k, v) in broker_defaults.iter().chain(overrides.iter()) {
+            validate_value(k, v)?;
+        }
+        let get = |name: &str| -> String {
+            overrides
+                .get(name)
+                .or_else(|| broker_defaults.get(name))
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|| config_def(name).expect("known key").default.to_string())
+        };
+        let long = |name: &str| get(name).parse::<i64>().expect("validated");
+        let size = |name: &str| get(name).parse::<i64>().expect("validated").max(0) as usize;
+        let policy = get("cleanup.policy");
+        Ok(Self {
+            compact: policy.split(',').any(|p| p.trim() == "compact"),
+            delete: policy.split(',').any(|p| p.trim() == "delete"),
+            compression_type: get("compression.type"),
+            delete_retention_ms: long("delete.retention.ms"),
+            file_delete_delay_ms: long("file.delete.delay.ms"),
+            flush_messages: long("flush.messages"),
+            flush_ms: long("flush.ms"),
+            index_interval_bytes: size("index.interval.bytes"),
+            max_compaction_lag_ms: long("max.compaction.lag.ms"),
+            max_message_bytes: size("max.message.bytes"),
+            message_timestamp_after_max_ms: long("message.timestamp.after.max.ms"),
+            message_timestamp_before_max_ms: long("message.timestamp.before.max.ms"),
+            message_timestamp_type: if get("message.timestamp.type") == "LogAppendTime" {
+                TimestampType::LogAppendTime
+            } else {
+                TimestampType::CreateTime
+            },
+            min_cleanable_dirty_ratio: get("min.cleanable.dirty.ratio").parse().expect("validated"),
+            min_compaction_lag_ms: long("min.compaction.lag.ms"),
+            retention_bytes: long("retention.bytes"),
+            retention_ms: long("retention.ms"),
+            segment_bytes: size("segment.bytes"),
+            segment_index_bytes: size("segment.index.bytes"),
+            segment_jitter_ms: long("segment.jitter.ms"),
+            segment_ms: long("segment.ms"),
+            overrides,
+        })
+    }
+
+    /// The effective value of `name` and where it came from.
+    pub fn value_of(&self, name: &str, broker_defaults: &BTreeMap<String, String>) -> Option<(String, ConfigSource)> {
+        let def = config_def(name)?;
+        Some(if let Some(v) = self.overrides.get(name) {
+            (v.clone(), ConfigSource::TopicOverride)
+        } else if let Some(v) = broker_defaults.get(name) {
+            (v.clone(), ConfigSource::BrokerDefault)
+        } else {
+            (def.default.to_string(), ConfigSource::Default)
+        })
+    }
+
+    /// Serialize the overrides as `key=value` lines (the persisted form).
+    pub fn overrides_to_properties(&self) -> String {
+        self.overrides.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+    }
+
+    /// Parse `key=value` lines written by `overrides_to_properties`.
+    pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
+        text.lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .filter_map(|l| l.split_once('=').map(|(k, v)| (k.trim().to_string(), v.trim().to_string())))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafka_defaults() {
+        let c = LogConfig::default();
+        assert!(c.delete && !c.compact);
+        assert_eq!(c.segment_bytes, 1 << 30);
+        assert_eq!(c.index_interval_bytes, 4096);
+        assert_eq!(c.max_message_bytes, 1048588);
+        assert_eq!(c.delete_retention_ms, 86_400_000);
+        assert_eq!(c.flush_messages, i64::MAX);
+    }
+
+    #[test]
+    fn overrides_win_and_bad_values_name_the_key() {
+        let broker: BTreeMap<_, _> = [("segment.bytes".to_string(), "1000".to_string())].into();
+        let over: BTreeMap<_, _> = [("cleanup.policy".to_string(), "compact,delete".to_string())].into();
+        let c = LogConfig::resolve(&broker, over).unwrap();
+        assert!(c.compact && c.delete);
+        assert_eq!(c.segment_bytes, 1000);
+        assert_eq!(c.value_of("segment.bytes", &broker).unwrap().1, ConfigSource::BrokerDefault);
+        for (k, v) in [("cleanup.policy", "shred"), ("segment.bytes", "1"), ("min.cleanable.dirty.ratio", "1.5"), ("retention.ms", "soon"), ("nope", "1")] {
+            match LogConfig::resolve(&BTreeMap::new(), [(k.to_string(), v.to_string())].into()) {
+                Err(LogError::InvalidConfig { key, .. }) => assert_eq!(key, k),
+                other => panic!("{k}={v}: {other:?}"),
+            }
+        }
+    }
+}

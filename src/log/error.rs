@@ -1,0 +1,71 @@
+//! Errors of the storage layer. They carry the file, position or partition they
+//! concern; `api/` maps them to Kafka error codes, nothing here knows those codes.
+
+use std::path::PathBuf;
+
+/// A record batch failed validation. Returned for bytes a producer sent and for
+/// bytes read back from disk alike; the caller knows which it was.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BatchError {
+    #[error("record batch truncated: need {needed} bytes, have {available}")]
+    Truncated { needed: usize, available: usize },
+    #[error("record batch length {0} is invalid")]
+    InvalidLength(i64),
+    #[error("record batch of {size} bytes exceeds the limit of {limit} bytes")]
+    TooLarge { size: usize, limit: usize },
+    #[error("unsupported record batch magic {0} (only v2 is accepted)")]
+    UnsupportedMagic(i8),
+    #[error("record batch CRC mismatch: stored {stored:#010x}, computed {computed:#010x}")]
+    CrcMismatch { stored: u32, computed: u32 },
+    #[error("unknown compression codec {0}")]
+    UnknownCompression(u8),
+    #[error("decompression failed: {0}")]
+    Decompression(String),
+    #[error("corrupt record: {0}")]
+    CorruptRecord(String),
+    /// A record that is well formed but not allowed here (Kafka's InvalidRecordException).
+    #[error("invalid record at index {index}: {reason}")]
+    InvalidRecord { index: usize, reason: String },
+    /// A batch that is well formed but not allowed here.
+    #[error("invalid record batch: {0}")]
+    InvalidBatch(String),
+    #[error("record timestamp {timestamp} is outside the accepted range: {reason}")]
+    InvalidTimestamp { timestamp: i64, reason: String },
+}
+
+/// Errors of `Log`, `LogSegment`, the indexes and `LogManager`.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("I/O error on {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{0}")]
+    Batch(#[from] BatchError),
+    #[error("offset {offset} is out of range [{log_start}, {log_end}]")]
+    OffsetOutOfRange { offset: i64, log_start: i64, log_end: i64 },
+    #[error("corrupt data in {path} at position {position}: {reason}")]
+    Corrupt { path: PathBuf, position: u64, reason: String },
+    #[error("corrupt index {path}: {reason}")]
+    CorruptIndex { path: PathBuf, reason: String },
+    #[error("partition {partition} is offline: {reason}")]
+    Offline { partition: String, reason: String },
+    #[error("invalid config {key}: {reason}")]
+    InvalidConfig { key: String, reason: String },
+    #[error("topic {0} already exists")]
+    TopicExists(String),
+    #[error("unknown topic or partition {0}")]
+    UnknownTopicOrPartition(String),
+    #[error("invalid topic name {name:?}: {reason}")]
+    InvalidTopic { name: String, reason: String },
+    #[error("log {0} has been deleted")]
+    Deleted(String),
+}
+
+impl LogError {
+    /// Wrap an I/O error with the path it happened on.
+    pub fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> LogError {
+        let path = path.into();
+        move |source| LogError::Io { path, source }
+    }
+}
+
+pub type Result<T, E = LogError> = std::result::Result<T, E>;

@@ -1,0 +1,643 @@
+//! `Log`: one partition's ordered segments, the offsets that describe it, and
+//! the rules that append to it, read from it, roll it, retain it and recover it.
+//!
+//! Invariants:
+//! * `segments` is keyed by base offset, non-empty, and the last one is active:
+//!   only it is appended to. Every other segment is closed and immutable except
+//!   through the cleaner's swap.
+//! * `log_start_offset <= recovery_point <= next_offset` (the log end offset,
+//!   which is also the high watermark on a single node).
+//! * Everything below `recovery_point` has been fsynced. After a crash only
+//!   bytes at or past it may be truncated; damage below it takes the partition
+//!   offline instead of silently dropping acknowledged data.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::config::LogConfig;
+use super::error::{LogError, Result};
+use super::record_batch::{self, TimestampType, NO_TIMESTAMP};
+use super::segment::{self, LogSegment, RollParams, SegmentConfig};
+use super::validator::{self, ValidatedBatch, ValidationContext};
+use crate::clock::SharedClock;
+
+/// A topic name and partition number; the directory is `<topic>-<partition>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    pub topic: String,
+    pub partition: i32,
+}
+
+impl TopicPartition {
+    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
+        Self { topic: topic.into(), partition }
+    }
+
+    /// Parse a partition directory name (`my-topic-3`).
+    pub fn from_dir_name(name: &str) -> Option<Self> {
+        let (topic, partition) = name.rsplit_once('-')?;
+        let partition: i32 = partition.parse().ok()?;
+        (!topic.is_empty() && partition >= 0 && partition.to_string() == name[topic.len() + 1..]).then(|| Self::new(topic, partition))
+    }
+}
+
+impl std::fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// Special timestamps of ListOffsets.
+pub const EARLIEST_TIMESTAMP: i64 = -2;
+pub const LATEST_TIMESTAMP: i64 = -1;
+pub const MAX_TIMESTAMP: i64 = -3;
+pub const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
+
+/// What an append did, for the Produce response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogAppendInfo {
+    pub first_offset: i64,
+    pub last_offset: i64,
+    /// The broker's time when the topic uses LogAppendTime, else -1.
+    pub log_append_time: i64,
+    pub log_start_offset: i64,
+    pub records_count: i64,
+    pub max_timestamp: i64,
+    pub valid_bytes: usize,
+}
+
+/// Bytes read for a Fetch.
+#[derive(Debug, Clone)]
+pub struct FetchDataInfo {
+    /// Whole batches, as on disk.
+    pub records: Bytes,
+    pub high_watermark: i64,
+    pub log_start_offset: i64,
+}
+
+/// How the log was opened, for recovery decisions.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadParams {
+    pub recovery_point: i64,
+    pub log_start_offset: i64,
+    /// The log dir was shut down cleanly (its marker file was present).
+    pub clean_shutdown: bool,
+}
+
+#[derive(Debug)]
+pub struct Log {
+    dir: PathBuf,
+    tp: TopicPartition,
+    config: Arc<LogConfig>,
+    segments: BTreeMap<i64, LogSegment>,
+    log_start_offset: i64,
+    next_offset: i64,
+    recovery_point: i64,
+    unflushed_messages: i64,
+    last_flush_ms: i64,
+    /// fsync before an append returns (the broker's `log.flush.before.ack`).
+    flush_before_ack: bool,
+    clock: SharedClock,
+    /// Segments renamed to `.deleted`, with the time their files may be unlinked.
+    pending_deletes: Vec<(i64, LogSegment)>,
+    scratch: Vec<u8>,
+    validated: Vec<ValidatedBatch>,
+}
+
+impl Log {
+    fn segment_config(config: &LogConfig) -> SegmentConfig {
+        SegmentConfig {
+            index_interval_bytes: config.index_interval_bytes,
+            max_index_size: config.segment_index_bytes,
+            // Batches on disk may be larger than today's limit if it was lowered;
+            // scanning accepts anything up to the largest value Kafka allows.
+            max_batch_size: config.max_message_bytes.max(i32::MAX as usize / 2),
+        }
+    }
+
+    /// Open (or create) the log in `dir`, completing interrupted swaps and
+    /// recovering the unflushed tail.
+    ///
+    /// # Errors
+    /// I/O errors, and `Offline` when data below the recovery point is damaged.
+    pub fn open(dir: &Path, tp: TopicPartition, config: Arc<LogConfig>, load: LoadParams, flush_before_ack: bool, clock: SharedClock) -> Result<Self> {
+        std::fs::create_dir_all(dir).map_err(LogError::io(dir))?;
+        let seg_config = Self::segment_config(&config);
+        let bases = complete_interrupted_swaps(dir, seg_config)?;
+        let now = clock.now_ms();
+        let mut segments = BTreeMap::new();
+        let offline = |reason: String| LogError::Offline { partition: tp.to_string(), reason };
+        let recovery_point = load.recovery_point;
+        let mut truncated_at: Option<i64> = None;
+        let count = bases.len();
+        let next_bases = bases.clone();
+        for (i, base) in bases.into_iter().enumerate() {
+            if truncated_at.is_some() {
+                // Everything after a truncated segment followed a hole: drop it
+                // (it is at or past the recovery point, so nothing flushed is lost).
+                let seg = LogSegment::open(dir, base, seg_config, "")?;
+                tracing::warn!(partition = %tp, base_offset = base, "deleting segment after a truncated one");
+                seg.delete_files()?;
+                continue;
+            }
+            let is_last = i + 1 == count;
+            let mut seg = LogSegment::open(dir, base, seg_config, "")?;
+            // The unflushed tail: the last segment, and any segment reaching past the
+            // recovery point (or whose offsets are unknown because it must be rebuilt).
+            let next_base = next_bases.get(i + 1).copied().unwrap_or(i64::MAX);
+            let in_unflushed_tail = is_last || next_base > recovery_point;
+            if in_unflushed_tail && (!load.clean_shutdown || seg.needs_recovery()) {
+                let truncated = seg.recover_from(recovery_point).map_err(|e| offline(e.to_string()))?;
+                if truncated > 0 {
+                    tracing::warn!(partition = %tp, base_offset = base, bytes = truncated, next_offset = seg.next_offset(), "recovered segment by truncating its torn tail");
+                    truncated_at = Some(seg.next_offset());
+                }
+            } else if seg.needs_recovery() {
+                // Below the recovery point nothing may be cut: rebuild the indexes if the
+                // data is whole, else take the partition offline.
+                seg.recover_from(i64::MAX).map_err(|e| offline(e.to_string()))?;
+            }
+            segments.insert(base, seg);
+        }
+        let start = load.log_start_offset.max(0);
+        if segments.is_empty() {
+            segments.insert(start, LogSegment::create(dir, start, seg_config, "", now)?);
+        }
+        let next_offset = segments.values().next_back().map_or(start, LogSegment::next_offset);
+        let first_base = *segments.keys().next().expect("non-empty");
+        let log_start_offset = start.max(first_base).min(next_offset);
+        Ok(Self {
+            dir: dir.into(),
+            tp,
+            config,
+            segments,
+            log_start_offset,
+            next_offset,
+            recovery_point: recovery_point.clamp(log_start_offset, next_offset).max(truncated_at.unwrap_or(0).min(next_offset)),
+            unflushed_messages: 0,
+            last_flush_ms: now,
+            flush_before_ack,
+            clock,
+            pending_deletes: Vec::new(),
+            scratch: Vec::new(),
+            validated: Vec::new(),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.tp
+    }
+    pub fn config(&self) -> &Arc<LogConfig> {
+        &self.config
+    }
+    /// Replace the config (AlterConfigs); takes effect on the next append or check.
+    pub fn update_config(&mut self, config: Arc<LogConfig>) {
+        self.config = config;
+    }
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+    /// The log end offset: the offset the next record will get.
+    pub fn log_end_offset(&self) -> i64 {
+        self.next_offset
+    }
+    /// On a single node every appended record is committed.
+    pub fn high_watermark(&self) -> i64 {
+        self.next_offset
+    }
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+    pub fn segments(&self) -> impl DoubleEndedIterator<Item = &LogSegment> + ExactSizeIterator {
+        self.segments.values()
+    }
+    pub fn active_segment(&self) -> &LogSegment {
+        self.segments.values().next_back().expect("a log always has a segment")
+    }
+    /// Bytes of all segments.
+    pub fn size(&self) -> u64 {
+        self.segments.values().map(LogSegment::size).sum()
+    }
+
+    /// Validate a producer's batches, assign offsets in place, and append.
+    ///
+    /// # Errors
+    /// `Batch` errors for invalid records (nothing is appended), I/O errors.
+    pub fn append_as_leader(&mut self, records: &mut [u8]) -> Result<LogAppendInfo> {
+        let now = self.clock.now_ms();
+        let ctx = ValidationContext {
+            now_ms: now,
+            compact: self.config.compact,
+            max_message_bytes: self.config.max_message_bytes,
+            timestamp_type: self.config.message_timestamp_type,
+            timestamp_before_max_ms: self.config.message_timestamp_before_max_ms,
+            timestamp_after_max_ms: self.config.message_timestamp_after_max_ms,
+        };
+        let mut validated = std::mem::take(&mut self.validated);
+        let result = validator::validate_records(records, &ctx, &mut self.scratch, &mut validated);
+        if let Err(e) = result {
+            self.validated = validated;
+            return Err(e.into());
+        }
+        let first_offset = self.next_offset;
+        let mut offset = first_offset;
+        let mut max_timestamp = NO_TIMESTAMP;
+        let mut count = 0i64;
+        let log_append_time = if ctx.timestamp_type == TimestampType::LogAppendTime { now } else { NO_TIMESTAMP };
+        for v in &validated {
+            let batch = &mut records[v.position..v.position + v.header.size_in_bytes()];
+            record_batch::set_base_offset(batch, offset);
+            record_batch::set_partition_leader_epoch(batch, 0);
+            let batch_max = if log_append_time >= 0 { now } else { v.max_timestamp };
+            record_batch::set_max_timestamp(batch, ctx.timestamp_type, batch_max);
+            max_timestamp = max_timestamp.max(batch_max);
+            offset += v.header.records_count as i64;
+            count += v.header.records_count as i64;
+        }
+        self.validated = validated;
+        let last_offset = offset - 1;
+        let valid_bytes = records.len();
+        self.maybe_roll(RollParams { max_timestamp_in_messages: max_timestamp, max_offset_in_messages: last_offset, messages_size: valid_bytes, now_ms: now }, first_offset)?;
+        self.segments.values_mut().next_back().expect("active").append(records)?;
+        self.next_offset = last_offset + 1;
+        self.unflushed_messages += count;
+        if self.flush_before_ack || self.unflushed_messages >= self.config.flush_messages {
+            self.flush()?;
+        }
+        Ok(LogAppendInfo { first_offset, last_offset, log_append_time, log_start_offset: self.log_start_offset, records_count: count, max_timestamp, valid_bytes })
+    }
+
+    fn maybe_roll(&mut self, params: RollParams, next_base: i64) -> Result<()> {
+        let jitter = self.roll_jitter_ms();
+        let config = Arc::clone(&self.config);
+        let active = self.active_segment();
+        if active.should_roll(&params, config.segment_bytes, self.roll_ms(), jitter) {
+            tracing::debug!(partition = %self.tp, size = active.size(), base_offset = active.base_offset(), "rolling segment");
+            self.roll(next_base)?;
+        }
+        Ok(())
+    }
+
+    /// Active-segment age limit. For compacted topics the cleaner's max lag also
+    /// bounds it, since the active segment is never cleaned.
+    pub fn roll_ms(&self) -> i64 {
+        if self.config.compact {
+            self.config.segment_ms.min(self.config.max_compaction_lag_ms)
+        } else {
+            self.config.segment_ms
+        }
+    }
+
+    fn roll_jitter_ms(&self) -> i64 {
+        if self.config.segment_jitter_ms <= 0 {
+            return 0;
+        }
+        // Kafka draws the jitter at random per segment; a hash of the partition and
+        // segment spreads rolls the same way and keeps them reproducible.
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (&self.tp, self.active_segment().base_offset()).hash(&mut h);
+        (h.finish() % self.config.segment_jitter_ms as u64) as i64
+    }
+
+    /// Start a new active segment at `base` (the next offset), closing the current one.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn roll(&mut self, base: i64) -> Result<()> {
+        let now = self.clock.now_ms();
+        let seg_config = Self::segment_config(&self.config);
+        let active_base = self.active_segment().base_offset();
+        if active_base == base {
+            // The active segment is empty at this offset already (Kafka replaces it).
+            if self.active_segment().size() == 0 {
+                return Ok(());
+            }
+            return Err(LogError::Corrupt { path: self.dir.clone(), position: 0, reason: format!("cannot roll to {base}: segment exists") });
+        }
+        let old = self.segments.values_mut().next_back().expect("active");
+        old.on_become_inactive()?;
+        // Kafka flushes the closed segment asynchronously; this keeps it simple and
+        // moves the recovery point so restart only scans the new active segment.
+        old.flush()?;
+        self.recovery_point = self.recovery_point.max(base);
+        self.segments.insert(base, LogSegment::create(&self.dir, base, seg_config, "", now)?);
+        Ok(())
+    }
+
+    /// Roll if the active segment holds anything (retention and tests use it).
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn roll_if_not_empty(&mut self) -> Result<()> {
+        if self.active_segment().size() > 0 {
+            self.roll(self.next_offset)?;
+        }
+        Ok(())
+    }
+
+    /// Whole batches from the one holding `offset` (or the next offset present),
+    /// up to `max_bytes`; at least one batch when `min_one_batch`.
+    ///
+    /// # Errors
+    /// `OffsetOutOfRange` outside [log start, log end]; I/O errors.
+    pub fn read(&self, offset: i64, max_bytes: usize, min_one_batch: bool) -> Result<FetchDataInfo> {
+        let empty = || FetchDataInfo { records: Bytes::new(), high_watermark: self.next_offset, log_start_offset: self.log_start_offset };
+        if offset == self.next_offset {
+            return Ok(empty());
+        }
+        if offset < self.log_start_offset || offset > self.next_offset {
+            return Err(LogError::OffsetOutOfRange { offset, log_start: self.log_start_offset, log_end: self.next_offset });
+        }
+        let first = self.segments.range(..=offset).next_back().map_or(i64::MIN, |(b, _)| *b);
+        for seg in self.segments.range(first..).map(|(_, s)| s) {
+            if let Some((_, bytes)) = seg.read(offset, max_bytes, min_one_batch)? {
+                return Ok(FetchDataInfo { records: bytes, ..empty() });
+            }
+        }
+        Ok(empty())
+    }
+
+    /// ListOffsets: the (timestamp, offset) for a target timestamp or one of the
+    /// special values. `None` when no record has a timestamp >= the target.
+    ///
+    /// # Errors
+    /// I/O errors and corrupt batches.
+    pub fn fetch_offset_by_timestamp(&mut self, target: i64) -> Result<Option<(i64, i64)>> {
+        match target {
+            EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => return Ok(Some((NO_TIMESTAMP, self.log_start_offset))),
+            LATEST_TIMESTAMP => return Ok(Some((NO_TIMESTAMP, self.next_offset))),
+            MAX_TIMESTAMP => {
+                let best = self.segments.values().filter(|s| s.size() > 0).max_by_key(|s| s.max_timestamp());
+                let Some(seg) = best else { return Ok(Some((NO_TIMESTAMP, -1))) };
+                if seg.max_timestamp() < 0 {
+                    return Ok(Some((NO_TIMESTAMP, -1)));
+                }
+                let ts = seg.max_timestamp();
+                return Ok(seg.find_offset_by_timestamp(ts, self.log_start_offset, &mut self.scratch)?.or(Some((ts, seg.offset_of_max_timestamp()))));
+            }
+            t if t < 0 => return Ok(None),
+            _ => {}
+        }
+        let start = self.log_start_offset;
+        for seg in self.segments.values() {
+            if seg.next_offset() <= start || seg.size() == 0 || seg.max_timestamp() < target {
+                continue;
+            }
+            if let Some(found) = seg.find_offset_by_timestamp(target, start, &mut self.scratch)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// DeleteRecords: move the log start offset forward (never back).
+    ///
+    /// # Errors
+    /// `OffsetOutOfRange` past the high watermark.
+    pub fn maybe_increment_log_start_offset(&mut self, new_start: i64) -> Result<i64> {
+        if new_start > self.next_offset {
+            return Err(LogError::OffsetOutOfRange { offset: new_start, log_start: self.log_start_offset, log_end: self.next_offset });
+        }
+        if new_start > self.log_start_offset {
+            self.log_start_offset = new_start;
+            self.recovery_point = self.recovery_point.max(new_start.min(self.recovery_point.max(new_start)));
+        }
+        Ok(self.log_start_offset)
+    }
+
+    /// Fsync everything up to the log end and advance the recovery point.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn flush(&mut self) -> Result<()> {
+        let rp = self.recovery_point;
+        for seg in self.segments.values().filter(|s| s.next_offset() > rp || s.size() > 0 && s.base_offset() >= rp) {
+            seg.flush()?;
+        }
+        self.recovery_point = self.next_offset;
+        self.unflushed_messages = 0;
+        self.last_flush_ms = self.clock.now_ms();
+        Ok(())
+    }
+
+    /// Time-based flush (`flush.ms`), called by the scheduler.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn maybe_flush_by_time(&mut self, now: i64) -> Result<bool> {
+        if self.unflushed_messages > 0 && now.saturating_sub(self.last_flush_ms) >= self.config.flush_ms {
+            self.flush()?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Retention (Kafka's `deleteOldSegments`): segments wholly below the log start
+    /// offset always go; with `delete` in the policy also segments past
+    /// `retention.ms` and the oldest segments while over `retention.bytes`.
+    /// Returns the number of segments removed.
+    ///
+    /// # Errors
+    /// I/O errors renaming files.
+    pub fn delete_old_segments(&mut self) -> Result<usize> {
+        let now = self.clock.now_ms();
+        let mut deleted = self.delete_segments_while(|seg, next_base, log| next_base.is_some_and(|n| n <= log.log_start_offset) && seg.size() > 0 || next_base.is_some_and(|n| n <= log.log_start_offset))?;
+        if self.config.delete {
+            let retention_ms = self.config.retention_ms;
+            if retention_ms >= 0 {
+                deleted += self.delete_segments_while(|seg, _, _| now - seg.largest_timestamp() > retention_ms)?;
+            }
+            let retention_bytes = self.config.retention_bytes;
+            if retention_bytes >= 0 {
+                let mut diff = self.size() as i64 - retention_bytes;
+                deleted += self.delete_segments_while(|seg, _, _| {
+                    if diff - seg.size() as i64 >= 0 {
+                        diff -= seg.size() as i64;
+                        true
+                    } else {
+                        false
+                    }
+                })?;
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// Delete segments from the oldest while `pred(segment, next segment's base, log)` holds.
+    fn delete_segments_while(&mut self, mut pred: impl FnMut(&LogSegment, Option<i64>, &Self) -> bool) -> Result<usize> {
+        let mut doomed = Vec::new();
+        let bases: Vec<i64> = self.segments.keys().copied().collect();
+        for (i, base) in bases.iter().enumerate() {
+            let seg = &self.segments[base];
+            let next = bases.get(i + 1).copied();
+            let last_and_empty = next.is_none() && seg.size() == 0;
+            if last_and_empty || !pred(seg, next, self) {
+                break;
+            }
+            doomed.push(*base);
+        }
+        if doomed.is_empty() {
+            return Ok(0);
+        }
+        if doomed.len() == self.segments.len() {
+            // Never leave a log without an active segment.
+            self.roll(self.next_offset)?;
+        }
+        let now = self.clock.now_ms();
+        let due = now.saturating_add(self.config.file_delete_delay_ms);
+        for base in &doomed {
+            let mut seg = self.segments.remove(base).expect("listed");
+            tracing::info!(partition = %self.tp, base_offset = base, size = seg.size(), "deleting segment (retention)");
+            seg.change_file_suffix(segment::DELETED_SUFFIX)?;
+            self.pending_deletes.push((due, seg));
+        }
+        let first = *self.segments.keys().next().expect("non-empty");
+        self.log_start_offset = self.log_start_offset.max(first);
+        self.recovery_point = self.recovery_point.max(self.log_start_offset);
+        Ok(doomed.len())
+    }
+
+    /// Unlink `.deleted` files whose `file.delete.delay.ms` has passed (all of them with `force`).
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn delete_expired_files(&mut self, now: i64, force: bool) -> Result<usize> {
+        let mut n = 0;
+        let mut i = 0;
+        while i < self.pending_deletes.len() {
+            if force || self.pending_deletes[i].0 <= now {
+                let (_, seg) = self.pending_deletes.swap_remove(i);
+                seg.delete_files()?;
+                n += 1;
+            } else {
+                i += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Remove the whole log from disk (DeleteTopics).
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn delete(mut self) -> Result<()> {
+        self.delete_expired_files(0, true)?;
+        for seg in self.segments.values() {
+            seg.delete_files()?;
+        }
+        std::fs::remove_dir_all(&self.dir).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) }).map_err(LogError::io(&self.dir))
+    }
+
+    /// Flush and write the final time index entry (clean shutdown).
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn close(&mut self) -> Result<()> {
+        self.flush()?;
+        self.delete_expired_files(0, true)?;
+        Ok(())
+    }
+}
+
+/// Sort out the files left in `dir` by a crash, by Kafka's rules, and return
+/// the base offsets of the segments to open:
+/// 1. `.deleted` files: the segment was already replaced or retained away; delete.
+/// 2. `.cleaned` files: a clean that never reached the swap; delete.
+/// 3. `.swap` files at or above the smallest `.cleaned` offset: that clean had
+///    not renamed its whole group to `.swap`; delete them (the originals are intact).
+/// 4. Other `.swap` files: the clean had committed; delete the segments they
+///    replace (those whose offsets they cover) and strip the suffix.
+/// 5. Index files with no `.log`: orphans; delete.
+fn complete_interrupted_swaps(dir: &Path, seg_config: SegmentConfig) -> Result<Vec<i64>> {
+    let mut logs = Vec::new();
+    let mut swaps = Vec::new();
+    let mut cleaned = Vec::new();
+    let mut indexes = Vec::new();
+    let mut doomed = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(LogError::io(dir))? {
+        let entry = entry.map_err(LogError::io(dir))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        let Some((stem, rest)) = name.split_once('.') else { continue };
+        let Ok(base) = stem.parse::<i64>() else { continue };
+        if stem.len() != 20 {
+            continue;
+        }
+        match rest {
+            "log" => logs.push(base),
+            "index" | "timeindex" => indexes.push((base, path)),
+            r if r.ends_with("deleted") => doomed.push(path),
+            r if r.ends_with("cleaned") => {
+                if r == "log.cleaned" {
+                    cleaned.push(base);
+                }
+                doomed.push(path);
+            }
+            "log.swap" => swaps.push(base),
+            r if r.ends_with("swap") => {}
+            _ => {}
+        }
+    }
+    for path in doomed {
+        tracing::info!(file = %path.display(), "deleting leftover file");
+        remove_if_exists(&path)?;
+    }
+    let min_cleaned = cleaned.iter().copied().min().unwrap_or(i64::MAX);
+    swaps.sort_unstable();
+    for base in swaps {
+        if base >= min_cleaned {
+            tracing::info!(base_offset = base, "deleting .swap of a clean that did not finish its swap");
+            for p in [segment::log_file(dir, base, ".swap"), segment::index_file(dir, base, ".swap"), segment::time_index_file(dir, base, ".swap")] {
+                remove_if_exists(&p)?;
+            }
+            continue;
+        }
+        // Learn the offsets the swap segment covers, then replace what it overlaps.
+        let mut swap = LogSegment::open(dir, base, seg_config, ".swap")?;
+        if swap.needs_recovery() {
+            swap.recover_from(i64::MIN)?;
+        }
+        let next = swap.next_offset();
+        drop(swap);
+        for old in logs.iter().copied().filter(|&b| b >= base && b < next.max(base + 1)) {
+            tracing::info!(base_offset = old, replaced_by = base, "completing interrupted swap: removing replaced segment");
+            for p in [segment::log_file(dir, old, ""), segment::index_file(dir, old, ""), segment::time_index_file(dir, old, "")] {
+                remove_if_exists(&p)?;
+            }
+        }
+        logs.retain(|&b| !(b >= base && b < next.max(base + 1)));
+        for (from, to) in [
+            (segment::log_file(dir, base, ".swap"), segment::log_file(dir, base, "")),
+            (segment::index_file(dir, base, ".swap"), segment::index_file(dir, base, "")),
+            (segment::time_index_file(dir, base, ".swap"), segment::time_index_file(dir, base, "")),
+        ] {
+            if from.exists() {
+                std::fs::rename(&from, &to).map_err(LogError::io(&from))?;
+            }
+        }
+        logs.push(base);
+    }
+    for (base, path) in indexes {
+        if !logs.contains(&base) {
+            remove_if_exists(&path)?;
+        }
+    }
+    logs.sort_unstable();
+    logs.dedup();
+    Ok(logs)
+}
+
+fn remove_if_exists(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(LogError::io(path)(e)),
+    }
+}

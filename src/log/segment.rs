@@ -1,0 +1,633 @@
+//! `LogSegment`: one `.log` file of record batches and its two indexes, named by
+//! the segment's base offset in 20 digits.
+//!
+//! Invariants:
+//! * `size` is the number of valid bytes; the file holds whole, CRC-valid
+//!   batches up to `size` (recovery truncates anything after).
+//! * Every batch in the segment has offsets >= `base_offset`, and relative
+//!   offsets fit in 32 bits (the segment rolls before they would not).
+//! * Index entries point at batch starts within `size`, and the time index
+//!   entry timestamps are the running maximum of batch max timestamps.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use bytes::{Bytes, BytesMut};
+
+use super::error::{BatchError, LogError, Result};
+use super::index::{OffsetIndex, TimeIndex, TimestampOffset};
+use super::record_batch::{self, BatchHeader, RecordIter, LOG_OVERHEAD, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD};
+
+pub const LOG_SUFFIX: &str = ".log";
+pub const INDEX_SUFFIX: &str = ".index";
+pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
+pub const CLEANED_SUFFIX: &str = ".cleaned";
+pub const SWAP_SUFFIX: &str = ".swap";
+pub const DELETED_SUFFIX: &str = ".deleted";
+
+/// Kafka's 20-digit file name prefix for a base offset.
+pub fn filename_prefix(offset: i64) -> String {
+    format!("{offset:020}")
+}
+
+pub fn log_file(dir: &Path, offset: i64, suffix: &str) -> PathBuf {
+    dir.join(format!("{}{LOG_SUFFIX}{suffix}", filename_prefix(offset)))
+}
+pub fn index_file(dir: &Path, offset: i64, suffix: &str) -> PathBuf {
+    dir.join(format!("{}{INDEX_SUFFIX}{suffix}", filename_prefix(offset)))
+}
+pub fn time_index_file(dir: &Path, offset: i64, suffix: &str) -> PathBuf {
+    dir.join(format!("{}{TIME_INDEX_SUFFIX}{suffix}", filename_prefix(offset)))
+}
+
+/// Sizes a segment needs from the topic config.
+#[derive(Debug, Clone, Copy)]
+pub struct SegmentConfig {
+    pub index_interval_bytes: usize,
+    pub max_index_size: usize,
+    /// Largest batch to accept when scanning the file (bounds every allocation).
+    pub max_batch_size: usize,
+}
+
+/// Where a read starts: the batch holding (or following) the requested offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchPosition {
+    pub position: u64,
+    pub header: BatchHeader,
+}
+
+/// What is about to be appended, for the roll decision.
+#[derive(Debug, Clone, Copy)]
+pub struct RollParams {
+    pub max_timestamp_in_messages: i64,
+    pub max_offset_in_messages: i64,
+    pub messages_size: usize,
+    pub now_ms: i64,
+}
+
+#[derive(Debug)]
+pub struct LogSegment {
+    base_offset: i64,
+    dir: PathBuf,
+    /// Suffix after `.log` (empty, or `.cleaned`/`.swap` while the cleaner owns it).
+    suffix: String,
+    log: File,
+    size: u64,
+    offset_index: OffsetIndex,
+    time_index: TimeIndex,
+    config: SegmentConfig,
+    bytes_since_last_index_entry: usize,
+    max_timestamp_so_far: i64,
+    /// Last offset of the batch holding `max_timestamp_so_far`.
+    offset_of_max_timestamp_so_far: i64,
+    /// Max timestamp of the first batch: what `segment.ms` is measured from.
+    rolling_based_timestamp: Option<i64>,
+    created_ms: i64,
+    next_offset: i64,
+    needs_recovery: bool,
+}
+
+impl LogSegment {
+    /// Create an empty segment (files truncated).
+    ///
+    /// # Errors
+    /// I/O errors creating the files.
+    pub fn create(dir: &Path, base_offset: i64, config: SegmentConfig, suffix: &str, now_ms: i64) -> Result<Self> {
+        let log_path = log_file(dir, base_offset, suffix);
+        let log = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&log_path)
+            .map_err(LogError::io(&log_path))?;
+        Ok(Self {
+            base_offset,
+            dir: dir.into(),
+            suffix: suffix.into(),
+            log,
+            size: 0,
+            offset_index: OffsetIndex::open(&index_file(dir, base_offset, suffix), base_offset, config.max_index_size, true)?,
+            time_index: TimeIndex::open(&time_index_file(dir, base_offset, suffix), base_offset, config.max_index_size, true)?,
+            config,
+            bytes_since_last_index_entry: 0,
+            max_timestamp_so_far: NO_TIMESTAMP,
+            offset_of_max_timestamp_so_far: base_offset,
+            rolling_based_timestamp: None,
+            created_ms: now_ms,
+            next_offset: base_offset,
+            needs_recovery: false,
+        })
+    }
+
+    /// Open an existing segment, trusting its indexes after a sanity check and a
+    /// walk over the batch headers after the last index entry. A missing or
+    /// inconsistent index, or a tail that does not parse, sets
+    /// [`LogSegment::needs_recovery`]; the caller then decides with
+    /// [`LogSegment::recover_from`] whether the damage may be cut off.
+    ///
+    /// # Errors
+    /// I/O errors only.
+    pub fn open(dir: &Path, base_offset: i64, config: SegmentConfig, suffix: &str) -> Result<Self> {
+        let log_path = log_file(dir, base_offset, suffix);
+        let log = OpenOptions::new().read(true).write(true).open(&log_path).map_err(LogError::io(&log_path))?;
+        let meta = log.metadata().map_err(LogError::io(&log_path))?;
+        let created_ms = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as i64);
+        let idx_path = index_file(dir, base_offset, suffix);
+        let tidx_path = time_index_file(dir, base_offset, suffix);
+        let indexes_present = idx_path.exists() && tidx_path.exists();
+        let mut seg = Self {
+            base_offset,
+            dir: dir.into(),
+            suffix: suffix.into(),
+            log,
+            size: meta.len(),
+            offset_index: OffsetIndex::open(&idx_path, base_offset, config.max_index_size, false)?,
+            time_index: TimeIndex::open(&tidx_path, base_offset, config.max_index_size, false)?,
+            config,
+            bytes_since_last_index_entry: 0,
+            max_timestamp_so_far: NO_TIMESTAMP,
+            offset_of_max_timestamp_so_far: base_offset,
+            rolling_based_timestamp: None,
+            created_ms,
+            next_offset: base_offset,
+            needs_recovery: false,
+        };
+        if !indexes_present {
+            tracing::info!(segment = %seg.log_path().display(), "index missing; it will be rebuilt from the log");
+            seg.needs_recovery = true;
+        } else if let Err(e) = seg.load_from_indexes() {
+            tracing::warn!(segment = %seg.log_path().display(), error = %e, "segment fails its consistency check; it will be rebuilt from the log");
+            seg.needs_recovery = true;
+        }
+        Ok(seg)
+    }
+
+    /// Trust the indexes (after a sanity check) and read only the tail of the log
+    /// after the last index entry to learn the next offset and timestamps.
+    fn load_from_indexes(&mut self) -> Result<()> {
+        self.offset_index.sanity_check(self.size)?;
+        let last = self.offset_index.lookup(i64::MAX);
+        let mut pos = last.position as u64;
+        self.next_offset = self.base_offset;
+        let mut bytes_since = 0usize;
+        while pos < self.size {
+            let header = self.read_header_at(pos)?.ok_or_else(|| LogError::Corrupt {
+                path: self.log_path(),
+                position: pos,
+                reason: "partial batch header".into(),
+            })?;
+            self.next_offset = header.next_offset();
+            self.note_timestamp(&header);
+            if self.rolling_based_timestamp.is_none() && pos == 0 {
+                self.rolling_based_timestamp = Some(header.max_timestamp);
+            }
+            bytes_since += header.size_in_bytes();
+            pos += header.size_in_bytes() as u64;
+        }
+        if pos != self.size {
+            return Err(LogError::Corrupt { path: self.log_path(), position: pos, reason: "last batch runs past the end".into() });
+        }
+        self.bytes_since_last_index_entry = bytes_since;
+        if self.rolling_based_timestamp.is_none() && self.size > 0 {
+            self.rolling_based_timestamp = self.read_header_at(0).ok().flatten().map(|h| h.max_timestamp);
+        }
+        if let Some(TimestampOffset { timestamp, offset }) = self.time_index.last_entry() {
+            if timestamp > self.max_timestamp_so_far {
+                self.max_timestamp_so_far = timestamp;
+                self.offset_of_max_timestamp_so_far = offset;
+            }
+        }
+        self.time_index.sanity_check(self.next_offset)?;
+        Ok(())
+    }
+
+    fn note_timestamp(&mut self, header: &BatchHeader) {
+        if header.max_timestamp > self.max_timestamp_so_far {
+            self.max_timestamp_so_far = header.max_timestamp;
+            self.offset_of_max_timestamp_so_far = header.last_offset();
+        }
+    }
+
+    /// Rebuild both indexes and the in-memory state by scanning the whole file,
+    /// checking every batch's framing and CRC. Invalid bytes are truncated only
+    /// when the valid prefix still reaches `min_next_offset` (the recovery point:
+    /// what was flushed must survive); otherwise nothing is cut and the damage is
+    /// an error. Returns the number of bytes truncated.
+    ///
+    /// # Errors
+    /// I/O errors, and `Corrupt` (with file and position) for damage that may not be cut.
+    pub fn recover_from(&mut self, min_next_offset: i64) -> Result<u64> {
+        self.offset_index.truncate_to(i64::MIN)?;
+        self.time_index.truncate_to(i64::MIN)?;
+        self.max_timestamp_so_far = NO_TIMESTAMP;
+        self.offset_of_max_timestamp_so_far = self.base_offset;
+        self.bytes_since_last_index_entry = 0;
+        self.next_offset = self.base_offset;
+        self.rolling_based_timestamp = None;
+        let file_size = self.log.metadata().map_err(LogError::io(self.log_path()))?.len();
+        let file = self.log.try_clone().map_err(LogError::io(self.log_path()))?;
+        let mut reader = BatchReader::from_file(&file, self.log_path(), 0, file_size, self.config.max_batch_size);
+        let mut valid_end = 0u64;
+        let mut problem = None;
+        loop {
+            match reader.next_batch() {
+                Ok(Some((pos, batch))) => {
+                    let header = BatchHeader::parse(batch)?;
+                    if header.base_offset < self.base_offset.max(self.next_offset) || header.last_offset_delta < 0 {
+                        problem = Some(format!(
+                            "batch offsets {}..={} do not follow offset {}",
+                            header.base_offset,
+                            header.last_offset(),
+                            self.next_offset.max(self.base_offset)
+                        ));
+                        break;
+                    }
+                    valid_end = pos + batch.len() as u64;
+                    self.index_batch(&header, pos)?;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    problem = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        let truncated = file_size - valid_end;
+        if truncated > 0 && self.next_offset < min_next_offset {
+            return Err(LogError::Corrupt {
+                path: self.log_path(),
+                position: valid_end,
+                reason: format!(
+                    "{} (valid data ends at offset {}, below the recovery point {min_next_offset})",
+                    problem.as_deref().unwrap_or("incomplete batch"),
+                    self.next_offset
+                ),
+            });
+        }
+        if truncated > 0 {
+            tracing::warn!(
+                segment = %self.log_path().display(),
+                position = valid_end,
+                bytes = truncated,
+                reason = problem.as_deref().unwrap_or("incomplete batch"),
+                "truncating invalid bytes at the end of the segment"
+            );
+            self.log.set_len(valid_end).map_err(LogError::io(self.log_path()))?;
+        }
+        self.size = valid_end;
+        self.needs_recovery = false;
+        if self.size > 0 {
+            self.rolling_based_timestamp = self.read_header_at(0)?.map(|h| h.max_timestamp);
+        }
+        Ok(truncated)
+    }
+
+    /// Account one batch already in the file at `position` (indexes, timestamps, next offset).
+    fn index_batch(&mut self, header: &BatchHeader, position: u64) -> Result<()> {
+        self.note_timestamp(header);
+        if self.bytes_since_last_index_entry > self.config.index_interval_bytes {
+            self.offset_index.append(header.last_offset(), position as u32)?;
+            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, false)?;
+            self.bytes_since_last_index_entry = 0;
+        }
+        self.bytes_since_last_index_entry += header.size_in_bytes();
+        self.next_offset = header.next_offset();
+        Ok(())
+    }
+
+    /// Append validated batches (offsets already assigned) at the end of the file.
+    ///
+    /// # Errors
+    /// I/O errors; a failed write leaves `size` unchanged so the bytes are overwritten next time.
+    pub fn append(&mut self, batches: &[u8]) -> Result<()> {
+        let start = self.size;
+        self.log.write_all_at(batches, start).map_err(LogError::io(self.log_path()))?;
+        let mut pos = 0usize;
+        while pos < batches.len() {
+            let header = BatchHeader::parse(&batches[pos..])?;
+            if self.size == 0 && pos == 0 {
+                self.rolling_based_timestamp = Some(header.max_timestamp);
+            }
+            self.index_batch(&header, start + pos as u64)?;
+            pos += header.size_in_bytes();
+        }
+        self.size += batches.len() as u64;
+        Ok(())
+    }
+
+    /// Kafka's roll rule for the next append.
+    pub fn should_roll(&self, p: &RollParams, segment_bytes: usize, roll_ms: i64, jitter_ms: i64) -> bool {
+        let waited = match self.rolling_based_timestamp {
+            Some(t) if t >= 0 => p.max_timestamp_in_messages - t,
+            _ => p.now_ms - self.created_ms,
+        };
+        let reached_roll_ms = waited > roll_ms - jitter_ms;
+        self.size > (segment_bytes as u64).saturating_sub(p.messages_size as u64)
+            || (self.size > 0 && reached_roll_ms)
+            || self.offset_index.is_full()
+            || self.time_index.is_full()
+            || p.max_offset_in_messages - self.base_offset > u32::MAX as i64
+    }
+
+    /// Called when a newer segment becomes active: write the final time index entry.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn on_become_inactive(&mut self) -> Result<()> {
+        if self.max_timestamp_so_far >= 0 {
+            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, true)?;
+        }
+        Ok(())
+    }
+
+    /// Read the header of the batch at `position`, or `None` if the file ends first.
+    ///
+    /// # Errors
+    /// I/O errors and a malformed header.
+    pub fn read_header_at(&self, position: u64) -> Result<Option<BatchHeader>> {
+        if position + RECORD_BATCH_OVERHEAD as u64 > self.size.max(position) && position + (RECORD_BATCH_OVERHEAD as u64) > self.file_len() {
+            return Ok(None);
+        }
+        let mut buf = [0u8; RECORD_BATCH_OVERHEAD];
+        match self.log.read_exact_at(&mut buf, position) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) => return Err(LogError::io(self.log_path())(e)),
+        }
+        BatchHeader::parse(&buf).map(Some).map_err(|e| LogError::Corrupt { path: self.log_path(), position, reason: e.to_string() })
+    }
+
+    fn file_len(&self) -> u64 {
+        self.log.metadata().map(|m| m.len()).unwrap_or(self.size)
+    }
+
+    /// The first batch whose last offset is >= `offset`, searching from the index.
+    ///
+    /// # Errors
+    /// I/O errors and malformed headers.
+    pub fn translate_offset(&self, offset: i64) -> Result<Option<BatchPosition>> {
+        let mut pos = self.offset_index.lookup(offset).position as u64;
+        while pos < self.size {
+            let Some(header) = self.read_header_at(pos)? else { return Ok(None) };
+            if header.last_offset() >= offset {
+                return Ok(Some(BatchPosition { position: pos, header }));
+            }
+            pos += header.size_in_bytes() as u64;
+        }
+        Ok(None)
+    }
+
+    /// Whole batches from the batch holding `offset` (or the next one), up to
+    /// `max_bytes`; with `min_one_batch` the first batch is returned even if larger.
+    ///
+    /// # Errors
+    /// I/O errors and malformed headers.
+    pub fn read(&self, offset: i64, max_bytes: usize, min_one_batch: bool) -> Result<Option<(i64, Bytes)>> {
+        let Some(start) = self.translate_offset(offset)? else { return Ok(None) };
+        let mut end = start.position;
+        let mut header = start.header;
+        loop {
+            let size = header.size_in_bytes() as u64;
+            let taken = end - start.position;
+            if taken + size > max_bytes as u64 && !(taken == 0 && min_one_batch) {
+                break;
+            }
+            end += size;
+            if end >= self.size {
+                break;
+            }
+            match self.read_header_at(end)? {
+                Some(h) => header = h,
+                None => break,
+            }
+        }
+        let len = (end - start.position) as usize;
+        let mut buf = BytesMut::zeroed(len);
+        self.log.read_exact_at(&mut buf, start.position).map_err(LogError::io(self.log_path()))?;
+        Ok(Some((start.header.base_offset, buf.freeze())))
+    }
+
+    /// The first record with timestamp >= `timestamp` at or after `starting_offset`:
+    /// (its timestamp, its offset).
+    ///
+    /// # Errors
+    /// I/O errors and corrupt batches.
+    pub fn find_offset_by_timestamp(&self, timestamp: i64, starting_offset: i64, scratch: &mut Vec<u8>) -> Result<Option<(i64, i64)>> {
+        let ts_entry = self.time_index.lookup(timestamp);
+        let from = ts_entry.offset.max(starting_offset);
+        let mut pos = self.offset_index.lookup(from).position as u64;
+        let mut reader = BatchReader::new(self, pos, self.size);
+        while let Some((p, batch)) = reader.next_batch()? {
+            pos = p;
+            let header = BatchHeader::parse(batch)?;
+            if header.max_timestamp < timestamp || header.last_offset() < from {
+                continue;
+            }
+            let payload = record_batch::records_bytes(&header, batch, scratch, self.config.max_batch_size.saturating_mul(64))
+                .map_err(|e| LogError::Corrupt { path: self.log_path(), position: pos, reason: e.to_string() })?;
+            for rec in RecordIter::new(payload, header.records_count) {
+                let rec = rec.map_err(|e| LogError::Corrupt { path: self.log_path(), position: pos, reason: e.to_string() })?;
+                let offset = header.base_offset + rec.offset_delta as i64;
+                let ts = match header.timestamp_type() {
+                    record_batch::TimestampType::LogAppendTime => header.max_timestamp,
+                    record_batch::TimestampType::CreateTime => header.timestamp_base() + rec.timestamp_delta,
+                };
+                if ts >= timestamp && offset >= from {
+                    return Ok(Some((ts, offset)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Fsync the log and its indexes.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn flush(&self) -> Result<()> {
+        self.log.sync_data().map_err(LogError::io(self.log_path()))?;
+        self.offset_index.flush()?;
+        self.time_index.flush()
+    }
+
+    /// Rename the three files from suffix `self.suffix` to `new_suffix` (e.g. to `.deleted`).
+    ///
+    /// # Errors
+    /// I/O errors; files renamed before the failure keep their new name.
+    pub fn change_file_suffix(&mut self, new_suffix: &str) -> Result<()> {
+        let (dir, base) = (self.dir.clone(), self.base_offset);
+        let old_log = log_file(&dir, base, &self.suffix);
+        let new_log = log_file(&dir, base, new_suffix);
+        std::fs::rename(&old_log, &new_log).map_err(LogError::io(&old_log))?;
+        self.offset_index.rename(&index_file(&dir, base, new_suffix))?;
+        self.time_index.rename(&time_index_file(&dir, base, new_suffix))?;
+        self.suffix = new_suffix.into();
+        Ok(())
+    }
+
+    /// Unlink the segment's files.
+    ///
+    /// # Errors
+    /// I/O errors other than a file already gone.
+    pub fn delete_files(&self) -> Result<()> {
+        for path in [self.log_path(), self.offset_index.path().into(), self.time_index.path().into()] {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io(path)(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// The indexes or the tail failed their check on open.
+    pub fn needs_recovery(&self) -> bool {
+        self.needs_recovery
+    }
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    /// The offset after the last batch (the base offset when empty).
+    pub fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+    pub fn log_path(&self) -> PathBuf {
+        log_file(&self.dir, self.base_offset, &self.suffix)
+    }
+    pub fn offset_index(&self) -> &OffsetIndex {
+        &self.offset_index
+    }
+    pub fn time_index(&self) -> &TimeIndex {
+        &self.time_index
+    }
+    pub fn max_timestamp(&self) -> i64 {
+        self.max_timestamp_so_far
+    }
+    pub fn offset_of_max_timestamp(&self) -> i64 {
+        self.offset_of_max_timestamp_so_far
+    }
+    /// What retention compares with `retention.ms`: the newest timestamp, or the
+    /// file's modification time when the segment has no timestamps.
+    pub fn largest_timestamp(&self) -> i64 {
+        if self.max_timestamp_so_far >= 0 {
+            return self.max_timestamp_so_far;
+        }
+        self.log
+            .metadata()
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as i64)
+    }
+    pub fn file(&self) -> &File {
+        &self.log
+    }
+    pub fn max_batch_size(&self) -> usize {
+        self.config.max_batch_size
+    }
+}
+
+/// Sequential reader of whole, CRC-checked batches from a segment file, through
+/// one reusable buffer that grows to the largest batch (bounded by the config).
+pub struct BatchReader<'a> {
+    file: &'a File,
+    path: PathBuf,
+    position: u64,
+    end: u64,
+    max_batch_size: usize,
+    buf: Vec<u8>,
+    /// Valid bytes in `buf` start at `buf_start` and cover file range `buf_pos..`.
+    buf_pos: u64,
+    buf_len: usize,
+    consumed: usize,
+}
+
+/// Bytes read per I/O when scanning a segment.
+const READ_CHUNK: usize = 1 << 20;
+
+impl<'a> BatchReader<'a> {
+    pub fn new(segment: &'a LogSegment, position: u64, end: u64) -> Self {
+        Self::from_file(&segment.log, segment.log_path(), position, end, segment.config.max_batch_size)
+    }
+
+    pub fn from_file(file: &'a File, path: PathBuf, position: u64, end: u64, max_batch_size: usize) -> Self {
+        Self { file, path, position, end, max_batch_size, buf: Vec::new(), buf_pos: position, buf_len: 0, consumed: 0 }
+    }
+
+    /// Position of the next batch.
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    fn fill(&mut self, need: usize) -> Result<bool> {
+        let available = self.buf_len - self.consumed;
+        if available >= need {
+            return Ok(true);
+        }
+        // Move the unread tail to the front, then read more behind it.
+        self.buf.copy_within(self.consumed..self.buf_len, 0);
+        self.buf_pos += self.consumed as u64;
+        self.buf_len = available;
+        self.consumed = 0;
+        let want = need.max(READ_CHUNK);
+        if self.buf.len() < want {
+            self.buf.resize(want, 0);
+        }
+        while self.buf_len < need {
+            let file_pos = self.buf_pos + self.buf_len as u64;
+            if file_pos >= self.end {
+                return Ok(false);
+            }
+            let max = ((self.end - file_pos) as usize).min(self.buf.len() - self.buf_len);
+            let n = self.file.read_at(&mut self.buf[self.buf_len..self.buf_len + max], file_pos).map_err(LogError::io(&self.path))?;
+            if n == 0 {
+                return Ok(false);
+            }
+            self.buf_len += n;
+        }
+        Ok(true)
+    }
+
+    /// The next whole batch and its position; `None` at a clean end.
+    ///
+    /// # Errors
+    /// `Corrupt` for a partial or invalid batch (with its position), I/O errors.
+    pub fn next_batch(&mut self) -> Result<Option<(u64, &[u8])>> {
+        if self.position >= self.end {
+            return Ok(None);
+        }
+        let corrupt = |position: u64, reason: String, path: &Path| LogError::Corrupt { path: path.into(), position, reason };
+        if !self.fill(LOG_OVERHEAD)? {
+            return Err(corrupt(self.position, "partial batch header at the end of the file".into(), &self.path));
+        }
+        let head = &self.buf[self.consumed..self.consumed + LOG_OVERHEAD];
+        let length = i32::from_be_bytes(head[8..12].try_into().expect("4 bytes")) as i64;
+        if length < (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i64 {
+            return Err(corrupt(self.position, BatchError::InvalidLength(length).to_string(), &self.path));
+        }
+        let size = length as usize + LOG_OVERHEAD;
+        if size > self.max_batch_size {
+            return Err(corrupt(self.position, BatchError::TooLarge { size, limit: self.max_batch_size }.to_string(), &self.path));
+        }
+        if !self.fill(size)? {
+            return Err(corrupt(self.position, format!("partial batch: {size} bytes declared, file ends first"), &self.path));
+        }
+        let start = self.consumed;
+        let batch = &self.buf[start..start + size];
+        record_batch::check_batch(batch, self.max_batch_size).map_err(|e| corrupt(self.position, e.to_string(), &self.path))?;
+        let pos = self.position;
+        self.consumed += size;
+        self.position += size as u64;
+        // Shrink a buffer that grew for one huge batch.
+        Ok(Some((pos, &self.buf[start..start + size])))
+    }
+}

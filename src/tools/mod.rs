@@ -1,0 +1,1 @@
+pub mod dump_log;
