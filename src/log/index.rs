@@ -187,7 +187,7 @@ impl OffsetIndex {
     /// # Errors
     /// I/O errors resizing the file.
     pub fn truncate_to(&mut self, offset: i64) -> Result<()> {
-        let keep = self.inner.floor(offset - 1, |e| self.base_offset + u32_at(e, 0) as i64).map_or(0, |i| i + 1);
+        let keep = self.inner.floor(offset.saturating_sub(1), |e| self.base_offset + u32_at(e, 0) as i64).map_or(0, |i| i + 1);
         self.inner.truncate_entries(keep)
     }
 

@@ -373,15 +373,7 @@ impl Log {
         match target {
             EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => return Ok(Some((NO_TIMESTAMP, self.log_start_offset))),
             LATEST_TIMESTAMP => return Ok(Some((NO_TIMESTAMP, self.next_offset))),
-            MAX_TIMESTAMP => {
-                let best = self.segments.values().filter(|s| s.size() > 0).max_by_key(|s| s.max_timestamp());
-                let Some(seg) = best else { return Ok(Some((NO_TIMESTAMP, -1))) };
-                if seg.max_timestamp() < 0 {
-                    return Ok(Some((NO_TIMESTAMP, -1)));
-                }
-                let ts = seg.max_timestamp();
-                return Ok(seg.find_offset_by_timestamp(ts, self.log_start_offset, &mut self.scratch)?.or(Some((ts, seg.offset_of_max_timestamp()))));
-            }
+            MAX_TIMESTAMP => return self.max_timestamp_and_offset(),
             t if t < 0 => return Ok(None),
             _ => {}
         }
@@ -395,6 +387,44 @@ impl Log {
             }
         }
         Ok(None)
+    }
+
+    /// The newest timestamp among records at or after the log start offset, and
+    /// the first record carrying it. The segments' running maxima answer the
+    /// common case; when the maximum lies below the log start (after
+    /// DeleteRecords) the remaining records are scanned.
+    fn max_timestamp_and_offset(&mut self) -> Result<Option<(i64, i64)>> {
+        let start = self.log_start_offset;
+        let best = self.segments.values().filter(|s| s.size() > 0 && s.max_timestamp() >= 0).max_by_key(|s| s.max_timestamp());
+        let Some(seg) = best else { return Ok(Some((NO_TIMESTAMP, -1))) };
+        if let Some((ts, offset)) = seg.find_offset_by_timestamp(seg.max_timestamp(), i64::MIN, &mut self.scratch)? {
+            if offset >= start {
+                return Ok(Some((ts, offset)));
+            }
+        }
+        let mut best: Option<(i64, i64)> = None;
+        for seg in self.segments.values().filter(|s| s.next_offset() > start) {
+            let mut reader = segment::BatchReader::new(seg, 0, seg.size());
+            while let Some((_, batch)) = reader.next_batch()? {
+                let header = record_batch::BatchHeader::parse(batch)?;
+                if header.last_offset() < start || best.is_some_and(|(ts, _)| header.max_timestamp <= ts) {
+                    continue;
+                }
+                let payload = record_batch::records_bytes(&header, batch, &mut self.scratch, 1 << 30)?;
+                for rec in record_batch::RecordIter::new(payload, header.records_count) {
+                    let rec = rec?;
+                    let offset = header.base_offset + rec.offset_delta as i64;
+                    let ts = match header.timestamp_type() {
+                        TimestampType::LogAppendTime => header.max_timestamp,
+                        TimestampType::CreateTime => header.timestamp_base() + rec.timestamp_delta,
+                    };
+                    if offset >= start && best.is_none_or(|(b, _)| ts > b) {
+                        best = Some((ts, offset));
+                    }
+                }
+            }
+        }
+        Ok(Some(best.unwrap_or((NO_TIMESTAMP, -1))))
     }
 
     /// DeleteRecords: move the log start offset forward (never back).

@@ -419,9 +419,12 @@ impl LogSegment {
     /// # Errors
     /// I/O errors and corrupt batches.
     pub fn find_offset_by_timestamp(&self, timestamp: i64, starting_offset: i64, scratch: &mut Vec<u8>) -> Result<Option<(i64, i64)>> {
+        // The time index entry (T, O) says every record before the batch ending at O
+        // is older than T <= target, so the scan may start at O's position; records
+        // are still filtered by the log start offset only.
         let ts_entry = self.time_index.lookup(timestamp);
-        let from = ts_entry.offset.max(starting_offset);
-        let mut pos = self.offset_index.lookup(from).position as u64;
+        let from = starting_offset;
+        let mut pos = self.offset_index.lookup(ts_entry.offset.max(starting_offset)).position as u64;
         let mut reader = BatchReader::new(self, pos, self.size);
         while let Some((p, batch)) = reader.next_batch()? {
             pos = p;
