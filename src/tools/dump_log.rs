@@ -60,7 +60,7 @@ fn dump_log(path: &Path, base: i64, opts: DumpOptions, out: &mut String) -> anyh
                     out,
                     "baseOffset: {} lastOffset: {} count: {} baseSequence: {} lastSequence: {} producerId: {} producerEpoch: {} \
                      partitionLeaderEpoch: {} isTransactional: {} isControl: {} deleteHorizonMs: {} position: {pos} {}: {} size: {} \
-                     magic: {} compresscodec: {compression} crcValid: true",
+                     magic: {} compresscodec: {compression} crc: {} isvalid: true",
                     h.base_offset,
                     h.last_offset(),
                     h.records_count,
@@ -76,6 +76,7 @@ fn dump_log(path: &Path, base: i64, opts: DumpOptions, out: &mut String) -> anyh
                     h.max_timestamp,
                     h.size_in_bytes(),
                     h.magic,
+                    h.crc,
                 )?;
                 if opts.deep_iteration || opts.print_data_log {
                     problems += dump_records(&h, batch, &mut scratch, opts, out)?;

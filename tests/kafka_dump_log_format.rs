@@ -1,0 +1,113 @@
+//! Format check: Apache Kafka's own kafka-dump-log (DumpLogSegments from
+//! org.apache.kafka:kafka_2.13:4.1.2, fetched with Maven by scripts/kafka-jars.sh)
+//! reads segments and indexes that sediment wrote, reports the same batches and
+//! records, and finds no index mismatch.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{batch, system_manager};
+use sediment::log::compression::Compression;
+use sediment::log::TopicPartition;
+
+fn kafka_tool(main_class: &str, args: &[&Path], extra: &[&str]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/kafka-tool.sh");
+    let out = Command::new("bash")
+        .arg(script)
+        .arg(main_class)
+        .args(extra)
+        .arg("--files")
+        .arg(args.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(","))
+        .output()
+        .expect("run scripts/kafka-tool.sh (needs Java 17 and Maven)");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "kafka-dump-log failed: {stderr}\n{stdout}");
+    assert!(!stderr.contains("Exception"), "kafka-dump-log raised: {stderr}");
+    stdout
+}
+
+fn files_with(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn kafka_dump_log_reads_our_segments_and_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let manager = system_manager(dir.path());
+    manager
+        .create_topic("dump", 1, common::overrides(&[("segment.bytes", "3000"), ("index.interval.bytes", "200")]))
+        .unwrap();
+    let log = manager.get_log(&TopicPartition::new("dump", 0)).unwrap();
+    let now = sediment::clock::system().now_ms();
+    let codecs = [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
+    let mut expected = Vec::new();
+    for i in 0..60usize {
+        let keys: Vec<String> = (0..3).map(|j| format!("key-{i}-{j}")).collect();
+        let values: Vec<String> = (0..3).map(|j| format!("value-{i}-{j}-{}", "x".repeat(i % 7 * 10))).collect();
+        let ts = now - 100_000 + (i as i64) * 1000;
+        let records: Vec<_> = (0..3)
+            .map(|j| {
+                // Every 10th batch carries a tombstone, with a null value.
+                let value = if i % 10 == 0 && j == 1 { None } else { Some(values[j].as_bytes()) };
+                (ts + j as i64, Some(keys[j].as_bytes()), value)
+            })
+            .collect();
+        let mut bytes = batch(codecs[i % codecs.len()], &records);
+        let info = log.write().unwrap().append_as_leader(&mut bytes).unwrap();
+        for (j, r) in records.iter().enumerate() {
+            expected.push((info.first_offset + j as i64, keys[j].clone(), r.2.map(|v| String::from_utf8_lossy(v).into_owned())));
+        }
+    }
+    manager.shutdown().unwrap();
+    let part = dir.path().join("dump-0");
+    let logs = files_with(&part, "log");
+    assert!(logs.len() > 3, "several segments were written");
+
+    // Batches and records, as Kafka decodes them.
+    let refs: Vec<&Path> = logs.iter().map(PathBuf::as_path).collect();
+    let out = kafka_tool("kafka.tools.DumpLogSegments", &refs, &["--deep-iteration", "--print-data-log"]);
+    let batches = out.lines().filter(|l| l.starts_with("baseOffset:")).count();
+    assert_eq!(batches, 60, "{out}");
+    assert!(out.lines().filter(|l| l.starts_with("baseOffset:")).all(|l| l.contains("isvalid: true")), "{out}");
+    for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
+        assert!(out.contains(&format!("compresscodec: {codec}")), "codec {codec} missing:\n{out}");
+    }
+    let records: Vec<&str> = out.lines().filter(|l| l.starts_with("| offset:")).collect();
+    assert_eq!(records.len(), expected.len());
+    for (line, (offset, key, value)) in records.iter().zip(&expected) {
+        assert!(line.starts_with(&format!("| offset: {offset} ")), "{line} vs offset {offset}");
+        assert!(line.contains(&format!("key: {key}")), "{line} vs key {key}");
+        match value {
+            Some(v) => assert!(line.contains(&format!("payload: {v}")), "{line} vs {v}"),
+            None => assert!(line.contains("valueSize: -1"), "{line} should be a tombstone"),
+        }
+    }
+
+    // Indexes: Kafka checks every entry against the log.
+    for ext in ["index", "timeindex"] {
+        let files = files_with(&part, ext);
+        let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+        let out = kafka_tool("kafka.tools.DumpLogSegments", &refs, &[]);
+        let entries = out.lines().filter(|l| l.starts_with("offset:") || l.starts_with("timestamp:")).count();
+        assert!(entries > 5, "{ext}: too few entries to mean anything:\n{out}");
+        for bad in ["Mismatch", "mismatch", "not found", "out of order", "ERROR", "rror"] {
+            assert!(!out.contains(bad), "{ext}: kafka-dump-log reports {bad:?}:\n{out}");
+        }
+    }
+
+    // Our own dump agrees on the record count and finds no problem.
+    let mut ours = String::new();
+    let all: Vec<PathBuf> = [files_with(&part, "log"), files_with(&part, "index"), files_with(&part, "timeindex")].concat();
+    let problems = sediment::tools::dump_log::dump_files(&all, sediment::tools::dump_log::DumpOptions { print_data_log: true, deep_iteration: true, max_batch_size: 1 << 20 }, &mut ours).unwrap();
+    assert_eq!(problems, 0, "{ours}");
+    assert_eq!(ours.lines().filter(|l| l.starts_with("| offset:")).count(), expected.len());
+}
