@@ -155,10 +155,15 @@ impl Log {
                     tracing::warn!(partition = %tp, base_offset = base, bytes = truncated, next_offset = seg.next_offset(), "recovered segment by truncating its torn tail");
                     truncated_at = Some(seg.next_offset());
                 }
+                if !is_last && truncated == 0 {
+                    // A closed segment ends its time index with its largest timestamp.
+                    seg.on_become_inactive()?;
+                }
             } else if seg.needs_recovery() {
                 // Below the recovery point nothing may be cut: rebuild the indexes if the
                 // data is whole, else take the partition offline.
                 seg.recover_from(i64::MAX).map_err(|e| offline(e.to_string()))?;
+                seg.on_become_inactive()?;
             }
             segments.insert(base, seg);
         }
