@@ -390,26 +390,32 @@ impl LogSegment {
     /// I/O errors and malformed headers.
     pub fn read(&self, offset: i64, max_bytes: usize, min_one_batch: bool) -> Result<Option<(i64, Bytes)>> {
         let Some(start) = self.translate_offset(offset)? else { return Ok(None) };
-        let mut end = start.position;
-        let mut header = start.header;
-        loop {
-            let size = header.size_in_bytes() as u64;
-            let taken = end - start.position;
-            if taken + size > max_bytes as u64 && !(taken == 0 && min_one_batch) {
-                break;
+        let available = self.size - start.position;
+        let first = start.header.size_in_bytes() as u64;
+        // One read of up to max_bytes, cut back to whole batches in memory: a fetch
+        // costs one syscall however many batches it spans.
+        let mut want = available.min(max_bytes as u64);
+        if want < first {
+            if !min_one_batch {
+                return Ok(Some((start.header.base_offset, Bytes::new())));
             }
-            end += size;
-            if end >= self.size {
-                break;
-            }
-            match self.read_header_at(end)? {
-                Some(h) => header = h,
-                None => break,
-            }
+            want = first.min(available);
         }
-        let len = (end - start.position) as usize;
-        let mut buf = BytesMut::zeroed(len);
+        let mut buf = BytesMut::zeroed(want as usize);
         self.log.read_exact_at(&mut buf, start.position).map_err(LogError::io(self.log_path()))?;
+        let mut cut = 0usize;
+        while cut + LOG_OVERHEAD <= buf.len() {
+            let length = i32::from_be_bytes(buf[cut + 8..cut + 12].try_into().expect("4 bytes"));
+            if length < (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32 {
+                return Err(LogError::Corrupt { path: self.log_path(), position: start.position + cut as u64, reason: format!("batch length {length}") });
+            }
+            let size = length as usize + LOG_OVERHEAD;
+            if cut + size > buf.len() {
+                break;
+            }
+            cut += size;
+        }
+        buf.truncate(cut);
         Ok(Some((start.header.base_offset, buf.freeze())))
     }
 

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The one command that sets up and runs every test on a fresh machine:
+#   scripts/test.sh
+# It installs what the tests need (Java 17 and Maven for Apache Kafka's own
+# tools, fetched from Maven Central), then runs cargo test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "installing ${need_apt[*]}" >&2
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  else
+    sudo apt-get update -qq && sudo apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  fi
+fi
+
+# Apache Kafka 4.1.2's jars (kafka-dump-log and the CLI tools), cached in target/.
+scripts/kafka-jars.sh >/dev/null
+
+cargo test --locked "$@"
