@@ -217,3 +217,40 @@ fn cleaner_leftovers_are_settled_by_kafka_rules() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
     assert_eq!(segment_files(&part, ".log").len(), logs.len());
 }
+
+#[test]
+fn flush_before_ack_moves_the_recovery_point_with_every_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = sediment::log::LogManagerConfig::new(dir.path());
+    config.flush_before_ack = true;
+    let manager = sediment::log::LogManager::open(config, sediment::clock::system()).unwrap();
+    manager.create_topic("sync", 1, Default::default()).unwrap();
+    let log = manager.get_log(&TopicPartition::new("sync", 0)).unwrap();
+    for i in 0..5 {
+        let mut log = log.write().unwrap();
+        log.append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))])).unwrap();
+        assert_eq!(log.recovery_point(), i + 1, "fsynced before the append returned");
+    }
+    // Without the setting (Kafka's defaults) the recovery point waits for a roll or flush.
+    let manager = system_manager(&dir.path().join("lazy"));
+    manager.create_topic("lazy", 1, Default::default()).unwrap();
+    let log = manager.get_log(&TopicPartition::new("lazy", 0)).unwrap();
+    let mut log = log.write().unwrap();
+    log.append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))])).unwrap();
+    assert_eq!(log.recovery_point(), 0);
+}
+
+#[test]
+fn flush_messages_bounds_the_unflushed_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let manager = system_manager(dir.path());
+    manager.create_topic("every3", 1, common::overrides(&[("flush.messages", "3")])).unwrap();
+    let log = manager.get_log(&TopicPartition::new("every3", 0)).unwrap();
+    let mut log = log.write().unwrap();
+    let mut points = Vec::new();
+    for _ in 0..7 {
+        log.append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))])).unwrap();
+        points.push(log.recovery_point());
+    }
+    assert_eq!(points, vec![0, 0, 3, 3, 3, 6, 6]);
+}

@@ -19,8 +19,11 @@ pub struct Rec {
     pub value: Option<Vec<u8>>,
 }
 
+/// (timestamp, key, value) of a record to append.
+pub type RecordSpec<'a> = (i64, Option<&'a [u8]>, Option<&'a [u8]>);
+
 /// Build one producer batch from (timestamp, key, value) triples.
-pub fn batch(codec: Compression, records: &[(i64, Option<&[u8]>, Option<&[u8]>)]) -> Vec<u8> {
+pub fn batch(codec: Compression, records: &[RecordSpec<'_>]) -> Vec<u8> {
     let base_ts = records.first().map_or(0, |r| r.0);
     let mut b = BatchBuilder::new(codec, base_ts);
     for (ts, k, v) in records {
