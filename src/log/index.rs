@@ -26,6 +26,10 @@ struct IndexFile {
     path: PathBuf,
     file: File,
     bytes: Vec<u8>,
+    /// Bytes of `bytes` already written to the file; the rest is written by
+    /// `write_out` (on flush, roll, close and rename). Recovery rebuilds any
+    /// index of the unflushed tail, so entries need not reach the file sooner.
+    written: usize,
     entry_size: usize,
     max_entries: usize,
 }
@@ -47,7 +51,8 @@ impl IndexFile {
         }
         let mut bytes = vec![0u8; len as usize];
         file.read_exact_at(&mut bytes, 0).map_err(LogError::io(path))?;
-        Ok(Self { path: path.into(), file, bytes, entry_size, max_entries: (max_index_size / entry_size).max(1) })
+        let written = bytes.len();
+        Ok(Self { path: path.into(), file, bytes, written, entry_size, max_entries: (max_index_size / entry_size).max(1) })
     }
 
     fn entries(&self) -> usize {
@@ -59,18 +64,31 @@ impl IndexFile {
     }
 
     fn push(&mut self, entry: &[u8]) -> Result<()> {
-        let pos = self.bytes.len() as u64;
-        self.file.write_all_at(entry, pos).map_err(LogError::io(&self.path))?;
         self.bytes.extend_from_slice(entry);
         Ok(())
     }
 
+    fn write_out(&mut self) -> Result<()> {
+        if self.written < self.bytes.len() {
+            self.file.write_all_at(&self.bytes[self.written..], self.written as u64).map_err(LogError::io(&self.path))?;
+            self.written = self.bytes.len();
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.write_out()?;
+        self.file.sync_data().map_err(LogError::io(&self.path))
+    }
+
     fn truncate_entries(&mut self, n: usize) -> Result<()> {
         self.bytes.truncate(n * self.entry_size);
-        self.file.set_len(self.bytes.len() as u64).map_err(LogError::io(&self.path))
+        self.written = self.written.min(self.bytes.len());
+        self.file.set_len(self.written as u64).map_err(LogError::io(&self.path))
     }
 
     fn rename(&mut self, to: &Path) -> Result<()> {
+        self.write_out()?;
         std::fs::rename(&self.path, to).map_err(LogError::io(&self.path))?;
         self.path = to.into();
         Ok(())
@@ -161,6 +179,11 @@ impl OffsetIndex {
         }
     }
 
+    /// The largest entry position that is <= `position` (entries grow in both fields).
+    pub fn floor_position(&self, position: u32) -> Option<u32> {
+        self.inner.floor(position as i64, |e| u32_at(e, 4) as i64).map(|i| self.entry(i).position)
+    }
+
     /// Add an entry; offsets must grow and the index must not be full.
     ///
     /// # Errors
@@ -215,10 +238,20 @@ impl OffsetIndex {
         Ok(())
     }
 
+    /// Write pending entries to the file and fsync it.
+    ///
     /// # Errors
     /// I/O errors.
-    pub fn flush(&self) -> Result<()> {
-        self.inner.file.sync_data().map_err(LogError::io(&self.inner.path))
+    pub fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+
+    /// Write pending entries to the file (no fsync).
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn write_out(&mut self) -> Result<()> {
+        self.inner.write_out()
     }
 
     /// # Errors
@@ -348,10 +381,20 @@ impl TimeIndex {
         Ok(())
     }
 
+    /// Write pending entries to the file and fsync it.
+    ///
     /// # Errors
     /// I/O errors.
-    pub fn flush(&self) -> Result<()> {
-        self.inner.file.sync_data().map_err(LogError::io(&self.inner.path))
+    pub fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+
+    /// Write pending entries to the file (no fsync).
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn write_out(&mut self) -> Result<()> {
+        self.inner.write_out()
     }
 
     /// # Errors
@@ -377,7 +420,12 @@ mod tests {
         assert_eq!(idx.lookup(109).offset, 100);
         assert_eq!(idx.lookup(110), OffsetPosition { offset: 110, position: 4096 });
         assert_eq!(idx.lookup(500).offset, 120);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0, "entries reach the file lazily");
+        idx.write_out().unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 16);
+        assert_eq!(idx.floor_position(8191), Some(4096));
+        assert_eq!(idx.floor_position(8192), Some(8192));
+        assert_eq!(idx.floor_position(10), None);
         let reopened = OffsetIndex::open(&path, 100, 1024, false).unwrap();
         assert_eq!(reopened.entries(), 2);
         reopened.sanity_check(10_000).unwrap();
@@ -397,6 +445,7 @@ mod tests {
         idx.maybe_append(900, 8, false).unwrap();
         idx.maybe_append(2000, 9, false).unwrap();
         assert_eq!(idx.entries(), 2);
+        idx.write_out().unwrap();
         assert_eq!(idx.lookup(1500), TimestampOffset { timestamp: 1000, offset: 5 });
         assert_eq!(idx.lookup(10).timestamp, -1);
         idx.sanity_check(10).unwrap();

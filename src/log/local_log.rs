@@ -453,7 +453,7 @@ impl Log {
     /// I/O errors.
     pub fn flush(&mut self) -> Result<()> {
         let rp = self.recovery_point;
-        for seg in self.segments.values().filter(|s| s.next_offset() > rp || s.size() > 0 && s.base_offset() >= rp) {
+        for seg in self.segments.values_mut().filter(|s| s.next_offset() > rp || s.size() > 0 && s.base_offset() >= rp) {
             seg.flush()?;
         }
         self.recovery_point = self.next_offset;

@@ -343,7 +343,8 @@ impl LogSegment {
         if self.max_timestamp_so_far >= 0 {
             self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, true)?;
         }
-        Ok(())
+        self.offset_index.write_out()?;
+        self.time_index.write_out()
     }
 
     /// Read the header of the batch at `position`, or `None` if the file ends first.
@@ -395,6 +396,16 @@ impl LogSegment {
         // One read of up to max_bytes, cut back to whole batches in memory: a fetch
         // costs one syscall however many batches it spans.
         let mut want = available.min(max_bytes as u64);
+        if want < available {
+            // End at a batch start the index knows, so the next fetch starts where
+            // this one ended: reads stay strictly sequential and readahead works.
+            let limit = (start.position + want).min(u32::MAX as u64) as u32;
+            if let Some(end) = self.offset_index.floor_position(limit) {
+                if end as u64 > start.position {
+                    want = end as u64 - start.position;
+                }
+            }
+        }
         if want < first {
             if !min_one_batch {
                 return Ok(Some((start.header.base_offset, Bytes::new())));
@@ -459,7 +470,7 @@ impl LogSegment {
     ///
     /// # Errors
     /// I/O errors.
-    pub fn flush(&self) -> Result<()> {
+    pub fn flush(&mut self) -> Result<()> {
         self.log.sync_data().map_err(LogError::io(self.log_path()))?;
         self.offset_index.flush()?;
         self.time_index.flush()
