@@ -255,3 +255,35 @@ fn log_append_time_overwrites_timestamps_and_keeps_crc_valid() {
     assert_eq!(h.max_timestamp, 77_000);
     assert_eq!(h.timestamp_type(), sediment::log::record_batch::TimestampType::LogAppendTime);
 }
+
+/// Compaction leaves offset gaps; a read at a missing offset returns the batch
+/// holding the next offset that exists (the seeds' "a read at offset 1 returns 4").
+#[test]
+fn reads_across_offset_gaps_return_the_next_offset_present() {
+    use sediment::log::record_batch::set_base_offset;
+    use sediment::log::segment::{LogSegment, SegmentConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let seg_config = SegmentConfig { index_interval_bytes: 0, max_index_size: 1 << 20, max_batch_size: 1 << 20 };
+    // Two segments as a cleaner would leave them: batches at offsets 0, 4-5, 9 and 20-21.
+    for (base, batches) in [(0i64, vec![(0i64, 1usize), (4, 2)]), (9, vec![(9, 1), (20, 2)])] {
+        let mut seg = LogSegment::create(dir.path(), base, seg_config, "", 0).unwrap();
+        for (offset, n) in batches {
+            let records: Vec<(i64, Option<&[u8]>, Option<&[u8]>)> = (0..n).map(|_| (100, Some(&b"k"[..]), Some(&b"v"[..]))).collect();
+            let mut b = batch(Compression::None, &records);
+            set_base_offset(&mut b, offset);
+            seg.append(&b).unwrap();
+        }
+        seg.on_become_inactive().unwrap();
+        seg.flush().unwrap();
+    }
+    let clock: SharedClock = MockClock::new(1_000);
+    let load = LoadParams { recovery_point: 0, log_start_offset: 0, clean_shutdown: false };
+    let log = open(dir.path(), &Arc::new(LogConfig::default()), &clock, load);
+    assert_eq!(log.log_end_offset(), 22);
+    let first_offset_read = |at: i64| common::decode(&log.read(at, 1, true).unwrap().records)[0].offset;
+    for (at, expect) in [(0, 0), (1, 4), (3, 4), (5, 4), (6, 9), (8, 9), (10, 20), (19, 20), (21, 20)] {
+        assert_eq!(first_offset_read(at), expect, "read at {at}");
+    }
+    let offsets: Vec<i64> = common::read_all(&log, 0, 1).iter().map(|r| r.offset).collect();
+    assert_eq!(offsets, vec![0, 4, 5, 9, 20, 21]);
+}
