@@ -268,7 +268,7 @@ fn reads_across_offset_gaps_return_the_next_offset_present() {
     for (base, batches) in [(0i64, vec![(0i64, 1usize), (4, 2)]), (9, vec![(9, 1), (20, 2)])] {
         let mut seg = LogSegment::create(dir.path(), base, seg_config, "", 0).unwrap();
         for (offset, n) in batches {
-            let records: Vec<(i64, Option<&[u8]>, Option<&[u8]>)> = (0..n).map(|_| (100, Some(&b"k"[..]), Some(&b"v"[..]))).collect();
+            let records: Vec<common::RecordSpec<'_>> = (0..n).map(|_| (100, Some(&b"k"[..]), Some(&b"v"[..]))).collect();
             let mut b = batch(Compression::None, &records);
             set_base_offset(&mut b, offset);
             seg.append(&b).unwrap();
