@@ -442,7 +442,7 @@ impl Log {
         }
         if new_start > self.log_start_offset {
             self.log_start_offset = new_start;
-            self.recovery_point = self.recovery_point.max(new_start.min(self.recovery_point.max(new_start)));
+            self.recovery_point = self.recovery_point.max(new_start);
         }
         Ok(self.log_start_offset)
     }
@@ -483,7 +483,7 @@ impl Log {
     /// I/O errors renaming files.
     pub fn delete_old_segments(&mut self) -> Result<usize> {
         let now = self.clock.now_ms();
-        let mut deleted = self.delete_segments_while(|seg, next_base, log| next_base.is_some_and(|n| n <= log.log_start_offset) && seg.size() > 0 || next_base.is_some_and(|n| n <= log.log_start_offset))?;
+        let mut deleted = self.delete_segments_while(|_, next_base, log| next_base.is_some_and(|n| n <= log.log_start_offset))?;
         if self.config.delete {
             let retention_ms = self.config.retention_ms;
             if retention_ms >= 0 {

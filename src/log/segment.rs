@@ -352,7 +352,7 @@ impl LogSegment {
     /// # Errors
     /// I/O errors and a malformed header.
     pub fn read_header_at(&self, position: u64) -> Result<Option<BatchHeader>> {
-        if position + RECORD_BATCH_OVERHEAD as u64 > self.size.max(position) && position + (RECORD_BATCH_OVERHEAD as u64) > self.file_len() {
+        if position + RECORD_BATCH_OVERHEAD as u64 > self.size {
             return Ok(None);
         }
         let mut buf = [0u8; RECORD_BATCH_OVERHEAD];
@@ -362,10 +362,6 @@ impl LogSegment {
             Err(e) => return Err(LogError::io(self.log_path())(e)),
         }
         BatchHeader::parse(&buf).map(Some).map_err(|e| LogError::Corrupt { path: self.log_path(), position, reason: e.to_string() })
-    }
-
-    fn file_len(&self) -> u64 {
-        self.log.metadata().map(|m| m.len()).unwrap_or(self.size)
     }
 
     /// The first batch whose last offset is >= `offset`, searching from the index.
@@ -565,7 +561,7 @@ pub struct BatchReader<'a> {
     end: u64,
     max_batch_size: usize,
     buf: Vec<u8>,
-    /// Valid bytes in `buf` start at `buf_start` and cover file range `buf_pos..`.
+    /// `buf[consumed..buf_len]` holds unread file bytes; `buf[0]` is file position `buf_pos`.
     buf_pos: u64,
     buf_len: usize,
     consumed: usize,
@@ -647,7 +643,6 @@ impl<'a> BatchReader<'a> {
         let pos = self.position;
         self.consumed += size;
         self.position += size as u64;
-        // Shrink a buffer that grew for one huge batch.
         Ok(Some((pos, &self.buf[start..start + size])))
     }
 }
