@@ -1,8 +1,13 @@
 //! sediment: a Kafka-compatible broker built around log compaction.
 //!
 //! Layers (see the repository's DESIGN notes): `log` stores partitions in
-//! Kafka's on-disk format; `tools` holds the operator commands built on it.
+//! Kafka's on-disk format; `api` answers Kafka requests against it; `server`
+//! is the TCP edge (framing, dispatch, shutdown); `config` reads the broker's
+//! TOML; `tools` holds the operator commands built on the log.
 
+pub mod api;
 pub mod clock;
+pub mod config;
 pub mod log;
+pub mod server;
 pub mod tools;

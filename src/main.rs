@@ -1,10 +1,15 @@
 //! The `sediment` command line.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use anyhow::Context;
+use sediment::api::Broker;
+use sediment::config::BrokerConfig;
+use sediment::log::LogManager;
 use sediment::tools::dump_log::{self, DumpOptions};
 
 #[derive(Parser)]
@@ -16,6 +21,23 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the broker. Without --config it runs on the embedded defaults
+    /// (PLAINTEXT on port 9092, data in ./data).
+    Serve {
+        /// A TOML file of broker keys with Kafka's names.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// key=value, applied after the file (kafka-server-start's --override).
+        #[arg(long = "override", value_name = "KEY=VALUE")]
+        overrides: Vec<String>,
+    },
+    /// Validate a config file and print the effective configuration.
+    CheckConfig {
+        file: PathBuf,
+        /// key=value, applied after the file.
+        #[arg(long = "override", value_name = "KEY=VALUE")]
+        overrides: Vec<String>,
+    },
     /// Print the batches of segment files (.log) and check index files
     /// (.index, .timeindex) against their log, like kafka-dump-log.
     DumpLog {
@@ -41,6 +63,28 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     match cli.command {
+        Command::Serve { config, overrides } => match serve(config, overrides) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                tracing::error!("{e:#}");
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
+        },
+        Command::CheckConfig { file, overrides } => match load_config(Some(file), &overrides) {
+            Ok(config) => {
+                for (key, value, explicit, doc, _) in config.describe() {
+                    let mark = if explicit { "*" } else { " " };
+                    println!("{mark} {key} = {value:?}    # {doc}");
+                }
+                println!("(* = set in the file or an override; the rest are defaults)");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
+        },
         Command::DumpLog { files, print_data_log, deep_iteration, max_batch_size } => {
             let mut out = String::new();
             let opts = DumpOptions { print_data_log, deep_iteration, max_batch_size };
@@ -58,5 +102,55 @@ fn main() -> ExitCode {
                 }
             }
         }
+    }
+}
+
+fn load_config(file: Option<PathBuf>, overrides: &[String]) -> anyhow::Result<BrokerConfig> {
+    let mut config = match file {
+        Some(path) => BrokerConfig::load(&path)?,
+        None => BrokerConfig::default(),
+    };
+    config.apply_overrides(overrides.iter().map(String::as_str))?;
+    Ok(config)
+}
+
+fn serve(file: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result<()> {
+    let config = load_config(file, &overrides)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("sediment-net").build().context("starting the runtime")?;
+    let logs = Arc::new(LogManager::open(config.log_manager_config(), sediment::clock::system()).context("opening the log dirs")?);
+    for (tp, reason) in logs.offline_partitions() {
+        tracing::error!(partition = %tp, "partition offline: {reason}");
+    }
+    logs.start_scheduler();
+    let result = runtime.block_on(async {
+        let addr = config.bind_addr()?;
+        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+        let bound = listener.local_addr()?;
+        let advertised = config.advertised(bound.port())?;
+        let broker = Arc::new(Broker::new(config, Arc::clone(&logs), advertised.clone()).context("initialising the broker")?);
+        tracing::info!(listening = %bound, advertised = %format!("{}:{}", advertised.host, advertised.port), cluster_id = %broker.cluster_id, "sediment started");
+        sediment::server::run(listener, broker, shutdown_signal()).await;
+        anyhow::Ok(())
+    });
+    // Connections are drained: flush every log and write the checkpoints and
+    // the clean-shutdown marker, so the next start skips recovery.
+    let shut = logs.shutdown().context("flushing logs on shutdown");
+    tracing::info!("sediment stopped");
+    result.and(shut)
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("cannot listen for SIGTERM: {e}");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
+        _ = term.recv() => tracing::info!("SIGTERM received"),
     }
 }

@@ -40,6 +40,8 @@ pub enum LogError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{0}")]
     Batch(#[from] BatchError),
+    #[error("{0}")]
+    Producer(#[from] super::producer_state::ProducerError),
     #[error("offset {offset} is out of range [{log_start}, {log_end}]")]
     OffsetOutOfRange { offset: i64, log_start: i64, log_end: i64 },
     #[error("corrupt data in {path} at position {position}: {reason}")]

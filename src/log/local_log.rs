@@ -19,6 +19,7 @@ use bytes::Bytes;
 
 use super::config::LogConfig;
 use super::error::{LogError, Result};
+use super::producer_state::{BatchMetadata, ProducerError, ProducerStateManager, SequenceCheck};
 use super::record_batch::{self, TimestampType, NO_TIMESTAMP};
 use super::segment::{self, LogSegment, RollParams, SegmentConfig};
 use super::validator::{self, ValidatedBatch, ValidationContext};
@@ -105,6 +106,8 @@ pub struct Log {
     pending_deletes: Vec<(i64, LogSegment)>,
     scratch: Vec<u8>,
     validated: Vec<ValidatedBatch>,
+    /// Idempotent producers' last batches, rebuilt from the log on open.
+    producers: ProducerStateManager,
 }
 
 impl Log {
@@ -174,7 +177,7 @@ impl Log {
         let next_offset = segments.values().next_back().map_or(start, LogSegment::next_offset);
         let first_base = *segments.keys().next().expect("non-empty");
         let log_start_offset = start.max(first_base).min(next_offset);
-        Ok(Self {
+        Self {
             dir: dir.into(),
             tp,
             config,
@@ -189,7 +192,32 @@ impl Log {
             pending_deletes: Vec::new(),
             scratch: Vec::new(),
             validated: Vec::new(),
-        })
+            producers: ProducerStateManager::new(),
+        }
+        .with_rebuilt_producer_state()
+    }
+
+    /// Rebuild the idempotent-producer state by reading every batch header.
+    /// Headers only: one small read per batch, no record is decoded.
+    fn with_rebuilt_producer_state(mut self) -> Result<Self> {
+        let mut producers = ProducerStateManager::new();
+        for seg in self.segments.values() {
+            let mut pos = 0u64;
+            while let Some(h) = seg.read_header_at(pos)? {
+                if h.producer_id >= 0 && !h.is_control() {
+                    producers.update(&h);
+                }
+                pos += h.size_in_bytes() as u64;
+            }
+        }
+        producers.truncate_below(self.log_start_offset);
+        self.producers = producers;
+        Ok(self)
+    }
+
+    /// The idempotent-producer state (for tests and the producer id allocator).
+    pub fn producer_state(&self) -> &ProducerStateManager {
+        &self.producers
     }
 
     pub fn dir(&self) -> &Path {
@@ -250,6 +278,42 @@ impl Log {
             self.validated = validated;
             return Err(e.into());
         }
+        // Idempotence: a retried batch is answered with its original offsets; a gap
+        // or a fenced epoch refuses the whole request before anything is written.
+        let mut outcome: Result<Option<BatchMetadata>, ProducerError> = Ok(None);
+        for v in &validated {
+            let h = &v.header;
+            match self.producers.check(h) {
+                Ok(SequenceCheck::Append) => continue,
+                Ok(SequenceCheck::Duplicate(meta)) if validated.len() == 1 => outcome = Ok(Some(meta)),
+                // A retry mixed with new batches cannot be answered with one offset range.
+                Ok(SequenceCheck::Duplicate(meta)) => {
+                    outcome = Err(ProducerError::OutOfOrderSequence { producer_id: h.producer_id, epoch: h.producer_epoch, first_seq: meta.first_seq, expected: -1 })
+                }
+                Err(e) => outcome = Err(e),
+            }
+            break;
+        }
+        match outcome {
+            Ok(None) => {}
+            Ok(Some(meta)) => {
+                self.validated = validated;
+                tracing::debug!(partition = %self.tp, first_seq = meta.first_seq, "duplicate batch; answering with its original offsets");
+                return Ok(LogAppendInfo {
+                    first_offset: meta.first_offset,
+                    last_offset: meta.last_offset,
+                    log_append_time: NO_TIMESTAMP,
+                    log_start_offset: self.log_start_offset,
+                    records_count: 0,
+                    max_timestamp: meta.max_timestamp,
+                    valid_bytes: 0,
+                });
+            }
+            Err(e) => {
+                self.validated = validated;
+                return Err(e.into());
+            }
+        }
         let first_offset = self.next_offset;
         let mut offset = first_offset;
         let mut max_timestamp = NO_TIMESTAMP;
@@ -270,6 +334,13 @@ impl Log {
         let valid_bytes = records.len();
         self.maybe_roll(RollParams { max_timestamp_in_messages: max_timestamp, max_offset_in_messages: last_offset, messages_size: valid_bytes, now_ms: now }, first_offset)?;
         self.segments.values_mut().next_back().expect("active").append(records)?;
+        let mut base = first_offset;
+        for v in &self.validated {
+            if v.header.producer_id >= 0 {
+                self.producers.update(&record_batch::BatchHeader { base_offset: base, ..v.header });
+            }
+            base += v.header.records_count as i64;
+        }
         self.next_offset = last_offset + 1;
         self.unflushed_messages += count;
         if self.flush_before_ack || self.unflushed_messages >= self.config.flush_messages {

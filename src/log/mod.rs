@@ -27,6 +27,7 @@ pub mod error;
 pub mod index;
 pub mod local_log;
 pub mod manager;
+pub mod producer_state;
 pub mod record_batch;
 pub mod segment;
 pub mod validator;

@@ -1,0 +1,42 @@
+//! DeleteRecords: move a partition's log start offset forward (offset -1 means
+//! the high watermark); whole segments below it are removed by retention.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsTopicResult};
+use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
+
+use super::{error_code, Broker};
+use crate::log::TopicPartition;
+
+pub fn handle(broker: &Broker, request: DeleteRecordsRequest) -> DeleteRecordsResponse {
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|t| {
+            let name = t.name.0.to_string();
+            let partitions = t
+                .partitions
+                .into_iter()
+                .map(|p| {
+                    let r = DeleteRecordsPartitionResult::default().with_partition_index(p.partition_index).with_low_watermark(-1);
+                    let Some(log) = broker.logs.get_log(&TopicPartition::new(name.clone(), p.partition_index)) else {
+                        return r.with_error_code(ResponseError::UnknownTopicOrPartition.code());
+                    };
+                    let Ok(mut log) = log.write() else {
+                        return r.with_error_code(ResponseError::KafkaStorageError.code());
+                    };
+                    let target = if p.offset == -1 { log.high_watermark() } else { p.offset };
+                    if target < 0 || target > log.high_watermark() {
+                        return r.with_error_code(ResponseError::OffsetOutOfRange.code()).with_low_watermark(log.log_start_offset());
+                    }
+                    match log.maybe_increment_log_start_offset(target) {
+                        Ok(start) => r.with_low_watermark(start),
+                        Err(e) => r.with_error_code(error_code(&e).code()),
+                    }
+                })
+                .collect();
+            DeleteRecordsTopicResult::default().with_name(t.name).with_partitions(partitions)
+        })
+        .collect();
+    DeleteRecordsResponse::default().with_topics(topics)
+}

@@ -1,0 +1,129 @@
+//! DescribeConfigs for topics (every topic key with its value and where it
+//! comes from) and for this broker (every broker key, read-only).
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym};
+use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
+
+use super::{str_bytes, Broker};
+use crate::log::config::{ConfigSource, ConfigType, LOG_CONFIGS};
+use crate::log::LogConfig;
+
+pub const RESOURCE_TOPIC: i8 = 2;
+pub const RESOURCE_BROKER: i8 = 4;
+
+/// Kafka's ConfigSource codes.
+pub const SOURCE_DYNAMIC_TOPIC: i8 = 1;
+pub const SOURCE_STATIC_BROKER: i8 = 4;
+pub const SOURCE_DEFAULT: i8 = 5;
+
+/// Kafka's ConfigType codes in DescribeConfigs v3+.
+pub fn type_code(kind: ConfigType) -> i8 {
+    match kind {
+        ConfigType::Boolean => 1,
+        ConfigType::String => 2,
+        ConfigType::Int => 3,
+        ConfigType::Long => 5,
+        ConfigType::Double => 6,
+        ConfigType::List => 7,
+    }
+}
+
+/// One described topic key.
+pub struct TopicEntry {
+    pub name: &'static str,
+    pub value: String,
+    pub source: i8,
+    pub kind: ConfigType,
+    pub doc: &'static str,
+    /// (name, value, source), most specific first, as Kafka lists synonyms.
+    pub synonyms: Vec<(String, String, i8)>,
+}
+
+/// Every topic key of `config` with its effective value and source.
+pub fn topic_entries(config: &LogConfig, broker_defaults: &BTreeMap<String, String>) -> Vec<TopicEntry> {
+    LOG_CONFIGS
+        .iter()
+        .filter_map(|def| {
+            let (value, source) = config.value_of(def.name, broker_defaults)?;
+            let source = match source {
+                ConfigSource::TopicOverride => SOURCE_DYNAMIC_TOPIC,
+                ConfigSource::BrokerDefault => SOURCE_STATIC_BROKER,
+                ConfigSource::Default => SOURCE_DEFAULT,
+            };
+            let mut synonyms = Vec::new();
+            if let Some(v) = config.overrides.get(def.name) {
+                synonyms.push((def.name.to_string(), v.clone(), SOURCE_DYNAMIC_TOPIC));
+            }
+            if let Some(v) = broker_defaults.get(def.name) {
+                synonyms.push((def.broker_key.to_string(), v.clone(), SOURCE_STATIC_BROKER));
+            }
+            synonyms.push((def.broker_key.to_string(), def.default.to_string(), SOURCE_DEFAULT));
+            Some(TopicEntry { name: def.name, value, source, kind: def.kind, doc: def.doc, synonyms })
+        })
+        .collect()
+}
+
+pub fn handle(broker: &Broker, request: DescribeConfigsRequest) -> DescribeConfigsResponse {
+    let mut results = Vec::with_capacity(request.resources.len());
+    for resource in request.resources {
+        let wanted = |name: &str| resource.configuration_keys.as_ref().is_none_or(|keys| keys.iter().any(|k| k.as_str() == name));
+        let result = DescribeConfigsResult::default().with_resource_type(resource.resource_type).with_resource_name(resource.resource_name.clone());
+        let entry = |name: &str, value: String, read_only: bool, source: i8, kind: ConfigType, doc: &str, synonyms: Vec<(String, String, i8)>| {
+            let mut e = DescribeConfigsResourceResult::default()
+                .with_name(str_bytes(name))
+                .with_value(Some(str_bytes(value)))
+                .with_read_only(read_only)
+                .with_config_source(source)
+                .with_config_type(type_code(kind));
+            if request.include_synonyms {
+                e.synonyms = synonyms.into_iter().map(|(n, v, s)| DescribeConfigsSynonym::default().with_name(str_bytes(n)).with_value(Some(str_bytes(v))).with_source(s)).collect();
+            }
+            if request.include_documentation {
+                e.documentation = Some(str_bytes(doc));
+            }
+            e
+        };
+        let result = match resource.resource_type {
+            RESOURCE_TOPIC => match broker.logs.topic(resource.resource_name.as_str()) {
+                None => result.with_error_code(ResponseError::UnknownTopicOrPartition.code()).with_error_message(Some(str_bytes(format!("topic {} does not exist", resource.resource_name.as_str())))),
+                Some(info) => {
+                    let defaults = &broker.logs.config().topic_defaults;
+                    let configs = topic_entries(&info.config, defaults)
+                        .into_iter()
+                        .filter(|t| wanted(t.name))
+                        .map(|t| entry(t.name, t.value, false, t.source, t.kind, t.doc, t.synonyms))
+                        .collect();
+                    result.with_configs(configs)
+                }
+            },
+            RESOURCE_BROKER => {
+                let name = resource.resource_name.as_str();
+                if !name.is_empty() && name != broker.node_id.to_string() {
+                    result.with_error_code(ResponseError::InvalidRequest.code()).with_error_message(Some(str_bytes(format!("this broker is node {}, not {name}", broker.node_id))))
+                } else if name.is_empty() {
+                    // The cluster-wide dynamic defaults: none exist here.
+                    result
+                } else {
+                    let configs = broker
+                        .config
+                        .describe()
+                        .into_iter()
+                        .filter(|(k, ..)| wanted(k))
+                        .map(|(k, v, explicit, doc, kind)| {
+                            let source = if explicit { SOURCE_STATIC_BROKER } else { SOURCE_DEFAULT };
+                            let synonyms = vec![(k.clone(), v.clone(), source)];
+                            entry(&k, v, true, source, kind, doc, synonyms)
+                        })
+                        .collect();
+                    result.with_configs(configs)
+                }
+            }
+            other => result.with_error_code(ResponseError::InvalidRequest.code()).with_error_message(Some(str_bytes(format!("resource type {other} is not supported")))),
+        };
+        results.push(result);
+    }
+    DescribeConfigsResponse::default().with_results(results)
+}

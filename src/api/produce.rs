@@ -1,0 +1,93 @@
+//! Produce: validate and append each partition's batches, answer with the
+//! assigned offsets or a per-partition (and, v8+, per-record) error.
+//!
+//! One node holds every replica, so acks=1 and acks=-1 both answer once the
+//! append is in the log (and fsynced when `log.flush.before.ack` is set). With
+//! acks=0 no response is sent; if a partition failed the connection is closed
+//! so the producer notices, as Kafka does.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::produce_response::{BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
+
+use super::{error_code, str_bytes, Broker, Close};
+use crate::log::{BatchError, LogError, TopicPartition};
+
+/// Versions below this are advertised (for old librdkafka) but refused.
+pub const MIN_SUPPORTED_VERSION: i16 = 3;
+
+/// # Errors
+/// `Close` for an acks=0 request in which some partition failed.
+pub fn handle(broker: &Broker, request: ProduceRequest, version: i16) -> Result<Option<ResponseKind>, Close> {
+    let acks = request.acks;
+    let transactional = request.transactional_id.is_some();
+    let mut failed = false;
+    let mut appended = false;
+    let mut topics = Vec::with_capacity(request.topic_data.len());
+    for topic in request.topic_data {
+        let name = if version >= 13 { broker.topic_name_by_id(&topic.topic_id) } else { Some(topic.name.0.to_string()) };
+        let mut partitions = Vec::with_capacity(topic.partition_data.len());
+        for p in topic.partition_data {
+            let response = PartitionProduceResponse::default().with_index(p.index).with_base_offset(-1).with_log_append_time_ms(-1).with_log_start_offset(-1);
+            let outcome: Result<PartitionProduceResponse, (ResponseError, Option<String>, Option<usize>)> = (|| {
+                if !matches!(acks, -1..=1) {
+                    return Err((ResponseError::InvalidRequiredAcks, Some(format!("acks={acks} is not -1, 0 or 1")), None));
+                }
+                if transactional {
+                    return Err((ResponseError::UnsupportedVersion, Some("transactions are not supported".into()), None));
+                }
+                let Some(name) = &name else {
+                    return Err((ResponseError::UnknownTopicId, None, None));
+                };
+                let tp = TopicPartition::new(name.clone(), p.index);
+                let Some(log) = broker.logs.get_log(&tp) else {
+                    let code = if broker.logs.offline_partitions().contains_key(&tp) { ResponseError::KafkaStorageError } else { ResponseError::UnknownTopicOrPartition };
+                    return Err((code, None, None));
+                };
+                let Some(records) = p.records else {
+                    return Err((ResponseError::CorruptMessage, Some("no records".into()), None));
+                };
+                // The batches are rewritten in place (offsets, LogAppendTime), so the
+                // request's shared bytes are copied once into a buffer we own.
+                let mut buf = records.to_vec();
+                let mut log = log.write().map_err(|_| (ResponseError::KafkaStorageError, Some("log lock poisoned".into()), None))?;
+                match log.append_as_leader(&mut buf) {
+                    Ok(info) => Ok(response.clone().with_base_offset(info.first_offset).with_log_append_time_ms(info.log_append_time).with_log_start_offset(info.log_start_offset)),
+                    Err(e) => {
+                        let index = match &e {
+                            LogError::Batch(BatchError::InvalidRecord { index, .. }) => Some(*index),
+                            _ => None,
+                        };
+                        tracing::debug!(partition = %tp, "produce refused: {e}");
+                        Err((error_code(&e), Some(e.to_string()), index))
+                    }
+                }
+            })();
+            partitions.push(match outcome {
+                Ok(r) => {
+                    appended = true;
+                    r
+                }
+                Err((code, message, record_index)) => {
+                    failed = true;
+                    let mut r = response.with_error_code(code.code());
+                    if version >= 8 {
+                        r.error_message = message.clone().map(str_bytes);
+                        if let Some(i) = record_index {
+                            r.record_errors = vec![BatchIndexAndErrorMessage::default().with_batch_index(i as i32).with_batch_index_error_message(message.map(str_bytes))];
+                        }
+                    }
+                    r
+                }
+            });
+        }
+        topics.push(TopicProduceResponse::default().with_name(topic.name).with_topic_id(topic.topic_id).with_partition_responses(partitions));
+    }
+    if appended {
+        broker.notify_appended();
+    }
+    if acks == 0 {
+        return if failed { Err(Close) } else { Ok(None) };
+    }
+    Ok(Some(ResponseKind::Produce(ProduceResponse::default().with_responses(topics))))
+}

@@ -1,0 +1,416 @@
+//! Broker configuration: a TOML file plus `--override key=value` pairs, with
+//! Kafka's key names.
+//!
+//! Keys are written as in Kafka's `server.properties`. In TOML the dots make
+//! nested tables (`log.dirs = "/data"` is `{log = {dirs = "/data"}}`); we flatten
+//! them back to dotted names, so both `log.dirs = ...` and `[log] dirs = ...`
+//! work. Every key must be known: an unknown key, a value of the wrong type or
+//! out of range is an error that names the key. Values are kept as strings in
+//! Kafka's syntax, which is also how DescribeConfigs reports them.
+//!
+//! Two families of keys exist:
+//! - broker keys (`BROKER_CONFIGS`: listeners, log.dirs, num.partitions, ...);
+//! - topic defaults (`log.segment.bytes`, `log.cleanup.policy`, ...), which are
+//!   the `broker_key` of an entry in `log::config::LOG_CONFIGS` and are
+//!   validated by the topic key's rules.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use crate::log::config::{self as log_config, ConfigDef, ConfigType, LOG_CONFIGS};
+use crate::log::LogManagerConfig;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid config {key}: {reason}")]
+    Invalid { key: String, reason: String },
+}
+
+fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid { key: key.to_string(), reason: reason.into() }
+}
+
+macro_rules! broker_def {
+    ($name:literal, $kind:ident, $default:expr, $min:expr, $doc:literal) => {
+        ConfigDef { name: $name, broker_key: $name, kind: ConfigType::$kind, default: $default, min: $min, max: None, one_of: &[], doc: $doc }
+    };
+}
+
+/// Broker-only keys (topic defaults live in `LOG_CONFIGS`).
+pub const BROKER_CONFIGS: &[ConfigDef] = &[
+    broker_def!("node.id", Int, "1", Some(0.0), "this broker's id, reported in Metadata and DescribeCluster"),
+    broker_def!("listeners", String, "PLAINTEXT://:9092", None,
+        "where the broker listens: PLAINTEXT://host:port (empty host: all interfaces)"),
+    broker_def!("advertised.listeners", String, "", None,
+        "the address clients are told to connect to; empty: the listener's (localhost when it binds all interfaces)"),
+    broker_def!("log.dirs", String, "data", None, "comma-separated directories that hold the partitions"),
+    broker_def!("num.partitions", Int, "1", Some(1.0), "partitions of an auto-created topic or a CreateTopics without a count"),
+    broker_def!("default.replication.factor", Int, "1", Some(1.0), "replication factor of auto-created topics (only 1 is possible on one node)"),
+    broker_def!("auto.create.topics.enable", Boolean, "true", None, "create a topic when Metadata asks for an unknown one"),
+    broker_def!("delete.topic.enable", Boolean, "true", None, "allow DeleteTopics"),
+    broker_def!("socket.request.max.bytes", Int, "104857600", Some(1.0), "largest request frame accepted; bigger frames close the connection"),
+    broker_def!("log.flush.before.ack", Boolean, "false", None,
+        "sediment: fsync each append before acknowledging it (survives power loss, costs latency)"),
+    broker_def!("log.retention.check.interval.ms", Long, "300000", Some(1.0), "how often retention runs"),
+    broker_def!("log.flush.scheduler.interval.ms", Long, "9223372036854775807", Some(1.0), "how often flush.ms is checked"),
+    broker_def!("log.flush.offset.checkpoint.interval.ms", Int, "60000", Some(0.0), "how often the recovery point is checkpointed"),
+    broker_def!("log.flush.start.offset.checkpoint.interval.ms", Int, "60000", Some(0.0), "how often log start offsets are checkpointed"),
+    broker_def!("log.retention.hours", Int, "168", None, "retention.ms default in hours, when log.retention.ms and .minutes are unset"),
+    broker_def!("log.retention.minutes", Int, "", None, "retention.ms default in minutes, when log.retention.ms is unset"),
+    broker_def!("log.roll.hours", Int, "168", Some(1.0), "segment.ms default in hours, when log.roll.ms is unset"),
+];
+
+/// The resolved broker configuration.
+#[derive(Debug, Clone, Default)]
+pub struct BrokerConfig {
+    /// Every key set explicitly (file or override), validated, in Kafka syntax.
+    explicit: BTreeMap<String, String>,
+}
+
+/// A PLAINTEXT listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listener {
+    pub host: String,
+    pub port: u16,
+}
+
+impl Listener {
+    /// Parse `PLAINTEXT://host:port` (the first entry of a list).
+    ///
+    /// # Errors
+    /// A protocol other than PLAINTEXT or a bad port, naming `key`.
+    pub fn parse(key: &str, value: &str) -> Result<Self, ConfigError> {
+        let first = value.split(',').next().unwrap_or("").trim();
+        let rest = first
+            .strip_prefix("PLAINTEXT://")
+            .ok_or_else(|| invalid(key, format!("{first:?}: only PLAINTEXT://host:port listeners are supported")))?;
+        let (host, port) = rest.rsplit_once(':').ok_or_else(|| invalid(key, format!("{first:?} has no port")))?;
+        let port = port.parse::<u16>().map_err(|_| invalid(key, format!("{first:?}: bad port")))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        Ok(Self { host, port })
+    }
+}
+
+fn lookup(key: &str) -> Option<(&'static ConfigDef, Option<&'static str>)> {
+    if let Some(def) = BROKER_CONFIGS.iter().find(|d| d.name == key) {
+        return Some((def, None));
+    }
+    LOG_CONFIGS.iter().find(|d| d.broker_key == key).map(|d| (d, Some(d.name)))
+}
+
+/// Validate one broker key's value.
+///
+/// # Errors
+/// Unknown key, wrong type, out of range — naming the key.
+pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
+    let (def, topic_key) = lookup(key).ok_or_else(|| invalid(key, "unknown config key"))?;
+    if let Some(topic_key) = topic_key {
+        return log_config::validate_value(topic_key, value).map_err(|e| invalid(key, e.to_string()));
+    }
+    let v = value.trim();
+    match def.kind {
+        ConfigType::Boolean => {
+            v.parse::<bool>().map_err(|_| invalid(key, format!("{v:?} is not true or false")))?;
+        }
+        ConfigType::Int | ConfigType::Long => {
+            let n = if def.kind == ConfigType::Int { v.parse::<i32>().map(i64::from).ok() } else { v.parse::<i64>().ok() };
+            let n = n.ok_or_else(|| invalid(key, format!("{v:?} is not an integer of the key's size")))?;
+            if let Some(min) = def.min {
+                if (n as f64) < min {
+                    return Err(invalid(key, format!("{n} is below the minimum {min}")));
+                }
+            }
+        }
+        ConfigType::Double => {
+            v.parse::<f64>().map_err(|_| invalid(key, format!("{v:?} is not a number")))?;
+        }
+        ConfigType::String | ConfigType::List => {
+            if key == "listeners" || (key == "advertised.listeners" && !v.is_empty()) {
+                Listener::parse(key, v)?;
+            }
+            if key == "log.dirs" && v.split(',').all(|d| d.trim().is_empty()) {
+                return Err(invalid(key, "at least one directory is needed"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn toml_scalar(key: &str, value: &toml::Value) -> Result<String, ConfigError> {
+    Ok(match value {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(f) => f.to_string(),
+        toml::Value::Boolean(b) => b.to_string(),
+        toml::Value::Array(items) => {
+            let parts: Result<Vec<_>, _> = items.iter().map(|v| toml_scalar(key, v)).collect();
+            parts?.join(",")
+        }
+        toml::Value::Datetime(_) | toml::Value::Table(_) => return Err(invalid(key, "expected a string, number, boolean or list")),
+    })
+}
+
+fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, String>) -> Result<(), ConfigError> {
+    for (k, v) in table {
+        let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+        match v {
+            toml::Value::Table(t) => flatten(&key, t, out)?,
+            other => {
+                out.insert(key.clone(), toml_scalar(&key, other)?);
+            }
+        }
+    }
+    Ok(())
+}
+
+impl BrokerConfig {
+    /// Parse TOML text.
+    ///
+    /// # Errors
+    /// TOML syntax errors and invalid keys or values.
+    pub fn from_toml(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
+        let mut explicit = BTreeMap::new();
+        flatten("", &table, &mut explicit)?;
+        let mut config = Self::default();
+        for (k, v) in explicit {
+            config.set(&k, &v)?;
+        }
+        Ok(config)
+    }
+
+    /// Read a TOML file.
+    ///
+    /// # Errors
+    /// As `from_toml`, plus I/O errors.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+        Self::from_toml(&text, path)
+    }
+
+    /// Set one key (an `--override`).
+    ///
+    /// # Errors
+    /// Invalid key or value.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        validate(key, value)?;
+        self.explicit.insert(key.to_string(), value.trim().to_string());
+        Ok(())
+    }
+
+    /// Apply `key=value` overrides in order.
+    ///
+    /// # Errors
+    /// A pair without `=`, or an invalid key or value.
+    pub fn apply_overrides<'a>(&mut self, pairs: impl IntoIterator<Item = &'a str>) -> Result<(), ConfigError> {
+        for pair in pairs {
+            let (k, v) = pair.split_once('=').ok_or_else(|| invalid(pair, "an override is key=value"))?;
+            self.set(k.trim(), v)?;
+        }
+        Ok(())
+    }
+
+    /// The value of a key set explicitly.
+    pub fn explicit(&self, key: &str) -> Option<&str> {
+        self.explicit.get(key).map(String::as_str)
+    }
+
+    /// Every explicitly set key.
+    pub fn explicit_keys(&self) -> &BTreeMap<String, String> {
+        &self.explicit
+    }
+
+    /// The effective value of a broker key (explicit, else default).
+    pub fn get(&self, key: &str) -> Option<String> {
+        if let Some(v) = self.explicit.get(key) {
+            return Some(v.clone());
+        }
+        let (def, _) = lookup(key)?;
+        Some(def.default.to_string())
+    }
+
+    fn int(&self, key: &str) -> i64 {
+        // Validated on set; defaults are valid by construction.
+        self.get(key).and_then(|v| v.parse().ok()).unwrap_or(0)
+    }
+
+    fn boolean(&self, key: &str) -> bool {
+        self.get(key).is_some_and(|v| v == "true")
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.int("node.id") as i32
+    }
+
+    pub fn num_partitions(&self) -> i32 {
+        self.int("num.partitions") as i32
+    }
+
+    pub fn auto_create_topics(&self) -> bool {
+        self.boolean("auto.create.topics.enable")
+    }
+
+    pub fn delete_topic_enable(&self) -> bool {
+        self.boolean("delete.topic.enable")
+    }
+
+    pub fn socket_request_max_bytes(&self) -> usize {
+        self.int("socket.request.max.bytes") as usize
+    }
+
+    /// The listener to bind.
+    ///
+    /// # Errors
+    /// A malformed `listeners` value.
+    pub fn listener(&self) -> Result<Listener, ConfigError> {
+        Listener::parse("listeners", &self.get("listeners").unwrap_or_default())
+    }
+
+    /// The address to bind.
+    ///
+    /// # Errors
+    /// A malformed listener or an unresolvable host.
+    pub fn bind_addr(&self) -> Result<SocketAddr, ConfigError> {
+        let l = self.listener()?;
+        let host = if l.host.is_empty() { "0.0.0.0".to_string() } else { l.host.clone() };
+        let text = if host.contains(':') { format!("[{host}]:{}", l.port) } else { format!("{host}:{}", l.port) };
+        use std::net::ToSocketAddrs;
+        text.to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| invalid("listeners", format!("cannot resolve {text}")))
+    }
+
+    /// Host and port clients are told to use; `bound_port` replaces a port of 0.
+    ///
+    /// # Errors
+    /// A malformed listener.
+    pub fn advertised(&self, bound_port: u16) -> Result<Listener, ConfigError> {
+        if let Some(a) = self.explicit("advertised.listeners").filter(|v| !v.is_empty()) {
+            let mut l = Listener::parse("advertised.listeners", a)?;
+            if l.port == 0 {
+                l.port = bound_port;
+            }
+            return Ok(l);
+        }
+        let mut l = self.listener()?;
+        if l.host.is_empty() || l.host == "0.0.0.0" || l.host == "::" {
+            l.host = "localhost".to_string();
+        }
+        l.port = bound_port;
+        Ok(l)
+    }
+
+    pub fn log_dirs(&self) -> Vec<PathBuf> {
+        self.get("log.dirs").unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()).map(PathBuf::from).collect()
+    }
+
+    /// The topic-level defaults this broker sets, keyed by topic key.
+    pub fn topic_defaults(&self) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        // Kafka's coarser synonyms first, so the exact *.ms keys win.
+        if let Some(h) = self.explicit("log.retention.hours") {
+            if let Ok(h) = h.parse::<i64>() {
+                out.insert("retention.ms".to_string(), if h < 0 { "-1".to_string() } else { (h * 3_600_000).to_string() });
+            }
+        }
+        if let Some(m) = self.explicit("log.retention.minutes") {
+            if let Ok(m) = m.parse::<i64>() {
+                out.insert("retention.ms".to_string(), if m < 0 { "-1".to_string() } else { (m * 60_000).to_string() });
+            }
+        }
+        if let Some(h) = self.explicit("log.roll.hours") {
+            if let Ok(h) = h.parse::<i64>() {
+                out.insert("segment.ms".to_string(), (h * 3_600_000).to_string());
+            }
+        }
+        for def in LOG_CONFIGS {
+            if let Some(v) = self.explicit.get(def.broker_key) {
+                out.insert(def.name.to_string(), v.clone());
+            }
+        }
+        out
+    }
+
+    /// The log layer's settings.
+    pub fn log_manager_config(&self) -> LogManagerConfig {
+        let dirs = self.log_dirs();
+        let mut c = LogManagerConfig::new(dirs.first().cloned().unwrap_or_else(|| PathBuf::from("data")));
+        c.log_dirs = dirs;
+        c.topic_defaults = self.topic_defaults();
+        c.flush_before_ack = self.boolean("log.flush.before.ack");
+        c.retention_check_interval_ms = self.int("log.retention.check.interval.ms");
+        c.flush_scheduler_interval_ms = self.int("log.flush.scheduler.interval.ms");
+        c.flush_offset_checkpoint_interval_ms = self.int("log.flush.offset.checkpoint.interval.ms");
+        c.flush_start_offset_checkpoint_interval_ms = self.int("log.flush.start.offset.checkpoint.interval.ms");
+        c
+    }
+
+    /// Every key this broker knows with its effective value, for DescribeConfigs
+    /// on the broker resource and `check-config`: (key, value, explicitly set, doc).
+    pub fn describe(&self) -> Vec<(String, String, bool, &'static str, ConfigType)> {
+        let mut out = Vec::new();
+        for def in BROKER_CONFIGS.iter().chain(LOG_CONFIGS.iter()) {
+            let key = def.broker_key;
+            if out.iter().any(|(k, ..): &(String, String, bool, &str, ConfigType)| k == key) {
+                continue;
+            }
+            let explicit = self.explicit.get(key);
+            let value = explicit.cloned().unwrap_or_else(|| def.default.to_string());
+            out.push((key.to_string(), value, explicit.is_some(), def.doc, def.kind));
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dotted_keys_flatten_and_validate() {
+        let text = "listeners = \"PLAINTEXT://127.0.0.1:0\"\nlog.dirs = \"/tmp/x\"\nnum.partitions = 3\nlog.cleanup.policy = \"compact\"\n[log.segment]\nbytes = 2048\n";
+        let c = BrokerConfig::from_toml(text, Path::new("t.toml")).unwrap();
+        assert_eq!(c.num_partitions(), 3);
+        assert_eq!(c.log_dirs(), vec![PathBuf::from("/tmp/x")]);
+        let d = c.topic_defaults();
+        assert_eq!(d["cleanup.policy"], "compact");
+        assert_eq!(d["segment.bytes"], "2048");
+        assert_eq!(c.listener().unwrap(), Listener { host: "127.0.0.1".into(), port: 0 });
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        for (text, key) in [
+            ("no.such.key = 1", "no.such.key"),
+            ("num.partitions = \"many\"", "num.partitions"),
+            ("num.partitions = 0", "num.partitions"),
+            ("log.cleanup.policy = \"shred\"", "log.cleanup.policy"),
+            ("listeners = \"SSL://:9093\"", "listeners"),
+            ("log.segment.bytes = 3", "log.segment.bytes"),
+        ] {
+            match BrokerConfig::from_toml(text, Path::new("t.toml")) {
+                Err(ConfigError::Invalid { key: k, .. }) => assert_eq!(k, key, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let mut c = BrokerConfig::default();
+        assert_eq!(c.listener().unwrap().port, 9092);
+        assert_eq!(c.socket_request_max_bytes(), 104_857_600);
+        c.apply_overrides(["log.retention.hours=1", "auto.create.topics.enable=false"]).unwrap();
+        assert_eq!(c.topic_defaults()["retention.ms"], "3600000");
+        assert!(!c.auto_create_topics());
+        assert!(c.apply_overrides(["novalue"]).is_err());
+        assert_eq!(c.advertised(1234).unwrap(), Listener { host: "localhost".into(), port: 1234 });
+    }
+}

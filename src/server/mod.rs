@@ -1,0 +1,172 @@
+//! The network edge: accept connections, frame requests, dispatch them to
+//! `api/`, write responses, and shut down gracefully.
+//!
+//! Framing invariants:
+//! * A frame is a 4-byte big-endian size and that many bytes. A size below the
+//!   8 bytes of a request header's fixed part, negative, or above
+//!   `socket.request.max.bytes` closes the connection before anything is
+//!   allocated for it.
+//! * Requests on one connection are handled one at a time, in order, as Kafka
+//!   does (a connection is muted while its request is in flight), so pipelined
+//!   requests are answered in the order they were sent.
+//! * An unknown API key, an API or version outside `SUPPORTED_APIS`, or a body
+//!   that does not decode closes the connection (Kafka's behaviour), except
+//!   ApiVersions with a version we do not know, which is answered with
+//!   UNSUPPORTED_VERSION in a v0 body so the client can retry, and Produce
+//!   v0–2, which is advertised but answered with UNSUPPORTED_VERSION.
+//! * One connection's bad input never affects another: each connection is its
+//!   own task and nothing here panics on client bytes.
+//!
+//! Shutdown is a future passed to `run` (mini-redis's pattern): the listener
+//! stops accepting, every connection finishes the request it is handling and
+//! closes, and `run` returns once all connection tasks are done.
+
+mod legacy_produce;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::{Decodable, Encodable};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::api::{self, api_versions, Broker, Close};
+
+/// Size of the fixed part of every request header: key, version, correlation id.
+const MIN_FRAME: usize = 8;
+
+/// Serve until `shutdown` completes, then drain the connections.
+pub async fn run(listener: TcpListener, broker: Arc<Broker>, shutdown: impl Future<Output = ()>) {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    let broker = Arc::clone(&broker);
+                    let stop = stop_rx.clone();
+                    connections.spawn(async move {
+                        if let Err(e) = serve_connection(stream, &broker, stop).await {
+                            tracing::debug!(%peer, "connection closed: {e}");
+                        }
+                    });
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            () = &mut shutdown => break,
+        }
+    }
+    tracing::info!(connections = connections.len(), "shutting down: finishing in-flight requests");
+    let _ = stop_tx.send(true);
+    // Long-polling fetches re-check on an append notification; wake them now.
+    broker.notify_appended();
+    while connections.join_next().await.is_some() {}
+}
+
+#[derive(Debug, thiserror::Error)]
+enum ConnError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Protocol(String),
+}
+
+async fn serve_connection(stream: TcpStream, broker: &Arc<Broker>, mut stop: watch::Receiver<bool>) -> Result<(), ConnError> {
+    let max = broker.config.socket_request_max_bytes();
+    let (reader, mut writer) = stream.into_split();
+    let mut reader = BufReader::with_capacity(64 * 1024, reader);
+    let mut out = BytesMut::with_capacity(64 * 1024);
+    loop {
+        let size = tokio::select! {
+            size = reader.read_i32() => match size {
+                Ok(s) => s,
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+                Err(e) => return Err(e.into()),
+            },
+            _ = stop.changed() => return Ok(()),
+        };
+        if size < MIN_FRAME as i32 || size as usize > max {
+            return Err(ConnError::Protocol(format!("frame size {size} outside [{MIN_FRAME}, {max}] (socket.request.max.bytes)")));
+        }
+        let mut frame = vec![0u8; size as usize];
+        reader.read_exact(&mut frame).await?;
+        out.clear();
+        match handle_frame(broker, Bytes::from(frame), &mut out).await {
+            Ok(true) => {
+                writer.write_all(&out).await?;
+            }
+            Ok(false) => {}
+            Err(e) => return Err(e),
+        }
+        if out.capacity() > 1 << 20 {
+            // Do not keep a large fetch's buffer alive per idle connection.
+            out = BytesMut::with_capacity(64 * 1024);
+        }
+    }
+}
+
+/// Decode, dispatch and encode one request. `Ok(false)`: no response to send.
+async fn handle_frame(broker: &Arc<Broker>, frame: Bytes, out: &mut BytesMut) -> Result<bool, ConnError> {
+    let mut fixed = &frame[..MIN_FRAME];
+    let key = fixed.get_i16();
+    let version = fixed.get_i16();
+    let correlation_id = fixed.get_i32();
+    let api_key = ApiKey::try_from(key).map_err(|_| ConnError::Protocol(format!("unknown api key {key}")))?;
+    if api_key == ApiKey::ApiVersions && api::supported(api_key).is_some_and(|a| version > a.max) {
+        // The client is newer than us: tell it what we have, in a body every
+        // version can read, with a v0 header.
+        let response = ResponseKind::ApiVersions(api_versions::unsupported_version());
+        encode_response(out, correlation_id, 0, &response, 0)?;
+        return Ok(true);
+    }
+    let supported = api::supported(api_key).ok_or_else(|| ConnError::Protocol(format!("{api_key:?} is not implemented")))?;
+    if version < supported.min || version > supported.max {
+        return Err(ConnError::Protocol(format!("{api_key:?} v{version} is outside v{}..=v{}", supported.min, supported.max)));
+    }
+    if api_key == ApiKey::Produce && version < api::produce::MIN_SUPPORTED_VERSION {
+        return match legacy_produce::unsupported_response(&frame, version) {
+            Some(body) => {
+                out.put_i32((4 + body.len()) as i32);
+                out.put_i32(correlation_id);
+                out.put_slice(&body);
+                Ok(true)
+            }
+            None => Err(ConnError::Protocol(format!("Produce v{version} is not supported (acks=0 or malformed)"))),
+        };
+    }
+    let mut body = frame;
+    let header = RequestHeader::decode(&mut body, api_key.request_header_version(version)).map_err(|e| ConnError::Protocol(format!("bad {api_key:?} header: {e}")))?;
+    let request = RequestKind::decode(api_key, &mut body, version).map_err(|e| ConnError::Protocol(format!("bad {api_key:?} v{version} body: {e}")))?;
+    match api::dispatch(broker, &header, request).await {
+        Ok(Some(response)) => {
+            encode_response(out, correlation_id, api_key.response_header_version(version), &response, version)?;
+            Ok(true)
+        }
+        Ok(None) => Ok(false),
+        Err(Close) => Err(ConnError::Protocol(format!("{api_key:?} request failed; closing as Kafka does"))),
+    }
+}
+
+fn encode_response(out: &mut BytesMut, correlation_id: i32, header_version: i16, response: &ResponseKind, version: i16) -> Result<(), ConnError> {
+    let start = out.len();
+    out.put_i32(0);
+    ResponseHeader::default()
+        .with_correlation_id(correlation_id)
+        .encode(out, header_version)
+        .map_err(|e| ConnError::Protocol(format!("encoding response header: {e}")))?;
+    response.encode(out, version).map_err(|e| ConnError::Protocol(format!("encoding response: {e}")))?;
+    let size = (out.len() - start - 4) as i32;
+    out[start..start + 4].copy_from_slice(&size.to_be_bytes());
+    Ok(())
+}
