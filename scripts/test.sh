@@ -2,13 +2,15 @@
 # The one command that sets up and runs every test on a fresh machine:
 #   scripts/test.sh
 # It installs what the tests need (Java 17 and Maven for Apache Kafka's own
-# tools, fetched from Maven Central), then runs cargo test.
+# tools, fetched from Maven Central; kcat from Debian; confluent-kafka and
+# kafka-python from PyPI into target/pyenv), then runs cargo test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing ${need_apt[*]}" >&2
   if [ "$(id -u)" = 0 ]; then
@@ -17,6 +19,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     sudo apt-get update -qq && sudo apt-get install -y -qq "${need_apt[@]}" >/dev/null
   fi
 fi
+
+# Python clients for the interop suite, in a venv under target/ (pinned).
+scripts/python-env.sh >/dev/null
 
 # Apache Kafka 4.1.2's jars (kafka-dump-log and the CLI tools), cached in target/.
 scripts/kafka-jars.sh >/dev/null
