@@ -20,6 +20,7 @@ pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_log_dirs;
 pub mod fetch;
+pub mod find_coordinator;
 pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
@@ -69,6 +70,8 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::CreatePartitions, 0, 3),
     api(ApiKey::IncrementalAlterConfigs, 0, 1),
     api(ApiKey::DescribeCluster, 0, 2),
+    // Answers COORDINATOR_NOT_AVAILABLE; advertised for librdkafka's LZ4 (see the handler).
+    api(ApiKey::FindCoordinator, 0, 6),
 ];
 
 /// The versions of `key` we handle, if we handle it at all.
@@ -256,6 +259,7 @@ pub async fn dispatch(broker: &Arc<Broker>, header: &RequestHeader, request: Req
         RequestKind::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(blocking(|| alter_configs::handle_incremental(broker, r))),
         RequestKind::DescribeLogDirs(r) => ResponseKind::DescribeLogDirs(blocking(|| describe_log_dirs::handle(broker, r))),
         RequestKind::DescribeCluster(r) => ResponseKind::DescribeCluster(describe_cluster::handle(broker, &r)),
+        RequestKind::FindCoordinator(r) => ResponseKind::FindCoordinator(find_coordinator::handle(&r, v)),
         other => {
             tracing::warn!(api = ?ApiKey::try_from(header.request_api_key).ok(), "no handler for {:?}", std::mem::discriminant(&other));
             return Err(Close);
