@@ -74,8 +74,9 @@ pub async fn run(listener: TcpListener, broker: Arc<Broker>, shutdown: impl Futu
     while connections.join_next().await.is_some() {}
 }
 
+/// Why a connection ends.
 #[derive(Debug, thiserror::Error)]
-enum ConnError {
+pub enum ConnError {
     #[error("{0}")]
     Io(#[from] std::io::Error),
     #[error("{0}")]
@@ -116,45 +117,78 @@ async fn serve_connection(stream: TcpStream, broker: &Arc<Broker>, mut stop: wat
     }
 }
 
-/// Decode, dispatch and encode one request. `Ok(false)`: no response to send.
-async fn handle_frame(broker: &Arc<Broker>, frame: Bytes, out: &mut BytesMut) -> Result<bool, ConnError> {
+/// What a frame asks for, decoded.
+#[derive(Debug)]
+pub enum Frame {
+    /// ApiVersions of a version newer than ours: answer in v0 with the list.
+    ApiVersionsTooNew { correlation_id: i32 },
+    /// Produce v0–2: the hand-written UNSUPPORTED_VERSION body, if one is owed.
+    LegacyProduce { correlation_id: i32, body: Option<Vec<u8>>, version: i16 },
+    Request { api_key: ApiKey, header: RequestHeader, request: RequestKind },
+}
+
+/// Decode one request frame (the bytes after the size). Pure: no I/O, no
+/// broker state, so the fuzz target drives exactly this.
+///
+/// # Errors
+/// A message for every frame that must close the connection.
+pub fn parse_frame(frame: Bytes) -> Result<Frame, String> {
+    if frame.len() < MIN_FRAME {
+        return Err(format!("frame of {} bytes is shorter than a request header", frame.len()));
+    }
     let mut fixed = &frame[..MIN_FRAME];
     let key = fixed.get_i16();
     let version = fixed.get_i16();
     let correlation_id = fixed.get_i32();
-    let api_key = ApiKey::try_from(key).map_err(|_| ConnError::Protocol(format!("unknown api key {key}")))?;
+    let api_key = ApiKey::try_from(key).map_err(|_| format!("unknown api key {key}"))?;
     if api_key == ApiKey::ApiVersions && api::supported(api_key).is_some_and(|a| version > a.max) {
-        // The client is newer than us: tell it what we have, in a body every
-        // version can read, with a v0 header.
-        let response = ResponseKind::ApiVersions(api_versions::unsupported_version());
-        encode_response(out, correlation_id, 0, &response, 0)?;
-        return Ok(true);
+        return Ok(Frame::ApiVersionsTooNew { correlation_id });
     }
-    let supported = api::supported(api_key).ok_or_else(|| ConnError::Protocol(format!("{api_key:?} is not implemented")))?;
+    let supported = api::supported(api_key).ok_or_else(|| format!("{api_key:?} is not implemented"))?;
     if version < supported.min || version > supported.max {
-        return Err(ConnError::Protocol(format!("{api_key:?} v{version} is outside v{}..=v{}", supported.min, supported.max)));
+        return Err(format!("{api_key:?} v{version} is outside v{}..=v{}", supported.min, supported.max));
     }
     if api_key == ApiKey::Produce && version < api::produce::MIN_SUPPORTED_VERSION {
-        return match legacy_produce::unsupported_response(&frame, version) {
-            Some(body) => {
-                out.put_i32((4 + body.len()) as i32);
-                out.put_i32(correlation_id);
-                out.put_slice(&body);
-                Ok(true)
-            }
-            None => Err(ConnError::Protocol(format!("Produce v{version} is not supported (acks=0 or malformed)"))),
-        };
+        return Ok(Frame::LegacyProduce { correlation_id, body: legacy_produce::unsupported_response(&frame, version), version });
     }
     let mut body = frame;
-    let header = RequestHeader::decode(&mut body, api_key.request_header_version(version)).map_err(|e| ConnError::Protocol(format!("bad {api_key:?} header: {e}")))?;
-    let request = RequestKind::decode(api_key, &mut body, version).map_err(|e| ConnError::Protocol(format!("bad {api_key:?} v{version} body: {e}")))?;
-    match api::dispatch(broker, &header, request).await {
-        Ok(Some(response)) => {
-            encode_response(out, correlation_id, api_key.response_header_version(version), &response, version)?;
+    let header = RequestHeader::decode(&mut body, api_key.request_header_version(version)).map_err(|e| format!("bad {api_key:?} header: {e}"))?;
+    let request = RequestKind::decode(api_key, &mut body, version).map_err(|e| format!("bad {api_key:?} v{version} body: {e}"))?;
+    Ok(Frame::Request { api_key, header, request })
+}
+
+/// Decode, dispatch and encode one request into `out`. `Ok(false)`: no
+/// response is owed (acks=0). Public for the fuzz target.
+///
+/// # Errors
+/// `Protocol` when the connection must be closed.
+pub async fn handle_frame(broker: &Arc<Broker>, frame: Bytes, out: &mut BytesMut) -> Result<bool, ConnError> {
+    match parse_frame(frame).map_err(ConnError::Protocol)? {
+        Frame::ApiVersionsTooNew { correlation_id } => {
+            // The client is newer than us: tell it what we have, in a body every
+            // version can read, with a v0 header.
+            let response = ResponseKind::ApiVersions(api_versions::unsupported_version());
+            encode_response(out, correlation_id, 0, &response, 0)?;
             Ok(true)
         }
-        Ok(None) => Ok(false),
-        Err(Close) => Err(ConnError::Protocol(format!("{api_key:?} request failed; closing as Kafka does"))),
+        Frame::LegacyProduce { correlation_id, body: Some(body), .. } => {
+            out.put_i32((4 + body.len()) as i32);
+            out.put_i32(correlation_id);
+            out.put_slice(&body);
+            Ok(true)
+        }
+        Frame::LegacyProduce { version, .. } => Err(ConnError::Protocol(format!("Produce v{version} is not supported (acks=0 or malformed)"))),
+        Frame::Request { api_key, header, request } => {
+            let version = header.request_api_version;
+            match api::dispatch(broker, &header, request).await {
+                Ok(Some(response)) => {
+                    encode_response(out, header.correlation_id, api_key.response_header_version(version), &response, version)?;
+                    Ok(true)
+                }
+                Ok(None) => Ok(false),
+                Err(Close) => Err(ConnError::Protocol(format!("{api_key:?} request failed; closing as Kafka does"))),
+            }
+        }
     }
 }
 
