@@ -34,3 +34,29 @@ pub fn handle(request: &FindCoordinatorRequest, version: i16) -> FindCoordinator
         response
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use bytes::BytesMut;
+    use kafka_protocol::protocol::Encodable;
+
+    use super::*;
+
+    #[test]
+    fn every_version_encodes_coordinator_not_available() {
+        let request = FindCoordinatorRequest::default().with_key(str_bytes("g")).with_coordinator_keys(vec![str_bytes("g1"), str_bytes("g2")]);
+        for version in 0..=6 {
+            let response = handle(&request, version);
+            // The encoder refuses fields a version does not have, which would
+            // close the client's connection instead of answering it.
+            response.encode(&mut BytesMut::new(), version).unwrap_or_else(|e| panic!("v{version}: {e}"));
+            let code = ResponseError::CoordinatorNotAvailable.code();
+            if version >= 4 {
+                let keys: Vec<_> = response.coordinators.iter().map(|c| (c.key.to_string(), c.error_code, c.node_id.0)).collect();
+                assert_eq!(keys, [("g1".to_string(), code, -1), ("g2".to_string(), code, -1)]);
+            } else {
+                assert_eq!((response.error_code, response.node_id.0, response.port), (code, -1, -1));
+            }
+        }
+    }
+}
