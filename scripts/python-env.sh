@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=target/pyenv
 stamp=$venv/.sediment-stamp
-want="confluent-kafka==2.16.1 kafka-python==3.0.12 lz4==4.4.4 zstandard==0.23.0 cramjam==2.10.0"
+want="confluent-kafka==2.16.1 kafka-python==3.0.12 lz4==4.4.4 zstandard==0.23.0 cramjam==2.10.0 python-snappy==0.7.3"
 exec 9>target/.pyenv.lock
 flock 9
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then

@@ -8,7 +8,7 @@ Prints one line per check and exits non-zero at the first failed one. Topics
 it writes with a codec are named kp-<codec>-idem / kp-<codec>-plain, one
 partition each, so the caller can check on disk that every batch is really
 compressed. Codecs come from the libraries installed next to kafka-python:
-snappy needs python-snappy, which the pinned environment may lack; the script
+snappy needs python-snappy (pinned in scripts/python-env.sh); without it the script
 says so and skips that codec rather than pretending.
 
 Consumers have no group_id (no consumer groups yet): assign() and seek.
