@@ -465,9 +465,13 @@ impl Cleaner {
         stats.map_entries = self.map.len() as u64;
         stats.map_max_entries = self.map.max_entries() as u64;
         stats.buffer_utilization = self.map.utilization();
-        if end <= to_clean.first_dirty_offset {
+        // With nothing new to map the clean region is still recopied: tombstones
+        // and markers whose delete horizon has passed leave that way (the manager
+        // schedules such cleans when a horizon expires).
+        let end = end.max(to_clean.first_dirty_offset);
+        if segments.first().is_none_or(|s| s.snapshot.base_offset >= end) {
             stats.end_ms = self.clock.now_ms();
-            return Ok(CleanResult { end_offset: to_clean.first_dirty_offset, stats });
+            return Ok(CleanResult { end_offset: end, stats });
         }
 
         // Producers' last batches outside the mapped range (headers only).
@@ -779,7 +783,9 @@ impl Cleaner {
                     // The offset fence: the group's output must reach into its last
                     // segment, so that recovery from a `.swap` (which replaces the old
                     // segments within the swap's offsets) also replaces that segment.
-                    if is_last_segment && !wrote_any {
+                    // A group of one segment needs none: recovery always replaces the
+                    // segment at the swap's own base offset.
+                    if is_last_segment && group.len() > 1 && !wrote_any {
                         if let Some(h) = last_header {
                             batch_writer::write_empty_batch(&mut out, &h, false);
                             stats.empty_batches_retained += 1;
