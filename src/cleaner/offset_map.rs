@@ -133,7 +133,11 @@ impl OffsetMap {
 
     /// Forget every entry, keeping the memory.
     pub fn clear(&mut self) {
-        self.bytes.fill(0);
+        // Slots are only written by puts: an empty map's memory is already zero
+        // (and a fresh map's pages stay untouched until used).
+        if self.entries > 0 {
+            self.bytes.fill(0);
+        }
         self.entries = 0;
         self.latest_offset = -1;
         self.probes = 0;
