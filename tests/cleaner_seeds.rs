@@ -50,6 +50,9 @@ fn k1_k2_k3_picture() {
     let mut c = cleaner(1 << 20, clock.clone());
     let result = clean_once(&mut c, &log, 0, clock.now_ms());
     assert_eq!(result.end_offset, 7);
+    assert_eq!((result.stats.start_messages, result.stats.end_messages), (7, 3));
+    let summary = result.stats.summary(0, "seed-0", 0, result.end_offset);
+    assert!(summary.contains("(7 messages)") && summary.contains("(3 messages)") && summary.contains("57.1% fewer messages"), "{summary}");
     let log = log.read().unwrap();
     let after = kv(&read_all(&log, 0, 1 << 20));
     assert_eq!(after, owned(&[(4, "K2", Some("E")), (5, "K1", Some("F")), (6, "K3", None)]), "only the newest per key, K3's tombstone kept");

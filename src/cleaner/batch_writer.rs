@@ -194,7 +194,10 @@ mod tests {
     use super::*;
     use crate::log::record_batch::{check_batch, records_bytes, set_base_offset, BatchBuilder, RecordIter};
 
-    fn decode(batch: &[u8]) -> (BatchHeader, Vec<(i64, i64, Option<Vec<u8>>, Option<Vec<u8>>, usize)>) {
+    /// (offset, timestamp, key, value, header count) of a record.
+    type Decoded = (i64, i64, Option<Vec<u8>>, Option<Vec<u8>>, usize);
+
+    fn decode(batch: &[u8]) -> (BatchHeader, Vec<Decoded>) {
         let h = check_batch(batch, 1 << 20).expect("valid batch");
         let mut scratch = Vec::new();
         let payload = records_bytes(&h, batch, &mut scratch, 1 << 20).unwrap();

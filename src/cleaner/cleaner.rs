@@ -538,6 +538,7 @@ impl Cleaner {
             }
         }
         self.restore_buffers();
+        stats.end_messages = stats.messages_written;
         stats.end_ms = self.clock.now_ms();
         tracing::info!("{}", stats.summary(self.id, &tp.to_string(), to_clean.first_dirty_offset, end));
         Ok(CleanResult { end_offset: end, stats })
