@@ -1,11 +1,12 @@
 //! sediment: a Kafka-compatible broker built around log compaction.
 //!
 //! Layers (see the repository's DESIGN notes): `log` stores partitions in
-//! Kafka's on-disk format; `api` answers Kafka requests against it; `server`
+//! Kafka's on-disk format; `cleaner` compacts them; `api` answers Kafka requests against it; `server`
 //! is the TCP edge (framing, dispatch, shutdown); `config` reads the broker's
 //! TOML; `tools` holds the operator commands built on the log.
 
 pub mod api;
+pub mod cleaner;
 pub mod clock;
 pub mod config;
 pub mod log;

@@ -196,7 +196,7 @@ fn load_or_create_meta(dirs: &[PathBuf], node_id: i32) -> std::io::Result<String
 /// A Kafka error code for a storage-layer error.
 pub fn error_code(e: &LogError) -> ResponseError {
     match e {
-        LogError::Io { .. } | LogError::Corrupt { .. } | LogError::CorruptIndex { .. } | LogError::Offline { .. } => ResponseError::KafkaStorageError,
+        LogError::Io { .. } | LogError::Corrupt { .. } | LogError::CorruptIndex { .. } | LogError::Offline { .. } | LogError::SwapConflict { .. } => ResponseError::KafkaStorageError,
         LogError::Batch(b) => batch_error_code(b),
         LogError::Producer(ProducerError::InvalidProducerEpoch { .. }) => ResponseError::InvalidProducerEpoch,
         LogError::Producer(ProducerError::OutOfOrderSequence { .. }) => ResponseError::OutOfOrderSequenceNumber,

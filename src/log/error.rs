@@ -60,6 +60,9 @@ pub enum LogError {
     InvalidTopic { name: String, reason: String },
     #[error("log {0} has been deleted")]
     Deleted(String),
+    /// The cleaner's swap found the log changed under it; nothing was renamed.
+    #[error("cannot replace segments of {partition}: {reason}")]
+    SwapConflict { partition: String, reason: String },
 }
 
 impl LogError {

@@ -1,0 +1,107 @@
+//! Log compaction: the cleaner keeps, for every key of a compacted partition,
+//! at least its newest record, and removes older ones in the background.
+//!
+//! # Regions
+//!
+//! A partition log, oldest to newest:
+//!
+//! ```text
+//! log start        first dirty offset        first uncleanable offset     log end
+//!     | clean region     |   dirty region          |   uncleanable region     |
+//!     | one record/key   |   keys may repeat       |   active segment, plus   |
+//!     | (cleaned before) |   (closed segments)     |   min.compaction.lag.ms  |
+//!     |                  |                         |   and open transactions  |
+//! ```
+//!
+//! The first dirty offset is the partition's entry in the log dir's
+//! `cleaner-offset-checkpoint` ([`CleanerOffsetCheckpoint`]). The first
+//! uncleanable offset is the smallest of the active segment's base, the first
+//! unstable offset and the first segment younger than `min.compaction.lag.ms`
+//! ([`cleanable_offsets`]). Nothing at or past it is read for the map or
+//! rewritten.
+//!
+//! # One clean ([`Cleaner::clean`])
+//!
+//! 1. **Map.** Walk the dirty region batch by batch and record, for each key,
+//!    the offset of its newest record in the [`OffsetMap`] (16-byte MD5 of the
+//!    key + 8-byte offset per entry, at most `floor(budget / 24 × load factor)`
+//!    keys). Stop before the first batch whose new keys would overfill the map:
+//!    the mapped range `[first dirty, end)` always ends at a batch boundary, so
+//!    even one segment holding more keys than the map makes progress. `end` is
+//!    the new checkpoint. Control batches and aborted transactions' records are
+//!    not mapped.
+//! 2. **Recopy.** Every segment from the log start through the one holding
+//!    `end - 1` is rewritten, in groups of adjacent segments whose combined
+//!    size stays under `segment.bytes` and whose indexes stay under
+//!    `segment.index.bytes` (small cleaned segments merge). The clean region
+//!    is re-read too: a dirty record may supersede a clean one.
+//! 3. **Filter, per batch.** A record is kept if its offset is past the
+//!    mapped range, or it has a key and its offset is at least the map's offset
+//!    for that key. Key-less records are dropped and counted (a compacted
+//!    topic cannot say which is newest; the broker refuses them on append).
+//!    A batch whose records all stay is copied byte for byte; otherwise the
+//!    survivors are written into a new batch that keeps the base offset, last
+//!    offset delta, producer id/epoch/base sequence, each record's offset
+//!    delta and timestamp, and the codec (recompressed). A producer's last
+//!    batch stays even when empty, so its sequence state survives.
+//! 4. **Tombstones** (a key with a null value; an empty value is a value).
+//!    The first clean that keeps a tombstone stamps the batch's delete horizon,
+//!    `now + delete.retention.ms`, as KIP-534 does: attribute bit 0x40, horizon
+//!    in the base timestamp field, every record's timestamp delta rewritten
+//!    against the new base so its timestamp is unchanged; the max timestamp is
+//!    unchanged. A later clean at or past the horizon drops the tombstone.
+//!    Consumers therefore have at least `delete.retention.ms` after the first
+//!    clean to see every deletion.
+//! 5. **Transactions** (hooks; sediment has none yet, see [`transactions`]):
+//!    aborted transactions' records are removed, markers stay while their
+//!    transaction has batches and then until their horizon, and cleaning never
+//!    passes the first unstable offset.
+//! 6. **Swap**, per group, crash-safe at every step ([`Log::replace_segments`]):
+//!    write `<base>.log.cleaned` and its indexes, fsync; rename to `.swap`
+//!    (descending offsets); fsync the directory; rename the replaced segments
+//!    to `.deleted`; strip `.swap`; fsync the directory; unlink `.deleted`
+//!    after `file.delete.delay.ms`. `Log::open` completes or rolls back an
+//!    interrupted swap from the suffixes alone.
+//!
+//! # Invariants
+//!
+//! * Offsets never change and order is kept: a record is kept or dropped,
+//!   never moved or renumbered; the log end offset is untouched (the active
+//!   segment is never cleaned).
+//! * For every key, the record with the highest offset is never removed
+//!   (except a tombstone past its horizon), and after a clean the range below
+//!   `end` holds at most one record per key.
+//! * Every batch written has a valid CRC and spans the same offsets as the
+//!   batch it replaces.
+//! * The output of a group always reaches into the group's last segment (an
+//!   empty "offset fence" batch if nothing else survives from it), so recovery
+//!   from a `.swap`, which replaces the segments inside the swap's offsets,
+//!   replaces the whole group.
+//! * Memory is bounded by configuration: the map's budget, plus read and write
+//!   buffers that start at `io_buffer_size`, grow to at most the largest
+//!   allowed batch when one batch needs it, and shrink back afterwards.
+//! * Cancellation is checked before every chunk read and written; an aborted
+//!   clean deletes its `.cleaned` output and changes nothing else.
+//! * All I/O (read and write bytes) goes through the shared [`Throttler`].
+//!
+//! Issue 5 builds on this: a `LogCleanerManager` chooses a [`LogToClean`]
+//! (ranked by [`LogToClean::cleanable_ratio`]), a thread runs
+//! [`Cleaner::clean`], records [`CleanResult::end_offset`] with
+//! [`CleanerOffsetCheckpoint::update`], and exports [`CleanerStats`].
+//!
+//! [`Log::replace_segments`]: crate::log::Log::replace_segments
+
+pub mod batch_writer;
+#[allow(clippy::module_inception)]
+pub mod cleaner;
+pub mod checkpoint;
+pub mod offset_map;
+pub mod stats;
+pub mod throttler;
+pub mod transactions;
+
+pub use checkpoint::CleanerOffsetCheckpoint;
+pub use cleaner::{cleanable_offsets, CancellationToken, CleanResult, Cleaner, CleanerConfig, CleanerError, CrashPoint, LogToClean};
+pub use offset_map::OffsetMap;
+pub use stats::CleanerStats;
+pub use throttler::Throttler;

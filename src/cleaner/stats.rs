@@ -1,0 +1,156 @@
+//! `CleanerStats`: what one clean read, wrote and took, and the summary line
+//! Kafka's `log-cleaner.log` carries for it (MB processed and MB/s, time in the
+//! map and copy phases, buffer utilization, start and end size, % size
+//! reduction, % fewer messages). Issue 5's metrics (`cleaner-recopy-percent`,
+//! `max-buffer-utilization-percent`, `max-clean-time-secs`) read these fields.
+
+/// Counters of one clean. Times are the injected clock's milliseconds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CleanerStats {
+    /// Bytes read while building the offset map.
+    pub map_bytes_read: u64,
+    /// Records read while building the offset map.
+    pub map_messages_read: u64,
+    /// Distinct keys put into the map (after this clean's map phase).
+    pub map_entries: u64,
+    /// Keys the map could hold: `floor(slots × load factor)`.
+    pub map_max_entries: u64,
+    /// Share of the map's slots in use when the map phase ended.
+    pub buffer_utilization: f64,
+    /// Bytes read while recopying.
+    pub bytes_read: u64,
+    /// Bytes written to cleaned segments.
+    pub bytes_written: u64,
+    /// Records read while recopying.
+    pub messages_read: u64,
+    /// Records written to cleaned segments.
+    pub messages_written: u64,
+    /// Records without a key found while recopying (dropped: a compacted log
+    /// cannot say which is newest).
+    pub invalid_messages_read: u64,
+    /// Tombstones dropped because their delete horizon had passed.
+    pub tombstones_removed: u64,
+    /// Batches copied byte for byte.
+    pub batches_copied: u64,
+    /// Batches rewritten with fewer records or a new delete horizon.
+    pub batches_rewritten: u64,
+    /// Empty batches kept (a producer's last batch, or a segment's offset fence).
+    pub empty_batches_retained: u64,
+    /// Times a buffer grew past `log.cleaner.io.buffer.size` for a large batch.
+    pub buffer_grows: u64,
+    /// Segments swapped out / cleaned segments swapped in.
+    pub segments_replaced: u64,
+    pub segments_written: u64,
+    /// Size of the cleaned range before and after.
+    pub start_size: u64,
+    pub end_size: u64,
+    /// Records in the cleaned range before and after.
+    pub start_messages: u64,
+    pub end_messages: u64,
+    pub start_ms: i64,
+    pub map_complete_ms: i64,
+    pub end_ms: i64,
+}
+
+const MB: f64 = 1024.0 * 1024.0;
+
+fn per_sec(bytes: u64, ms: i64) -> f64 {
+    if ms <= 0 {
+        0.0
+    } else {
+        bytes as f64 / MB / (ms as f64 / 1000.0)
+    }
+}
+
+fn percent(part: f64, whole: f64) -> f64 {
+    if whole <= 0.0 {
+        0.0
+    } else {
+        100.0 * part / whole
+    }
+}
+
+impl CleanerStats {
+    pub fn elapsed_ms(&self) -> i64 {
+        (self.end_ms - self.start_ms).max(0)
+    }
+    pub fn map_ms(&self) -> i64 {
+        (self.map_complete_ms - self.start_ms).max(0)
+    }
+    pub fn copy_ms(&self) -> i64 {
+        (self.end_ms - self.map_complete_ms).max(0)
+    }
+    /// `cleaner-recopy-percent`: bytes written per byte read.
+    pub fn recopy_percent(&self) -> f64 {
+        percent(self.bytes_written as f64, self.bytes_read as f64)
+    }
+
+    /// Kafka's summary of a clean, for the log and for operators.
+    pub fn summary(&self, cleaner_id: usize, partition: &str, first_dirty: i64, end_offset: i64) -> String {
+        let total = self.map_bytes_read + self.bytes_read;
+        let elapsed = self.elapsed_ms();
+        let secs = |ms: i64| ms as f64 / 1000.0;
+        format!(
+            "Cleaner {cleaner_id}: cleaned log {partition} (dirty section = [{first_dirty}, {end_offset}])\n\
+             \t{:.1} MB of log processed in {:.1} seconds ({:.1} MB/sec).\n\
+             \tIndexed {:.1} MB in {:.1} seconds ({:.1} MB/sec, {:.1}% of total time)\n\
+             \tBuffer utilization: {:.1}% ({} of {} keys)\n\
+             \tCleaned {:.1} MB in {:.1} seconds ({:.1} MB/sec, {:.1}% of total time)\n\
+             \tStart size: {:.1} MB ({} messages)\n\
+             \tEnd size: {:.1} MB ({} messages)\n\
+             \t{:.1}% size reduction ({:.1}% fewer messages)",
+            total as f64 / MB,
+            secs(elapsed),
+            per_sec(total, elapsed),
+            self.map_bytes_read as f64 / MB,
+            secs(self.map_ms()),
+            per_sec(self.map_bytes_read, self.map_ms()),
+            percent(self.map_ms() as f64, elapsed as f64),
+            100.0 * self.buffer_utilization,
+            self.map_entries,
+            self.map_max_entries,
+            self.bytes_read as f64 / MB,
+            secs(self.copy_ms()),
+            per_sec(self.bytes_read, self.copy_ms()),
+            percent(self.copy_ms() as f64, elapsed as f64),
+            self.start_size as f64 / MB,
+            self.start_messages,
+            self.end_size as f64 / MB,
+            self.end_messages,
+            percent(self.start_size.saturating_sub(self.end_size) as f64, self.start_size as f64),
+            percent(self.start_messages.saturating_sub(self.end_messages) as f64, self.start_messages as f64),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_has_kafkas_fields() {
+        let s = CleanerStats {
+            map_bytes_read: 10 << 20,
+            bytes_read: 20 << 20,
+            bytes_written: 5 << 20,
+            buffer_utilization: 0.5,
+            map_entries: 50,
+            map_max_entries: 90,
+            start_size: 20 << 20,
+            end_size: 5 << 20,
+            start_messages: 1000,
+            end_messages: 250,
+            start_ms: 0,
+            map_complete_ms: 1000,
+            end_ms: 3000,
+            ..Default::default()
+        };
+        let text = s.summary(0, "t-0", 5, 99);
+        assert!(text.contains("30.0 MB of log processed in 3.0 seconds (10.0 MB/sec)"), "{text}");
+        assert!(text.contains("Buffer utilization: 50.0%"), "{text}");
+        assert!(text.contains("75.0% size reduction (75.0% fewer messages)"), "{text}");
+        assert!(text.contains("dirty section = [5, 99]"), "{text}");
+        assert_eq!(s.recopy_percent(), 25.0);
+        assert_eq!(CleanerStats::default().recopy_percent(), 0.0);
+    }
+}
