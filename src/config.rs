@@ -63,6 +63,20 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     broker_def!("log.retention.hours", Int, "168", None, "retention.ms default in hours, when log.retention.ms and .minutes are unset"),
     broker_def!("log.retention.minutes", Int, "", None, "retention.ms default in minutes, when log.retention.ms is unset"),
     broker_def!("log.roll.hours", Int, "168", Some(1.0), "segment.ms default in hours, when log.roll.ms is unset"),
+    broker_def!("log.cleaner.enable", Boolean, "true", None, "run the log cleaner threads (compacted topics are only compacted when true)"),
+    broker_def!("log.cleaner.threads", Int, "1", Some(0.0), "cleaner threads; they share the dedupe buffer and the I/O limit"),
+    broker_def!("log.cleaner.dedupe.buffer.size", Long, "134217728", Some(0.0),
+        "bytes of offset map (24 per key) for all cleaner threads together, split evenly among them"),
+    broker_def!("log.cleaner.io.buffer.size", Int, "524288", Some(0.0),
+        "bytes of read plus write buffer for all cleaner threads together (each thread starts with its share, halved per buffer)"),
+    broker_def!("log.cleaner.io.buffer.load.factor", Double, "0.9", Some(0.0), "share of the offset map's slots that may be filled (above 0, at most 1)"),
+    broker_def!("log.cleaner.io.max.bytes.per.second", Double, "1.7976931348623157E308", Some(0.0),
+        "read plus write bytes per second all cleaner threads together may use"),
+    broker_def!("log.cleaner.backoff.ms", Long, "15000", Some(0.0), "how long a cleaner thread sleeps when no log is eligible"),
+    broker_def!("log.cleaner.uncleanable.retry.backoff.ms", Long, "300000", Some(0.0),
+        "sediment: how long a partition that failed to clean stays uncleanable before it is tried again (Kafka: until restart)"),
+    broker_def!("metrics.listen", String, "127.0.0.1:9404", None,
+        "sediment: host:port of the HTTP endpoint serving /metrics (Prometheus) and /cleaner-status (JSON); empty disables it"),
 ];
 
 /// The resolved broker configuration.
@@ -127,11 +141,23 @@ pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
             }
         }
         ConfigType::Double => {
-            v.parse::<f64>().map_err(|_| invalid(key, format!("{v:?} is not a number")))?;
+            let n = v.parse::<f64>().map_err(|_| invalid(key, format!("{v:?} is not a number")))?;
+            if n.is_nan() || def.min.is_some_and(|min| n < min) {
+                return Err(invalid(key, format!("{v} is below the minimum {}", def.min.unwrap_or(0.0))));
+            }
+            if key == "log.cleaner.io.buffer.load.factor" && !(n > 0.0 && n <= 1.0) {
+                return Err(invalid(key, format!("{v} must be above 0 and at most 1")));
+            }
         }
         ConfigType::String | ConfigType::List => {
             if key == "listeners" || (key == "advertised.listeners" && !v.is_empty()) {
                 Listener::parse(key, v)?;
+            }
+            if key == "metrics.listen" && !v.is_empty() {
+                use std::net::ToSocketAddrs;
+                if v.to_socket_addrs().map_or(true, |mut a| a.next().is_none()) {
+                    return Err(invalid(key, format!("{v:?} is not host:port (empty disables the endpoint)")));
+                }
             }
             if key == "log.dirs" && v.split(',').all(|d| d.trim().is_empty()) {
                 return Err(invalid(key, "at least one directory is needed"));
@@ -337,6 +363,27 @@ impl BrokerConfig {
         out
     }
 
+    /// The cleaner threads' settings (`log.cleaner.*`).
+    pub fn cleaner_config(&self) -> crate::cleaner::LogCleanerConfig {
+        let double = |key: &str| self.get(key).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        crate::cleaner::LogCleanerConfig {
+            enable: self.boolean("log.cleaner.enable"),
+            num_threads: self.int("log.cleaner.threads").max(0) as usize,
+            dedupe_buffer_size: self.int("log.cleaner.dedupe.buffer.size").max(0) as u64,
+            io_buffer_size: self.int("log.cleaner.io.buffer.size").max(0) as usize,
+            io_buffer_load_factor: double("log.cleaner.io.buffer.load.factor"),
+            max_io_bytes_per_second: double("log.cleaner.io.max.bytes.per.second"),
+            backoff_ms: self.int("log.cleaner.backoff.ms").max(0),
+            uncleanable_retry_backoff_ms: self.int("log.cleaner.uncleanable.retry.backoff.ms").max(0),
+            max_message_size: self.topic_defaults().get("max.message.bytes").and_then(|v| v.parse().ok()).unwrap_or(1_048_588),
+        }
+    }
+
+    /// Where the metrics endpoint listens; `None` when disabled.
+    pub fn metrics_listen(&self) -> Option<String> {
+        self.get("metrics.listen").filter(|v| !v.trim().is_empty())
+    }
+
     /// The log layer's settings.
     pub fn log_manager_config(&self) -> LogManagerConfig {
         let dirs = self.log_dirs();
@@ -398,6 +445,26 @@ mod tests {
             match BrokerConfig::from_toml(text, Path::new("t.toml")) {
                 Err(ConfigError::Invalid { key: k, .. }) => assert_eq!(k, key, "{text}"),
                 other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn cleaner_keys_have_kafkas_defaults() {
+        let c = BrokerConfig::default().cleaner_config();
+        assert!(c.enable);
+        assert_eq!((c.num_threads, c.dedupe_buffer_size, c.io_buffer_size, c.backoff_ms), (1, 134_217_728, 524_288, 15_000));
+        assert_eq!(c.io_buffer_load_factor, 0.9);
+        assert_eq!(c.max_io_bytes_per_second, f64::MAX);
+        assert_eq!(BrokerConfig::default().metrics_listen().as_deref(), Some("127.0.0.1:9404"));
+        let mut b = BrokerConfig::default();
+        b.apply_overrides(["metrics.listen=", "log.cleaner.threads=2"]).unwrap();
+        assert_eq!(b.metrics_listen(), None);
+        assert_eq!(b.cleaner_config().num_threads, 2);
+        for bad in ["log.cleaner.io.buffer.load.factor=0", "log.cleaner.io.buffer.load.factor=1.5", "log.cleaner.threads=-1", "log.cleaner.io.max.bytes.per.second=-5", "metrics.listen=nowhere"] {
+            match b.apply_overrides([bad]) {
+                Err(ConfigError::Invalid { key, .. }) => assert_eq!(key, bad.split('=').next().unwrap()),
+                other => panic!("{bad}: {other:?}"),
             }
         }
     }

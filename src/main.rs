@@ -8,6 +8,8 @@ use clap::{Parser, Subcommand};
 
 use anyhow::Context;
 use sediment::api::Broker;
+use sediment::cleaner::LogCleaner;
+use sediment::metrics::Metrics;
 use sediment::config::BrokerConfig;
 use sediment::log::LogManager;
 use sediment::tools::dump_log::{self, DumpOptions};
@@ -37,6 +39,17 @@ enum Command {
         /// key=value, applied after the file.
         #[arg(long = "override", value_name = "KEY=VALUE")]
         overrides: Vec<String>,
+    },
+    /// Show the running broker's cleaner: per compacted partition its dirty
+    /// ratio, cleanable bytes, whether it is eligible (and why not) and its
+    /// last clean. Reads the broker's metrics endpoint (`metrics.listen`).
+    CleanerStatus {
+        /// host:port of the broker's metrics endpoint.
+        #[arg(long, default_value = "127.0.0.1:9404")]
+        metrics: String,
+        /// Print the endpoint's JSON as it is.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the batches of segment files (.log) and check index files
     /// (.index, .timeindex) against their log, like kafka-dump-log.
@@ -86,6 +99,16 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Command::CleanerStatus { metrics, json } => match cleaner_status(&metrics, json) {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
+        },
         Command::DumpLog { files, print_data_log, deep_iteration, max_batch_size } => {
             let mut out = String::new();
             let opts = DumpOptions { print_data_log, deep_iteration, max_batch_size };
@@ -123,21 +146,114 @@ fn serve(file: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result<()> {
         tracing::error!(partition = %tp, "partition offline: {reason}");
     }
     logs.start_scheduler();
+    let mut cleaner = LogCleaner::start(config.cleaner_config(), Arc::clone(&logs), sediment::clock::system()).context("starting the log cleaner")?;
     let result = runtime.block_on(async {
         let addr = config.bind_addr()?;
         let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
         let bound = listener.local_addr()?;
         let advertised = config.advertised(bound.port())?;
+        let metrics_listen = config.metrics_listen();
         let broker = Arc::new(Broker::new(config, Arc::clone(&logs), advertised.clone()).context("initialising the broker")?);
+        let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+        let metrics_task = match metrics_listen {
+            Some(addr) => {
+                let metrics = Arc::new(Metrics::new(Arc::clone(&logs), Arc::clone(cleaner.handle()), &broker.request_metrics)?);
+                let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("binding the metrics endpoint {addr} (metrics.listen)"))?;
+                tracing::info!(metrics_listening = %listener.local_addr()?, "metrics endpoint: /metrics and /cleaner-status");
+                Some(tokio::spawn(sediment::metrics::serve(listener, metrics, async {
+                    let _ = metrics_stopped.await;
+                })))
+            }
+            None => None,
+        };
         tracing::info!(listening = %bound, advertised = %format!("{}:{}", advertised.host, advertised.port), cluster_id = %broker.cluster_id, "sediment started");
         sediment::server::run(listener, broker, shutdown_signal()).await;
+        let _ = stop_metrics.send(());
+        if let Some(task) = metrics_task {
+            let _ = task.await;
+        }
         anyhow::Ok(())
     });
-    // Connections are drained: flush every log and write the checkpoints and
-    // the clean-shutdown marker, so the next start skips recovery.
+    // Connections are drained: stop the cleaner threads (a clean in progress is
+    // cancelled and leaves no output), then flush every log and write the
+    // checkpoints and the clean-shutdown marker, so the next start skips recovery.
+    cleaner.shutdown();
     let shut = logs.shutdown().context("flushing logs on shutdown");
     tracing::info!("sediment stopped");
     result.and(shut)
+}
+
+/// GET a path from `addr` over plain HTTP/1.1 (the endpoint is ours and local;
+/// no client library is needed for one request).
+fn http_get(addr: &str, path: &str) -> anyhow::Result<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).with_context(|| format!("connecting to the metrics endpoint {addr} (is the broker running, and is metrics.listen this address?)"))?;
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    let text = String::from_utf8(raw).context("response is not UTF-8")?;
+    let (head, body) = text.split_once("\r\n\r\n").context("malformed HTTP response")?;
+    let status = head.lines().next().unwrap_or_default();
+    anyhow::ensure!(status.split_whitespace().nth(1) == Some("200"), "{addr}{path}: {status}");
+    anyhow::ensure!(!head.to_ascii_lowercase().contains("transfer-encoding: chunked"), "chunked responses are not expected from the broker");
+    Ok(body.to_string())
+}
+
+fn cleaner_status(addr: &str, json: bool) -> anyhow::Result<String> {
+    use std::fmt::Write;
+    let body = http_get(addr, "/cleaner-status")?;
+    if json {
+        return Ok(body + "\n");
+    }
+    let doc: serde_json::Value = serde_json::from_str(&body).context("the endpoint's JSON")?;
+    let m = &doc["manager"];
+    let t = &doc["threads"];
+    let mut out = String::new();
+    writeln!(
+        out,
+        "cleaner: {} thread(s), {} dead; max-dirty-percent {}; last run {} ms ago; max compaction delay {} s",
+        t["threads"], t["dead_thread_count"], m["max_dirty_percent"], m["time_since_last_run_ms"], m["max_compaction_delay_ms"].as_i64().unwrap_or(0) / 1000
+    )?;
+    for d in m["log_dirs"].as_array().into_iter().flatten() {
+        write!(out, "log dir {}: {} uncleanable partition(s), {} uncleanable bytes", d["log_dir"].as_str().unwrap_or("?"), d["uncleanable_partitions"], d["uncleanable_bytes"])?;
+        if let Some(cause) = d["offline_cause"].as_str() {
+            write!(out, "; cleaning stopped: {cause}")?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(out, "{:<32} {:>6} {:>12} {:>12}  STATUS", "PARTITION", "DIRTY", "CLEANABLE", "FIRST-DIRTY")?;
+    let now = m["now_ms"].as_i64().unwrap_or(0);
+    for p in m["partitions"].as_array().into_iter().flatten() {
+        let name = format!("{}-{}", p["topic"].as_str().unwrap_or("?"), p["partition"]);
+        let status = if p["eligible"].as_bool() == Some(true) { "eligible".to_string() } else { format!("not eligible: {}", p["reason"].as_str().unwrap_or("?")) };
+        writeln!(
+            out,
+            "{name:<32} {:>6.3} {:>12} {:>12}  {status}",
+            p["dirty_ratio"].as_f64().unwrap_or(0.0),
+            p["cleanable_bytes"],
+            p["first_dirty_offset"]
+        )?;
+        let last = &p["last_clean"];
+        if last.is_object() {
+            writeln!(
+                out,
+                "{:<32} last clean {:.1}s ago: offsets [{}, {}), {} -> {} bytes ({:.1}% smaller), {} -> {} records, {} tombstones removed, {} ms",
+                "",
+                (now - last["end_time_ms"].as_i64().unwrap_or(now)) as f64 / 1000.0,
+                last["first_dirty_offset"],
+                last["end_offset"],
+                last["start_size"],
+                last["end_size"],
+                100.0 * last["size_reduction"].as_f64().unwrap_or(0.0),
+                last["start_messages"],
+                last["end_messages"],
+                last["tombstones_removed"],
+                last["elapsed_ms"]
+            )?;
+        }
+    }
+    Ok(out)
 }
 
 async fn shutdown_signal() {

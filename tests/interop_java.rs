@@ -43,7 +43,8 @@ fn consume(b: &TestBroker, topic: &str, partition: &str, count: usize) -> Vec<St
 
 #[test]
 fn seed_customer_email_example_with_console_tools() {
-    let b = TestBroker::start(&[]);
+    // The picture before the cleaner runs; cleaner_end_to_end.rs has the one after.
+    let b = TestBroker::start(&["log.cleaner.enable=false"]);
     let bs = b.bootstrap();
     // As written in seed 003 (kafka-topics + kafka-console-producer).
     let created = tool(&b, TOPICS, &["--bootstrap-server", &bs, "--create", "--topic", "customer-email", "--partitions", "1", "--config", "cleanup.policy=compact", "--config", "segment.ms=1000", "--config", "min.cleanable.dirty.ratio=0.01"], None);

@@ -19,20 +19,25 @@ pub fn handle(broker: &Broker, request: DeleteRecordsRequest) -> DeleteRecordsRe
                 .into_iter()
                 .map(|p| {
                     let r = DeleteRecordsPartitionResult::default().with_partition_index(p.partition_index).with_low_watermark(-1);
-                    let Some(log) = broker.logs.get_log(&TopicPartition::new(name.clone(), p.partition_index)) else {
+                    let tp = TopicPartition::new(name.clone(), p.partition_index);
+                    let Some(log) = broker.logs.get_log(&tp) else {
                         return r.with_error_code(ResponseError::UnknownTopicOrPartition.code());
                     };
-                    let Ok(mut log) = log.write() else {
-                        return r.with_error_code(ResponseError::KafkaStorageError.code());
-                    };
-                    let target = if p.offset == -1 { log.high_watermark() } else { p.offset };
-                    if target < 0 || target > log.high_watermark() {
-                        return r.with_error_code(ResponseError::OffsetOutOfRange.code()).with_low_watermark(log.log_start_offset());
-                    }
-                    match log.maybe_increment_log_start_offset(target) {
-                        Ok(start) => r.with_low_watermark(start),
-                        Err(e) => r.with_error_code(error_code(&e).code()),
-                    }
+                    // A clean in progress read segments below the new start;
+                    // abort it rather than swap them back in afterwards.
+                    broker.logs.with_cleaning_paused(&tp, || {
+                        let Ok(mut log) = log.write() else {
+                            return r.with_error_code(ResponseError::KafkaStorageError.code());
+                        };
+                        let target = if p.offset == -1 { log.high_watermark() } else { p.offset };
+                        if target < 0 || target > log.high_watermark() {
+                            return r.with_error_code(ResponseError::OffsetOutOfRange.code()).with_low_watermark(log.log_start_offset());
+                        }
+                        match log.maybe_increment_log_start_offset(target) {
+                            Ok(start) => r.with_low_watermark(start),
+                            Err(e) => r.with_error_code(error_code(&e).code()),
+                        }
+                    })
                 })
                 .collect();
             DeleteRecordsTopicResult::default().with_name(t.name).with_partitions(partitions)

@@ -127,6 +127,8 @@ pub struct Broker {
     /// Bumped after every append so long-polling fetches wake up.
     appended: watch::Sender<u64>,
     producer_ids: Mutex<ProducerIdBlock>,
+    /// Per-API counters and latency, updated by the server, exported by `metrics`.
+    pub request_metrics: crate::metrics::RequestMetrics,
 }
 
 impl Broker {
@@ -144,7 +146,7 @@ impl Broker {
             .max()
             .map_or(0, |m| m + 1);
         let producer_ids = ProducerIdBlock::load(&first, max_pid)?;
-        Ok(Self { config, logs, node_id, cluster_id, advertised, appended: watch::channel(0).0, producer_ids: Mutex::new(producer_ids) })
+        Ok(Self { config, logs, node_id, cluster_id, advertised, appended: watch::channel(0).0, producer_ids: Mutex::new(producer_ids), request_metrics: crate::metrics::RequestMetrics::new() })
     }
 
     /// Wake fetches waiting for data.

@@ -706,6 +706,7 @@ impl Cleaner {
                                     stats.empty_batches_retained += 1;
                                 }
                             } else if header.has_delete_horizon() {
+                                stats.note_delete_horizon(header.delete_horizon_ms());
                                 out.extend_from_slice(batch);
                                 stats.batches_copied += 1;
                                 stats.messages_written += count as u64;
@@ -719,6 +720,7 @@ impl Cleaner {
                                     at += rec.raw.len();
                                 }
                                 batch_writer::write_retained_batch(&mut out, &header, payload, &self.bufs.retained, Some(horizon_to_stamp), &mut self.bufs.writer).map_err(err)?;
+                                stats.note_delete_horizon(Some(horizon_to_stamp));
                                 stats.batches_rewritten += 1;
                                 stats.messages_written += count as u64;
                             }
@@ -762,6 +764,9 @@ impl Cleaner {
                             }
                             let kept = self.bufs.retained.len();
                             let needs_horizon = retained_tombstone && !header.has_delete_horizon();
+                            if retained_tombstone {
+                                stats.note_delete_horizon(if needs_horizon { Some(horizon_to_stamp) } else { header.delete_horizon_ms() });
+                            }
                             if kept == count && !needs_horizon {
                                 out.extend_from_slice(batch);
                                 stats.batches_copied += 1;

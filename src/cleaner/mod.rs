@@ -84,10 +84,15 @@
 //!   clean deletes its `.cleaned` output and changes nothing else.
 //! * All I/O (read and write bytes) goes through the shared [`Throttler`].
 //!
-//! Issue 5 builds on this: a `LogCleanerManager` chooses a [`LogToClean`]
-//! (ranked by [`LogToClean::cleanable_ratio`]), a thread runs
-//! [`Cleaner::clean`], records [`CleanResult::end_offset`] with
-//! [`CleanerOffsetCheckpoint::update`], and exports [`CleanerStats`].
+//! # Running it
+//!
+//! Policy, mechanism and loop are separate types: the [`LogCleanerManager`]
+//! (`manager.rs`) chooses a [`LogToClean`] (the filthiest eligible log, by
+//! [`LogToClean::cleanable_ratio`]) and owns each partition's
+//! [`LogCleaningState`]; a [`LogCleaner`] thread (`log_cleaner.rs`) runs
+//! [`Cleaner::clean`] on it and hands the [`CleanResult::end_offset`] back,
+//! which becomes the partition's `cleaner-offset-checkpoint` entry; the
+//! [`CleanerStats`] feed the metrics and the `log_cleaner` summary lines.
 //!
 //! [`Log::replace_segments`]: crate::log::Log::replace_segments
 
@@ -95,12 +100,16 @@ pub mod batch_writer;
 #[allow(clippy::module_inception)]
 pub mod cleaner;
 pub mod checkpoint;
+pub mod log_cleaner;
+pub mod manager;
 pub mod offset_map;
 pub mod stats;
 pub mod throttler;
 pub mod transactions;
 
 pub use checkpoint::CleanerOffsetCheckpoint;
+pub use log_cleaner::{CleanerThreadsStatus, LogCleaner, LogCleanerConfig, LogCleanerError, LogCleanerHandle};
+pub use manager::{CleaningStateError, GrabbedLog, Ineligible, LastClean, LogCleanerManager, LogCleaningState, ManagerStatus, PartitionCleaningStatus};
 pub use cleaner::{cleanable_offsets, CancellationToken, CleanResult, Cleaner, CleanerConfig, CleanerError, CrashPoint, LogToClean};
 pub use offset_map::OffsetMap;
 pub use stats::CleanerStats;

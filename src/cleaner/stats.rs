@@ -38,6 +38,10 @@ pub struct CleanerStats {
     pub empty_batches_retained: u64,
     /// Times a buffer grew past `log.cleaner.io.buffer.size` for a large batch.
     pub buffer_grows: u64,
+    /// The latest delete horizon among the tombstones and markers this clean
+    /// kept (stamped now or before): once it passes, a clean with nothing new
+    /// to map would still shrink the log, so the manager schedules one then.
+    pub latest_delete_horizon_ms: Option<i64>,
     /// Segments swapped out / cleaned segments swapped in.
     pub segments_replaced: u64,
     pub segments_written: u64,
@@ -80,6 +84,13 @@ impl CleanerStats {
     pub fn copy_ms(&self) -> i64 {
         (self.end_ms - self.map_complete_ms).max(0)
     }
+    /// Remember a delete horizon kept by this clean.
+    pub fn note_delete_horizon(&mut self, horizon: Option<i64>) {
+        if let Some(h) = horizon {
+            self.latest_delete_horizon_ms = Some(self.latest_delete_horizon_ms.map_or(h, |l| l.max(h)));
+        }
+    }
+
     /// `cleaner-recopy-percent`: bytes written per byte read.
     pub fn recopy_percent(&self) -> f64 {
         percent(self.bytes_written as f64, self.bytes_read as f64)

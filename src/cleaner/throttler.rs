@@ -45,6 +45,8 @@ pub struct Throttler {
     sleeper: Sleeper,
     period: Mutex<Period>,
     total_sleep_ms: std::sync::atomic::AtomicI64,
+    /// Every byte reported, throttled or not (the cleaner's I/O counter).
+    total_bytes: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Throttler {
@@ -64,6 +66,7 @@ impl Throttler {
             sleeper,
             period: Mutex::new(Period { start_ms, observed: 0.0 }),
             total_sleep_ms: std::sync::atomic::AtomicI64::new(0),
+            total_bytes: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -81,8 +84,19 @@ impl Throttler {
         self.total_sleep_ms.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Bytes of I/O reported so far (read plus write), over all threads.
+    pub fn total_bytes(&self) -> u64 {
+        self.total_bytes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The limit in bytes per second (infinite when unlimited).
+    pub fn desired_per_sec(&self) -> f64 {
+        self.desired_per_sec
+    }
+
     /// Account `bytes` of I/O and sleep if the shared rate is over the limit.
     pub fn maybe_throttle(&self, bytes: u64) {
+        self.total_bytes.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
         if self.is_unlimited() {
             return;
         }

@@ -67,6 +67,21 @@ pub struct TopicInfo {
 
 pub type SharedLog = Arc<RwLock<Log>>;
 
+/// How the log layer tells the cleaner (which it does not know) to keep away
+/// from a partition. Implemented by `cleaner::LogCleanerManager`; the log
+/// layer calls it around the operations that must not race a clean.
+pub trait CleaningControl: Send + Sync + std::fmt::Debug {
+    /// Abort a clean of `tp` in progress, wait until it has stopped, and keep
+    /// new cleans off it until the matching [`CleaningControl::resume_cleaning`].
+    /// Pauses nest.
+    fn abort_and_pause_cleaning(&self, tp: &TopicPartition);
+    /// Undo one [`CleaningControl::abort_and_pause_cleaning`].
+    fn resume_cleaning(&self, tp: &TopicPartition);
+    /// `tp` is being deleted: abort any clean and forget its cleaning state
+    /// and its cleaner checkpoint entry in `log_dir`.
+    fn abort_cleaning_and_forget(&self, tp: &TopicPartition, log_dir: &Path);
+}
+
 #[derive(Debug, Default)]
 struct SchedulerState {
     stop: bool,
@@ -82,6 +97,8 @@ pub struct LogManager {
     offline: RwLock<BTreeMap<TopicPartition, String>>,
     scheduler: (Mutex<SchedulerState>, Condvar),
     scheduler_thread: Mutex<Option<JoinHandle<()>>>,
+    /// The cleaner, once started (none in tools and most tests).
+    cleaning: RwLock<Option<Arc<dyn CleaningControl>>>,
 }
 
 impl LogManager {
@@ -101,6 +118,7 @@ impl LogManager {
             offline: RwLock::new(BTreeMap::new()),
             scheduler: (Mutex::new(SchedulerState::default()), Condvar::new()),
             scheduler_thread: Mutex::new(None),
+            cleaning: RwLock::new(None),
         };
         for dir in manager.config.log_dirs.clone() {
             manager.load_dir(&dir)?;
@@ -170,6 +188,29 @@ impl LogManager {
         info.partitions = info.partitions.max(tp.partition + 1);
         self.logs.write().expect("lock").insert(tp.clone(), Arc::new(RwLock::new(log)));
         Ok(())
+    }
+
+    /// Register the cleaner, so deletion, DeleteRecords and retention can
+    /// stop its cleans first.
+    pub fn set_cleaning_control(&self, control: Option<Arc<dyn CleaningControl>>) {
+        *self.cleaning.write().expect("lock") = control;
+    }
+
+    fn cleaning(&self) -> Option<Arc<dyn CleaningControl>> {
+        self.cleaning.read().expect("lock").clone()
+    }
+
+    /// Run `f` on `tp`'s log with cleaning aborted and paused around it (DeleteRecords).
+    pub fn with_cleaning_paused<T>(&self, tp: &TopicPartition, f: impl FnOnce() -> T) -> T {
+        let control = self.cleaning();
+        if let Some(c) = &control {
+            c.abort_and_pause_cleaning(tp);
+        }
+        let out = f();
+        if let Some(c) = &control {
+            c.resume_cleaning(tp);
+        }
+        out
     }
 
     pub fn clock(&self) -> &SharedClock {
@@ -308,6 +349,13 @@ impl LogManager {
         for p in 0..info.partitions {
             let tp = TopicPartition::new(name, p);
             self.offline.write().expect("lock").remove(&tp);
+            // Stop a clean of this partition before its files go (the cleaner
+            // holds duplicated descriptors and would otherwise swap into a
+            // directory being removed).
+            if let (Some(control), Some(log)) = (self.cleaning(), self.get_log(&tp)) {
+                let log_dir = log.read().expect("lock").dir().parent().map(Path::to_path_buf).unwrap_or_default();
+                control.abort_cleaning_and_forget(&tp, &log_dir);
+            }
             let Some(shared) = self.logs.write().expect("lock").remove(&tp) else { continue };
             // Wait for readers and appenders to drop the log, then remove it.
             let log = match Arc::try_unwrap(shared) {
@@ -376,7 +424,20 @@ impl LogManager {
     pub fn run_periodic_tasks(&self, retention: bool, checkpoints: bool) -> Result<()> {
         let now = self.clock.now_ms();
         let mut first_error = None;
+        let control = if retention { self.cleaning() } else { None };
         for (tp, log) in self.all_logs() {
+            // Kafka's pauseCleaningForNonCompactedPartitions: a log whose policy
+            // no longer has compact (altered while a clean ran) must not be
+            // swapped into while retention deletes its segments. Compacted logs
+            // are cleaned concurrently: the cleaner's swap refuses segments that
+            // retention changed, and that clean is retried.
+            let paused = match &control {
+                Some(c) if !log.read().expect("lock").config().compact => {
+                    c.abort_and_pause_cleaning(&tp);
+                    Some(c)
+                }
+                _ => None,
+            };
             let mut log = log.write().expect("lock");
             let result = (|| -> Result<()> {
                 if retention {
@@ -386,6 +447,10 @@ impl LogManager {
                 log.delete_expired_files(now, false)?;
                 Ok(())
             })();
+            drop(log);
+            if let Some(c) = paused {
+                c.resume_cleaning(&tp);
+            }
             if let Err(e) = result {
                 tracing::error!(partition = %tp, error = %e, "periodic log maintenance failed");
                 first_error.get_or_insert(e);

@@ -180,13 +180,24 @@ pub async fn handle_frame(broker: &Arc<Broker>, frame: Bytes, out: &mut BytesMut
         Frame::LegacyProduce { version, .. } => Err(ConnError::Protocol(format!("Produce v{version} is not supported (acks=0 or malformed)"))),
         Frame::Request { api_key, header, request } => {
             let version = header.request_api_version;
-            match api::dispatch(broker, &header, request).await {
+            let started = std::time::Instant::now();
+            let outcome = api::dispatch(broker, &header, request).await;
+            let api_name = format!("{api_key:?}");
+            let elapsed = started.elapsed().as_secs_f64();
+            match outcome {
                 Ok(Some(response)) => {
+                    broker.request_metrics.observe(&api_name, elapsed, Some(&response));
                     encode_response(out, header.correlation_id, api_key.response_header_version(version), &response, version)?;
                     Ok(true)
                 }
-                Ok(None) => Ok(false),
-                Err(Close) => Err(ConnError::Protocol(format!("{api_key:?} request failed; closing as Kafka does"))),
+                Ok(None) => {
+                    broker.request_metrics.observe_unanswered(&api_name, elapsed);
+                    Ok(false)
+                }
+                Err(Close) => {
+                    broker.request_metrics.observe(&api_name, elapsed, None);
+                    Err(ConnError::Protocol(format!("{api_key:?} request failed; closing as Kafka does")))
+                }
             }
         }
     }

@@ -12,6 +12,8 @@ use std::time::Duration;
 pub struct TestBroker {
     child: Option<Child>,
     pub port: u16,
+    /// The metrics endpoint's port (`metrics.listen` on a free loopback port).
+    pub metrics_port: u16,
     pub dir: tempfile::TempDir,
     overrides: Vec<String>,
     log_path: PathBuf,
@@ -23,7 +25,7 @@ impl TestBroker {
     pub fn start(overrides: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let log_path = dir.path().join("broker.log");
-        let mut b = Self { child: None, port: 0, dir, overrides: overrides.iter().map(|s| s.to_string()).collect(), log_path };
+        let mut b = Self { child: None, port: 0, metrics_port: 0, dir, overrides: overrides.iter().map(|s| s.to_string()).collect(), log_path };
         b.launch(0);
         b
     }
@@ -38,7 +40,9 @@ impl TestBroker {
             .arg("--override")
             .arg(format!("listeners=PLAINTEXT://127.0.0.1:{port}"))
             .arg("--override")
-            .arg(format!("log.dirs={}", self.data_dir().display()));
+            .arg(format!("log.dirs={}", self.data_dir().display()))
+            .arg("--override")
+            .arg("metrics.listen=127.0.0.1:0");
         for o in &self.overrides {
             cmd.arg("--override").arg(o);
         }
@@ -51,18 +55,26 @@ impl TestBroker {
             let mut log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).expect("broker log");
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 let _ = writeln!(log, "{line}");
-                if let Some(rest) = line.split("listening=").nth(1) {
-                    let addr = rest.split_whitespace().next().unwrap_or("");
-                    if let Some(p) = addr.rsplit(':').next().and_then(|p| p.parse::<u16>().ok()) {
-                        let _ = tx.send(p);
+                for (kind, marker) in [("metrics", "metrics_listening="), ("kafka", " listening=")] {
+                    if let Some(rest) = line.split(marker).nth(1) {
+                        let addr = rest.split_whitespace().next().unwrap_or("");
+                        if let Some(p) = addr.rsplit(':').next().and_then(|p| p.parse::<u16>().ok()) {
+                            let _ = tx.send((kind, p));
+                        }
                     }
                 }
             }
         });
         self.child = Some(child);
-        match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(p) => self.port = p,
-            Err(_) => panic!("broker did not start; its log:\n{}", self.log()),
+        loop {
+            match rx.recv_timeout(Duration::from_secs(60)) {
+                Ok(("metrics", p)) => self.metrics_port = p,
+                Ok((_, p)) => {
+                    self.port = p;
+                    break;
+                }
+                Err(_) => panic!("broker did not start; its log:\n{}", self.log()),
+            }
         }
     }
 
@@ -90,6 +102,11 @@ impl TestBroker {
         }
     }
 
+    /// Replace the `key=value` overrides used by the next [`TestBroker::restart`].
+    pub fn set_overrides(&mut self, overrides: &[&str]) {
+        self.overrides = overrides.iter().map(|s| s.to_string()).collect();
+    }
+
     /// Start again on the same port and data dir.
     pub fn restart(&mut self) {
         let port = self.port;
@@ -101,6 +118,61 @@ impl Drop for TestBroker {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// GET `path` from the broker's metrics endpoint: (status code, body).
+pub fn http_get(port: u16, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to the metrics endpoint");
+    stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").expect("write");
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).expect("read");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("HTTP response");
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).expect("status");
+    (status, body.to_string())
+}
+
+impl TestBroker {
+    /// The Prometheus text of `/metrics`.
+    pub fn metrics(&self) -> String {
+        let (status, body) = http_get(self.metrics_port, "/metrics");
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// The value of one series in `/metrics`, e.g. `kafka_log_logcleanermanager_max_dirty_percent`
+    /// or `kafka_log_log_size{topic="t",partition="0"}`.
+    pub fn metric(&self, series: &str) -> Option<f64> {
+        metric_value(&self.metrics(), series)
+    }
+
+    /// The `/cleaner-status` JSON.
+    pub fn cleaner_status(&self) -> serde_json::Value {
+        let (status, body) = http_get(self.metrics_port, "/cleaner-status");
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str(&body).expect("JSON")
+    }
+
+    /// Poll `f` every 50 ms until it returns `Some`, or fail after `secs` with `what` and the broker's log.
+    pub fn wait_for<T>(&self, secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(v) = f() {
+                return v;
+            }
+            assert!(std::time::Instant::now() < deadline, "timed out after {secs}s waiting for {what}; broker log:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// The value of `series` (name plus labels exactly as printed) in Prometheus text.
+pub fn metric_value(text: &str, series: &str) -> Option<f64> {
+    text.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
+        let (name, value) = l.rsplit_once(' ')?;
+        (name == series).then(|| value.parse().ok())?
+    })
 }
 
 /// Run a command, returning (success, stdout, stderr).
@@ -211,4 +283,84 @@ pub fn create_topic(port: u16, name: &str, partitions: i32, configs: &[(&str, &s
         .with_configs(configs.iter().map(|(k, v)| CreatableTopicConfig::default().with_name(StrBytes::from_string((*k).into())).with_value(Some(StrBytes::from_string((*v).into())))).collect());
     let response = Wire::connect(port).call(7, &CreateTopicsRequest::default().with_topics(vec![topic]).with_timeout_ms(10_000));
     assert_eq!(response.topics[0].error_code, 0, "create {name}: {:?}", response.topics[0].error_message);
+}
+
+/// Produce `records` (key, value; `None` is a tombstone) as one batch with
+/// every record timestamped `timestamp_ms`, and assert success. Record
+/// timestamps drive time-based rolls, so tests roll without sleeping.
+pub fn produce(w: &mut Wire, topic: &str, partition: i32, timestamp_ms: i64, records: &[(String, Option<String>)]) {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::{ProduceRequest, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let mut b = sediment::log::record_batch::BatchBuilder::new(sediment::log::compression::Compression::None, timestamp_ms);
+    for (k, v) in records {
+        b.append(timestamp_ms, Some(k.as_bytes()), v.as_ref().map(|v| v.as_bytes()));
+    }
+    let request = ProduceRequest::default().with_acks(1).with_timeout_ms(10_000).with_topic_data(vec![TopicProduceData::default()
+        .with_name(TopicName(StrBytes::from_string(topic.into())))
+        .with_partition_data(vec![PartitionProduceData::default().with_index(partition).with_records(Some(bytes::Bytes::from(b.build())))])]);
+    let r = w.call(9, &request);
+    let p = &r.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, 0, "produce to {topic}-{partition}: {:?}", p.error_message);
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+/// Every record of a partition from offset 0 as a consumer sees it: (offset, key, value).
+pub fn fetch_all(port: u16, topic: &str, partition: i32) -> Vec<(i64, Option<String>, Option<String>)> {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{FetchRequest, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    use sediment::log::record_batch::{self, BatchHeader, RecordIter};
+    let mut w = Wire::connect(port);
+    let mut out = Vec::new();
+    let mut next = 0i64;
+    let mut scratch = Vec::new();
+    loop {
+        let request = FetchRequest::default().with_replica_id(kafka_protocol::messages::BrokerId(-1)).with_max_wait_ms(0).with_max_bytes(4 << 20).with_topics(vec![FetchTopic::default()
+            .with_topic(TopicName(StrBytes::from_string(topic.into())))
+            .with_partitions(vec![FetchPartition::default().with_partition(partition).with_fetch_offset(next).with_partition_max_bytes(4 << 20)])]);
+        let r = w.call(12, &request);
+        let p = &r.responses[0].partitions[0];
+        assert_eq!(p.error_code, 0, "fetch {topic}-{partition} at {next}");
+        let bytes = p.records.clone().unwrap_or_default();
+        if bytes.is_empty() {
+            assert!(next >= p.high_watermark, "empty fetch at {next} below the high watermark {}", p.high_watermark);
+            return out;
+        }
+        let mut pos = 0;
+        while pos + record_batch::RECORD_BATCH_OVERHEAD <= bytes.len() {
+            let h = BatchHeader::parse(&bytes[pos..]).expect("batch header");
+            if pos + h.size_in_bytes() > bytes.len() {
+                break;
+            }
+            let batch = &bytes[pos..pos + h.size_in_bytes()];
+            let payload = record_batch::records_bytes(&h, batch, &mut scratch, 1 << 30).expect("records");
+            for rec in RecordIter::new(payload, h.records_count) {
+                let rec = rec.expect("record");
+                let offset = h.base_offset + rec.offset_delta as i64;
+                if offset >= next {
+                    out.push((offset, rec.key.map(|k| String::from_utf8_lossy(k).into_owned()), rec.value.map(|v| String::from_utf8_lossy(v).into_owned())));
+                }
+            }
+            next = next.max(h.next_offset());
+            pos += h.size_in_bytes();
+        }
+        if next >= p.high_watermark {
+            return out;
+        }
+    }
+}
+
+/// The partition's entry in the log dir's cleaner-offset-checkpoint.
+pub fn cleaner_checkpoint(data_dir: &Path, topic: &str, partition: i32) -> Option<i64> {
+    let text = std::fs::read_to_string(data_dir.join("cleaner-offset-checkpoint")).ok()?;
+    let p = partition.to_string();
+    text.lines().find_map(|l| {
+        let mut parts = l.split(' ');
+        (parts.next() == Some(topic) && parts.next() == Some(p.as_str())).then(|| parts.next().and_then(|o| o.parse().ok()))?
+    })
 }

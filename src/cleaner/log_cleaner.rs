@@ -1,0 +1,359 @@
+//! `LogCleaner`: the pool of cleaner threads (Kafka's `LogCleaner` and its
+//! `CleanerThread`s). The loop only: the [`LogCleanerManager`] chooses, the
+//! [`Cleaner`] cleans.
+//!
+//! Invariants:
+//! * `log.cleaner.threads` named std threads (`log-cleaner-<n>`), each with its
+//!   own [`Cleaner`] holding `dedupe.buffer.size / threads` bytes of offset
+//!   map and `io.buffer.size / threads / 2` per I/O buffer; all share one
+//!   [`Throttler`] (`log.cleaner.io.max.bytes.per.second` is for all of them).
+//! * A thread with nothing eligible sleeps `log.cleaner.backoff.ms` on a
+//!   condition variable that shutdown signals, so shutdown never waits out a
+//!   backoff; a clean in progress is cancelled (it stops at its next I/O chunk
+//!   and deletes its `.cleaned` output). [`LogCleaner::shutdown`] joins all.
+//! * Errors are isolated per partition (see the manager). A thread that
+//!   panics is logged and counted in `DeadThreadCount`; the partition it held
+//!   is marked uncleanable and released, so pausers waiting on it go on.
+//! * Each clean's summary goes to the `log_cleaner` tracing target (route it
+//!   to its own file, as Kafka's `log-cleaner.log`).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::cleaner::{Cleaner, CleanerConfig, CleanerError};
+use super::manager::{GrabbedLog, LogCleanerManager, ManagerStatus};
+use super::stats::CleanerStats;
+use super::throttler::{thread_sleeper, Throttler, DEFAULT_CHECK_INTERVAL_MS};
+use crate::clock::SharedClock;
+use crate::log::{LogError, LogManager, TopicPartition};
+
+/// The broker's `log.cleaner.*` settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogCleanerConfig {
+    pub enable: bool,
+    pub num_threads: usize,
+    pub dedupe_buffer_size: u64,
+    pub io_buffer_size: usize,
+    pub io_buffer_load_factor: f64,
+    pub max_io_bytes_per_second: f64,
+    pub backoff_ms: i64,
+    pub uncleanable_retry_backoff_ms: i64,
+    /// `message.max.bytes`: the largest batch a buffer may grow to.
+    pub max_message_size: usize,
+}
+
+impl Default for LogCleanerConfig {
+    /// Kafka's defaults.
+    fn default() -> Self {
+        Self {
+            enable: true,
+            num_threads: 1,
+            dedupe_buffer_size: 128 << 20,
+            io_buffer_size: 512 << 10,
+            io_buffer_load_factor: 0.9,
+            max_io_bytes_per_second: f64::MAX,
+            backoff_ms: 15_000,
+            uncleanable_retry_backoff_ms: 300_000,
+            max_message_size: 1_048_588,
+        }
+    }
+}
+
+impl LogCleanerConfig {
+    /// One thread's share (Kafka caps the map at 2 GiB per thread).
+    pub fn per_thread(&self) -> CleanerConfig {
+        let threads = self.num_threads.max(1);
+        CleanerConfig {
+            dedupe_buffer_size: (self.dedupe_buffer_size / threads as u64).min(i32::MAX as u64) as usize,
+            load_factor: self.io_buffer_load_factor,
+            io_buffer_size: (self.io_buffer_size / threads / 2).max(1),
+            max_message_size: self.max_message_size,
+        }
+    }
+}
+
+/// What the metrics read from the threads: Kafka's `LogCleaner` gauges.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct CleanerThreadsStatus {
+    pub threads: usize,
+    pub dead_thread_count: usize,
+    /// `max-buffer-utilization-percent` over the threads' last cleans.
+    pub max_buffer_utilization_percent: i64,
+    /// `cleaner-recopy-percent`: written / read over the threads' last cleans.
+    pub cleaner_recopy_percent: i64,
+    /// `max-clean-time-secs` over the threads' last cleans.
+    pub max_clean_time_secs: i64,
+    /// Read plus write bytes of every clean so far.
+    pub io_bytes_total: u64,
+    pub throttle_sleep_ms_total: i64,
+    /// The I/O limit (`None`: unlimited).
+    pub io_limit_bytes_per_second: Option<f64>,
+    pub cleans_total: u64,
+}
+
+/// What the threads and the metrics share.
+#[derive(Debug)]
+pub struct LogCleanerHandle {
+    manager: Arc<LogCleanerManager>,
+    throttler: Arc<Throttler>,
+    config: LogCleanerConfig,
+    clock: SharedClock,
+    stop: Mutex<bool>,
+    wake: Condvar,
+    dead_threads: AtomicUsize,
+    last_stats: Mutex<Vec<Option<CleanerStats>>>,
+    cleans: std::sync::atomic::AtomicU64,
+}
+
+impl LogCleanerHandle {
+    pub fn manager(&self) -> &Arc<LogCleanerManager> {
+        &self.manager
+    }
+
+    pub fn config(&self) -> &LogCleanerConfig {
+        &self.config
+    }
+
+    fn stopping(&self) -> bool {
+        *self.stop.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Sleep `ms` unless shutdown comes first.
+    fn backoff(&self, ms: i64) {
+        let stop = self.stop.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ = self.wake.wait_timeout_while(stop, Duration::from_millis(ms.max(0) as u64), |s| !*s);
+    }
+
+    /// The thread gauges, from each thread's last clean.
+    pub fn threads_status(&self) -> CleanerThreadsStatus {
+        let stats = self.last_stats.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let last: Vec<&CleanerStats> = stats.iter().flatten().collect();
+        let read: u64 = last.iter().map(|s| s.bytes_read).sum();
+        let written: u64 = last.iter().map(|s| s.bytes_written).sum();
+        CleanerThreadsStatus {
+            threads: stats.len(),
+            dead_thread_count: self.dead_threads.load(Ordering::Relaxed),
+            max_buffer_utilization_percent: last.iter().map(|s| (100.0 * s.buffer_utilization) as i64).max().unwrap_or(0),
+            cleaner_recopy_percent: (100 * written / read.max(1)) as i64,
+            max_clean_time_secs: last.iter().map(|s| s.elapsed_ms() / 1000).max().unwrap_or(0),
+            io_bytes_total: self.throttler.total_bytes(),
+            throttle_sleep_ms_total: self.throttler.total_sleep_ms(),
+            io_limit_bytes_per_second: (!self.throttler.is_unlimited()).then(|| self.throttler.desired_per_sec()),
+            cleans_total: self.cleans.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The manager's status (every compacted partition).
+    pub fn manager_status(&self) -> ManagerStatus {
+        self.manager.status()
+    }
+
+    /// One pass: clean the filthiest log if any. Returns whether one was chosen.
+    fn clean_filthiest_log(&self, id: usize, cleaner: &mut Cleaner) -> bool {
+        let now = self.clock.now_ms();
+        let Some(grabbed) = self.manager.grab_filthiest_compacted_log(now) else {
+            return false;
+        };
+        let tp = grabbed.to_clean.topic_partition.clone();
+        let mut guard = PanicGuard { manager: &self.manager, tp: Some(tp.clone()) };
+        let result = cleaner.clean(&grabbed.log, &grabbed.to_clean, now, &grabbed.cancel);
+        self.finish(id, &grabbed, result);
+        guard.tp = None;
+        true
+    }
+
+    fn finish(&self, id: usize, grabbed: &GrabbedLog, result: Result<super::CleanResult, CleanerError>) {
+        let tp = &grabbed.to_clean.topic_partition;
+        let released = match result {
+            Ok(result) => {
+                tracing::info!(
+                    target: "log_cleaner",
+                    "{}",
+                    result.stats.summary(id, &tp.to_string(), grabbed.to_clean.first_dirty_offset, result.end_offset)
+                );
+                self.cleans.fetch_add(1, Ordering::Relaxed);
+                if let Some(slot) = self.last_stats.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_mut(id) {
+                    *slot = Some(result.stats.clone());
+                }
+                self.manager.done_cleaning(grabbed, &result)
+            }
+            Err(CleanerError::Aborted { .. }) => {
+                tracing::info!(target: "log_cleaner", partition = %tp, "clean aborted");
+                self.manager.release(tp)
+            }
+            // The log changed under the swap (retention, DeleteRecords) or its
+            // policy changed: nothing is wrong; it is chosen again later.
+            Err(e @ (CleanerError::Log(LogError::SwapConflict { .. }) | CleanerError::NotCompacted { .. })) => {
+                tracing::info!(target: "log_cleaner", partition = %tp, "clean abandoned: {e}");
+                self.manager.release(tp)
+            }
+            Err(CleanerError::Log(e @ LogError::Io { .. })) => {
+                self.manager.mark_log_dir_offline(&grabbed.log_dir, e.to_string());
+                self.manager.release(tp)
+            }
+            Err(e) => {
+                self.manager.mark_uncleanable(tp, e.to_string());
+                self.manager.release(tp)
+            }
+        };
+        if let Err(e) = released {
+            tracing::error!(target: "log_cleaner", "{e}");
+        }
+    }
+}
+
+/// Releases the partition a panicking thread held (as uncleanable).
+struct PanicGuard<'a> {
+    manager: &'a LogCleanerManager,
+    tp: Option<TopicPartition>,
+}
+
+impl Drop for PanicGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(tp) = self.tp.take() {
+            self.manager.mark_uncleanable(&tp, "the cleaner thread panicked while cleaning it".into());
+            let _ = self.manager.release(&tp);
+        }
+    }
+}
+
+/// Counts a thread that dies by panic.
+struct DeathWatch {
+    handle: Arc<LogCleanerHandle>,
+    id: usize,
+}
+
+impl Drop for DeathWatch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.handle.dead_threads.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(target: "log_cleaner", thread = self.id, "cleaner thread died (counted in DeadThreadCount)");
+        }
+    }
+}
+
+/// The running threads.
+#[derive(Debug)]
+pub struct LogCleaner {
+    handle: Arc<LogCleanerHandle>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// Errors starting the cleaner.
+#[derive(Debug, thiserror::Error)]
+pub enum LogCleanerError {
+    #[error("invalid cleaner config: {0}")]
+    Config(#[from] CleanerError),
+    #[error("cannot start cleaner thread {id}: {source}")]
+    Spawn { id: usize, source: std::io::Error },
+}
+
+impl LogCleaner {
+    /// Create the manager, register it with the log layer and, when enabled,
+    /// start the threads.
+    ///
+    /// # Errors
+    /// A dedupe share too small for one entry or a bad load factor; a thread
+    /// that cannot be spawned.
+    pub fn start(config: LogCleanerConfig, logs: Arc<LogManager>, clock: SharedClock) -> Result<Self, LogCleanerError> {
+        let throttler = Arc::new(Throttler::new(config.max_io_bytes_per_second, DEFAULT_CHECK_INTERVAL_MS, Arc::clone(&clock), thread_sleeper()));
+        Self::start_with(config, logs, clock, throttler)
+    }
+
+    /// [`LogCleaner::start`] with a given throttle (tests).
+    ///
+    /// # Errors
+    /// As for `start`.
+    pub fn start_with(config: LogCleanerConfig, logs: Arc<LogManager>, clock: SharedClock, throttler: Arc<Throttler>) -> Result<Self, LogCleanerError> {
+        let manager = Arc::new(LogCleanerManager::new(Arc::clone(&logs), Arc::clone(&clock), config.uncleanable_retry_backoff_ms));
+        let threads_wanted = if config.enable { config.num_threads } else { 0 };
+        // Build every cleaner first: a bad config fails before any thread runs.
+        let cleaners = (0..threads_wanted)
+            .map(|id| Cleaner::new(id, config.per_thread(), Arc::clone(&throttler), Arc::clone(&clock)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let handle = Arc::new(LogCleanerHandle {
+            manager: Arc::clone(&manager),
+            throttler,
+            config,
+            clock,
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+            dead_threads: AtomicUsize::new(0),
+            last_stats: Mutex::new(vec![None; threads_wanted]),
+            cleans: std::sync::atomic::AtomicU64::new(0),
+        });
+        logs.set_cleaning_control(Some(manager));
+        let mut me = Self { handle, threads: Vec::new() };
+        for (id, cleaner) in cleaners.into_iter().enumerate() {
+            let h = Arc::clone(&me.handle);
+            let spawned = std::thread::Builder::new().name(format!("log-cleaner-{id}")).spawn(move || run_thread(h, id, cleaner));
+            match spawned {
+                Ok(t) => me.threads.push(t),
+                Err(source) => {
+                    me.shutdown();
+                    return Err(LogCleanerError::Spawn { id, source });
+                }
+            }
+        }
+        if me.handle.config.enable {
+            tracing::info!(target: "log_cleaner", threads = threads_wanted, "log cleaner started");
+        } else {
+            tracing::info!(target: "log_cleaner", "log.cleaner.enable=false: compacted topics are not cleaned");
+        }
+        Ok(me)
+    }
+
+    pub fn handle(&self) -> &Arc<LogCleanerHandle> {
+        &self.handle
+    }
+
+    /// Stop the threads: wake the sleeping ones, cancel cleans in progress,
+    /// and join them all. Unregisters from the log layer.
+    pub fn shutdown(&mut self) {
+        *self.handle.stop.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        self.handle.wake.notify_all();
+        self.handle.manager.cancel_all();
+        for t in self.threads.drain(..) {
+            // A panicked thread was already counted and logged by its DeathWatch.
+            let _ = t.join();
+        }
+        self.handle.manager.log_manager().set_cleaning_control(None);
+        tracing::info!(target: "log_cleaner", "log cleaner stopped");
+    }
+}
+
+impl Drop for LogCleaner {
+    fn drop(&mut self) {
+        if !self.threads.is_empty() {
+            self.shutdown();
+        }
+    }
+}
+
+fn run_thread(handle: Arc<LogCleanerHandle>, id: usize, mut cleaner: Cleaner) {
+    let _watch = DeathWatch { handle: Arc::clone(&handle), id };
+    while !handle.stopping() {
+        let cleaned = handle.clean_filthiest_log(id, &mut cleaner);
+        handle.manager.record_run(handle.clock.now_ms());
+        if !cleaned {
+            handle.backoff(handle.config.backoff_ms);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_is_split_per_thread() {
+        let c = LogCleanerConfig { num_threads: 4, ..Default::default() };
+        let t = c.per_thread();
+        assert_eq!(t.dedupe_buffer_size, 32 << 20);
+        assert_eq!(t.io_buffer_size, 64 << 10);
+        let huge = LogCleanerConfig { num_threads: 1, dedupe_buffer_size: 8 << 30, ..Default::default() };
+        assert_eq!(huge.per_thread().dedupe_buffer_size, i32::MAX as usize);
+    }
+}

@@ -1,0 +1,900 @@
+//! `LogCleanerManager`: the cleaner's policy and bookkeeping (Kafka's class of
+//! the same name). It decides *which* log is cleaned next; the [`Cleaner`]
+//! executes one clean and the [`LogCleaner`] threads loop. It owns:
+//!
+//! * the per-partition [`LogCleaningState`] (a partition without one is idle);
+//! * the cleaner checkpoints of every log dir (cached; written through);
+//! * the uncleanable partitions with their cause, and the log dirs where
+//!   cleaning stopped after an I/O error;
+//! * the figures the metrics read (dirtiest ratio, compaction delay, last run).
+//!
+//! # Choosing a log ([`LogCleanerManager::grab_filthiest_compacted_log`])
+//!
+//! For every log whose `cleanup.policy` has `compact`, not being cleaned or
+//! paused, in a log dir still cleaning and not waiting out an uncleanable
+//! backoff: the first dirty offset (the checkpoint, reset to the log start when
+//! outside the log) and the first uncleanable offset ([`cleanable_offsets`])
+//! give clean bytes, cleanable bytes and the dirty ratio
+//! `cleanable / (clean + cleanable)`. A log is eligible when
+//!
+//! * its ratio exceeds `min.cleanable.dirty.ratio`, or
+//! * its `max.compaction.lag.ms` has passed for the oldest dirty closed
+//!   segment (the first batch's max timestamp) and it has cleanable bytes.
+//!
+//! The eligible log with the highest ratio is taken. When none is eligible, a
+//! log whose latest delete horizon (remembered from its last clean) has passed
+//! is taken, so expired tombstones leave even when nothing new is written
+//! (Kafka's `latestDeleteHorizon`). Each decision reads the log's *current*
+//! config, so `kafka-configs --alter` takes effect at the next decision.
+//!
+//! # Cleaning states
+//!
+//! ```text
+//!   (idle) ──grab──▶ InProgress ──done/release──▶ (idle)
+//!                        │
+//!                 abort_and_pause
+//!                        ▼
+//!                     Aborted ──done/release──▶ Paused(1)
+//!   (idle) ──abort_and_pause──▶ Paused(1)
+//!   Paused(n) ──abort_and_pause──▶ Paused(n+1)
+//!   Paused(n+1) ──resume──▶ Paused(n);  Paused(1) ──resume──▶ (idle)
+//! ```
+//!
+//! `abort_and_pause` returns only once no clean of the partition runs
+//! (it waits for `Aborted` to become `Paused`). Any other transition (resuming
+//! an idle partition, finishing a clean that is not in progress) is a
+//! [`CleaningStateError`], never a silent no-op.
+//!
+//! # Failures
+//!
+//! * A clean that fails (corruption, a map too small for one batch, a poisoned
+//!   lock) marks the partition uncleanable with its cause; the threads go on
+//!   with the others, and it is tried again after
+//!   `log.cleaner.uncleanable.retry.backoff.ms` (Kafka keeps it until a
+//!   restart). It stays counted until a clean of it succeeds.
+//! * An I/O error stops cleaning in that log dir until a restart (Kafka takes
+//!   the dir offline): the disk, not the partition, is suspect.
+//! * A clean that found its segments changed under the swap (retention ran) is
+//!   simply released and chosen again later.
+//!
+//! [`Cleaner`]: super::Cleaner
+//! [`LogCleaner`]: super::LogCleaner
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::cleaner::{cleanable_offsets, CancellationToken, CleanResult, LogToClean};
+use super::checkpoint::CleanerOffsetCheckpoint;
+use crate::clock::SharedClock;
+use crate::log::manager::{CleaningControl, SharedLog};
+use crate::log::{Log, LogManager, TopicPartition};
+
+/// Where a partition is in the cleaning protocol (no entry: idle).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogCleaningState {
+    /// A cleaner thread is cleaning it.
+    InProgress,
+    /// Asked to stop; the thread has not noticed yet.
+    Aborted,
+    /// Not to be cleaned until resumed this many times.
+    Paused(u32),
+}
+
+impl std::fmt::Display for LogCleaningState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::InProgress => write!(f, "in progress"),
+            Self::Aborted => write!(f, "aborted"),
+            Self::Paused(n) => write!(f, "paused({n})"),
+        }
+    }
+}
+
+/// An illegal [`LogCleaningState`] transition.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{partition}: cannot {action} a partition whose cleaning state is {}", state.map_or("idle".to_string(), |s| s.to_string()))]
+pub struct CleaningStateError {
+    pub partition: String,
+    pub action: &'static str,
+    pub state: Option<LogCleaningState>,
+}
+
+/// A log chosen for cleaning, with what the thread needs to clean it.
+#[derive(Debug)]
+pub struct GrabbedLog {
+    pub to_clean: LogToClean,
+    pub log: SharedLog,
+    pub log_dir: PathBuf,
+    pub cancel: CancellationToken,
+    /// Chosen only because a delete horizon passed.
+    pub for_delete_horizon: bool,
+}
+
+/// What the last successful clean of a partition did.
+#[derive(Debug, Clone, Serialize)]
+pub struct LastClean {
+    pub end_time_ms: i64,
+    pub first_dirty_offset: i64,
+    pub end_offset: i64,
+    pub elapsed_ms: i64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub start_size: u64,
+    pub end_size: u64,
+    pub start_messages: u64,
+    pub end_messages: u64,
+    pub buffer_utilization: f64,
+    pub tombstones_removed: u64,
+    /// `1 - end size / start size` (0 when nothing was recopied).
+    pub size_reduction: f64,
+}
+
+#[derive(Debug, Clone)]
+struct Uncleanable {
+    cause: String,
+    since_ms: i64,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    states: HashMap<TopicPartition, (LogCleaningState, CancellationToken)>,
+    uncleanable: HashMap<TopicPartition, Uncleanable>,
+    offline_dirs: BTreeMap<PathBuf, String>,
+    checkpoints: HashMap<PathBuf, BTreeMap<TopicPartition, i64>>,
+    last_clean: HashMap<TopicPartition, LastClean>,
+    delete_horizons: HashMap<TopicPartition, i64>,
+    dirtiest_ratio: f64,
+    max_compaction_delay_ms: i64,
+    time_of_last_run_ms: i64,
+}
+
+impl Inner {
+    /// The cached checkpoint of `dir`, read on first use. An unreadable file
+    /// only costs work (everything is dirty again), so it is logged and ignored.
+    fn checkpoint(&mut self, dir: &Path) -> &mut BTreeMap<TopicPartition, i64> {
+        self.checkpoints.entry(dir.to_path_buf()).or_insert_with(|| {
+            CleanerOffsetCheckpoint::new(dir).read().unwrap_or_else(|e| {
+                tracing::warn!(target: "log_cleaner", dir = %dir.display(), error = %e, "unreadable cleaner checkpoint; cleaning from the log starts");
+                BTreeMap::new()
+            })
+        })
+    }
+}
+
+/// Why a compacted log is not eligible for cleaning now.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "code", rename_all = "snake_case")]
+pub enum Ineligible {
+    InProgress,
+    Paused { state: String },
+    LogDirOffline { cause: String },
+    Uncleanable { cause: String, retry_in_ms: i64 },
+    Empty,
+    NoDirtyRecords,
+    OnlyActiveSegmentDirty,
+    InsideMinCompactionLag,
+    UnderRatio { ratio: f64, min_cleanable_dirty_ratio: f64 },
+}
+
+impl std::fmt::Display for Ineligible {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::InProgress => write!(f, "being cleaned"),
+            Self::Paused { state } => write!(f, "cleaning {state} (delete or DeleteRecords running)"),
+            Self::LogDirOffline { cause } => write!(f, "cleaning stopped in its log dir after an I/O error: {cause}"),
+            Self::Uncleanable { cause, retry_in_ms } => write!(f, "uncleanable, retried in {}s: {cause}", retry_in_ms / 1000),
+            Self::Empty => write!(f, "empty log"),
+            Self::NoDirtyRecords => write!(f, "no dirty records"),
+            Self::OnlyActiveSegmentDirty => write!(f, "only the active segment is dirty"),
+            Self::InsideMinCompactionLag => write!(f, "dirty records are inside min.compaction.lag.ms"),
+            Self::UnderRatio { ratio, min_cleanable_dirty_ratio } => {
+                write!(f, "dirty ratio {ratio:.3} is not above min.cleanable.dirty.ratio {min_cleanable_dirty_ratio}")
+            }
+        }
+    }
+}
+
+/// One compacted partition as `sediment cleaner-status` and the metrics see it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionCleaningStatus {
+    pub topic: String,
+    pub partition: i32,
+    pub log_dir: String,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub size_bytes: u64,
+    pub segments: usize,
+    pub first_dirty_offset: i64,
+    pub first_uncleanable_offset: i64,
+    pub clean_bytes: u64,
+    pub cleanable_bytes: u64,
+    pub dirty_ratio: f64,
+    pub min_cleanable_dirty_ratio: f64,
+    /// How long past `max.compaction.lag.ms` the oldest dirty record is.
+    pub compaction_delay_ms: i64,
+    pub eligible: bool,
+    /// Why not, when not eligible.
+    pub ineligible: Option<Ineligible>,
+    pub reason: Option<String>,
+    pub uncleanable_cause: Option<String>,
+    pub latest_delete_horizon_ms: Option<i64>,
+    pub last_clean: Option<LastClean>,
+}
+
+/// Per log dir: uncleanable partitions and their cleanable bytes.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LogDirCleaningStatus {
+    pub log_dir: String,
+    pub uncleanable_partitions: usize,
+    pub uncleanable_bytes: u64,
+    pub offline_cause: Option<String>,
+}
+
+/// The manager's gauges and every compacted partition.
+#[derive(Debug, Clone, Serialize)]
+pub struct ManagerStatus {
+    pub now_ms: i64,
+    /// Kafka's `max-dirty-percent`: the highest dirty ratio seen by the last
+    /// choice, as an integer percent.
+    pub max_dirty_percent: i64,
+    pub time_since_last_run_ms: i64,
+    pub max_compaction_delay_ms: i64,
+    pub log_dirs: Vec<LogDirCleaningStatus>,
+    pub partitions: Vec<PartitionCleaningStatus>,
+}
+
+/// How long past `max.compaction.lag.ms` the oldest dirty closed segment is
+/// (Kafka's `maxCompactionDelay`; the segment's age is its first batch's max
+/// timestamp). 0 when not overdue.
+pub fn max_compaction_delay(log: &Log, first_dirty_offset: i64, now_ms: i64) -> i64 {
+    let clean_until = now_ms.saturating_sub(log.config().max_compaction_lag_ms.max(0));
+    if clean_until <= 0 {
+        // The default lag (Long.MAX_VALUE): nothing can be overdue; skip the reads.
+        return 0;
+    }
+    let active = log.active_segment().base_offset();
+    let earliest = log
+        .segments()
+        .filter(|s| s.base_offset() < active && s.next_offset() > first_dirty_offset && s.size() > 0)
+        .filter_map(|s| s.read_header_at(0).ok().flatten())
+        .map(|h| h.max_timestamp)
+        .filter(|t| *t > 0)
+        .min();
+    match earliest {
+        Some(t) if t < clean_until => clean_until - t,
+        _ => 0,
+    }
+}
+
+fn log_dir_of(log: &Log) -> PathBuf {
+    log.dir().parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// See the module doc.
+#[derive(Debug)]
+pub struct LogCleanerManager {
+    logs: Arc<LogManager>,
+    clock: SharedClock,
+    uncleanable_retry_backoff_ms: i64,
+    inner: Mutex<Inner>,
+    /// Signalled whenever a state leaves `Aborted` (abort_and_pause waits on it).
+    state_changed: Condvar,
+}
+
+impl LogCleanerManager {
+    pub fn new(logs: Arc<LogManager>, clock: SharedClock, uncleanable_retry_backoff_ms: i64) -> Self {
+        let now = clock.now_ms();
+        let inner = Inner { time_of_last_run_ms: now, ..Default::default() };
+        Self { logs, clock, uncleanable_retry_backoff_ms, inner: Mutex::new(inner), state_changed: Condvar::new() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // The state is plain maps; a thread that panicked mid-update leaves
+        // them consistent enough to go on (each update is one insert/remove).
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn clock(&self) -> &SharedClock {
+        &self.clock
+    }
+
+    pub fn log_manager(&self) -> &Arc<LogManager> {
+        &self.logs
+    }
+
+    /// The state of `tp` (`None`: idle).
+    pub fn cleaning_state(&self, tp: &TopicPartition) -> Option<LogCleaningState> {
+        self.lock().states.get(tp).map(|(s, _)| *s)
+    }
+
+    /// Choose the eligible log with the highest dirty ratio and mark it
+    /// [`LogCleaningState::InProgress`]; `None` when nothing is eligible.
+    /// Also refreshes the dirtiest ratio and the compaction delay gauges.
+    pub fn grab_filthiest_compacted_log(&self, now_ms: i64) -> Option<GrabbedLog> {
+        let all = self.logs.all_logs();
+        let mut inner = self.lock();
+        let mut dirty: Vec<(LogToClean, bool, f64, SharedLog, PathBuf)> = Vec::new();
+        let mut max_delay = 0;
+        for (tp, shared) in all {
+            if inner.states.contains_key(&tp) {
+                continue;
+            }
+            let Ok(log) = shared.read() else { continue };
+            if !log.config().compact {
+                continue;
+            }
+            let dir = log_dir_of(&log);
+            if inner.offline_dirs.contains_key(&dir) {
+                continue;
+            }
+            if inner.uncleanable.get(&tp).is_some_and(|u| now_ms < u.since_ms.saturating_add(self.uncleanable_retry_backoff_ms)) {
+                continue;
+            }
+            let checkpoint = inner.checkpoint(&dir).get(&tp).copied();
+            let (first_dirty, first_uncleanable) = cleanable_offsets(&log, checkpoint, None, now_ms);
+            let to_clean = LogToClean::new(&log, first_dirty, first_uncleanable);
+            let delay = max_compaction_delay(&log, first_dirty, now_ms);
+            max_delay = max_delay.max(delay);
+            if to_clean.total_bytes == 0 {
+                continue;
+            }
+            let min_ratio = log.config().min_cleanable_dirty_ratio;
+            drop(log);
+            dirty.push((to_clean, delay > 0, min_ratio, shared, dir));
+        }
+        inner.dirtiest_ratio = dirty.iter().map(|d| d.0.cleanable_ratio()).fold(0.0, f64::max);
+        inner.max_compaction_delay_ms = max_delay;
+        let by_ratio = |a: &&(LogToClean, bool, f64, SharedLog, PathBuf), b: &&(LogToClean, bool, f64, SharedLog, PathBuf)| {
+            a.0.cleanable_ratio().total_cmp(&b.0.cleanable_ratio())
+        };
+        let filthiest = dirty
+            .iter()
+            .filter(|(ltc, need_now, min_ratio, ..)| (*need_now && ltc.cleanable_bytes > 0) || ltc.cleanable_ratio() > *min_ratio)
+            .max_by(by_ratio);
+        let (chosen, for_horizon) = match filthiest {
+            Some(c) => (c, false),
+            None => {
+                // Quiet logs: clean one whose tombstones may now go.
+                let expired = dirty
+                    .iter()
+                    .filter(|d| inner.delete_horizons.get(&d.0.topic_partition).is_some_and(|h| *h <= now_ms))
+                    .max_by(by_ratio)?;
+                (expired, true)
+            }
+        };
+        let (to_clean, _, _, log, dir) = chosen;
+        let cancel = CancellationToken::new();
+        inner.states.insert(to_clean.topic_partition.clone(), (LogCleaningState::InProgress, cancel.clone()));
+        Some(GrabbedLog { to_clean: to_clean.clone(), log: Arc::clone(log), log_dir: dir.clone(), cancel, for_delete_horizon: for_horizon })
+    }
+
+    /// A clean finished: record its end offset in the checkpoint and its stats.
+    /// A clean that was aborted meanwhile only moves to `Paused(1)`.
+    ///
+    /// # Errors
+    /// A partition not in progress or aborted (illegal transition). A failed
+    /// checkpoint write stops cleaning in that log dir (logged), not an error here.
+    pub fn done_cleaning(&self, grabbed: &GrabbedLog, result: &CleanResult) -> Result<(), CleaningStateError> {
+        let tp = &grabbed.to_clean.topic_partition;
+        let now = self.clock.now_ms();
+        let mut inner = self.lock();
+        match inner.states.get(tp).map(|(s, _)| *s) {
+            Some(LogCleaningState::InProgress) => {
+                let entries = {
+                    let cp = inner.checkpoint(&grabbed.log_dir);
+                    cp.insert(tp.clone(), result.end_offset);
+                    cp.clone()
+                };
+                if let Err(e) = CleanerOffsetCheckpoint::new(&grabbed.log_dir).write(&entries) {
+                    tracing::error!(target: "log_cleaner", dir = %grabbed.log_dir.display(), error = %e, "cannot write the cleaner checkpoint; cleaning stops in this log dir");
+                    inner.offline_dirs.insert(grabbed.log_dir.clone(), e.to_string());
+                }
+                inner.states.remove(tp);
+                inner.uncleanable.remove(tp);
+                let s = &result.stats;
+                inner.last_clean.insert(
+                    tp.clone(),
+                    LastClean {
+                        end_time_ms: now,
+                        first_dirty_offset: grabbed.to_clean.first_dirty_offset,
+                        end_offset: result.end_offset,
+                        elapsed_ms: s.elapsed_ms(),
+                        bytes_read: s.map_bytes_read + s.bytes_read,
+                        bytes_written: s.bytes_written,
+                        start_size: s.start_size,
+                        end_size: s.end_size,
+                        start_messages: s.start_messages,
+                        end_messages: s.end_messages,
+                        buffer_utilization: s.buffer_utilization,
+                        tombstones_removed: s.tombstones_removed,
+                        size_reduction: if s.start_size == 0 { 0.0 } else { 1.0 - s.end_size as f64 / s.start_size as f64 },
+                    },
+                );
+                // Only a horizon still ahead can make a later clean worth it;
+                // one already passed (kept for a reason) must not loop.
+                match s.latest_delete_horizon_ms {
+                    Some(h) if h > now => inner.delete_horizons.insert(tp.clone(), h),
+                    _ => inner.delete_horizons.remove(tp),
+                };
+                Ok(())
+            }
+            Some(LogCleaningState::Aborted) => {
+                inner.states.insert(tp.clone(), (LogCleaningState::Paused(1), CancellationToken::new()));
+                self.state_changed.notify_all();
+                Ok(())
+            }
+            other => Err(CleaningStateError { partition: tp.to_string(), action: "finish cleaning", state: other }),
+        }
+    }
+
+    /// A clean ended without a result (aborted, failed, or its segments
+    /// changed): in progress becomes idle, aborted becomes `Paused(1)`.
+    ///
+    /// # Errors
+    /// A partition not in progress or aborted.
+    pub fn release(&self, tp: &TopicPartition) -> Result<(), CleaningStateError> {
+        let mut inner = self.lock();
+        match inner.states.get(tp).map(|(s, _)| *s) {
+            Some(LogCleaningState::InProgress) => {
+                inner.states.remove(tp);
+                Ok(())
+            }
+            Some(LogCleaningState::Aborted) => {
+                inner.states.insert(tp.clone(), (LogCleaningState::Paused(1), CancellationToken::new()));
+                self.state_changed.notify_all();
+                Ok(())
+            }
+            other => Err(CleaningStateError { partition: tp.to_string(), action: "release", state: other }),
+        }
+    }
+
+    /// Record that cleaning `tp` failed with `cause`; it is skipped until the
+    /// retry backoff passes.
+    pub fn mark_uncleanable(&self, tp: &TopicPartition, cause: String) {
+        let now = self.clock.now_ms();
+        tracing::error!(target: "log_cleaner", partition = %tp, retry_in_ms = self.uncleanable_retry_backoff_ms, "partition is uncleanable: {cause}");
+        self.lock().uncleanable.insert(tp.clone(), Uncleanable { cause, since_ms: now });
+    }
+
+    /// Stop cleaning in `dir` (an I/O error there) until a restart.
+    pub fn mark_log_dir_offline(&self, dir: &Path, cause: String) {
+        tracing::error!(target: "log_cleaner", dir = %dir.display(), "I/O error; cleaning stops in this log dir: {cause}");
+        self.lock().offline_dirs.insert(dir.to_path_buf(), cause);
+    }
+
+    /// A cleaner thread finished a pass (Kafka's `timeOfLastRun`).
+    pub fn record_run(&self, now_ms: i64) {
+        self.lock().time_of_last_run_ms = now_ms;
+    }
+
+    /// Abort and pause (see [`CleaningControl::abort_and_pause_cleaning`]).
+    /// While another caller's abort is still being noticed (`Aborted`), waits
+    /// for it to land first, so concurrent pauses nest instead of failing.
+    pub fn abort_and_pause(&self, tp: &TopicPartition) {
+        let mut inner = self.lock();
+        loop {
+            match inner.states.get_mut(tp) {
+                None => {
+                    inner.states.insert(tp.clone(), (LogCleaningState::Paused(1), CancellationToken::new()));
+                    return;
+                }
+                Some((LogCleaningState::Paused(n), _)) => {
+                    *n += 1;
+                    return;
+                }
+                Some((state @ LogCleaningState::InProgress, cancel)) => {
+                    cancel.cancel();
+                    *state = LogCleaningState::Aborted;
+                    break;
+                }
+                Some((LogCleaningState::Aborted, _)) => inner = self.wait(inner, tp),
+            }
+        }
+        // Ours: wait for the thread to notice (it checks before every chunk).
+        while matches!(inner.states.get(tp), Some((LogCleaningState::Aborted, _))) {
+            inner = self.wait(inner, tp);
+        }
+        // The thread moved Aborted to Paused(1): that pause is ours.
+    }
+
+    fn wait<'a>(&self, inner: MutexGuard<'a, Inner>, tp: &TopicPartition) -> MutexGuard<'a, Inner> {
+        let (inner, timeout) = self.state_changed.wait_timeout(inner, Duration::from_secs(10)).unwrap_or_else(std::sync::PoisonError::into_inner);
+        if timeout.timed_out() {
+            tracing::warn!(target: "log_cleaner", partition = %tp, "still waiting for a clean to abort");
+        }
+        inner
+    }
+
+    /// Undo one pause.
+    ///
+    /// # Errors
+    /// `tp` is not paused.
+    pub fn resume(&self, tp: &TopicPartition) -> Result<(), CleaningStateError> {
+        let mut inner = self.lock();
+        match inner.states.get_mut(tp) {
+            Some((LogCleaningState::Paused(1), _)) => {
+                inner.states.remove(tp);
+                Ok(())
+            }
+            Some((LogCleaningState::Paused(n), _)) => {
+                *n -= 1;
+                Ok(())
+            }
+            other => Err(CleaningStateError { partition: tp.to_string(), action: "resume", state: other.map(|(s, _)| *s) }),
+        }
+    }
+
+    /// Cancel every clean in progress (shutdown): each ends as aborted.
+    pub fn cancel_all(&self) {
+        for (_, cancel) in self.lock().states.values() {
+            cancel.cancel();
+        }
+    }
+
+    /// The gauges and every compacted partition's status, read fresh.
+    pub fn status(&self) -> ManagerStatus {
+        let now = self.clock.now_ms();
+        let all = self.logs.all_logs();
+        let mut inner = self.lock();
+        let mut partitions = Vec::new();
+        let mut dirs: BTreeMap<PathBuf, LogDirCleaningStatus> = BTreeMap::new();
+        for dir in &self.logs.config().log_dirs {
+            dirs.insert(dir.clone(), LogDirCleaningStatus { log_dir: dir.display().to_string(), ..Default::default() });
+        }
+        for (tp, shared) in all {
+            let Ok(log) = shared.read() else { continue };
+            if !log.config().compact {
+                continue;
+            }
+            let dir = log_dir_of(&log);
+            let checkpoint = inner.checkpoint(&dir).get(&tp).copied();
+            let (first_dirty, first_uncleanable) = cleanable_offsets(&log, checkpoint, None, now);
+            let ltc = LogToClean::new(&log, first_dirty, first_uncleanable);
+            let delay = max_compaction_delay(&log, first_dirty, now);
+            let ratio = ltc.cleanable_ratio();
+            let min_ratio = log.config().min_cleanable_dirty_ratio;
+            let uncleanable = inner.uncleanable.get(&tp).cloned();
+            let horizon = inner.delete_horizons.get(&tp).copied();
+            let dir_status = dirs.entry(dir.clone()).or_insert_with(|| LogDirCleaningStatus { log_dir: dir.display().to_string(), ..Default::default() });
+            if uncleanable.is_some() {
+                dir_status.uncleanable_partitions += 1;
+                dir_status.uncleanable_bytes += ltc.cleanable_bytes;
+            }
+            let ineligible = match inner.states.get(&tp).map(|(s, _)| *s) {
+                Some(LogCleaningState::InProgress) => Some(Ineligible::InProgress),
+                Some(s) => Some(Ineligible::Paused { state: s.to_string() }),
+                None => {
+                    if let Some(cause) = inner.offline_dirs.get(&dir) {
+                        Some(Ineligible::LogDirOffline { cause: cause.clone() })
+                    } else if let Some(u) = uncleanable.as_ref().filter(|u| now < u.since_ms.saturating_add(self.uncleanable_retry_backoff_ms)) {
+                        Some(Ineligible::Uncleanable { cause: u.cause.clone(), retry_in_ms: u.since_ms.saturating_add(self.uncleanable_retry_backoff_ms) - now })
+                    } else if ltc.total_bytes == 0 {
+                        Some(Ineligible::Empty)
+                    } else if (delay > 0 && ltc.cleanable_bytes > 0) || ratio > min_ratio || horizon.is_some_and(|h| h <= now) {
+                        None
+                    } else if ltc.cleanable_bytes > 0 {
+                        Some(Ineligible::UnderRatio { ratio, min_cleanable_dirty_ratio: min_ratio })
+                    } else if first_dirty >= log.log_end_offset() {
+                        Some(Ineligible::NoDirtyRecords)
+                    } else if first_uncleanable < log.active_segment().base_offset() {
+                        Some(Ineligible::InsideMinCompactionLag)
+                    } else {
+                        Some(Ineligible::OnlyActiveSegmentDirty)
+                    }
+                }
+            };
+            partitions.push(PartitionCleaningStatus {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+                log_dir: dir.display().to_string(),
+                log_start_offset: log.log_start_offset(),
+                log_end_offset: log.log_end_offset(),
+                size_bytes: log.size(),
+                segments: log.segments().len(),
+                first_dirty_offset: first_dirty,
+                first_uncleanable_offset: first_uncleanable,
+                clean_bytes: ltc.clean_bytes,
+                cleanable_bytes: ltc.cleanable_bytes,
+                dirty_ratio: ratio,
+                min_cleanable_dirty_ratio: min_ratio,
+                compaction_delay_ms: delay,
+                eligible: ineligible.is_none(),
+                reason: ineligible.as_ref().map(ToString::to_string),
+                ineligible,
+                uncleanable_cause: uncleanable.map(|u| u.cause),
+                latest_delete_horizon_ms: horizon,
+                last_clean: inner.last_clean.get(&tp).cloned(),
+            });
+        }
+        for (dir, cause) in &inner.offline_dirs {
+            if let Some(d) = dirs.get_mut(dir) {
+                d.offline_cause = Some(cause.clone());
+            }
+        }
+        ManagerStatus {
+            now_ms: now,
+            max_dirty_percent: (100.0 * inner.dirtiest_ratio) as i64,
+            time_since_last_run_ms: (now - inner.time_of_last_run_ms).max(0),
+            max_compaction_delay_ms: inner.max_compaction_delay_ms,
+            log_dirs: dirs.into_values().collect(),
+            partitions,
+        }
+    }
+}
+
+impl CleaningControl for LogCleanerManager {
+    fn abort_and_pause_cleaning(&self, tp: &TopicPartition) {
+        self.abort_and_pause(tp);
+    }
+
+    fn resume_cleaning(&self, tp: &TopicPartition) {
+        if let Err(e) = self.resume(tp) {
+            // A resume without its pause is a bug in the caller; keep serving.
+            tracing::error!(target: "log_cleaner", "{e}");
+        }
+    }
+
+    fn abort_cleaning_and_forget(&self, tp: &TopicPartition, log_dir: &Path) {
+        self.abort_and_pause(tp);
+        let mut inner = self.lock();
+        inner.states.remove(tp);
+        inner.uncleanable.remove(tp);
+        inner.last_clean.remove(tp);
+        inner.delete_horizons.remove(tp);
+        let entries = {
+            let cp = inner.checkpoint(log_dir);
+            if cp.remove(tp).is_none() {
+                return;
+            }
+            cp.clone()
+        };
+        if let Err(e) = CleanerOffsetCheckpoint::new(log_dir).write(&entries) {
+            // A stale entry is harmless: a re-created partition starts past its
+            // log end, which resets to the log start.
+            tracing::warn!(target: "log_cleaner", partition = %tp, error = %e, "could not drop the deleted partition from the cleaner checkpoint");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{Clock, MockClock};
+    use crate::log::record_batch::BatchBuilder;
+    use crate::log::compression::Compression;
+    use crate::log::LogManagerConfig;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        clock: Arc<MockClock>,
+        logs: Arc<LogManager>,
+        manager: LogCleanerManager,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = MockClock::new(1_000_000);
+        let logs = Arc::new(LogManager::open(LogManagerConfig::new(dir.path()), clock.clone()).unwrap());
+        let manager = LogCleanerManager::new(Arc::clone(&logs), clock.clone(), 60_000);
+        Fixture { _dir: dir, clock, logs, manager }
+    }
+
+    fn compacted(f: &Fixture, name: &str, extra: &[(&str, &str)]) -> TopicPartition {
+        let mut overrides: BTreeMap<String, String> = [("cleanup.policy".to_string(), "compact".to_string())].into();
+        for (k, v) in extra {
+            overrides.insert(k.to_string(), v.to_string());
+        }
+        f.logs.create_topic(name, 1, overrides).unwrap();
+        TopicPartition::new(name, 0)
+    }
+
+    /// Append `keys` (one record each, value = key) as one batch, then roll so they are closed.
+    fn append_closed(f: &Fixture, tp: &TopicPartition, keys: &[&str]) {
+        let log = f.logs.get_log(tp).unwrap();
+        let mut log = log.write().unwrap();
+        let mut b = BatchBuilder::new(Compression::None, f.clock.now_ms());
+        for k in keys {
+            b.append(f.clock.now_ms(), Some(k.as_bytes()), Some(b"value-of-some-length"));
+        }
+        log.append_as_leader(&mut b.build()).unwrap();
+        log.roll_if_not_empty().unwrap();
+    }
+
+    fn set_checkpoint(f: &Fixture, tp: &TopicPartition, offset: i64) {
+        let dir = f.logs.get_log(tp).unwrap().read().unwrap().dir().parent().unwrap().to_path_buf();
+        CleanerOffsetCheckpoint::new(&dir).update(tp, offset).unwrap();
+    }
+
+    fn finish(f: &Fixture, g: &GrabbedLog) {
+        let end = g.to_clean.first_uncleanable_offset;
+        f.manager.done_cleaning(g, &CleanResult { end_offset: end, stats: Default::default() }).unwrap();
+    }
+
+    #[test]
+    fn filthiest_first_then_the_next() {
+        let f = fixture();
+        // Each log: a clean segment of 4 records, then d dirty segments of 4.
+        let a = compacted(&f, "a", &[("min.cleanable.dirty.ratio", "0.1")]);
+        let b = compacted(&f, "b", &[("min.cleanable.dirty.ratio", "0.1")]);
+        let c = compacted(&f, "c", &[("min.cleanable.dirty.ratio", "0.1")]);
+        for (tp, dirty) in [(&a, 1), (&b, 3), (&c, 2)] {
+            append_closed(&f, tp, &["k1", "k2", "k3", "k4"]);
+            for _ in 0..dirty {
+                append_closed(&f, tp, &["k1", "k2", "k3", "k4"]);
+            }
+            set_checkpoint(&f, tp, 4);
+        }
+        let now = f.clock.now_ms();
+        let first = f.manager.grab_filthiest_compacted_log(now).unwrap();
+        assert_eq!(first.to_clean.topic_partition, b, "3/4 dirty beats 2/3 and 1/2");
+        assert!((first.to_clean.cleanable_ratio() - 0.75).abs() < 1e-9);
+        assert_eq!(f.manager.status().max_dirty_percent, 75);
+        assert_eq!(f.manager.cleaning_state(&b), Some(LogCleaningState::InProgress));
+        // b is in progress: the next thread takes c, then a.
+        let second = f.manager.grab_filthiest_compacted_log(now).unwrap();
+        assert_eq!(second.to_clean.topic_partition, c);
+        let third = f.manager.grab_filthiest_compacted_log(now).unwrap();
+        assert_eq!(third.to_clean.topic_partition, a);
+        assert!(f.manager.grab_filthiest_compacted_log(now).is_none());
+        for g in [&first, &second, &third] {
+            finish(&f, g);
+        }
+        // Checkpoints moved to the end of the cleaned ranges: nothing dirty now.
+        assert!(f.manager.grab_filthiest_compacted_log(now).is_none());
+        assert_eq!(f.manager.status().max_dirty_percent, 0);
+        let cp = CleanerOffsetCheckpoint::new(f._dir.path()).read().unwrap();
+        assert_eq!(cp[&b], 16);
+        assert_eq!(cp[&a], 8);
+    }
+
+    #[test]
+    fn under_the_ratio_waits_for_max_compaction_lag() {
+        let f = fixture();
+        let tp = compacted(&f, "lazy", &[("min.cleanable.dirty.ratio", "0.9"), ("max.compaction.lag.ms", "60000")]);
+        append_closed(&f, &tp, &["k1", "k2", "k3", "k4"]);
+        append_closed(&f, &tp, &["k1", "k2", "k3", "k4"]);
+        set_checkpoint(&f, &tp, 4);
+        assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_none(), "ratio 0.5 is under 0.9");
+        let st = f.manager.status();
+        assert!(matches!(st.partitions[0].ineligible, Some(Ineligible::UnderRatio { .. })), "{:?}", st.partitions[0]);
+        f.clock.advance(59_999);
+        assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_none(), "lag not yet passed");
+        f.clock.advance(2);
+        let g = f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).expect("max.compaction.lag.ms passed");
+        assert_eq!(g.to_clean.topic_partition, tp);
+        assert_eq!(f.manager.status().max_compaction_delay_ms, 1, "the max-compaction-delay gauge");
+        finish(&f, &g);
+    }
+
+    #[test]
+    fn runtime_config_changes_are_read_at_each_decision() {
+        let f = fixture();
+        let tp = compacted(&f, "t", &[("min.cleanable.dirty.ratio", "0.9")]);
+        append_closed(&f, &tp, &["k1", "k2"]);
+        append_closed(&f, &tp, &["k1", "k2"]);
+        set_checkpoint(&f, &tp, 2);
+        assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_none());
+        let overrides: BTreeMap<String, String> = [("cleanup.policy", "compact"), ("min.cleanable.dirty.ratio", "0.1")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        f.logs.alter_topic_config("t", overrides).unwrap();
+        assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_some());
+    }
+
+    #[test]
+    fn min_lag_only_active_and_no_dirty_reasons() {
+        let f = fixture();
+        let lag = compacted(&f, "lag", &[("min.compaction.lag.ms", "60000")]);
+        append_closed(&f, &lag, &["k1", "k1"]);
+        let active = compacted(&f, "active", &[]);
+        {
+            let log = f.logs.get_log(&active).unwrap();
+            let mut b = BatchBuilder::new(Compression::None, f.clock.now_ms());
+            b.append(f.clock.now_ms(), Some(b"k"), Some(b"v"));
+            log.write().unwrap().append_as_leader(&mut b.build()).unwrap();
+        }
+        let st = f.manager.status();
+        let reason = |t: &str| st.partitions.iter().find(|p| p.topic == t).unwrap().ineligible.clone();
+        assert_eq!(reason("lag"), Some(Ineligible::InsideMinCompactionLag));
+        assert_eq!(reason("active"), Some(Ineligible::OnlyActiveSegmentDirty));
+        f.clock.advance(60_001);
+        assert_eq!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).unwrap().to_clean.topic_partition, lag);
+    }
+
+    #[test]
+    fn state_transitions_and_illegal_ones() {
+        let f = fixture();
+        let tp = compacted(&f, "s", &[]);
+        append_closed(&f, &tp, &["k1", "k1"]);
+        // Idle: resume and release are illegal.
+        assert!(f.manager.resume(&tp).is_err());
+        assert!(f.manager.release(&tp).is_err());
+        // Paused nests and is never grabbed.
+        f.manager.abort_and_pause(&tp);
+        f.manager.abort_and_pause(&tp);
+        assert_eq!(f.manager.cleaning_state(&tp), Some(LogCleaningState::Paused(2)));
+        assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_none());
+        f.manager.resume(&tp).unwrap();
+        f.manager.resume(&tp).unwrap();
+        assert_eq!(f.manager.cleaning_state(&tp), None);
+        // In progress, then aborted by another thread: that thread waits until
+        // the cleaner releases, and then owns Paused(1).
+        let g = f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).unwrap();
+        let manager = Arc::new(f.manager);
+        let m2 = Arc::clone(&manager);
+        let tp2 = tp.clone();
+        let pauser = std::thread::spawn(move || m2.abort_and_pause(&tp2));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !g.cancel.is_cancelled() {
+            assert!(std::time::Instant::now() < deadline, "abort never cancelled the clean");
+            std::thread::yield_now();
+        }
+        assert_eq!(manager.cleaning_state(&tp), Some(LogCleaningState::Aborted));
+        assert!(manager.resume(&tp).is_err(), "aborted is not paused yet");
+        manager.release(&tp).unwrap();
+        pauser.join().unwrap();
+        assert_eq!(manager.cleaning_state(&tp), Some(LogCleaningState::Paused(1)));
+        assert!(manager.release(&tp).is_err(), "a paused partition is not being cleaned");
+        manager.resume(&tp).unwrap();
+        assert_eq!(manager.cleaning_state(&tp), None);
+    }
+
+    #[test]
+    fn uncleanable_is_skipped_until_the_backoff_and_counted() {
+        let f = fixture();
+        let bad = compacted(&f, "bad", &[]);
+        let good = compacted(&f, "good", &[]);
+        append_closed(&f, &bad, &["k1", "k1", "k1"]);
+        append_closed(&f, &good, &["k1", "k1"]);
+        let g = f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).unwrap();
+        let first = g.to_clean.topic_partition.clone();
+        f.manager.mark_uncleanable(&first, "corrupt batch".into());
+        f.manager.release(&first).unwrap();
+        let next = f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).unwrap();
+        assert_ne!(next.to_clean.topic_partition, first);
+        finish(&f, &next);
+        let st = f.manager.status();
+        assert_eq!(st.log_dirs[0].uncleanable_partitions, 1);
+        assert!(st.log_dirs[0].uncleanable_bytes > 0);
+        assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_none());
+        f.clock.advance(60_000);
+        let retry = f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).unwrap();
+        assert_eq!(retry.to_clean.topic_partition, first);
+        finish(&f, &retry);
+        assert_eq!(f.manager.status().log_dirs[0].uncleanable_partitions, 0, "a successful clean clears it");
+    }
+
+    #[test]
+    fn an_expired_delete_horizon_schedules_a_clean() {
+        let f = fixture();
+        let tp = compacted(&f, "h", &[("min.cleanable.dirty.ratio", "0.9")]);
+        append_closed(&f, &tp, &["k1", "k2"]);
+        let g = f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).unwrap();
+        let horizon = f.clock.now_ms() + 1000;
+        let stats = crate::cleaner::CleanerStats { latest_delete_horizon_ms: Some(horizon), ..Default::default() };
+        f.manager.done_cleaning(&g, &CleanResult { end_offset: 2, stats }).unwrap();
+        assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_none());
+        f.clock.advance(1000);
+        let g = f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).expect("horizon passed");
+        assert!(g.for_delete_horizon);
+        finish(&f, &g);
+        f.clock.advance(1000);
+        assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_none(), "no horizon left: no loop");
+    }
+
+    #[test]
+    fn deleting_a_topic_forgets_its_checkpoint() {
+        let f = fixture();
+        let tp = compacted(&f, "gone", &[]);
+        append_closed(&f, &tp, &["k1", "k1"]);
+        let g = f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).unwrap();
+        finish(&f, &g);
+        let cp = CleanerOffsetCheckpoint::new(f._dir.path());
+        assert_eq!(cp.read().unwrap().get(&tp), Some(&2));
+        f.manager.abort_cleaning_and_forget(&tp, f._dir.path());
+        assert_eq!(cp.read().unwrap().get(&tp), None);
+        assert_eq!(f.manager.cleaning_state(&tp), None);
+    }
+}

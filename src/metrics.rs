@@ -1,0 +1,417 @@
+//! Metrics: a Prometheus registry and the HTTP endpoint that serves it
+//! (`metrics.listen`, default `127.0.0.1:9404`).
+//!
+//! * `GET /metrics`: the Prometheus text format. Kafka's gauges carry the names
+//!   the Prometheus JMX exporter gives Kafka's MBeans
+//!   (`kafka.log:type=LogCleanerManager,name=max-dirty-percent` →
+//!   `kafka_log_logcleanermanager_max_dirty_percent`), so dashboards and
+//!   alerts written for Kafka carry over; what Kafka lacks is `sediment_*`.
+//! * `GET /cleaner-status`: JSON of every compacted partition (dirty ratio,
+//!   cleanable bytes, eligible or why not, last clean) and the gauges; what
+//!   `sediment cleaner-status` prints.
+//!
+//! Gauges are read fresh from the cleaner manager, the cleaner threads and the
+//! logs at each scrape (one scrape at a time), on a blocking thread: reading
+//! them takes the logs' read locks. Request metrics are updated by the server
+//! as requests complete. Per-partition series of deleted partitions vanish at
+//! the next scrape.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::ResponseKind;
+use prometheus::{Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder};
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+use crate::cleaner::LogCleanerHandle;
+use crate::log::LogManager;
+
+/// Errors building the registry or rendering it.
+#[derive(Debug, thiserror::Error)]
+pub enum MetricsError {
+    #[error("metrics registry: {0}")]
+    Prometheus(#[from] prometheus::Error),
+    #[error("metrics output is not UTF-8: {0}")]
+    Utf8(#[from] std::string::FromUtf8Error),
+    #[error("cleaner status as JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// Per-API request counters and latency (Kafka's `kafka.network:type=RequestMetrics`).
+#[derive(Debug, Clone)]
+pub struct RequestMetrics {
+    requests: IntCounterVec,
+    errors: IntCounterVec,
+    latency: HistogramVec,
+}
+
+impl Default for RequestMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RequestMetrics {
+    pub fn new() -> Self {
+        let requests = IntCounterVec::new(
+            Opts::new("kafka_network_requestmetrics_requests_total", "Requests handled, per API (Kafka's RequestsPerSec)"),
+            &["request"],
+        )
+        .expect("valid metric");
+        let errors = IntCounterVec::new(
+            Opts::new(
+                "kafka_network_requestmetrics_errors_total",
+                "Error codes in responses, per API and error (Kafka's ErrorsPerSec); closed connections count as error=\"CONNECTION_CLOSED\"",
+            ),
+            &["request", "error"],
+        )
+        .expect("valid metric");
+        let latency = HistogramVec::new(
+            HistogramOpts::new("kafka_network_requestmetrics_total_time_seconds", "Time from a request's arrival to its response, per API (Kafka's TotalTimeMs)")
+                .buckets(vec![0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0]),
+            &["request"],
+        )
+        .expect("valid metric");
+        Self { requests, errors, latency }
+    }
+
+    /// Record a request that owes no response (acks=0 produce).
+    pub fn observe_unanswered(&self, api: &str, seconds: f64) {
+        self.requests.with_label_values(&[api]).inc();
+        self.latency.with_label_values(&[api]).observe(seconds);
+    }
+
+    /// Record one request of `api` that took `seconds`; `response` is `None`
+    /// when the connection was closed instead of answered.
+    pub fn observe(&self, api: &str, seconds: f64, response: Option<&ResponseKind>) {
+        self.requests.with_label_values(&[api]).inc();
+        self.latency.with_label_values(&[api]).observe(seconds);
+        match response {
+            None => self.errors.with_label_values(&[api, "CONNECTION_CLOSED"]).inc(),
+            Some(r) => {
+                for code in response_error_codes(r) {
+                    let name = ResponseError::try_from_code(code).map_or_else(|| format!("CODE_{code}"), |e| error_name(&e));
+                    self.errors.with_label_values(&[api, &name]).inc();
+                }
+            }
+        }
+    }
+}
+
+/// `UnknownTopicOrPartition` → `UNKNOWN_TOPIC_OR_PARTITION`, as Kafka labels errors.
+fn error_name(e: &ResponseError) -> String {
+    let debug = format!("{e:?}");
+    let mut out = String::with_capacity(debug.len() + 8);
+    for (i, c) in debug.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
+}
+
+/// Non-zero error codes in a response (top level and per topic/partition), for
+/// the APIs whose errors operators watch.
+pub fn response_error_codes(r: &ResponseKind) -> Vec<i16> {
+    let codes: Vec<i16> = match r {
+        ResponseKind::Produce(p) => p.responses.iter().flat_map(|t| t.partition_responses.iter().map(|p| p.error_code)).collect(),
+        ResponseKind::Fetch(f) => std::iter::once(f.error_code).chain(f.responses.iter().flat_map(|t| t.partitions.iter().map(|p| p.error_code))).collect(),
+        ResponseKind::ListOffsets(l) => l.topics.iter().flat_map(|t| t.partitions.iter().map(|p| p.error_code)).collect(),
+        ResponseKind::Metadata(m) => m.topics.iter().map(|t| t.error_code).collect(),
+        ResponseKind::CreateTopics(c) => c.topics.iter().map(|t| t.error_code).collect(),
+        ResponseKind::DeleteTopics(d) => d.responses.iter().map(|t| t.error_code).collect(),
+        ResponseKind::DeleteRecords(d) => d.topics.iter().flat_map(|t| t.partitions.iter().map(|p| p.error_code)).collect(),
+        ResponseKind::AlterConfigs(a) => a.responses.iter().map(|r| r.error_code).collect(),
+        ResponseKind::IncrementalAlterConfigs(a) => a.responses.iter().map(|r| r.error_code).collect(),
+        ResponseKind::ApiVersions(a) => vec![a.error_code],
+        _ => Vec::new(),
+    };
+    codes.into_iter().filter(|c| *c != 0).collect()
+}
+
+/// Gauges refreshed at each scrape.
+#[derive(Debug)]
+struct Gauges {
+    max_dirty_percent: IntGauge,
+    time_since_last_run_ms: IntGauge,
+    uncleanable_partitions: IntGaugeVec,
+    uncleanable_bytes: IntGaugeVec,
+    recopy_percent: IntGauge,
+    max_clean_time_secs: IntGauge,
+    max_buffer_utilization_percent: IntGauge,
+    max_compaction_delay_secs: IntGauge,
+    dead_threads: IntGauge,
+    io_bytes: IntCounter,
+    throttle_sleep_seconds: prometheus::Counter,
+    io_limit: Gauge,
+    cleans: IntCounter,
+    log_size: IntGaugeVec,
+    log_start: IntGaugeVec,
+    log_end: IntGaugeVec,
+    log_segments: IntGaugeVec,
+    dirty_ratio: GaugeVec,
+    cleanable_bytes: IntGaugeVec,
+    first_dirty_offset: IntGaugeVec,
+    seconds_since_last_clean: GaugeVec,
+    last_clean_size_reduction: GaugeVec,
+    eligible: IntGaugeVec,
+    uncleanable: IntGaugeVec,
+}
+
+/// The registry and what it reads.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    gauges: Gauges,
+    logs: Arc<LogManager>,
+    cleaner: Arc<LogCleanerHandle>,
+    /// One refresh-and-gather at a time, so concurrent scrapes see whole states.
+    scrape: Mutex<()>,
+}
+
+fn int_gauge(r: &Registry, name: &str, help: &str) -> Result<IntGauge, prometheus::Error> {
+    let g = IntGauge::new(name, help)?;
+    r.register(Box::new(g.clone()))?;
+    Ok(g)
+}
+
+fn int_gauge_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<IntGaugeVec, prometheus::Error> {
+    let g = IntGaugeVec::new(Opts::new(name, help), labels)?;
+    r.register(Box::new(g.clone()))?;
+    Ok(g)
+}
+
+fn gauge_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<GaugeVec, prometheus::Error> {
+    let g = GaugeVec::new(Opts::new(name, help), labels)?;
+    r.register(Box::new(g.clone()))?;
+    Ok(g)
+}
+
+impl Metrics {
+    /// Register every metric (request metrics are the server's, shared).
+    ///
+    /// # Errors
+    /// A registration conflict (a bug).
+    pub fn new(logs: Arc<LogManager>, cleaner: Arc<LogCleanerHandle>, requests: &RequestMetrics) -> Result<Self, MetricsError> {
+        let r = Registry::new();
+        r.register(Box::new(requests.requests.clone()))?;
+        r.register(Box::new(requests.errors.clone()))?;
+        r.register(Box::new(requests.latency.clone()))?;
+        #[cfg(target_os = "linux")]
+        r.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))?;
+        const TP: &[&str] = &["topic", "partition"];
+        let io_bytes = IntCounter::new("sediment_log_cleaner_io_bytes_total", "Bytes the cleaner threads read and wrote (what log.cleaner.io.max.bytes.per.second limits)")?;
+        r.register(Box::new(io_bytes.clone()))?;
+        let throttle_sleep_seconds = prometheus::Counter::new("sediment_log_cleaner_throttle_sleep_seconds_total", "Time the cleaner threads slept to stay under the I/O limit")?;
+        r.register(Box::new(throttle_sleep_seconds.clone()))?;
+        let io_limit = Gauge::new("sediment_log_cleaner_io_limit_bytes_per_second", "log.cleaner.io.max.bytes.per.second; 0 when unlimited")?;
+        r.register(Box::new(io_limit.clone()))?;
+        let cleans = IntCounter::new("sediment_log_cleaner_cleans_total", "Cleans completed")?;
+        r.register(Box::new(cleans.clone()))?;
+        let gauges = Gauges {
+            max_dirty_percent: int_gauge(&r, "kafka_log_logcleanermanager_max_dirty_percent", "Highest dirty ratio (percent) among compacted logs at the cleaner's last choice")?,
+            time_since_last_run_ms: int_gauge(&r, "kafka_log_logcleanermanager_time_since_last_run_ms", "Milliseconds since a cleaner thread last finished a pass")?,
+            uncleanable_partitions: int_gauge_vec(&r, "kafka_log_logcleanermanager_uncleanable_partitions_count", "Partitions whose last clean failed", &["logDirectory"])?,
+            uncleanable_bytes: int_gauge_vec(&r, "kafka_log_logcleanermanager_uncleanable_bytes", "Cleanable bytes of the uncleanable partitions", &["logDirectory"])?,
+            recopy_percent: int_gauge(&r, "kafka_log_logcleaner_cleaner_recopy_percent", "Bytes written per byte read by the threads' last cleans, percent")?,
+            max_clean_time_secs: int_gauge(&r, "kafka_log_logcleaner_max_clean_time_secs", "Longest of the threads' last cleans, seconds")?,
+            max_buffer_utilization_percent: int_gauge(&r, "kafka_log_logcleaner_max_buffer_utilization_percent", "Fullest offset map of the threads' last cleans, percent")?,
+            max_compaction_delay_secs: int_gauge(&r, "kafka_log_logcleaner_max_compaction_delay_secs", "How far past max.compaction.lag.ms the most overdue log is, seconds")?,
+            dead_threads: int_gauge(&r, "kafka_log_logcleaner_deadthreadcount", "Cleaner threads that died")?,
+            io_bytes,
+            throttle_sleep_seconds,
+            io_limit,
+            cleans,
+            log_size: int_gauge_vec(&r, "kafka_log_log_size", "Bytes of all segments of the partition", TP)?,
+            log_start: int_gauge_vec(&r, "kafka_log_log_logstartoffset", "Log start offset", TP)?,
+            log_end: int_gauge_vec(&r, "kafka_log_log_logendoffset", "Log end offset", TP)?,
+            log_segments: int_gauge_vec(&r, "kafka_log_log_numlogsegments", "Segments of the partition", TP)?,
+            dirty_ratio: gauge_vec(&r, "sediment_log_cleaner_dirty_ratio", "Dirty bytes / (clean + dirty bytes) of a compacted partition", TP)?,
+            cleanable_bytes: int_gauge_vec(&r, "sediment_log_cleaner_cleanable_bytes", "Bytes between the first dirty and the first uncleanable offset", TP)?,
+            first_dirty_offset: int_gauge_vec(&r, "sediment_log_cleaner_first_dirty_offset", "Where the next clean starts (the cleaner checkpoint)", TP)?,
+            seconds_since_last_clean: gauge_vec(&r, "sediment_log_cleaner_seconds_since_last_clean", "Seconds since the partition's last successful clean (absent: none since start)", TP)?,
+            last_clean_size_reduction: gauge_vec(&r, "sediment_log_cleaner_last_clean_size_reduction_ratio", "1 - end size / start size of the partition's last clean", TP)?,
+            eligible: int_gauge_vec(&r, "sediment_log_cleaner_eligible", "1 when the partition would be cleaned now", TP)?,
+            uncleanable: int_gauge_vec(&r, "sediment_log_cleaner_uncleanable", "1 when the partition's last clean failed", TP)?,
+        };
+        Ok(Self { registry: r, gauges, logs, cleaner, scrape: Mutex::new(()) })
+    }
+
+    fn refresh(&self) {
+        let g = &self.gauges;
+        let status = self.cleaner.manager_status();
+        let threads = self.cleaner.threads_status();
+        g.max_dirty_percent.set(status.max_dirty_percent);
+        g.time_since_last_run_ms.set(status.time_since_last_run_ms);
+        g.max_compaction_delay_secs.set(status.max_compaction_delay_ms / 1000);
+        g.uncleanable_partitions.reset();
+        g.uncleanable_bytes.reset();
+        for d in &status.log_dirs {
+            g.uncleanable_partitions.with_label_values(&[&d.log_dir]).set(d.uncleanable_partitions as i64);
+            g.uncleanable_bytes.with_label_values(&[&d.log_dir]).set(d.uncleanable_bytes as i64);
+        }
+        g.recopy_percent.set(threads.cleaner_recopy_percent);
+        g.max_clean_time_secs.set(threads.max_clean_time_secs);
+        g.max_buffer_utilization_percent.set(threads.max_buffer_utilization_percent);
+        g.dead_threads.set(threads.dead_thread_count as i64);
+        g.io_bytes.inc_by(threads.io_bytes_total.saturating_sub(g.io_bytes.get()));
+        let slept = threads.throttle_sleep_ms_total as f64 / 1000.0;
+        if slept > g.throttle_sleep_seconds.get() {
+            g.throttle_sleep_seconds.inc_by(slept - g.throttle_sleep_seconds.get());
+        }
+        g.io_limit.set(threads.io_limit_bytes_per_second.unwrap_or(0.0));
+        g.cleans.inc_by(threads.cleans_total.saturating_sub(g.cleans.get()));
+
+        for v in [&g.log_size, &g.log_start, &g.log_end, &g.log_segments, &g.cleanable_bytes, &g.first_dirty_offset, &g.eligible, &g.uncleanable] {
+            v.reset();
+        }
+        for v in [&g.dirty_ratio, &g.seconds_since_last_clean, &g.last_clean_size_reduction] {
+            v.reset();
+        }
+        for (tp, log) in self.logs.all_logs() {
+            let Ok(log) = log.read() else { continue };
+            let labels = [tp.topic.as_str(), &tp.partition.to_string()];
+            g.log_size.with_label_values(&labels).set(log.size() as i64);
+            g.log_start.with_label_values(&labels).set(log.log_start_offset());
+            g.log_end.with_label_values(&labels).set(log.log_end_offset());
+            g.log_segments.with_label_values(&labels).set(log.segments().len() as i64);
+        }
+        for p in &status.partitions {
+            let labels = [p.topic.as_str(), &p.partition.to_string()];
+            g.dirty_ratio.with_label_values(&labels).set(p.dirty_ratio);
+            g.cleanable_bytes.with_label_values(&labels).set(p.cleanable_bytes as i64);
+            g.first_dirty_offset.with_label_values(&labels).set(p.first_dirty_offset);
+            g.eligible.with_label_values(&labels).set(i64::from(p.eligible));
+            g.uncleanable.with_label_values(&labels).set(i64::from(p.uncleanable_cause.is_some()));
+            if let Some(last) = &p.last_clean {
+                g.seconds_since_last_clean.with_label_values(&labels).set((status.now_ms - last.end_time_ms).max(0) as f64 / 1000.0);
+                g.last_clean_size_reduction.with_label_values(&labels).set(last.size_reduction);
+            }
+        }
+    }
+
+    /// Refresh the gauges and render the Prometheus text format.
+    ///
+    /// # Errors
+    /// Encoding failures (a bug).
+    pub fn render(&self) -> Result<String, MetricsError> {
+        let _one = self.scrape.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.refresh();
+        let mut out = Vec::new();
+        TextEncoder::new().encode(&self.registry.gather(), &mut out)?;
+        Ok(String::from_utf8(out)?)
+    }
+
+    /// The `/cleaner-status` document.
+    ///
+    /// # Errors
+    /// Serialization failures (a bug).
+    pub fn cleaner_status_json(&self) -> Result<String, MetricsError> {
+        let doc = serde_json::json!({
+            "manager": self.cleaner.manager_status(),
+            "threads": self.cleaner.threads_status(),
+            "config": {
+                "enable": self.cleaner.config().enable,
+                "threads": self.cleaner.config().num_threads,
+                "backoff_ms": self.cleaner.config().backoff_ms,
+            },
+        });
+        Ok(serde_json::to_string_pretty(&doc)?)
+    }
+
+    fn respond(&self, path: &str) -> hyper::Response<Full<Bytes>> {
+        let (status, content_type, body) = match path {
+            "/metrics" => match self.render() {
+                Ok(text) => (200, "text/plain; version=0.0.4; charset=utf-8", text),
+                Err(e) => (500, "text/plain", e.to_string()),
+            },
+            "/cleaner-status" => match self.cleaner_status_json() {
+                Ok(json) => (200, "application/json", json),
+                Err(e) => (500, "text/plain", e.to_string()),
+            },
+            _ => (404, "text/plain", "not found: try /metrics or /cleaner-status\n".to_string()),
+        };
+        let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
+        *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+        if let Ok(v) = hyper::header::HeaderValue::from_str(content_type) {
+            response.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+        }
+        response
+    }
+}
+
+/// Serve `/metrics` and `/cleaner-status` until `shutdown` completes.
+/// Connections still open then are dropped: they only read.
+pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, shutdown: impl Future<Output = ()>) {
+    tokio::pin!(shutdown);
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let metrics = Arc::clone(&metrics);
+                    connections.spawn(async move {
+                        let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                            let metrics = Arc::clone(&metrics);
+                            async move {
+                                let path = request.uri().path().to_string();
+                                // Scrapes take the logs' locks: keep them off the async workers.
+                                let response = tokio::task::spawn_blocking(move || metrics.respond(&path)).await.unwrap_or_else(|e| {
+                                    let mut r = hyper::Response::new(Full::new(Bytes::from(format!("metrics task failed: {e}"))));
+                                    *r.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
+                                    r
+                                });
+                                Ok::<_, Infallible>(response)
+                            }
+                        });
+                        let io = hyper_util::rt::TokioIo::new(stream);
+                        if let Err(e) = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await {
+                            tracing::debug!(%peer, "metrics connection: {e}");
+                        }
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!("metrics accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            () = &mut shutdown => break,
+        }
+    }
+    connections.abort_all();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_names_follow_kafka() {
+        assert_eq!(error_name(&ResponseError::UnknownTopicOrPartition), "UNKNOWN_TOPIC_OR_PARTITION");
+        assert_eq!(error_name(&ResponseError::InvalidConfig), "INVALID_CONFIG");
+    }
+
+    #[test]
+    fn request_metrics_count_errors_per_code() {
+        use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+        use kafka_protocol::messages::DeleteTopicsResponse;
+        let m = RequestMetrics::new();
+        let r = ResponseKind::DeleteTopics(DeleteTopicsResponse::default().with_responses(vec![
+            DeletableTopicResult::default().with_error_code(3),
+            DeletableTopicResult::default(),
+        ]));
+        m.observe("DeleteTopics", 0.002, Some(&r));
+        m.observe("Produce", 0.1, None);
+        assert_eq!(m.requests.with_label_values(&["DeleteTopics"]).get(), 1);
+        assert_eq!(m.errors.with_label_values(&["DeleteTopics", "UNKNOWN_TOPIC_OR_PARTITION"]).get(), 1);
+        assert_eq!(m.errors.with_label_values(&["Produce", "CONNECTION_CLOSED"]).get(), 1);
+        assert_eq!(m.latency.with_label_values(&["Produce"]).get_sample_count(), 1);
+    }
+}

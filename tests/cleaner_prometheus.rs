@@ -1,0 +1,134 @@
+//! A real Prometheus server (Debian's `prometheus` package) scrapes the
+//! broker's `/metrics` after a clean; its HTTP query API returns the cleaner's
+//! gauges with the values the clean implies, and `promtool check metrics`
+//! accepts the endpoint's output.
+
+mod broker;
+
+use std::io::Write;
+use std::process::{Child, Command, Stdio};
+
+use broker::{cleaner_checkpoint, create_topic, http_get, now_ms, produce, TestBroker, Wire};
+
+/// Kills the Prometheus server when the test ends, however it ends.
+struct Prometheus(Child);
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .collect()
+}
+
+/// The value of an instant query with exactly one series, once Prometheus has one.
+fn query(port: u16, promql: &str) -> Option<f64> {
+    let (status, body) = http_get(port, &format!("/api/v1/query?query={}", percent_encode(promql)));
+    assert_eq!(status, 200, "{promql}: {body}");
+    let doc: serde_json::Value = serde_json::from_str(&body).expect("query JSON");
+    assert_eq!(doc["status"], "success", "{body}");
+    let result = doc["data"]["result"].as_array()?;
+    if result.is_empty() {
+        return None;
+    }
+    assert_eq!(result.len(), 1, "{promql}: one series expected: {body}");
+    result[0]["value"][1].as_str()?.parse().ok()
+}
+
+#[test]
+fn prometheus_scrapes_the_cleaner_gauges() {
+    let b = TestBroker::start(&["log.cleaner.backoff.ms=100"]);
+    create_topic(b.port, "prices", 1, &[("cleanup.policy", "compact"), ("segment.ms", "1000"), ("min.cleanable.dirty.ratio", "0.01")]);
+    // Ten rounds over ten keys, one equal-sized batch per round; then one
+    // record two seconds (of record time) later, which rolls the segment.
+    let mut w = Wire::connect(b.port);
+    let t = now_ms() - 60_000;
+    for round in 0..10 {
+        let records: Vec<_> = (0..10).map(|k| (format!("k{k}"), Some(format!("price-{round}-{k}")))).collect();
+        produce(&mut w, "prices", 0, t, &records);
+    }
+    produce(&mut w, "prices", 0, t + 2_000, &[("k0".into(), Some("price-final".into()))]);
+    b.wait_for(15, "the clean", || cleaner_checkpoint(&b.data_dir(), "prices", 0).filter(|o| *o == 100));
+    let records = broker::fetch_all(b.port, "prices", 0);
+    let offsets: Vec<i64> = records.iter().map(|r| r.0).collect();
+    assert_eq!(offsets, (90..=100).collect::<Vec<_>>(), "only the last round and the active segment remain");
+
+    // promtool's linter on the endpoint's own output.
+    let text = b.metrics();
+    let mut promtool = Command::new("promtool").args(["check", "metrics"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("promtool (Debian package prometheus)");
+    promtool.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = promtool.wait_with_output().unwrap();
+    assert!(out.status.success(), "promtool check metrics:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+
+    // A real Prometheus scraping every second.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: sediment\n    static_configs:\n      - targets: ['127.0.0.1:{}']\n", b.metrics_port),
+    )
+    .unwrap();
+    let port = free_port();
+    let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
+    let _prometheus = Prometheus(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("prometheus (Debian package prometheus)"),
+    );
+    let prom_log = || std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default();
+    let wait_query = |promql: &str| -> f64 {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let ready = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+            if ready {
+                if let Some(v) = query(port, promql) {
+                    return v;
+                }
+            }
+            assert!(std::time::Instant::now() < deadline, "Prometheus has no {promql}; its log:\n{}", prom_log());
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    };
+    assert_eq!(wait_query("up{job=\"sediment\"}"), 1.0, "the target is up");
+    let data_dir = b.data_dir().display().to_string();
+    let part = "topic=\"prices\",partition=\"0\"";
+    assert_eq!(wait_query("kafka_log_logcleanermanager_max_dirty_percent"), 0.0);
+    assert_eq!(wait_query(&format!("kafka_log_logcleanermanager_uncleanable_partitions_count{{logDirectory=\"{data_dir}\"}}")), 0.0);
+    assert_eq!(wait_query(&format!("kafka_log_logcleanermanager_uncleanable_bytes{{logDirectory=\"{data_dir}\"}}")), 0.0);
+    // One batch of ten survives out of ten equal ones: 10% recopied.
+    assert_eq!(wait_query("kafka_log_logcleaner_cleaner_recopy_percent"), 10.0);
+    assert_eq!(wait_query("kafka_log_logcleaner_deadthreadcount"), 0.0);
+    assert_eq!(wait_query("kafka_log_logcleaner_max_compaction_delay_secs"), 0.0);
+    let utilization = wait_query("kafka_log_logcleaner_max_buffer_utilization_percent");
+    assert_eq!(utilization, 0.0, "10 keys in a 128 MiB map round down to 0%");
+    assert!(wait_query("kafka_log_logcleanermanager_time_since_last_run_ms") < 10_000.0, "the thread loops every backoff");
+    assert_eq!(wait_query("sediment_log_cleaner_cleans_total"), 1.0);
+    assert!(wait_query("sediment_log_cleaner_io_bytes_total") > 0.0);
+    assert_eq!(wait_query(&format!("sediment_log_cleaner_first_dirty_offset{{{part}}}")), 100.0);
+    assert_eq!(wait_query(&format!("sediment_log_cleaner_dirty_ratio{{{part}}}")), 0.0);
+    assert_eq!(wait_query(&format!("kafka_log_log_logendoffset{{{part}}}")), 101.0);
+    assert_eq!(wait_query(&format!("kafka_log_log_logstartoffset{{{part}}}")), 0.0);
+    let on_disk: u64 = std::fs::read_dir(b.data_dir().join("prices-0"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert_eq!(wait_query(&format!("kafka_log_log_size{{{part}}}")), on_disk as f64);
+    assert!(wait_query("sum(kafka_network_requestmetrics_requests_total{request=\"Produce\"})") >= 11.0);
+    assert!(wait_query("process_resident_memory_bytes") > 0.0);
+}
