@@ -3,7 +3,7 @@
 #   scripts/test.sh
 # It installs what the tests need (Java 17 and Maven for Apache Kafka's own
 # tools, fetched from Maven Central; kcat from Debian; confluent-kafka and
-# kafka-python from PyPI into target/pyenv), then runs cargo test.
+# kafka-python from PyPI into target/pyenv; Prometheus from Debian), then runs cargo test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +11,10 @@ need_apt=()
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
+# Prometheus and promtool for tests/cleaner_prometheus.rs. Debian's package also
+# starts a service where systemd runs; the test only uses the binaries, with its
+# own config, data dir and loopback port.
+command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing ${need_apt[*]}" >&2
   if [ "$(id -u)" = 0 ]; then
