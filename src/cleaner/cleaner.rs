@@ -540,7 +540,9 @@ impl Cleaner {
         self.restore_buffers();
         stats.end_messages = stats.messages_written;
         stats.end_ms = self.clock.now_ms();
-        tracing::info!("{}", stats.summary(self.id, &tp.to_string(), to_clean.first_dirty_offset, end));
+        // The summary line is the caller's to log (the thread loop logs it on
+        // the `log_cleaner` target); here it is only a debug trace.
+        tracing::debug!("{}", stats.summary(self.id, &tp.to_string(), to_clean.first_dirty_offset, end));
         Ok(CleanResult { end_offset: end, stats })
     }
 

@@ -2,8 +2,10 @@
 //! (`log.cleaner.io.max.bytes.per.second`, read plus write bytes).
 //!
 //! Each thread reports the bytes of every chunk it read or wrote. Once at
-//! least `check_interval_ms` has passed since the current period began, the
-//! observed rate is compared with the desired one; above it, the reporting
+//! least `check_interval_ms` has passed since the current period began, or
+//! the period has used a whole interval's budget (so a burst cannot slip
+//! through between two checks), the observed rate is compared with the
+//! desired one; above it, the reporting
 //! thread sleeps just long enough for the period's average to come down to the
 //! desired rate, then a new period begins. The lock is held while sleeping on
 //! purpose: the budget is shared, so every thread waits out the excess.
@@ -106,10 +108,14 @@ impl Throttler {
         period.observed += bytes as f64;
         let now = self.clock.now_ms();
         let elapsed = now - period.start_ms;
-        if elapsed < self.check_interval_ms {
+        // Check at the end of each interval, or earlier once a whole interval's
+        // budget is spent: otherwise a burst inside one interval (a small clean
+        // right after a quiet spell) would go unthrottled.
+        let interval_budget = self.desired_per_sec * self.check_interval_ms as f64 / 1000.0;
+        if elapsed < self.check_interval_ms && period.observed < interval_budget {
             return;
         }
-        let rate = period.observed * 1000.0 / elapsed as f64;
+        let rate = period.observed * 1000.0 / elapsed.max(1) as f64;
         if rate > self.desired_per_sec {
             // The sleep that brings this period's average down to the desired rate.
             let target_ms = (period.observed * 1000.0 / self.desired_per_sec) as i64;
@@ -144,13 +150,24 @@ mod tests {
 
     #[test]
     fn sleeps_to_bring_the_rate_down() {
-        // 1000 bytes/s; 500 bytes in 100 ms is 5000 bytes/s: sleep until 500 ms have passed.
+        // 1000 bytes/s; 50 bytes then 300 bytes in 100 ms is 3500 bytes/s: sleep until 350 ms have passed.
         let (clock, sleeps, t) = mock(1000.0);
-        t.maybe_throttle(200);
+        t.maybe_throttle(50);
         clock.advance(100);
         t.maybe_throttle(300);
-        assert_eq!(*sleeps.lock().unwrap(), vec![400]);
-        assert_eq!(t.total_sleep_ms(), 400);
+        assert_eq!(*sleeps.lock().unwrap(), vec![250]);
+        assert_eq!(t.total_sleep_ms(), 250);
+    }
+
+    #[test]
+    fn a_burst_inside_one_interval_is_throttled_at_once() {
+        // 1000 bytes/s and a 100 ms interval: 100 bytes is an interval's budget.
+        // 500 bytes with no time passing must not wait for the interval to end.
+        let (_clock, sleeps, t) = mock(1000.0);
+        t.maybe_throttle(99);
+        assert!(sleeps.lock().unwrap().is_empty(), "under one interval's budget");
+        t.maybe_throttle(401);
+        assert_eq!(*sleeps.lock().unwrap(), vec![500], "500 bytes at 1000 bytes/s take 500 ms");
     }
 
     #[test]
