@@ -9,6 +9,7 @@ pub mod api;
 pub mod cleaner;
 pub mod clock;
 pub mod config;
+pub mod group;
 pub mod log;
 pub mod server;
 pub mod tools;

@@ -130,7 +130,9 @@ fn serve(file: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result<()> {
         let advertised = config.advertised(bound.port())?;
         let broker = Arc::new(Broker::new(config, Arc::clone(&logs), advertised.clone()).context("initialising the broker")?);
         tracing::info!(listening = %bound, advertised = %format!("{}:{}", advertised.host, advertised.port), cluster_id = %broker.cluster_id, "sediment started");
+        let ticker = sediment::group::spawn_ticker(Arc::clone(&broker.groups));
         sediment::server::run(listener, broker, shutdown_signal()).await;
+        ticker.abort();
         anyhow::Ok(())
     });
     // Connections are drained: flush every log and write the checkpoints and

@@ -3,7 +3,6 @@
 //! long-poll, and graceful shutdown.
 
 mod broker;
-#[allow(dead_code)]
 mod common;
 
 use std::time::{Duration, Instant};
