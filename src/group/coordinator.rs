@@ -557,6 +557,10 @@ impl GroupCoordinator {
         }
 
         let mut member_id = req.member_id.clone();
+        // A member this request adds (or a static member replaced outside a
+        // stable group with unchanged protocols) was in no join round: it
+        // always needs a new one, never the current generation's answer.
+        let mut needs_round = false;
         if member_id.is_empty() {
             if let Some(instance) = &req.group_instance_id {
                 // A static member restarting: it takes over its old identity.
@@ -594,10 +598,12 @@ impl GroupCoordinator {
                         return Reply::Now(result);
                     }
                     member_id = new_id;
+                    needs_round = true;
                     // Fall through: join the (new) round as this member.
                 } else {
                     member_id = new_id;
                     self.add_member(group, &member_id, &req, now);
+                    needs_round = true;
                 }
             } else if req.require_known_member_id {
                 let id = self.new_member_id(&req.client_id);
@@ -606,10 +612,12 @@ impl GroupCoordinator {
             } else {
                 member_id = self.new_member_id(&req.client_id);
                 self.add_member(group, &member_id, &req, now);
+                needs_round = true;
             }
         } else if let Some(i) = group.pending.iter().position(|p| *p == member_id) {
             group.pending.swap_remove(i);
             self.add_member(group, &member_id, &req, now);
+            needs_round = true;
         } else if group.member(&member_id).is_none() {
             if let Some(instance) = &req.group_instance_id {
                 if group.members.iter().any(|m| m.instance_id.as_deref() == Some(instance)) {
@@ -620,7 +628,6 @@ impl GroupCoordinator {
         }
 
         // An existing (or just added) member joins the round.
-        let is_new = group.member(&member_id).is_some_and(|m| !m.joined && m.assignment.is_empty() && group.generation == 0);
         let (changed, is_leader) = {
             let leader = group.leader.clone();
             let m = group.member_mut(&member_id).expect("member present");
@@ -632,14 +639,14 @@ impl GroupCoordinator {
             m.last_heartbeat_ms = now;
             (changed, leader.as_deref() == Some(member_id.as_str()))
         };
-        let _ = is_new;
         match group.state {
-            GroupState::Stable if !changed && !is_leader && !group.members.iter().any(|m| m.id == member_id && m.assignment.is_empty()) => {
+            GroupState::Stable if !needs_round && !changed && !is_leader && !group.members.iter().any(|m| m.id == member_id && m.assignment.is_empty()) => {
                 // Nothing changed: answer with the current generation.
                 return Reply::Now(current_join(group, &member_id, false));
             }
-            GroupState::CompletingRebalance if !changed => {
-                // A retried join for the round that just completed.
+            GroupState::CompletingRebalance if !needs_round && !changed => {
+                // A retried join for the round that just completed (a member
+                // added now was not in it and starts a new round below).
                 return Reply::Now(current_join(group, &member_id, is_leader));
             }
             GroupState::Empty | GroupState::Stable | GroupState::CompletingRebalance => self.prepare_rebalance(group, now),
@@ -1265,5 +1272,61 @@ mod tests {
         assert_eq!(java_string_hash("console-consumer-12345"), 158_455_506);
         assert_eq!(java_string_hash(""), 0);
         assert_eq!(java_string_hash("a"), 97);
+    }
+
+    fn coordinator(dir: &std::path::Path) -> GroupCoordinator {
+        let clock: SharedClock = crate::clock::MockClock::new(1_000_000);
+        let logs = Arc::new(LogManager::open(crate::log::LogManagerConfig::new(dir), clock.clone()).expect("log manager"));
+        let config = GroupConfig { offsets_topic_partitions: 1, initial_rebalance_delay_ms: 0, ..GroupConfig::default() };
+        let c = GroupCoordinator::new(config, logs, clock);
+        c.load();
+        c
+    }
+
+    fn join_request(member_id: &str, client_id: &str) -> JoinRequest {
+        JoinRequest {
+            group_id: "g".into(),
+            member_id: member_id.into(),
+            group_instance_id: None,
+            client_id: client_id.into(),
+            client_host: "/127.0.0.1".into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 30_000,
+            protocol_type: "consumer".into(),
+            protocols: vec![("range".into(), Bytes::from_static(b"meta"))],
+            require_known_member_id: false,
+            supports_skip_assignment: false,
+        }
+    }
+
+    fn joined(reply: Reply<JoinResult>) -> JoinResult {
+        match reply {
+            Reply::Now(r) => r,
+            Reply::Wait(mut rx) => rx.try_recv().expect("the join round completed"),
+        }
+    }
+
+    #[test]
+    fn member_joining_while_completing_rebalance_starts_a_new_round() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let c = coordinator(dir.path());
+        let a = joined(c.join(join_request("", "a")));
+        assert_eq!((a.error, a.generation), (None, 1));
+        // The group waits for a's SyncGroup (CompletingRebalance) when b joins
+        // with the same protocols: b was in no round, so it must not get
+        // generation 1's answer (it would sync into an assignment that has no
+        // entry for it, and the group would stay stable without it).
+        let b = c.join(join_request("", "b"));
+        assert!(matches!(b, Reply::Wait(_)), "b waits for a new round");
+        assert_eq!(c.describe("g").expect("describe").state, GroupState::PreparingRebalance);
+        // a's sync of the old generation is told to rejoin; its rejoin completes round 2.
+        match c.sync("g", 1, &a.member_id, None, None, vec![]) {
+            Reply::Now(r) => assert_eq!(r.error, Some(GroupError::RebalanceInProgress)),
+            Reply::Wait(_) => panic!("a sync of the old generation must not wait"),
+        }
+        let a2 = joined(c.join(join_request(&a.member_id, "a")));
+        let b = joined(b);
+        assert_eq!((a2.error, a2.generation, b.error, b.generation), (None, 2, None, 2));
+        assert_eq!(a2.members.len(), 2, "the leader sees both members");
     }
 }
