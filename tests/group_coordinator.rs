@@ -229,3 +229,16 @@ fn offsets_of_empty_groups_expire() {
     let c = coordinator(dir.path(), clock.clone());
     assert!(c.fetch_offsets("old", None).unwrap().is_empty(), "the tombstones were written");
 }
+
+#[test]
+fn requests_wait_for_the_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = MockClock::new(1_000_000);
+    let logs = Arc::new(common::manager(dir.path(), &[], clock.clone()));
+    let c = GroupCoordinator::new(config(), logs, clock);
+    assert_eq!(start(c.join(join_req("", None))).done().error, Some(GroupError::CoordinatorLoadInProgress));
+    assert_eq!(c.fetch_offsets("g", None).unwrap_err(), GroupError::CoordinatorLoadInProgress);
+    assert_eq!(c.list().unwrap_err(), GroupError::CoordinatorLoadInProgress);
+    c.load();
+    assert_eq!(start(c.join(join_req("", None))).done().error, Some(GroupError::MemberIdRequired));
+}
