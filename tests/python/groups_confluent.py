@@ -2,12 +2,17 @@
 """confluent-kafka (librdkafka 2.16) consumer groups against a sediment broker.
 
 Usage: groups_confluent.py BOOTSTRAP
+       (groups_confluent.py BOOTSTRAP crash-child is the member it kills)
 
 Prints one line per check and exits non-zero at the first failed one.
 
 1. split: two consumers in one group over a 4-partition topic get 2+2
    partitions, disjoint and covering the topic; when one closes, the other
    gets all 4.
+   A member in another process that is SIGKILLed (no LeaveGroup) is expired
+   after its session timeout and the survivor gets its partitions.
+   Static members (group.instance.id): one that restarts gets its old
+   partitions back under a new member id, and the other sees no rebalance.
 2. exactly once: N keyed records are produced while two consumers with manual
    synchronous commits read them; one consumer closes midway. A record counts
    as consumed when it was processed *and* the commit of its offset was
@@ -16,14 +21,19 @@ Prints one line per check and exits non-zero at the first failed one.
    be counted exactly once: a duplicate means a consumer started below an
    acknowledged commit, a gap means it started above what was committed.
 3. cooperative-sticky: incremental assign/revoke callbacks; the second joiner
-   takes 2 partitions and the first keeps the other 2 throughout.
+   takes 2 partitions and the first keeps the other 2 throughout; when the
+   second leaves, the first is incrementally assigned its 2 back.
 4. AdminClient: list/describe groups and members, committed offsets, delete
    an empty group, NON_EMPTY_GROUP for an active one.
 
 Everything waits for a condition with a deadline; nothing sleeps for a guess.
 """
 
+import os
+import signal
+import subprocess
 import sys
+import threading
 import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -110,6 +120,91 @@ def split_and_take_over():
     pump([a], lambda: parts(a) == [0, 1, 2, 3], "the remaining member takes over")
     check(True, "split: after the other member closes, the remaining one has all 4")
     return a
+
+
+def crash_child():
+    """Child mode: a group member that runs until it is SIGKILLed, printing
+    its assignment whenever it changes."""
+    c = consumer("g-crash", **{"client.id": "crash-child", "session.timeout.ms": 6000})
+    c.subscribe(["cg-crash"])
+    last = None
+    while True:
+        c.poll(0.05)
+        if parts(c) != last:
+            last = parts(c)
+            print(f"assigned {last}", flush=True)
+
+
+def crash_take_over():
+    """A member that dies without leaving is expired after its session
+    timeout, and the survivor gets its partitions."""
+    create_topic("cg-crash", 4)
+    a = consumer("g-crash", **{"client.id": "crash-a", "session.timeout.ms": 6000})
+    a.subscribe(["cg-crash"])
+    pump([a], lambda: parts(a) == [0, 1, 2, 3], "crash: a gets all 4")
+    child = subprocess.Popen([sys.executable, os.path.abspath(__file__), BOOTSTRAP, "crash-child"], stdout=subprocess.PIPE, text=True)
+    lines = []
+    threading.Thread(target=lambda: lines.extend(iter(child.stdout.readline, "")), daemon=True).start()
+    try:
+        pump([a], lambda: len(parts(a)) == 2 and any(l.startswith("assigned [") and l.count(",") == 1 for l in lines), "crash: a and the child split the partitions")
+        check(True, "crash: a and a second process split 2+2", f"a={parts(a)} child={lines}")
+        child.send_signal(signal.SIGKILL)
+        child.wait(TIMEOUT)
+        killed_at = time.monotonic()
+        # No LeaveGroup: only the session timeout (6 s) can remove the child.
+        pump([a], lambda: parts(a) == [0, 1, 2, 3], "crash: a takes over after the child's session expires", timeout=6 + TIMEOUT)
+        waited = time.monotonic() - killed_at
+        check(waited >= 5.0, "crash: after the child is SIGKILLed, a gets all 4 once its session expired", f"after {waited:.1f}s")
+    finally:
+        if child.poll() is None:
+            child.kill()
+    [(_, f)] = admin.describe_consumer_groups(["g-crash"], request_timeout=TIMEOUT).items()
+    d = f.result(TIMEOUT)
+    check([m.client_id for m in d.members] == ["crash-a"], "crash: the expired member is gone from the group", str([m.client_id for m in d.members]))
+    a.close()
+
+
+def static_membership():
+    """A static member (group.instance.id) that restarts within its session
+    gets its partitions back without a rebalance."""
+    create_topic("cg-static", 4)
+    events = {"a": [], "b": [], "b2": []}
+
+    def subscribe(c, name):
+        c.subscribe(
+            ["cg-static"],
+            on_assign=lambda _, ps: events[name].append(("assign", sorted(tp.partition for tp in ps))),
+            on_revoke=lambda _, ps: events[name].append(("revoke", sorted(tp.partition for tp in ps))),
+        )
+
+    a = consumer("g-static", **{"client.id": "static-a", "group.instance.id": "inst-a"})
+    b = consumer("g-static", **{"client.id": "static-b", "group.instance.id": "inst-b"})
+    subscribe(a, "a")
+    subscribe(b, "b")
+    pump([a, b], lambda: len(parts(a)) == 2 and len(parts(b)) == 2, "static: two static members split the partitions")
+    a_parts, b_parts, b_member = parts(a), parts(b), b.memberid()
+    a_events = list(events["a"])
+    check(sorted(a_parts + b_parts) == [0, 1, 2, 3], "static: two static members split 2+2", f"a={a_parts} b={b_parts}")
+    # A static member's close sends no LeaveGroup; its replacement takes over its identity.
+    b.close()
+    b2 = consumer("g-static", **{"client.id": "static-b2", "group.instance.id": "inst-b"})
+    subscribe(b2, "b2")
+    pump([a, b2], lambda: parts(b2) != [], "static: the restarted member is assigned")
+    # Absence of a rebalance can only be watched for: three heartbeat
+    # intervals, in which a would learn of one (REBALANCE_IN_PROGRESS).
+    watch_until = time.monotonic() + 3 * 0.3
+    while time.monotonic() < watch_until:
+        a.poll(0.05)
+        b2.poll(0.05)
+    check(parts(b2) == b_parts and events["b2"] == [("assign", b_parts)], "static: the restarted member gets its old partitions", f"{parts(b2)} {events['b2']}")
+    check(events["a"] == a_events and parts(a) == a_parts, "static: the other member saw no rebalance", str(events["a"]))
+    check(b2.memberid() != b_member, "static: the restarted member has a new member id")
+    [(_, f)] = admin.describe_consumer_groups(["g-static"], request_timeout=TIMEOUT).items()
+    d = f.result(TIMEOUT)
+    got = sorted((m.group_instance_id, m.member_id) for m in d.members)
+    check(got == sorted([("inst-a", a.memberid()), ("inst-b", b2.memberid())]), "static: describe shows both instance ids with the current member ids", str(got))
+    a.close()
+    b2.close()
 
 
 def exactly_once():
@@ -237,7 +332,7 @@ def cooperative_sticky():
     check(all(set(kept) <= set(h) for h in a_history), "coop: a never lost the partitions it kept", str(a_history))
     b_assigned = [p for (kind, ps) in events["b"] if kind == "assign" for p in ps]
     check(sorted(b_assigned) == taken and not any(kind == "revoke" and ps for (kind, ps) in events["b"]), "coop: b's assign callbacks added exactly its 2 partitions", str(events["b"]))
-    return a, b, kept, taken
+    return a, b, kept, taken, events
 
 
 def group_listing():
@@ -323,15 +418,37 @@ def admin_checks(coop_a, coop_b, kept, taken, eo_consumer, eo_ends, split_consum
     pump([fresh], lambda: len(first) == 4, "a consumer of the deleted group reads", on_message=on_first)
     check(first == {0: 0, 1: 0, 2: 0, 3: 0}, "admin: a consumer of the deleted group starts from the beginning", str(first))
     fresh.close()
-    coop_a.close()
-    coop_b.close()
+
+
+def cooperative_leave(a, b, kept, taken, events):
+    """When a cooperative member leaves, the other is incrementally assigned
+    its partitions and keeps its own."""
+    before = len(events["a"])
+    b.close()
+    history = []
+
+    def taken_over():
+        history.append(parts(a))
+        return parts(a) == [0, 1, 2, 3]
+
+    pump([a], taken_over, "coop: a takes over after b leaves")
+    new = events["a"][before:]
+    check(new == [("assign", taken)], "coop: after b leaves, a's callbacks only add b's partitions", str(new))
+    check(all(set(kept) <= set(h) for h in history), "coop: a kept its partitions while taking over", str(history))
+    a.close()
 
 
 def main():
+    if sys.argv[2:] == ["crash-child"]:
+        crash_child()
+        return
     split_consumer = split_and_take_over()
+    crash_take_over()
+    static_membership()
     eo_consumer, eo_ends = exactly_once()
-    coop_a, coop_b, kept, taken = cooperative_sticky()
+    coop_a, coop_b, kept, taken, coop_events = cooperative_sticky()
     admin_checks(coop_a, coop_b, kept, taken, eo_consumer, eo_ends, split_consumer)
+    cooperative_leave(coop_a, coop_b, kept, taken, coop_events)
     print("all confluent-kafka group checks passed", flush=True)
 
 
