@@ -77,6 +77,16 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "sediment: how long a partition that failed to clean stays uncleanable before it is tried again (Kafka: until restart)"),
     broker_def!("metrics.listen", String, "127.0.0.1:9404", None,
         "sediment: host:port of the HTTP endpoint serving /metrics (Prometheus) and /cleaner-status (JSON); empty disables it"),
+    broker_def!("offsets.topic.num.partitions", Int, "50", Some(1.0), "partitions of __consumer_offsets (fixed once the topic exists)"),
+    broker_def!("offsets.topic.segment.bytes", Int, "104857600", Some(1.0), "segment.bytes of __consumer_offsets"),
+    broker_def!("offsets.topic.replication.factor", Int, "1", Some(1.0), "replication factor of __consumer_offsets (only 1 is possible on one node)"),
+    broker_def!("offsets.retention.minutes", Int, "10080", Some(1.0), "how long an empty group's committed offsets are kept"),
+    broker_def!("offsets.retention.check.interval.ms", Long, "600000", Some(1.0), "how often expired offsets are looked for"),
+    broker_def!("offset.metadata.max.bytes", Int, "4096", Some(0.0), "largest metadata string of a committed offset"),
+    broker_def!("group.initial.rebalance.delay.ms", Int, "3000", Some(0.0), "how long a new group waits for more members before its first rebalance"),
+    broker_def!("group.min.session.timeout.ms", Int, "6000", Some(0.0), "smallest session.timeout.ms a member may ask for"),
+    broker_def!("group.max.session.timeout.ms", Int, "1800000", Some(0.0), "largest session.timeout.ms a member may ask for"),
+    broker_def!("group.max.size", Int, "2147483647", Some(1.0), "largest number of members in a group"),
 ];
 
 /// The resolved broker configuration.
@@ -396,6 +406,21 @@ impl BrokerConfig {
         c.flush_offset_checkpoint_interval_ms = self.int("log.flush.offset.checkpoint.interval.ms");
         c.flush_start_offset_checkpoint_interval_ms = self.int("log.flush.start.offset.checkpoint.interval.ms");
         c
+    }
+
+    /// The group coordinator's settings.
+    pub fn group_config(&self) -> crate::group::GroupConfig {
+        crate::group::GroupConfig {
+            offsets_topic_partitions: self.int("offsets.topic.num.partitions") as i32,
+            offsets_topic_segment_bytes: self.int("offsets.topic.segment.bytes"),
+            offsets_retention_ms: self.int("offsets.retention.minutes") * 60_000,
+            offsets_retention_check_interval_ms: self.int("offsets.retention.check.interval.ms"),
+            initial_rebalance_delay_ms: self.int("group.initial.rebalance.delay.ms"),
+            min_session_timeout_ms: self.int("group.min.session.timeout.ms") as i32,
+            max_session_timeout_ms: self.int("group.max.session.timeout.ms") as i32,
+            max_size: self.int("group.max.size") as usize,
+            offset_metadata_max_bytes: self.int("offset.metadata.max.bytes") as usize,
+        }
     }
 
     /// Every key this broker knows with its effective value, for DescribeConfigs

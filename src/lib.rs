@@ -10,6 +10,7 @@ pub mod api;
 pub mod cleaner;
 pub mod clock;
 pub mod config;
+pub mod group;
 pub mod log;
 pub mod metrics;
 pub mod server;

@@ -27,11 +27,17 @@ enum Command {
     /// (PLAINTEXT on port 9092, data in ./data).
     Serve {
         /// A TOML file of broker keys with Kafka's names.
-        #[arg(long)]
+        #[arg(long, env = "SEDIMENT_CONFIG")]
         config: Option<PathBuf>,
-        /// key=value, applied after the file (kafka-server-start's --override).
+        /// key=value, applied after the file and after the whitespace-separated
+        /// key=value pairs of $SEDIMENT_OVERRIDES (kafka-server-start's --override).
         #[arg(long = "override", value_name = "KEY=VALUE")]
         overrides: Vec<String>,
+    },
+    /// Exit 0 when a broker answers ApiVersions (a container HEALTHCHECK).
+    Health {
+        #[arg(long, default_value = "127.0.0.1:9092")]
+        bootstrap_server: String,
     },
     /// Validate a config file and print the effective configuration.
     CheckConfig {
@@ -85,6 +91,16 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Command::Health { bootstrap_server } => match sediment::tools::health::check(&bootstrap_server, std::time::Duration::from_secs(5)) {
+            Ok(apis) => {
+                println!("ok: {bootstrap_server} answers ApiVersions ({apis} APIs)");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("unhealthy: {bootstrap_server}: {e:#}");
+                ExitCode::from(1)
+            }
+        },
         Command::CheckConfig { file, overrides } => match load_config(Some(file), &overrides) {
             Ok(config) => {
                 for (key, value, explicit, doc, _) in config.describe() {
@@ -134,6 +150,10 @@ fn load_config(file: Option<PathBuf>, overrides: &[String]) -> anyhow::Result<Br
         Some(path) => BrokerConfig::load(&path)?,
         None => BrokerConfig::default(),
     };
+    // The environment (containers) sits between the file and the command line.
+    if let Ok(env) = std::env::var("SEDIMENT_OVERRIDES") {
+        config.apply_overrides(env.split_whitespace()).context("in $SEDIMENT_OVERRIDES")?;
+    }
     config.apply_overrides(overrides.iter().map(String::as_str))?;
     Ok(config)
 }
@@ -167,7 +187,9 @@ fn serve(file: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result<()> {
             None => None,
         };
         tracing::info!(listening = %bound, advertised = %format!("{}:{}", advertised.host, advertised.port), cluster_id = %broker.cluster_id, "sediment started");
+        let ticker = sediment::group::spawn_ticker(Arc::clone(&broker.groups));
         sediment::server::run(listener, broker, shutdown_signal()).await;
+        ticker.abort();
         let _ = stop_metrics.send(());
         if let Some(task) = metrics_task {
             let _ = task.await;

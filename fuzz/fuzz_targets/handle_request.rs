@@ -38,6 +38,6 @@ fuzz_target!(|data: &[u8]| {
     let broker = Arc::clone(&env.broker);
     env.runtime.block_on(async move {
         // Keep long polls short: a fetch may otherwise wait its max_wait_ms.
-        let _ = tokio::time::timeout(std::time::Duration::from_millis(50), sediment::server::handle_frame(&broker, frame, &mut out)).await;
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(50), sediment::server::handle_frame(&broker, frame, &mut out, "/127.0.0.1")).await;
     });
 });

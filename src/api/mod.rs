@@ -14,17 +14,27 @@ pub mod alter_configs;
 pub mod api_versions;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod fetch;
 pub mod find_coordinator;
+pub mod heartbeat;
 pub mod init_producer_id;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_delete;
+pub mod offset_fetch;
 pub mod produce;
+pub mod sync_group;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -35,6 +45,7 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::sync::watch;
 
 use crate::config::{BrokerConfig, Listener};
+use crate::group::{GroupCoordinator, GroupError};
 use crate::log::checkpoint;
 use crate::log::{BatchError, LogError, LogManager};
 use crate::log::producer_state::ProducerError;
@@ -70,8 +81,17 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::CreatePartitions, 0, 3),
     api(ApiKey::IncrementalAlterConfigs, 0, 1),
     api(ApiKey::DescribeCluster, 0, 2),
-    // Answers COORDINATOR_NOT_AVAILABLE; advertised for librdkafka's LZ4 (see the handler).
     api(ApiKey::FindCoordinator, 0, 6),
+    api(ApiKey::JoinGroup, 0, 9),
+    api(ApiKey::SyncGroup, 0, 5),
+    api(ApiKey::Heartbeat, 0, 4),
+    api(ApiKey::LeaveGroup, 0, 5),
+    api(ApiKey::OffsetCommit, 2, 9),
+    api(ApiKey::OffsetFetch, 1, 9),
+    api(ApiKey::ListGroups, 0, 5),
+    api(ApiKey::DescribeGroups, 0, 6),
+    api(ApiKey::DeleteGroups, 0, 2),
+    api(ApiKey::OffsetDelete, 0, 0),
 ];
 
 /// The versions of `key` we handle, if we handle it at all.
@@ -124,6 +144,7 @@ pub struct Broker {
     pub node_id: i32,
     pub cluster_id: String,
     pub advertised: Listener,
+    pub groups: Arc<GroupCoordinator>,
     /// Bumped after every append so long-polling fetches wake up.
     appended: watch::Sender<u64>,
     producer_ids: Mutex<ProducerIdBlock>,
@@ -146,7 +167,12 @@ impl Broker {
             .max()
             .map_or(0, |m| m + 1);
         let producer_ids = ProducerIdBlock::load(&first, max_pid)?;
-        Ok(Self { config, logs, node_id, cluster_id, advertised, appended: watch::channel(0).0, producer_ids: Mutex::new(producer_ids), request_metrics: crate::metrics::RequestMetrics::new() })
+        let groups = Arc::new(GroupCoordinator::new(config.group_config(), Arc::clone(&logs), logs.clock().clone()));
+        // Rebuild the groups from __consumer_offsets in the background; group
+        // requests answer COORDINATOR_LOAD_IN_PROGRESS until it is done.
+        let loader = Arc::clone(&groups);
+        std::thread::Builder::new().name("group-loader".into()).spawn(move || loader.load())?;
+        Ok(Self { config, logs, node_id, cluster_id, advertised, groups, appended: watch::channel(0).0, producer_ids: Mutex::new(producer_ids), request_metrics: crate::metrics::RequestMetrics::new() })
     }
 
     /// Wake fetches waiting for data.
@@ -226,6 +252,33 @@ fn batch_error_code(e: &BatchError) -> ResponseError {
     }
 }
 
+/// Kafka's code for a group coordinator error.
+pub fn group_error_code(e: GroupError) -> ResponseError {
+    match e {
+        GroupError::CoordinatorLoadInProgress => ResponseError::CoordinatorLoadInProgress,
+        GroupError::CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
+        GroupError::InvalidGroupId => ResponseError::InvalidGroupId,
+        GroupError::UnknownMemberId => ResponseError::UnknownMemberId,
+        GroupError::MemberIdRequired => ResponseError::MemberIdRequired,
+        GroupError::IllegalGeneration => ResponseError::IllegalGeneration,
+        GroupError::RebalanceInProgress => ResponseError::RebalanceInProgress,
+        GroupError::InconsistentGroupProtocol => ResponseError::InconsistentGroupProtocol,
+        GroupError::InvalidSessionTimeout => ResponseError::InvalidSessionTimeout,
+        GroupError::GroupMaxSizeReached => ResponseError::GroupMaxSizeReached,
+        GroupError::FencedInstanceId => ResponseError::FencedInstanceId,
+        GroupError::NonEmptyGroup => ResponseError::NonEmptyGroup,
+        GroupError::GroupIdNotFound => ResponseError::GroupIdNotFound,
+        GroupError::GroupSubscribedToTopic => ResponseError::GroupSubscribedToTopic,
+        GroupError::OffsetMetadataTooLarge => ResponseError::OffsetMetadataTooLarge,
+        GroupError::Storage => ResponseError::KafkaStorageError,
+    }
+}
+
+/// 0 for success, else the group error's code.
+pub fn group_code(e: Option<GroupError>) -> i16 {
+    e.map_or(0, |e| group_error_code(e).code())
+}
+
 pub fn str_bytes(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
 }
@@ -243,8 +296,9 @@ pub fn uuid_of(id: [u8; 16]) -> uuid::Uuid {
 /// # Errors
 /// `Close` when the connection must be closed (acks=0 produce that failed, an
 /// API that reached dispatch without a handler).
-pub async fn dispatch(broker: &Arc<Broker>, header: &RequestHeader, request: RequestKind) -> Result<Option<ResponseKind>, Close> {
+pub async fn dispatch(broker: &Arc<Broker>, header: &RequestHeader, request: RequestKind, client_host: &str) -> Result<Option<ResponseKind>, Close> {
     let v = header.request_api_version;
+    let client_id = header.client_id.as_ref().map_or("", |c| c.as_str());
     let response = match request {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(&r, v)),
         RequestKind::Produce(r) => return blocking(|| produce::handle(broker, r, v)),
@@ -261,7 +315,17 @@ pub async fn dispatch(broker: &Arc<Broker>, header: &RequestHeader, request: Req
         RequestKind::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(blocking(|| alter_configs::handle_incremental(broker, r))),
         RequestKind::DescribeLogDirs(r) => ResponseKind::DescribeLogDirs(blocking(|| describe_log_dirs::handle(broker, r))),
         RequestKind::DescribeCluster(r) => ResponseKind::DescribeCluster(describe_cluster::handle(broker, &r)),
-        RequestKind::FindCoordinator(r) => ResponseKind::FindCoordinator(find_coordinator::handle(&r, v)),
+        RequestKind::FindCoordinator(r) => ResponseKind::FindCoordinator(blocking(|| find_coordinator::handle(broker, &r, v))),
+        RequestKind::JoinGroup(r) => ResponseKind::JoinGroup(join_group::handle(broker, r, v, client_id, client_host).await),
+        RequestKind::SyncGroup(r) => ResponseKind::SyncGroup(sync_group::handle(broker, r, v).await),
+        RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(broker, &r)),
+        RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(blocking(|| leave_group::handle(broker, &r, v))),
+        RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(blocking(|| offset_commit::handle(broker, &r, v))),
+        RequestKind::OffsetFetch(r) => ResponseKind::OffsetFetch(offset_fetch::handle(broker, &r, v)),
+        RequestKind::ListGroups(r) => ResponseKind::ListGroups(list_groups::handle(broker, &r, v)),
+        RequestKind::DescribeGroups(r) => ResponseKind::DescribeGroups(describe_groups::handle(broker, &r, v)),
+        RequestKind::DeleteGroups(r) => ResponseKind::DeleteGroups(blocking(|| delete_groups::handle(broker, &r))),
+        RequestKind::OffsetDelete(r) => ResponseKind::OffsetDelete(blocking(|| offset_delete::handle(broker, &r))),
         other => {
             tracing::warn!(api = ?ApiKey::try_from(header.request_api_key).ok(), "no handler for {:?}", std::mem::discriminant(&other));
             return Err(Close);

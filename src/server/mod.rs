@@ -52,7 +52,7 @@ pub async fn run(listener: TcpListener, broker: Arc<Broker>, shutdown: impl Futu
                     let broker = Arc::clone(&broker);
                     let stop = stop_rx.clone();
                     connections.spawn(async move {
-                        if let Err(e) = serve_connection(stream, &broker, stop).await {
+                        if let Err(e) = serve_connection(stream, &broker, stop, format!("/{}", peer.ip())).await {
                             tracing::debug!(%peer, "connection closed: {e}");
                         }
                     });
@@ -83,7 +83,7 @@ pub enum ConnError {
     Protocol(String),
 }
 
-async fn serve_connection(stream: TcpStream, broker: &Arc<Broker>, mut stop: watch::Receiver<bool>) -> Result<(), ConnError> {
+async fn serve_connection(stream: TcpStream, broker: &Arc<Broker>, mut stop: watch::Receiver<bool>, client_host: String) -> Result<(), ConnError> {
     let max = broker.config.socket_request_max_bytes();
     let (reader, mut writer) = stream.into_split();
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
@@ -103,7 +103,7 @@ async fn serve_connection(stream: TcpStream, broker: &Arc<Broker>, mut stop: wat
         let mut frame = vec![0u8; size as usize];
         reader.read_exact(&mut frame).await?;
         out.clear();
-        match handle_frame(broker, Bytes::from(frame), &mut out).await {
+        match handle_frame(broker, Bytes::from(frame), &mut out, &client_host).await {
             Ok(true) => {
                 writer.write_all(&out).await?;
             }
@@ -124,7 +124,7 @@ pub enum Frame {
     ApiVersionsTooNew { correlation_id: i32 },
     /// Produce v0–2: the hand-written UNSUPPORTED_VERSION body, if one is owed.
     LegacyProduce { correlation_id: i32, body: Option<Vec<u8>>, version: i16 },
-    Request { api_key: ApiKey, header: RequestHeader, request: RequestKind },
+    Request { api_key: ApiKey, header: RequestHeader, request: Box<RequestKind> },
 }
 
 /// Decode one request frame (the bytes after the size). Pure: no I/O, no
@@ -154,7 +154,7 @@ pub fn parse_frame(frame: Bytes) -> Result<Frame, String> {
     let mut body = frame;
     let header = RequestHeader::decode(&mut body, api_key.request_header_version(version)).map_err(|e| format!("bad {api_key:?} header: {e}"))?;
     let request = RequestKind::decode(api_key, &mut body, version).map_err(|e| format!("bad {api_key:?} v{version} body: {e}"))?;
-    Ok(Frame::Request { api_key, header, request })
+    Ok(Frame::Request { api_key, header, request: Box::new(request) })
 }
 
 /// Decode, dispatch and encode one request into `out`. `Ok(false)`: no
@@ -162,7 +162,7 @@ pub fn parse_frame(frame: Bytes) -> Result<Frame, String> {
 ///
 /// # Errors
 /// `Protocol` when the connection must be closed.
-pub async fn handle_frame(broker: &Arc<Broker>, frame: Bytes, out: &mut BytesMut) -> Result<bool, ConnError> {
+pub async fn handle_frame(broker: &Arc<Broker>, frame: Bytes, out: &mut BytesMut, client_host: &str) -> Result<bool, ConnError> {
     match parse_frame(frame).map_err(ConnError::Protocol)? {
         Frame::ApiVersionsTooNew { correlation_id } => {
             // The client is newer than us: tell it what we have, in a body every
@@ -181,7 +181,7 @@ pub async fn handle_frame(broker: &Arc<Broker>, frame: Bytes, out: &mut BytesMut
         Frame::Request { api_key, header, request } => {
             let version = header.request_api_version;
             let started = std::time::Instant::now();
-            let outcome = api::dispatch(broker, &header, request).await;
+            let outcome = api::dispatch(broker, &header, *request, client_host).await;
             let api_name = format!("{api_key:?}");
             let elapsed = started.elapsed().as_secs_f64();
             match outcome {

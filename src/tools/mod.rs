@@ -1,1 +1,2 @@
 pub mod dump_log;
+pub mod health;
