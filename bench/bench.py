@@ -1,0 +1,608 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark of Apache Kafka 4.1.2 and sediment on this machine.
+
+Started by bench/run.sh (which fetches the Kafka jars, builds sediment in
+release and compiles bench/BenchClient.java). One broker runs at a time, each
+with its own data dir on the same disk and the same settings; the clients are
+Apache Kafka's own tools (ProducerPerformance, ConsumerPerformance) and
+BenchClient (keyed produce, topic admin, compaction check) from the same jars.
+
+Phases, per broker:
+  produce   ProducerPerformance, 1 KiB records, acks=all, to a 1- and an
+            8-partition topic: records/s, MB/s, avg/p50/p99/max latency.
+  consume   ConsumerPerformance (with a consumer group) reads both topics back.
+  compact   keyed records (RECORDS over KEYS keys, 1 KiB values) to a compacted
+            topic created with min.cleanable.dirty.ratio=1.0, so the cleaner
+            leaves it alone while it is written; right after the last
+            acknowledged write the ratio is set to 0.5 and the clock runs until
+            the log is fully cleaned: the log dir's cleaner-offset-checkpoint
+            (same file and format in both brokers) has reached the active
+            segment's base offset and no .cleaned/.swap file is left. Then the
+            topic is read back to check one record per key below the
+            checkpoint. Skipped for sediment when its broker does not know the
+            cleaner keys yet.
+Resources per phase: the broker process's peak RSS (VmHWM, reset at the start
+of each phase through /proc/PID/clear_refs) and CPU seconds (utime+stime).
+Raw disk: sequential O_DIRECT write and read of a file in the same directory.
+
+MB is 2^20 bytes throughout, as Kafka's perf tools report it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime as dt
+import json
+import mmap
+import os
+import re
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MB = 1 << 20
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+# Settings both brokers get (Kafka names; sediment takes the same keys).
+COMMON = {
+    "num.partitions": "1",
+    "log.segment.bytes": str(128 * MB),
+    # Flush policy: Kafka's default, spelled out: no fsync per append, the OS
+    # writes the page cache back; a rolled segment is flushed.
+    "log.flush.interval.messages": str(2**63 - 1),
+    "group.initial.rebalance.delay.ms": "0",
+}
+CLEANER = {
+    "log.cleaner.enable": "true",
+    "log.cleaner.threads": "1",
+    "log.cleaner.dedupe.buffer.size": str(128 * MB),
+    "log.cleaner.backoff.ms": "1000",
+}
+# Kafka's stock JVM flags (kafka-run-class.sh), with the heap the issue asks for.
+KAFKA_HEAP = "-Xmx1g"
+KAFKA_JVM = "-XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15"
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --------------------------------------------------------------------------- /proc
+
+
+def cpu_seconds(pid: int) -> float:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+
+
+def status_kb(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def reset_peak_rss(pid: int) -> None:
+    # "5" resets VmHWM to the current RSS (Linux >= 4.0).
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all CPUs spent not idle, since boot."""
+    f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    user, nice, system, idle, iowait, irq, softirq, steal = f[:8]
+    return (user + nice + system + irq + softirq + steal) / CLK_TCK
+
+
+def children_cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def wait_idle(max_wait: float, busy_below: float = 0.25) -> float:
+    """Wait (up to max_wait s) until the machine is mostly idle: other people's
+    builds on a 2-CPU machine would be measured as broker slowness. Returns the
+    busy fraction of the last 3 s window."""
+    deadline = time.monotonic() + max_wait
+    ncpu = os.cpu_count() or 1
+    while True:
+        b0 = machine_busy_seconds()
+        time.sleep(3)
+        frac = (machine_busy_seconds() - b0) / 3 / ncpu
+        if frac < busy_below or time.monotonic() >= deadline:
+            return frac
+        log(f"machine {100 * frac:.0f}% busy with other work; waiting for it to calm down")
+
+
+class Phase:
+    """Peak RSS and CPU seconds of a broker process over one phase, plus the
+    clients' CPU (this script's finished children) and everything else the
+    machine did meanwhile (other people's work: a noise flag)."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+
+    def __enter__(self):
+        subprocess.run(["sync"], check=False)  # the previous phase's writeback is not this phase's cost
+        reset_peak_rss(self.pid)
+        self.cpu0 = cpu_seconds(self.pid)
+        self.children0 = children_cpu_seconds()
+        self.busy0 = machine_busy_seconds()
+        self.t0 = time.monotonic()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.monotonic() - self.t0
+        self.cpu = cpu_seconds(self.pid) - self.cpu0
+        self.client_cpu = children_cpu_seconds() - self.children0
+        self.other_cpu = max(0.0, machine_busy_seconds() - self.busy0 - self.cpu - self.client_cpu)
+        self.peak_rss_mb = status_kb(self.pid, "VmHWM") / 1024
+        return False
+
+    def as_dict(self) -> dict:
+        return {"wall_s": round(self.wall, 2), "cpu_s": round(self.cpu, 2), "peak_rss_mb": round(self.peak_rss_mb, 1),
+                "client_cpu_s": round(self.client_cpu, 2), "other_cpu_s": round(self.other_cpu, 2)}
+
+
+# --------------------------------------------------------------------------- tools
+
+
+class Tools:
+    def __init__(self, jars: Path, classes: Path, workdir: Path):
+        self.jars = jars
+        self.classes = classes
+        self.workdir = workdir
+
+    def java(self, main: str, args: list[str], log_name: str, heap: str = "-Xmx1g", timeout: float = 900) -> str:
+        cmd = ["java", heap, "-Djava.awt.headless=true",
+               f"-Dlog4j2.configurationFile={ROOT}/tools/kafka-jars/log4j2.properties",
+               "-cp", f"{self.classes}:{self.jars}/*", main, *args]
+        with open(self.workdir / f"{log_name}.stderr", "w") as err:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, text=True, timeout=timeout)
+        (self.workdir / f"{log_name}.stdout").write_text(p.stdout)
+        if p.returncode != 0:
+            tail = (self.workdir / f"{log_name}.stderr").read_text()[-3000:]
+            raise RuntimeError(f"{main} {' '.join(args)} exited {p.returncode}:\n{tail}")
+        return p.stdout
+
+    def client(self, args: list[str], log_name: str) -> dict:
+        out = self.java("BenchClient", args, log_name)
+        return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+PRODUCER_RE = re.compile(
+    r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, ([\d.]+) ms max latency, "
+    r"(\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th"
+)
+
+
+def producer_perf(tools: Tools, bootstrap: str, topic: str, records: int, name: str) -> dict:
+    out = tools.java(
+        "org.apache.kafka.tools.ProducerPerformance",
+        ["--topic", topic, "--num-records", str(records), "--record-size", "1024", "--throughput", "-1",
+         "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all"],
+        name,
+    )
+    m = None
+    for line in out.splitlines():
+        m = PRODUCER_RE.search(line) or m
+    if not m:
+        raise RuntimeError(f"no summary line in ProducerPerformance output:\n{out[-2000:]}")
+    g = m.groups()
+    return {"records": int(g[0]), "records_per_s": float(g[1]), "mb_per_s": float(g[2]), "avg_ms": float(g[3]),
+            "max_ms": float(g[4]), "p50_ms": float(g[5]), "p95_ms": float(g[6]), "p99_ms": float(g[7]), "p999_ms": float(g[8])}
+
+
+def consumer_perf(tools: Tools, bootstrap: str, topic: str, records: int, group: str, name: str) -> dict:
+    out = tools.java(
+        "org.apache.kafka.tools.ConsumerPerformance",
+        ["--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(records), "--group", group, "--timeout", "30000"],
+        name,
+    )
+    lines = [l for l in out.splitlines() if l.strip()]
+    header = next(i for i, l in enumerate(lines) if l.startswith("start.time"))
+    keys = [k.strip() for k in lines[header].split(",")]
+    vals = [v.strip() for v in lines[header + 1].split(",")]
+    row = dict(zip(keys, vals))
+    return {"mb": float(row["data.consumed.in.MB"]), "mb_per_s": float(row["MB.sec"]), "records": int(row["data.consumed.in.nMsg"]),
+            "records_per_s": float(row["nMsg.sec"]), "rebalance_ms": float(row["rebalance.time.ms"]),
+            "fetch_ms": float(row["fetch.time.ms"]), "fetch_mb_per_s": float(row["fetch.MB.sec"])}
+
+
+# --------------------------------------------------------------------------- brokers
+
+
+class Broker:
+    name = ""
+
+    def __init__(self, workdir: Path, data: Path):
+        self.workdir = workdir
+        self.data = data
+        self.port = free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc
+        return self.proc.pid
+
+    def wait_listening(self, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc and self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; see {self.workdir}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"{self.name} did not listen on {self.port} within {timeout}s")
+
+    def stop(self) -> float:
+        if not self.proc or self.proc.poll() is not None:
+            return 0.0
+        t0 = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            log(f"{self.name} did not stop in 120s; killing it")
+            self.proc.kill()
+            self.proc.wait()
+        return time.monotonic() - t0
+
+
+class Kafka(Broker):
+    name = "kafka"
+
+    def __init__(self, workdir: Path, data: Path, tools: Tools):
+        super().__init__(workdir, data)
+        self.tools = tools
+        self.cport = free_port()
+
+    def start(self) -> None:
+        self.data.mkdir(parents=True)
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.cport}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.cport}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(self.data),
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            **COMMON,
+            **CLEANER,
+        }
+        conf = self.workdir / "kafka-server.properties"
+        conf.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        self.tools.java("kafka.tools.StorageTool", ["format", "-t", base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="), "-c", str(conf), "--standalone"],
+                        "kafka-format", heap="-Xmx256m")
+        cmd = ["java", KAFKA_HEAP, *KAFKA_JVM.split(), "-Djava.awt.headless=true",
+               f"-Dlog4j2.configurationFile={ROOT}/tools/kafka-jars/log4j2.properties",
+               "-cp", f"{self.tools.jars}/*", "kafka.Kafka", str(conf)]
+        env = dict(os.environ, KAFKA_LOG_LEVEL="INFO")  # Kafka's stock server.log level
+        self.logfile = open(self.workdir / "kafka-broker.log", "w")
+        self.proc = subprocess.Popen(cmd, stdout=self.logfile, stderr=subprocess.STDOUT, env=env)
+        self.wait_listening()
+
+    def cleaner_note(self) -> str:
+        """Kafka's own cleaner stats line(s), for the record."""
+        text = (self.workdir / "kafka-broker.log").read_text(errors="replace")
+        m = re.findall(r"([\d,.]+ MB of log processed in [\d,.]+ seconds \([\d,.]+ MB/sec\))", text)
+        return "; ".join(m)
+
+
+class Sediment(Broker):
+    name = "sediment"
+
+    def __init__(self, workdir: Path, data: Path, binary: Path, cleaner: bool):
+        super().__init__(workdir, data)
+        self.binary = binary
+        self.cleaner = cleaner
+
+    def overrides(self) -> list[str]:
+        keys = {"listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": str(self.data), **COMMON}
+        if self.cleaner:
+            keys.update(CLEANER)
+        out = []
+        for k, v in keys.items():
+            out += ["--override", f"{k}={v}"]
+        return out
+
+    def start(self) -> None:
+        self.data.mkdir(parents=True)
+        self.logfile = open(self.workdir / "sediment-broker.log", "w")
+        env = dict(os.environ)
+        env.setdefault("RUST_LOG", "info")
+        self.proc = subprocess.Popen([str(self.binary), "serve", *self.overrides()], stdout=self.logfile, stderr=subprocess.STDOUT, env=env)
+        self.wait_listening()
+
+    def cleaner_note(self) -> str:
+        return ""
+
+
+def sediment_cleaner_support(binary: Path, workdir: Path) -> tuple[bool, str]:
+    """Whether this sediment build knows the cleaner's broker keys."""
+    empty = workdir / "empty.toml"
+    empty.write_text("")
+    args = [str(binary), "check-config", str(empty)]
+    for k, v in CLEANER.items():
+        args += ["--override", f"{k}={v}"]
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode == 0:
+        return True, ""
+    msg = (p.stderr or p.stdout).strip()
+    for line in msg.splitlines():
+        if any(k in line for k in CLEANER):
+            return False, line.strip()
+    raise RuntimeError(f"{binary} check-config failed for another reason (not a sediment serve binary?):\n{msg}")
+
+
+# --------------------------------------------------------------------------- compaction
+
+
+def read_cleaner_checkpoint(data: Path, topic: str, partition: int) -> int | None:
+    path = data / "cleaner-offset-checkpoint"
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return None
+    for line in lines[2:]:
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == topic and int(parts[1]) == partition:
+            return int(parts[2])
+    return None
+
+
+def segments(pdir: Path) -> list[tuple[int, int]]:
+    """(base offset, size) of the live segments, oldest first."""
+    out = []
+    for f in pdir.iterdir():
+        if f.name.endswith(".log") and len(f.name) == 24:
+            try:
+                out.append((int(f.name[:20]), f.stat().st_size))
+            except FileNotFoundError:
+                pass
+    return sorted(out)
+
+
+def in_progress_files(pdir: Path) -> list[str]:
+    return [f.name for f in pdir.iterdir() if f.name.endswith((".cleaned", ".swap"))]
+
+
+def compaction(broker: Broker, tools: Tools, records: int, keys: int, timeout: float) -> dict:
+    topic = "bench-compact"
+    tools.client(["create", broker.bootstrap, topic, "1", "cleanup.policy=compact", "min.cleanable.dirty.ratio=1.0"], f"{broker.name}-compact-create")
+    pdir = broker.data / f"{topic}-0"
+    res: dict = {}
+    with Phase(broker.pid) as produce:
+        out = tools.client(["keyed-produce", broker.bootstrap, topic, str(records), str(keys), "1024", "min.cleanable.dirty.ratio=0.5"],
+                           f"{broker.name}-compact-produce")
+    res["produce"] = {"records": int(out["records"]), "seconds": float(out["seconds"]), "mb_per_s": float(out["mb_per_sec"])}
+    res["produce_resources"] = produce.as_dict()
+    last_write_ms = int(out["last_write_ms"])
+    altered_ms = int(out["altered_ms"])
+    segs = segments(pdir)
+    res["segments_before"] = len(segs)
+    res["log_bytes_before"] = sum(s for _, s in segs)
+    res["cleanable_bytes"] = sum(s for _, s in segs[:-1])
+    res["checkpoint_at_last_write"] = read_cleaner_checkpoint(broker.data, topic, 0)
+    log(f"{broker.name}: {res['log_bytes_before'] / MB:.0f} MB in {len(segs)} segments; waiting for the cleaner")
+    if res["cleanable_bytes"] == 0:
+        res["error"] = "everything is in the active segment: nothing to clean (more records or smaller segments needed)"
+        return res
+    with Phase(broker.pid) as clean:
+        deadline = time.monotonic() + timeout
+        done_ms = None
+        while time.monotonic() < deadline:
+            segs = segments(pdir)
+            cp = read_cleaner_checkpoint(broker.data, topic, 0)
+            if segs and cp is not None and cp >= segs[-1][0] and not in_progress_files(pdir):
+                done_ms = int(time.time() * 1000)
+                break
+            time.sleep(0.05)
+    res["clean_resources"] = clean.as_dict()
+    if done_ms is None:
+        res["error"] = f"not fully cleaned within {timeout:.0f}s (checkpoint {read_cleaner_checkpoint(broker.data, topic, 0)})"
+        return res
+    res["seconds_from_last_write"] = (done_ms - last_write_ms) / 1000
+    res["seconds_from_config_change"] = (done_ms - altered_ms) / 1000
+    res["cleaner_mb_per_s"] = res["cleanable_bytes"] / MB / max(res["seconds_from_config_change"], 1e-3)
+    segs = segments(pdir)
+    res["segments_after"] = len(segs)
+    res["log_bytes_after"] = sum(s for _, s in segs)
+    res["checkpoint"] = read_cleaner_checkpoint(broker.data, topic, 0)
+    v = tools.client(["verify", broker.bootstrap, topic, str(res["checkpoint"])], f"{broker.name}-compact-verify")
+    res["verify"] = {k: int(x) for k, x in v.items()}
+    ok = v["records_below_checkpoint"] == v["distinct_keys_below_checkpoint"] and int(v["distinct_keys_total"]) == keys
+    res["one_record_per_key"] = ok
+    res["kafka_cleaner_log"] = broker.cleaner_note()
+    return res
+
+
+# --------------------------------------------------------------------------- raw disk
+
+
+def raw_disk(directory: Path, size_mb: int) -> dict:
+    """Sequential write then read with O_DIRECT (no page cache) in 4 MiB blocks."""
+    block = 4 * MB
+    buf = mmap.mmap(-1, block)
+    buf.write(os.urandom(block))
+    path = directory / "raw-disk.tmp"
+    n = max(1, size_mb * MB // block)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o644)
+    try:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            os.write(fd, buf)
+        os.fsync(fd)
+        write_s = time.perf_counter() - t0
+    finally:
+        os.close(fd)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    try:
+        t0 = time.perf_counter()
+        total = 0
+        while True:
+            r = os.readv(fd, [buf])
+            if r <= 0:
+                break
+            total += r
+        read_s = time.perf_counter() - t0
+    finally:
+        os.close(fd)
+        path.unlink()
+    return {"mb": n * block / MB, "write_mb_per_s": n * block / MB / write_s, "read_mb_per_s": total / MB / read_s}
+
+
+# --------------------------------------------------------------------------- run
+
+
+def run_broker(broker: Broker, tools: Tools, args, compact: bool) -> dict:
+    res: dict = {"phases": {}}
+    t0 = time.monotonic()
+    broker.start()
+    res["startup_s"] = round(time.monotonic() - t0, 2)
+    res["rss_after_start_mb"] = round(status_kb(broker.pid, "VmRSS") / 1024, 1)
+    log(f"{broker.name} listening on {broker.bootstrap} (pid {broker.pid}) after {res['startup_s']}s")
+    try:
+        for parts in args.partitions:
+            topic = f"bench-p{parts}"
+            tools.client(["create", broker.bootstrap, topic, str(parts)], f"{broker.name}-create-{topic}")
+            log(f"{broker.name}: produce {args.records} x 1 KiB to {topic}")
+            with Phase(broker.pid) as ph:
+                res[f"produce_p{parts}"] = producer_perf(tools, broker.bootstrap, topic, args.records, f"{broker.name}-produce-{topic}")
+            res["phases"][f"produce {parts}p"] = ph.as_dict()
+            log(f"{broker.name}: {res[f'produce_p{parts}']}")
+        for parts in args.partitions:
+            topic = f"bench-p{parts}"
+            log(f"{broker.name}: consume {topic}")
+            with Phase(broker.pid) as ph:
+                res[f"consume_p{parts}"] = consumer_perf(tools, broker.bootstrap, topic, args.records, f"bench-group-{parts}", f"{broker.name}-consume-{topic}")
+            res["phases"][f"consume {parts}p"] = ph.as_dict()
+            log(f"{broker.name}: {res[f'consume_p{parts}']}")
+        if compact:
+            log(f"{broker.name}: compaction: {args.compact_records} records over {args.compact_keys} keys")
+            c = compaction(broker, tools, args.compact_records, args.compact_keys, args.clean_timeout)
+            res["compaction"] = c
+            res["phases"]["compaction produce"] = c.pop("produce_resources")
+            res["phases"]["compaction clean"] = c.pop("clean_resources")
+            log(f"{broker.name}: {json.dumps(c)}")
+    finally:
+        res["stop_s"] = round(broker.stop(), 2)
+        res["wall_s"] = round(time.monotonic() - t0, 1)
+    return res
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jars", type=Path, required=True)
+    ap.add_argument("--classes", type=Path, required=True)
+    ap.add_argument("--sediment-bin", type=Path, required=True)
+    ap.add_argument("--workdir", type=Path, required=True, help="logs and data dirs (removed after each broker unless --keep-data)")
+    ap.add_argument("--out", type=Path, required=True, help="markdown report")
+    ap.add_argument("--brokers", default="kafka,sediment")
+    ap.add_argument("--records", type=int, default=1_000_000, help="records per produce run (1 KiB each)")
+    ap.add_argument("--partitions", default="1,8")
+    ap.add_argument("--compact-records", type=int, default=5_000_000)
+    ap.add_argument("--compact-keys", type=int, default=500_000)
+    ap.add_argument("--no-compaction", action="store_true")
+    ap.add_argument("--clean-timeout", type=float, default=240)
+    ap.add_argument("--disk-mb", type=int, default=2048)
+    ap.add_argument("--keep-data", action="store_true")
+    ap.add_argument("--label", default="")
+    ap.add_argument("--wait-idle", type=float, default=300, help="wait up to this many seconds for other work on the machine to stop, before each broker")
+    args = ap.parse_args()
+    args.partitions = [int(p) for p in args.partitions.split(",")]
+    brokers = args.brokers.split(",")
+    started = time.monotonic()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    tools = Tools(args.jars, args.classes, args.workdir)
+
+    env = {
+        "date": dt.datetime.now().isoformat(timespec="seconds"),
+        "commit": subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip(),
+        "cpus": os.cpu_count(),
+        "mem_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "kernel": os.uname().release,
+        "loadavg_start": Path("/proc/loadavg").read_text().split()[:3],
+        "java": subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0],
+        "records": args.records, "partitions": args.partitions,
+        "compact_records": args.compact_records, "compact_keys": args.compact_keys,
+        "label": args.label,
+    }
+    # A private copy: other builds into target/ must not swap the binary mid-run.
+    private = args.workdir / "sediment"
+    shutil.copy2(args.sediment_bin, private)
+    args.sediment_bin = private
+    cleaner_ok, cleaner_msg = sediment_cleaner_support(args.sediment_bin, args.workdir)
+    env["sediment_cleaner"] = cleaner_ok
+    if not cleaner_ok:
+        log(f"sediment has no log cleaner yet ({cleaner_msg}): its compaction phase is skipped")
+        env["sediment_cleaner_error"] = cleaner_msg
+
+    results: dict = {"env": env}
+    results["busy_before"] = {"disk": round(wait_idle(args.wait_idle), 3)}
+    log(f"raw disk: {args.disk_mb} MB sequential O_DIRECT write and read in {args.workdir}")
+    results["disk"] = raw_disk(args.workdir, args.disk_mb)
+    log(f"raw disk: {results['disk']}")
+
+    for name in brokers:
+        busy = wait_idle(args.wait_idle)
+        results["busy_before"][name] = round(busy, 3)
+        data = args.workdir / f"{name}-data"
+        shutil.rmtree(data, ignore_errors=True)
+        if name == "kafka":
+            broker: Broker = Kafka(args.workdir, data, tools)
+            compact = not args.no_compaction
+        else:
+            broker = Sediment(args.workdir, data, args.sediment_bin, cleaner_ok)
+            compact = cleaner_ok and not args.no_compaction
+        try:
+            results[name] = run_broker(broker, tools, args, compact)
+        except Exception as e:  # report what we have; the other broker still runs
+            log(f"{name} failed: {e}")
+            results[name] = {"error": str(e).splitlines()[0] if str(e) else repr(e), "phases": {}}
+            broker.stop()
+        if not args.keep_data:
+            shutil.rmtree(data, ignore_errors=True)
+    results["env"]["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
+    results["env"]["total_s"] = round(time.monotonic() - started, 1)
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from report import render
+
+    md = render(results)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(md)
+    args.out.with_suffix(".json").write_text(json.dumps(results, indent=2))
+    print(md)
+    log(f"report: {args.out} (raw numbers: {args.out.with_suffix('.json')}), total {results['env']['total_s']}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Usage: bench/run.sh [options]
+#
+# Side-by-side benchmark of Apache Kafka 4.1.2 and sediment on this machine
+# (issue 8): raw disk, produce (1 and 8 partitions), consume, compaction, and
+# each broker's peak RSS and CPU per phase. Brokers run one at a time. Writes a
+# markdown report to bench/results/<date>-<commit>.md (and the raw numbers
+# next to it as .json) and prints it. About 10 minutes with the defaults.
+#
+# Options (all passed on to bench/bench.py):
+#   --records N            records per produce run, 1 KiB each (default 1000000)
+#   --partitions LIST      partition counts of the produce/consume topics (default 1,8)
+#   --compact-records N    keyed records for the compaction phase (default 5000000)
+#   --compact-keys N       distinct keys for the compaction phase (default 500000)
+#   --no-compaction        skip the compaction phase
+#   --brokers LIST         kafka,sediment (default both, in that order)
+#   --disk-mb N            size of the raw disk test file (default 2048)
+#   --label TEXT           put TEXT in the report title (e.g. before/after)
+#   --out FILE             report path (default bench/results/<date>-<commit>.md)
+#   --keep-data            keep the brokers' data dirs (under target/bench/run-*)
+# Environment:
+#   SEDIMENT_BIN           use this sediment binary instead of building target/release/sediment
+#   BENCH_DIR              work dir for data and logs (default target/bench/run-<date>)
+#
+# Needs Java 17+ (java, javac) and Maven for the first jar download
+# (scripts/kafka-jars.sh), Rust for the release build, Python 3.
+set -euo pipefail
+
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
+  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+  exit 0
+fi
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+cd "$root"
+
+jars="$(scripts/kafka-jars.sh 4.1.2)"
+
+if [ -z "${SEDIMENT_BIN:-}" ]; then
+  echo "bench: cargo build --release" >&2
+  cargo build --release --quiet --bin sediment
+  SEDIMENT_BIN="$root/target/release/sediment"
+fi
+
+# BenchClient: compiled once against the same client jars, rebuilt when edited.
+classes="$root/target/bench/classes"
+if [ ! -f "$classes/BenchClient.class" ] || [ bench/BenchClient.java -nt "$classes/BenchClient.class" ]; then
+  mkdir -p "$classes"
+  javac -nowarn -d "$classes" -cp "$jars/*" bench/BenchClient.java
+fi
+
+stamp="$(date +%Y%m%d-%H%M%S)"
+commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+workdir="${BENCH_DIR:-$root/target/bench/run-$stamp}"
+out="bench/results/$stamp-$commit.md"
+has_out=0
+for a in "$@"; do [ "$a" = "--out" ] && has_out=1; done
+extra=()
+[ "$has_out" = 1 ] || extra=(--out "$out")
+
+exec python3 bench/bench.py --jars "$jars" --classes "$classes" --sediment-bin "$SEDIMENT_BIN" \
+  --workdir "$workdir" "${extra[@]}" "$@"
