@@ -6,7 +6,15 @@
 //! partition with data is returned whole even when larger, so a consumer
 //! always makes progress. Fetch sessions (KIP-227) are not kept: every
 //! response carries session id 0, which tells the client to send full requests.
+//!
+//! Zero copy: the records are not read here. Each partition's bytes are a
+//! [`FileRegion`] of a segment file; the response carries a placeholder of
+//! the same length in their place ([`placeholder`]), and the server, while
+//! encoding, swaps each placeholder for its region (in response order) and
+//! sends the region with `sendfile`, straight from the page cache to the
+//! socket, as Kafka does. Records never pass through the broker's memory.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,21 +23,55 @@ use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, Partition
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
 use super::{error_code, Broker};
+use crate::log::segment::FileRegion;
 use crate::log::TopicPartition;
 
 /// Upper bound of a long poll, whatever the client asks.
 const MAX_WAIT_CAP_MS: i32 = 5 * 60 * 1000;
 
-pub async fn handle(broker: &Broker, request: FetchRequest, version: i16) -> FetchResponse {
+/// Longest records region sent as a placeholder; a longer one (a partition
+/// limit above 64 MiB and that much data) is read into the response instead.
+const MAX_PLACEHOLDER: usize = 64 << 20;
+
+/// Never read: only its address matters. A zeroed allocation this large is
+/// fresh mmap'd pages that are never touched, so it costs address space, not
+/// memory (a `static` array would put 64 MiB of zeros in the binary).
+static PLACEHOLDER: OnceLock<&'static [u8]> = OnceLock::new();
+
+fn placeholder_area() -> &'static [u8] {
+    PLACEHOLDER.get_or_init(|| Box::leak(vec![0u8; MAX_PLACEHOLDER].into_boxed_slice()))
+}
+
+/// Bytes standing in for `len` bytes of records in a response, to be replaced
+/// by the matching [`FileRegion`] when the response is written.
+pub(crate) fn placeholder(len: usize) -> Option<Bytes> {
+    (len <= MAX_PLACEHOLDER).then(|| Bytes::from_static(&placeholder_area()[..len]))
+}
+
+/// Whether `bytes` is a placeholder made by this module (the encoder hands it
+/// to the output buffer as a slice).
+pub fn is_placeholder(bytes: &[u8]) -> bool {
+    !bytes.is_empty() && PLACEHOLDER.get().is_some_and(|area| std::ptr::eq(bytes.as_ptr(), area.as_ptr()))
+}
+
+/// A fetch response whose records are placeholders for `regions`, in the
+/// order the encoder meets them (topics, then partitions, as in the response).
+#[derive(Debug)]
+pub struct FetchReply {
+    pub response: FetchResponse,
+    pub regions: Vec<FileRegion>,
+}
+
+pub async fn handle(broker: &Broker, request: FetchRequest, version: i16) -> FetchReply {
     let wait = Duration::from_millis(request.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64);
     let deadline = tokio::time::Instant::now() + wait;
     let mut appends = broker.subscribe_appends();
     loop {
         appends.borrow_and_update();
-        let (response, bytes, errors) = tokio::task::block_in_place(|| read_once(broker, &request, version));
+        let (reply, bytes, errors) = tokio::task::block_in_place(|| read_once(broker, &request, version));
         let enough = bytes >= request.min_bytes.max(0) as usize || errors;
         if enough || tokio::time::Instant::now() >= deadline {
-            return response;
+            return reply;
         }
         match tokio::time::timeout_at(deadline, appends.changed()).await {
             Ok(Ok(())) => continue,
@@ -39,7 +81,8 @@ pub async fn handle(broker: &Broker, request: FetchRequest, version: i16) -> Fet
     }
 }
 
-fn read_once(broker: &Broker, request: &FetchRequest, version: i16) -> (FetchResponse, usize, bool) {
+fn read_once(broker: &Broker, request: &FetchRequest, version: i16) -> (FetchReply, usize, bool) {
+    let mut regions = Vec::new();
     let mut remaining = request.max_bytes.max(0) as usize;
     let mut total = 0usize;
     let mut errors = false;
@@ -65,16 +108,37 @@ fn read_once(broker: &Broker, request: &FetchRequest, version: i16) -> (FetchRes
                             Err(_) => Some(ResponseError::KafkaStorageError),
                             Ok(log) => {
                                 let max = (p.partition_max_bytes.max(0) as usize).min(remaining);
-                                match log.read(p.fetch_offset, max, total == 0) {
+                                match log.read_region(p.fetch_offset, max, total == 0) {
                                     Ok(info) => {
-                                        total += info.records.len();
-                                        remaining = remaining.saturating_sub(info.records.len());
+                                        let len = info.records.as_ref().map_or(0, FileRegion::len);
+                                        total += len;
+                                        remaining = remaining.saturating_sub(len);
                                         data = data
                                             .with_high_watermark(info.high_watermark)
                                             .with_last_stable_offset(info.high_watermark)
-                                            .with_log_start_offset(info.log_start_offset)
-                                            .with_records(Some(info.records));
-                                        None
+                                            .with_log_start_offset(info.log_start_offset);
+                                        if let Some(region) = info.records {
+                                            match placeholder(region.len()) {
+                                                Some(stand_in) => {
+                                                    data.records = Some(stand_in);
+                                                    regions.push(region);
+                                                    None
+                                                }
+                                                None => match region.read_to_bytes() {
+                                                    Ok(bytes) => {
+                                                        data.records = Some(bytes);
+                                                        None
+                                                    }
+                                                    Err(e) => {
+                                                        tracing::warn!(partition = %tp, "fetch read failed: {e}");
+                                                        data.records = Some(Bytes::new());
+                                                        Some(ResponseError::KafkaStorageError)
+                                                    }
+                                                },
+                                            }
+                                        } else {
+                                            None
+                                        }
                                     }
                                     Err(e) => {
                                         data = data
@@ -97,5 +161,5 @@ fn read_once(broker: &Broker, request: &FetchRequest, version: i16) -> (FetchRes
         }
         topics.push(FetchableTopicResponse::default().with_topic(topic.topic.clone()).with_topic_id(topic.topic_id).with_partitions(partitions));
     }
-    (FetchResponse::default().with_session_id(0).with_responses(topics), total, errors)
+    (FetchReply { response: FetchResponse::default().with_session_id(0).with_responses(topics), regions }, total, errors)
 }

@@ -47,6 +47,7 @@ use tokio::sync::watch;
 use crate::config::{BrokerConfig, Listener};
 use crate::group::{GroupCoordinator, GroupError};
 use crate::log::checkpoint;
+use crate::log::segment::FileRegion;
 use crate::log::{BatchError, LogError, LogManager};
 use crate::log::producer_state::ProducerError;
 
@@ -291,18 +292,37 @@ pub fn uuid_of(id: [u8; 16]) -> uuid::Uuid {
     uuid::Uuid::from_bytes(id)
 }
 
+/// A response, and the segment file regions that replace its record
+/// placeholders when it is written (Fetch; empty for every other API).
+#[derive(Debug)]
+pub struct Reply {
+    pub response: ResponseKind,
+    pub regions: Vec<FileRegion>,
+}
+
+impl From<ResponseKind> for Reply {
+    fn from(response: ResponseKind) -> Self {
+        Self { response, regions: Vec::new() }
+    }
+}
+
 /// Run one decoded request. `None` means no response is sent (acks=0 produce).
 ///
 /// # Errors
 /// `Close` when the connection must be closed (acks=0 produce that failed, an
 /// API that reached dispatch without a handler).
-pub async fn dispatch(broker: &Arc<Broker>, header: &RequestHeader, request: RequestKind, client_host: &str) -> Result<Option<ResponseKind>, Close> {
+pub async fn dispatch(broker: &Arc<Broker>, header: &RequestHeader, request: RequestKind, client_host: &str) -> Result<Option<Reply>, Close> {
     let v = header.request_api_version;
     let client_id = header.client_id.as_ref().map_or("", |c| c.as_str());
     let response = match request {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(&r, v)),
-        RequestKind::Produce(r) => return blocking(|| produce::handle(broker, r, v)),
-        RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(broker, r, v).await),
+        // Runs on this worker: the append itself moves to `block_in_place` only
+        // when it may fsync (see `produce::handle`).
+        RequestKind::Produce(r) => return produce::handle(broker, r, v).map(|r| r.map(Reply::from)),
+        RequestKind::Fetch(r) => {
+            let reply = fetch::handle(broker, r, v).await;
+            return Ok(Some(Reply { response: ResponseKind::Fetch(reply.response), regions: reply.regions }));
+        }
         RequestKind::ListOffsets(r) => ResponseKind::ListOffsets(blocking(|| list_offsets::handle(broker, r, v))),
         RequestKind::Metadata(r) => ResponseKind::Metadata(blocking(|| metadata::handle(broker, r, v))),
         RequestKind::CreateTopics(r) => ResponseKind::CreateTopics(blocking(|| create_topics::handle(broker, r, v))),
@@ -331,7 +351,7 @@ pub async fn dispatch(broker: &Arc<Broker>, header: &RequestHeader, request: Req
             return Err(Close);
         }
     };
-    Ok(Some(response))
+    Ok(Some(Reply::from(response)))
 }
 
 /// The connection must be closed without a response.

@@ -51,7 +51,16 @@ pub fn handle(broker: &Broker, request: ProduceRequest, version: i16) -> Result<
                 // request's shared bytes are copied once into a buffer we own.
                 let mut buf = records.to_vec();
                 let mut log = log.write().map_err(|_| (ResponseError::KafkaStorageError, Some("log lock poisoned".into()), None))?;
-                match log.append_as_leader(&mut buf) {
+                // Appending is a write into the page cache, done on this worker; an
+                // append that may fsync (a roll, a flush policy) lets the runtime move
+                // this worker's other tasks elsewhere first. Handing every append to
+                // block_in_place cost a thread handoff per request.
+                let appended = if log.append_may_sync(buf.len()) {
+                    tokio::task::block_in_place(|| log.append_as_leader(&mut buf))
+                } else {
+                    log.append_as_leader(&mut buf)
+                };
+                match appended {
                     Ok(info) => Ok(response.clone().with_base_offset(info.first_offset).with_log_append_time_ms(info.log_append_time).with_log_start_offset(info.log_start_offset)),
                     Err(e) => {
                         let index = match &e {

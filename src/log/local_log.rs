@@ -21,7 +21,7 @@ use super::config::LogConfig;
 use super::error::{LogError, Result};
 use super::producer_state::{BatchMetadata, ProducerError, ProducerStateManager, SequenceCheck};
 use super::record_batch::{self, TimestampType, NO_TIMESTAMP};
-use super::segment::{self, LogSegment, RollParams, SegmentConfig};
+use super::segment::{self, FileRegion, LogSegment, RollParams, SegmentConfig};
 use super::validator::{self, ValidatedBatch, ValidationContext};
 use crate::clock::SharedClock;
 
@@ -75,6 +75,15 @@ pub struct LogAppendInfo {
 pub struct FetchDataInfo {
     /// Whole batches, as on disk.
     pub records: Bytes,
+    pub high_watermark: i64,
+    pub log_start_offset: i64,
+}
+
+/// Where a Fetch's bytes are, for sending them without a copy.
+#[derive(Debug, Clone)]
+pub struct FetchRegionInfo {
+    /// Whole batches, as on disk; `None` when there is nothing to send.
+    pub records: Option<FileRegion>,
     pub high_watermark: i64,
     pub log_start_offset: i64,
 }
@@ -258,6 +267,26 @@ impl Log {
         self.segments.values().map(LogSegment::size).sum()
     }
 
+    /// Whether appending `bytes` of records now may fsync (a roll flushes the
+    /// closed segment; `flush.messages` and `log.flush.before.ack` flush the
+    /// log), so the caller can move the append off an async worker only then.
+    /// A hint: it errs towards `true`, and a wrong `false` costs latency, not
+    /// correctness.
+    pub fn append_may_sync(&self, bytes: usize) -> bool {
+        if self.flush_before_ack || self.config.flush_messages < i64::MAX {
+            return true;
+        }
+        let now = self.clock.now_ms();
+        let params = RollParams {
+            max_timestamp_in_messages: now,
+            // Every record takes more than one byte: an upper bound on the offsets used.
+            max_offset_in_messages: self.next_offset.saturating_add(bytes as i64),
+            messages_size: bytes,
+            now_ms: now,
+        };
+        self.active_segment().should_roll(&params, self.config.segment_bytes, self.roll_ms(), self.roll_jitter_ms())
+    }
+
     /// Validate a producer's batches, assign offsets in place, and append.
     ///
     /// # Errors
@@ -424,7 +453,22 @@ impl Log {
     /// # Errors
     /// `OffsetOutOfRange` outside [log start, log end]; I/O errors.
     pub fn read(&self, offset: i64, max_bytes: usize, min_one_batch: bool) -> Result<FetchDataInfo> {
-        let empty = || FetchDataInfo { records: Bytes::new(), high_watermark: self.next_offset, log_start_offset: self.log_start_offset };
+        let info = self.read_region(offset, max_bytes, min_one_batch)?;
+        let records = match &info.records {
+            Some(region) => region.read_to_bytes().map_err(LogError::io(&self.dir))?,
+            None => Bytes::new(),
+        };
+        Ok(FetchDataInfo { records, high_watermark: info.high_watermark, log_start_offset: info.log_start_offset })
+    }
+
+    /// What [`Log::read`] would return, as a region of a segment file that is
+    /// not read here (a fetch sends it to the socket with `sendfile`). `None`
+    /// when there is nothing to return.
+    ///
+    /// # Errors
+    /// `OffsetOutOfRange` outside [log start, log end]; I/O errors.
+    pub fn read_region(&self, offset: i64, max_bytes: usize, min_one_batch: bool) -> Result<FetchRegionInfo> {
+        let empty = || FetchRegionInfo { records: None, high_watermark: self.next_offset, log_start_offset: self.log_start_offset };
         if offset == self.next_offset {
             return Ok(empty());
         }
@@ -433,8 +477,8 @@ impl Log {
         }
         let first = self.segments.range(..=offset).next_back().map_or(i64::MIN, |(b, _)| *b);
         for seg in self.segments.range(first..).map(|(_, s)| s) {
-            if let Some((_, bytes)) = seg.read(offset, max_bytes, min_one_batch)? {
-                return Ok(FetchDataInfo { records: bytes, ..empty() });
+            if let Some((_, region)) = seg.read_region(offset, max_bytes, min_one_batch)? {
+                return Ok(FetchRegionInfo { records: (!region.is_empty()).then_some(region), ..empty() });
             }
         }
         Ok(empty())

@@ -12,6 +12,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
@@ -66,13 +67,56 @@ pub struct RollParams {
     pub now_ms: i64,
 }
 
+/// Whole batches of a segment file, by position, not yet read: a fetch
+/// response sends them with `sendfile` (page cache to socket, no copy through
+/// the broker's memory), like Kafka's `FileRecords`. The region holds the file
+/// open, so it stays readable if the segment is cleaned, retained or deleted
+/// before it is sent; segment files only ever change past their valid size,
+/// so the bytes are those the fetch chose.
+#[derive(Debug, Clone)]
+pub struct FileRegion {
+    file: Arc<File>,
+    position: u64,
+    len: usize,
+}
+
+impl FileRegion {
+    pub fn new(file: Arc<File>, position: u64, len: usize) -> Self {
+        Self { file, position, len }
+    }
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The region's bytes, read into memory.
+    ///
+    /// # Errors
+    /// I/O errors, and `UnexpectedEof` if the file is shorter than the region.
+    pub fn read_to_bytes(&self) -> std::io::Result<Bytes> {
+        let mut buf = BytesMut::zeroed(self.len);
+        self.file.read_exact_at(&mut buf, self.position)?;
+        Ok(buf.freeze())
+    }
+}
+
 #[derive(Debug)]
 pub struct LogSegment {
     base_offset: i64,
     dir: PathBuf,
     /// Suffix after `.log` (empty, or `.cleaned`/`.swap` while the cleaner owns it).
     suffix: String,
-    log: File,
+    /// Shared with the [`FileRegion`]s of fetches in flight, which keep reading
+    /// the file after the segment is replaced or deleted.
+    log: Arc<File>,
     size: u64,
     offset_index: OffsetIndex,
     time_index: TimeIndex,
@@ -102,6 +146,7 @@ impl LogSegment {
             .truncate(true)
             .open(&log_path)
             .map_err(LogError::io(&log_path))?;
+        let log = Arc::new(log);
         Ok(Self {
             base_offset,
             dir: dir.into(),
@@ -131,7 +176,7 @@ impl LogSegment {
     /// I/O errors only.
     pub fn open(dir: &Path, base_offset: i64, config: SegmentConfig, suffix: &str) -> Result<Self> {
         let log_path = log_file(dir, base_offset, suffix);
-        let log = OpenOptions::new().read(true).write(true).open(&log_path).map_err(LogError::io(&log_path))?;
+        let log = Arc::new(OpenOptions::new().read(true).write(true).open(&log_path).map_err(LogError::io(&log_path))?);
         let meta = log.metadata().map_err(LogError::io(&log_path))?;
         let created_ms = meta
             .modified()
@@ -386,44 +431,51 @@ impl LogSegment {
     /// # Errors
     /// I/O errors and malformed headers.
     pub fn read(&self, offset: i64, max_bytes: usize, min_one_batch: bool) -> Result<Option<(i64, Bytes)>> {
+        let Some((base, region)) = self.read_region(offset, max_bytes, min_one_batch)? else { return Ok(None) };
+        let bytes = region.read_to_bytes().map_err(LogError::io(self.log_path()))?;
+        Ok(Some((base, bytes)))
+    }
+
+    /// Where [`LogSegment::read`]'s bytes are in the file, without reading
+    /// them: a fetch sends the region straight from the page cache to the
+    /// socket. Only batch headers are read, to find the start and, when no
+    /// index entry marks a batch start inside the limit, the end.
+    ///
+    /// # Errors
+    /// I/O errors and malformed headers.
+    pub fn read_region(&self, offset: i64, max_bytes: usize, min_one_batch: bool) -> Result<Option<(i64, FileRegion)>> {
         let Some(start) = self.translate_offset(offset)? else { return Ok(None) };
         let available = self.size - start.position;
         let first = start.header.size_in_bytes() as u64;
-        // One read of up to max_bytes, cut back to whole batches in memory: a fetch
-        // costs one syscall however many batches it spans.
-        let mut want = available.min(max_bytes as u64);
-        if want < available {
+        let mut end = self.size;
+        if available > max_bytes as u64 {
+            let limit = start.position + max_bytes as u64;
             // End at a batch start the index knows, so the next fetch starts where
             // this one ended: reads stay strictly sequential and readahead works.
-            let limit = (start.position + want).min(u32::MAX as u64) as u32;
-            if let Some(end) = self.offset_index.floor_position(limit) {
-                if end as u64 > start.position {
-                    want = end as u64 - start.position;
-                }
-            }
+            end = match self.offset_index.floor_position(limit.min(u32::MAX as u64) as u32) {
+                Some(e) if e as u64 > start.position => e as u64,
+                _ => self.whole_batches_end(start.position, limit)?,
+            };
         }
-        if want < first {
+        if end - start.position < first {
             if !min_one_batch {
-                return Ok(Some((start.header.base_offset, Bytes::new())));
+                return Ok(Some((start.header.base_offset, FileRegion::new(Arc::clone(&self.log), start.position, 0))));
             }
-            want = first.min(available);
+            end = start.position + first.min(available);
         }
-        let mut buf = BytesMut::zeroed(want as usize);
-        self.log.read_exact_at(&mut buf, start.position).map_err(LogError::io(self.log_path()))?;
-        let mut cut = 0usize;
-        while cut + LOG_OVERHEAD <= buf.len() {
-            let length = i32::from_be_bytes(buf[cut + 8..cut + 12].try_into().expect("4 bytes"));
-            if length < (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32 {
-                return Err(LogError::Corrupt { path: self.log_path(), position: start.position + cut as u64, reason: format!("batch length {length}") });
-            }
-            let size = length as usize + LOG_OVERHEAD;
-            if cut + size > buf.len() {
+        Ok(Some((start.header.base_offset, FileRegion::new(Arc::clone(&self.log), start.position, (end - start.position) as usize))))
+    }
+
+    /// The end of the last whole batch from `position` that ends at or before `limit`.
+    fn whole_batches_end(&self, mut position: u64, limit: u64) -> Result<u64> {
+        while let Some(header) = self.read_header_at(position)? {
+            let size = header.size_in_bytes() as u64;
+            if position + size > limit {
                 break;
             }
-            cut += size;
+            position += size;
         }
-        buf.truncate(cut);
-        Ok(Some((start.header.base_offset, buf.freeze())))
+        Ok(position)
     }
 
     /// The first record with timestamp >= `timestamp` at or after `starting_offset`:

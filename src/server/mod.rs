@@ -20,8 +20,16 @@
 //! Shutdown is a future passed to `run` (mini-redis's pattern): the listener
 //! stops accepting, every connection finishes the request it is handling and
 //! closes, and `run` returns once all connection tasks are done.
+//!
+//! Fetch responses are written without copying their records: the response is
+//! encoded into a [`ResponseBuf`] that keeps, in place of each record
+//! placeholder, the segment file region it stands for, and the writer sends
+//! the encoded bytes and the regions in order, the regions with `sendfile`.
 
 mod legacy_produce;
+mod response;
+
+pub use response::ResponseBuf;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -29,7 +37,7 @@ use std::sync::Arc;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -87,7 +95,7 @@ async fn serve_connection(stream: TcpStream, broker: &Arc<Broker>, mut stop: wat
     let max = broker.config.socket_request_max_bytes();
     let (reader, mut writer) = stream.into_split();
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
-    let mut out = BytesMut::with_capacity(64 * 1024);
+    let mut out = ResponseBuf::with_capacity(64 * 1024);
     loop {
         let size = tokio::select! {
             size = reader.read_i32() => match size {
@@ -103,16 +111,14 @@ async fn serve_connection(stream: TcpStream, broker: &Arc<Broker>, mut stop: wat
         let mut frame = vec![0u8; size as usize];
         reader.read_exact(&mut frame).await?;
         out.clear();
-        match handle_frame(broker, Bytes::from(frame), &mut out, &client_host).await {
-            Ok(true) => {
-                writer.write_all(&out).await?;
-            }
+        match handle_frame_into(broker, Bytes::from(frame), &mut out, &client_host).await {
+            Ok(true) => out.write_to(&mut writer).await?,
             Ok(false) => {}
             Err(e) => return Err(e),
         }
         if out.capacity() > 1 << 20 {
-            // Do not keep a large fetch's buffer alive per idle connection.
-            out = BytesMut::with_capacity(64 * 1024);
+            // Do not keep a large response's buffer alive per idle connection.
+            out = ResponseBuf::with_capacity(64 * 1024);
         }
     }
 }
@@ -157,12 +163,25 @@ pub fn parse_frame(frame: Bytes) -> Result<Frame, String> {
     Ok(Frame::Request { api_key, header, request: Box::new(request) })
 }
 
-/// Decode, dispatch and encode one request into `out`. `Ok(false)`: no
-/// response is owed (acks=0). Public for the fuzz target.
+/// Decode, dispatch and encode one request into `out`, with the records of
+/// a fetch read into it. `Ok(false)`: no response is owed (acks=0). Public
+/// for the fuzz target.
 ///
 /// # Errors
 /// `Protocol` when the connection must be closed.
 pub async fn handle_frame(broker: &Arc<Broker>, frame: Bytes, out: &mut BytesMut, client_host: &str) -> Result<bool, ConnError> {
+    let mut buf = ResponseBuf::default();
+    let owed = handle_frame_into(broker, frame, &mut buf, client_host).await?;
+    buf.read_into(out)?;
+    Ok(owed)
+}
+
+/// [`handle_frame`] into a [`ResponseBuf`], whose fetched records stay in
+/// their segment files until it is written.
+///
+/// # Errors
+/// `Protocol` when the connection must be closed.
+pub async fn handle_frame_into(broker: &Arc<Broker>, frame: Bytes, out: &mut ResponseBuf, client_host: &str) -> Result<bool, ConnError> {
     match parse_frame(frame).map_err(ConnError::Protocol)? {
         Frame::ApiVersionsTooNew { correlation_id } => {
             // The client is newer than us: tell it what we have, in a body every
@@ -172,9 +191,10 @@ pub async fn handle_frame(broker: &Arc<Broker>, frame: Bytes, out: &mut BytesMut
             Ok(true)
         }
         Frame::LegacyProduce { correlation_id, body: Some(body), .. } => {
-            out.put_i32((4 + body.len()) as i32);
-            out.put_i32(correlation_id);
-            out.put_slice(&body);
+            let head = out.head_mut();
+            head.put_i32((4 + body.len()) as i32);
+            head.put_i32(correlation_id);
+            head.put_slice(&body);
             Ok(true)
         }
         Frame::LegacyProduce { version, .. } => Err(ConnError::Protocol(format!("Produce v{version} is not supported (acks=0 or malformed)"))),
@@ -185,9 +205,10 @@ pub async fn handle_frame(broker: &Arc<Broker>, frame: Bytes, out: &mut BytesMut
             let api_name = format!("{api_key:?}");
             let elapsed = started.elapsed().as_secs_f64();
             match outcome {
-                Ok(Some(response)) => {
-                    broker.request_metrics.observe(&api_name, elapsed, Some(&response));
-                    encode_response(out, header.correlation_id, api_key.response_header_version(version), &response, version)?;
+                Ok(Some(reply)) => {
+                    broker.request_metrics.observe(&api_name, elapsed, Some(&reply.response));
+                    out.expect_regions(reply.regions);
+                    encode_response(out, header.correlation_id, api_key.response_header_version(version), &reply.response, version)?;
                     Ok(true)
                 }
                 Ok(None) => {
@@ -203,15 +224,22 @@ pub async fn handle_frame(broker: &Arc<Broker>, frame: Bytes, out: &mut BytesMut
     }
 }
 
-fn encode_response(out: &mut BytesMut, correlation_id: i32, header_version: i16, response: &ResponseKind, version: i16) -> Result<(), ConnError> {
-    let start = out.len();
-    out.put_i32(0);
+fn encode_response(out: &mut ResponseBuf, correlation_id: i32, header_version: i16, response: &ResponseKind, version: i16) -> Result<(), ConnError> {
+    let (head_start, wire_start) = (out.head_mut().len(), out.wire_len());
+    out.head_mut().put_i32(0);
     ResponseHeader::default()
         .with_correlation_id(correlation_id)
         .encode(out, header_version)
         .map_err(|e| ConnError::Protocol(format!("encoding response header: {e}")))?;
-    response.encode(out, version).map_err(|e| ConnError::Protocol(format!("encoding response: {e}")))?;
-    let size = (out.len() - start - 4) as i32;
-    out[start..start + 4].copy_from_slice(&size.to_be_bytes());
+    let encoded = match response {
+        // The one response that carries records: encoded through the buffer's
+        // placeholder handling (ResponseKind::encode only writes a BytesMut).
+        ResponseKind::Fetch(fetch) => fetch.encode(out, version),
+        other => other.encode(out.head_mut(), version),
+    };
+    encoded.map_err(|e| ConnError::Protocol(format!("encoding response: {e}")))?;
+    out.finish().map_err(ConnError::Protocol)?;
+    let size = i32::try_from(out.wire_len() - wire_start - 4).map_err(|_| ConnError::Protocol("response larger than 2 GiB".into()))?;
+    out.head_mut()[head_start..head_start + 4].copy_from_slice(&size.to_be_bytes());
     Ok(())
 }
