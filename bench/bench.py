@@ -227,6 +227,13 @@ def consumer_perf(tools: Tools, bootstrap: str, topic: str, records: int, group:
 # --------------------------------------------------------------------------- brokers
 
 
+def _die_with_parent() -> None:
+    """A broker must not outlive this script (PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+
+
 class Broker:
     name = ""
 
@@ -305,7 +312,7 @@ class Kafka(Broker):
                "-cp", f"{self.tools.jars}/*", "kafka.Kafka", str(conf)]
         env = dict(os.environ, KAFKA_LOG_LEVEL="INFO")  # Kafka's stock server.log level
         self.logfile = open(self.workdir / "kafka-broker.log", "w")
-        self.proc = subprocess.Popen(cmd, stdout=self.logfile, stderr=subprocess.STDOUT, env=env)
+        self.proc = subprocess.Popen(cmd, stdout=self.logfile, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent)
         self.wait_listening()
 
     def cleaner_note(self) -> str:
@@ -337,7 +344,8 @@ class Sediment(Broker):
         self.logfile = open(self.workdir / "sediment-broker.log", "w")
         env = dict(os.environ)
         env.setdefault("RUST_LOG", "info")
-        self.proc = subprocess.Popen([str(self.binary), "serve", *self.overrides()], stdout=self.logfile, stderr=subprocess.STDOUT, env=env)
+        self.proc = subprocess.Popen([str(self.binary), "serve", *self.overrides()], stdout=self.logfile, stderr=subprocess.STDOUT, env=env,
+                                     preexec_fn=_die_with_parent)
         self.wait_listening()
 
     def cleaner_note(self) -> str:
@@ -536,6 +544,8 @@ def main() -> int:
     ap.add_argument("--label", default="")
     ap.add_argument("--wait-idle", type=float, default=300, help="wait up to this many seconds for other work on the machine to stop, before each broker")
     args = ap.parse_args()
+    # SIGTERM unwinds like Ctrl-C, so the running broker is stopped (finally blocks).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args.partitions = [int(p) for p in args.partitions.split(",")]
     brokers = args.brokers.split(",")
     started = time.monotonic()

@@ -18,6 +18,9 @@
 #   --label TEXT           put TEXT in the report title (e.g. before/after)
 #   --out FILE             report path (default bench/results/<date>-<commit>.md)
 #   --keep-data            keep the brokers' data dirs (under target/bench/run-*)
+#   --wait-idle SECONDS    before the disk test and each broker, wait up to this long
+#                          for other work on the machine to stop (default 300)
+#   --clean-timeout S      give up waiting for the cleaner after S seconds (default 240)
 # Environment:
 #   SEDIMENT_BIN           use this sediment binary instead of building target/release/sediment
 #   BENCH_DIR              work dir for data and logs (default target/bench/run-<date>)
