@@ -3,7 +3,8 @@
 #   scripts/test.sh
 # It installs what the tests need (Java 17 and Maven for Apache Kafka's own
 # tools, fetched from Maven Central; kcat from Debian; confluent-kafka and
-# kafka-python from PyPI into target/pyenv; Prometheus from Debian), then runs cargo test.
+# kafka-python from PyPI into target/pyenv; Prometheus and docker-compose from
+# Debian), then runs cargo test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,11 @@ command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 # starts a service where systemd runs; the test only uses the binaries, with its
 # own config, data dir and loopback port.
 command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
+# A compose client for tests/ops_files.rs to validate docker/docker-compose.yml
+# (`docker-compose config` needs no Docker engine).
+if ! docker compose version >/dev/null 2>&1 && ! command -v docker-compose >/dev/null 2>&1; then
+  need_apt+=(docker-compose)
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing ${need_apt[*]}" >&2
   if [ "$(id -u)" = 0 ]; then

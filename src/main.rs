@@ -46,6 +46,9 @@ enum Command {
         #[arg(long = "override", value_name = "KEY=VALUE")]
         overrides: Vec<String>,
     },
+    /// Print a TOML file listing every key with its default and meaning, all
+    /// commented out (config/server.toml is this output).
+    ConfigTemplate,
     /// Show the running broker's cleaner: per compacted partition its dirty
     /// ratio, cleanable bytes, whether it is eligible (and why not) and its
     /// last clean. Reads the broker's metrics endpoint (`metrics.listen`).
@@ -115,6 +118,10 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Command::ConfigTemplate => {
+            print!("{}", sediment::config::config_template());
+            ExitCode::SUCCESS
+        }
         Command::CleanerStatus { metrics, json } => match cleaner_status(&metrics, json) {
             Ok(text) => {
                 print!("{text}");
@@ -253,8 +260,9 @@ fn cleaner_status(addr: &str, json: bool) -> anyhow::Result<String> {
             out,
             "{name:<32} {:>6.3} {:>12} {:>12}  {status}",
             p["dirty_ratio"].as_f64().unwrap_or(0.0),
-            p["cleanable_bytes"],
-            p["first_dirty_offset"]
+            // as numbers: a JSON value's Display ignores the column width
+            p["cleanable_bytes"].as_i64().unwrap_or(0),
+            p["first_dirty_offset"].as_i64().unwrap_or(0)
         )?;
         let last = &p["last_clean"];
         if last.is_object() {

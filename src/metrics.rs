@@ -151,6 +151,10 @@ struct Gauges {
     throttle_sleep_seconds: prometheus::Counter,
     io_limit: Gauge,
     cleans: IntCounter,
+    threads: IntGauge,
+    backoff_seconds: Gauge,
+    dir_total_bytes: IntGaugeVec,
+    dir_usable_bytes: IntGaugeVec,
     log_size: IntGaugeVec,
     log_start: IntGaugeVec,
     log_end: IntGaugeVec,
@@ -214,6 +218,8 @@ impl Metrics {
         r.register(Box::new(io_limit.clone()))?;
         let cleans = IntCounter::new("sediment_log_cleaner_cleans_total", "Cleans completed")?;
         r.register(Box::new(cleans.clone()))?;
+        let backoff_seconds = Gauge::new("sediment_log_cleaner_backoff_seconds", "log.cleaner.backoff.ms in seconds: how long an idle cleaner thread sleeps between passes")?;
+        r.register(Box::new(backoff_seconds.clone()))?;
         let gauges = Gauges {
             max_dirty_percent: int_gauge(&r, "kafka_log_logcleanermanager_max_dirty_percent", "Highest dirty ratio (percent) among compacted logs at the cleaner's last choice")?,
             time_since_last_run_ms: int_gauge(&r, "kafka_log_logcleanermanager_time_since_last_run_ms", "Milliseconds since a cleaner thread last finished a pass")?,
@@ -228,6 +234,10 @@ impl Metrics {
             throttle_sleep_seconds,
             io_limit,
             cleans,
+            threads: int_gauge(&r, "sediment_log_cleaner_threads", "Cleaner threads started (log.cleaner.threads; 0 when log.cleaner.enable=false)")?,
+            backoff_seconds,
+            dir_total_bytes: int_gauge_vec(&r, "sediment_log_dir_total_bytes", "Size of the file system holding the log dir", &["log_dir"])?,
+            dir_usable_bytes: int_gauge_vec(&r, "sediment_log_dir_usable_bytes", "Bytes of the file system holding the log dir that the broker may still use", &["log_dir"])?,
             log_size: int_gauge_vec(&r, "kafka_log_log_size", "Bytes of all segments of the partition", TP)?,
             log_start: int_gauge_vec(&r, "kafka_log_log_logstartoffset", "Log start offset", TP)?,
             log_end: int_gauge_vec(&r, "kafka_log_log_logendoffset", "Log end offset", TP)?,
@@ -267,6 +277,18 @@ impl Metrics {
         }
         g.io_limit.set(threads.io_limit_bytes_per_second.unwrap_or(0.0));
         g.cleans.inc_by(threads.cleans_total.saturating_sub(g.cleans.get()));
+        g.threads.set(threads.threads as i64);
+        g.backoff_seconds.set(self.cleaner.config().backoff_ms as f64 / 1000.0);
+        g.dir_total_bytes.reset();
+        g.dir_usable_bytes.reset();
+        for dir in &self.logs.config().log_dirs {
+            // Labelled as the config names the dir, like the cleaner's logDirectory.
+            let label = dir.display().to_string();
+            if let Some((total, usable)) = crate::api::describe_log_dirs::disk_space(dir) {
+                g.dir_total_bytes.with_label_values(&[&label]).set(total);
+                g.dir_usable_bytes.with_label_values(&[&label]).set(usable);
+            }
+        }
 
         for v in [&g.log_size, &g.log_start, &g.log_end, &g.log_segments, &g.cleanable_bytes, &g.first_dirty_offset, &g.eligible, &g.uncleanable] {
             v.reset();
