@@ -224,9 +224,11 @@ fn kind_name(kind: ConfigType) -> &'static str {
     }
 }
 
-/// The sections of [`config_template`]: a title, a note, and which broker keys
+/// A section of [`config_template`]: a title, a note, and which broker keys
 /// belong there (the first section that claims a key gets it).
-const TEMPLATE_SECTIONS: &[(&str, &str, fn(&str) -> bool)] = &[
+type TemplateSection = (&'static str, &'static str, fn(&str) -> bool);
+
+const TEMPLATE_SECTIONS: &[TemplateSection] = &[
     ("Broker and network", "", |k| matches!(k, "node.id" | "listeners" | "advertised.listeners" | "socket.request.max.bytes")),
     ("Metrics", "", |k| k == "metrics.listen"),
     ("Topics", "", |k| matches!(k, "num.partitions" | "default.replication.factor" | "auto.create.topics.enable" | "delete.topic.enable")),
