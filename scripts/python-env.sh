@@ -6,10 +6,10 @@ cd "$(dirname "$0")/.."
 venv=target/pyenv
 stamp=$venv/.sediment-stamp
 want="confluent-kafka==2.16.1 kafka-python==3.0.12 lz4==4.4.4 zstandard==0.23.0 cramjam==2.10.0 python-snappy==0.7.3"
+mkdir -p target
 exec 9>target/.pyenv.lock
 flock 9
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  mkdir -p target
   python3 -m venv "$venv" >&2 || { rm -rf "$venv"; python3 -m venv --without-pip "$venv" >&2; }
   "$venv/bin/python" -m pip install -q --disable-pip-version-check $want >&2
   echo "$want" > "$stamp"
