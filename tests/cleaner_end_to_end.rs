@@ -8,26 +8,10 @@
 
 mod broker;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use broker::{repo_root, TestBroker};
-
-fn tool(b: &TestBroker, main_class: &str, args: &[&str], stdin: Option<&str>) -> String {
-    let mut cmd = Command::new("bash");
-    cmd.arg(repo_root().join("scripts/kafka-tool.sh")).arg(main_class).args(args).env("KAFKA_HEAP_OPTS", "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC");
-    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("scripts/kafka-tool.sh (needs Java 17 and Maven)");
-    if let Some(input) = stdin {
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{main_class} {args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}\nbroker:\n{}", b.log());
-    stdout
-}
+use broker::{kafka_tool, TestBroker};
 
 const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
 const CONFIGS: &str = "kafka.admin.ConfigCommand";
@@ -41,7 +25,7 @@ fn consume(b: &TestBroker, topic: &str, count: usize) -> Vec<String> {
         "--bootstrap-server", &bs, "--topic", topic, "--partition", "0", "--offset", "earliest", "--max-messages", &n,
         "--property", "print.key=true", "--property", "print.offset=true", "--timeout-ms", "20000",
     ];
-    tool(b, CONSUMER, &args, None).lines().map(String::from).collect()
+    kafka_tool(b, CONSUMER, &args, None).lines().map(String::from).collect()
 }
 
 /// The partition's entry in the log dir's cleaner-offset-checkpoint.
@@ -62,10 +46,10 @@ fn seed_customer_email_is_compacted_by_the_running_broker() {
     // Seed 003's topic, except that the dirty ratio starts at 1.0: a ratio can
     // never exceed it, so the cleaner holds off while the dirty state is
     // checked; the seed's 0.01 is then set at runtime with kafka-configs.
-    let created = tool(&b, TOPICS, &["--bootstrap-server", &bs, "--create", "--topic", "customer-email", "--partitions", "1", "--config", "cleanup.policy=compact", "--config", "segment.ms=1000", "--config", "min.cleanable.dirty.ratio=1.0"], None);
+    let created = kafka_tool(&b, TOPICS, &["--bootstrap-server", &bs, "--create", "--topic", "customer-email", "--partitions", "1", "--config", "cleanup.policy=compact", "--config", "segment.ms=1000", "--config", "min.cleanable.dirty.ratio=1.0"], None);
     assert!(created.contains("Created topic customer-email."), "{created}");
     assert_eq!(b.metric(MAX_DIRTY), Some(0.0), "nothing dirty yet");
-    let produce = |input: &str| tool(&b, PRODUCER, &["--bootstrap-server", &bs, "--topic", "customer-email", "--property", "parse.key=true", "--property", "key.separator=:"], Some(input));
+    let produce = |input: &str| kafka_tool(&b, PRODUCER, &["--bootstrap-server", &bs, "--topic", "customer-email", "--property", "parse.key=true", "--property", "key.separator=:"], Some(input));
     produce("c1:ana@old.example\nc2:ben@example.com\nc1:ana@new.example\nc3:cy@example.com\nc2:ben@work.example\n");
     // The active segment rolls when a record arrives more than segment.ms
     // after its first one (Kafka's rule, on record timestamps).
@@ -88,7 +72,7 @@ fn seed_customer_email_is_compacted_by_the_running_broker() {
     assert_eq!(before.len(), 7, "{before:?}");
 
     // The seed's ratio, at runtime.
-    tool(&b, CONFIGS, &["--bootstrap-server", &bs, "--alter", "--entity-type", "topics", "--entity-name", "customer-email", "--add-config", "min.cleanable.dirty.ratio=0.01"], None);
+    kafka_tool(&b, CONFIGS, &["--bootstrap-server", &bs, "--alter", "--entity-type", "topics", "--entity-name", "customer-email", "--add-config", "min.cleanable.dirty.ratio=0.01"], None);
     let altered = Instant::now();
     let end = b.wait_for(10, "the checkpoint to advance", || checkpoint(&b, "customer-email"));
     assert_eq!(end, 5, "the clean mapped the whole closed segment");

@@ -4,28 +4,7 @@
 
 mod broker;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
-use broker::{repo_root, TestBroker};
-
-fn tool_output(main_class: &str, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
-    let mut cmd = Command::new("bash");
-    cmd.arg(repo_root().join("scripts/kafka-tool.sh")).arg(main_class).args(args).env("KAFKA_HEAP_OPTS", "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC");
-    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("scripts/kafka-tool.sh (needs Java 17 and Maven)");
-    if let Some(input) = stdin {
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
-}
-
-fn tool(b: &TestBroker, main_class: &str, args: &[&str], stdin: Option<&str>) -> String {
-    let (ok, stdout, stderr) = tool_output(main_class, args, stdin);
-    assert!(ok, "{main_class} {args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}\nbroker:\n{}", b.log());
-    stdout
-}
+use broker::{kafka_tool, kafka_tool_output, TestBroker};
 
 const PRODUCER: &str = "org.apache.kafka.tools.ConsoleProducer";
 const CONSUMER: &str = "org.apache.kafka.tools.consumer.ConsoleConsumer";
@@ -35,14 +14,14 @@ const GROUPS: &str = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand
 fn console_consumer_group_and_consumer_groups_command() {
     let b = TestBroker::start(&["group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=5", "num.partitions=2"]);
     let bs = b.bootstrap();
-    tool(&b, PRODUCER, &["--bootstrap-server", &bs, "--topic", "orders", "--property", "parse.key=true", "--property", "key.separator=:"], Some("k1:a\nk2:b\nk3:c\nk4:d\nk5:e\nk6:f\n"));
+    kafka_tool(&b, PRODUCER, &["--bootstrap-server", &bs, "--topic", "orders", "--property", "parse.key=true", "--property", "key.separator=:"], Some("k1:a\nk2:b\nk3:c\nk4:d\nk5:e\nk6:f\n"));
 
     let consume_group = |max: Option<&str>| {
         let mut args = vec!["--bootstrap-server", bs.as_str(), "--topic", "orders", "--group", "g", "--from-beginning", "--timeout-ms", "10000"];
         if let Some(m) = max {
             args.extend(["--max-messages", m]);
         }
-        let (_, stdout, stderr) = tool_output(CONSUMER, &args, None);
+        let (_, stdout, stderr) = kafka_tool_output(CONSUMER, &args, None);
         let mut values: Vec<String> = stdout.lines().map(String::from).collect();
         values.sort();
         (values, stderr)
@@ -55,9 +34,9 @@ fn console_consumer_group_and_consumer_groups_command() {
     assert!(values.is_empty(), "{values:?}");
     assert!(stderr.contains("Processed a total of 0 messages"), "{stderr}");
 
-    let list = tool(&b, GROUPS, &["--bootstrap-server", &bs, "--list"], None);
+    let list = kafka_tool(&b, GROUPS, &["--bootstrap-server", &bs, "--list"], None);
     assert_eq!(list.lines().collect::<Vec<_>>(), ["g"]);
-    let describe = tool(&b, GROUPS, &["--bootstrap-server", &bs, "--describe", "--group", "g"], None);
+    let describe = kafka_tool(&b, GROUPS, &["--bootstrap-server", &bs, "--describe", "--group", "g"], None);
     let lag: Vec<(String, String, String)> = describe
         .lines()
         .filter(|l| l.starts_with("g "))
@@ -69,24 +48,24 @@ fn console_consumer_group_and_consumer_groups_command() {
     // Every partition committed at its end: lag 0.
     assert_eq!(lag.len(), 2, "{describe}");
     assert!(lag.iter().all(|(_, _, l)| l == "0"), "{describe}");
-    let state = tool(&b, GROUPS, &["--bootstrap-server", &bs, "--describe", "--group", "g", "--state"], None);
+    let state = kafka_tool(&b, GROUPS, &["--bootstrap-server", &bs, "--describe", "--group", "g", "--state"], None);
     assert!(state.contains("Empty"), "{state}");
 
-    let reset = tool(&b, GROUPS, &["--bootstrap-server", &bs, "--reset-offsets", "--group", "g", "--topic", "orders", "--to-earliest", "--execute"], None);
+    let reset = kafka_tool(&b, GROUPS, &["--bootstrap-server", &bs, "--reset-offsets", "--group", "g", "--topic", "orders", "--to-earliest", "--execute"], None);
     assert_eq!(reset.lines().filter(|l| l.starts_with("g ") && l.trim_end().ends_with(" 0")).count(), 2, "{reset}");
     let (values, _) = consume_group(Some("6"));
     assert_eq!(values.len(), 6, "after the reset everything is read again");
 
-    let deleted = tool(&b, GROUPS, &["--bootstrap-server", &bs, "--delete", "--group", "g"], None);
+    let deleted = kafka_tool(&b, GROUPS, &["--bootstrap-server", &bs, "--delete", "--group", "g"], None);
     assert!(deleted.contains("Deletion of requested consumer groups ('g') was successful."), "{deleted}");
-    assert_eq!(tool(&b, GROUPS, &["--bootstrap-server", &bs, "--list"], None).trim(), "");
+    assert_eq!(kafka_tool(&b, GROUPS, &["--bootstrap-server", &bs, "--list"], None).trim(), "");
 
     // Kafka's own decoder reads the offsets topic: commits, group metadata and
     // the deletion tombstones.
     // "g".hashCode() = 103; 103 % 5 = 3.
     let partition = b.data_dir().join("__consumer_offsets-3");
     let segment = partition.join("00000000000000000000.log");
-    let dump = tool(&b, "kafka.tools.DumpLogSegments", &["--offsets-decoder", "--files", segment.to_str().unwrap()], None);
+    let dump = kafka_tool(&b, "kafka.tools.DumpLogSegments", &["--offsets-decoder", "--files", segment.to_str().unwrap()], None);
     assert!(dump.contains(r#"key: {"type":"1","data":{"group":"g","topic":"orders","partition":0}} payload: {"version":"3","data":{"offset":"#), "{dump}");
     assert!(dump.contains(r#"key: {"type":"2","data":{"group":"g"}} payload: {"version":"3","data":{"protocolType":"consumer""#), "{dump}");
     assert!(dump.contains(r#"key: {"type":"2","data":{"group":"g"}} payload: <DELETE>"#), "{dump}");

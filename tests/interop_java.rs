@@ -5,26 +5,9 @@
 
 mod broker;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use broker::{repo_root, TestBroker};
-
-/// Run a Kafka tool; returns stdout, failing the test with both streams if it fails.
-fn tool(b: &TestBroker, main_class: &str, args: &[&str], stdin: Option<&str>) -> String {
-    let mut cmd = Command::new("bash");
-    cmd.arg(repo_root().join("scripts/kafka-tool.sh")).arg(main_class).args(args).env("KAFKA_HEAP_OPTS", "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC");
-    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("scripts/kafka-tool.sh (needs Java 17 and Maven)");
-    if let Some(input) = stdin {
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{main_class} {args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}\nbroker:\n{}", b.log());
-    stdout
-}
+use broker::{kafka_tool, repo_root, TestBroker};
 
 const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
 const CONFIGS: &str = "kafka.admin.ConfigCommand";
@@ -38,7 +21,7 @@ fn consume(b: &TestBroker, topic: &str, partition: &str, count: usize) -> Vec<St
         "--bootstrap-server", &bs, "--topic", topic, "--partition", partition, "--offset", "earliest", "--max-messages", &n,
         "--property", "print.key=true", "--property", "print.offset=true", "--timeout-ms", "20000",
     ];
-    tool(b, CONSUMER, &args, None).lines().map(String::from).collect()
+    kafka_tool(b, CONSUMER, &args, None).lines().map(String::from).collect()
 }
 
 #[test]
@@ -47,9 +30,9 @@ fn seed_customer_email_example_with_console_tools() {
     let b = TestBroker::start(&["log.cleaner.enable=false"]);
     let bs = b.bootstrap();
     // As written in seed 003 (kafka-topics + kafka-console-producer).
-    let created = tool(&b, TOPICS, &["--bootstrap-server", &bs, "--create", "--topic", "customer-email", "--partitions", "1", "--config", "cleanup.policy=compact", "--config", "segment.ms=1000", "--config", "min.cleanable.dirty.ratio=0.01"], None);
+    let created = kafka_tool(&b, TOPICS, &["--bootstrap-server", &bs, "--create", "--topic", "customer-email", "--partitions", "1", "--config", "cleanup.policy=compact", "--config", "segment.ms=1000", "--config", "min.cleanable.dirty.ratio=0.01"], None);
     assert!(created.contains("Created topic customer-email."), "{created}");
-    let produce = |input: &str| tool(&b, PRODUCER, &["--bootstrap-server", &bs, "--topic", "customer-email", "--property", "parse.key=true", "--property", "key.separator=:"], Some(input));
+    let produce = |input: &str| kafka_tool(&b, PRODUCER, &["--bootstrap-server", &bs, "--topic", "customer-email", "--property", "parse.key=true", "--property", "key.separator=:"], Some(input));
     produce("c1:ana@old.example\nc2:ben@example.com\nc1:ana@new.example\nc3:cy@example.com\nc2:ben@work.example\n");
     produce("c9:tick\nc9:tock\n");
     let lines = consume(&b, "customer-email", "0", 7);
@@ -71,11 +54,11 @@ fn seed_customer_email_example_with_console_tools() {
 fn topics_configs_offsets_log_dirs_and_api_versions() {
     let b = TestBroker::start(&["num.partitions=2"]);
     let bs = b.bootstrap();
-    tool(&b, TOPICS, &["--bootstrap-server", &bs, "--create", "--topic", "orders", "--partitions", "3", "--replication-factor", "1"], None);
-    tool(&b, TOPICS, &["--bootstrap-server", &bs, "--create", "--topic", "profiles", "--config", "cleanup.policy=compact"], None);
-    let list = tool(&b, TOPICS, &["--bootstrap-server", &bs, "--list"], None);
+    kafka_tool(&b, TOPICS, &["--bootstrap-server", &bs, "--create", "--topic", "orders", "--partitions", "3", "--replication-factor", "1"], None);
+    kafka_tool(&b, TOPICS, &["--bootstrap-server", &bs, "--create", "--topic", "profiles", "--config", "cleanup.policy=compact"], None);
+    let list = kafka_tool(&b, TOPICS, &["--bootstrap-server", &bs, "--list"], None);
     assert_eq!(list.lines().collect::<Vec<_>>(), vec!["orders", "profiles"]);
-    let describe = tool(&b, TOPICS, &["--bootstrap-server", &bs, "--describe", "--topic", "profiles"], None);
+    let describe = kafka_tool(&b, TOPICS, &["--bootstrap-server", &bs, "--describe", "--topic", "profiles"], None);
     assert!(describe.contains("PartitionCount: 2") && describe.contains("Configs: cleanup.policy=compact"), "{describe}");
     assert!(describe.contains("Partition: 1\tLeader: 1\tReplicas: 1\tIsr: 1"), "{describe}");
 
@@ -90,31 +73,31 @@ fn topics_configs_offsets_log_dirs_and_api_versions() {
     assert!(!ok && (out + &err).contains("cleanup.policy"), "the error names the key");
 
     // kafka-configs: alter, describe, delete.
-    tool(&b, CONFIGS, &["--bootstrap-server", &bs, "--alter", "--entity-type", "topics", "--entity-name", "orders", "--add-config", "retention.ms=3600000,cleanup.policy=[compact,delete]"], None);
-    let described = tool(&b, CONFIGS, &["--bootstrap-server", &bs, "--describe", "--entity-type", "topics", "--entity-name", "orders"], None);
+    kafka_tool(&b, CONFIGS, &["--bootstrap-server", &bs, "--alter", "--entity-type", "topics", "--entity-name", "orders", "--add-config", "retention.ms=3600000,cleanup.policy=[compact,delete]"], None);
+    let described = kafka_tool(&b, CONFIGS, &["--bootstrap-server", &bs, "--describe", "--entity-type", "topics", "--entity-name", "orders"], None);
     assert!(described.contains("retention.ms=3600000"), "{described}");
     assert!(described.contains("cleanup.policy=compact,delete"), "{described}");
-    tool(&b, CONFIGS, &["--bootstrap-server", &bs, "--alter", "--entity-type", "topics", "--entity-name", "orders", "--delete-config", "retention.ms"], None);
-    let all = tool(&b, CONFIGS, &["--bootstrap-server", &bs, "--describe", "--all", "--entity-type", "topics", "--entity-name", "orders"], None);
+    kafka_tool(&b, CONFIGS, &["--bootstrap-server", &bs, "--alter", "--entity-type", "topics", "--entity-name", "orders", "--delete-config", "retention.ms"], None);
+    let all = kafka_tool(&b, CONFIGS, &["--bootstrap-server", &bs, "--describe", "--all", "--entity-type", "topics", "--entity-name", "orders"], None);
     assert!(all.contains("retention.ms=604800000 sensitive=false synonyms={DEFAULT_CONFIG:log.retention.ms=604800000}"), "{all}");
-    let broker_all = tool(&b, CONFIGS, &["--bootstrap-server", &bs, "--describe", "--all", "--entity-type", "brokers", "--entity-name", "1"], None);
+    let broker_all = kafka_tool(&b, CONFIGS, &["--bootstrap-server", &bs, "--describe", "--all", "--entity-type", "brokers", "--entity-name", "1"], None);
     assert!(broker_all.contains("num.partitions=2 sensitive=false synonyms={STATIC_BROKER_CONFIG:num.partitions=2}"), "{broker_all}");
 
     // Data, then offsets and log dirs.
-    tool(&b, PRODUCER, &["--bootstrap-server", &bs, "--topic", "orders", "--property", "parse.key=true", "--property", "key.separator=="], Some("k1=v1\nk2=v2\nk3=v3\nk4=v4\n"));
-    let offsets = tool(&b, "org.apache.kafka.tools.GetOffsetShell", &["--bootstrap-server", &bs, "--topic", "orders"], None);
+    kafka_tool(&b, PRODUCER, &["--bootstrap-server", &bs, "--topic", "orders", "--property", "parse.key=true", "--property", "key.separator=="], Some("k1=v1\nk2=v2\nk3=v3\nk4=v4\n"));
+    let offsets = kafka_tool(&b, "org.apache.kafka.tools.GetOffsetShell", &["--bootstrap-server", &bs, "--topic", "orders"], None);
     let total: i64 = offsets.lines().map(|l| l.rsplit(':').next().unwrap().parse::<i64>().unwrap()).sum();
     assert_eq!(total, 4, "{offsets}");
     assert_eq!(offsets.lines().count(), 3, "{offsets}");
-    let earliest = tool(&b, "org.apache.kafka.tools.GetOffsetShell", &["--bootstrap-server", &bs, "--topic", "orders", "--time", "-2"], None);
+    let earliest = kafka_tool(&b, "org.apache.kafka.tools.GetOffsetShell", &["--bootstrap-server", &bs, "--topic", "orders", "--time", "-2"], None);
     assert!(earliest.lines().all(|l| l.ends_with(":0")), "{earliest}");
 
-    let dirs = tool(&b, "org.apache.kafka.tools.LogDirsCommand", &["--bootstrap-server", &bs, "--describe", "--topic-list", "orders"], None);
+    let dirs = kafka_tool(&b, "org.apache.kafka.tools.LogDirsCommand", &["--bootstrap-server", &bs, "--describe", "--topic-list", "orders"], None);
     assert!(dirs.contains("\"partition\":\"orders-0\""), "{dirs}");
     let data_dir = std::fs::canonicalize(b.data_dir()).unwrap();
     assert!(dirs.contains(&format!("\"logDir\":\"{}\"", data_dir.display())), "{dirs}");
 
-    let versions = tool(&b, "org.apache.kafka.tools.BrokerApiVersionsCommand", &["--bootstrap-server", &bs], None);
+    let versions = kafka_tool(&b, "org.apache.kafka.tools.BrokerApiVersionsCommand", &["--bootstrap-server", &bs], None);
     assert!(versions.contains("Produce(0): 0 to 13 [usable: 13]"), "{versions}");
     assert!(versions.contains("Fetch(1): 4 to 18 [usable: 17]") || versions.contains("Fetch(1): 4 to 18 [usable: 18]"), "{versions}");
     assert!(versions.contains("JoinGroup(11): 0 to 9 [usable: 9]"), "{versions}");

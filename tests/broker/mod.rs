@@ -364,3 +364,26 @@ pub fn cleaner_checkpoint(data_dir: &Path, topic: &str, partition: i32) -> Optio
         (parts.next() == Some(topic) && parts.next() == Some(p.as_str())).then(|| parts.next().and_then(|o| o.parse().ok()))?
     })
 }
+
+/// Run one of Apache Kafka's tools (scripts/kafka-tool.sh MAIN_CLASS args),
+/// with `stdin` piped in: (success, stdout, stderr).
+pub fn kafka_tool_output(main_class: &str, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+    use std::io::Write;
+    let mut cmd = Command::new("bash");
+    cmd.arg(repo_root().join("scripts/kafka-tool.sh")).arg(main_class).args(args).env("KAFKA_HEAP_OPTS", "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC");
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("scripts/kafka-tool.sh (needs Java 17 and Maven)");
+    if let Some(input) = stdin {
+        child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+    }
+    let out = child.wait_with_output().expect("wait");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// As `kafka_tool_output`, failing the test (with the broker's log) unless
+/// the tool succeeds; returns its stdout.
+pub fn kafka_tool(b: &TestBroker, main_class: &str, args: &[&str], stdin: Option<&str>) -> String {
+    let (ok, stdout, stderr) = kafka_tool_output(main_class, args, stdin);
+    assert!(ok, "{main_class} {args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}\nbroker:\n{}", b.log());
+    stdout
+}
