@@ -9,6 +9,8 @@
 //       When every record is acknowledged, print last_write_ms, then apply the
 //       key=value topic configs (IncrementalAlterConfigs SET) and print
 //       altered_ms. Output is key=value lines for bench.py.
+//   ready BOOTSTRAP -
+//       Wait until every partition of every topic has a leader (after a restart).
 //   verify BOOTSTRAP TOPIC CLEANED_OFFSET
 //       Read partition 0 from the start to the end and report, for records
 //       below CLEANED_OFFSET (the cleaner checkpoint), how many there are and
@@ -34,6 +36,7 @@ public class BenchClient {
             case "create" -> create(args[1], args[2], Integer.parseInt(args[3]), configs(args, 4));
             case "keyed-produce" -> keyedProduce(args[1], args[2], Long.parseLong(args[3]), Integer.parseInt(args[4]), Integer.parseInt(args[5]), configs(args, 6));
             case "verify" -> verify(args[1], args[2], Long.parseLong(args[3]));
+            case "ready" -> ready(args[1]);
             default -> usage();
         }
     }
@@ -71,6 +74,26 @@ public class BenchClient {
             }
         }
         System.out.println("created=" + topic);
+    }
+
+    static void ready(String bootstrap) throws Exception {
+        try (Admin a = admin(bootstrap)) {
+            long deadline = System.currentTimeMillis() + 120_000;
+            while (true) {
+                try {
+                    Set<String> names = a.listTopics().names().get(10, TimeUnit.SECONDS);
+                    var all = a.describeTopics(names).allTopicNames().get(10, TimeUnit.SECONDS);
+                    if (all.values().stream().allMatch(d -> d.partitions().stream().allMatch(p -> p.leader() != null))) {
+                        System.out.println("topics=" + names.size());
+                        return;
+                    }
+                } catch (Exception e) {
+                    if (System.currentTimeMillis() > deadline) throw e;
+                }
+                if (System.currentTimeMillis() > deadline) throw new RuntimeException("partitions without a leader");
+                Thread.sleep(200);
+            }
+        }
     }
 
     static void keyedProduce(String bootstrap, String topic, long records, int keys, int valueSize, Map<String, String> after) throws Exception {

@@ -284,6 +284,10 @@ class Kafka(Broker):
         self.cport = free_port()
 
     def start(self) -> None:
+        """Format the data dir on the first start; later starts reopen it."""
+        if self.proc is not None:
+            self.restart()
+            return
         self.data.mkdir(parents=True)
         props = {
             "process.roles": "broker,controller",
@@ -307,12 +311,15 @@ class Kafka(Broker):
         conf.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         self.tools.java("kafka.tools.StorageTool", ["format", "-t", base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="), "-c", str(conf), "--standalone"],
                         "kafka-format", heap="-Xmx256m")
-        cmd = ["java", KAFKA_HEAP, *KAFKA_JVM.split(), "-Djava.awt.headless=true",
-               f"-Dlog4j2.configurationFile={ROOT}/tools/kafka-jars/log4j2.properties",
-               "-cp", f"{self.tools.jars}/*", "kafka.Kafka", str(conf)]
+        self.cmd = ["java", KAFKA_HEAP, *KAFKA_JVM.split(), "-Djava.awt.headless=true",
+                    f"-Dlog4j2.configurationFile={ROOT}/tools/kafka-jars/log4j2.properties",
+                    "-cp", f"{self.tools.jars}/*", "kafka.Kafka", str(conf)]
+        self.restart()
+
+    def restart(self) -> None:
         env = dict(os.environ, KAFKA_LOG_LEVEL="INFO")  # Kafka's stock server.log level
-        self.logfile = open(self.workdir / "kafka-broker.log", "w")
-        self.proc = subprocess.Popen(cmd, stdout=self.logfile, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent)
+        self.logfile = open(self.workdir / "kafka-broker.log", "a")
+        self.proc = subprocess.Popen(self.cmd, stdout=self.logfile, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent)
         self.wait_listening()
 
     def cleaner_note(self) -> str:
@@ -329,9 +336,14 @@ class Sediment(Broker):
         super().__init__(workdir, data)
         self.binary = binary
         self.cleaner = cleaner
+        # The Prometheus endpoint stays on (as deployed), on a port of its own:
+        # its default 9404 may be taken by another broker on this machine.
+        self.metrics = f"127.0.0.1:{free_port()}" if sediment_knows(binary, workdir, {"metrics.listen": "127.0.0.1:1"}) else None
 
     def overrides(self) -> list[str]:
         keys = {"listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": str(self.data), **COMMON}
+        if self.metrics:
+            keys["metrics.listen"] = self.metrics
         if self.cleaner:
             keys.update(CLEANER)
         out = []
@@ -340,8 +352,8 @@ class Sediment(Broker):
         return out
 
     def start(self) -> None:
-        self.data.mkdir(parents=True)
-        self.logfile = open(self.workdir / "sediment-broker.log", "w")
+        self.data.mkdir(parents=True, exist_ok=True)
+        self.logfile = open(self.workdir / "sediment-broker.log", "a")
         env = dict(os.environ)
         env.setdefault("RUST_LOG", "info")
         self.proc = subprocess.Popen([str(self.binary), "serve", *self.overrides()], stdout=self.logfile, stderr=subprocess.STDOUT, env=env,
@@ -350,6 +362,15 @@ class Sediment(Broker):
 
     def cleaner_note(self) -> str:
         return ""
+
+
+def sediment_knows(binary: Path, workdir: Path, keys: dict) -> bool:
+    empty = workdir / "empty.toml"
+    empty.write_text("")
+    args = [str(binary), "check-config", str(empty)]
+    for k, v in keys.items():
+        args += ["--override", f"{k}={v}"]
+    return subprocess.run(args, capture_output=True).returncode == 0
 
 
 def sediment_cleaner_support(binary: Path, workdir: Path) -> tuple[bool, str]:
@@ -489,14 +510,11 @@ def raw_disk(directory: Path, size_mb: int) -> dict:
 # --------------------------------------------------------------------------- run
 
 
-def run_broker(broker: Broker, tools: Tools, args, compact: bool) -> dict:
-    res: dict = {"phases": {}}
-    t0 = time.monotonic()
-    broker.start()
-    res["startup_s"] = round(time.monotonic() - t0, 2)
-    res["rss_after_start_mb"] = round(status_kb(broker.pid, "VmRSS") / 1024, 1)
-    log(f"{broker.name} listening on {broker.bootstrap} (pid {broker.pid}) after {res['startup_s']}s")
-    try:
+STAGES = ("produce", "consume", "compaction")
+
+
+def run_stage(stage: str, broker: Broker, tools: Tools, args, res: dict, compact: bool) -> None:
+    if stage == "produce":
         for parts in args.partitions:
             topic = f"bench-p{parts}"
             tools.client(["create", broker.bootstrap, topic, str(parts)], f"{broker.name}-create-{topic}")
@@ -505,6 +523,7 @@ def run_broker(broker: Broker, tools: Tools, args, compact: bool) -> dict:
                 res[f"produce_p{parts}"] = producer_perf(tools, broker.bootstrap, topic, args.records, f"{broker.name}-produce-{topic}")
             res["phases"][f"produce {parts}p"] = ph.as_dict()
             log(f"{broker.name}: {res[f'produce_p{parts}']}")
+    elif stage == "consume":
         for parts in args.partitions:
             topic = f"bench-p{parts}"
             log(f"{broker.name}: consume {topic}")
@@ -512,17 +531,34 @@ def run_broker(broker: Broker, tools: Tools, args, compact: bool) -> dict:
                 res[f"consume_p{parts}"] = consumer_perf(tools, broker.bootstrap, topic, args.records, f"bench-group-{parts}", f"{broker.name}-consume-{topic}")
             res["phases"][f"consume {parts}p"] = ph.as_dict()
             log(f"{broker.name}: {res[f'consume_p{parts}']}")
-        if compact:
-            log(f"{broker.name}: compaction: {args.compact_records} records over {args.compact_keys} keys")
-            c = compaction(broker, tools, args.compact_records, args.compact_keys, args.clean_timeout)
-            res["compaction"] = c
-            res["phases"]["compaction produce"] = c.pop("produce_resources")
-            res["phases"]["compaction clean"] = c.pop("clean_resources")
-            log(f"{broker.name}: {json.dumps(c)}")
+    elif stage == "compaction" and compact:
+        log(f"{broker.name}: compaction: {args.compact_records} records over {args.compact_keys} keys")
+        c = compaction(broker, tools, args.compact_records, args.compact_keys, args.clean_timeout)
+        res["compaction"] = c
+        res["phases"]["compaction produce"] = c.pop("produce_resources")
+        res["phases"]["compaction clean"] = c.pop("clean_resources")
+        log(f"{broker.name}: {json.dumps(c)}")
+
+
+def run_session(broker: Broker, stages: list[str], tools: Tools, args, res: dict, compact: bool) -> None:
+    """Start the broker, run `stages`, stop it. The first start's figures are kept."""
+    t0 = time.monotonic()
+    broker.start()
+    startup = round(time.monotonic() - t0, 2)
+    res["starts"] = res.get("starts", 0) + 1
+    if res["starts"] == 1:
+        res["startup_s"] = startup
+        res["rss_after_start_mb"] = round(status_kb(broker.pid, "VmRSS") / 1024, 1)
+    log(f"{broker.name} listening on {broker.bootstrap} (pid {broker.pid}) after {startup}s")
+    try:
+        if res["starts"] > 1:
+            # Reopened: serve only once every partition has its leader again.
+            tools.client(["ready", broker.bootstrap, "-"], f"{broker.name}-ready-{res['starts']}")
+        for stage in stages:
+            run_stage(stage, broker, tools, args, res, compact)
     finally:
         res["stop_s"] = round(broker.stop(), 2)
-        res["wall_s"] = round(time.monotonic() - t0, 1)
-    return res
+        res["wall_s"] = round(res.get("wall_s", 0) + time.monotonic() - t0, 1)
 
 
 def main() -> int:
@@ -542,7 +578,10 @@ def main() -> int:
     ap.add_argument("--disk-mb", type=int, default=2048)
     ap.add_argument("--keep-data", action="store_true")
     ap.add_argument("--label", default="")
-    ap.add_argument("--wait-idle", type=float, default=300, help="wait up to this many seconds for other work on the machine to stop, before each broker")
+    ap.add_argument("--wait-idle", type=float, default=240,
+                    help="in all, wait up to this many seconds for other work on the machine to stop (checked before each broker session)")
+    ap.add_argument("--sequential", action="store_true",
+                    help="run each broker once through all stages instead of alternating the brokers stage by stage")
     args = ap.parse_args()
     # SIGTERM unwinds like Ctrl-C, so the running broker is stopped (finally blocks).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -562,7 +601,7 @@ def main() -> int:
         "java": subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0],
         "records": args.records, "partitions": args.partitions,
         "compact_records": args.compact_records, "compact_keys": args.compact_keys,
-        "label": args.label,
+        "label": args.label, "sequential": args.sequential,
     }
     # A private copy: other builds into target/ must not swap the binary mid-run.
     private = args.workdir / "sediment"
@@ -575,30 +614,55 @@ def main() -> int:
         env["sediment_cleaner_error"] = cleaner_msg
 
     results: dict = {"env": env}
-    results["busy_before"] = {"disk": round(wait_idle(args.wait_idle), 3)}
+    results["busy_before"] = {}
+    budget = [args.wait_idle]
+
+    def settle(what: str) -> None:
+        t = time.monotonic()
+        results["busy_before"][what] = round(wait_idle(budget[0]), 3)
+        budget[0] = max(0.0, budget[0] - (time.monotonic() - t))
+
+    settle("disk")
     log(f"raw disk: {args.disk_mb} MB sequential O_DIRECT write and read in {args.workdir}")
     results["disk"] = raw_disk(args.workdir, args.disk_mb)
     log(f"raw disk: {results['disk']}")
 
+    servers: dict[str, Broker] = {}
+    compact_for: dict[str, bool] = {}
     for name in brokers:
-        busy = wait_idle(args.wait_idle)
-        results["busy_before"][name] = round(busy, 3)
         data = args.workdir / f"{name}-data"
         shutil.rmtree(data, ignore_errors=True)
         if name == "kafka":
-            broker: Broker = Kafka(args.workdir, data, tools)
-            compact = not args.no_compaction
+            servers[name] = Kafka(args.workdir, data, tools)
+            compact_for[name] = not args.no_compaction
         else:
-            broker = Sediment(args.workdir, data, args.sediment_bin, cleaner_ok)
-            compact = cleaner_ok and not args.no_compaction
+            servers[name] = Sediment(args.workdir, data, args.sediment_bin, cleaner_ok)
+            compact_for[name] = cleaner_ok and not args.no_compaction
+        results[name] = {"phases": {}}
+    if args.sequential:
+        # Each broker once, all stages in a row.
+        sessions = [(name, list(STAGES)) for name in brokers]
+    else:
+        # Stage by stage, alternating which broker goes first, so that a burst of
+        # other work on the machine hits both brokers rather than one of them.
+        sessions = []
+        for i, stage in enumerate(STAGES):
+            order = brokers if i % 2 == 0 else brokers[::-1]
+            sessions += [(name, [stage]) for name in order]
+    for name, stages in sessions:
+        res = results[name]
+        if res.get("error") or (stages == ["compaction"] and not compact_for[name]):
+            continue
+        settle(f"{name} {'+'.join(stages)}")
         try:
-            results[name] = run_broker(broker, tools, args, compact)
+            run_session(servers[name], stages, tools, args, res, compact_for[name])
         except Exception as e:  # report what we have; the other broker still runs
             log(f"{name} failed: {e}")
-            results[name] = {"error": str(e).splitlines()[0] if str(e) else repr(e), "phases": {}}
-            broker.stop()
-        if not args.keep_data:
-            shutil.rmtree(data, ignore_errors=True)
+            res["error"] = str(e).splitlines()[0] if str(e) else repr(e)
+            servers[name].stop()
+    if not args.keep_data:
+        for server in servers.values():
+            shutil.rmtree(server.data, ignore_errors=True)
     results["env"]["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
     results["env"]["total_s"] = round(time.monotonic() - started, 1)
 

@@ -18,8 +18,10 @@
 #   --label TEXT           put TEXT in the report title (e.g. before/after)
 #   --out FILE             report path (default bench/results/<date>-<commit>.md)
 #   --keep-data            keep the brokers' data dirs (under target/bench/run-*)
-#   --wait-idle SECONDS    before the disk test and each broker, wait up to this long
-#                          for other work on the machine to stop (default 300)
+#   --wait-idle SECONDS    in all, wait up to this long for other work on the machine to
+#                          stop, checked before the disk test and each broker session (default 240)
+#   --sequential           each broker once through all stages (default: stage by stage,
+#                          alternating the brokers, so bursts of other work hit both)
 #   --clean-timeout S      give up waiting for the cleaner after S seconds (default 240)
 # Environment:
 #   SEDIMENT_BIN           use this sediment binary instead of building target/release/sediment

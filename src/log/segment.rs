@@ -698,3 +698,64 @@ impl<'a> BatchReader<'a> {
         Ok(Some((pos, &self.buf[start..start + size])))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::compression::Compression;
+    use crate::log::record_batch::BatchBuilder;
+
+    /// A segment of batches of different sizes; returns it and the batch start positions (plus the end).
+    fn segment(dir: &Path, index_interval_bytes: usize) -> (LogSegment, Vec<u64>) {
+        let config = SegmentConfig { index_interval_bytes, max_index_size: 1 << 20, max_batch_size: 1 << 20 };
+        let mut seg = LogSegment::create(dir, 0, config, "", 0).unwrap();
+        let mut starts = vec![0u64];
+        for i in 0..40i64 {
+            let mut b = BatchBuilder::new(Compression::None, 1_000);
+            let value = vec![b'v'; 10 + (i as usize * 37) % 300];
+            for _ in 0..1 + i % 3 {
+                b.append(1_000, Some(b"k"), Some(&value));
+            }
+            let mut batch = b.build();
+            record_batch::set_base_offset(&mut batch, seg.next_offset());
+            seg.append(&batch).unwrap();
+            starts.push(seg.size());
+        }
+        (seg, starts)
+    }
+
+    #[test]
+    fn regions_are_whole_batches_within_the_limit_and_read_as_the_file() {
+        for interval in [0, 700, 1 << 20] {
+            let dir = tempfile::tempdir().unwrap();
+            let (seg, starts) = segment(dir.path(), interval);
+            let file = std::fs::read(seg.log_path()).unwrap();
+            for offset in [0, 5, 17] {
+                let start = seg.translate_offset(offset).unwrap().unwrap().position;
+                for max in [0usize, 1, 100, 333, 1_000, 2_500, 10_000, 1 << 20] {
+                    for min_one in [true, false] {
+                        let (_, region) = seg.read_region(offset, max, min_one).unwrap().unwrap();
+                        let end = start + region.len() as u64;
+                        assert_eq!(region.position(), start);
+                        assert!(starts.contains(&end), "interval {interval} max {max}: ends inside a batch at {end}");
+                        let first = starts.iter().find(|&&s| s > start).copied().unwrap();
+                        if region.len() > max {
+                            assert!(min_one && end == first, "only a first batch may exceed the limit");
+                        }
+                        if min_one {
+                            assert!(end >= first, "at least one batch");
+                        }
+                        if interval == 1 << 20 {
+                            // No index entry inside: the largest whole-batch prefix that fits.
+                            let best = starts.iter().copied().filter(|&s| s > start && s - start <= max as u64).max();
+                            assert_eq!(end, best.unwrap_or(if min_one { first } else { start }), "max {max}");
+                        }
+                        let bytes = seg.read(offset, max, min_one).unwrap().unwrap().1;
+                        assert_eq!(&bytes[..], &file[start as usize..end as usize]);
+                        assert_eq!(&region.read_to_bytes().unwrap()[..], &bytes[..]);
+                    }
+                }
+            }
+        }
+    }
+}
