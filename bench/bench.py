@@ -41,6 +41,7 @@ import resource
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -510,28 +511,41 @@ def raw_disk(directory: Path, size_mb: int) -> dict:
 # --------------------------------------------------------------------------- run
 
 
-STAGES = ("produce", "consume", "compaction")
+
+
+def record_run(res: dict, key: str, phase: str, numbers: dict, ph: Phase) -> None:
+    """Keep every run; `res[key]` and `res["phases"][phase]` hold the medians
+    (the peak RSS and the other-work CPU: the maxima)."""
+    runs = res.setdefault("runs", {}).setdefault(key, [])
+    runs.append({**numbers, "resources": ph.as_dict()})
+    res[key] = {k: statistics.median(r[k] for r in runs) for k in numbers}
+    res[key]["runs"] = len(runs)
+    resources = [r["resources"] for r in runs]
+    res["phases"][phase] = {
+        k: (max if k in ("peak_rss_mb", "other_cpu_s") else statistics.median)(r[k] for r in resources) for k in resources[0]
+    }
 
 
 def run_stage(stage: str, broker: Broker, tools: Tools, args, res: dict, compact: bool) -> None:
-    if stage == "produce":
+    name, _, rep = stage.partition("#")
+    if name == "produce":
         for parts in args.partitions:
-            topic = f"bench-p{parts}"
+            topic = f"bench-p{parts}-{rep}"
             tools.client(["create", broker.bootstrap, topic, str(parts)], f"{broker.name}-create-{topic}")
             log(f"{broker.name}: produce {args.records} x 1 KiB to {topic}")
             with Phase(broker.pid) as ph:
-                res[f"produce_p{parts}"] = producer_perf(tools, broker.bootstrap, topic, args.records, f"{broker.name}-produce-{topic}")
-            res["phases"][f"produce {parts}p"] = ph.as_dict()
-            log(f"{broker.name}: {res[f'produce_p{parts}']}")
-    elif stage == "consume":
+                r = producer_perf(tools, broker.bootstrap, topic, args.records, f"{broker.name}-produce-{topic}")
+            record_run(res, f"produce_p{parts}", f"produce {parts}p", r, ph)
+            log(f"{broker.name}: {r}")
+    elif name == "consume":
         for parts in args.partitions:
-            topic = f"bench-p{parts}"
+            topic = f"bench-p{parts}-{rep}"
             log(f"{broker.name}: consume {topic}")
             with Phase(broker.pid) as ph:
-                res[f"consume_p{parts}"] = consumer_perf(tools, broker.bootstrap, topic, args.records, f"bench-group-{parts}", f"{broker.name}-consume-{topic}")
-            res["phases"][f"consume {parts}p"] = ph.as_dict()
-            log(f"{broker.name}: {res[f'consume_p{parts}']}")
-    elif stage == "compaction" and compact:
+                r = consumer_perf(tools, broker.bootstrap, topic, args.records, f"bench-group-{parts}-{rep}", f"{broker.name}-consume-{topic}")
+            record_run(res, f"consume_p{parts}", f"consume {parts}p", r, ph)
+            log(f"{broker.name}: {r}")
+    elif name == "compaction" and compact:
         log(f"{broker.name}: compaction: {args.compact_records} records over {args.compact_keys} keys")
         c = compaction(broker, tools, args.compact_records, args.compact_keys, args.clean_timeout)
         res["compaction"] = c
@@ -571,6 +585,7 @@ def main() -> int:
     ap.add_argument("--brokers", default="kafka,sediment")
     ap.add_argument("--records", type=int, default=1_000_000, help="records per produce run (1 KiB each)")
     ap.add_argument("--partitions", default="1,8")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of produce+consume per broker; the report shows the medians")
     ap.add_argument("--compact-records", type=int, default=5_000_000)
     ap.add_argument("--compact-keys", type=int, default=500_000)
     ap.add_argument("--no-compaction", action="store_true")
@@ -601,7 +616,7 @@ def main() -> int:
         "java": subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0],
         "records": args.records, "partitions": args.partitions,
         "compact_records": args.compact_records, "compact_keys": args.compact_keys,
-        "label": args.label, "sequential": args.sequential,
+        "label": args.label, "sequential": args.sequential, "repeat": args.repeat,
     }
     # A private copy: other builds into target/ must not swap the binary mid-run.
     private = args.workdir / "sediment"
@@ -639,16 +654,19 @@ def main() -> int:
             servers[name] = Sediment(args.workdir, data, args.sediment_bin, cleaner_ok)
             compact_for[name] = cleaner_ok and not args.no_compaction
         results[name] = {"phases": {}}
+    # A round produces to fresh topics and reads them back; the report takes
+    # the median of the rounds. Compaction runs once.
+    rounds = [[f"produce#{r}", f"consume#{r}"] for r in range(args.repeat)] + [["compaction"]]
     if args.sequential:
         # Each broker once, all stages in a row.
-        sessions = [(name, list(STAGES)) for name in brokers]
+        sessions = [(name, [stage for group in rounds for stage in group]) for name in brokers]
     else:
-        # Stage by stage, alternating which broker goes first, so that a burst of
+        # Round by round, alternating which broker goes first, so that a burst of
         # other work on the machine hits both brokers rather than one of them.
         sessions = []
-        for i, stage in enumerate(STAGES):
+        for i, group in enumerate(rounds):
             order = brokers if i % 2 == 0 else brokers[::-1]
-            sessions += [(name, [stage]) for name in order]
+            sessions += [(name, group) for name in order]
     for name, stages in sessions:
         res = results[name]
         if res.get("error") or (stages == ["compaction"] and not compact_for[name]):

@@ -53,9 +53,12 @@ def render(r: dict) -> str:
     w(f"{env['date']}, sediment `{env['commit']}`, {env['cpus']} CPUs, {env['mem_gib']} GiB, Linux {env['kernel']}, {env['java']}. "
       f"Load average at start {' '.join(env['loadavg_start'])}, at end {' '.join(env.get('loadavg_end', []))}. "
       f"Whole run {env.get('total_s', 0) / 60:.1f} min.\n")
+    n_runs = env.get("repeat", 1)
     order = ("each broker once through all stages" if env.get("sequential")
-             else "stage by stage (produce, consume, compaction), alternating which broker goes first, each broker restarted on its data for each stage")
-    w(f"Brokers run one at a time, {order}. ")
+             else "round by round (each round: produce to fresh topics, then consume them; then one compaction round), "
+                  "alternating which broker goes first, each broker restarted on its data for each round")
+    w(f"Brokers run one at a time, {order}. Produce and consume figures are the median of {n_runs} round(s) "
+      f"(each run's MB/s is listed; all numbers are in the JSON); per-phase CPU is the median, peak RSS the maximum. ")
     w("Loopback; each broker has its own data dir on the same disk; Kafka in KRaft combined mode, "
       "-Xmx1g with Kafka's stock G1 flags; both with 128 MiB segments, no fsync per append (Kafka's default flush policy), "
       "1 cleaner thread, 128 MiB dedupe buffer, group.initial.rebalance.delay.ms=0. Clients: Apache Kafka 4.1.2's "
@@ -91,6 +94,7 @@ def render(r: dict) -> str:
         targets += [(f"produce MB/s {p}p ≥ 1.5× Kafka", mb_ok), (f"produce p99 {p}p ≤ Kafka", p99_ok)]
         w(f"| **{p} partition{'s' if p > 1 else ''}**: records/s | {fmt(kp.get('records_per_s'))} | {fmt(sp.get('records_per_s'))} | {ratio(sp.get('records_per_s'), kp.get('records_per_s'))} | |")
         w(f"| MB/s | {fmt(kp.get('mb_per_s'))} | {fmt(sp.get('mb_per_s'))} | {ratio(sp.get('mb_per_s'), kp.get('mb_per_s'))} | ≥ 1.5×: {verdict(mb_ok)} |")
+        w(f"| MB/s, each run | {each(k, key, 'mb_per_s')} | {each(s, key, 'mb_per_s')} | | |")
         if disk:
             kf = kp.get("mb_per_s") and 100 * kp["mb_per_s"] / disk["write_mb_per_s"]
             sf = sp.get("mb_per_s") and 100 * sp["mb_per_s"] / disk["write_mb_per_s"]
@@ -109,6 +113,7 @@ def render(r: dict) -> str:
         ok = (sc["mb_per_s"] >= 1.5 * kc["mb_per_s"]) if kc and sc else None
         targets.append((f"consume MB/s {p}p ≥ 1.5× Kafka", ok))
         w(f"| **{p} partition{'s' if p > 1 else ''}**: MB/s (whole run) | {fmt(kc.get('mb_per_s'))} | {fmt(sc.get('mb_per_s'))} | {ratio(sc.get('mb_per_s'), kc.get('mb_per_s'))} | ≥ 1.5×: {verdict(ok)} |")
+        w(f"| MB/s, each run | {each(k, key, 'mb_per_s')} | {each(s, key, 'mb_per_s')} | | |")
         w(f"| fetch MB/s (after the group join) | {fmt(kc.get('fetch_mb_per_s'))} | {fmt(sc.get('fetch_mb_per_s'))} | {ratio(sc.get('fetch_mb_per_s'), kc.get('fetch_mb_per_s'))} | |")
         w(f"| group join ms | {fmt(kc.get('rebalance_ms'), 0)} | {fmt(sc.get('rebalance_ms'), 0)} | | |")
     w("")
@@ -177,6 +182,11 @@ def render(r: dict) -> str:
         w("| cleaner MB/s ≥ 2× Kafka, ≥ 50% of raw disk | not measured (no cleaner in sediment yet) |")
     w("")
     return "\n".join(out)
+
+
+def each(res: dict, key: str, field: str) -> str:
+    runs = res.get("runs", {}).get(key, [])
+    return " / ".join(f"{r[field]:.0f}" for r in runs) or "–"
 
 
 def mb(b):
