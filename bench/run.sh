@@ -5,11 +5,13 @@
 # (issue 8): raw disk, produce (1 and 8 partitions), consume, compaction, and
 # each broker's peak RSS and CPU per phase. Brokers run one at a time. Writes a
 # markdown report to bench/results/<date>-<commit>.md (and the raw numbers
-# next to it as .json) and prints it. About 10 minutes with the defaults.
+# next to it as .json) and prints it. About 11 minutes with the defaults.
 #
 # Options (all passed on to bench/bench.py):
 #   --records N            records per produce run, 1 KiB each (default 1000000)
 #   --partitions LIST      partition counts of the produce/consume topics (default 1,8)
+#   --repeat N             rounds of produce+consume per broker, to fresh topics; the
+#                          report shows the medians and every run (default 3)
 #   --compact-records N    keyed records for the compaction phase (default 5000000)
 #   --compact-keys N       distinct keys for the compaction phase (default 500000)
 #   --no-compaction        skip the compaction phase
