@@ -593,7 +593,7 @@ def main() -> int:
     ap.add_argument("--disk-mb", type=int, default=2048)
     ap.add_argument("--keep-data", action="store_true")
     ap.add_argument("--label", default="")
-    ap.add_argument("--wait-idle", type=float, default=240,
+    ap.add_argument("--wait-idle", type=float, default=120,
                     help="in all, wait up to this many seconds for other work on the machine to stop (checked before each broker session)")
     ap.add_argument("--sequential", action="store_true",
                     help="run each broker once through all stages instead of alternating the brokers stage by stage")

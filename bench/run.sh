@@ -21,8 +21,9 @@
 #   --out FILE             report path (default bench/results/<date>-<commit>.md)
 #   --keep-data            keep the brokers' data dirs (under target/bench/run-*)
 #   --wait-idle SECONDS    in all, wait up to this long for other work on the machine to
-#                          stop, checked before the disk test and each broker session (default 240)
-#   --sequential           each broker once through all stages (default: stage by stage,
+#                          stop, checked before the disk test and each broker session (default 120;
+#                          keeps a busy machine's run under 15 minutes)
+#   --sequential           each broker once through all stages (default: round by round,
 #                          alternating the brokers, so bursts of other work hit both)
 #   --clean-timeout S      give up waiting for the cleaner after S seconds (default 240)
 # Environment:
