@@ -6,29 +6,9 @@
 mod broker;
 
 use std::io::Write;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
-use broker::{cleaner_checkpoint, create_topic, http_get, now_ms, produce, TestBroker, Wire};
-
-/// Kills the Prometheus server when the test ends, however it ends.
-struct Prometheus(Child);
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn percent_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
-        .collect()
-}
+use broker::{cleaner_checkpoint, create_topic, free_port, http_get, now_ms, percent_encode, produce, Reaper, TestBroker, Wire};
 
 /// The value of an instant query with exactly one series, once Prometheus has one.
 fn query(port: u16, promql: &str) -> Option<f64> {
@@ -103,7 +83,7 @@ fn prometheus_scrapes_the_cleaner_gauges() {
     .unwrap();
     let port = free_port();
     let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
-    let _prometheus = Prometheus(
+    let _prometheus = Reaper(
         Command::new("prometheus")
             .arg(format!("--config.file={}", config.display()))
             .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))

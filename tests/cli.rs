@@ -40,7 +40,7 @@ fn health_answers_for_a_live_broker_only() {
     assert!(ok, "{out}{err}");
     assert!(out.starts_with("ok: "), "{out}");
     // A port nothing listens on: bind one, then free it.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = broker::free_port();
     let (ok, _, err) = run(sediment().arg("health").arg("--bootstrap-server").arg(format!("127.0.0.1:{port}")));
     assert!(!ok && err.contains("unhealthy"), "{err}");
 }

@@ -22,9 +22,9 @@ mod broker;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
-use broker::{cleaner_checkpoint, create_topic, now_ms, produce, repo_root, run, TestBroker, Wire};
+use broker::{cleaner_checkpoint, create_topic, free_port, http_get, now_ms, percent_encode, produce, repo_root, run, Reaper, TestBroker, Wire};
 use serde_yaml::Value as Yaml;
 
 fn sediment() -> Command {
@@ -169,39 +169,6 @@ fn sample_names(text: &str) -> BTreeSet<String> {
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| l.split(['{', ' ']).next().unwrap_or_default().to_string())
         .collect()
-}
-
-/// Kills a child process when the test ends, however it ends.
-struct Reaper(Child);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn percent_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
-        .collect()
-}
-
-/// GET `path` as HTTP/1.0 (so the answer is never chunked): (status, body).
-fn http_get(port: u16, path: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).expect("timeout");
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").expect("write");
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).expect("read");
-    let (head, body) = raw.split_once("\r\n\r\n").expect("HTTP response");
-    assert!(!head.to_ascii_lowercase().contains("transfer-encoding: chunked"), "{head}");
-    (head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).expect("status"), body.to_string())
 }
 
 /// An instant query's result vector (an error from Prometheus fails the test).

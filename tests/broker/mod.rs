@@ -123,14 +123,36 @@ impl Drop for TestBroker {
 /// GET `path` from the broker's metrics endpoint: (status code, body).
 pub fn http_get(port: u16, path: &str) -> (u16, String) {
     use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to the metrics endpoint");
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
     stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").expect("write");
+    // HTTP/1.0, so the answer is never chunked and ends with the connection.
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").expect("write");
     let mut raw = String::new();
     stream.read_to_string(&mut raw).expect("read");
     let (head, body) = raw.split_once("\r\n\r\n").expect("HTTP response");
+    assert!(!head.to_ascii_lowercase().contains("transfer-encoding: chunked"), "{head}");
     let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).expect("status");
     (status, body.to_string())
+}
+
+/// Kills a child process (a Prometheus server, ...) when the test ends, however it ends.
+pub struct Reaper(pub Child);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// Percent-encode a query-string value.
+pub fn percent_encode(s: &str) -> String {
+    s.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
 }
 
 impl TestBroker {
