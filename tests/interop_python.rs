@@ -8,44 +8,9 @@
 
 mod broker;
 
-use std::path::PathBuf;
 use std::process::Command;
 
-use broker::{repo_root, TestBroker};
-
-/// The venv's interpreter; scripts/python-env.sh installs the pinned clients
-/// on first use (and serialises concurrent callers).
-fn python() -> PathBuf {
-    let out = Command::new(repo_root().join("scripts/python-env.sh")).output().expect("scripts/python-env.sh");
-    assert!(out.status.success(), "scripts/python-env.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    PathBuf::from(stdout.lines().last().expect("python-env.sh prints the interpreter").trim())
-}
-
-/// Run tests/python/`script` against `b`; panics with its output and the
-/// broker's log unless it exits 0 having reached its last check.
-fn run_script(b: &TestBroker, script: &str, done: &str) -> String {
-    // `timeout` bounds a client stuck in a retry loop; every call inside the
-    // scripts has its own timeout well below this.
-    let out = Command::new("timeout")
-        .args(["--kill-after=5", "90"])
-        .arg(python())
-        .arg(repo_root().join("tests/python").join(script))
-        .arg(b.bootstrap())
-        .env("PYTHONUNBUFFERED", "1")
-        .output()
-        .expect("run python");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stdout.contains(done),
-        "{script} failed ({}{})\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}\n--- broker log ---\n{}",
-        out.status,
-        if out.status.code() == Some(124) { ", timed out" } else { "" },
-        b.log()
-    );
-    stdout
-}
+use broker::{run_python_script, TestBroker};
 
 /// Stop the broker (cleanly, so everything is on disk), then check every batch
 /// of `<prefix>-<codec>-{idem,plain}-0`: the codec, N records in all, and a
@@ -76,14 +41,14 @@ fn check_compressed_on_disk(b: &mut TestBroker, prefix: &str, codecs: &[&str]) {
 #[test]
 fn confluent_kafka() {
     let mut b = TestBroker::start(&[]);
-    run_script(&b, "interop_confluent.py", "all confluent-kafka checks passed");
+    run_python_script(&b, "interop_confluent.py", &[], "all confluent-kafka checks passed");
     check_compressed_on_disk(&mut b, "cc", &["gzip", "snappy", "lz4", "zstd"]);
 }
 
 #[test]
 fn kafka_python() {
     let mut b = TestBroker::start(&[]);
-    let out = run_script(&b, "interop_kafka_python.py", "all kafka-python checks passed");
+    let out = run_python_script(&b, "interop_kafka_python.py", &[], "all kafka-python checks passed");
     // The pinned venv has every codec library (python-snappy included).
     let skipped: Vec<&str> = out.lines().filter_map(|l| l.strip_prefix("skip ")).collect();
     assert!(skipped.is_empty(), "kafka-python skipped codecs: {skipped:?}\n{out}");

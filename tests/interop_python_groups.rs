@@ -8,53 +8,15 @@
 
 mod broker;
 
-use std::path::PathBuf;
-use std::process::Command;
-
-use broker::{repo_root, TestBroker};
+use broker::{run_python_script, TestBroker};
 
 /// Faster groups: no initial rebalance delay, and a small offsets topic.
 const GROUP_OVERRIDES: &[&str] = &["group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=5"];
 
-/// The venv's interpreter; scripts/python-env.sh installs the pinned clients
-/// on first use (and serialises concurrent callers).
-fn python() -> PathBuf {
-    let out = Command::new(repo_root().join("scripts/python-env.sh")).output().expect("scripts/python-env.sh");
-    assert!(out.status.success(), "scripts/python-env.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    PathBuf::from(stdout.lines().last().expect("python-env.sh prints the interpreter").trim())
-}
-
-/// Run tests/python/`script` with the broker's bootstrap and `args`; panics
-/// with its output and the broker's log unless it exits 0 having printed `done`.
-fn run_script(b: &TestBroker, script: &str, args: &[&str], done: &str) -> String {
-    // `timeout` bounds a client stuck in a retry loop; every wait inside the
-    // scripts has its own deadline well below this.
-    let out = Command::new("timeout")
-        .args(["--kill-after=5", "90"])
-        .arg(python())
-        .arg(repo_root().join("tests/python").join(script))
-        .arg(b.bootstrap())
-        .args(args)
-        .env("PYTHONUNBUFFERED", "1")
-        .output()
-        .expect("run python");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stdout.contains(done),
-        "{script} {args:?} failed ({}{})\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}\n--- broker log ---\n{}",
-        out.status,
-        if out.status.code() == Some(124) { ", timed out" } else { "" },
-        b.log()
-    );
-    stdout
-}
-
 #[test]
 fn confluent_kafka_groups() {
     let b = TestBroker::start(GROUP_OVERRIDES);
-    run_script(&b, "groups_confluent.py", &[], "all confluent-kafka group checks passed");
+    run_python_script(&b, "groups_confluent.py", &[], "all confluent-kafka group checks passed");
 }
 
 /// How the broker goes down between the two kafka-python runs.
@@ -65,14 +27,14 @@ enum Restart {
 
 fn kafka_python_offsets_survive(how: Restart) {
     let mut b = TestBroker::start(GROUP_OVERRIDES);
-    let out = run_script(&b, "groups_kafka_python.py", &["produce-and-commit"], "all kafka-python group produce-and-commit checks passed");
+    let out = run_python_script(&b, "groups_kafka_python.py", &["produce-and-commit"], "all kafka-python group produce-and-commit checks passed");
     let committed = out.lines().find_map(|l| l.strip_prefix("committed ")).unwrap_or_else(|| panic!("no committed offsets printed:\n{out}")).trim().to_string();
     match how {
         Restart::Clean => assert!(b.stop().success(), "clean shutdown; log:\n{}", b.log()),
         Restart::Crash => b.kill(),
     }
     b.restart();
-    run_script(&b, "groups_kafka_python.py", &["check", &committed], "all kafka-python group checks passed after the restart");
+    run_python_script(&b, "groups_kafka_python.py", &["check", &committed], "all kafka-python group checks passed after the restart");
     // The offsets came back from the log, not from anything kept in memory.
     let log = b.log();
     let loaded: Vec<&str> = log.lines().filter(|l| l.contains("group coordinator loaded")).collect();

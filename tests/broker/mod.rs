@@ -409,3 +409,38 @@ pub fn kafka_tool(b: &TestBroker, main_class: &str, args: &[&str], stdin: Option
     assert!(ok, "{main_class} {args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}\nbroker:\n{}", b.log());
     stdout
 }
+
+/// The venv's interpreter; scripts/python-env.sh installs the pinned clients
+/// on first use (and serialises concurrent callers).
+pub fn python() -> PathBuf {
+    let out = Command::new(repo_root().join("scripts/python-env.sh")).output().expect("scripts/python-env.sh");
+    assert!(out.status.success(), "scripts/python-env.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    PathBuf::from(stdout.lines().last().expect("python-env.sh prints the interpreter").trim())
+}
+
+/// Run tests/python/`script` with the broker's bootstrap and `args`; panics
+/// with its output and the broker's log unless it exits 0 having printed `done`.
+pub fn run_python_script(b: &TestBroker, script: &str, args: &[&str], done: &str) -> String {
+    // `timeout` bounds a client stuck in a retry loop; every wait inside the
+    // scripts has its own deadline well below this.
+    let out = Command::new("timeout")
+        .args(["--kill-after=5", "90"])
+        .arg(python())
+        .arg(repo_root().join("tests/python").join(script))
+        .arg(b.bootstrap())
+        .args(args)
+        .env("PYTHONUNBUFFERED", "1")
+        .output()
+        .expect("run python");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains(done),
+        "{script} {args:?} failed ({}{})\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}\n--- broker log ---\n{}",
+        out.status,
+        if out.status.code() == Some(124) { ", timed out" } else { "" },
+        b.log()
+    );
+    stdout
+}
