@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::RwLock;
 
 use common::{append, clean_fully, cleaner, open_log, read_all};
@@ -14,29 +12,6 @@ use sediment::clock::MockClock;
 use sediment::log::compression::Compression;
 
 const NOW: i64 = 1_700_000_000_000;
-
-fn kafka_tool(main_class: &str, files: &[PathBuf], extra: &[&str]) -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/kafka-tool.sh");
-    let out = Command::new("bash")
-        .arg(script)
-        .arg(main_class)
-        .args(extra)
-        .arg("--files")
-        .arg(files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(","))
-        .output()
-        .expect("run scripts/kafka-tool.sh (needs Java 17 and Maven)");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "kafka-dump-log failed: {stderr}\n{stdout}");
-    assert!(!stderr.contains("Exception"), "kafka-dump-log raised: {stderr}");
-    stdout
-}
-
-fn files_with(dir: &Path, ext: &str) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == ext)).collect();
-    files.sort();
-    files
-}
 
 #[test]
 fn kafka_dump_log_reads_cleaned_segments() {
@@ -72,8 +47,8 @@ fn kafka_dump_log_reads_cleaned_segments() {
     drop(log);
 
     let part = dir.path();
-    let logs = files_with(part, "log");
-    let out = kafka_tool("kafka.tools.DumpLogSegments", &logs, &["--deep-iteration", "--print-data-log"]);
+    let logs = common::files_with(part, "log");
+    let out = common::kafka_dump_log(&logs, &["--deep-iteration", "--print-data-log"]);
     let batch_lines: Vec<&str> = out.lines().filter(|l| l.starts_with("baseOffset:")).collect();
     assert!(!batch_lines.is_empty(), "{out}");
     assert!(batch_lines.iter().all(|l| l.contains("isvalid: true")), "{out}");
@@ -97,7 +72,7 @@ fn kafka_dump_log_reads_cleaned_segments() {
 
     // Kafka checks the cleaned segments' indexes against the logs.
     for ext in ["index", "timeindex"] {
-        let out = kafka_tool("kafka.tools.DumpLogSegments", &files_with(part, ext), &[]);
+        let out = common::kafka_dump_log(&common::files_with(part, ext), &[]);
         for bad in ["Mismatch", "mismatch", "not found", "out of order", "ERROR", "rror"] {
             assert!(!out.contains(bad), "{ext}: kafka-dump-log reports {bad:?}:\n{out}");
         }

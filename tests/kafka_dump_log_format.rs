@@ -6,38 +6,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::{batch, system_manager};
 use sediment::log::compression::Compression;
 use sediment::log::TopicPartition;
-
-fn kafka_tool(main_class: &str, args: &[&Path], extra: &[&str]) -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/kafka-tool.sh");
-    let out = Command::new("bash")
-        .arg(script)
-        .arg(main_class)
-        .args(extra)
-        .arg("--files")
-        .arg(args.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(","))
-        .output()
-        .expect("run scripts/kafka-tool.sh (needs Java 17 and Maven)");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "kafka-dump-log failed: {stderr}\n{stdout}");
-    assert!(!stderr.contains("Exception"), "kafka-dump-log raised: {stderr}");
-    stdout
-}
-
-fn files_with(dir: &Path, ext: &str) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == ext))
-        .collect();
-    files.sort();
-    files
-}
 
 #[test]
 fn kafka_dump_log_reads_our_segments_and_indexes() {
@@ -69,12 +41,12 @@ fn kafka_dump_log_reads_our_segments_and_indexes() {
     }
     manager.shutdown().unwrap();
     let part = dir.path().join("dump-0");
-    let logs = files_with(&part, "log");
+    let logs = common::files_with(&part, "log");
     assert!(logs.len() > 3, "several segments were written");
 
     // Batches and records, as Kafka decodes them.
     let refs: Vec<&Path> = logs.iter().map(PathBuf::as_path).collect();
-    let out = kafka_tool("kafka.tools.DumpLogSegments", &refs, &["--deep-iteration", "--print-data-log"]);
+    let out = common::kafka_dump_log(&refs, &["--deep-iteration", "--print-data-log"]);
     let batches = out.lines().filter(|l| l.starts_with("baseOffset:")).count();
     assert_eq!(batches, 60, "{out}");
     assert!(out.lines().filter(|l| l.starts_with("baseOffset:")).all(|l| l.contains("isvalid: true")), "{out}");
@@ -94,9 +66,9 @@ fn kafka_dump_log_reads_our_segments_and_indexes() {
 
     // Indexes: Kafka checks every entry against the log.
     for ext in ["index", "timeindex"] {
-        let files = files_with(&part, ext);
+        let files = common::files_with(&part, ext);
         let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-        let out = kafka_tool("kafka.tools.DumpLogSegments", &refs, &[]);
+        let out = common::kafka_dump_log(&refs, &[]);
         let entries = out.lines().filter(|l| l.starts_with("offset:") || l.starts_with("timestamp:")).count();
         assert!(entries > 5, "{ext}: too few entries to mean anything:\n{out}");
         for bad in ["Mismatch", "mismatch", "not found", "out of order", "ERROR", "rror"] {
@@ -106,7 +78,7 @@ fn kafka_dump_log_reads_our_segments_and_indexes() {
 
     // Our own dump agrees on the record count and finds no problem.
     let mut ours = String::new();
-    let all: Vec<PathBuf> = [files_with(&part, "log"), files_with(&part, "index"), files_with(&part, "timeindex")].concat();
+    let all: Vec<PathBuf> = [common::files_with(&part, "log"), common::files_with(&part, "index"), common::files_with(&part, "timeindex")].concat();
     let problems = sediment::tools::dump_log::dump_files(&all, sediment::tools::dump_log::DumpOptions { print_data_log: true, deep_iteration: true, max_batch_size: 1 << 20 }, &mut ours).unwrap();
     assert_eq!(problems, 0, "{ours}");
     assert_eq!(ours.lines().filter(|l| l.starts_with("| offset:")).count(), expected.len());

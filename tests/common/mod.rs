@@ -190,3 +190,29 @@ pub fn append(log: &mut Log, codec: Compression, records: &[RecordSpec<'_>]) -> 
     log.update_config(config);
     info
 }
+
+/// Apache Kafka's kafka-dump-log (DumpLogSegments, via scripts/kafka-tool.sh)
+/// on `files` with `extra` options; fails the test on an error or exception.
+pub fn kafka_dump_log<P: AsRef<Path>>(files: &[P], extra: &[&str]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/kafka-tool.sh");
+    let out = std::process::Command::new("bash")
+        .arg(script)
+        .arg("kafka.tools.DumpLogSegments")
+        .args(extra)
+        .arg("--files")
+        .arg(files.iter().map(|p| p.as_ref().display().to_string()).collect::<Vec<_>>().join(","))
+        .output()
+        .expect("run scripts/kafka-tool.sh (needs Java 17 and Maven)");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "kafka-dump-log failed: {stderr}\n{stdout}");
+    assert!(!stderr.contains("Exception"), "kafka-dump-log raised: {stderr}");
+    stdout
+}
+
+/// The files of `dir` with extension `ext`, sorted.
+pub fn files_with(dir: &Path, ext: &str) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir).expect("read dir").map(|e| e.expect("entry").path()).filter(|p| p.extension().is_some_and(|e| e == ext)).collect();
+    files.sort();
+    files
+}
