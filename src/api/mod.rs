@@ -193,8 +193,7 @@ impl Broker {
 
     /// The name of the topic with this id.
     pub fn topic_name_by_id(&self, id: &uuid::Uuid) -> Option<String> {
-        let bytes = *id.as_bytes();
-        self.logs.topics().into_iter().find(|t| t.id == bytes).map(|t| t.name)
+        self.logs.topic_name_by_id(id.as_bytes())
     }
 }
 

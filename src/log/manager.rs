@@ -233,6 +233,12 @@ impl LogManager {
         self.topics.read().expect("lock").get(name).cloned()
     }
 
+    /// The name of the topic with this id (Produce v13+, Fetch v13+ and
+    /// DeleteTopics address topics by id). Clones only the name.
+    pub fn topic_name_by_id(&self, id: &[u8; 16]) -> Option<String> {
+        self.topics.read().expect("lock").values().find(|t| t.id == *id).map(|t| t.name.clone())
+    }
+
     pub fn topics(&self) -> Vec<TopicInfo> {
         self.topics.read().expect("lock").values().cloned().collect()
     }
