@@ -254,3 +254,19 @@ fn flush_messages_bounds_the_unflushed_tail() {
     }
     assert_eq!(points, vec![0, 0, 3, 3, 3, 6, 6]);
 }
+
+#[test]
+fn flush_ms_flushes_on_the_periodic_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = sediment::clock::MockClock::new(1_000_000);
+    let manager = common::manager(dir.path(), &[], clock.clone());
+    manager.create_topic("timed", 1, common::overrides(&[("flush.ms", "1000")])).unwrap();
+    let log = manager.get_log(&TopicPartition::new("timed", 0)).unwrap();
+    log.write().unwrap().append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))])).unwrap();
+    clock.advance(999);
+    manager.run_periodic_tasks(false, false).unwrap();
+    assert_eq!(log.read().unwrap().recovery_point(), 0, "not yet due");
+    clock.advance(1);
+    manager.run_periodic_tasks(false, false).unwrap();
+    assert_eq!(log.read().unwrap().recovery_point(), 1, "fsynced once flush.ms passed");
+}
