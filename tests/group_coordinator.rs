@@ -242,3 +242,17 @@ fn requests_wait_for_the_load() {
     c.load();
     assert_eq!(start(c.join(join_req("", None))).done().error, Some(GroupError::MemberIdRequired));
 }
+
+#[test]
+fn a_full_group_refuses_new_members() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = MockClock::new(1_000_000);
+    let logs = Arc::new(common::manager(dir.path(), &[], clock.clone()));
+    let c = GroupCoordinator::new(GroupConfig { max_size: 1, ..config() }, logs, clock);
+    c.load();
+    let (a, ja) = join_new(&c);
+    assert_eq!(ja.done().error, None);
+    assert_eq!(start(c.join(join_req("", None))).done().error, Some(GroupError::GroupMaxSizeReached));
+    // The member already in the group may still rejoin.
+    assert_eq!(start(c.join(join_req(&a, None))).done().error, None);
+}

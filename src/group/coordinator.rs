@@ -556,6 +556,16 @@ impl GroupCoordinator {
             }
         }
 
+        // `group.max.size`: a join that would add a member to a full group is refused.
+        let adds_member = if req.member_id.is_empty() {
+            req.group_instance_id.as_ref().is_none_or(|i| !group.members.iter().any(|m| m.instance_id.as_deref() == Some(i.as_str())))
+        } else {
+            group.pending.contains(&req.member_id)
+        };
+        if adds_member && group.members.len() >= self.config.max_size {
+            return fail(GroupError::GroupMaxSizeReached);
+        }
+
         let mut member_id = req.member_id.clone();
         // A member this request adds (or a static member replaced outside a
         // stable group with unchanged protocols) was in no join round: it
