@@ -64,7 +64,7 @@ pub const LOG_CONFIGS: &[ConfigDef] = &[
         "delete removes old segments by time or size; compact keeps the latest record per key; both may be listed"),
     def!("compression.type", "compression.type", String, "producer", None, None,
         &["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"],
-        "codec of stored batches; producer keeps what the producer sent"),
+        "stored batches keep the producer's codec; other values are accepted for compatibility but not applied (no recompression yet)"),
     def!("delete.retention.ms", "log.cleaner.delete.retention.ms", Long, "86400000", Some(0.0), None, &[],
         "how long tombstones survive after the first clean that sees them"),
     def!("file.delete.delay.ms", "log.segment.delete.delay.ms", Long, "60000", Some(0.0), None, &[],
