@@ -24,7 +24,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
-use sediment::cleaner::{cleanable_offsets, CancellationToken, Cleaner, CleanerConfig, LogToClean, Throttler};
+use sediment::cleaner::{
+    cleanable_offsets, CancellationToken, Cleaner, CleanerConfig, LogToClean, Throttler,
+};
 use sediment::clock;
 use sediment::log::compression::Compression;
 use sediment::log::record_batch::BatchBuilder;
@@ -54,12 +56,20 @@ fn mb(bytes: u64) -> f64 {
 fn vm_hwm_kb() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
 fn segment_files(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "log")).collect();
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
     v.sort();
     v
 }
@@ -69,11 +79,22 @@ fn segment_files(dir: &Path) -> Vec<PathBuf> {
 fn build(dir: &Path, records: usize, dup_percent: usize) -> Log {
     let config = LogConfig::resolve(
         &Default::default(),
-        [("cleanup.policy", "compact"), ("segment.bytes", "134217728")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        [("cleanup.policy", "compact"), ("segment.bytes", "134217728")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
     )
     .unwrap();
     let load = LoadParams { recovery_point: 0, log_start_offset: 0, clean_shutdown: true };
-    let mut log = Log::open(dir, TopicPartition::new("bench", 0), Arc::new(config), load, false, clock::system()).unwrap();
+    let mut log = Log::open(
+        dir,
+        TopicPartition::new("bench", 0),
+        Arc::new(config),
+        load,
+        false,
+        clock::system(),
+    )
+    .unwrap();
     let unique = (records * (100 - dup_percent) / 100).max(1);
     let value = vec![b'v'; RECORD - KEY - 16];
     let now = clock::system().now_ms();
@@ -126,7 +147,9 @@ fn main() {
     let size_mb = env_usize("SEDIMENT_CLEANER_BENCH_MB", 1024);
     let dedupe_mb = env_usize("SEDIMENT_CLEANER_BENCH_DEDUPE_MB", 128);
     let io_kb = env_usize("SEDIMENT_CLEANER_BENCH_IO_KB", 1024);
-    let base = std::env::var("SEDIMENT_BENCH_DIR").map(PathBuf::from).unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data"));
+    let base = std::env::var("SEDIMENT_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data"));
     std::fs::create_dir_all(&base).unwrap();
     let records = size_mb * (1 << 20) / RECORD;
     println!("cleaner throughput: {size_mb} MiB partitions of {records} records of {RECORD} B, {PER_BATCH} per batch, dedupe buffer {dedupe_mb} MiB, I/O buffers {io_kb} KiB\n");
@@ -136,14 +159,23 @@ fn main() {
         let dir = tempfile::Builder::new().prefix("cleaner-bench").tempdir_in(&base).unwrap();
         let part = dir.path().join("bench-0");
         let log = build(&part, records, dup);
-        let files: Vec<PathBuf> = segment_files(&part).into_iter().filter(|f| std::fs::metadata(f).map(|m| m.len() > 0).unwrap_or(false)).collect();
+        let files: Vec<PathBuf> = segment_files(&part)
+            .into_iter()
+            .filter(|f| std::fs::metadata(f).map(|m| m.len() > 0).unwrap_or(false))
+            .collect();
         let (raw_bytes, raw_secs) = raw_copy(&files, &dir.path().join("raw-copy"), io_kb << 10);
         for f in &files {
             drop_cache(f);
         }
         let clock = clock::system();
-        let config = CleanerConfig { dedupe_buffer_size: dedupe_mb << 20, io_buffer_size: io_kb << 10, ..CleanerConfig::default() };
-        let mut cleaner = Cleaner::new(0, config, Arc::new(Throttler::unlimited(clock.clone())), clock.clone()).unwrap();
+        let config = CleanerConfig {
+            dedupe_buffer_size: dedupe_mb << 20,
+            io_buffer_size: io_kb << 10,
+            ..CleanerConfig::default()
+        };
+        let mut cleaner =
+            Cleaner::new(0, config, Arc::new(Throttler::unlimited(clock.clone())), clock.clone())
+                .unwrap();
         let log = RwLock::new(log);
         let to_clean = {
             let l = log.read().unwrap();
@@ -151,7 +183,8 @@ fn main() {
             LogToClean::new(&l, d, u)
         };
         let start = Instant::now();
-        let result = cleaner.clean(&log, &to_clean, clock.now_ms(), &CancellationToken::new()).unwrap();
+        let result =
+            cleaner.clean(&log, &to_clean, clock.now_ms(), &CancellationToken::new()).unwrap();
         let secs = start.elapsed().as_secs_f64();
         let s = &result.stats;
         let raw_rate = mb(raw_bytes) / raw_secs;
@@ -172,5 +205,8 @@ fn main() {
         assert_eq!(result.end_offset, records as i64, "one pass covers the partition");
         log.write().unwrap().delete_expired_files(0, true).unwrap();
     }
-    println!("\nRSS target: dedupe {dedupe_mb} MiB + I/O buffers 2 x {io_kb} KiB + 64 MiB = {} MiB", dedupe_mb + 2 * io_kb / 1024 + 64);
+    println!(
+        "\nRSS target: dedupe {dedupe_mb} MiB + I/O buffers 2 x {io_kb} KiB + 64 MiB = {} MiB",
+        dedupe_mb + 2 * io_kb / 1024 + 64
+    );
 }

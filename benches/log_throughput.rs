@@ -108,7 +108,15 @@ fn round(dir: &Path, total_mb: u64, rates: &mut Rates) {
     let log_dir = dir.join("bench-0");
     let _ = std::fs::remove_dir_all(&log_dir);
     let load = LoadParams { recovery_point: 0, log_start_offset: 0, clean_shutdown: true };
-    let mut log = Log::open(&log_dir, TopicPartition::new("bench", 0), Arc::new(LogConfig::default()), load, false, clock::system()).unwrap();
+    let mut log = Log::open(
+        &log_dir,
+        TopicPartition::new("bench", 0),
+        Arc::new(LogConfig::default()),
+        load,
+        false,
+        clock::system(),
+    )
+    .unwrap();
     let now = clock::system().now_ms();
     let mut b = BatchBuilder::new(Compression::None, now);
     let value = vec![0x61u8; RECORD - 24];
@@ -149,7 +157,9 @@ fn main() {
     let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
     let total_mb = env("SEDIMENT_BENCH_MB", 1024);
     let rounds = env("SEDIMENT_BENCH_ROUNDS", 3).max(1);
-    let base = std::env::var("SEDIMENT_BENCH_DIR").map(Into::into).unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data"));
+    let base = std::env::var("SEDIMENT_BENCH_DIR")
+        .map(Into::into)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data"));
     std::fs::create_dir_all(&base).unwrap();
     let dir = tempfile::tempdir_in(&base).unwrap();
     let mut rates = Rates::default();

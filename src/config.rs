@@ -37,7 +37,16 @@ fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
 
 macro_rules! broker_def {
     ($name:literal, $kind:ident, $default:expr, $min:expr, $doc:literal) => {
-        ConfigDef { name: $name, broker_key: $name, kind: ConfigType::$kind, default: $default, min: $min, max: None, one_of: &[], doc: $doc }
+        ConfigDef {
+            name: $name,
+            broker_key: $name,
+            kind: ConfigType::$kind,
+            default: $default,
+            min: $min,
+            max: None,
+            one_of: &[],
+            doc: $doc,
+        }
     };
 }
 
@@ -111,10 +120,11 @@ impl Listener {
     /// A protocol other than PLAINTEXT or a bad port, naming `key`.
     pub fn parse(key: &str, value: &str) -> Result<Self, ConfigError> {
         let first = value.split(',').next().unwrap_or("").trim();
-        let rest = first
-            .strip_prefix("PLAINTEXT://")
-            .ok_or_else(|| invalid(key, format!("{first:?}: only PLAINTEXT://host:port listeners are supported")))?;
-        let (host, port) = rest.rsplit_once(':').ok_or_else(|| invalid(key, format!("{first:?} has no port")))?;
+        let rest = first.strip_prefix("PLAINTEXT://").ok_or_else(|| {
+            invalid(key, format!("{first:?}: only PLAINTEXT://host:port listeners are supported"))
+        })?;
+        let (host, port) =
+            rest.rsplit_once(':').ok_or_else(|| invalid(key, format!("{first:?} has no port")))?;
         let port = port.parse::<u16>().map_err(|_| invalid(key, format!("{first:?}: bad port")))?;
         let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
         Ok(Self { host, port })
@@ -135,7 +145,8 @@ fn lookup(key: &str) -> Option<(&'static ConfigDef, Option<&'static str>)> {
 pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
     let (def, topic_key) = lookup(key).ok_or_else(|| invalid(key, "unknown config key"))?;
     if let Some(topic_key) = topic_key {
-        return log_config::validate_value(topic_key, value).map_err(|e| invalid(key, e.to_string()));
+        return log_config::validate_value(topic_key, value)
+            .map_err(|e| invalid(key, e.to_string()));
     }
     let v = value.trim();
     match def.kind {
@@ -143,8 +154,14 @@ pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
             v.parse::<bool>().map_err(|_| invalid(key, format!("{v:?} is not true or false")))?;
         }
         ConfigType::Int | ConfigType::Long => {
-            let n = if def.kind == ConfigType::Int { v.parse::<i32>().map(i64::from).ok() } else { v.parse::<i64>().ok() };
-            let n = n.ok_or_else(|| invalid(key, format!("{v:?} is not an integer of the key's size")))?;
+            let n = if def.kind == ConfigType::Int {
+                v.parse::<i32>().map(i64::from).ok()
+            } else {
+                v.parse::<i64>().ok()
+            };
+            let n = n.ok_or_else(|| {
+                invalid(key, format!("{v:?} is not an integer of the key's size"))
+            })?;
             if let Some(min) = def.min {
                 if (n as f64) < min {
                     return Err(invalid(key, format!("{n} is below the minimum {min}")));
@@ -154,7 +171,10 @@ pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
         ConfigType::Double => {
             let n = v.parse::<f64>().map_err(|_| invalid(key, format!("{v:?} is not a number")))?;
             if n.is_nan() || def.min.is_some_and(|min| n < min) {
-                return Err(invalid(key, format!("{v} is below the minimum {}", def.min.unwrap_or(0.0))));
+                return Err(invalid(
+                    key,
+                    format!("{v} is below the minimum {}", def.min.unwrap_or(0.0)),
+                ));
             }
             if key == "log.cleaner.io.buffer.load.factor" && !(n > 0.0 && n <= 1.0) {
                 return Err(invalid(key, format!("{v} must be above 0 and at most 1")));
@@ -167,7 +187,10 @@ pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
             if key == "metrics.listen" && !v.is_empty() {
                 use std::net::ToSocketAddrs;
                 if v.to_socket_addrs().map_or(true, |mut a| a.next().is_none()) {
-                    return Err(invalid(key, format!("{v:?} is not host:port (empty disables the endpoint)")));
+                    return Err(invalid(
+                        key,
+                        format!("{v:?} is not host:port (empty disables the endpoint)"),
+                    ));
                 }
             }
             if key == "log.dirs" && v.split(',').all(|d| d.trim().is_empty()) {
@@ -188,11 +211,17 @@ fn toml_scalar(key: &str, value: &toml::Value) -> Result<String, ConfigError> {
             let parts: Result<Vec<_>, _> = items.iter().map(|v| toml_scalar(key, v)).collect();
             parts?.join(",")
         }
-        toml::Value::Datetime(_) | toml::Value::Table(_) => return Err(invalid(key, "expected a string, number, boolean or list")),
+        toml::Value::Datetime(_) | toml::Value::Table(_) => {
+            return Err(invalid(key, "expected a string, number, boolean or list"))
+        }
     })
 }
 
-fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, String>) -> Result<(), ConfigError> {
+fn flatten(
+    prefix: &str,
+    table: &toml::Table,
+    out: &mut BTreeMap<String, String>,
+) -> Result<(), ConfigError> {
     for (k, v) in table {
         let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
         match v {
@@ -208,7 +237,9 @@ fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, String>
 /// A key's default as a TOML value (strings quoted, numbers and booleans bare).
 fn toml_literal(kind: ConfigType, value: &str) -> String {
     match kind {
-        ConfigType::Boolean | ConfigType::Int | ConfigType::Long | ConfigType::Double => value.to_string(),
+        ConfigType::Boolean | ConfigType::Int | ConfigType::Long | ConfigType::Double => {
+            value.to_string()
+        }
         ConfigType::String | ConfigType::List => toml::Value::String(value.to_string()).to_string(),
     }
 }
@@ -305,7 +336,10 @@ pub fn config_template() -> String {
     };
     let mut placed: Vec<&str> = Vec::new();
     for (title, note, belongs) in TEMPLATE_SECTIONS {
-        let defs: Vec<&ConfigDef> = BROKER_CONFIGS.iter().filter(|d| !placed.contains(&d.name) && belongs(d.name)).collect();
+        let defs: Vec<&ConfigDef> = BROKER_CONFIGS
+            .iter()
+            .filter(|d| !placed.contains(&d.name) && belongs(d.name))
+            .collect();
         if defs.is_empty() {
             continue;
         }
@@ -337,7 +371,10 @@ impl BrokerConfig {
     /// # Errors
     /// TOML syntax errors and invalid keys or values.
     pub fn from_toml(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
         let mut explicit = BTreeMap::new();
         flatten("", &table, &mut explicit)?;
         let mut config = Self::default();
@@ -352,7 +389,8 @@ impl BrokerConfig {
     /// # Errors
     /// As `from_toml`, plus I/O errors.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
         Self::from_toml(&text, path)
     }
 
@@ -370,9 +408,13 @@ impl BrokerConfig {
     ///
     /// # Errors
     /// A pair without `=`, or an invalid key or value.
-    pub fn apply_overrides<'a>(&mut self, pairs: impl IntoIterator<Item = &'a str>) -> Result<(), ConfigError> {
+    pub fn apply_overrides<'a>(
+        &mut self,
+        pairs: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(), ConfigError> {
         for pair in pairs {
-            let (k, v) = pair.split_once('=').ok_or_else(|| invalid(pair, "an override is key=value"))?;
+            let (k, v) =
+                pair.split_once('=').ok_or_else(|| invalid(pair, "an override is key=value"))?;
             self.set(k.trim(), v)?;
         }
         Ok(())
@@ -441,7 +483,11 @@ impl BrokerConfig {
     pub fn bind_addr(&self) -> Result<SocketAddr, ConfigError> {
         let l = self.listener()?;
         let host = if l.host.is_empty() { "0.0.0.0".to_string() } else { l.host.clone() };
-        let text = if host.contains(':') { format!("[{host}]:{}", l.port) } else { format!("{host}:{}", l.port) };
+        let text = if host.contains(':') {
+            format!("[{host}]:{}", l.port)
+        } else {
+            format!("{host}:{}", l.port)
+        };
         use std::net::ToSocketAddrs;
         text.to_socket_addrs()
             .ok()
@@ -470,7 +516,13 @@ impl BrokerConfig {
     }
 
     pub fn log_dirs(&self) -> Vec<PathBuf> {
-        self.get("log.dirs").unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()).map(PathBuf::from).collect()
+        self.get("log.dirs")
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+            .collect()
     }
 
     /// The topic-level defaults this broker sets, keyed by topic key.
@@ -479,12 +531,18 @@ impl BrokerConfig {
         // Kafka's coarser synonyms first, so the exact *.ms keys win.
         if let Some(h) = self.explicit("log.retention.hours") {
             if let Ok(h) = h.parse::<i64>() {
-                out.insert("retention.ms".to_string(), if h < 0 { "-1".to_string() } else { (h * 3_600_000).to_string() });
+                out.insert(
+                    "retention.ms".to_string(),
+                    if h < 0 { "-1".to_string() } else { (h * 3_600_000).to_string() },
+                );
             }
         }
         if let Some(m) = self.explicit("log.retention.minutes") {
             if let Ok(m) = m.parse::<i64>() {
-                out.insert("retention.ms".to_string(), if m < 0 { "-1".to_string() } else { (m * 60_000).to_string() });
+                out.insert(
+                    "retention.ms".to_string(),
+                    if m < 0 { "-1".to_string() } else { (m * 60_000).to_string() },
+                );
             }
         }
         if let Some(h) = self.explicit("log.roll.hours") {
@@ -511,8 +569,14 @@ impl BrokerConfig {
             io_buffer_load_factor: double("log.cleaner.io.buffer.load.factor"),
             max_io_bytes_per_second: double("log.cleaner.io.max.bytes.per.second"),
             backoff_ms: self.int("log.cleaner.backoff.ms").max(0),
-            uncleanable_retry_backoff_ms: self.int("log.cleaner.uncleanable.retry.backoff.ms").max(0),
-            max_message_size: self.topic_defaults().get("max.message.bytes").and_then(|v| v.parse().ok()).unwrap_or(1_048_588),
+            uncleanable_retry_backoff_ms: self
+                .int("log.cleaner.uncleanable.retry.backoff.ms")
+                .max(0),
+            max_message_size: self
+                .topic_defaults()
+                .get("max.message.bytes")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1_048_588),
         }
     }
 
@@ -524,14 +588,16 @@ impl BrokerConfig {
     /// The log layer's settings.
     pub fn log_manager_config(&self) -> LogManagerConfig {
         let dirs = self.log_dirs();
-        let mut c = LogManagerConfig::new(dirs.first().cloned().unwrap_or_else(|| PathBuf::from("data")));
+        let mut c =
+            LogManagerConfig::new(dirs.first().cloned().unwrap_or_else(|| PathBuf::from("data")));
         c.log_dirs = dirs;
         c.topic_defaults = self.topic_defaults();
         c.flush_before_ack = self.boolean("log.flush.before.ack");
         c.retention_check_interval_ms = self.int("log.retention.check.interval.ms");
         c.flush_scheduler_interval_ms = self.int("log.flush.scheduler.interval.ms");
         c.flush_offset_checkpoint_interval_ms = self.int("log.flush.offset.checkpoint.interval.ms");
-        c.flush_start_offset_checkpoint_interval_ms = self.int("log.flush.start.offset.checkpoint.interval.ms");
+        c.flush_start_offset_checkpoint_interval_ms =
+            self.int("log.flush.start.offset.checkpoint.interval.ms");
         c
     }
 
@@ -605,7 +671,10 @@ mod tests {
     fn cleaner_keys_have_kafkas_defaults() {
         let c = BrokerConfig::default().cleaner_config();
         assert!(c.enable);
-        assert_eq!((c.num_threads, c.dedupe_buffer_size, c.io_buffer_size, c.backoff_ms), (1, 134_217_728, 524_288, 15_000));
+        assert_eq!(
+            (c.num_threads, c.dedupe_buffer_size, c.io_buffer_size, c.backoff_ms),
+            (1, 134_217_728, 524_288, 15_000)
+        );
         assert_eq!(c.io_buffer_load_factor, 0.9);
         assert_eq!(c.max_io_bytes_per_second, f64::MAX);
         assert_eq!(BrokerConfig::default().metrics_listen().as_deref(), Some("127.0.0.1:9404"));
@@ -613,9 +682,17 @@ mod tests {
         b.apply_overrides(["metrics.listen=", "log.cleaner.threads=2"]).unwrap();
         assert_eq!(b.metrics_listen(), None);
         assert_eq!(b.cleaner_config().num_threads, 2);
-        for bad in ["log.cleaner.io.buffer.load.factor=0", "log.cleaner.io.buffer.load.factor=1.5", "log.cleaner.threads=-1", "log.cleaner.io.max.bytes.per.second=-5", "metrics.listen=nowhere"] {
+        for bad in [
+            "log.cleaner.io.buffer.load.factor=0",
+            "log.cleaner.io.buffer.load.factor=1.5",
+            "log.cleaner.threads=-1",
+            "log.cleaner.io.max.bytes.per.second=-5",
+            "metrics.listen=nowhere",
+        ] {
             match b.apply_overrides([bad]) {
-                Err(ConfigError::Invalid { key, .. }) => assert_eq!(key, bad.split('=').next().unwrap()),
+                Err(ConfigError::Invalid { key, .. }) => {
+                    assert_eq!(key, bad.split('=').next().unwrap())
+                }
                 other => panic!("{bad}: {other:?}"),
             }
         }

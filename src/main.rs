@@ -1,21 +1,25 @@
 //! The `sediment` command line.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
 use anyhow::Context;
 use sediment::api::Broker;
 use sediment::cleaner::LogCleaner;
-use sediment::metrics::Metrics;
 use sediment::config::BrokerConfig;
 use sediment::log::LogManager;
+use sediment::metrics::Metrics;
 use sediment::tools::dump_log::{self, DumpOptions};
 
 #[derive(Parser)]
-#[command(name = "sediment", version, about = "A Kafka-compatible broker built around log compaction")]
+#[command(
+    name = "sediment",
+    version,
+    about = "A Kafka-compatible broker built around log compaction"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -80,7 +84,9 @@ enum Command {
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
@@ -94,7 +100,10 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
-        Command::Health { bootstrap_server } => match sediment::tools::health::check(&bootstrap_server, std::time::Duration::from_secs(5)) {
+        Command::Health { bootstrap_server } => match sediment::tools::health::check(
+            &bootstrap_server,
+            std::time::Duration::from_secs(5),
+        ) {
             Ok(apis) => {
                 println!("ok: {bootstrap_server} answers ApiVersions ({apis} APIs)");
                 ExitCode::SUCCESS
@@ -167,13 +176,22 @@ fn load_config(file: Option<PathBuf>, overrides: &[String]) -> anyhow::Result<Br
 
 fn serve(file: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result<()> {
     let config = load_config(file, &overrides)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("sediment-net").build().context("starting the runtime")?;
-    let logs = Arc::new(LogManager::open(config.log_manager_config(), sediment::clock::system()).context("opening the log dirs")?);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("sediment-net")
+        .build()
+        .context("starting the runtime")?;
+    let logs = Arc::new(
+        LogManager::open(config.log_manager_config(), sediment::clock::system())
+            .context("opening the log dirs")?,
+    );
     for (tp, reason) in logs.offline_partitions() {
         tracing::error!(partition = %tp, "partition offline: {reason}");
     }
     logs.start_scheduler();
-    let mut cleaner = LogCleaner::start(config.cleaner_config(), Arc::clone(&logs), sediment::clock::system()).context("starting the log cleaner")?;
+    let mut cleaner =
+        LogCleaner::start(config.cleaner_config(), Arc::clone(&logs), sediment::clock::system())
+            .context("starting the log cleaner")?;
     let result = runtime.block_on(async {
         let addr = config.bind_addr()?;
         let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
@@ -225,7 +243,10 @@ fn http_get(addr: &str, path: &str) -> anyhow::Result<String> {
     let (head, body) = text.split_once("\r\n\r\n").context("malformed HTTP response")?;
     let status = head.lines().next().unwrap_or_default();
     anyhow::ensure!(status.split_whitespace().nth(1) == Some("200"), "{addr}{path}: {status}");
-    anyhow::ensure!(!head.to_ascii_lowercase().contains("transfer-encoding: chunked"), "chunked responses are not expected from the broker");
+    anyhow::ensure!(
+        !head.to_ascii_lowercase().contains("transfer-encoding: chunked"),
+        "chunked responses are not expected from the broker"
+    );
     Ok(body.to_string())
 }
 
@@ -245,17 +266,31 @@ fn cleaner_status(addr: &str, json: bool) -> anyhow::Result<String> {
         t["threads"], t["dead_thread_count"], m["max_dirty_percent"], m["time_since_last_run_ms"], m["max_compaction_delay_ms"].as_i64().unwrap_or(0) / 1000
     )?;
     for d in m["log_dirs"].as_array().into_iter().flatten() {
-        write!(out, "log dir {}: {} uncleanable partition(s), {} uncleanable bytes", d["log_dir"].as_str().unwrap_or("?"), d["uncleanable_partitions"], d["uncleanable_bytes"])?;
+        write!(
+            out,
+            "log dir {}: {} uncleanable partition(s), {} uncleanable bytes",
+            d["log_dir"].as_str().unwrap_or("?"),
+            d["uncleanable_partitions"],
+            d["uncleanable_bytes"]
+        )?;
         if let Some(cause) = d["offline_cause"].as_str() {
             write!(out, "; cleaning stopped: {cause}")?;
         }
         writeln!(out)?;
     }
-    writeln!(out, "{:<32} {:>6} {:>12} {:>12}  STATUS", "PARTITION", "DIRTY", "CLEANABLE", "FIRST-DIRTY")?;
+    writeln!(
+        out,
+        "{:<32} {:>6} {:>12} {:>12}  STATUS",
+        "PARTITION", "DIRTY", "CLEANABLE", "FIRST-DIRTY"
+    )?;
     let now = m["now_ms"].as_i64().unwrap_or(0);
     for p in m["partitions"].as_array().into_iter().flatten() {
         let name = format!("{}-{}", p["topic"].as_str().unwrap_or("?"), p["partition"]);
-        let status = if p["eligible"].as_bool() == Some(true) { "eligible".to_string() } else { format!("not eligible: {}", p["reason"].as_str().unwrap_or("?")) };
+        let status = if p["eligible"].as_bool() == Some(true) {
+            "eligible".to_string()
+        } else {
+            format!("not eligible: {}", p["reason"].as_str().unwrap_or("?"))
+        };
         writeln!(
             out,
             "{name:<32} {:>6.3} {:>12} {:>12}  {status}",

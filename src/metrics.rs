@@ -24,7 +24,10 @@ use bytes::Bytes;
 use http_body_util::Full;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::ResponseKind;
-use prometheus::{Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder};
+use prometheus::{
+    Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
+};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
@@ -59,7 +62,10 @@ impl Default for RequestMetrics {
 impl RequestMetrics {
     pub fn new() -> Self {
         let requests = IntCounterVec::new(
-            Opts::new("kafka_network_requestmetrics_requests_total", "Requests handled, per API (Kafka's RequestsPerSec)"),
+            Opts::new(
+                "kafka_network_requestmetrics_requests_total",
+                "Requests handled, per API (Kafka's RequestsPerSec)",
+            ),
             &["request"],
         )
         .expect("valid metric");
@@ -72,8 +78,14 @@ impl RequestMetrics {
         )
         .expect("valid metric");
         let latency = HistogramVec::new(
-            HistogramOpts::new("kafka_network_requestmetrics_total_time_seconds", "Time from a request's arrival to its response, per API (Kafka's TotalTimeMs)")
-                .buckets(vec![0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0]),
+            HistogramOpts::new(
+                "kafka_network_requestmetrics_total_time_seconds",
+                "Time from a request's arrival to its response, per API (Kafka's TotalTimeMs)",
+            )
+            .buckets(vec![
+                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                10.0, 30.0,
+            ]),
             &["request"],
         )
         .expect("valid metric");
@@ -95,7 +107,8 @@ impl RequestMetrics {
             None => self.errors.with_label_values(&[api, "CONNECTION_CLOSED"]).inc(),
             Some(r) => {
                 for code in response_error_codes(r) {
-                    let name = ResponseError::try_from_code(code).map_or_else(|| format!("CODE_{code}"), |e| error_name(&e));
+                    let name = ResponseError::try_from_code(code)
+                        .map_or_else(|| format!("CODE_{code}"), |e| error_name(&e));
                     self.errors.with_label_values(&[api, &name]).inc();
                 }
             }
@@ -120,15 +133,27 @@ fn error_name(e: &ResponseError) -> String {
 /// the APIs whose errors operators watch.
 pub fn response_error_codes(r: &ResponseKind) -> Vec<i16> {
     let codes: Vec<i16> = match r {
-        ResponseKind::Produce(p) => p.responses.iter().flat_map(|t| t.partition_responses.iter().map(|p| p.error_code)).collect(),
-        ResponseKind::Fetch(f) => std::iter::once(f.error_code).chain(f.responses.iter().flat_map(|t| t.partitions.iter().map(|p| p.error_code))).collect(),
-        ResponseKind::ListOffsets(l) => l.topics.iter().flat_map(|t| t.partitions.iter().map(|p| p.error_code)).collect(),
+        ResponseKind::Produce(p) => p
+            .responses
+            .iter()
+            .flat_map(|t| t.partition_responses.iter().map(|p| p.error_code))
+            .collect(),
+        ResponseKind::Fetch(f) => std::iter::once(f.error_code)
+            .chain(f.responses.iter().flat_map(|t| t.partitions.iter().map(|p| p.error_code)))
+            .collect(),
+        ResponseKind::ListOffsets(l) => {
+            l.topics.iter().flat_map(|t| t.partitions.iter().map(|p| p.error_code)).collect()
+        }
         ResponseKind::Metadata(m) => m.topics.iter().map(|t| t.error_code).collect(),
         ResponseKind::CreateTopics(c) => c.topics.iter().map(|t| t.error_code).collect(),
         ResponseKind::DeleteTopics(d) => d.responses.iter().map(|t| t.error_code).collect(),
-        ResponseKind::DeleteRecords(d) => d.topics.iter().flat_map(|t| t.partitions.iter().map(|p| p.error_code)).collect(),
+        ResponseKind::DeleteRecords(d) => {
+            d.topics.iter().flat_map(|t| t.partitions.iter().map(|p| p.error_code)).collect()
+        }
         ResponseKind::AlterConfigs(a) => a.responses.iter().map(|r| r.error_code).collect(),
-        ResponseKind::IncrementalAlterConfigs(a) => a.responses.iter().map(|r| r.error_code).collect(),
+        ResponseKind::IncrementalAlterConfigs(a) => {
+            a.responses.iter().map(|r| r.error_code).collect()
+        }
         ResponseKind::ApiVersions(a) => vec![a.error_code],
         _ => Vec::new(),
     };
@@ -185,13 +210,23 @@ fn int_gauge(r: &Registry, name: &str, help: &str) -> Result<IntGauge, prometheu
     Ok(g)
 }
 
-fn int_gauge_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<IntGaugeVec, prometheus::Error> {
+fn int_gauge_vec(
+    r: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> Result<IntGaugeVec, prometheus::Error> {
     let g = IntGaugeVec::new(Opts::new(name, help), labels)?;
     r.register(Box::new(g.clone()))?;
     Ok(g)
 }
 
-fn gauge_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<GaugeVec, prometheus::Error> {
+fn gauge_vec(
+    r: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> Result<GaugeVec, prometheus::Error> {
     let g = GaugeVec::new(Opts::new(name, help), labels)?;
     r.register(Box::new(g.clone()))?;
     Ok(g)
@@ -202,7 +237,11 @@ impl Metrics {
     ///
     /// # Errors
     /// A registration conflict (a bug).
-    pub fn new(logs: Arc<LogManager>, cleaner: Arc<LogCleanerHandle>, requests: &RequestMetrics) -> Result<Self, MetricsError> {
+    pub fn new(
+        logs: Arc<LogManager>,
+        cleaner: Arc<LogCleanerHandle>,
+        requests: &RequestMetrics,
+    ) -> Result<Self, MetricsError> {
         let r = Registry::new();
         r.register(Box::new(requests.requests.clone()))?;
         r.register(Box::new(requests.errors.clone()))?;
@@ -212,43 +251,146 @@ impl Metrics {
         const TP: &[&str] = &["topic", "partition"];
         let io_bytes = IntCounter::new("sediment_log_cleaner_io_bytes_total", "Bytes the cleaner threads read and wrote (what log.cleaner.io.max.bytes.per.second limits)")?;
         r.register(Box::new(io_bytes.clone()))?;
-        let throttle_sleep_seconds = prometheus::Counter::new("sediment_log_cleaner_throttle_sleep_seconds_total", "Time the cleaner threads slept to stay under the I/O limit")?;
+        let throttle_sleep_seconds = prometheus::Counter::new(
+            "sediment_log_cleaner_throttle_sleep_seconds_total",
+            "Time the cleaner threads slept to stay under the I/O limit",
+        )?;
         r.register(Box::new(throttle_sleep_seconds.clone()))?;
-        let io_limit = Gauge::new("sediment_log_cleaner_io_limit_bytes_per_second", "log.cleaner.io.max.bytes.per.second; 0 when unlimited")?;
+        let io_limit = Gauge::new(
+            "sediment_log_cleaner_io_limit_bytes_per_second",
+            "log.cleaner.io.max.bytes.per.second; 0 when unlimited",
+        )?;
         r.register(Box::new(io_limit.clone()))?;
         let cleans = IntCounter::new("sediment_log_cleaner_cleans_total", "Cleans completed")?;
         r.register(Box::new(cleans.clone()))?;
         let backoff_seconds = Gauge::new("sediment_log_cleaner_backoff_seconds", "log.cleaner.backoff.ms in seconds: how long an idle cleaner thread sleeps between passes")?;
         r.register(Box::new(backoff_seconds.clone()))?;
         let gauges = Gauges {
-            max_dirty_percent: int_gauge(&r, "kafka_log_logcleanermanager_max_dirty_percent", "Highest dirty ratio (percent) among compacted logs at the cleaner's last choice")?,
-            time_since_last_run_ms: int_gauge(&r, "kafka_log_logcleanermanager_time_since_last_run_ms", "Milliseconds since a cleaner thread last finished a pass")?,
-            uncleanable_partitions: int_gauge_vec(&r, "kafka_log_logcleanermanager_uncleanable_partitions_count", "Partitions whose last clean failed", &["logDirectory"])?,
-            uncleanable_bytes: int_gauge_vec(&r, "kafka_log_logcleanermanager_uncleanable_bytes", "Cleanable bytes of the uncleanable partitions", &["logDirectory"])?,
-            recopy_percent: int_gauge(&r, "kafka_log_logcleaner_cleaner_recopy_percent", "Bytes written per byte read by the threads' last cleans, percent")?,
-            max_clean_time_secs: int_gauge(&r, "kafka_log_logcleaner_max_clean_time_secs", "Longest of the threads' last cleans, seconds")?,
-            max_buffer_utilization_percent: int_gauge(&r, "kafka_log_logcleaner_max_buffer_utilization_percent", "Fullest offset map of the threads' last cleans, percent")?,
-            max_compaction_delay_secs: int_gauge(&r, "kafka_log_logcleaner_max_compaction_delay_secs", "How far past max.compaction.lag.ms the most overdue log is, seconds")?,
-            dead_threads: int_gauge(&r, "kafka_log_logcleaner_deadthreadcount", "Cleaner threads that died")?,
+            max_dirty_percent: int_gauge(
+                &r,
+                "kafka_log_logcleanermanager_max_dirty_percent",
+                "Highest dirty ratio (percent) among compacted logs at the cleaner's last choice",
+            )?,
+            time_since_last_run_ms: int_gauge(
+                &r,
+                "kafka_log_logcleanermanager_time_since_last_run_ms",
+                "Milliseconds since a cleaner thread last finished a pass",
+            )?,
+            uncleanable_partitions: int_gauge_vec(
+                &r,
+                "kafka_log_logcleanermanager_uncleanable_partitions_count",
+                "Partitions whose last clean failed",
+                &["logDirectory"],
+            )?,
+            uncleanable_bytes: int_gauge_vec(
+                &r,
+                "kafka_log_logcleanermanager_uncleanable_bytes",
+                "Cleanable bytes of the uncleanable partitions",
+                &["logDirectory"],
+            )?,
+            recopy_percent: int_gauge(
+                &r,
+                "kafka_log_logcleaner_cleaner_recopy_percent",
+                "Bytes written per byte read by the threads' last cleans, percent",
+            )?,
+            max_clean_time_secs: int_gauge(
+                &r,
+                "kafka_log_logcleaner_max_clean_time_secs",
+                "Longest of the threads' last cleans, seconds",
+            )?,
+            max_buffer_utilization_percent: int_gauge(
+                &r,
+                "kafka_log_logcleaner_max_buffer_utilization_percent",
+                "Fullest offset map of the threads' last cleans, percent",
+            )?,
+            max_compaction_delay_secs: int_gauge(
+                &r,
+                "kafka_log_logcleaner_max_compaction_delay_secs",
+                "How far past max.compaction.lag.ms the most overdue log is, seconds",
+            )?,
+            dead_threads: int_gauge(
+                &r,
+                "kafka_log_logcleaner_deadthreadcount",
+                "Cleaner threads that died",
+            )?,
             io_bytes,
             throttle_sleep_seconds,
             io_limit,
             cleans,
-            threads: int_gauge(&r, "sediment_log_cleaner_threads", "Cleaner threads started (log.cleaner.threads; 0 when log.cleaner.enable=false)")?,
+            threads: int_gauge(
+                &r,
+                "sediment_log_cleaner_threads",
+                "Cleaner threads started (log.cleaner.threads; 0 when log.cleaner.enable=false)",
+            )?,
             backoff_seconds,
-            dir_total_bytes: int_gauge_vec(&r, "sediment_log_dir_total_bytes", "Size of the file system holding the log dir", &["log_dir"])?,
-            dir_usable_bytes: int_gauge_vec(&r, "sediment_log_dir_usable_bytes", "Bytes of the file system holding the log dir that the broker may still use", &["log_dir"])?,
-            log_size: int_gauge_vec(&r, "kafka_log_log_size", "Bytes of all segments of the partition", TP)?,
+            dir_total_bytes: int_gauge_vec(
+                &r,
+                "sediment_log_dir_total_bytes",
+                "Size of the file system holding the log dir",
+                &["log_dir"],
+            )?,
+            dir_usable_bytes: int_gauge_vec(
+                &r,
+                "sediment_log_dir_usable_bytes",
+                "Bytes of the file system holding the log dir that the broker may still use",
+                &["log_dir"],
+            )?,
+            log_size: int_gauge_vec(
+                &r,
+                "kafka_log_log_size",
+                "Bytes of all segments of the partition",
+                TP,
+            )?,
             log_start: int_gauge_vec(&r, "kafka_log_log_logstartoffset", "Log start offset", TP)?,
             log_end: int_gauge_vec(&r, "kafka_log_log_logendoffset", "Log end offset", TP)?,
-            log_segments: int_gauge_vec(&r, "kafka_log_log_numlogsegments", "Segments of the partition", TP)?,
-            dirty_ratio: gauge_vec(&r, "sediment_log_cleaner_dirty_ratio", "Dirty bytes / (clean + dirty bytes) of a compacted partition", TP)?,
-            cleanable_bytes: int_gauge_vec(&r, "sediment_log_cleaner_cleanable_bytes", "Bytes between the first dirty and the first uncleanable offset", TP)?,
-            first_dirty_offset: int_gauge_vec(&r, "sediment_log_cleaner_first_dirty_offset", "Where the next clean starts (the cleaner checkpoint)", TP)?,
-            seconds_since_last_clean: gauge_vec(&r, "sediment_log_cleaner_seconds_since_last_clean", "Seconds since the partition's last successful clean (absent: none since start)", TP)?,
-            last_clean_size_reduction: gauge_vec(&r, "sediment_log_cleaner_last_clean_size_reduction_ratio", "1 - end size / start size of the partition's last clean", TP)?,
-            eligible: int_gauge_vec(&r, "sediment_log_cleaner_eligible", "1 when the partition would be cleaned now", TP)?,
-            uncleanable: int_gauge_vec(&r, "sediment_log_cleaner_uncleanable", "1 when the partition's last clean failed", TP)?,
+            log_segments: int_gauge_vec(
+                &r,
+                "kafka_log_log_numlogsegments",
+                "Segments of the partition",
+                TP,
+            )?,
+            dirty_ratio: gauge_vec(
+                &r,
+                "sediment_log_cleaner_dirty_ratio",
+                "Dirty bytes / (clean + dirty bytes) of a compacted partition",
+                TP,
+            )?,
+            cleanable_bytes: int_gauge_vec(
+                &r,
+                "sediment_log_cleaner_cleanable_bytes",
+                "Bytes between the first dirty and the first uncleanable offset",
+                TP,
+            )?,
+            first_dirty_offset: int_gauge_vec(
+                &r,
+                "sediment_log_cleaner_first_dirty_offset",
+                "Where the next clean starts (the cleaner checkpoint)",
+                TP,
+            )?,
+            seconds_since_last_clean: gauge_vec(
+                &r,
+                "sediment_log_cleaner_seconds_since_last_clean",
+                "Seconds since the partition's last successful clean (absent: none since start)",
+                TP,
+            )?,
+            last_clean_size_reduction: gauge_vec(
+                &r,
+                "sediment_log_cleaner_last_clean_size_reduction_ratio",
+                "1 - end size / start size of the partition's last clean",
+                TP,
+            )?,
+            eligible: int_gauge_vec(
+                &r,
+                "sediment_log_cleaner_eligible",
+                "1 when the partition would be cleaned now",
+                TP,
+            )?,
+            uncleanable: int_gauge_vec(
+                &r,
+                "sediment_log_cleaner_uncleanable",
+                "1 when the partition's last clean failed",
+                TP,
+            )?,
         };
         Ok(Self { registry: r, gauges, logs, cleaner, scrape: Mutex::new(()) })
     }
@@ -263,7 +405,9 @@ impl Metrics {
         g.uncleanable_partitions.reset();
         g.uncleanable_bytes.reset();
         for d in &status.log_dirs {
-            g.uncleanable_partitions.with_label_values(&[&d.log_dir]).set(d.uncleanable_partitions as i64);
+            g.uncleanable_partitions
+                .with_label_values(&[&d.log_dir])
+                .set(d.uncleanable_partitions as i64);
             g.uncleanable_bytes.with_label_values(&[&d.log_dir]).set(d.uncleanable_bytes as i64);
         }
         g.recopy_percent.set(threads.cleaner_recopy_percent);
@@ -290,7 +434,16 @@ impl Metrics {
             }
         }
 
-        for v in [&g.log_size, &g.log_start, &g.log_end, &g.log_segments, &g.cleanable_bytes, &g.first_dirty_offset, &g.eligible, &g.uncleanable] {
+        for v in [
+            &g.log_size,
+            &g.log_start,
+            &g.log_end,
+            &g.log_segments,
+            &g.cleanable_bytes,
+            &g.first_dirty_offset,
+            &g.eligible,
+            &g.uncleanable,
+        ] {
             v.reset();
         }
         for v in [&g.dirty_ratio, &g.seconds_since_last_clean, &g.last_clean_size_reduction] {
@@ -312,7 +465,9 @@ impl Metrics {
             g.eligible.with_label_values(&labels).set(i64::from(p.eligible));
             g.uncleanable.with_label_values(&labels).set(i64::from(p.uncleanable_cause.is_some()));
             if let Some(last) = &p.last_clean {
-                g.seconds_since_last_clean.with_label_values(&labels).set((status.now_ms - last.end_time_ms).max(0) as f64 / 1000.0);
+                g.seconds_since_last_clean
+                    .with_label_values(&labels)
+                    .set((status.now_ms - last.end_time_ms).max(0) as f64 / 1000.0);
                 g.last_clean_size_reduction.with_label_values(&labels).set(last.size_reduction);
             }
         }
@@ -360,7 +515,8 @@ impl Metrics {
             _ => (404, "text/plain", "not found: try /metrics or /cleaner-status\n".to_string()),
         };
         let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
-        *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+        *response.status_mut() =
+            hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
         if let Ok(v) = hyper::header::HeaderValue::from_str(content_type) {
             response.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
         }
@@ -370,7 +526,11 @@ impl Metrics {
 
 /// Serve `/metrics` and `/cleaner-status` until `shutdown` completes.
 /// Connections still open then are dropped: they only read.
-pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, shutdown: impl Future<Output = ()>) {
+pub async fn serve(
+    listener: TcpListener,
+    metrics: Arc<Metrics>,
+    shutdown: impl Future<Output = ()>,
+) {
     tokio::pin!(shutdown);
     let mut connections = JoinSet::new();
     loop {
@@ -416,7 +576,10 @@ mod tests {
 
     #[test]
     fn error_names_follow_kafka() {
-        assert_eq!(error_name(&ResponseError::UnknownTopicOrPartition), "UNKNOWN_TOPIC_OR_PARTITION");
+        assert_eq!(
+            error_name(&ResponseError::UnknownTopicOrPartition),
+            "UNKNOWN_TOPIC_OR_PARTITION"
+        );
         assert_eq!(error_name(&ResponseError::InvalidConfig), "INVALID_CONFIG");
     }
 
@@ -432,7 +595,10 @@ mod tests {
         m.observe("DeleteTopics", 0.002, Some(&r));
         m.observe("Produce", 0.1, None);
         assert_eq!(m.requests.with_label_values(&["DeleteTopics"]).get(), 1);
-        assert_eq!(m.errors.with_label_values(&["DeleteTopics", "UNKNOWN_TOPIC_OR_PARTITION"]).get(), 1);
+        assert_eq!(
+            m.errors.with_label_values(&["DeleteTopics", "UNKNOWN_TOPIC_OR_PARTITION"]).get(),
+            1
+        );
         assert_eq!(m.errors.with_label_values(&["Produce", "CONNECTION_CLOSED"]).get(), 1);
         assert_eq!(m.latency.with_label_values(&["Produce"]).get_sample_count(), 1);
     }

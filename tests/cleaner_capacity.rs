@@ -25,7 +25,11 @@ fn one_pass_maps_budget_over_24_times_load_factor_keys() {
         for round in 0..2 {
             for k in 0..keys {
                 let key = format!("key-{k}");
-                append(&mut log, Compression::None, &[(NOW, Some(key.as_bytes()), Some(format!("v{round}").as_bytes()))]);
+                append(
+                    &mut log,
+                    Compression::None,
+                    &[(NOW, Some(key.as_bytes()), Some(format!("v{round}").as_bytes()))],
+                );
             }
         }
         log.roll_if_not_empty().unwrap();
@@ -34,11 +38,22 @@ fn one_pass_maps_budget_over_24_times_load_factor_keys() {
         let formula = (budget as f64 / 24.0 * 0.9).floor() as i64;
         let result = clean_once(&mut c, &log, 0, NOW);
         let mapped = result.stats.map_entries as i64;
-        assert!((mapped - formula).abs() <= 1, "budget {budget}: mapped {mapped}, formula {formula}");
+        assert!(
+            (mapped - formula).abs() <= 1,
+            "budget {budget}: mapped {mapped}, formula {formula}"
+        );
         assert_eq!(mapped as u64, result.stats.map_max_entries, "the pass filled the map");
-        assert_eq!(result.end_offset, mapped, "one-record batches: the pass ends right after the last key that fit");
-        assert!((result.stats.buffer_utilization - mapped as f64 / (budget / 24) as f64).abs() < 1e-12);
-        assert!(result.stats.summary(0, "cap-0", 0, result.end_offset).contains(&format!("({mapped} of {mapped} keys)")));
+        assert_eq!(
+            result.end_offset, mapped,
+            "one-record batches: the pass ends right after the last key that fit"
+        );
+        assert!(
+            (result.stats.buffer_utilization - mapped as f64 / (budget / 24) as f64).abs() < 1e-12
+        );
+        assert!(result
+            .stats
+            .summary(0, "cap-0", 0, result.end_offset)
+            .contains(&format!("({mapped} of {mapped} keys)")));
 
         // The oversized segment makes progress until everything is mapped.
         let mut checkpoint = result.end_offset;
@@ -65,7 +80,8 @@ fn a_pass_stops_before_a_batch_that_would_overfill_the_map() {
     // Batches of 7 distinct keys; the map holds floor(100 × 0.9) = 90 keys: 12 batches (84 keys) fit, the 13th does not.
     for b in 0..30 {
         let keys: Vec<String> = (0..7).map(|j| format!("key-{b}-{j}")).collect();
-        let records: Vec<_> = keys.iter().map(|k| (NOW, Some(k.as_bytes()), Some(&b"v"[..]))).collect();
+        let records: Vec<_> =
+            keys.iter().map(|k| (NOW, Some(k.as_bytes()), Some(&b"v"[..]))).collect();
         append(&mut log, Compression::Gzip, &records);
     }
     log.roll_if_not_empty().unwrap();
@@ -85,6 +101,8 @@ fn a_pass_stops_before_a_batch_that_would_overfill_the_map() {
     let log = RwLock::new(log);
     let mut small = cleaner(24 * 10, clock.clone());
     let to_clean = sediment::cleaner::LogToClean::new(&log.read().unwrap(), 0, 20);
-    let err = small.clean(&log, &to_clean, NOW, &sediment::cleaner::CancellationToken::new()).unwrap_err();
+    let err = small
+        .clean(&log, &to_clean, NOW, &sediment::cleaner::CancellationToken::new())
+        .unwrap_err();
     assert!(err.to_string().contains("log.cleaner.dedupe.buffer.size"), "{err}");
 }

@@ -23,14 +23,24 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, RwLock};
 
-use common::{all_batches, append, clean_fully, clean_once, cleaner, open_log, read_all, stray_files, Rec};
-use sediment::cleaner::{cleanable_offsets, CancellationToken, Cleaner, CleanerConfig, CleanerError, CrashPoint, LogToClean, Throttler};
+use common::{
+    all_batches, append, clean_fully, clean_once, cleaner, open_log, read_all, stray_files, Rec,
+};
+use sediment::cleaner::{
+    cleanable_offsets, CancellationToken, Cleaner, CleanerConfig, CleanerError, CrashPoint,
+    LogToClean, Throttler,
+};
 use sediment::clock::{self, Clock, MockClock, SharedClock};
 use sediment::log::compression::Compression;
 use sediment::log::{Log, SwapStep};
 
 const NOW: i64 = 1_700_000_000_000;
-const CONFIG: [(&str, &str); 4] = [("cleanup.policy", "compact"), ("segment.bytes", "1000"), ("index.interval.bytes", "50"), ("file.delete.delay.ms", "0")];
+const CONFIG: [(&str, &str); 4] = [
+    ("cleanup.policy", "compact"),
+    ("segment.bytes", "1000"),
+    ("index.interval.bytes", "50"),
+    ("file.delete.delay.ms", "0"),
+];
 
 /// 60 one-record batches over keys k0..k4, two per segment; offset 58 is a tombstone.
 fn build(dir: &Path, clock: SharedClock) -> Vec<Rec> {
@@ -63,11 +73,18 @@ fn check_invariants(log: &Log, original: &[Rec]) -> Vec<Rec> {
     assert!(stray_files(log.dir()).is_empty(), "left over: {:?}", stray_files(log.dir()));
     all_batches(log); // every CRC
     let records = read_all(log, 0, 1 << 20);
-    assert!(records.windows(2).all(|w| w[0].offset < w[1].offset), "offsets strictly increase, nothing duplicated");
+    assert!(
+        records.windows(2).all(|w| w[0].offset < w[1].offset),
+        "offsets strictly increase, nothing duplicated"
+    );
     for r in &records {
         assert!(original.contains(r), "{r:?} was never written");
     }
-    assert_eq!(latest_per_key(&records), latest_per_key(original), "every key's latest value is readable");
+    assert_eq!(
+        latest_per_key(&records),
+        latest_per_key(original),
+        "every key's latest value is readable"
+    );
     assert_eq!(log.log_end_offset(), 60);
     records
 }
@@ -89,8 +106,14 @@ fn crash_at(point: CrashPoint, midway: Option<fn(&Path)>, committed: bool) {
     let fully_cleaned = read_all(&ref_log, 0, 1 << 20);
     let bases: Vec<i64> = ref_log.segments().map(|s| s.base_offset()).collect();
     let first_group_end = bases[1];
-    assert!(first_group_end >= 6, "the first group merges several segments (ends at {first_group_end})");
-    assert!(fully_cleaned.iter().all(|r| r.offset >= first_group_end), "the first group keeps no record, only its fence");
+    assert!(
+        first_group_end >= 6,
+        "the first group merges several segments (ends at {first_group_end})"
+    );
+    assert!(
+        fully_cleaned.iter().all(|r| r.offset >= first_group_end),
+        "the first group keeps no record, only its fence"
+    );
 
     let log = RwLock::new(open_log(dir.path(), "crash", &CONFIG, clock.clone()));
     let mut c = cleaner(1 << 20, clock.clone());
@@ -111,7 +134,11 @@ fn crash_at(point: CrashPoint, midway: Option<fn(&Path)>, committed: bool) {
 
     let reopened = open_log(dir.path(), "crash", &CONFIG, clock.clone());
     let records = check_invariants(&reopened, &original);
-    let expected: Vec<Rec> = if committed { original.iter().filter(|r| r.offset >= first_group_end).cloned().collect() } else { original.clone() };
+    let expected: Vec<Rec> = if committed {
+        original.iter().filter(|r| r.offset >= first_group_end).cloned().collect()
+    } else {
+        original.clone()
+    };
     assert_eq!(records, expected, "state after recovery (committed: {committed})");
 
     // The recovered log cleans to the same result as an uninterrupted clean.
@@ -133,7 +160,11 @@ fn crash_after_cleaned_files_are_written_rolls_back() {
 #[test]
 fn crash_midway_through_renaming_to_swap_commits_a_complete_swap_log() {
     // Step 2 renames the log file first: `.log.swap` next to `.index.cleaned`.
-    crash_at(CrashPoint::CleanedWritten, Some(|d| rename(d, "00000000000000000000.log.cleaned", "00000000000000000000.log.swap")), true);
+    crash_at(
+        CrashPoint::CleanedWritten,
+        Some(|d| rename(d, "00000000000000000000.log.cleaned", "00000000000000000000.log.swap")),
+        true,
+    );
 }
 
 #[test]
@@ -154,7 +185,11 @@ fn crash_after_old_segments_are_deleted_commits() {
 #[test]
 fn crash_midway_through_stripping_swap_commits() {
     // Step 5 strips the log file first: `.log` next to `.index.swap`.
-    crash_at(CrashPoint::Swap(SwapStep::DeletedRenamed), Some(|d| rename(d, "00000000000000000000.log.swap", "00000000000000000000.log")), true);
+    crash_at(
+        CrashPoint::Swap(SwapStep::DeletedRenamed),
+        Some(|d| rename(d, "00000000000000000000.log.swap", "00000000000000000000.log")),
+        true,
+    );
 }
 
 #[test]
@@ -177,7 +212,11 @@ fn aborted_clean_deletes_its_cleaned_output() {
     };
     assert!(matches!(c.clean(&log, &to_clean, NOW, &cancel), Err(CleanerError::Aborted { .. })));
     assert!(stray_files(dir.path()).is_empty(), "{:?}", stray_files(dir.path()));
-    assert_eq!(read_all(&log.read().unwrap(), 0, 1 << 20), original, "an aborted clean changes nothing");
+    assert_eq!(
+        read_all(&log.read().unwrap(), 0, 1 << 20),
+        original,
+        "an aborted clean changes nothing"
+    );
     // The same cleaner runs the next clean normally.
     clean_once(&mut c, &log, 0, NOW);
 }
@@ -185,14 +224,23 @@ fn aborted_clean_deletes_its_cleaned_output() {
 // ---- SIGKILL mid-clean ----
 
 const CHILD_ENV: &str = "SEDIMENT_CLEANER_CRASH_CHILD_DIR";
-const CHILD_CONFIG: [(&str, &str); 4] = [("cleanup.policy", "compact"), ("segment.bytes", "24000"), ("index.interval.bytes", "400"), ("file.delete.delay.ms", "0")];
+const CHILD_CONFIG: [(&str, &str); 4] = [
+    ("cleanup.policy", "compact"),
+    ("segment.bytes", "24000"),
+    ("index.interval.bytes", "400"),
+    ("file.delete.delay.ms", "0"),
+];
 
 fn build_big(dir: &Path) -> Vec<Rec> {
     let mut log = open_log(dir, "kill", &CHILD_CONFIG, clock::system());
     for i in 0..4000i64 {
         let key = format!("key-{}", (i * 7919) % 700);
         let value = format!("value-{i}-{}", "x".repeat((i % 40) as usize));
-        append(&mut log, if i % 4 == 0 { Compression::Zstd } else { Compression::None }, &[(NOW + i, Some(key.as_bytes()), Some(value.as_bytes()))]);
+        append(
+            &mut log,
+            if i % 4 == 0 { Compression::Zstd } else { Compression::None },
+            &[(NOW + i, Some(key.as_bytes()), Some(value.as_bytes()))],
+        );
         if i % 60 == 59 {
             log.roll_if_not_empty().unwrap();
         }
@@ -209,8 +257,17 @@ fn crash_child_cleaner() {
     let Ok(dir) = std::env::var(CHILD_ENV) else { return };
     let clock = clock::system();
     let log = RwLock::new(open_log(Path::new(&dir), "kill", &CHILD_CONFIG, clock.clone()));
-    let throttler = Arc::new(Throttler::new(400_000.0, 50, clock.clone(), sediment::cleaner::throttler::thread_sleeper()));
-    let config = CleanerConfig { dedupe_buffer_size: 24 * 400, io_buffer_size: 4096, ..CleanerConfig::default() };
+    let throttler = Arc::new(Throttler::new(
+        400_000.0,
+        50,
+        clock.clone(),
+        sediment::cleaner::throttler::thread_sleeper(),
+    ));
+    let config = CleanerConfig {
+        dedupe_buffer_size: 24 * 400,
+        io_buffer_size: 4096,
+        ..CleanerConfig::default()
+    };
     let mut c = Cleaner::new(0, config, throttler, clock.clone()).unwrap();
     println!("cleaning");
     let mut checkpoint = 0;
@@ -233,7 +290,13 @@ fn sigkill_mid_clean_recovers() {
         let dir = tempfile::tempdir().unwrap();
         copy_dir(template.path(), dir.path());
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "crash_child_cleaner", "--ignored", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "crash_child_cleaner",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_ENV, dir.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -258,7 +321,10 @@ fn sigkill_mid_clean_recovers() {
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         let progress: Vec<String> = lines.map_while(Result::ok).collect();
-        assert!(!progress.iter().any(|l| l.contains("done")), "round {round}: the child finished before the kill; slow it down ({progress:?})");
+        assert!(
+            !progress.iter().any(|l| l.contains("done")),
+            "round {round}: the child finished before the kill; slow it down ({progress:?})"
+        );
 
         let log = open_log(dir.path(), "kill", &CHILD_CONFIG, clock::system());
         let records = read_all(&log, 0, 1 << 20);
@@ -266,9 +332,18 @@ fn sigkill_mid_clean_recovers() {
         all_batches(&log);
         assert!(records.windows(2).all(|w| w[0].offset < w[1].offset));
         for r in &records {
-            assert!(original.binary_search_by_key(&r.offset, |o| o.offset).is_ok_and(|i| &original[i] == r), "{r:?} was never written");
+            assert!(
+                original
+                    .binary_search_by_key(&r.offset, |o| o.offset)
+                    .is_ok_and(|i| &original[i] == r),
+                "{r:?} was never written"
+            );
         }
-        assert_eq!(latest_per_key(&records), latest_per_key(&original), "round {round}: every key's latest value");
+        assert_eq!(
+            latest_per_key(&records),
+            latest_per_key(&original),
+            "round {round}: every key's latest value"
+        );
         assert_eq!(log.log_end_offset(), 4000);
     }
 }

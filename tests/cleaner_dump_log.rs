@@ -17,9 +17,20 @@ const NOW: i64 = 1_700_000_000_000;
 fn kafka_dump_log_reads_cleaned_segments() {
     let dir = tempfile::tempdir().unwrap();
     let clock = MockClock::new(NOW);
-    let config = [("cleanup.policy", "compact"), ("segment.bytes", "2500"), ("index.interval.bytes", "150"), ("delete.retention.ms", "86400000")];
+    let config = [
+        ("cleanup.policy", "compact"),
+        ("segment.bytes", "2500"),
+        ("index.interval.bytes", "150"),
+        ("delete.retention.ms", "86400000"),
+    ];
     let mut log = open_log(dir.path(), "dump", &config, clock.clone());
-    let codecs = [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
+    let codecs = [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ];
     for i in 0..80usize {
         let keys: Vec<String> = (0..3).map(|j| format!("key-{}", (i * 3 + j) % 25)).collect();
         let values: Vec<String> = (0..3).map(|j| format!("value-{i}-{j}")).collect();
@@ -27,7 +38,11 @@ fn kafka_dump_log_reads_cleaned_segments() {
             .map(|j| {
                 // Keys 5 and 6 end deleted: their last writes are tombstones.
                 let tomb = i >= 70 && (keys[j] == "key-5" || keys[j] == "key-6");
-                (NOW - 10_000 + (i * 3 + j) as i64, Some(keys[j].as_bytes()), if tomb { None } else { Some(values[j].as_bytes()) })
+                (
+                    NOW - 10_000 + (i * 3 + j) as i64,
+                    Some(keys[j].as_bytes()),
+                    if tomb { None } else { Some(values[j].as_bytes()) },
+                )
             })
             .collect();
         append(&mut log, codecs[i % codecs.len()], &records);
@@ -59,13 +74,26 @@ fn kafka_dump_log_reads_cleaned_segments() {
     let records: Vec<&str> = out.lines().filter(|l| l.starts_with("| offset:")).collect();
     assert_eq!(records.len(), expected.len(), "{out}");
     for (line, r) in records.iter().zip(&expected) {
-        assert!(line.starts_with(&format!("| offset: {} ", r.offset)), "{line} vs offset {}", r.offset);
-        assert!(line.contains(&format!("CreateTime: {}", r.timestamp)), "{line}: the original timestamp survives the new base");
+        assert!(
+            line.starts_with(&format!("| offset: {} ", r.offset)),
+            "{line} vs offset {}",
+            r.offset
+        );
+        assert!(
+            line.contains(&format!("CreateTime: {}", r.timestamp)),
+            "{line}: the original timestamp survives the new base"
+        );
         let key = String::from_utf8(r.key.clone().unwrap()).unwrap();
         let key_field = format!("key: {key}");
-        assert!(line.contains(&format!("{key_field} ")) || line.ends_with(&key_field), "{line} vs {key}");
+        assert!(
+            line.contains(&format!("{key_field} ")) || line.ends_with(&key_field),
+            "{line} vs {key}"
+        );
         match &r.value {
-            Some(v) => assert!(line.contains(&format!("payload: {}", String::from_utf8_lossy(v))), "{line}"),
+            Some(v) => assert!(
+                line.contains(&format!("payload: {}", String::from_utf8_lossy(v))),
+                "{line}"
+            ),
             None => assert!(line.contains("valueSize: -1"), "{line} is a tombstone"),
         }
     }

@@ -17,14 +17,26 @@ fn sigkill_mid_clean_loses_no_key() {
     // A 2 MB/s throttle makes the ~8 MB clean last seconds, long enough to be caught.
     let overrides = ["log.cleaner.backoff.ms=100", "log.cleaner.io.max.bytes.per.second=2000000"];
     let mut b = TestBroker::start(&overrides);
-    create_topic(b.port, "state", 1, &[("cleanup.policy", "compact"), ("segment.ms", "1000"), ("min.cleanable.dirty.ratio", "0.01")]);
+    create_topic(
+        b.port,
+        "state",
+        1,
+        &[
+            ("cleanup.policy", "compact"),
+            ("segment.ms", "1000"),
+            ("min.cleanable.dirty.ratio", "0.01"),
+        ],
+    );
     let mut w = Wire::connect(b.port);
     let t = now_ms() - 60_000;
     let pad = "x".repeat(1000);
     let mut latest: BTreeMap<String, String> = BTreeMap::new();
     for round in 0..ROUNDS {
         for chunk in (0..KEYS).collect::<Vec<_>>().chunks(100) {
-            let records: Vec<_> = chunk.iter().map(|k| (format!("key-{k:05}"), Some(format!("{round}-{pad}")))).collect();
+            let records: Vec<_> = chunk
+                .iter()
+                .map(|k| (format!("key-{k:05}"), Some(format!("{round}-{pad}"))))
+                .collect();
             for (k, v) in &records {
                 latest.insert(k.clone(), v.clone().unwrap());
             }
@@ -39,10 +51,18 @@ fn sigkill_mid_clean_loses_no_key() {
 
     let dir = b.data_dir().join("state-0");
     b.wait_for(30, "a .cleaned segment being written", || {
-        std::fs::read_dir(&dir).ok()?.filter_map(Result::ok).any(|e| e.file_name().to_string_lossy().ends_with(".cleaned")).then_some(())
+        std::fs::read_dir(&dir)
+            .ok()?
+            .filter_map(Result::ok)
+            .any(|e| e.file_name().to_string_lossy().ends_with(".cleaned"))
+            .then_some(())
     });
     b.kill();
-    assert_eq!(cleaner_checkpoint(&b.data_dir(), "state", 0), None, "killed before the clean finished");
+    assert_eq!(
+        cleaner_checkpoint(&b.data_dir(), "state", 0),
+        None,
+        "killed before the clean finished"
+    );
 
     b.set_overrides(&overrides);
     b.restart();
@@ -57,11 +77,18 @@ fn sigkill_mid_clean_loses_no_key() {
         }
     };
     check(&fetch_all(b.port, "state", 0));
-    let end = b.wait_for(60, "the clean to complete after the restart", || cleaner_checkpoint(&b.data_dir(), "state", 0));
+    let end = b.wait_for(60, "the clean to complete after the restart", || {
+        cleaner_checkpoint(&b.data_dir(), "state", 0)
+    });
     assert_eq!(end, (KEYS * ROUNDS) as i64);
     let after = fetch_all(b.port, "state", 0);
     assert_eq!(after.len(), KEYS + 1, "one record per key, plus the active segment's");
     check(&after);
-    let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(".cleaned") || n.ends_with(".swap")).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".cleaned") || n.ends_with(".swap"))
+        .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }

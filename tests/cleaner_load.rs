@@ -32,7 +32,16 @@ fn fifty_partitions_two_throttled_threads() {
         "log.cleaner.backoff.ms=200",
         "log.cleaner.dedupe.buffer.size=33554432",
     ]);
-    create_topic(b.port, "load", PARTITIONS, &[("cleanup.policy", "compact"), ("segment.bytes", "32768"), ("min.cleanable.dirty.ratio", "0.5")]);
+    create_topic(
+        b.port,
+        "load",
+        PARTITIONS,
+        &[
+            ("cleanup.policy", "compact"),
+            ("segment.bytes", "32768"),
+            ("min.cleanable.dirty.ratio", "0.5"),
+        ],
+    );
     let stop = Arc::new(AtomicBool::new(false));
     let value_len = 100;
     let producers: Vec<_> = (0..2)
@@ -50,12 +59,18 @@ fn fifty_partitions_two_throttled_threads() {
                     for partition in (p..PARTITIONS).step_by(2) {
                         let records: Vec<_> = (0..50)
                             .map(|i| {
-                                let key = format!("key-{:04}", (seq as usize * 50 + i * 7 + partition as usize) % KEYS);
+                                let key = format!(
+                                    "key-{:04}",
+                                    (seq as usize * 50 + i * 7 + partition as usize) % KEYS
+                                );
                                 let value = format!("{seq:010}-{}", "v".repeat(value_len - 11));
                                 (key, Some(value))
                             })
                             .collect();
-                        let bytes: u64 = records.iter().map(|(k, v)| (k.len() + v.as_ref().map_or(0, String::len)) as u64).sum();
+                        let bytes: u64 = records
+                            .iter()
+                            .map(|(k, v)| (k.len() + v.as_ref().map_or(0, String::len)) as u64)
+                            .sum();
                         let t = Instant::now();
                         produce(&mut w, "load", partition, now_ms(), &records);
                         latencies.push(t.elapsed());
@@ -65,7 +80,8 @@ fn fifty_partitions_two_throttled_threads() {
                         sent += bytes;
                         seq += 1;
                         // Pace to this producer's half of the target rate.
-                        let due = Duration::from_secs_f64(sent as f64 / (PRODUCE_BYTES_PER_SEC / 2.0));
+                        let due =
+                            Duration::from_secs_f64(sent as f64 / (PRODUCE_BYTES_PER_SEC / 2.0));
                         if let Some(wait) = due.checked_sub(start.elapsed()) {
                             std::thread::sleep(wait);
                         }
@@ -77,7 +93,9 @@ fn fifty_partitions_two_throttled_threads() {
         .collect();
 
     // Sample the endpoint once a second.
-    let series = |text: &str, name: &str| broker::metric_value(text, name).unwrap_or_else(|| panic!("{name} missing"));
+    let series = |text: &str, name: &str| {
+        broker::metric_value(text, name).unwrap_or_else(|| panic!("{name} missing"))
+    };
     let start = Instant::now();
     let mut samples: Vec<(f64, f64, f64, f64)> = Vec::new(); // (secs, io bytes, max dirty %, cleans)
     while start.elapsed() < RUN {
@@ -110,7 +128,8 @@ fn fifty_partitions_two_throttled_threads() {
     let (t0, io0, ..) = samples[first_active.saturating_sub(1)];
     let (t1, io1, _, cleans) = *samples.last().unwrap();
     let overall = (io1 - io0) / (t1 - t0);
-    let windows: Vec<f64> = samples.windows(6).map(|w| (w[5].1 - w[0].1) / (w[5].0 - w[0].0)).collect();
+    let windows: Vec<f64> =
+        samples.windows(6).map(|w| (w[5].1 - w[0].1) / (w[5].0 - w[0].0)).collect();
     let max_window = windows.iter().copied().fold(0.0, f64::max);
     let dirty: Vec<f64> = samples.iter().map(|s| s.2).collect();
     let second_half = &dirty[dirty.len() / 2..];
@@ -139,7 +158,10 @@ fn fifty_partitions_two_throttled_threads() {
     assert!(overall <= LIMIT * 1.1, "cleaner I/O {overall} bytes/s over a {LIMIT} limit");
     assert!(max_window <= LIMIT * 1.1, "a 5 s window at {max_window} bytes/s");
     // The cleaner was the bottleneck, not idle: it used most of its budget.
-    assert!(overall >= LIMIT * 0.5, "cleaner I/O {overall} bytes/s: the workload did not load the cleaner");
+    assert!(
+        overall >= LIMIT * 0.5,
+        "cleaner I/O {overall} bytes/s: the workload did not load the cleaner"
+    );
     // max-dirty-percent stayed bounded: it never pinned at 100 once the cleaner got going.
     assert!(second_half.iter().all(|d| *d < 95.0), "max-dirty-percent {dirty:?}");
     assert_eq!(b.metric("kafka_log_logcleaner_deadthreadcount"), Some(0.0));
@@ -150,7 +172,8 @@ fn fifty_partitions_two_throttled_threads() {
         for (_, k, v) in fetch_all(b.port, "load", partition) {
             seen.insert(k.unwrap(), v.unwrap());
         }
-        for ((p, k), v) in latest.range((partition, String::new())..(partition + 1, String::new())) {
+        for ((p, k), v) in latest.range((partition, String::new())..(partition + 1, String::new()))
+        {
             assert_eq!(seen.get(k), Some(v), "{p}: newest value of {k}");
         }
     }

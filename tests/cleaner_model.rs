@@ -43,7 +43,10 @@ enum Op {
 }
 
 fn record_op(key_space: u16) -> impl Strategy<Value = RecordOp> {
-    (prop::option::weighted(0.95, 0..key_space), prop::option::weighted(0.85, prop_oneof![1 => Just(0u8), 6 => 1u8..24]))
+    (
+        prop::option::weighted(0.95, 0..key_space),
+        prop::option::weighted(0.85, prop_oneof![1 => Just(0u8), 6 => 1u8..24]),
+    )
         .prop_map(|(key, value_len)| RecordOp { key, value_len })
 }
 
@@ -58,10 +61,17 @@ fn op(key_space: u16) -> impl Strategy<Value = Op> {
 }
 
 fn workload() -> impl Strategy<Value = Vec<Op>> {
-    prop_oneof![Just(4u16), Just(40u16), Just(400u16)].prop_flat_map(|keys| prop::collection::vec(op(keys), 20..90))
+    prop_oneof![Just(4u16), Just(40u16), Just(400u16)]
+        .prop_flat_map(|keys| prop::collection::vec(op(keys), 20..90))
 }
 
-const CODECS: [Compression; 5] = [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
+const CODECS: [Compression; 5] = [
+    Compression::None,
+    Compression::Gzip,
+    Compression::Snappy,
+    Compression::Lz4,
+    Compression::Zstd,
+];
 
 struct Model {
     records: Vec<Rec>,
@@ -73,7 +83,14 @@ struct Model {
     checkpoint: i64,
 }
 
-fn append(log: &mut Log, model: &mut Model, producer: Option<i64>, codec: u8, records: &[RecordOp], now: i64) {
+fn append(
+    log: &mut Log,
+    model: &mut Model,
+    producer: Option<i64>,
+    codec: u8,
+    records: &[RecordOp],
+    now: i64,
+) {
     let codec = CODECS[codec as usize % CODECS.len()];
     let mut b = BatchBuilder::new(codec, now - 50);
     if let Some(pid) = producer {
@@ -100,7 +117,12 @@ fn append(log: &mut Log, model: &mut Model, producer: Option<i64>, codec: u8, re
     let info = log.append_as_leader(&mut b.build()).expect("append");
     log.update_config(config);
     for (i, (ts, k, v)) in specs.into_iter().enumerate() {
-        model.records.push(Rec { offset: info.first_offset + i as i64, timestamp: ts, key: k, value: v });
+        model.records.push(Rec {
+            offset: info.first_offset + i as i64,
+            timestamp: ts,
+            key: k,
+            value: v,
+        });
     }
     if let Some(pid) = producer {
         let seq = model.sequences[&pid] - records.len() as i32;
@@ -108,7 +130,12 @@ fn append(log: &mut Log, model: &mut Model, producer: Option<i64>, codec: u8, re
     }
 }
 
-fn clean_and_check(log: &RwLock<Log>, model: &mut Model, cleaner: &mut sediment::cleaner::Cleaner, now: i64) -> Result<(), TestCaseError> {
+fn clean_and_check(
+    log: &RwLock<Log>,
+    model: &mut Model,
+    cleaner: &mut sediment::cleaner::Cleaner,
+    now: i64,
+) -> Result<(), TestCaseError> {
     let leo = log.read().unwrap().log_end_offset();
     let result = clean_once(cleaner, log, model.checkpoint, now);
     let end = result.end_offset;
@@ -142,14 +169,23 @@ fn clean_and_check(log: &RwLock<Log>, model: &mut Model, cleaner: &mut sediment:
     let log = log.read().unwrap();
     prop_assert_eq!(log.log_end_offset(), leo, "log end offset unchanged");
     let actual = read_all(&log, 0, 1 << 20);
-    prop_assert_eq!(&actual, &model.records, "log differs from the model after cleaning to {}", end);
+    prop_assert_eq!(
+        &actual,
+        &model.records,
+        "log differs from the model after cleaning to {}",
+        end
+    );
 
     // Batches: valid CRCs (all_batches checks), no overlap, horizons as stamped.
     let batches = all_batches(&log);
     let mut prev_last = -1;
     let mut from_batches = Vec::new();
     for (h, recs) in &batches {
-        prop_assert!(h.base_offset > prev_last, "batch at {} overlaps the one before", h.base_offset);
+        prop_assert!(
+            h.base_offset > prev_last,
+            "batch at {} overlaps the one before",
+            h.base_offset
+        );
         prev_last = h.last_offset();
         for r in recs.iter().filter(|r| r.value.is_none() && r.key.is_some()) {
             match (h.delete_horizon_ms(), model.horizons.get(&r.offset)) {
@@ -160,7 +196,11 @@ fn clean_and_check(log: &RwLock<Log>, model: &mut Model, cleaner: &mut sediment:
                 (Some(hz), Some(&known)) => prop_assert_eq!(hz, known, "a horizon never changes"),
                 (None, known) => {
                     prop_assert!(known.is_none(), "a stamped horizon was lost at {}", r.offset);
-                    prop_assert!(r.offset >= end, "tombstone at {} was cleaned without a horizon", r.offset);
+                    prop_assert!(
+                        r.offset >= end,
+                        "tombstone at {} was cleaned without a horizon",
+                        r.offset
+                    );
                 }
             }
         }
@@ -168,10 +208,19 @@ fn clean_and_check(log: &RwLock<Log>, model: &mut Model, cleaner: &mut sediment:
     }
     prop_assert_eq!(&from_batches, &model.records);
     for (pid, (base, last, seq)) in &model.producer_last {
-        let found = batches.iter().any(|(h, _)| h.base_offset == *base && h.last_offset() == *last && h.producer_id == *pid && h.base_sequence == *seq);
+        let found = batches.iter().any(|(h, _)| {
+            h.base_offset == *base
+                && h.last_offset() == *last
+                && h.producer_id == *pid
+                && h.base_sequence == *seq
+        });
         prop_assert!(found, "producer {}'s last batch at {} is gone", pid, base);
     }
-    prop_assert!(stray_files(log.dir()).iter().all(|f| f.ends_with(".deleted")), "{:?}", stray_files(log.dir()));
+    prop_assert!(
+        stray_files(log.dir()).iter().all(|f| f.ends_with(".deleted")),
+        "{:?}",
+        stray_files(log.dir())
+    );
     Ok(())
 }
 
@@ -186,11 +235,32 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
         ("file.delete.delay.ms", "0"),
     ];
     let log = RwLock::new(open_log(dir.path(), "model", &config, clock.clone()));
-    let mut model = Model { records: Vec::new(), horizons: HashMap::new(), producer_last: HashMap::new(), sequences: HashMap::new(), checkpoint: 0 };
+    let mut model = Model {
+        records: Vec::new(),
+        horizons: HashMap::new(),
+        producer_last: HashMap::new(),
+        sequences: HashMap::new(),
+        checkpoint: 0,
+    };
     let mut cleaner = cleaner(MAP_BUDGET, clock.clone());
-    for op in ops.into_iter().chain([Op::Roll, Op::Clean, Op::Clean, Op::Advance(RETENTION_MS), Op::Clean, Op::Clean, Op::Clean]) {
+    for op in ops.into_iter().chain([
+        Op::Roll,
+        Op::Clean,
+        Op::Clean,
+        Op::Advance(RETENTION_MS),
+        Op::Clean,
+        Op::Clean,
+        Op::Clean,
+    ]) {
         match op {
-            Op::Append { producer, codec, records } => append(&mut log.write().unwrap(), &mut model, producer, codec, &records, clock.now_ms()),
+            Op::Append { producer, codec, records } => append(
+                &mut log.write().unwrap(),
+                &mut model,
+                producer,
+                codec,
+                &records,
+                clock.now_ms(),
+            ),
             Op::Roll => log.write().unwrap().roll_if_not_empty().unwrap(),
             Op::Clean => {
                 clean_and_check(&log, &mut model, &mut cleaner, clock.now_ms())?;

@@ -8,7 +8,10 @@ mod broker;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use broker::{cleaner_checkpoint, create_topic, free_port, http_get, now_ms, percent_encode, produce, Reaper, TestBroker, Wire};
+use broker::{
+    cleaner_checkpoint, create_topic, free_port, http_get, now_ms, percent_encode, produce, Reaper,
+    TestBroker, Wire,
+};
 
 /// The value of an instant query with exactly one series, once Prometheus has one.
 fn query(port: u16, promql: &str) -> Option<f64> {
@@ -27,20 +30,36 @@ fn query(port: u16, promql: &str) -> Option<f64> {
 #[test]
 fn prometheus_scrapes_the_cleaner_gauges() {
     let b = TestBroker::start(&["log.cleaner.backoff.ms=100"]);
-    create_topic(b.port, "prices", 1, &[("cleanup.policy", "compact"), ("segment.ms", "1000"), ("min.cleanable.dirty.ratio", "0.01")]);
+    create_topic(
+        b.port,
+        "prices",
+        1,
+        &[
+            ("cleanup.policy", "compact"),
+            ("segment.ms", "1000"),
+            ("min.cleanable.dirty.ratio", "0.01"),
+        ],
+    );
     // Ten rounds over ten keys, one equal-sized batch per round; then one
     // record two seconds (of record time) later, which rolls the segment.
     let mut w = Wire::connect(b.port);
     let t = now_ms() - 60_000;
     for round in 0..10 {
-        let records: Vec<_> = (0..10).map(|k| (format!("k{k}"), Some(format!("price-{round}-{k}")))).collect();
+        let records: Vec<_> =
+            (0..10).map(|k| (format!("k{k}"), Some(format!("price-{round}-{k}")))).collect();
         produce(&mut w, "prices", 0, t, &records);
     }
     produce(&mut w, "prices", 0, t + 2_000, &[("k0".into(), Some("price-final".into()))]);
-    b.wait_for(15, "the clean", || cleaner_checkpoint(&b.data_dir(), "prices", 0).filter(|o| *o == 100));
+    b.wait_for(15, "the clean", || {
+        cleaner_checkpoint(&b.data_dir(), "prices", 0).filter(|o| *o == 100)
+    });
     let records = broker::fetch_all(b.port, "prices", 0);
     let offsets: Vec<i64> = records.iter().map(|r| r.0).collect();
-    assert_eq!(offsets, (90..=100).collect::<Vec<_>>(), "only the last round and the active segment remain");
+    assert_eq!(
+        offsets,
+        (90..=100).collect::<Vec<_>>(),
+        "only the last round and the active segment remain"
+    );
 
     // promtool on the endpoint's own output. It parses it (a format error is
     // reported as "error while linting") and lints the names. The only
@@ -49,10 +68,17 @@ fn prometheus_scrapes_the_cleaner_gauges() {
     // alerts carry over (`_ms`, `logDirectory`, `_count` on a gauge); any
     // other finding fails the test.
     let text = b.metrics();
-    let mut promtool = Command::new("promtool").args(["check", "metrics"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("promtool (Debian package prometheus)");
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus)");
     promtool.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
     let out = promtool.wait_with_output().unwrap();
-    let report = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let report =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let mut findings: Vec<&str> = report.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     findings.sort_unstable();
     assert_eq!(
@@ -66,12 +92,31 @@ fn prometheus_scrapes_the_cleaner_gauges() {
         "promtool check metrics found more than the Kafka names' own lint:\n{report}"
     );
     // And with those Kafka-named series left out, promtool passes outright.
-    let kafka_named = ["kafka_log_logcleanermanager_time_since_last_run_ms", "kafka_log_logcleanermanager_uncleanable_bytes", "kafka_log_logcleanermanager_uncleanable_partitions_count"];
-    let rest: String = text.lines().filter(|l| !kafka_named.iter().any(|n| l.contains(n))).map(|l| format!("{l}\n")).collect();
-    let mut promtool = Command::new("promtool").args(["check", "metrics"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let kafka_named = [
+        "kafka_log_logcleanermanager_time_since_last_run_ms",
+        "kafka_log_logcleanermanager_uncleanable_bytes",
+        "kafka_log_logcleanermanager_uncleanable_partitions_count",
+    ];
+    let rest: String = text
+        .lines()
+        .filter(|l| !kafka_named.iter().any(|n| l.contains(n)))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     promtool.stdin.take().unwrap().write_all(rest.as_bytes()).unwrap();
     let out = promtool.wait_with_output().unwrap();
-    assert!(out.status.success(), "promtool check metrics:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "promtool check metrics:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // A real Prometheus scraping every second.
     let dir = tempfile::tempdir().unwrap();
@@ -93,7 +138,8 @@ fn prometheus_scrapes_the_cleaner_gauges() {
             .spawn()
             .expect("prometheus (Debian package prometheus)"),
     );
-    let prom_log = || std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default();
+    let prom_log =
+        || std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default();
     let wait_query = |promql: &str| -> f64 {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         loop {
@@ -103,7 +149,11 @@ fn prometheus_scrapes_the_cleaner_gauges() {
                     return v;
                 }
             }
-            assert!(std::time::Instant::now() < deadline, "Prometheus has no {promql}; its log:\n{}", prom_log());
+            assert!(
+                std::time::Instant::now() < deadline,
+                "Prometheus has no {promql}; its log:\n{}",
+                prom_log()
+            );
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
     };
@@ -112,14 +162,22 @@ fn prometheus_scrapes_the_cleaner_gauges() {
     let part = "topic=\"prices\",partition=\"0\"";
     assert_eq!(wait_query("kafka_log_logcleanermanager_max_dirty_percent"), 0.0);
     assert_eq!(wait_query(&format!("kafka_log_logcleanermanager_uncleanable_partitions_count{{logDirectory=\"{data_dir}\"}}")), 0.0);
-    assert_eq!(wait_query(&format!("kafka_log_logcleanermanager_uncleanable_bytes{{logDirectory=\"{data_dir}\"}}")), 0.0);
+    assert_eq!(
+        wait_query(&format!(
+            "kafka_log_logcleanermanager_uncleanable_bytes{{logDirectory=\"{data_dir}\"}}"
+        )),
+        0.0
+    );
     // One batch of ten survives out of ten equal ones: 10% recopied.
     assert_eq!(wait_query("kafka_log_logcleaner_cleaner_recopy_percent"), 10.0);
     assert_eq!(wait_query("kafka_log_logcleaner_deadthreadcount"), 0.0);
     assert_eq!(wait_query("kafka_log_logcleaner_max_compaction_delay_secs"), 0.0);
     let utilization = wait_query("kafka_log_logcleaner_max_buffer_utilization_percent");
     assert_eq!(utilization, 0.0, "10 keys in a 128 MiB map round down to 0%");
-    assert!(wait_query("kafka_log_logcleanermanager_time_since_last_run_ms") < 10_000.0, "the thread loops every backoff");
+    assert!(
+        wait_query("kafka_log_logcleanermanager_time_since_last_run_ms") < 10_000.0,
+        "the thread loops every backoff"
+    );
     assert_eq!(wait_query("sediment_log_cleaner_cleans_total"), 1.0);
     assert!(wait_query("sediment_log_cleaner_io_bytes_total") > 0.0);
     assert_eq!(wait_query(&format!("sediment_log_cleaner_first_dirty_offset{{{part}}}")), 100.0);
@@ -133,6 +191,8 @@ fn prometheus_scrapes_the_cleaner_gauges() {
         .map(|e| e.metadata().unwrap().len())
         .sum();
     assert_eq!(wait_query(&format!("kafka_log_log_size{{{part}}}")), on_disk as f64);
-    assert!(wait_query("sum(kafka_network_requestmetrics_requests_total{request=\"Produce\"})") >= 11.0);
+    assert!(
+        wait_query("sum(kafka_network_requestmetrics_requests_total{request=\"Produce\"})") >= 11.0
+    );
     assert!(wait_query("process_resident_memory_bytes") > 0.0);
 }

@@ -24,13 +24,28 @@ fn check_config_names_bad_keys_and_prints_the_effective_config() {
     assert!(!ok && err.contains("log.no_such_key") && err.contains("unknown config key"), "{err}");
 
     let good = dir.path().join("good.toml");
-    std::fs::write(&good, "num.partitions = 3\nlog.dirs = \"/tmp/x\"\nauto.create.topics.enable = false\n").unwrap();
-    let (ok, out, err) = run(sediment().arg("check-config").arg(&good).env("SEDIMENT_OVERRIDES", "num.partitions=5 delete.topic.enable=false").arg("--override").arg("num.partitions=7"));
+    std::fs::write(
+        &good,
+        "num.partitions = 3\nlog.dirs = \"/tmp/x\"\nauto.create.topics.enable = false\n",
+    )
+    .unwrap();
+    let (ok, out, err) = run(sediment()
+        .arg("check-config")
+        .arg(&good)
+        .env("SEDIMENT_OVERRIDES", "num.partitions=5 delete.topic.enable=false")
+        .arg("--override")
+        .arg("num.partitions=7"));
     assert!(ok, "{err}");
-    assert!(out.contains("* num.partitions = \"7\""), "--override wins over the environment and the file:\n{out}");
+    assert!(
+        out.contains("* num.partitions = \"7\""),
+        "--override wins over the environment and the file:\n{out}"
+    );
     assert!(out.contains("* delete.topic.enable = \"false\""), "{out}");
     assert!(out.contains("* auto.create.topics.enable = \"false\""), "{out}");
-    assert!(out.contains("  socket.request.max.bytes = \"104857600\""), "defaults are listed unmarked:\n{out}");
+    assert!(
+        out.contains("  socket.request.max.bytes = \"104857600\""),
+        "defaults are listed unmarked:\n{out}"
+    );
 }
 
 #[test]
@@ -41,6 +56,7 @@ fn health_answers_for_a_live_broker_only() {
     assert!(out.starts_with("ok: "), "{out}");
     // A port nothing listens on: bind one, then free it.
     let port = broker::free_port();
-    let (ok, _, err) = run(sediment().arg("health").arg("--bootstrap-server").arg(format!("127.0.0.1:{port}")));
+    let (ok, _, err) =
+        run(sediment().arg("health").arg("--bootstrap-server").arg(format!("127.0.0.1:{port}")));
     assert!(!ok && err.contains("unhealthy"), "{err}");
 }

@@ -8,10 +8,17 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use sediment::clock::{Clock, MockClock, SharedClock};
-use sediment::group::{CommittedOffset, GroupConfig, GroupCoordinator, GroupError, GroupState, JoinRequest, JoinResult, Reply, SyncResult};
+use sediment::group::{
+    CommittedOffset, GroupConfig, GroupCoordinator, GroupError, GroupState, JoinRequest,
+    JoinResult, Reply, SyncResult,
+};
 
 fn config() -> GroupConfig {
-    GroupConfig { offsets_topic_partitions: 3, initial_rebalance_delay_ms: 0, ..GroupConfig::default() }
+    GroupConfig {
+        offsets_topic_partitions: 3,
+        initial_rebalance_delay_ms: 0,
+        ..GroupConfig::default()
+    }
 }
 
 fn coordinator(dir: &std::path::Path, clock: SharedClock) -> Arc<GroupCoordinator> {
@@ -59,7 +66,9 @@ impl<T> Pending<T> {
     fn is_waiting(&mut self) -> bool {
         match self {
             Pending::Done(_) => false,
-            Pending::Waiting(rx) => matches!(rx.try_recv(), Err(tokio::sync::oneshot::error::TryRecvError::Empty)),
+            Pending::Waiting(rx) => {
+                matches!(rx.try_recv(), Err(tokio::sync::oneshot::error::TryRecvError::Empty))
+            }
         }
     }
 }
@@ -72,7 +81,12 @@ fn join_new(c: &GroupCoordinator) -> (String, Pending<JoinResult>) {
     (id.clone(), start(c.join(join_req(&id, None))))
 }
 
-fn sync(c: &GroupCoordinator, generation: i32, member: &str, assignments: Vec<(String, Bytes)>) -> Pending<SyncResult> {
+fn sync(
+    c: &GroupCoordinator,
+    generation: i32,
+    member: &str,
+    assignments: Vec<(String, Bytes)>,
+) -> Pending<SyncResult> {
     start(c.sync("g", generation, member, Some("consumer"), Some("range"), assignments))
 }
 
@@ -104,7 +118,13 @@ fn join_sync_rebalance_and_leave() {
     // The follower's sync waits for the leader's assignment.
     let mut sb = sync(&c, 2, &b, vec![]);
     assert!(sb.is_waiting());
-    let sa = sync(&c, 2, &a, vec![(a.clone(), Bytes::from_static(b"p0")), (b.clone(), Bytes::from_static(b"p1"))]).done();
+    let sa = sync(
+        &c,
+        2,
+        &a,
+        vec![(a.clone(), Bytes::from_static(b"p0")), (b.clone(), Bytes::from_static(b"p1"))],
+    )
+    .done();
     assert_eq!(sa.assignment, Bytes::from_static(b"p0"));
     assert_eq!(sb.done().assignment, Bytes::from_static(b"p1"));
     assert_eq!(c.heartbeat("g", 2, &b, None), Ok(()));
@@ -174,30 +194,63 @@ fn static_member_rejoin_needs_no_rebalance() {
 fn commits_are_validated_and_survive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let clock = MockClock::new(1_000_000);
-    let offset = |o: i64| CommittedOffset { offset: o, leader_epoch: -1, metadata: "m".into(), commit_timestamp: 0 };
+    let offset = |o: i64| CommittedOffset {
+        offset: o,
+        leader_epoch: -1,
+        metadata: "m".into(),
+        commit_timestamp: 0,
+    };
     {
         let c = coordinator(dir.path(), clock.clone());
         // A simple (group-less) commit to a new group.
         assert_eq!(c.commit("simple", -1, "", None, &[("t".into(), 0, offset(5))]), vec![None]);
         let (a, ja) = join_new(&c);
         ja.done();
-        assert_eq!(c.commit("g", 1, &a, None, &[("t".into(), 0, offset(1))]), vec![Some(GroupError::RebalanceInProgress)], "not before the sync");
+        assert_eq!(
+            c.commit("g", 1, &a, None, &[("t".into(), 0, offset(1))]),
+            vec![Some(GroupError::RebalanceInProgress)],
+            "not before the sync"
+        );
         sync(&c, 1, &a, vec![]).done();
-        assert_eq!(c.commit("g", 0, &a, None, &[("t".into(), 0, offset(1))]), vec![Some(GroupError::IllegalGeneration)]);
-        assert_eq!(c.commit("g", 1, "x", None, &[("t".into(), 0, offset(1))]), vec![Some(GroupError::UnknownMemberId)]);
-        assert_eq!(c.commit("g", 1, &a, None, &[("t".into(), 0, offset(7)), ("t".into(), 1, offset(9))]), vec![None, None]);
+        assert_eq!(
+            c.commit("g", 0, &a, None, &[("t".into(), 0, offset(1))]),
+            vec![Some(GroupError::IllegalGeneration)]
+        );
+        assert_eq!(
+            c.commit("g", 1, "x", None, &[("t".into(), 0, offset(1))]),
+            vec![Some(GroupError::UnknownMemberId)]
+        );
+        assert_eq!(
+            c.commit("g", 1, &a, None, &[("t".into(), 0, offset(7)), ("t".into(), 1, offset(9))]),
+            vec![None, None]
+        );
         assert_eq!(c.commit("g", 1, &a, None, &[("t".into(), 0, offset(8))]), vec![None]);
         let big = CommittedOffset { metadata: "x".repeat(5000), ..offset(1) };
-        assert_eq!(c.commit("g", 1, &a, None, &[("t".into(), 2, big)]), vec![Some(GroupError::OffsetMetadataTooLarge)]);
+        assert_eq!(
+            c.commit("g", 1, &a, None, &[("t".into(), 2, big)]),
+            vec![Some(GroupError::OffsetMetadataTooLarge)]
+        );
     }
     // A new coordinator over the same logs rebuilds everything from the topic.
     let c = coordinator(dir.path(), clock.clone());
     let got = c.fetch_offsets("g", None).unwrap();
-    let got: Vec<(String, i32, i64)> = got.into_iter().map(|(t, p, o)| (t, p, o.unwrap().offset)).collect();
+    let got: Vec<(String, i32, i64)> =
+        got.into_iter().map(|(t, p, o)| (t, p, o.unwrap().offset)).collect();
     assert_eq!(got, [("t".to_string(), 0, 8), ("t".to_string(), 1, 9)]);
-    assert_eq!(c.fetch_offsets("simple", Some(&[("t".into(), 0), ("t".into(), 3)])).unwrap().iter().map(|(_, _, o)| o.as_ref().map(|o| o.offset)).collect::<Vec<_>>(), [Some(5), None]);
+    assert_eq!(
+        c.fetch_offsets("simple", Some(&[("t".into(), 0), ("t".into(), 3)]))
+            .unwrap()
+            .iter()
+            .map(|(_, _, o)| o.as_ref().map(|o| o.offset))
+            .collect::<Vec<_>>(),
+        [Some(5), None]
+    );
     let d = c.describe("g").unwrap();
-    assert_eq!((d.state, d.members.len()), (GroupState::Stable, 1), "the stable group comes back with its member");
+    assert_eq!(
+        (d.state, d.members.len()),
+        (GroupState::Stable, 1),
+        "the stable group comes back with its member"
+    );
 
     // Deleting a non-empty group is refused; once empty it goes, for good.
     assert_eq!(c.delete_group("g"), Err(GroupError::NonEmptyGroup));
@@ -217,7 +270,12 @@ fn offsets_of_empty_groups_expire() {
     let dir = tempfile::tempdir().unwrap();
     let clock = MockClock::new(1_000_000);
     let c = coordinator(dir.path(), clock.clone());
-    let o = CommittedOffset { offset: 3, leader_epoch: -1, metadata: String::new(), commit_timestamp: 0 };
+    let o = CommittedOffset {
+        offset: 3,
+        leader_epoch: -1,
+        metadata: String::new(),
+        commit_timestamp: 0,
+    };
     assert_eq!(c.commit("old", -1, "", None, &[("t".into(), 0, o)]), vec![None]);
     clock.advance(config().offsets_retention_ms - 1);
     c.expire_offsets(clock.now_ms());
@@ -236,7 +294,10 @@ fn requests_wait_for_the_load() {
     let clock = MockClock::new(1_000_000);
     let logs = Arc::new(common::manager(dir.path(), &[], clock.clone()));
     let c = GroupCoordinator::new(config(), logs, clock);
-    assert_eq!(start(c.join(join_req("", None))).done().error, Some(GroupError::CoordinatorLoadInProgress));
+    assert_eq!(
+        start(c.join(join_req("", None))).done().error,
+        Some(GroupError::CoordinatorLoadInProgress)
+    );
     assert_eq!(c.fetch_offsets("g", None).unwrap_err(), GroupError::CoordinatorLoadInProgress);
     assert_eq!(c.list().unwrap_err(), GroupError::CoordinatorLoadInProgress);
     c.load();
@@ -252,7 +313,10 @@ fn a_full_group_refuses_new_members() {
     c.load();
     let (a, ja) = join_new(&c);
     assert_eq!(ja.done().error, None);
-    assert_eq!(start(c.join(join_req("", None))).done().error, Some(GroupError::GroupMaxSizeReached));
+    assert_eq!(
+        start(c.join(join_req("", None))).done().error,
+        Some(GroupError::GroupMaxSizeReached)
+    );
     // The member already in the group may still rejoin.
     assert_eq!(start(c.join(join_req(&a, None))).done().error, None);
 }

@@ -30,8 +30,14 @@ fn kcat(b: &TestBroker, args: &[&str], stdin: &str) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     // kcat reports failed deliveries and client errors on stderr ("% ERROR: ...",
     // "% Delivery failed ...") and does not always exit non-zero for them.
-    let complained = stderr.lines().any(|l| l.contains("ERROR") || l.contains("failed") || l.contains("Failed"));
-    assert!(out.status.success() && !complained, "kcat {args:?} failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}\nbroker log:\n{}", out.status, b.log());
+    let complained =
+        stderr.lines().any(|l| l.contains("ERROR") || l.contains("failed") || l.contains("Failed"));
+    assert!(
+        out.status.success() && !complained,
+        "kcat {args:?} failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}\nbroker log:\n{}",
+        out.status,
+        b.log()
+    );
     stdout
 }
 
@@ -48,10 +54,16 @@ fn keyed_produce_tombstone_metadata_and_consume() {
 
     let metadata = kcat(&b, &["-L"], "");
     assert!(metadata.contains(" 1 brokers:\n"), "{metadata}");
-    assert!(metadata.contains(&format!("  broker 1 at {} (controller)\n", b.bootstrap())), "{metadata}");
+    assert!(
+        metadata.contains(&format!("  broker 1 at {} (controller)\n", b.bootstrap())),
+        "{metadata}"
+    );
     assert!(metadata.contains("  topic \"orders\" with 3 partitions:\n"), "{metadata}");
     for p in 0..3 {
-        assert!(metadata.contains(&format!("    partition {p}, leader 1, replicas: 1, isrs: 1\n")), "{metadata}");
+        assert!(
+            metadata.contains(&format!("    partition {p}, leader 1, replicas: 1, isrs: 1\n")),
+            "{metadata}"
+        );
     }
     assert!(!metadata.contains("err"), "no partition or topic error expected:\n{metadata}");
 
@@ -81,7 +93,8 @@ fn keyed_produce_tombstone_metadata_and_consume() {
     );
 
     // Starting in the middle (-o 1) and ListOffsets through -Q.
-    let tail = kcat(&b, &["-C", "-t", "orders", "-p", "0", "-o", "1", "-e", "-Z", "-f", "%k@%o\n"], "");
+    let tail =
+        kcat(&b, &["-C", "-t", "orders", "-p", "0", "-o", "1", "-e", "-Z", "-f", "%k@%o\n"], "");
     assert_eq!(tail, "k2@1\nk1@2\nk3@3\n");
     let end = kcat(&b, &["-Q", "-t", "orders:0:-1"], "");
     assert_eq!(end.trim(), "orders [0] offset 4");
@@ -112,13 +125,34 @@ fn every_codec_is_produced_compressed_and_read_back() {
     assert!(b.stop().success(), "clean shutdown; log:\n{}", b.log());
     for codec in codecs {
         let segment = b.data_dir().join(format!("z-{codec}-0")).join("00000000000000000000.log");
-        let out = Command::new(env!("CARGO_BIN_EXE_sediment")).arg("dump-log").arg(&segment).output().expect("dump-log");
+        let out = Command::new(env!("CARGO_BIN_EXE_sediment"))
+            .arg("dump-log")
+            .arg(&segment)
+            .output()
+            .expect("dump-log");
         let dump = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "dump-log {}:\n{dump}{}", segment.display(), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "dump-log {}:\n{dump}{}",
+            segment.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
         let batches: Vec<&str> = dump.lines().filter(|l| l.starts_with("baseOffset:")).collect();
         assert!(!batches.is_empty(), "{dump}");
-        let records: u64 = batches.iter().map(|l| l.split("count: ").nth(1).and_then(|s| s.split(' ').next()).and_then(|n| n.parse::<u64>().ok()).expect("count")).sum();
+        let records: u64 = batches
+            .iter()
+            .map(|l| {
+                l.split("count: ")
+                    .nth(1)
+                    .and_then(|s| s.split(' ').next())
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .expect("count")
+            })
+            .sum();
         assert_eq!(records, 20, "{dump}");
-        assert!(batches.iter().all(|l| l.contains(&format!("compresscodec: {codec} "))), "every {codec} batch compressed with {codec}:\n{dump}");
+        assert!(
+            batches.iter().all(|l| l.contains(&format!("compresscodec: {codec} "))),
+            "every {codec} batch compressed with {codec}:\n{dump}"
+        );
     }
 }

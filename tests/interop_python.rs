@@ -21,18 +21,45 @@ fn check_compressed_on_disk(b: &mut TestBroker, prefix: &str, codecs: &[&str]) {
         for idem in [true, false] {
             let topic = format!("{prefix}-{codec}-{}", if idem { "idem" } else { "plain" });
             let segment = b.data_dir().join(format!("{topic}-0")).join("00000000000000000000.log");
-            let out = Command::new(env!("CARGO_BIN_EXE_sediment")).arg("dump-log").arg(&segment).output().expect("dump-log");
+            let out = Command::new(env!("CARGO_BIN_EXE_sediment"))
+                .arg("dump-log")
+                .arg(&segment)
+                .output()
+                .expect("dump-log");
             let dump = String::from_utf8_lossy(&out.stdout);
-            assert!(out.status.success(), "dump-log {}:\n{dump}{}", segment.display(), String::from_utf8_lossy(&out.stderr));
-            let batches: Vec<&str> = dump.lines().filter(|l| l.starts_with("baseOffset:")).collect();
+            assert!(
+                out.status.success(),
+                "dump-log {}:\n{dump}{}",
+                segment.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let batches: Vec<&str> =
+                dump.lines().filter(|l| l.starts_with("baseOffset:")).collect();
             let field = |line: &str, name: &str| -> i64 {
-                let rest = line.split(&format!(" {name}: ")).nth(1).unwrap_or_else(|| panic!("no {name} in {line}"));
-                rest.split(' ').next().and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("bad {name} in {line}"))
+                let rest = line
+                    .split(&format!(" {name}: "))
+                    .nth(1)
+                    .unwrap_or_else(|| panic!("no {name} in {line}"));
+                rest.split(' ')
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| panic!("bad {name} in {line}"))
             };
-            assert_eq!(batches.iter().map(|l| field(l, "count")).sum::<i64>(), 20, "{topic}:\n{dump}");
+            assert_eq!(
+                batches.iter().map(|l| field(l, "count")).sum::<i64>(),
+                20,
+                "{topic}:\n{dump}"
+            );
             for line in &batches {
-                assert!(line.contains(&format!(" compresscodec: {codec} ")), "{topic}: a batch not compressed with {codec}:\n{dump}");
-                assert_eq!(field(line, "producerId") >= 0, idem, "{topic}: producer id present exactly when idempotent:\n{dump}");
+                assert!(
+                    line.contains(&format!(" compresscodec: {codec} ")),
+                    "{topic}: a batch not compressed with {codec}:\n{dump}"
+                );
+                assert_eq!(
+                    field(line, "producerId") >= 0,
+                    idem,
+                    "{topic}: producer id present exactly when idempotent:\n{dump}"
+                );
             }
         }
     }
@@ -48,7 +75,8 @@ fn confluent_kafka() {
 #[test]
 fn kafka_python() {
     let mut b = TestBroker::start(&[]);
-    let out = run_python_script(&b, "interop_kafka_python.py", &[], "all kafka-python checks passed");
+    let out =
+        run_python_script(&b, "interop_kafka_python.py", &[], "all kafka-python checks passed");
     // The pinned venv has every codec library (python-snappy included).
     let skipped: Vec<&str> = out.lines().filter_map(|l| l.strip_prefix("skip ")).collect();
     assert!(skipped.is_empty(), "kafka-python skipped codecs: {skipped:?}\n{out}");

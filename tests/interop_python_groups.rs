@@ -11,7 +11,8 @@ mod broker;
 use broker::{run_python_script, TestBroker};
 
 /// Faster groups: no initial rebalance delay, and a small offsets topic.
-const GROUP_OVERRIDES: &[&str] = &["group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=5"];
+const GROUP_OVERRIDES: &[&str] =
+    &["group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=5"];
 
 #[test]
 fn confluent_kafka_groups() {
@@ -27,19 +28,40 @@ enum Restart {
 
 fn kafka_python_offsets_survive(how: Restart) {
     let mut b = TestBroker::start(GROUP_OVERRIDES);
-    let out = run_python_script(&b, "groups_kafka_python.py", &["produce-and-commit"], "all kafka-python group produce-and-commit checks passed");
-    let committed = out.lines().find_map(|l| l.strip_prefix("committed ")).unwrap_or_else(|| panic!("no committed offsets printed:\n{out}")).trim().to_string();
+    let out = run_python_script(
+        &b,
+        "groups_kafka_python.py",
+        &["produce-and-commit"],
+        "all kafka-python group produce-and-commit checks passed",
+    );
+    let committed = out
+        .lines()
+        .find_map(|l| l.strip_prefix("committed "))
+        .unwrap_or_else(|| panic!("no committed offsets printed:\n{out}"))
+        .trim()
+        .to_string();
     match how {
         Restart::Clean => assert!(b.stop().success(), "clean shutdown; log:\n{}", b.log()),
         Restart::Crash => b.kill(),
     }
     b.restart();
-    run_python_script(&b, "groups_kafka_python.py", &["check", &committed], "all kafka-python group checks passed after the restart");
+    run_python_script(
+        &b,
+        "groups_kafka_python.py",
+        &["check", &committed],
+        "all kafka-python group checks passed after the restart",
+    );
     // The offsets came back from the log, not from anything kept in memory.
     let log = b.log();
-    let loaded: Vec<&str> = log.lines().filter(|l| l.contains("group coordinator loaded")).collect();
+    let loaded: Vec<&str> =
+        log.lines().filter(|l| l.contains("group coordinator loaded")).collect();
     assert_eq!(loaded.len(), 2, "one load per broker start:\n{log}");
-    let records: u64 = loaded[1].split("records=").nth(1).and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("no record count in {}", loaded[1]));
+    let records: u64 = loaded[1]
+        .split("records=")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no record count in {}", loaded[1]));
     assert!(records > 0, "the restarted coordinator read the offsets topic: {}", loaded[1]);
 }
 

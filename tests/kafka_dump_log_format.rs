@@ -16,15 +16,26 @@ fn kafka_dump_log_reads_our_segments_and_indexes() {
     let dir = tempfile::tempdir().unwrap();
     let manager = system_manager(dir.path());
     manager
-        .create_topic("dump", 1, common::overrides(&[("segment.bytes", "3000"), ("index.interval.bytes", "200")]))
+        .create_topic(
+            "dump",
+            1,
+            common::overrides(&[("segment.bytes", "3000"), ("index.interval.bytes", "200")]),
+        )
         .unwrap();
     let log = manager.get_log(&TopicPartition::new("dump", 0)).unwrap();
     let now = sediment::clock::system().now_ms();
-    let codecs = [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
+    let codecs = [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ];
     let mut expected = Vec::new();
     for i in 0..60usize {
         let keys: Vec<String> = (0..3).map(|j| format!("key-{i}-{j}")).collect();
-        let values: Vec<String> = (0..3).map(|j| format!("value-{i}-{j}-{}", "x".repeat(i % 7 * 10))).collect();
+        let values: Vec<String> =
+            (0..3).map(|j| format!("value-{i}-{j}-{}", "x".repeat(i % 7 * 10))).collect();
         let ts = now - 100_000 + (i as i64) * 1000;
         let records: Vec<_> = (0..3)
             .map(|j| {
@@ -36,7 +47,11 @@ fn kafka_dump_log_reads_our_segments_and_indexes() {
         let mut bytes = batch(codecs[i % codecs.len()], &records);
         let info = log.write().unwrap().append_as_leader(&mut bytes).unwrap();
         for (j, r) in records.iter().enumerate() {
-            expected.push((info.first_offset + j as i64, keys[j].clone(), r.2.map(|v| String::from_utf8_lossy(v).into_owned())));
+            expected.push((
+                info.first_offset + j as i64,
+                keys[j].clone(),
+                r.2.map(|v| String::from_utf8_lossy(v).into_owned()),
+            ));
         }
     }
     manager.shutdown().unwrap();
@@ -49,7 +64,10 @@ fn kafka_dump_log_reads_our_segments_and_indexes() {
     let out = common::kafka_dump_log(&refs, &["--deep-iteration", "--print-data-log"]);
     let batches = out.lines().filter(|l| l.starts_with("baseOffset:")).count();
     assert_eq!(batches, 60, "{out}");
-    assert!(out.lines().filter(|l| l.starts_with("baseOffset:")).all(|l| l.contains("isvalid: true")), "{out}");
+    assert!(
+        out.lines().filter(|l| l.starts_with("baseOffset:")).all(|l| l.contains("isvalid: true")),
+        "{out}"
+    );
     for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
         assert!(out.contains(&format!("compresscodec: {codec}")), "codec {codec} missing:\n{out}");
     }
@@ -69,7 +87,8 @@ fn kafka_dump_log_reads_our_segments_and_indexes() {
         let files = common::files_with(&part, ext);
         let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
         let out = common::kafka_dump_log(&refs, &[]);
-        let entries = out.lines().filter(|l| l.starts_with("offset:") || l.starts_with("timestamp:")).count();
+        let entries =
+            out.lines().filter(|l| l.starts_with("offset:") || l.starts_with("timestamp:")).count();
         assert!(entries > 5, "{ext}: too few entries to mean anything:\n{out}");
         for bad in ["Mismatch", "mismatch", "not found", "out of order", "ERROR", "rror"] {
             assert!(!out.contains(bad), "{ext}: kafka-dump-log reports {bad:?}:\n{out}");
@@ -78,8 +97,22 @@ fn kafka_dump_log_reads_our_segments_and_indexes() {
 
     // Our own dump agrees on the record count and finds no problem.
     let mut ours = String::new();
-    let all: Vec<PathBuf> = [common::files_with(&part, "log"), common::files_with(&part, "index"), common::files_with(&part, "timeindex")].concat();
-    let problems = sediment::tools::dump_log::dump_files(&all, sediment::tools::dump_log::DumpOptions { print_data_log: true, deep_iteration: true, max_batch_size: 1 << 20 }, &mut ours).unwrap();
+    let all: Vec<PathBuf> = [
+        common::files_with(&part, "log"),
+        common::files_with(&part, "index"),
+        common::files_with(&part, "timeindex"),
+    ]
+    .concat();
+    let problems = sediment::tools::dump_log::dump_files(
+        &all,
+        sediment::tools::dump_log::DumpOptions {
+            print_data_log: true,
+            deep_iteration: true,
+            max_batch_size: 1 << 20,
+        },
+        &mut ours,
+    )
+    .unwrap();
     assert_eq!(problems, 0, "{ours}");
     assert_eq!(ours.lines().filter(|l| l.starts_with("| offset:")).count(), expected.len());
 }

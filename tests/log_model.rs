@@ -35,11 +35,25 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn codec(n: u8) -> Compression {
-    [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd][n as usize % 5]
+    [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd]
+        [n as usize % 5]
 }
 
-fn open(dir: &std::path::Path, config: &Arc<LogConfig>, clock: &SharedClock, load: LoadParams) -> Log {
-    Log::open(dir, TopicPartition::new("model", 0), Arc::clone(config), load, false, Arc::clone(clock)).expect("open")
+fn open(
+    dir: &std::path::Path,
+    config: &Arc<LogConfig>,
+    clock: &SharedClock,
+    load: LoadParams,
+) -> Log {
+    Log::open(
+        dir,
+        TopicPartition::new("model", 0),
+        Arc::clone(config),
+        load,
+        false,
+        Arc::clone(clock),
+    )
+    .expect("open")
 }
 
 fn check(log: &mut Log, model: &[Rec], log_start: i64) {
@@ -67,7 +81,10 @@ fn check(log: &mut Log, model: &[Rec], log_start: i64) {
         let want = expected.iter().find(|r| r.timestamp >= target).map(|r| (r.timestamp, r.offset));
         assert_eq!(log.fetch_offset_by_timestamp(target).unwrap(), want, "timestamp {target}");
     }
-    assert_eq!(log.fetch_offset_by_timestamp(LATEST_TIMESTAMP).unwrap(), Some((-1, model.len() as i64)));
+    assert_eq!(
+        log.fetch_offset_by_timestamp(LATEST_TIMESTAMP).unwrap(),
+        Some((-1, model.len() as i64))
+    );
     if let Some(max) = expected.iter().map(|r| r.timestamp).max() {
         let (ts, off) = log.fetch_offset_by_timestamp(MAX_TIMESTAMP).unwrap().unwrap();
         assert_eq!(ts, max);
@@ -144,7 +161,13 @@ fn rolls_by_size_time_and_full_index() {
     let one = rec(0).len();
 
     // Size: a segment holds whole batches up to segment.bytes.
-    let config = Arc::new(LogConfig::resolve(&Default::default(), common::overrides(&[("segment.bytes", &(one * 3).to_string())])).unwrap());
+    let config = Arc::new(
+        LogConfig::resolve(
+            &Default::default(),
+            common::overrides(&[("segment.bytes", &(one * 3).to_string())]),
+        )
+        .unwrap(),
+    );
     let mut log = open(&dir.path().join("size"), &config, &clock, fresh);
     for _ in 0..7 {
         log.append_as_leader(&mut rec(1_000_000)).unwrap();
@@ -155,7 +178,10 @@ fn rolls_by_size_time_and_full_index() {
     assert_eq!(bases, vec![0, 3, 6]);
 
     // Time: measured from the first batch's timestamp to the incoming batch's (Kafka's rule).
-    let config = Arc::new(LogConfig::resolve(&Default::default(), common::overrides(&[("segment.ms", "1000")])).unwrap());
+    let config = Arc::new(
+        LogConfig::resolve(&Default::default(), common::overrides(&[("segment.ms", "1000")]))
+            .unwrap(),
+    );
     let mut log = open(&dir.path().join("time"), &config, &clock, fresh);
     log.append_as_leader(&mut rec(1_000_000)).unwrap();
     log.append_as_leader(&mut rec(1_001_000)).unwrap();
@@ -166,13 +192,23 @@ fn rolls_by_size_time_and_full_index() {
 
     // Full index: segment.index.bytes of 24 holds three offset entries (and two
     // time entries, which equal timestamps never fill).
-    let config = Arc::new(LogConfig::resolve(&Default::default(), common::overrides(&[("segment.index.bytes", "24"), ("index.interval.bytes", "0")])).unwrap());
+    let config = Arc::new(
+        LogConfig::resolve(
+            &Default::default(),
+            common::overrides(&[("segment.index.bytes", "24"), ("index.interval.bytes", "0")]),
+        )
+        .unwrap(),
+    );
     let mut log = open(&dir.path().join("index"), &config, &clock, fresh);
     for _ in 0..5 {
         log.append_as_leader(&mut rec(1_000_000)).unwrap();
     }
     let bases: Vec<i64> = log.segments().map(|s| s.base_offset()).collect();
-    assert_eq!(bases, vec![0, 4], "entries after batches 1, 2 and 3 filled the first segment's index");
+    assert_eq!(
+        bases,
+        vec![0, 4],
+        "entries after batches 1, 2 and 3 filled the first segment's index"
+    );
 }
 
 #[test]
@@ -185,7 +221,15 @@ fn retention_by_time_and_by_bytes_through_deleted_files() {
     let one = rec(0).len() as u64;
 
     let config = Arc::new(
-        LogConfig::resolve(&Default::default(), common::overrides(&[("segment.bytes", &one.to_string()), ("retention.ms", "5000"), ("file.delete.delay.ms", "1000")])).unwrap(),
+        LogConfig::resolve(
+            &Default::default(),
+            common::overrides(&[
+                ("segment.bytes", &one.to_string()),
+                ("retention.ms", "5000"),
+                ("file.delete.delay.ms", "1000"),
+            ]),
+        )
+        .unwrap(),
     );
     let path = dir.path().join("time");
     let mut log = open(&path, &config, &clock, fresh);
@@ -195,17 +239,34 @@ fn retention_by_time_and_by_bytes_through_deleted_files() {
     assert_eq!(log.segments().len(), 4);
     assert_eq!(log.delete_old_segments().unwrap(), 2, "the two segments older than retention.ms");
     assert_eq!(log.log_start_offset(), 2);
-    let deleted: Vec<_> = std::fs::read_dir(&path).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().ends_with(".deleted")).collect();
+    let deleted: Vec<_> = std::fs::read_dir(&path)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".deleted"))
+        .collect();
     assert_eq!(deleted.len(), 6, "three files per segment, renamed to .deleted");
     assert_eq!(log.delete_expired_files(clock.now_ms() + 999, false).unwrap(), 0);
     clock_impl.advance(1_000);
     assert_eq!(log.delete_expired_files(clock.now_ms(), false).unwrap(), 2);
-    assert!(std::fs::read_dir(&path).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".deleted")));
+    assert!(std::fs::read_dir(&path).unwrap().all(|e| !e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .ends_with(".deleted")));
     assert!(log.read(1, 100, true).is_err());
     assert_eq!(common::read_all(&log, 2, 1 << 20).len(), 2);
 
     // Bytes: keep the newest segments whose sum fits retention.bytes.
-    let config = Arc::new(LogConfig::resolve(&Default::default(), common::overrides(&[("segment.bytes", &one.to_string()), ("retention.bytes", &(one * 2 + 10).to_string())])).unwrap());
+    let config = Arc::new(
+        LogConfig::resolve(
+            &Default::default(),
+            common::overrides(&[
+                ("segment.bytes", &one.to_string()),
+                ("retention.bytes", &(one * 2 + 10).to_string()),
+            ]),
+        )
+        .unwrap(),
+    );
     let mut log = open(&dir.path().join("bytes"), &config, &clock, fresh);
     for _ in 0..5 {
         log.append_as_leader(&mut rec(clock.now_ms())).unwrap();
@@ -217,7 +278,17 @@ fn retention_by_time_and_by_bytes_through_deleted_files() {
     assert_eq!(log.log_start_offset(), 2);
 
     // A compact-only topic ignores time and size retention.
-    let config = Arc::new(LogConfig::resolve(&Default::default(), common::overrides(&[("segment.bytes", &one.to_string()), ("retention.bytes", "0"), ("cleanup.policy", "compact")])).unwrap());
+    let config = Arc::new(
+        LogConfig::resolve(
+            &Default::default(),
+            common::overrides(&[
+                ("segment.bytes", &one.to_string()),
+                ("retention.bytes", "0"),
+                ("cleanup.policy", "compact"),
+            ]),
+        )
+        .unwrap(),
+    );
     let mut log = open(&dir.path().join("compact"), &config, &clock, fresh);
     for _ in 0..3 {
         log.append_as_leader(&mut rec(0)).unwrap();
@@ -230,11 +301,27 @@ fn keyless_records_are_refused_on_compacted_topics_only() {
     let dir = tempfile::tempdir().unwrap();
     let clock: SharedClock = MockClock::new(1_000);
     let fresh = LoadParams { recovery_point: 0, log_start_offset: 0, clean_shutdown: true };
-    let compact = Arc::new(LogConfig::resolve(&Default::default(), common::overrides(&[("cleanup.policy", "compact")])).unwrap());
+    let compact = Arc::new(
+        LogConfig::resolve(
+            &Default::default(),
+            common::overrides(&[("cleanup.policy", "compact")]),
+        )
+        .unwrap(),
+    );
     let mut log = open(&dir.path().join("c"), &compact, &clock, fresh);
-    let mut keyless = batch(Compression::None, &[(1_000, Some(b"k"), Some(b"v")), (1_000, None, Some(b"v"))]);
+    let mut keyless =
+        batch(Compression::None, &[(1_000, Some(b"k"), Some(b"v")), (1_000, None, Some(b"v"))]);
     let err = log.append_as_leader(&mut keyless.clone()).unwrap_err();
-    assert!(matches!(err, sediment::log::LogError::Batch(sediment::log::BatchError::InvalidRecord { index: 1, .. })), "{err}");
+    assert!(
+        matches!(
+            err,
+            sediment::log::LogError::Batch(sediment::log::BatchError::InvalidRecord {
+                index: 1,
+                ..
+            })
+        ),
+        "{err}"
+    );
     assert_eq!(log.log_end_offset(), 0, "nothing of a refused batch is appended");
     let mut log = open(&dir.path().join("d"), &Arc::new(LogConfig::default()), &clock, fresh);
     log.append_as_leader(&mut keyless).unwrap();
@@ -246,9 +333,20 @@ fn log_append_time_overwrites_timestamps_and_keeps_crc_valid() {
     let dir = tempfile::tempdir().unwrap();
     let clock: SharedClock = MockClock::new(77_000);
     let fresh = LoadParams { recovery_point: 0, log_start_offset: 0, clean_shutdown: true };
-    let config = Arc::new(LogConfig::resolve(&Default::default(), common::overrides(&[("message.timestamp.type", "LogAppendTime")])).unwrap());
+    let config = Arc::new(
+        LogConfig::resolve(
+            &Default::default(),
+            common::overrides(&[("message.timestamp.type", "LogAppendTime")]),
+        )
+        .unwrap(),
+    );
     let mut log = open(dir.path(), &config, &clock, fresh);
-    let info = log.append_as_leader(&mut batch(Compression::Lz4, &[(5, Some(b"a"), Some(b"1")), (6, Some(b"b"), Some(b"2"))])).unwrap();
+    let info = log
+        .append_as_leader(&mut batch(
+            Compression::Lz4,
+            &[(5, Some(b"a"), Some(b"1")), (6, Some(b"b"), Some(b"2"))],
+        ))
+        .unwrap();
     assert_eq!(info.log_append_time, 77_000);
     let data = log.read(0, 1 << 20, true).unwrap();
     let h = sediment::log::record_batch::check_batch(&data.records, usize::MAX).unwrap();
@@ -263,12 +361,14 @@ fn reads_across_offset_gaps_return_the_next_offset_present() {
     use sediment::log::record_batch::set_base_offset;
     use sediment::log::segment::{LogSegment, SegmentConfig};
     let dir = tempfile::tempdir().unwrap();
-    let seg_config = SegmentConfig { index_interval_bytes: 0, max_index_size: 1 << 20, max_batch_size: 1 << 20 };
+    let seg_config =
+        SegmentConfig { index_interval_bytes: 0, max_index_size: 1 << 20, max_batch_size: 1 << 20 };
     // Two segments as a cleaner would leave them: batches at offsets 0, 4-5, 9 and 20-21.
     for (base, batches) in [(0i64, vec![(0i64, 1usize), (4, 2)]), (9, vec![(9, 1), (20, 2)])] {
         let mut seg = LogSegment::create(dir.path(), base, seg_config, "", 0).unwrap();
         for (offset, n) in batches {
-            let records: Vec<common::RecordSpec<'_>> = (0..n).map(|_| (100, Some(&b"k"[..]), Some(&b"v"[..]))).collect();
+            let records: Vec<common::RecordSpec<'_>> =
+                (0..n).map(|_| (100, Some(&b"k"[..]), Some(&b"v"[..]))).collect();
             let mut b = batch(Compression::None, &records);
             set_base_offset(&mut b, offset);
             seg.append(&b).unwrap();
@@ -280,8 +380,11 @@ fn reads_across_offset_gaps_return_the_next_offset_present() {
     let load = LoadParams { recovery_point: 0, log_start_offset: 0, clean_shutdown: false };
     let log = open(dir.path(), &Arc::new(LogConfig::default()), &clock, load);
     assert_eq!(log.log_end_offset(), 22);
-    let first_offset_read = |at: i64| common::decode(&log.read(at, 1, true).unwrap().records)[0].offset;
-    for (at, expect) in [(0, 0), (1, 4), (3, 4), (5, 4), (6, 9), (8, 9), (10, 20), (19, 20), (21, 20)] {
+    let first_offset_read =
+        |at: i64| common::decode(&log.read(at, 1, true).unwrap().records)[0].offset;
+    for (at, expect) in
+        [(0, 0), (1, 4), (3, 4), (5, 4), (6, 9), (8, 9), (10, 20), (19, 20), (21, 20)]
+    {
         assert_eq!(first_offset_read(at), expect, "read at {at}");
     }
     let offsets: Vec<i64> = common::read_all(&log, 0, 1).iter().map(|r| r.offset).collect();

@@ -19,7 +19,13 @@ fn crash_batch(i: usize) -> Vec<u8> {
     let key = format!("key-{i}");
     let value = format!("value-{i}-{}", "v".repeat(i % 50));
     let codec = if i % 3 == 0 { Compression::Lz4 } else { Compression::None };
-    batch(codec, &[(1_700_000_000_000 + i as i64, Some(key.as_bytes()), Some(value.as_bytes())), (1_700_000_000_000 + i as i64, Some(b"same"), Some(value.as_bytes()))])
+    batch(
+        codec,
+        &[
+            (1_700_000_000_000 + i as i64, Some(key.as_bytes()), Some(value.as_bytes())),
+            (1_700_000_000_000 + i as i64, Some(b"same"), Some(value.as_bytes())),
+        ],
+    )
 }
 
 /// Runs only as the child of `sigkill_while_appending_loses_no_acknowledged_batch`:
@@ -29,7 +35,13 @@ fn crash_batch(i: usize) -> Vec<u8> {
 fn crash_child_appender() {
     let Ok(dir) = std::env::var(CHILD_ENV) else { return };
     let manager = system_manager(Path::new(&dir));
-    manager.create_topic("crash", 1, common::overrides(&[("segment.bytes", "20000"), ("index.interval.bytes", "500")])).unwrap();
+    manager
+        .create_topic(
+            "crash",
+            1,
+            common::overrides(&[("segment.bytes", "20000"), ("index.interval.bytes", "500")]),
+        )
+        .unwrap();
     let log = manager.get_log(&TopicPartition::new("crash", 0)).unwrap();
     let mut out = std::io::stdout().lock();
     for i in 0.. {
@@ -69,7 +81,12 @@ fn sigkill_while_appending_loses_no_acknowledged_batch() {
     let log = log.read().unwrap();
     assert!(log.segments().len() > 5, "the child rolled segments");
     let records = read_all(&log, 0, 1 << 20);
-    assert!(records.len() >= 2 * (acked + 1), "{} records for {} acknowledged batches", records.len(), acked + 1);
+    assert!(
+        records.len() >= 2 * (acked + 1),
+        "{} records for {} acknowledged batches",
+        records.len(),
+        acked + 1
+    );
     assert_eq!(records.len() % 2, 0, "only whole batches survive");
     for (n, r) in records.iter().enumerate() {
         let i = n / 2;
@@ -90,14 +107,24 @@ fn write_records(dir: &Path, topic: &str, batches: usize, extra: &[(&str, &str)]
     let log = manager.get_log(&TopicPartition::new(topic, 0)).unwrap();
     for i in 0..batches {
         let v = format!("value-{i}");
-        log.write().unwrap().append_as_leader(&mut batch(Compression::None, &[(1000 + i as i64, Some(format!("k{i}").as_bytes()), Some(v.as_bytes()))])).unwrap();
+        log.write()
+            .unwrap()
+            .append_as_leader(&mut batch(
+                Compression::None,
+                &[(1000 + i as i64, Some(format!("k{i}").as_bytes()), Some(v.as_bytes()))],
+            ))
+            .unwrap();
     }
     manager.shutdown().unwrap();
     dir.join(format!("{topic}-0"))
 }
 
 fn segment_files(part: &Path, ext: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(part).unwrap().map(|e| e.unwrap().path()).filter(|p| p.to_string_lossy().ends_with(ext)).collect();
+    let mut v: Vec<PathBuf> = std::fs::read_dir(part)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(ext))
+        .collect();
     v.sort();
     v
 }
@@ -127,16 +154,29 @@ fn garbage_after_the_last_batch_is_truncated() {
     for crash in [false, true] {
         if crash {
             let _ = std::fs::remove_file(dir.path().join(".kafka_cleanshutdown"));
-            std::fs::OpenOptions::new().append(true).open(&last).unwrap().write_all(&[0xde; 77]).unwrap();
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&last)
+                .unwrap()
+                .write_all(&[0xde; 77])
+                .unwrap();
         }
         let records = reopen_and_read(dir.path(), "garbage");
         assert_eq!(records.len(), 100);
-        assert_eq!(std::fs::metadata(&last).unwrap().len(), clean_len, "torn tail truncated (crash={crash})");
+        assert_eq!(
+            std::fs::metadata(&last).unwrap().len(),
+            clean_len,
+            "torn tail truncated (crash={crash})"
+        );
     }
     // The log accepts appends after recovery, at the next offset.
     let manager = system_manager(dir.path());
     let log = manager.get_log(&TopicPartition::new("garbage", 0)).unwrap();
-    let info = log.write().unwrap().append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))])).unwrap();
+    let info = log
+        .write()
+        .unwrap()
+        .append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))]))
+        .unwrap();
     assert_eq!(info.first_offset, 100);
 }
 
@@ -147,7 +187,8 @@ fn truncated_and_missing_indexes_are_rebuilt() {
     let indexes = segment_files(&part, ".index");
     let time_indexes = segment_files(&part, ".timeindex");
     assert!(indexes.len() >= 3);
-    let original: Vec<Vec<u8>> = indexes.iter().chain(&time_indexes).map(|p| std::fs::read(p).unwrap()).collect();
+    let original: Vec<Vec<u8>> =
+        indexes.iter().chain(&time_indexes).map(|p| std::fs::read(p).unwrap()).collect();
     // Truncate one index mid-entry, delete another, zero-fill a time index.
     let len = std::fs::metadata(&indexes[0]).unwrap().len();
     std::fs::OpenOptions::new().write(true).open(&indexes[0]).unwrap().set_len(len - 3).unwrap();
@@ -160,7 +201,8 @@ fn truncated_and_missing_indexes_are_rebuilt() {
         assert_eq!(r.offset, i as i64);
         assert_eq!(r.value.as_deref(), Some(format!("value-{i}").as_bytes()));
     }
-    let rebuilt: Vec<Vec<u8>> = indexes.iter().chain(&time_indexes).map(|p| std::fs::read(p).unwrap()).collect();
+    let rebuilt: Vec<Vec<u8>> =
+        indexes.iter().chain(&time_indexes).map(|p| std::fs::read(p).unwrap()).collect();
     assert_eq!(rebuilt, original, "rebuilt indexes equal the ones written during appends");
 }
 
@@ -179,10 +221,15 @@ fn damage_below_the_recovery_point_takes_the_partition_offline() {
     std::fs::remove_file(first.with_extension("index")).unwrap();
     let manager = system_manager(dir.path());
     let offline = manager.offline_partitions();
-    let reason = offline.get(&TopicPartition::new("damaged", 0)).expect("partition reported offline");
+    let reason =
+        offline.get(&TopicPartition::new("damaged", 0)).expect("partition reported offline");
     assert!(reason.contains("00000000000000000000.log"), "{reason}");
     assert!(reason.contains("position"), "{reason}");
-    assert_eq!(std::fs::read(&first).unwrap(), bytes, "nothing below the recovery point was truncated");
+    assert_eq!(
+        std::fs::read(&first).unwrap(),
+        bytes,
+        "nothing below the recovery point was truncated"
+    );
 }
 
 #[test]
@@ -228,7 +275,8 @@ fn flush_before_ack_moves_the_recovery_point_with_every_append() {
     let log = manager.get_log(&TopicPartition::new("sync", 0)).unwrap();
     for i in 0..5 {
         let mut log = log.write().unwrap();
-        log.append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))])).unwrap();
+        log.append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))]))
+            .unwrap();
         assert_eq!(log.recovery_point(), i + 1, "fsynced before the append returned");
     }
     // Without the setting (Kafka's defaults) the recovery point waits for a roll or flush.
@@ -249,7 +297,8 @@ fn flush_messages_bounds_the_unflushed_tail() {
     let mut log = log.write().unwrap();
     let mut points = Vec::new();
     for _ in 0..7 {
-        log.append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))])).unwrap();
+        log.append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))]))
+            .unwrap();
         points.push(log.recovery_point());
     }
     assert_eq!(points, vec![0, 0, 3, 3, 3, 6, 6]);
@@ -262,7 +311,10 @@ fn flush_ms_flushes_on_the_periodic_task() {
     let manager = common::manager(dir.path(), &[], clock.clone());
     manager.create_topic("timed", 1, common::overrides(&[("flush.ms", "1000")])).unwrap();
     let log = manager.get_log(&TopicPartition::new("timed", 0)).unwrap();
-    log.write().unwrap().append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))])).unwrap();
+    log.write()
+        .unwrap()
+        .append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))]))
+        .unwrap();
     clock.advance(999);
     manager.run_periodic_tasks(false, false).unwrap();
     assert_eq!(log.read().unwrap().recovery_point(), 0, "not yet due");

@@ -24,7 +24,10 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use broker::{cleaner_checkpoint, create_topic, free_port, http_get, now_ms, percent_encode, produce, repo_root, run, Reaper, TestBroker, Wire};
+use broker::{
+    cleaner_checkpoint, create_topic, free_port, http_get, now_ms, percent_encode, produce,
+    repo_root, run, Reaper, TestBroker, Wire,
+};
 use serde_yaml::Value as Yaml;
 
 fn sediment() -> Command {
@@ -44,7 +47,8 @@ fn yaml(rel: &str) -> Yaml {
 }
 
 fn dashboard() -> serde_json::Value {
-    serde_json::from_str(&read("docker/grafana/dashboards/sediment.json")).expect("the dashboard is JSON")
+    serde_json::from_str(&read("docker/grafana/dashboards/sediment.json"))
+        .expect("the dashboard is JSON")
 }
 
 /// (panel title, PromQL) of every query in the dashboard, panels and templating.
@@ -52,7 +56,10 @@ fn dashboard_queries(d: &serde_json::Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for p in d["panels"].as_array().expect("panels") {
         for t in p["targets"].as_array().into_iter().flatten() {
-            out.push((p["title"].as_str().unwrap_or("?").to_string(), t["expr"].as_str().expect("a target has an expr").to_string()));
+            out.push((
+                p["title"].as_str().unwrap_or("?").to_string(),
+                t["expr"].as_str().expect("a target has an expr").to_string(),
+            ));
         }
     }
     out
@@ -63,7 +70,10 @@ fn template_metrics(d: &serde_json::Value) -> Vec<String> {
     let mut out = Vec::new();
     for v in d["templating"]["list"].as_array().into_iter().flatten() {
         let q = v["query"]["query"].as_str().or_else(|| v["query"].as_str()).unwrap_or_default();
-        let inner = q.strip_prefix("label_values(").and_then(|r| r.strip_suffix(')')).unwrap_or_else(|| panic!("unexpected template query {q}"));
+        let inner = q
+            .strip_prefix("label_values(")
+            .and_then(|r| r.strip_suffix(')'))
+            .unwrap_or_else(|| panic!("unexpected template query {q}"));
         out.push(inner.split(',').next().unwrap().trim().to_string());
     }
     out
@@ -75,7 +85,10 @@ fn alert_rules() -> Vec<(String, String)> {
     let mut out = Vec::new();
     for g in doc["groups"].as_sequence().expect("groups") {
         for r in g["rules"].as_sequence().expect("rules") {
-            out.push((r["alert"].as_str().expect("alert name").to_string(), r["expr"].as_str().expect("expr").to_string()));
+            out.push((
+                r["alert"].as_str().expect("alert name").to_string(),
+                r["expr"].as_str().expect("expr").to_string(),
+            ));
         }
     }
     out
@@ -84,7 +97,20 @@ fn alert_rules() -> Vec<(String, String)> {
 /// The metric names a PromQL expression reads: identifiers that are not
 /// functions, aggregations, keywords, label names or durations.
 fn promql_metric_names(expr: &str) -> BTreeSet<String> {
-    const AGGREGATIONS: &[&str] = &["sum", "min", "max", "avg", "count", "stddev", "stdvar", "topk", "bottomk", "quantile", "count_values", "group"];
+    const AGGREGATIONS: &[&str] = &[
+        "sum",
+        "min",
+        "max",
+        "avg",
+        "count",
+        "stddev",
+        "stdvar",
+        "topk",
+        "bottomk",
+        "quantile",
+        "count_values",
+        "group",
+    ];
     const KEYWORDS: &[&str] = &["and", "or", "unless", "bool", "offset", "inf", "nan"];
     const GROUPING: &[&str] = &["by", "without", "on", "ignoring", "group_left", "group_right"];
     let chars: Vec<char> = expr.chars().collect();
@@ -123,13 +149,17 @@ fn promql_metric_names(expr: &str) -> BTreeSet<String> {
                 i += if chars[i] == '\\' { 2 } else { 1 };
             }
             i += 1;
-        } else if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) {
+        } else if c.is_ascii_digit()
+            || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit))
+        {
             while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '.') {
                 i += 1;
             }
         } else if c.is_ascii_alphabetic() || c == '_' || c == ':' {
             let start = i;
-            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == ':') {
+            while i < chars.len()
+                && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == ':')
+            {
                 i += 1;
             }
             let word: String = chars[start..i].iter().collect();
@@ -143,7 +173,10 @@ fn promql_metric_names(expr: &str) -> BTreeSet<String> {
                     i = j;
                     skip_group(&mut i, '(', ')');
                 }
-            } else if next == Some('(') || AGGREGATIONS.contains(&word.as_str()) || KEYWORDS.contains(&word.to_ascii_lowercase().as_str()) {
+            } else if next == Some('(')
+                || AGGREGATIONS.contains(&word.as_str())
+                || KEYWORDS.contains(&word.to_ascii_lowercase().as_str())
+            {
                 // a function call, an aggregation or an operator
             } else {
                 names.insert(word);
@@ -160,7 +193,10 @@ fn promql_names_are_extracted() {
     let names = promql_metric_names(
         "histogram_quantile(0.99, sum by (request, le) (rate(a_bucket{request=\"Produce\"}[$__rate_interval]))) / on(instance) clamp_min(10 * b_seconds, 900) and c > 1e3 unless sum without (x) (d:rule)",
     );
-    assert_eq!(names, ["a_bucket", "b_seconds", "c", "d:rule"].iter().map(|s| s.to_string()).collect());
+    assert_eq!(
+        names,
+        ["a_bucket", "b_seconds", "c", "d:rule"].iter().map(|s| s.to_string()).collect()
+    );
 }
 
 /// The names of the samples in a Prometheus text exposition.
@@ -195,7 +231,12 @@ fn promtool_accepts_the_prometheus_config_and_the_alert_rules() {
     // Every rule has a unit test in which it fires.
     let tests = read("docker/alerts.test.yml");
     for (alert, _) in alert_rules() {
-        assert!(tests.contains(&format!("alertname: {alert}\n        exp_alerts:\n          - exp_labels")), "docker/alerts.test.yml has no case where {alert} fires");
+        assert!(
+            tests.contains(&format!(
+                "alertname: {alert}\n        exp_alerts:\n          - exp_labels"
+            )),
+            "docker/alerts.test.yml has no case where {alert} fires"
+        );
     }
 }
 
@@ -207,7 +248,11 @@ fn grafana_provisioning_and_the_dashboard_agree() {
     let source = &ds["datasources"][0];
     assert_eq!(source["type"].as_str(), Some("prometheus"));
     let uid = source["uid"].as_str().expect("the datasource has a uid");
-    assert_eq!(source["url"].as_str(), Some("http://prometheus:9090"), "the compose service `prometheus`");
+    assert_eq!(
+        source["url"].as_str(),
+        Some("http://prometheus:9090"),
+        "the compose service `prometheus`"
+    );
 
     // Every panel and target uses the provisioned datasource; the grid is 24
     // wide and no two panels overlap.
@@ -218,7 +263,12 @@ fn grafana_provisioning_and_the_dashboard_agree() {
         let title = p["title"].as_str().expect("title");
         assert!(titles.insert(title.to_string()), "two panels titled {title}");
         let g = &p["gridPos"];
-        let (x, y, w, h) = (g["x"].as_u64().unwrap(), g["y"].as_u64().unwrap(), g["w"].as_u64().unwrap(), g["h"].as_u64().unwrap());
+        let (x, y, w, h) = (
+            g["x"].as_u64().unwrap(),
+            g["y"].as_u64().unwrap(),
+            g["w"].as_u64().unwrap(),
+            g["h"].as_u64().unwrap(),
+        );
         assert!(x + w <= 24, "{title} is wider than the grid");
         for cx in x..x + w {
             for cy in y..y + h {
@@ -233,7 +283,10 @@ fn grafana_provisioning_and_the_dashboard_agree() {
         assert!(!targets.is_empty(), "{title} has no queries");
         for t in targets {
             assert_eq!(t["datasource"]["uid"].as_str(), Some(uid), "{title}");
-            assert!(!t["expr"].as_str().unwrap_or_default().trim().is_empty(), "{title} has an empty query");
+            assert!(
+                !t["expr"].as_str().unwrap_or_default().trim().is_empty(),
+                "{title} has an empty query"
+            );
         }
     }
     for v in d["templating"]["list"].as_array().into_iter().flatten() {
@@ -258,10 +311,19 @@ fn grafana_provisioning_and_the_dashboard_agree() {
 
     // The dashboard provider reads the directory compose mounts the JSON into.
     let provider = yaml("docker/grafana/provisioning/dashboards/sediment.yml");
-    let provider_path = provider["providers"][0]["options"]["path"].as_str().expect("provider path");
+    let provider_path =
+        provider["providers"][0]["options"]["path"].as_str().expect("provider path");
     let compose = yaml("docker/docker-compose.yml");
-    let mounts: Vec<&str> = compose["services"]["grafana"]["volumes"].as_sequence().unwrap().iter().filter_map(Yaml::as_str).collect();
-    assert!(mounts.iter().any(|m| *m == format!("./grafana/dashboards:{provider_path}:ro")), "grafana mounts {mounts:?}; the provider reads {provider_path}");
+    let mounts: Vec<&str> = compose["services"]["grafana"]["volumes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(Yaml::as_str)
+        .collect();
+    assert!(
+        mounts.iter().any(|m| *m == format!("./grafana/dashboards:{provider_path}:ro")),
+        "grafana mounts {mounts:?}; the provider reads {provider_path}"
+    );
     assert!(mounts.contains(&"./grafana/provisioning:/etc/grafana/provisioning:ro"), "{mounts:?}");
 }
 
@@ -278,31 +340,58 @@ fn the_compose_file_validates_and_its_mounts_exist() {
             let source = v.as_str().unwrap().split(':').next().unwrap();
             if source.starts_with('.') {
                 let p = path("docker").join(source);
-                assert!(p.exists(), "service {name:?} mounts {source}, which does not exist ({})", p.display());
+                assert!(
+                    p.exists(),
+                    "service {name:?} mounts {source}, which does not exist ({})",
+                    p.display()
+                );
             }
         }
     }
     let build = &compose["services"]["sediment"]["build"];
-    assert!(path("docker").join(build["context"].as_str().unwrap()).join(build["dockerfile"].as_str().unwrap()).is_file());
+    assert!(path("docker")
+        .join(build["context"].as_str().unwrap())
+        .join(build["dockerfile"].as_str().unwrap())
+        .is_file());
     // Prometheus scrapes the sediment service on the port config/docker.toml serves metrics on.
     let docker_toml: toml::Table = read("config/docker.toml").parse().unwrap();
-    let metrics_port = docker_toml["metrics"]["listen"].as_str().unwrap().rsplit(':').next().unwrap().to_string();
+    let metrics_port =
+        docker_toml["metrics"]["listen"].as_str().unwrap().rsplit(':').next().unwrap().to_string();
     let prom = yaml("docker/prometheus.yml");
     let target = prom["scrape_configs"][0]["static_configs"][0]["targets"][0].as_str().unwrap();
     assert_eq!(target, format!("sediment:{metrics_port}"));
-    let ports: Vec<&str> = compose["services"]["sediment"]["ports"].as_sequence().unwrap().iter().filter_map(Yaml::as_str).collect();
-    assert!(ports.contains(&format!("{metrics_port}:{metrics_port}").as_str()) && ports.contains(&"9092:9092"), "{ports:?}");
+    let ports: Vec<&str> = compose["services"]["sediment"]["ports"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(Yaml::as_str)
+        .collect();
+    assert!(
+        ports.contains(&format!("{metrics_port}:{metrics_port}").as_str())
+            && ports.contains(&"9092:9092"),
+        "{ports:?}"
+    );
 
     // A compose client validates the whole file (interpolation, schema).
     let clients: [&[&str]; 2] = [&["docker", "compose"], &["docker-compose"]];
     for client in clients {
-        let Ok(out) = Command::new(client[0]).args(&client[1..]).arg("version").output() else { continue };
+        let Ok(out) = Command::new(client[0]).args(&client[1..]).arg("version").output() else {
+            continue;
+        };
         if !out.status.success() {
             continue;
         }
-        let (ok, stdout, stderr) = run(Command::new(client[0]).args(&client[1..]).args(["-f", "docker/docker-compose.yml", "config"]).current_dir(repo_root()));
+        let (ok, stdout, stderr) = run(Command::new(client[0])
+            .args(&client[1..])
+            .args(["-f", "docker/docker-compose.yml", "config"])
+            .current_dir(repo_root()));
         assert!(ok, "{} config:\n{stdout}{stderr}", client.join(" "));
-        assert!(stdout.contains("sediment") && stdout.contains("prometheus") && stdout.contains("grafana"), "{stdout}");
+        assert!(
+            stdout.contains("sediment")
+                && stdout.contains("prometheus")
+                && stdout.contains("grafana"),
+            "{stdout}"
+        );
         println!("{} -f docker/docker-compose.yml config: valid", client.join(" "));
         return;
     }
@@ -311,9 +400,14 @@ fn the_compose_file_validates_and_its_mounts_exist() {
 
 #[test]
 fn every_config_file_passes_check_config() {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(path("config")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "toml")).collect();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path("config"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
     files.sort();
-    let names: Vec<String> = files.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> =
+        files.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
     assert_eq!(names, ["dev.toml", "docker.toml", "production.toml", "server.toml"]);
     for f in &files {
         let (ok, out, err) = run(sediment().arg("check-config").arg(f));
@@ -344,7 +438,8 @@ fn server_toml_lists_every_key_with_its_default() {
     let listed: Vec<(String, String)> = template_lines(&text);
     let keys: BTreeSet<&str> = listed.iter().map(|(k, _)| k.as_str()).collect();
     let all = sediment::config::BrokerConfig::default().describe();
-    let missing: Vec<&str> = all.iter().map(|(k, ..)| k.as_str()).filter(|k| !keys.contains(k)).collect();
+    let missing: Vec<&str> =
+        all.iter().map(|(k, ..)| k.as_str()).filter(|k| !keys.contains(k)).collect();
     assert!(missing.is_empty(), "config/server.toml lacks {missing:?}; regenerate it: sediment config-template > config/server.toml");
     assert_eq!(listed.len(), all.len(), "each key once");
     // Each key's doc line sits above it.
@@ -352,8 +447,16 @@ fn server_toml_lists_every_key_with_its_default() {
         assert!(text.contains(&format!("# {doc}")), "{key}: its meaning is missing");
     }
     // Uncommenting every line changes nothing: each is valid and the default.
-    let uncommented: String = listed.iter().filter(|(_, v)| !v.starts_with('<')).map(|(k, v)| format!("{k} = {v}\n")).collect();
-    let c = sediment::config::BrokerConfig::from_toml(&uncommented, Path::new("server.toml uncommented")).unwrap_or_else(|e| panic!("uncommented config/server.toml: {e}"));
+    let uncommented: String = listed
+        .iter()
+        .filter(|(_, v)| !v.starts_with('<'))
+        .map(|(k, v)| format!("{k} = {v}\n"))
+        .collect();
+    let c = sediment::config::BrokerConfig::from_toml(
+        &uncommented,
+        Path::new("server.toml uncommented"),
+    )
+    .unwrap_or_else(|e| panic!("uncommented config/server.toml: {e}"));
     for (key, value, explicit, _, kind) in c.describe() {
         let default = all.iter().find(|(k, ..)| *k == key).unwrap().1.clone();
         if !explicit {
@@ -375,10 +478,21 @@ fn server_toml_lists_every_key_with_its_default() {
 #[test]
 fn the_readme_documents_every_key() {
     let readme = read("README.md");
-    let missing: Vec<String> =
-        sediment::config::BrokerConfig::default().describe().into_iter().map(|(k, ..)| k).filter(|k| !readme.contains(&format!("| `{k}` |"))).collect();
+    let missing: Vec<String> = sediment::config::BrokerConfig::default()
+        .describe()
+        .into_iter()
+        .map(|(k, ..)| k)
+        .filter(|k| !readme.contains(&format!("| `{k}` |")))
+        .collect();
     assert!(missing.is_empty(), "the README's config table lacks {missing:?}");
-    for f in ["config/server.toml", "config/dev.toml", "config/production.toml", "config/docker.toml", "docker/docker-compose.yml", "scripts/docker-smoke.sh"] {
+    for f in [
+        "config/server.toml",
+        "config/dev.toml",
+        "config/production.toml",
+        "config/docker.toml",
+        "docker/docker-compose.yml",
+        "scripts/docker-smoke.sh",
+    ] {
         assert!(readme.contains(&format!("`{f}`")), "the README does not mention {f}");
     }
 }
@@ -393,42 +507,83 @@ fn the_dockerfile_start_command_serves_clients_outside_docker() {
     assert!(dockerfile.contains("VOLUME [\"/var/lib/sediment\"]"));
     let docker_toml = sediment::config::BrokerConfig::load(&path("config/docker.toml")).unwrap();
     let kafka_port = docker_toml.listener().unwrap().port;
-    let metrics_port = docker_toml.metrics_listen().unwrap().rsplit(':').next().unwrap().to_string();
-    assert_eq!(dockerfile.lines().find_map(|l| l.strip_prefix("EXPOSE ")), Some(format!("{kafka_port} {metrics_port}").as_str()));
-    assert!(dockerfile.contains(&format!("\"health\", \"--bootstrap-server\", \"127.0.0.1:{kafka_port}\"")), "the HEALTHCHECK probes the listener");
+    let metrics_port =
+        docker_toml.metrics_listen().unwrap().rsplit(':').next().unwrap().to_string();
+    assert_eq!(
+        dockerfile.lines().find_map(|l| l.strip_prefix("EXPOSE ")),
+        Some(format!("{kafka_port} {metrics_port}").as_str())
+    );
+    assert!(
+        dockerfile
+            .contains(&format!("\"health\", \"--bootstrap-server\", \"127.0.0.1:{kafka_port}\"")),
+        "the HEALTHCHECK probes the listener"
+    );
     assert!(docker_toml.log_dirs()[0].starts_with("/var/lib/sediment"), "data in the volume");
 
     // Its start command, outside Docker: the debug binary stands in for the
     // release build (scripts/docker-smoke.sh without --binary runs the build too).
-    let (ok, out, err) = run(Command::new(path("scripts/docker-smoke.sh")).arg("--binary").arg(env!("CARGO_BIN_EXE_sediment")));
+    let (ok, out, err) = run(Command::new(path("scripts/docker-smoke.sh"))
+        .arg("--binary")
+        .arg(env!("CARGO_BIN_EXE_sediment")));
     println!("{err}");
     assert!(ok && out.contains("docker-smoke: OK"), "scripts/docker-smoke.sh failed:\n{out}{err}");
-    assert!(err.contains("healthcheck:") && err.contains("metrics: /metrics and /cleaner-status answer") && err.contains("clean-shutdown marker written"), "{err}");
+    assert!(
+        err.contains("healthcheck:")
+            && err.contains("metrics: /metrics and /cleaner-status answer")
+            && err.contains("clean-shutdown marker written"),
+        "{err}"
+    );
 }
 
 #[test]
 fn every_metric_in_the_dashboard_and_the_alerts_exists_on_a_live_broker() {
     // A cleaner throttle so its limit gauge is set; a short backoff.
-    let b = TestBroker::start(&["log.cleaner.backoff.ms=100", "log.cleaner.io.max.bytes.per.second=50000000"]);
-    create_topic(b.port, "profiles", 2, &[("cleanup.policy", "compact"), ("segment.ms", "1000"), ("min.cleanable.dirty.ratio", "0.01")]);
+    let b = TestBroker::start(&[
+        "log.cleaner.backoff.ms=100",
+        "log.cleaner.io.max.bytes.per.second=50000000",
+    ]);
+    create_topic(
+        b.port,
+        "profiles",
+        2,
+        &[
+            ("cleanup.policy", "compact"),
+            ("segment.ms", "1000"),
+            ("min.cleanable.dirty.ratio", "0.01"),
+        ],
+    );
     let mut w = Wire::connect(b.port);
     let t = now_ms() - 60_000;
     for partition in 0..2 {
         for round in 0..5 {
-            let records: Vec<_> = (0..10).map(|k| (format!("user-{k}"), Some(format!("v{round}")))).collect();
+            let records: Vec<_> =
+                (0..10).map(|k| (format!("user-{k}"), Some(format!("v{round}")))).collect();
             produce(&mut w, "profiles", partition, t, &records);
         }
         // Two seconds of record time later: the segment rolls and the first is cleanable.
-        produce(&mut w, "profiles", partition, t + 2_000, &[("user-0".into(), Some("last".into()))]);
+        produce(
+            &mut w,
+            "profiles",
+            partition,
+            t + 2_000,
+            &[("user-0".into(), Some("last".into()))],
+        );
     }
     for partition in 0..2 {
-        b.wait_for(30, "both partitions cleaned", || cleaner_checkpoint(&b.data_dir(), "profiles", partition).filter(|o| *o == 50));
+        b.wait_for(30, "both partitions cleaned", || {
+            cleaner_checkpoint(&b.data_dir(), "profiles", partition).filter(|o| *o == 50)
+        });
     }
     // An error response, so the error counter has a series.
     {
         use kafka_protocol::messages::{DeleteTopicsRequest, TopicName};
         use kafka_protocol::protocol::StrBytes;
-        let r = w.call(4, &DeleteTopicsRequest::default().with_topic_names(vec![TopicName(StrBytes::from_static_str("no-such-topic"))]).with_timeout_ms(5_000));
+        let r = w.call(
+            4,
+            &DeleteTopicsRequest::default()
+                .with_topic_names(vec![TopicName(StrBytes::from_static_str("no-such-topic"))])
+                .with_timeout_ms(5_000),
+        );
         assert_eq!(r.responses[0].error_code, 3, "UNKNOWN_TOPIC_OR_PARTITION");
     }
 
@@ -437,7 +592,9 @@ fn every_metric_in_the_dashboard_and_the_alerts_exists_on_a_live_broker() {
     let d = dashboard();
     let mut used: Vec<(String, String)> = Vec::new();
     for (title, q) in dashboard_queries(&d) {
-        used.extend(promql_metric_names(&q).into_iter().map(|n| (format!("dashboard panel {title:?}"), n)));
+        used.extend(
+            promql_metric_names(&q).into_iter().map(|n| (format!("dashboard panel {title:?}"), n)),
+        );
     }
     used.extend(template_metrics(&d).into_iter().map(|n| ("dashboard variable".to_string(), n)));
     for (alert, expr) in alert_rules() {
@@ -445,14 +602,26 @@ fn every_metric_in_the_dashboard_and_the_alerts_exists_on_a_live_broker() {
     }
     assert!(used.len() > 30, "{used:?}");
     // `up` is Prometheus's own series about the scrape, not the broker's.
-    let missing: Vec<&(String, String)> = used.iter().filter(|(_, n)| n != "up" && !present.contains(n)).collect();
-    assert!(missing.is_empty(), "metrics used but absent from the broker's /metrics: {missing:?}\nscrape:\n{scrape}");
-    println!("{} metric uses, {} distinct names, all in the scrape", used.len(), used.iter().map(|(_, n)| n).collect::<BTreeSet<_>>().len());
+    let missing: Vec<&(String, String)> =
+        used.iter().filter(|(_, n)| n != "up" && !present.contains(n)).collect();
+    assert!(
+        missing.is_empty(),
+        "metrics used but absent from the broker's /metrics: {missing:?}\nscrape:\n{scrape}"
+    );
+    println!(
+        "{} metric uses, {} distinct names, all in the scrape",
+        used.len(),
+        used.iter().map(|(_, n)| n).collect::<BTreeSet<_>>().len()
+    );
 
     // The disk gauges describe the data dir's file system.
     let dir = b.data_dir().display().to_string();
-    let total = b.metric(&format!("sediment_log_dir_total_bytes{{log_dir=\"{dir}\"}}")).expect("total bytes of the log dir");
-    let usable = b.metric(&format!("sediment_log_dir_usable_bytes{{log_dir=\"{dir}\"}}")).expect("usable bytes of the log dir");
+    let total = b
+        .metric(&format!("sediment_log_dir_total_bytes{{log_dir=\"{dir}\"}}"))
+        .expect("total bytes of the log dir");
+    let usable = b
+        .metric(&format!("sediment_log_dir_usable_bytes{{log_dir=\"{dir}\"}}"))
+        .expect("usable bytes of the log dir");
     assert!(total > 0.0 && usable > 0.0 && usable <= total, "usable {usable} of {total}");
     assert_eq!(b.metric("sediment_log_cleaner_backoff_seconds"), Some(0.1));
     assert_eq!(b.metric("sediment_log_cleaner_threads"), Some(1.0));
@@ -463,8 +632,10 @@ fn every_metric_in_the_dashboard_and_the_alerts_exists_on_a_live_broker() {
     let mut config = yaml("docker/prometheus.yml");
     config["global"]["scrape_interval"] = "1s".into();
     config["global"]["evaluation_interval"] = "1s".into();
-    config["rule_files"] = Yaml::Sequence(vec![path("docker/alerts.yml").display().to_string().into()]);
-    config["scrape_configs"][0]["static_configs"][0]["targets"] = Yaml::Sequence(vec![format!("127.0.0.1:{}", b.metrics_port).into()]);
+    config["rule_files"] =
+        Yaml::Sequence(vec![path("docker/alerts.yml").display().to_string().into()]);
+    config["scrape_configs"][0]["static_configs"][0]["targets"] =
+        Yaml::Sequence(vec![format!("127.0.0.1:{}", b.metrics_port).into()]);
     let config_path = dir.path().join("prometheus.yml");
     std::fs::write(&config_path, serde_yaml::to_string(&config).unwrap()).unwrap();
     let port = free_port();
@@ -479,25 +650,41 @@ fn every_metric_in_the_dashboard_and_the_alerts_exists_on_a_live_broker() {
             .spawn()
             .expect("prometheus (Debian package prometheus)"),
     );
-    let prom_log = || std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default();
+    let prom_log =
+        || std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let wait = |what: &str, f: &mut dyn FnMut() -> bool| {
         while !f() {
-            assert!(std::time::Instant::now() < deadline, "Prometheus: {what}; its log:\n{}", prom_log());
+            assert!(
+                std::time::Instant::now() < deadline,
+                "Prometheus: {what}; its log:\n{}",
+                prom_log()
+            );
             std::thread::sleep(std::time::Duration::from_millis(250));
         }
     };
     wait("no scrape of the broker", &mut || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() && prom_query(port, "up{job=\"sediment\"}").first().is_some_and(|r| r["value"][1] == "1")
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+            && prom_query(port, "up{job=\"sediment\"}")
+                .first()
+                .is_some_and(|r| r["value"][1] == "1")
     });
     // Traffic while Prometheus watches, so rates and latency quantiles have data.
-    let queries: Vec<(String, String)> =
-        dashboard_queries(&d).into_iter().map(|(title, q)| (title, q.replace("$__rate_interval", "1m").replace("$topic", ".*"))).collect();
+    let queries: Vec<(String, String)> = dashboard_queries(&d)
+        .into_iter()
+        .map(|(title, q)| (title, q.replace("$__rate_interval", "1m").replace("$topic", ".*")))
+        .collect();
     let mut round = 0;
     for (title, q) in &queries {
         wait(&format!("no data for the panel {title:?}: {q}"), &mut || {
             round += 1;
-            produce(&mut w, "profiles", 0, now_ms(), &[(format!("user-{}", round % 10), Some(format!("r{round}")))]);
+            produce(
+                &mut w,
+                "profiles",
+                0,
+                now_ms(),
+                &[(format!("user-{}", round % 10), Some(format!("r{round}")))],
+            );
             let result = prom_query(port, q);
             result.iter().any(|r| r["value"][1].as_str().is_some_and(|v| v != "NaN"))
         });
@@ -507,14 +694,26 @@ fn every_metric_in_the_dashboard_and_the_alerts_exists_on_a_live_broker() {
     wait("rules not evaluated yet", &mut || {
         let (_, body) = http_get(port, "/api/v1/rules");
         let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
-        let rules: Vec<&serde_json::Value> = doc["data"]["groups"].as_array().into_iter().flatten().flat_map(|g| g["rules"].as_array().into_iter().flatten()).collect();
-        rules.len() == alert_rules().len() && rules.iter().all(|r| r["lastEvaluation"].as_str().is_some_and(|t| !t.starts_with("0001")))
+        let rules: Vec<&serde_json::Value> = doc["data"]["groups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|g| g["rules"].as_array().into_iter().flatten())
+            .collect();
+        rules.len() == alert_rules().len()
+            && rules
+                .iter()
+                .all(|r| r["lastEvaluation"].as_str().is_some_and(|t| !t.starts_with("0001")))
     });
     let (_, body) = http_get(port, "/api/v1/rules");
     let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
     for g in doc["data"]["groups"].as_array().unwrap() {
         for r in g["rules"].as_array().unwrap() {
-            assert_eq!(r["health"], "ok", "rule {} evaluated with an error: {}", r["name"], r["lastError"]);
+            assert_eq!(
+                r["health"], "ok",
+                "rule {} evaluated with an error: {}",
+                r["name"], r["lastError"]
+            );
             assert_ne!(r["state"], "firing", "rule {} fires on a healthy broker: {r}", r["name"]);
         }
     }

@@ -12,7 +12,10 @@ use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, FetchRequest, InitProducerIdRequest, MetadataRequest, ProduceRequest, TopicName};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, FetchRequest, InitProducerIdRequest,
+    MetadataRequest, ProduceRequest, TopicName,
+};
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use sediment::log::compression::Compression;
 use sediment::log::record_batch::BatchBuilder;
@@ -22,9 +25,13 @@ fn name(s: &str) -> TopicName {
 }
 
 fn produce_request(topic: &str, partition: i32, acks: i16, records: Vec<u8>) -> ProduceRequest {
-    ProduceRequest::default().with_acks(acks).with_timeout_ms(10_000).with_topic_data(vec![TopicProduceData::default()
-        .with_name(name(topic))
-        .with_partition_data(vec![PartitionProduceData::default().with_index(partition).with_records(Some(Bytes::from(records)))])])
+    ProduceRequest::default().with_acks(acks).with_timeout_ms(10_000).with_topic_data(vec![
+        TopicProduceData::default().with_name(name(topic)).with_partition_data(vec![
+            PartitionProduceData::default()
+                .with_index(partition)
+                .with_records(Some(Bytes::from(records))),
+        ]),
+    ])
 }
 
 fn keyed_batch(records: &[(&str, Option<&str>)]) -> Vec<u8> {
@@ -47,9 +54,16 @@ fn idempotent_batch(pid: i64, epoch: i16, seq: i32, values: &[&str]) -> Vec<u8> 
 fn api_versions_lists_exact_ranges_and_answers_unknown_versions_with_v0() {
     let b = TestBroker::start(&[]);
     let mut w = Wire::connect(b.port);
-    let r = w.call(3, &ApiVersionsRequest::default().with_client_software_name(StrBytes::from_static_str("t")).with_client_software_version(StrBytes::from_static_str("1")));
+    let r = w.call(
+        3,
+        &ApiVersionsRequest::default()
+            .with_client_software_name(StrBytes::from_static_str("t"))
+            .with_client_software_version(StrBytes::from_static_str("1")),
+    );
     assert_eq!(r.error_code, 0);
-    let range = |key: ApiKey| r.api_keys.iter().find(|a| a.api_key == key as i16).map(|a| (a.min_version, a.max_version));
+    let range = |key: ApiKey| {
+        r.api_keys.iter().find(|a| a.api_key == key as i16).map(|a| (a.min_version, a.max_version))
+    };
     assert_eq!(range(ApiKey::Produce), Some((0, 13)));
     assert_eq!(range(ApiKey::Fetch), Some((4, 18)));
     assert_eq!(range(ApiKey::Metadata), Some((0, 13)));
@@ -73,7 +87,13 @@ fn pipelined_requests_are_answered_in_order() {
     let b = TestBroker::start(&[]);
     let mut w = Wire::connect(b.port);
     let ids: Vec<i32> = (0..20)
-        .map(|i| if i % 2 == 0 { w.send(12, &MetadataRequest::default()) } else { w.send(3, &ApiVersionsRequest::default()) })
+        .map(|i| {
+            if i % 2 == 0 {
+                w.send(12, &MetadataRequest::default())
+            } else {
+                w.send(3, &ApiVersionsRequest::default())
+            }
+        })
         .collect();
     for id in ids {
         assert_eq!(w.recv_frame().unwrap().0, id);
@@ -86,7 +106,9 @@ fn produce_errors_are_per_partition_and_per_record() {
     create_topic(b.port, "plain", 1, &[("max.message.bytes", "200")]);
     create_topic(b.port, "compacted", 1, &[("cleanup.policy", "compact")]);
     let mut w = Wire::connect(b.port);
-    let code = |r: &kafka_protocol::messages::ProduceResponse| r.responses[0].partition_responses[0].error_code;
+    let code = |r: &kafka_protocol::messages::ProduceResponse| {
+        r.responses[0].partition_responses[0].error_code
+    };
 
     let ok = w.call(9, &produce_request("plain", 0, -1, keyed_batch(&[("a", Some("1"))])));
     assert_eq!(code(&ok), 0);
@@ -119,7 +141,10 @@ fn produce_errors_are_per_partition_and_per_record() {
     assert_eq!(p.record_errors[0].batch_index, 1);
 
     // Produce v2 is advertised but refused with UNSUPPORTED_VERSION.
-    let mut legacy = vec![0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x05, 0xff, 0xff, 0x00, 0x01, 0x00, 0x00, 0x03, 0xe8, 0x00, 0x00, 0x00, 0x01];
+    let mut legacy = vec![
+        0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x05, 0xff, 0xff, 0x00, 0x01, 0x00, 0x00, 0x03,
+        0xe8, 0x00, 0x00, 0x00, 0x01,
+    ];
     legacy.extend_from_slice(&[0x00, 0x05]);
     legacy.extend_from_slice(b"plain");
     legacy.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
@@ -134,7 +159,10 @@ fn produce_errors_are_per_partition_and_per_record() {
     // acks=0: no response, and the next request is answered normally.
     w.send(9, &produce_request("plain", 0, 0, keyed_batch(&[("b", Some("2"))])));
     let after = w.call(9, &produce_request("plain", 0, 1, keyed_batch(&[("c", Some("3"))])));
-    assert_eq!(after.responses[0].partition_responses[0].base_offset, 2, "the acks=0 record got offset 1");
+    assert_eq!(
+        after.responses[0].partition_responses[0].base_offset, 2,
+        "the acks=0 record got offset 1"
+    );
 }
 
 #[test]
@@ -142,7 +170,12 @@ fn idempotent_producer_dedupes_across_restarts() {
     let mut b = TestBroker::start(&[]);
     create_topic(b.port, "idem", 1, &[]);
     let mut w = Wire::connect(b.port);
-    let init = w.call(4, &InitProducerIdRequest::default().with_transactional_id(None).with_transaction_timeout_ms(60_000));
+    let init = w.call(
+        4,
+        &InitProducerIdRequest::default()
+            .with_transactional_id(None)
+            .with_transaction_timeout_ms(60_000),
+    );
     assert_eq!(init.error_code, 0);
     let pid = init.producer_id.0;
     assert!(pid >= 0);
@@ -171,7 +204,12 @@ fn idempotent_producer_dedupes_across_restarts() {
     assert_eq!(send(&mut w, 3, &["d"]), (0, 3));
     assert_eq!(send(&mut w, 5, &["e"]).0, ResponseError::OutOfOrderSequenceNumber.code());
     // A new producer never reuses an issued id.
-    let again = w.call(4, &InitProducerIdRequest::default().with_transactional_id(None).with_transaction_timeout_ms(60_000));
+    let again = w.call(
+        4,
+        &InitProducerIdRequest::default()
+            .with_transactional_id(None)
+            .with_transaction_timeout_ms(60_000),
+    );
     assert!(again.producer_id.0 > pid);
 }
 
@@ -187,7 +225,12 @@ fn fetch_long_poll_is_woken_by_an_append() {
             .with_max_wait_ms(30_000)
             .with_min_bytes(1)
             .with_max_bytes(1 << 20)
-            .with_topics(vec![FetchTopic::default().with_topic(name("poll")).with_partitions(vec![FetchPartition::default().with_partition(0).with_fetch_offset(0).with_partition_max_bytes(1 << 20)])]);
+            .with_topics(vec![FetchTopic::default().with_topic(name("poll")).with_partitions(
+                vec![FetchPartition::default()
+                    .with_partition(0)
+                    .with_fetch_offset(0)
+                    .with_partition_max_bytes(1 << 20)],
+            )]);
         let start = Instant::now();
         let r = w.call(12, &request);
         (start.elapsed(), r)
@@ -204,7 +247,10 @@ fn fetch_long_poll_is_woken_by_an_append() {
     assert_eq!(p.error_code, 0);
     let records = common::decode(p.records.as_ref().unwrap());
     assert_eq!(records.len(), 1, "the fetch returned the appended record");
-    assert!(elapsed < Duration::from_secs(30), "woken by the append, not by max_wait ({elapsed:?})");
+    assert!(
+        elapsed < Duration::from_secs(30),
+        "woken by the append, not by max_wait ({elapsed:?})"
+    );
 }
 
 #[test]
@@ -214,16 +260,26 @@ fn fetch_out_of_range_and_unknown_topic() {
     let mut w = Wire::connect(b.port);
     w.call(9, &produce_request("f", 0, 1, keyed_batch(&[("k", Some("v"))])));
     let fetch = |topic: &str, offset: i64| {
-        FetchRequest::default().with_replica_id(kafka_protocol::messages::BrokerId(-1)).with_max_wait_ms(0).with_max_bytes(1 << 20).with_topics(vec![FetchTopic::default()
-            .with_topic(name(topic))
-            .with_partitions(vec![FetchPartition::default().with_partition(0).with_fetch_offset(offset).with_partition_max_bytes(1 << 20)])])
+        FetchRequest::default()
+            .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+            .with_max_wait_ms(0)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![FetchTopic::default().with_topic(name(topic)).with_partitions(vec![
+                FetchPartition::default()
+                    .with_partition(0)
+                    .with_fetch_offset(offset)
+                    .with_partition_max_bytes(1 << 20),
+            ])])
     };
     let r = w.call(12, &fetch("f", 5));
     let p = &r.responses[0].partitions[0];
     assert_eq!(p.error_code, ResponseError::OffsetOutOfRange.code());
     assert_eq!((p.high_watermark, p.log_start_offset), (1, 0));
     let r = w.call(12, &fetch("missing", 0));
-    assert_eq!(r.responses[0].partitions[0].error_code, ResponseError::UnknownTopicOrPartition.code());
+    assert_eq!(
+        r.responses[0].partitions[0].error_code,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
 }
 
 #[test]
@@ -235,7 +291,8 @@ fn sigterm_shuts_down_cleanly() {
     let status = b.stop();
     assert!(status.success(), "exit status {status:?}\n{}", b.log());
     assert!(b.data_dir().join(".kafka_cleanshutdown").exists(), "clean shutdown marker");
-    let recovery = std::fs::read_to_string(b.data_dir().join("recovery-point-offset-checkpoint")).unwrap();
+    let recovery =
+        std::fs::read_to_string(b.data_dir().join("recovery-point-offset-checkpoint")).unwrap();
     assert!(recovery.lines().any(|l| l == "s 1 1"), "recovery point of s-1 is 1:\n{recovery}");
     assert!(b.log().contains("sediment stopped"));
 }

@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{alter_configs_response, incremental_alter_configs_response};
-use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
+use kafka_protocol::messages::{
+    AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+};
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{error_code, str_bytes, Broker};
@@ -21,13 +24,34 @@ const OP_SUBTRACT: i8 = 3;
 
 type Outcome = Result<(), (ResponseError, String)>;
 
-fn apply(broker: &Broker, resource_type: i8, name: &str, validate_only: bool, build: impl FnOnce(&BTreeMap<String, String>, &crate::log::LogConfig) -> Result<BTreeMap<String, String>, (ResponseError, String)>) -> Outcome {
+fn apply(
+    broker: &Broker,
+    resource_type: i8,
+    name: &str,
+    validate_only: bool,
+    build: impl FnOnce(
+        &BTreeMap<String, String>,
+        &crate::log::LogConfig,
+    ) -> Result<BTreeMap<String, String>, (ResponseError, String)>,
+) -> Outcome {
     match resource_type {
         RESOURCE_TOPIC => {}
-        RESOURCE_BROKER => return Err((ResponseError::InvalidRequest, "broker configs are static in sediment: edit the config file and restart".into())),
-        other => return Err((ResponseError::InvalidRequest, format!("resource type {other} is not supported"))),
+        RESOURCE_BROKER => {
+            return Err((
+                ResponseError::InvalidRequest,
+                "broker configs are static in sediment: edit the config file and restart".into(),
+            ))
+        }
+        other => {
+            return Err((
+                ResponseError::InvalidRequest,
+                format!("resource type {other} is not supported"),
+            ))
+        }
     }
-    let info = broker.logs.topic(name).ok_or_else(|| (ResponseError::UnknownTopicOrPartition, format!("topic {name} does not exist")))?;
+    let info = broker.logs.topic(name).ok_or_else(|| {
+        (ResponseError::UnknownTopicOrPartition, format!("topic {name} does not exist"))
+    })?;
     let overrides = build(&info.config.overrides, &info.config)?;
     let map_err = |e: LogError| (error_code(&e), e.to_string());
     if validate_only {
@@ -55,10 +79,14 @@ pub fn handle_alter(broker: &Broker, request: AlterConfigsRequest) -> AlterConfi
                 }
                 Ok(out)
             });
-            let resp = alter_configs_response::AlterConfigsResourceResponse::default().with_resource_type(r.resource_type).with_resource_name(r.resource_name);
+            let resp = alter_configs_response::AlterConfigsResourceResponse::default()
+                .with_resource_type(r.resource_type)
+                .with_resource_name(r.resource_name);
             match outcome {
                 Ok(()) => resp,
-                Err((code, msg)) => resp.with_error_code(code.code()).with_error_message(Some(str_bytes(msg))),
+                Err((code, msg)) => {
+                    resp.with_error_code(code.code()).with_error_message(Some(str_bytes(msg)))
+                }
             }
         })
         .collect();
@@ -69,7 +97,10 @@ fn list_items(v: &str) -> Vec<String> {
     v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
 }
 
-pub fn handle_incremental(broker: &Broker, request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse {
+pub fn handle_incremental(
+    broker: &Broker,
+    request: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
     let defaults = broker.logs.config().topic_defaults.clone();
     let responses = request
         .resources

@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 
 use super::describe_configs::topic_entries;
@@ -15,16 +17,33 @@ pub fn handle(broker: &Broker, request: CreateTopicsRequest, version: i16) -> Cr
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let name = topic.name.0.to_string();
-        let result = CreatableTopicResult::default().with_name(topic.name.clone()).with_num_partitions(-1).with_replication_factor(-1);
+        let result = CreatableTopicResult::default()
+            .with_name(topic.name.clone())
+            .with_num_partitions(-1)
+            .with_replication_factor(-1);
         let outcome = (|| -> Result<CreatableTopicResult, (ResponseError, String)> {
             let fail = |e: LogError| (error_code(&e), e.to_string());
             LogManager::validate_topic_name(&name).map_err(fail)?;
             let partitions = if !topic.assignments.is_empty() {
                 if topic.num_partitions != -1 || topic.replication_factor != -1 {
-                    return Err((ResponseError::InvalidRequest, "give either assignments or a partition count and replication factor".into()));
+                    return Err((
+                        ResponseError::InvalidRequest,
+                        "give either assignments or a partition count and replication factor"
+                            .into(),
+                    ));
                 }
-                if topic.assignments.iter().any(|a| a.broker_ids.len() != 1 || a.broker_ids[0].0 != broker.node_id) {
-                    return Err((ResponseError::InvalidReplicaAssignment, format!("every partition must be assigned to broker {} alone", broker.node_id)));
+                if topic
+                    .assignments
+                    .iter()
+                    .any(|a| a.broker_ids.len() != 1 || a.broker_ids[0].0 != broker.node_id)
+                {
+                    return Err((
+                        ResponseError::InvalidReplicaAssignment,
+                        format!(
+                            "every partition must be assigned to broker {} alone",
+                            broker.node_id
+                        ),
+                    ));
                 }
                 topic.assignments.len() as i32
             } else if topic.num_partitions == -1 {
@@ -33,10 +52,19 @@ pub fn handle(broker: &Broker, request: CreateTopicsRequest, version: i16) -> Cr
                 topic.num_partitions
             };
             if partitions <= 0 {
-                return Err((ResponseError::InvalidPartitions, format!("number of partitions must be larger than 0, got {partitions}")));
+                return Err((
+                    ResponseError::InvalidPartitions,
+                    format!("number of partitions must be larger than 0, got {partitions}"),
+                ));
             }
             if topic.replication_factor != -1 && topic.replication_factor != 1 {
-                return Err((ResponseError::InvalidReplicationFactor, format!("replication factor {} is larger than the 1 available broker", topic.replication_factor)));
+                return Err((
+                    ResponseError::InvalidReplicationFactor,
+                    format!(
+                        "replication factor {} is larger than the 1 available broker",
+                        topic.replication_factor
+                    ),
+                ));
             }
             let mut overrides = BTreeMap::new();
             for c in &topic.configs {
@@ -55,13 +83,22 @@ pub fn handle(broker: &Broker, request: CreateTopicsRequest, version: i16) -> Cr
                 tracing::info!(topic = %name, partitions, "created topic");
                 info.id
             };
-            let mut r = result.clone().with_topic_id(uuid_of(id)).with_num_partitions(partitions).with_replication_factor(1);
+            let mut r = result
+                .clone()
+                .with_topic_id(uuid_of(id))
+                .with_num_partitions(partitions)
+                .with_replication_factor(1);
             if version >= 5 {
                 let defaults = &broker.logs.config().topic_defaults;
                 r.configs = Some(
                     topic_entries(&config, defaults)
                         .into_iter()
-                        .map(|e| CreatableTopicConfigs::default().with_name(str_bytes(e.name)).with_value(Some(str_bytes(e.value))).with_config_source(e.source))
+                        .map(|e| {
+                            CreatableTopicConfigs::default()
+                                .with_name(str_bytes(e.name))
+                                .with_value(Some(str_bytes(e.value)))
+                                .with_config_source(e.source)
+                        })
                         .collect(),
                 );
             }
@@ -69,7 +106,9 @@ pub fn handle(broker: &Broker, request: CreateTopicsRequest, version: i16) -> Cr
         })();
         results.push(match outcome {
             Ok(r) => r,
-            Err((code, message)) => result.with_error_code(code.code()).with_error_message(Some(str_bytes(message))),
+            Err((code, message)) => {
+                result.with_error_code(code.code()).with_error_message(Some(str_bytes(message)))
+            }
         });
     }
     CreateTopicsResponse::default().with_topics(results)

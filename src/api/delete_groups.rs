@@ -6,6 +6,14 @@ use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
 use super::{group_code, Broker};
 
 pub fn handle(broker: &Broker, request: &DeleteGroupsRequest) -> DeleteGroupsResponse {
-    let results = request.groups_names.iter().map(|g| DeletableGroupResult::default().with_group_id(g.clone()).with_error_code(group_code(broker.groups.delete_group(g.0.as_str()).err()))).collect();
+    let results = request
+        .groups_names
+        .iter()
+        .map(|g| {
+            DeletableGroupResult::default()
+                .with_group_id(g.clone())
+                .with_error_code(group_code(broker.groups.delete_group(g.0.as_str()).err()))
+        })
+        .collect();
     DeleteGroupsResponse::default().with_results(results)
 }

@@ -2,7 +2,9 @@
 //! the high watermark); whole segments below it are removed by retention.
 
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsTopicResult};
+use kafka_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 
 use super::{error_code, Broker};
@@ -18,7 +20,9 @@ pub fn handle(broker: &Broker, request: DeleteRecordsRequest) -> DeleteRecordsRe
                 .partitions
                 .into_iter()
                 .map(|p| {
-                    let r = DeleteRecordsPartitionResult::default().with_partition_index(p.partition_index).with_low_watermark(-1);
+                    let r = DeleteRecordsPartitionResult::default()
+                        .with_partition_index(p.partition_index)
+                        .with_low_watermark(-1);
                     let tp = TopicPartition::new(name.clone(), p.partition_index);
                     let Some(log) = broker.logs.get_log(&tp) else {
                         return r.with_error_code(ResponseError::UnknownTopicOrPartition.code());
@@ -31,7 +35,9 @@ pub fn handle(broker: &Broker, request: DeleteRecordsRequest) -> DeleteRecordsRe
                         };
                         let target = if p.offset == -1 { log.high_watermark() } else { p.offset };
                         if target < 0 || target > log.high_watermark() {
-                            return r.with_error_code(ResponseError::OffsetOutOfRange.code()).with_low_watermark(log.log_start_offset());
+                            return r
+                                .with_error_code(ResponseError::OffsetOutOfRange.code())
+                                .with_low_watermark(log.log_start_offset());
                         }
                         match log.maybe_increment_log_start_offset(target) {
                             Ok(start) => r.with_low_watermark(start),

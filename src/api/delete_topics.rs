@@ -12,7 +12,11 @@ pub fn handle(broker: &Broker, request: DeleteTopicsRequest, version: i16) -> De
     let wanted: Vec<(Option<String>, uuid::Uuid)> = if version >= 6 {
         request.topics.into_iter().map(|t| (t.name.map(|n| n.0.to_string()), t.topic_id)).collect()
     } else {
-        request.topic_names.into_iter().map(|n| (Some(n.0.to_string()), uuid::Uuid::nil())).collect()
+        request
+            .topic_names
+            .into_iter()
+            .map(|n| (Some(n.0.to_string()), uuid::Uuid::nil()))
+            .collect()
     };
     let responses = wanted
         .into_iter()
@@ -21,12 +25,20 @@ pub fn handle(broker: &Broker, request: DeleteTopicsRequest, version: i16) -> De
                 Some(n) => broker.logs.topic(n),
                 None => broker.topic_name_by_id(&id).and_then(|n| broker.logs.topic(&n)),
             };
-            let result = DeletableTopicResult::default().with_name(name.clone().map(topic_name)).with_topic_id(id);
+            let result = DeletableTopicResult::default()
+                .with_name(name.clone().map(topic_name))
+                .with_topic_id(id);
             let Some(info) = resolved else {
-                let code = if name.is_some() { ResponseError::UnknownTopicOrPartition } else { ResponseError::UnknownTopicId };
+                let code = if name.is_some() {
+                    ResponseError::UnknownTopicOrPartition
+                } else {
+                    ResponseError::UnknownTopicId
+                };
                 return result.with_error_code(code.code());
             };
-            let result = result.with_name(Some(topic_name(info.name.clone()))).with_topic_id(uuid_of(info.id));
+            let result = result
+                .with_name(Some(topic_name(info.name.clone())))
+                .with_topic_id(uuid_of(info.id));
             if !broker.config.delete_topic_enable() {
                 return result.with_error_code(ResponseError::TopicDeletionDisabled.code());
             }
@@ -35,7 +47,9 @@ pub fn handle(broker: &Broker, request: DeleteTopicsRequest, version: i16) -> De
                     tracing::info!(topic = %info.name, "deleted topic");
                     result
                 }
-                Err(e) => result.with_error_code(error_code(&e).code()).with_error_message(Some(str_bytes(e.to_string()))),
+                Err(e) => result
+                    .with_error_code(error_code(&e).code())
+                    .with_error_message(Some(str_bytes(e.to_string()))),
             }
         })
         .collect();

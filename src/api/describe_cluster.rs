@@ -8,15 +8,23 @@ use super::{str_bytes, Broker};
 
 /// Endpoint type 1: brokers; 2: controllers (KIP-919). One node is both.
 pub fn handle(broker: &Broker, request: &DescribeClusterRequest) -> DescribeClusterResponse {
-    let response = DescribeClusterResponse::default().with_endpoint_type(request.endpoint_type).with_cluster_id(str_bytes(broker.cluster_id.clone()));
+    let response = DescribeClusterResponse::default()
+        .with_endpoint_type(request.endpoint_type)
+        .with_cluster_id(str_bytes(broker.cluster_id.clone()));
     if request.endpoint_type != 1 && request.endpoint_type != 2 {
         return response
             .with_error_code(ResponseError::UnsupportedEndpointType.code())
-            .with_error_message(Some(str_bytes(format!("unknown endpoint type {}", request.endpoint_type))));
+            .with_error_message(Some(str_bytes(format!(
+                "unknown endpoint type {}",
+                request.endpoint_type
+            ))));
     }
     let node = DescribeClusterBroker::default()
         .with_broker_id(BrokerId(broker.node_id))
         .with_host(str_bytes(broker.advertised.host.clone()))
         .with_port(broker.advertised.port as i32);
-    response.with_controller_id(BrokerId(broker.node_id)).with_brokers(vec![node]).with_cluster_authorized_operations(i32::MIN)
+    response
+        .with_controller_id(BrokerId(broker.node_id))
+        .with_brokers(vec![node])
+        .with_cluster_authorized_operations(i32::MIN)
 }

@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym};
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+};
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
 use super::{str_bytes, Broker};
@@ -43,7 +45,10 @@ pub struct TopicEntry {
 }
 
 /// Every topic key of `config` with its effective value and source.
-pub fn topic_entries(config: &LogConfig, broker_defaults: &BTreeMap<String, String>) -> Vec<TopicEntry> {
+pub fn topic_entries(
+    config: &LogConfig,
+    broker_defaults: &BTreeMap<String, String>,
+) -> Vec<TopicEntry> {
     LOG_CONFIGS
         .iter()
         .filter_map(|def| {
@@ -61,7 +66,14 @@ pub fn topic_entries(config: &LogConfig, broker_defaults: &BTreeMap<String, Stri
                 synonyms.push((def.broker_key.to_string(), v.clone(), SOURCE_STATIC_BROKER));
             }
             synonyms.push((def.broker_key.to_string(), def.default.to_string(), SOURCE_DEFAULT));
-            Some(TopicEntry { name: def.name, value, source, kind: def.kind, doc: def.doc, synonyms })
+            Some(TopicEntry {
+                name: def.name,
+                value,
+                source,
+                kind: def.kind,
+                doc: def.doc,
+                synonyms,
+            })
         })
         .collect()
 }
@@ -69,9 +81,22 @@ pub fn topic_entries(config: &LogConfig, broker_defaults: &BTreeMap<String, Stri
 pub fn handle(broker: &Broker, request: DescribeConfigsRequest) -> DescribeConfigsResponse {
     let mut results = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
-        let wanted = |name: &str| resource.configuration_keys.as_ref().is_none_or(|keys| keys.iter().any(|k| k.as_str() == name));
-        let result = DescribeConfigsResult::default().with_resource_type(resource.resource_type).with_resource_name(resource.resource_name.clone());
-        let entry = |name: &str, value: String, read_only: bool, source: i8, kind: ConfigType, doc: &str, synonyms: Vec<(String, String, i8)>| {
+        let wanted = |name: &str| {
+            resource
+                .configuration_keys
+                .as_ref()
+                .is_none_or(|keys| keys.iter().any(|k| k.as_str() == name))
+        };
+        let result = DescribeConfigsResult::default()
+            .with_resource_type(resource.resource_type)
+            .with_resource_name(resource.resource_name.clone());
+        let entry = |name: &str,
+                     value: String,
+                     read_only: bool,
+                     source: i8,
+                     kind: ConfigType,
+                     doc: &str,
+                     synonyms: Vec<(String, String, i8)>| {
             let mut e = DescribeConfigsResourceResult::default()
                 .with_name(str_bytes(name))
                 .with_value(Some(str_bytes(value)))
@@ -79,7 +104,15 @@ pub fn handle(broker: &Broker, request: DescribeConfigsRequest) -> DescribeConfi
                 .with_config_source(source)
                 .with_config_type(type_code(kind));
             if request.include_synonyms {
-                e.synonyms = synonyms.into_iter().map(|(n, v, s)| DescribeConfigsSynonym::default().with_name(str_bytes(n)).with_value(Some(str_bytes(v))).with_source(s)).collect();
+                e.synonyms = synonyms
+                    .into_iter()
+                    .map(|(n, v, s)| {
+                        DescribeConfigsSynonym::default()
+                            .with_name(str_bytes(n))
+                            .with_value(Some(str_bytes(v)))
+                            .with_source(s)
+                    })
+                    .collect();
             }
             if request.include_documentation {
                 e.documentation = Some(str_bytes(doc));
@@ -88,7 +121,12 @@ pub fn handle(broker: &Broker, request: DescribeConfigsRequest) -> DescribeConfi
         };
         let result = match resource.resource_type {
             RESOURCE_TOPIC => match broker.logs.topic(resource.resource_name.as_str()) {
-                None => result.with_error_code(ResponseError::UnknownTopicOrPartition.code()).with_error_message(Some(str_bytes(format!("topic {} does not exist", resource.resource_name.as_str())))),
+                None => result
+                    .with_error_code(ResponseError::UnknownTopicOrPartition.code())
+                    .with_error_message(Some(str_bytes(format!(
+                        "topic {} does not exist",
+                        resource.resource_name.as_str()
+                    )))),
                 Some(info) => {
                     let defaults = &broker.logs.config().topic_defaults;
                     let configs = topic_entries(&info.config, defaults)
@@ -102,7 +140,12 @@ pub fn handle(broker: &Broker, request: DescribeConfigsRequest) -> DescribeConfi
             RESOURCE_BROKER => {
                 let name = resource.resource_name.as_str();
                 if !name.is_empty() && name != broker.node_id.to_string() {
-                    result.with_error_code(ResponseError::InvalidRequest.code()).with_error_message(Some(str_bytes(format!("this broker is node {}, not {name}", broker.node_id))))
+                    result.with_error_code(ResponseError::InvalidRequest.code()).with_error_message(
+                        Some(str_bytes(format!(
+                            "this broker is node {}, not {name}",
+                            broker.node_id
+                        ))),
+                    )
                 } else if name.is_empty() {
                     // The cluster-wide dynamic defaults: none exist here.
                     result
@@ -113,7 +156,8 @@ pub fn handle(broker: &Broker, request: DescribeConfigsRequest) -> DescribeConfi
                         .into_iter()
                         .filter(|(k, ..)| wanted(k))
                         .map(|(k, v, explicit, doc, kind)| {
-                            let source = if explicit { SOURCE_STATIC_BROKER } else { SOURCE_DEFAULT };
+                            let source =
+                                if explicit { SOURCE_STATIC_BROKER } else { SOURCE_DEFAULT };
                             let synonyms = vec![(k.clone(), v.clone(), source)];
                             entry(&k, v, true, source, kind, doc, synonyms)
                         })
@@ -121,7 +165,11 @@ pub fn handle(broker: &Broker, request: DescribeConfigsRequest) -> DescribeConfi
                     result.with_configs(configs)
                 }
             }
-            other => result.with_error_code(ResponseError::InvalidRequest.code()).with_error_message(Some(str_bytes(format!("resource type {other} is not supported")))),
+            other => {
+                result.with_error_code(ResponseError::InvalidRequest.code()).with_error_message(
+                    Some(str_bytes(format!("resource type {other} is not supported"))),
+                )
+            }
         };
         results.push(result);
     }

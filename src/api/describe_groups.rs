@@ -6,7 +6,11 @@ use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
 
 use super::{group_code, str_bytes, Broker};
 
-pub fn handle(broker: &Broker, request: &DescribeGroupsRequest, version: i16) -> DescribeGroupsResponse {
+pub fn handle(
+    broker: &Broker,
+    request: &DescribeGroupsRequest,
+    version: i16,
+) -> DescribeGroupsResponse {
     let groups = request
         .groups
         .iter()
@@ -19,7 +23,12 @@ pub fn handle(broker: &Broker, request: &DescribeGroupsRequest, version: i16) ->
                         .members
                         .into_iter()
                         .map(|(member_id, instance, client_id, host, meta, asg)| {
-                            let m = DescribedGroupMember::default().with_member_id(str_bytes(member_id)).with_client_id(str_bytes(client_id)).with_client_host(str_bytes(host)).with_member_metadata(meta).with_member_assignment(asg);
+                            let m = DescribedGroupMember::default()
+                                .with_member_id(str_bytes(member_id))
+                                .with_client_id(str_bytes(client_id))
+                                .with_client_host(str_bytes(host))
+                                .with_member_metadata(meta)
+                                .with_member_assignment(asg);
                             if version >= 4 {
                                 m.with_group_instance_id(instance.map(str_bytes))
                             } else {
@@ -27,7 +36,10 @@ pub fn handle(broker: &Broker, request: &DescribeGroupsRequest, version: i16) ->
                             }
                         })
                         .collect();
-                    out.with_group_state(str_bytes(d.state.name())).with_protocol_type(str_bytes(d.protocol_type)).with_protocol_data(str_bytes(d.protocol)).with_members(members)
+                    out.with_group_state(str_bytes(d.state.name()))
+                        .with_protocol_type(str_bytes(d.protocol_type))
+                        .with_protocol_data(str_bytes(d.protocol))
+                        .with_members(members)
                 }
             }
         })

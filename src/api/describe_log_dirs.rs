@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use kafka_protocol::messages::describe_log_dirs_response::{DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic};
+use kafka_protocol::messages::describe_log_dirs_response::{
+    DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
+};
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 
 use super::{str_bytes, topic_name, Broker};
@@ -26,18 +28,24 @@ pub fn disk_space(path: &Path) -> Option<(i64, i64)> {
 pub fn handle(broker: &Broker, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
     let wanted = |topic: &str, partition: i32| match &request.topics {
         None => true,
-        Some(topics) => topics.iter().any(|t| t.topic.0.as_str() == topic && t.partitions.contains(&partition)),
+        Some(topics) => {
+            topics.iter().any(|t| t.topic.0.as_str() == topic && t.partitions.contains(&partition))
+        }
     };
     let dirs = &broker.logs.config().log_dirs;
     // dir -> topic -> partitions
-    let mut by_dir: BTreeMap<usize, BTreeMap<String, Vec<DescribeLogDirsPartition>>> = BTreeMap::new();
+    let mut by_dir: BTreeMap<usize, BTreeMap<String, Vec<DescribeLogDirsPartition>>> =
+        BTreeMap::new();
     for (tp, log) in broker.logs.all_logs() {
         if !wanted(&tp.topic, tp.partition) {
             continue;
         }
         let Ok(log) = log.read() else { continue };
         let Some(index) = dirs.iter().position(|d| log.dir().starts_with(d)) else { continue };
-        let p = DescribeLogDirsPartition::default().with_partition_index(tp.partition).with_partition_size(log.size() as i64).with_offset_lag(0);
+        let p = DescribeLogDirsPartition::default()
+            .with_partition_index(tp.partition)
+            .with_partition_size(log.size() as i64)
+            .with_offset_lag(0);
         by_dir.entry(index).or_default().entry(tp.topic.clone()).or_default().push(p);
     }
     let results = dirs
@@ -50,9 +58,17 @@ pub fn handle(broker: &Broker, request: DescribeLogDirsRequest) -> DescribeLogDi
                 .remove(&i)
                 .unwrap_or_default()
                 .into_iter()
-                .map(|(name, partitions)| DescribeLogDirsTopic::default().with_name(topic_name(name)).with_partitions(partitions))
+                .map(|(name, partitions)| {
+                    DescribeLogDirsTopic::default()
+                        .with_name(topic_name(name))
+                        .with_partitions(partitions)
+                })
                 .collect();
-            DescribeLogDirsResult::default().with_log_dir(str_bytes(abs.to_string_lossy())).with_topics(topics).with_total_bytes(total).with_usable_bytes(usable)
+            DescribeLogDirsResult::default()
+                .with_log_dir(str_bytes(abs.to_string_lossy()))
+                .with_topics(topics)
+                .with_total_bytes(total)
+                .with_usable_bytes(usable)
         })
         .collect();
     DescribeLogDirsResponse::default().with_results(results)

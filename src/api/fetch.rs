@@ -51,7 +51,8 @@ pub(crate) fn placeholder(len: usize) -> Option<Bytes> {
 /// Whether `bytes` is a placeholder made by this module (the encoder hands it
 /// to the output buffer as a slice).
 pub fn is_placeholder(bytes: &[u8]) -> bool {
-    !bytes.is_empty() && PLACEHOLDER.get().is_some_and(|area| std::ptr::eq(bytes.as_ptr(), area.as_ptr()))
+    !bytes.is_empty()
+        && PLACEHOLDER.get().is_some_and(|area| std::ptr::eq(bytes.as_ptr(), area.as_ptr()))
 }
 
 /// A fetch response whose records are placeholders for `regions`, in the
@@ -68,7 +69,8 @@ pub async fn handle(broker: &Broker, request: FetchRequest, version: i16) -> Fet
     let mut appends = broker.subscribe_appends();
     loop {
         appends.borrow_and_update();
-        let (reply, bytes, errors) = tokio::task::block_in_place(|| read_once(broker, &request, version));
+        let (reply, bytes, errors) =
+            tokio::task::block_in_place(|| read_once(broker, &request, version));
         let enough = bytes >= request.min_bytes.max(0) as usize || errors;
         if enough || tokio::time::Instant::now() >= deadline {
             return reply;
@@ -88,7 +90,11 @@ fn read_once(broker: &Broker, request: &FetchRequest, version: i16) -> (FetchRep
     let mut errors = false;
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in &request.topics {
-        let name = if version >= 13 { broker.topic_name_by_id(&topic.topic_id) } else { Some(topic.topic.0.to_string()) };
+        let name = if version >= 13 {
+            broker.topic_name_by_id(&topic.topic_id)
+        } else {
+            Some(topic.topic.0.to_string())
+        };
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in &topic.partitions {
             let mut data = PartitionData::default()
@@ -102,8 +108,14 @@ fn read_once(broker: &Broker, request: &FetchRequest, version: i16) -> (FetchRep
                 Some(name) => {
                     let tp = TopicPartition::new(name.clone(), p.partition);
                     match broker.logs.get_log(&tp) {
-                        None if broker.logs.offline_partitions().contains_key(&tp) => Some(ResponseError::KafkaStorageError),
-                        None => Some(if version >= 13 { ResponseError::UnknownTopicId } else { ResponseError::UnknownTopicOrPartition }),
+                        None if broker.logs.offline_partitions().contains_key(&tp) => {
+                            Some(ResponseError::KafkaStorageError)
+                        }
+                        None => Some(if version >= 13 {
+                            ResponseError::UnknownTopicId
+                        } else {
+                            ResponseError::UnknownTopicOrPartition
+                        }),
                         Some(log) => match log.read() {
                             Err(_) => Some(ResponseError::KafkaStorageError),
                             Ok(log) => {
@@ -159,7 +171,19 @@ fn read_once(broker: &Broker, request: &FetchRequest, version: i16) -> (FetchRep
             }
             partitions.push(data);
         }
-        topics.push(FetchableTopicResponse::default().with_topic(topic.topic.clone()).with_topic_id(topic.topic_id).with_partitions(partitions));
+        topics.push(
+            FetchableTopicResponse::default()
+                .with_topic(topic.topic.clone())
+                .with_topic_id(topic.topic_id)
+                .with_partitions(partitions),
+        );
     }
-    (FetchReply { response: FetchResponse::default().with_session_id(0).with_responses(topics), regions }, total, errors)
+    (
+        FetchReply {
+            response: FetchResponse::default().with_session_id(0).with_responses(topics),
+            regions,
+        },
+        total,
+        errors,
+    )
 }

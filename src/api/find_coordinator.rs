@@ -16,13 +16,23 @@ const KEY_TYPE_GROUP: i8 = 0;
 
 fn lookup(broker: &Broker, key_type: i8) -> Result<(), (ResponseError, String)> {
     if key_type != KEY_TYPE_GROUP {
-        return Err((ResponseError::CoordinatorNotAvailable, "sediment has no transaction coordinator".into()));
+        return Err((
+            ResponseError::CoordinatorNotAvailable,
+            "sediment has no transaction coordinator".into(),
+        ));
     }
     // Kafka creates the offsets topic on the first lookup.
-    broker.groups.ensure_offsets_topic().map_err(|e| (ResponseError::CoordinatorNotAvailable, e.to_string()))
+    broker
+        .groups
+        .ensure_offsets_topic()
+        .map_err(|e| (ResponseError::CoordinatorNotAvailable, e.to_string()))
 }
 
-pub fn handle(broker: &Broker, request: &FindCoordinatorRequest, version: i16) -> FindCoordinatorResponse {
+pub fn handle(
+    broker: &Broker,
+    request: &FindCoordinatorRequest,
+    version: i16,
+) -> FindCoordinatorResponse {
     let node = BrokerId(broker.node_id);
     let host = str_bytes(broker.advertised.host.clone());
     let port = broker.advertised.port as i32;
@@ -35,15 +45,24 @@ pub fn handle(broker: &Broker, request: &FindCoordinatorRequest, version: i16) -
                 let c = Coordinator::default().with_key(key.clone());
                 match &outcome {
                     Ok(()) => c.with_node_id(node).with_host(host.clone()).with_port(port),
-                    Err((code, msg)) => c.with_node_id(BrokerId(-1)).with_port(-1).with_error_code(code.code()).with_error_message(Some(str_bytes(msg.clone()))),
+                    Err((code, msg)) => c
+                        .with_node_id(BrokerId(-1))
+                        .with_port(-1)
+                        .with_error_code(code.code())
+                        .with_error_message(Some(str_bytes(msg.clone()))),
                 }
             })
             .collect();
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
     let response = match &outcome {
-        Ok(()) => FindCoordinatorResponse::default().with_node_id(node).with_host(host).with_port(port),
-        Err((code, _)) => FindCoordinatorResponse::default().with_error_code(code.code()).with_node_id(BrokerId(-1)).with_port(-1),
+        Ok(()) => {
+            FindCoordinatorResponse::default().with_node_id(node).with_host(host).with_port(port)
+        }
+        Err((code, _)) => FindCoordinatorResponse::default()
+            .with_error_code(code.code())
+            .with_node_id(BrokerId(-1))
+            .with_port(-1),
     };
     match (&outcome, version >= 1) {
         (Err((_, msg)), true) => response.with_error_message(Some(str_bytes(msg.clone()))),

@@ -7,7 +7,8 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, Pr
 use super::Broker;
 
 pub fn handle(broker: &Broker, request: &InitProducerIdRequest) -> InitProducerIdResponse {
-    let response = InitProducerIdResponse::default().with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
+    let response =
+        InitProducerIdResponse::default().with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
     if request.transactional_id.is_some() {
         // NOTE: no transaction coordinator exists; say so rather than pretend.
         return response.with_error_code(ResponseError::UnsupportedVersion.code());

@@ -7,7 +7,13 @@ use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use super::{group_code, str_bytes, Broker};
 use crate::group::{GroupError, JoinRequest, JoinResult, Reply};
 
-pub async fn handle(broker: &Broker, request: JoinGroupRequest, version: i16, client_id: &str, client_host: &str) -> JoinGroupResponse {
+pub async fn handle(
+    broker: &Broker,
+    request: JoinGroupRequest,
+    version: i16,
+    client_id: &str,
+    client_host: &str,
+) -> JoinGroupResponse {
     let args = JoinRequest {
         group_id: request.group_id.0.to_string(),
         member_id: request.member_id.to_string(),
@@ -16,22 +22,41 @@ pub async fn handle(broker: &Broker, request: JoinGroupRequest, version: i16, cl
         client_host: client_host.to_string(),
         session_timeout_ms: request.session_timeout_ms,
         // v0 had no rebalance timeout: the session timeout served for both.
-        rebalance_timeout_ms: if version >= 1 { request.rebalance_timeout_ms } else { request.session_timeout_ms },
+        rebalance_timeout_ms: if version >= 1 {
+            request.rebalance_timeout_ms
+        } else {
+            request.session_timeout_ms
+        },
         protocol_type: request.protocol_type.to_string(),
-        protocols: request.protocols.iter().map(|p| (p.name.to_string(), p.metadata.clone())).collect(),
+        protocols: request
+            .protocols
+            .iter()
+            .map(|p| (p.name.to_string(), p.metadata.clone()))
+            .collect(),
         require_known_member_id: version >= 4,
         supports_skip_assignment: version >= 9,
     };
     let member_id = args.member_id.clone();
     let result = match tokio::task::block_in_place(|| broker.groups.join(args)) {
         Reply::Now(r) => r,
-        Reply::Wait(rx) => rx.await.unwrap_or_else(|_| JoinResult { error: Some(GroupError::CoordinatorNotAvailable), generation: -1, protocol_type: None, protocol: None, leader: String::new(), member_id, members: vec![], skip_assignment: false }),
+        Reply::Wait(rx) => rx.await.unwrap_or_else(|_| JoinResult {
+            error: Some(GroupError::CoordinatorNotAvailable),
+            generation: -1,
+            protocol_type: None,
+            protocol: None,
+            leader: String::new(),
+            member_id,
+            members: vec![],
+            skip_assignment: false,
+        }),
     };
     let members = result
         .members
         .into_iter()
         .map(|(id, instance, metadata)| {
-            let m = JoinGroupResponseMember::default().with_member_id(str_bytes(id)).with_metadata(metadata);
+            let m = JoinGroupResponseMember::default()
+                .with_member_id(str_bytes(id))
+                .with_metadata(metadata);
             if version >= 5 {
                 m.with_group_instance_id(instance.map(str_bytes))
             } else {
@@ -43,7 +68,10 @@ pub async fn handle(broker: &Broker, request: JoinGroupRequest, version: i16, cl
         .with_error_code(group_code(result.error))
         .with_generation_id(result.generation)
         // Before v7 the protocol name is a non-null string.
-        .with_protocol_name(Some(str_bytes(result.protocol.clone().unwrap_or_default())).filter(|_| version < 7 || result.protocol.is_some()))
+        .with_protocol_name(
+            Some(str_bytes(result.protocol.clone().unwrap_or_default()))
+                .filter(|_| version < 7 || result.protocol.is_some()),
+        )
         .with_leader(str_bytes(result.leader))
         .with_member_id(str_bytes(result.member_id))
         .with_members(members);

@@ -7,7 +7,11 @@ use super::{group_code, str_bytes, Broker};
 
 pub fn handle(broker: &Broker, request: &LeaveGroupRequest, version: i16) -> LeaveGroupResponse {
     let members: Vec<(String, Option<String>)> = if version >= 3 {
-        request.members.iter().map(|m| (m.member_id.to_string(), m.group_instance_id.as_ref().map(|s| s.to_string()))).collect()
+        request
+            .members
+            .iter()
+            .map(|m| (m.member_id.to_string(), m.group_instance_id.as_ref().map(|s| s.to_string())))
+            .collect()
     } else {
         vec![(request.member_id.to_string(), None)]
     };
@@ -17,10 +21,16 @@ pub fn handle(broker: &Broker, request: &LeaveGroupRequest, version: i16) -> Lea
             let responses = members
                 .into_iter()
                 .zip(results)
-                .map(|((id, instance), e)| MemberResponse::default().with_member_id(str_bytes(id)).with_group_instance_id(instance.map(str_bytes)).with_error_code(group_code(e)))
+                .map(|((id, instance), e)| {
+                    MemberResponse::default()
+                        .with_member_id(str_bytes(id))
+                        .with_group_instance_id(instance.map(str_bytes))
+                        .with_error_code(group_code(e))
+                })
                 .collect();
             LeaveGroupResponse::default().with_members(responses)
         }
-        Ok(results) => LeaveGroupResponse::default().with_error_code(group_code(results.into_iter().next().flatten())),
+        Ok(results) => LeaveGroupResponse::default()
+            .with_error_code(group_code(results.into_iter().next().flatten())),
     }
 }

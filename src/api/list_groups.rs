@@ -9,16 +9,23 @@ pub fn handle(broker: &Broker, request: &ListGroupsRequest, version: i16) -> Lis
     match broker.groups.list() {
         Err(e) => ListGroupsResponse::default().with_error_code(group_code(Some(e))),
         Ok(groups) => {
-            let states: Vec<String> = request.states_filter.iter().map(|s| s.to_lowercase()).collect();
-            let types: Vec<String> = request.types_filter.iter().map(|s| s.to_lowercase()).collect();
+            let states: Vec<String> =
+                request.states_filter.iter().map(|s| s.to_lowercase()).collect();
+            let types: Vec<String> =
+                request.types_filter.iter().map(|s| s.to_lowercase()).collect();
             let listed = groups
                 .into_iter()
-                .filter(|(_, _, state)| states.is_empty() || states.contains(&state.name().to_lowercase()))
+                .filter(|(_, _, state)| {
+                    states.is_empty() || states.contains(&state.name().to_lowercase())
+                })
                 // Every group here is a classic group.
                 .filter(|_| types.is_empty() || types.iter().any(|t| t == "classic"))
                 .map(|(id, protocol_type, state)| {
-                    let g = ListedGroup::default().with_group_id(GroupId(str_bytes(id))).with_protocol_type(str_bytes(protocol_type));
-                    let g = if version >= 4 { g.with_group_state(str_bytes(state.name())) } else { g };
+                    let g = ListedGroup::default()
+                        .with_group_id(GroupId(str_bytes(id)))
+                        .with_protocol_type(str_bytes(protocol_type));
+                    let g =
+                        if version >= 4 { g.with_group_state(str_bytes(state.name())) } else { g };
                     if version >= 5 {
                         g.with_group_type(str_bytes("classic"))
                     } else {

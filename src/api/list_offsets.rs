@@ -2,7 +2,9 @@
 //! (-4) and the first offset whose timestamp is at or after a given time.
 
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::{error_code, Broker};
@@ -14,7 +16,11 @@ pub fn handle(broker: &Broker, request: ListOffsetsRequest, version: i16) -> Lis
         let name = topic.name.0.to_string();
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in topic.partitions {
-            let r = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index).with_timestamp(-1).with_offset(-1).with_leader_epoch(-1);
+            let r = ListOffsetsPartitionResponse::default()
+                .with_partition_index(p.partition_index)
+                .with_timestamp(-1)
+                .with_offset(-1)
+                .with_leader_epoch(-1);
             let tp = TopicPartition::new(name.clone(), p.partition_index);
             let r = match broker.logs.get_log(&tp) {
                 None => r.with_error_code(ResponseError::UnknownTopicOrPartition.code()),
@@ -22,7 +28,10 @@ pub fn handle(broker: &Broker, request: ListOffsetsRequest, version: i16) -> Lis
                     Err(_) => r.with_error_code(ResponseError::KafkaStorageError.code()),
                     Ok(mut log) => match log.fetch_offset_by_timestamp(p.timestamp) {
                         // The leader epoch exists from v4; older encoders refuse a non-default value.
-                        Ok(Some((ts, offset))) => r.with_timestamp(ts).with_offset(offset).with_leader_epoch(if version >= 4 { 0 } else { -1 }),
+                        Ok(Some((ts, offset))) => r
+                            .with_timestamp(ts)
+                            .with_offset(offset)
+                            .with_leader_epoch(if version >= 4 { 0 } else { -1 }),
                         Ok(None) => r,
                         Err(e) => r.with_error_code(error_code(&e).code()),
                     },
@@ -31,7 +40,9 @@ pub fn handle(broker: &Broker, request: ListOffsetsRequest, version: i16) -> Lis
             partitions.push(r);
         }
         partitions.sort_by_key(|p| p.partition_index);
-        topics.push(ListOffsetsTopicResponse::default().with_name(topic.name).with_partitions(partitions));
+        topics.push(
+            ListOffsetsTopicResponse::default().with_name(topic.name).with_partitions(partitions),
+        );
     }
     ListOffsetsResponse::default().with_topics(topics)
 }

@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 
 use super::{error_code, str_bytes, topic_name, uuid_of, Broker};
@@ -16,9 +18,14 @@ fn topic_response(broker: &Broker, info: &TopicInfo) -> MetadataResponseTopic {
     let node = BrokerId(broker.node_id);
     let partitions = (0..info.partitions)
         .map(|p| {
-            let r = MetadataResponsePartition::default().with_partition_index(p).with_replica_nodes(vec![node]);
+            let r = MetadataResponsePartition::default()
+                .with_partition_index(p)
+                .with_replica_nodes(vec![node]);
             if offline.contains_key(&TopicPartition::new(info.name.clone(), p)) {
-                r.with_error_code(ResponseError::KafkaStorageError.code()).with_leader_id(BrokerId(-1)).with_leader_epoch(-1).with_offline_replicas(vec![node])
+                r.with_error_code(ResponseError::KafkaStorageError.code())
+                    .with_leader_id(BrokerId(-1))
+                    .with_leader_epoch(-1)
+                    .with_offline_replicas(vec![node])
             } else {
                 r.with_leader_id(node).with_leader_epoch(0).with_isr_nodes(vec![node])
             }
@@ -33,7 +40,11 @@ fn topic_response(broker: &Broker, info: &TopicInfo) -> MetadataResponseTopic {
 }
 
 fn error_topic(name: Option<String>, id: uuid::Uuid, code: ResponseError) -> MetadataResponseTopic {
-    MetadataResponseTopic::default().with_error_code(code.code()).with_name(name.map(topic_name)).with_topic_id(id).with_topic_authorized_operations(i32::MIN)
+    MetadataResponseTopic::default()
+        .with_error_code(code.code())
+        .with_name(name.map(topic_name))
+        .with_topic_id(id)
+        .with_topic_authorized_operations(i32::MIN)
 }
 
 pub fn handle(broker: &Broker, request: MetadataRequest, version: i16) -> MetadataResponse {
@@ -43,11 +54,13 @@ pub fn handle(broker: &Broker, request: MetadataRequest, version: i16) -> Metada
         _ => None,
     };
     // Before v4 clients could not say no to auto-creation.
-    let allow_auto_create = (version < 4 || request.allow_auto_topic_creation) && broker.config.auto_create_topics();
+    let allow_auto_create =
+        (version < 4 || request.allow_auto_topic_creation) && broker.config.auto_create_topics();
     let topics = match requested {
         None => broker.logs.topics().iter().map(|t| topic_response(broker, t)).collect(),
         Some(requested) => {
-            let by_id: BTreeMap<[u8; 16], TopicInfo> = broker.logs.topics().into_iter().map(|t| (t.id, t)).collect();
+            let by_id: BTreeMap<[u8; 16], TopicInfo> =
+                broker.logs.topics().into_iter().map(|t| (t.id, t)).collect();
             requested
                 .into_iter()
                 .map(|t| match t.name {

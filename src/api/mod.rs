@@ -47,9 +47,9 @@ use tokio::sync::watch;
 use crate::config::{BrokerConfig, Listener};
 use crate::group::{GroupCoordinator, GroupError};
 use crate::log::checkpoint;
+use crate::log::producer_state::ProducerError;
 use crate::log::segment::FileRegion;
 use crate::log::{BatchError, LogError, LogManager};
-use crate::log::producer_state::ProducerError;
 
 /// An API this broker serves, with the versions it handles.
 #[derive(Debug, Clone, Copy)]
@@ -128,7 +128,8 @@ impl ProducerIdBlock {
     fn next_id(&mut self) -> std::io::Result<i64> {
         if self.next >= self.block_end {
             let end = self.next + PRODUCER_ID_BLOCK_SIZE;
-            checkpoint::write_atomically(&self.path, format!("{end}\n").as_bytes()).map_err(|e| std::io::Error::other(e.to_string()))?;
+            checkpoint::write_atomically(&self.path, format!("{end}\n").as_bytes())
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
             self.block_end = end;
         }
         let id = self.next;
@@ -156,7 +157,11 @@ pub struct Broker {
 impl Broker {
     /// # Errors
     /// I/O errors reading or creating `meta.properties` and the producer id file.
-    pub fn new(config: BrokerConfig, logs: Arc<LogManager>, advertised: Listener) -> std::io::Result<Self> {
+    pub fn new(
+        config: BrokerConfig,
+        logs: Arc<LogManager>,
+        advertised: Listener,
+    ) -> std::io::Result<Self> {
         let dirs = config.log_dirs();
         let first = dirs.first().cloned().unwrap_or_else(|| PathBuf::from("data"));
         let node_id = config.node_id();
@@ -164,16 +169,32 @@ impl Broker {
         let max_pid = logs
             .all_logs()
             .iter()
-            .filter_map(|(_, log)| log.read().ok().and_then(|l| l.producer_state().max_producer_id()))
+            .filter_map(|(_, log)| {
+                log.read().ok().and_then(|l| l.producer_state().max_producer_id())
+            })
             .max()
             .map_or(0, |m| m + 1);
         let producer_ids = ProducerIdBlock::load(&first, max_pid)?;
-        let groups = Arc::new(GroupCoordinator::new(config.group_config(), Arc::clone(&logs), logs.clock().clone()));
+        let groups = Arc::new(GroupCoordinator::new(
+            config.group_config(),
+            Arc::clone(&logs),
+            logs.clock().clone(),
+        ));
         // Rebuild the groups from __consumer_offsets in the background; group
         // requests answer COORDINATOR_LOAD_IN_PROGRESS until it is done.
         let loader = Arc::clone(&groups);
         std::thread::Builder::new().name("group-loader".into()).spawn(move || loader.load())?;
-        Ok(Self { config, logs, node_id, cluster_id, advertised, groups, appended: watch::channel(0).0, producer_ids: Mutex::new(producer_ids), request_metrics: crate::metrics::RequestMetrics::new() })
+        Ok(Self {
+            config,
+            logs,
+            node_id,
+            cluster_id,
+            advertised,
+            groups,
+            appended: watch::channel(0).0,
+            producer_ids: Mutex::new(producer_ids),
+            request_metrics: crate::metrics::RequestMetrics::new(),
+        })
     }
 
     /// Wake fetches waiting for data.
@@ -209,13 +230,17 @@ fn load_or_create_meta(dirs: &[PathBuf], node_id: i32) -> std::io::Result<String
             }
         }
     }
-    let cluster_id = cluster_id.unwrap_or_else(|| crate::log::manager::topic_id_to_string(&crate::log::manager::random_topic_id()));
+    let cluster_id = cluster_id.unwrap_or_else(|| {
+        crate::log::manager::topic_id_to_string(&crate::log::manager::random_topic_id())
+    });
     for dir in dirs {
         std::fs::create_dir_all(dir)?;
         let path = dir.join("meta.properties");
         if !path.exists() {
-            let text = format!("#\n#sediment\nnode.id={node_id}\nversion=1\ncluster.id={cluster_id}\n");
-            checkpoint::write_atomically(&path, text.as_bytes()).map_err(|e| std::io::Error::other(e.to_string()))?;
+            let text =
+                format!("#\n#sediment\nnode.id={node_id}\nversion=1\ncluster.id={cluster_id}\n");
+            checkpoint::write_atomically(&path, text.as_bytes())
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
         }
     }
     Ok(cluster_id)
@@ -224,15 +249,25 @@ fn load_or_create_meta(dirs: &[PathBuf], node_id: i32) -> std::io::Result<String
 /// A Kafka error code for a storage-layer error.
 pub fn error_code(e: &LogError) -> ResponseError {
     match e {
-        LogError::Io { .. } | LogError::Corrupt { .. } | LogError::CorruptIndex { .. } | LogError::Offline { .. } | LogError::SwapConflict { .. } => ResponseError::KafkaStorageError,
+        LogError::Io { .. }
+        | LogError::Corrupt { .. }
+        | LogError::CorruptIndex { .. }
+        | LogError::Offline { .. }
+        | LogError::SwapConflict { .. } => ResponseError::KafkaStorageError,
         LogError::Batch(b) => batch_error_code(b),
-        LogError::Producer(ProducerError::InvalidProducerEpoch { .. }) => ResponseError::InvalidProducerEpoch,
-        LogError::Producer(ProducerError::OutOfOrderSequence { .. }) => ResponseError::OutOfOrderSequenceNumber,
+        LogError::Producer(ProducerError::InvalidProducerEpoch { .. }) => {
+            ResponseError::InvalidProducerEpoch
+        }
+        LogError::Producer(ProducerError::OutOfOrderSequence { .. }) => {
+            ResponseError::OutOfOrderSequenceNumber
+        }
         LogError::Producer(ProducerError::InvalidSequence { .. }) => ResponseError::InvalidRecord,
         LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
         LogError::InvalidConfig { .. } => ResponseError::InvalidConfig,
         LogError::TopicExists(_) => ResponseError::TopicAlreadyExists,
-        LogError::UnknownTopicOrPartition(_) | LogError::Deleted(_) => ResponseError::UnknownTopicOrPartition,
+        LogError::UnknownTopicOrPartition(_) | LogError::Deleted(_) => {
+            ResponseError::UnknownTopicOrPartition
+        }
         LogError::InvalidTopic { .. } => ResponseError::InvalidTopicException,
     }
 }
@@ -241,7 +276,9 @@ fn batch_error_code(e: &BatchError) -> ResponseError {
     match e {
         BatchError::TooLarge { .. } => ResponseError::MessageTooLarge,
         BatchError::UnsupportedMagic(_) => ResponseError::UnsupportedForMessageFormat,
-        BatchError::InvalidRecord { .. } | BatchError::InvalidBatch(_) => ResponseError::InvalidRecord,
+        BatchError::InvalidRecord { .. } | BatchError::InvalidBatch(_) => {
+            ResponseError::InvalidRecord
+        }
         BatchError::InvalidTimestamp { .. } => ResponseError::InvalidTimestamp,
         BatchError::Truncated { .. }
         | BatchError::InvalidLength(_)
@@ -310,41 +347,95 @@ impl From<ResponseKind> for Reply {
 /// # Errors
 /// `Close` when the connection must be closed (acks=0 produce that failed, an
 /// API that reached dispatch without a handler).
-pub async fn dispatch(broker: &Arc<Broker>, header: &RequestHeader, request: RequestKind, client_host: &str) -> Result<Option<Reply>, Close> {
+pub async fn dispatch(
+    broker: &Arc<Broker>,
+    header: &RequestHeader,
+    request: RequestKind,
+    client_host: &str,
+) -> Result<Option<Reply>, Close> {
     let v = header.request_api_version;
     let client_id = header.client_id.as_ref().map_or("", |c| c.as_str());
     let response = match request {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(&r, v)),
         // Runs on this worker: the append itself moves to `block_in_place` only
         // when it may fsync (see `produce::handle`).
-        RequestKind::Produce(r) => return produce::handle(broker, r, v).map(|r| r.map(Reply::from)),
+        RequestKind::Produce(r) => {
+            return produce::handle(broker, r, v).map(|r| r.map(Reply::from))
+        }
         RequestKind::Fetch(r) => {
             let reply = fetch::handle(broker, r, v).await;
-            return Ok(Some(Reply { response: ResponseKind::Fetch(reply.response), regions: reply.regions }));
+            return Ok(Some(Reply {
+                response: ResponseKind::Fetch(reply.response),
+                regions: reply.regions,
+            }));
         }
-        RequestKind::ListOffsets(r) => ResponseKind::ListOffsets(blocking(|| list_offsets::handle(broker, r, v))),
-        RequestKind::Metadata(r) => ResponseKind::Metadata(blocking(|| metadata::handle(broker, r, v))),
-        RequestKind::CreateTopics(r) => ResponseKind::CreateTopics(blocking(|| create_topics::handle(broker, r, v))),
-        RequestKind::DeleteTopics(r) => ResponseKind::DeleteTopics(blocking(|| delete_topics::handle(broker, r, v))),
-        RequestKind::CreatePartitions(r) => ResponseKind::CreatePartitions(blocking(|| create_partitions::handle(broker, r))),
-        RequestKind::DeleteRecords(r) => ResponseKind::DeleteRecords(blocking(|| delete_records::handle(broker, r))),
-        RequestKind::InitProducerId(r) => ResponseKind::InitProducerId(init_producer_id::handle(broker, &r)),
-        RequestKind::DescribeConfigs(r) => ResponseKind::DescribeConfigs(describe_configs::handle(broker, r)),
-        RequestKind::AlterConfigs(r) => ResponseKind::AlterConfigs(blocking(|| alter_configs::handle_alter(broker, r))),
-        RequestKind::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(blocking(|| alter_configs::handle_incremental(broker, r))),
-        RequestKind::DescribeLogDirs(r) => ResponseKind::DescribeLogDirs(blocking(|| describe_log_dirs::handle(broker, r))),
-        RequestKind::DescribeCluster(r) => ResponseKind::DescribeCluster(describe_cluster::handle(broker, &r)),
-        RequestKind::FindCoordinator(r) => ResponseKind::FindCoordinator(blocking(|| find_coordinator::handle(broker, &r, v))),
-        RequestKind::JoinGroup(r) => ResponseKind::JoinGroup(join_group::handle(broker, r, v, client_id, client_host).await),
-        RequestKind::SyncGroup(r) => ResponseKind::SyncGroup(sync_group::handle(broker, r, v).await),
+        RequestKind::ListOffsets(r) => {
+            ResponseKind::ListOffsets(blocking(|| list_offsets::handle(broker, r, v)))
+        }
+        RequestKind::Metadata(r) => {
+            ResponseKind::Metadata(blocking(|| metadata::handle(broker, r, v)))
+        }
+        RequestKind::CreateTopics(r) => {
+            ResponseKind::CreateTopics(blocking(|| create_topics::handle(broker, r, v)))
+        }
+        RequestKind::DeleteTopics(r) => {
+            ResponseKind::DeleteTopics(blocking(|| delete_topics::handle(broker, r, v)))
+        }
+        RequestKind::CreatePartitions(r) => {
+            ResponseKind::CreatePartitions(blocking(|| create_partitions::handle(broker, r)))
+        }
+        RequestKind::DeleteRecords(r) => {
+            ResponseKind::DeleteRecords(blocking(|| delete_records::handle(broker, r)))
+        }
+        RequestKind::InitProducerId(r) => {
+            ResponseKind::InitProducerId(init_producer_id::handle(broker, &r))
+        }
+        RequestKind::DescribeConfigs(r) => {
+            ResponseKind::DescribeConfigs(describe_configs::handle(broker, r))
+        }
+        RequestKind::AlterConfigs(r) => {
+            ResponseKind::AlterConfigs(blocking(|| alter_configs::handle_alter(broker, r)))
+        }
+        RequestKind::IncrementalAlterConfigs(r) => {
+            ResponseKind::IncrementalAlterConfigs(blocking(|| {
+                alter_configs::handle_incremental(broker, r)
+            }))
+        }
+        RequestKind::DescribeLogDirs(r) => {
+            ResponseKind::DescribeLogDirs(blocking(|| describe_log_dirs::handle(broker, r)))
+        }
+        RequestKind::DescribeCluster(r) => {
+            ResponseKind::DescribeCluster(describe_cluster::handle(broker, &r))
+        }
+        RequestKind::FindCoordinator(r) => {
+            ResponseKind::FindCoordinator(blocking(|| find_coordinator::handle(broker, &r, v)))
+        }
+        RequestKind::JoinGroup(r) => {
+            ResponseKind::JoinGroup(join_group::handle(broker, r, v, client_id, client_host).await)
+        }
+        RequestKind::SyncGroup(r) => {
+            ResponseKind::SyncGroup(sync_group::handle(broker, r, v).await)
+        }
         RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(broker, &r)),
-        RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(blocking(|| leave_group::handle(broker, &r, v))),
-        RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(blocking(|| offset_commit::handle(broker, &r, v))),
-        RequestKind::OffsetFetch(r) => ResponseKind::OffsetFetch(offset_fetch::handle(broker, &r, v)),
+        RequestKind::LeaveGroup(r) => {
+            ResponseKind::LeaveGroup(blocking(|| leave_group::handle(broker, &r, v)))
+        }
+        RequestKind::OffsetCommit(r) => {
+            ResponseKind::OffsetCommit(blocking(|| offset_commit::handle(broker, &r, v)))
+        }
+        RequestKind::OffsetFetch(r) => {
+            ResponseKind::OffsetFetch(offset_fetch::handle(broker, &r, v))
+        }
         RequestKind::ListGroups(r) => ResponseKind::ListGroups(list_groups::handle(broker, &r, v)),
-        RequestKind::DescribeGroups(r) => ResponseKind::DescribeGroups(describe_groups::handle(broker, &r, v)),
-        RequestKind::DeleteGroups(r) => ResponseKind::DeleteGroups(blocking(|| delete_groups::handle(broker, &r))),
-        RequestKind::OffsetDelete(r) => ResponseKind::OffsetDelete(blocking(|| offset_delete::handle(broker, &r))),
+        RequestKind::DescribeGroups(r) => {
+            ResponseKind::DescribeGroups(describe_groups::handle(broker, &r, v))
+        }
+        RequestKind::DeleteGroups(r) => {
+            ResponseKind::DeleteGroups(blocking(|| delete_groups::handle(broker, &r)))
+        }
+        RequestKind::OffsetDelete(r) => {
+            ResponseKind::OffsetDelete(blocking(|| offset_delete::handle(broker, &r)))
+        }
         other => {
             tracing::warn!(api = ?ApiKey::try_from(header.request_api_key).ok(), "no handler for {:?}", std::mem::discriminant(&other));
             return Err(Close);

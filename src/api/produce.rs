@@ -7,7 +7,9 @@
 //! so the producer notices, as Kafka does.
 
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::produce_response::{BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 
 use super::{error_code, str_bytes, Broker, Close};
@@ -18,30 +20,57 @@ pub const MIN_SUPPORTED_VERSION: i16 = 3;
 
 /// # Errors
 /// `Close` for an acks=0 request in which some partition failed.
-pub fn handle(broker: &Broker, request: ProduceRequest, version: i16) -> Result<Option<ResponseKind>, Close> {
+pub fn handle(
+    broker: &Broker,
+    request: ProduceRequest,
+    version: i16,
+) -> Result<Option<ResponseKind>, Close> {
     let acks = request.acks;
     let transactional = request.transactional_id.is_some();
     let mut failed = false;
     let mut appended = false;
     let mut topics = Vec::with_capacity(request.topic_data.len());
     for topic in request.topic_data {
-        let name = if version >= 13 { broker.topic_name_by_id(&topic.topic_id) } else { Some(topic.name.0.to_string()) };
+        let name = if version >= 13 {
+            broker.topic_name_by_id(&topic.topic_id)
+        } else {
+            Some(topic.name.0.to_string())
+        };
         let mut partitions = Vec::with_capacity(topic.partition_data.len());
         for p in topic.partition_data {
-            let response = PartitionProduceResponse::default().with_index(p.index).with_base_offset(-1).with_log_append_time_ms(-1).with_log_start_offset(-1);
-            let outcome: Result<PartitionProduceResponse, (ResponseError, Option<String>, Option<usize>)> = (|| {
+            let response = PartitionProduceResponse::default()
+                .with_index(p.index)
+                .with_base_offset(-1)
+                .with_log_append_time_ms(-1)
+                .with_log_start_offset(-1);
+            let outcome: Result<
+                PartitionProduceResponse,
+                (ResponseError, Option<String>, Option<usize>),
+            > = (|| {
                 if !matches!(acks, -1..=1) {
-                    return Err((ResponseError::InvalidRequiredAcks, Some(format!("acks={acks} is not -1, 0 or 1")), None));
+                    return Err((
+                        ResponseError::InvalidRequiredAcks,
+                        Some(format!("acks={acks} is not -1, 0 or 1")),
+                        None,
+                    ));
                 }
                 if transactional {
-                    return Err((ResponseError::UnsupportedVersion, Some("transactions are not supported".into()), None));
+                    return Err((
+                        ResponseError::UnsupportedVersion,
+                        Some("transactions are not supported".into()),
+                        None,
+                    ));
                 }
                 let Some(name) = &name else {
                     return Err((ResponseError::UnknownTopicId, None, None));
                 };
                 let tp = TopicPartition::new(name.clone(), p.index);
                 let Some(log) = broker.logs.get_log(&tp) else {
-                    let code = if broker.logs.offline_partitions().contains_key(&tp) { ResponseError::KafkaStorageError } else { ResponseError::UnknownTopicOrPartition };
+                    let code = if broker.logs.offline_partitions().contains_key(&tp) {
+                        ResponseError::KafkaStorageError
+                    } else {
+                        ResponseError::UnknownTopicOrPartition
+                    };
                     return Err((code, None, None));
                 };
                 let Some(records) = p.records else {
@@ -50,7 +79,9 @@ pub fn handle(broker: &Broker, request: ProduceRequest, version: i16) -> Result<
                 // The batches are rewritten in place (offsets, LogAppendTime), so the
                 // request's shared bytes are copied once into a buffer we own.
                 let mut buf = records.to_vec();
-                let mut log = log.write().map_err(|_| (ResponseError::KafkaStorageError, Some("log lock poisoned".into()), None))?;
+                let mut log = log.write().map_err(|_| {
+                    (ResponseError::KafkaStorageError, Some("log lock poisoned".into()), None)
+                })?;
                 // Appending is a write into the page cache, done on this worker; an
                 // append that may fsync (a roll, a flush policy) lets the runtime move
                 // this worker's other tasks elsewhere first. Handing every append to
@@ -61,10 +92,16 @@ pub fn handle(broker: &Broker, request: ProduceRequest, version: i16) -> Result<
                     log.append_as_leader(&mut buf)
                 };
                 match appended {
-                    Ok(info) => Ok(response.clone().with_base_offset(info.first_offset).with_log_append_time_ms(info.log_append_time).with_log_start_offset(info.log_start_offset)),
+                    Ok(info) => Ok(response
+                        .clone()
+                        .with_base_offset(info.first_offset)
+                        .with_log_append_time_ms(info.log_append_time)
+                        .with_log_start_offset(info.log_start_offset)),
                     Err(e) => {
                         let index = match &e {
-                            LogError::Batch(BatchError::InvalidRecord { index, .. }) => Some(*index),
+                            LogError::Batch(BatchError::InvalidRecord { index, .. }) => {
+                                Some(*index)
+                            }
                             _ => None,
                         };
                         tracing::debug!(partition = %tp, "produce refused: {e}");
@@ -83,14 +120,21 @@ pub fn handle(broker: &Broker, request: ProduceRequest, version: i16) -> Result<
                     if version >= 8 {
                         r.error_message = message.clone().map(str_bytes);
                         if let Some(i) = record_index {
-                            r.record_errors = vec![BatchIndexAndErrorMessage::default().with_batch_index(i as i32).with_batch_index_error_message(message.map(str_bytes))];
+                            r.record_errors = vec![BatchIndexAndErrorMessage::default()
+                                .with_batch_index(i as i32)
+                                .with_batch_index_error_message(message.map(str_bytes))];
                         }
                     }
                     r
                 }
             });
         }
-        topics.push(TopicProduceResponse::default().with_name(topic.name).with_topic_id(topic.topic_id).with_partition_responses(partitions));
+        topics.push(
+            TopicProduceResponse::default()
+                .with_name(topic.name)
+                .with_topic_id(topic.topic_id)
+                .with_partition_responses(partitions),
+        );
     }
     if appended {
         broker.notify_appended();

@@ -7,7 +7,11 @@ use super::{group_code, str_bytes, Broker};
 use crate::group::{GroupError, Reply, SyncResult};
 
 pub async fn handle(broker: &Broker, request: SyncGroupRequest, version: i16) -> SyncGroupResponse {
-    let assignments = request.assignments.iter().map(|a| (a.member_id.to_string(), a.assignment.clone())).collect();
+    let assignments = request
+        .assignments
+        .iter()
+        .map(|a| (a.member_id.to_string(), a.assignment.clone()))
+        .collect();
     let reply = tokio::task::block_in_place(|| {
         broker.groups.sync(
             request.group_id.0.as_str(),
@@ -20,9 +24,16 @@ pub async fn handle(broker: &Broker, request: SyncGroupRequest, version: i16) ->
     });
     let result = match reply {
         Reply::Now(r) => r,
-        Reply::Wait(rx) => rx.await.unwrap_or(SyncResult { error: Some(GroupError::CoordinatorNotAvailable), protocol_type: None, protocol: None, assignment: Bytes::new() }),
+        Reply::Wait(rx) => rx.await.unwrap_or(SyncResult {
+            error: Some(GroupError::CoordinatorNotAvailable),
+            protocol_type: None,
+            protocol: None,
+            assignment: Bytes::new(),
+        }),
     };
-    let mut response = SyncGroupResponse::default().with_error_code(group_code(result.error)).with_assignment(result.assignment);
+    let mut response = SyncGroupResponse::default()
+        .with_error_code(group_code(result.error))
+        .with_assignment(result.assignment);
     if version >= 5 {
         response.protocol_type = result.protocol_type.map(str_bytes);
         response.protocol_name = result.protocol.map(str_bytes);

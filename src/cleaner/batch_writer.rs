@@ -27,8 +27,9 @@ use std::ops::Range;
 use crate::log::compression::{self, Compression};
 use crate::log::error::BatchError;
 use crate::log::record_batch::{
-    read_varint, read_varlong, update_crc, write_varint, write_varlong, BatchHeader, CURRENT_MAGIC, DELETE_HORIZON_FLAG_MASK, LOG_OVERHEAD,
-    NO_PRODUCER_ID, NO_SEQUENCE, RECORD_BATCH_OVERHEAD, TIMESTAMP_TYPE_MASK,
+    read_varint, read_varlong, update_crc, write_varint, write_varlong, BatchHeader, CURRENT_MAGIC,
+    DELETE_HORIZON_FLAG_MASK, LOG_OVERHEAD, NO_PRODUCER_ID, NO_SEQUENCE, RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
 };
 
 /// Header fields of a batch about to be written.
@@ -66,17 +67,27 @@ fn put_header(out: &mut [u8], h: &HeaderFields) {
 
 /// Append to `dst` one record from `raw` (its full encoding, length prefix
 /// included) with its timestamp delta moved from base `old_base` to `new_base`.
-fn append_restamped(dst: &mut Vec<u8>, raw: &[u8], old_base: i64, new_base: i64) -> Result<(), BatchError> {
+fn append_restamped(
+    dst: &mut Vec<u8>,
+    raw: &[u8],
+    old_base: i64,
+    new_base: i64,
+) -> Result<(), BatchError> {
     let (_, len_size) = read_varint(raw)?;
     let body = &raw[len_size..];
-    let (&attributes, rest) = body.split_first().ok_or_else(|| BatchError::CorruptRecord("empty record".into()))?;
+    let (&attributes, rest) =
+        body.split_first().ok_or_else(|| BatchError::CorruptRecord("empty record".into()))?;
     let (delta, delta_size) = read_varlong(rest)?;
     let tail = &rest[delta_size..];
     let timestamp = old_base.wrapping_add(delta);
     let mut encoded_delta = Vec::with_capacity(10);
     write_varlong(&mut encoded_delta, timestamp.wrapping_sub(new_base));
     let new_len = 1 + encoded_delta.len() + tail.len();
-    write_varint(dst, i32::try_from(new_len).map_err(|_| BatchError::CorruptRecord(format!("record of {new_len} bytes")))?);
+    write_varint(
+        dst,
+        i32::try_from(new_len)
+            .map_err(|_| BatchError::CorruptRecord(format!("record of {new_len} bytes")))?,
+    );
     dst.push(attributes);
     dst.extend_from_slice(&encoded_delta);
     dst.extend_from_slice(tail);
@@ -141,7 +152,10 @@ pub fn write_retained_batch(
         codec => {
             if let Err(e) = compression::compress(codec, records, out) {
                 out.truncate(start);
-                return Err(BatchError::Decompression(format!("recompressing with {}: {e}", codec.name())));
+                return Err(BatchError::Decompression(format!(
+                    "recompressing with {}: {e}",
+                    codec.name()
+                )));
             }
         }
     }
@@ -171,13 +185,21 @@ pub fn write_retained_batch(
 /// `cleaner.rs`).
 pub fn write_empty_batch(out: &mut Vec<u8>, original: &BatchHeader, keep_producer: bool) {
     // Codec bits cleared: there is no payload to inflate.
-    let kept_bits = if keep_producer { original.attributes & !0x07 } else { original.attributes & TIMESTAMP_TYPE_MASK };
+    let kept_bits = if keep_producer {
+        original.attributes & !0x07
+    } else {
+        original.attributes & TIMESTAMP_TYPE_MASK
+    };
     let fields = HeaderFields {
         base_offset: original.base_offset,
         partition_leader_epoch: original.partition_leader_epoch,
         attributes: kept_bits,
         last_offset_delta: original.last_offset_delta,
-        base_timestamp: if original.has_delete_horizon() && keep_producer { original.base_timestamp } else { original.max_timestamp },
+        base_timestamp: if original.has_delete_horizon() && keep_producer {
+            original.base_timestamp
+        } else {
+            original.max_timestamp
+        },
         max_timestamp: original.max_timestamp,
         producer_id: if keep_producer { original.producer_id } else { NO_PRODUCER_ID },
         producer_epoch: if keep_producer { original.producer_epoch } else { -1 },
@@ -192,7 +214,9 @@ pub fn write_empty_batch(out: &mut Vec<u8>, original: &BatchHeader, keep_produce
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::record_batch::{check_batch, records_bytes, set_base_offset, BatchBuilder, RecordIter};
+    use crate::log::record_batch::{
+        check_batch, records_bytes, set_base_offset, BatchBuilder, RecordIter,
+    };
 
     /// (offset, timestamp, key, value, header count) of a record.
     type Decoded = (i64, i64, Option<Vec<u8>>, Option<Vec<u8>>, usize);
@@ -204,7 +228,13 @@ mod tests {
         let recs = RecordIter::new(payload, h.records_count)
             .map(|r| {
                 let r = r.unwrap();
-                (h.base_offset + r.offset_delta as i64, h.base_timestamp + r.timestamp_delta, r.key.map(<[u8]>::to_vec), r.value.map(<[u8]>::to_vec), r.headers_count)
+                (
+                    h.base_offset + r.offset_delta as i64,
+                    h.base_timestamp + r.timestamp_delta,
+                    r.key.map(<[u8]>::to_vec),
+                    r.value.map(<[u8]>::to_vec),
+                    r.headers_count,
+                )
             })
             .collect();
         (h, recs)
@@ -227,10 +257,21 @@ mod tests {
 
     #[test]
     fn rewrite_keeps_offsets_producer_and_timestamps_for_every_codec() {
-        for codec in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
+        for codec in [
+            Compression::None,
+            Compression::Gzip,
+            Compression::Snappy,
+            Compression::Lz4,
+            Compression::Zstd,
+        ] {
             let mut b = BatchBuilder::new(codec, 5_000).producer(77, 3, 100);
             b.append(5_000, Some(b"a"), Some(b"1"));
-            b.append_with_headers(5_007, Some(b"b"), Some(b""), &[(b"h", Some(b"x")), (b"h", None)]);
+            b.append_with_headers(
+                5_007,
+                Some(b"b"),
+                Some(b""),
+                &[(b"h", Some(b"x")), (b"h", None)],
+            );
             b.append(4_990, Some(b"c"), None);
             b.append(5_020, Some(b"d"), Some(b"4"));
             let mut batch = b.build();
@@ -249,7 +290,11 @@ mod tests {
             assert_eq!(nh.compression().unwrap(), codec);
             assert_eq!(nh.delete_horizon_ms(), Some(90_000));
             assert_eq!(nh.max_timestamp, h.max_timestamp, "max timestamp unchanged");
-            assert_eq!(recs, orig[1..3].to_vec(), "offsets, original timestamps, keys, values, headers kept");
+            assert_eq!(
+                recs,
+                orig[1..3].to_vec(),
+                "offsets, original timestamps, keys, values, headers kept"
+            );
 
             // Rewriting again keeps the horizon and the timestamps.
             let (payload2, keep2) = ranges(&out, &mut scratch, &[1]);
@@ -275,7 +320,10 @@ mod tests {
         let (e, recs) = decode(&out);
         assert!(recs.is_empty());
         assert_eq!(out.len(), RECORD_BATCH_OVERHEAD);
-        assert_eq!((e.base_offset, e.last_offset(), e.producer_id, e.producer_epoch, e.base_sequence), (50, 51, 5, 1, 40));
+        assert_eq!(
+            (e.base_offset, e.last_offset(), e.producer_id, e.producer_epoch, e.base_sequence),
+            (50, 51, 5, 1, 40)
+        );
         assert!(e.is_transactional());
         assert_eq!(e.compression().unwrap(), Compression::None);
         assert_eq!(e.last_sequence(), 41);

@@ -26,7 +26,10 @@ pub struct CleanerOffsetCheckpoint {
 impl CleanerOffsetCheckpoint {
     /// The checkpoint at the root of `log_dir`.
     pub fn new(log_dir: &Path) -> Self {
-        Self { file: OffsetCheckpointFile::new(log_dir, CLEANER_OFFSET_CHECKPOINT), log_dir: log_dir.into() }
+        Self {
+            file: OffsetCheckpointFile::new(log_dir, CLEANER_OFFSET_CHECKPOINT),
+            log_dir: log_dir.into(),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -90,7 +93,10 @@ mod tests {
         let text = std::fs::read_to_string(dir.path().join("cleaner-offset-checkpoint")).unwrap();
         assert_eq!(text, "0\n2\nusers 0 50\nusers 3 7\n");
         cp.remove(&TopicPartition::new("users", 3)).unwrap();
-        assert_eq!(cp.read().unwrap().into_iter().collect::<Vec<_>>(), vec![(TopicPartition::new("users", 0), 50)]);
+        assert_eq!(
+            cp.read().unwrap().into_iter().collect::<Vec<_>>(),
+            vec![(TopicPartition::new("users", 0), 50)]
+        );
         std::fs::write(cp.path(), "0\nx\n").unwrap();
         assert!(cp.read().is_err());
     }

@@ -23,7 +23,9 @@ use super::throttler::Throttler;
 use super::transactions::{control_record_type, AbortedTxn, CleanedTransactionMetadata};
 use crate::clock::SharedClock;
 use crate::log::error::{BatchError, LogError};
-use crate::log::record_batch::{self, BatchHeader, RecordIter, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
+use crate::log::record_batch::{
+    self, BatchHeader, RecordIter, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD,
+};
 use crate::log::segment::{LogSegment, CLEANED_SUFFIX};
 use crate::log::{Log, SegmentSnapshot, SwapOutcome, SwapStep, TopicPartition};
 
@@ -80,7 +82,12 @@ pub struct CleanerConfig {
 impl Default for CleanerConfig {
     /// Kafka's defaults for one thread: 128 MiB map, 0.9, 512 KiB of I/O buffers.
     fn default() -> Self {
-        Self { dedupe_buffer_size: 128 << 20, load_factor: 0.9, io_buffer_size: 256 << 10, max_message_size: 1_048_588 }
+        Self {
+            dedupe_buffer_size: 128 << 20,
+            load_factor: 0.9,
+            io_buffer_size: 256 << 10,
+            max_message_size: 1_048_588,
+        }
     }
 }
 
@@ -157,7 +164,12 @@ impl LogToClean {
 /// uncleanable offset: the smallest of the active segment's base, the first
 /// unstable offset (open transactions) and the base of the first segment
 /// holding a record younger than `min.compaction.lag.ms`.
-pub fn cleanable_offsets(log: &Log, checkpoint: Option<i64>, first_unstable_offset: Option<i64>, now_ms: i64) -> (i64, i64) {
+pub fn cleanable_offsets(
+    log: &Log,
+    checkpoint: Option<i64>,
+    first_unstable_offset: Option<i64>,
+    now_ms: i64,
+) -> (i64, i64) {
     let start = log.log_start_offset();
     let first_dirty = match checkpoint {
         Some(c) if c >= start && c <= log.log_end_offset() => c,
@@ -177,7 +189,9 @@ pub fn cleanable_offsets(log: &Log, checkpoint: Option<i64>, first_unstable_offs
             if seg.base_offset() >= uncleanable {
                 break;
             }
-            if seg.next_offset() > first_dirty && seg.largest_timestamp() > now_ms.saturating_sub(lag) {
+            if seg.next_offset() > first_dirty
+                && seg.largest_timestamp() > now_ms.saturating_sub(lag)
+            {
                 uncleanable = seg.base_offset();
                 break;
             }
@@ -248,8 +262,26 @@ struct ChunkReader<'a> {
 }
 
 impl<'a> ChunkReader<'a> {
-    fn new(file: &'a File, path: &'a Path, from: u64, to: u64, buf: Vec<u8>, grow_limit: usize) -> Self {
-        Self { file, path, buf, start: 0, end: 0, pos: from, file_end: to, grow_limit, bytes_read: 0, grew: false }
+    fn new(
+        file: &'a File,
+        path: &'a Path,
+        from: u64,
+        to: u64,
+        buf: Vec<u8>,
+        grow_limit: usize,
+    ) -> Self {
+        Self {
+            file,
+            path,
+            buf,
+            start: 0,
+            end: 0,
+            pos: from,
+            file_end: to,
+            grow_limit,
+            bytes_read: 0,
+            grew: false,
+        }
     }
 
     fn fill(&mut self, need: usize, ctx: &IoContext<'_>) -> Result<bool, CleanerError> {
@@ -272,7 +304,10 @@ impl<'a> ChunkReader<'a> {
                 return Err(CleanerError::Aborted { partition: ctx.partition.to_string() });
             }
             let max = ((self.file_end - file_pos) as usize).min(self.buf.len() - self.end);
-            let n = self.file.read_at(&mut self.buf[self.end..self.end + max], file_pos).map_err(LogError::io(self.path))?;
+            let n = self
+                .file
+                .read_at(&mut self.buf[self.end..self.end + max], file_pos)
+                .map_err(LogError::io(self.path))?;
             if n == 0 {
                 return Ok(false);
             }
@@ -284,25 +319,38 @@ impl<'a> ChunkReader<'a> {
     }
 
     /// The next whole, CRC-checked batch: its file position and its bytes' range in `buf`.
-    fn next_batch(&mut self, ctx: &IoContext<'_>) -> Result<Option<(u64, Range<usize>)>, CleanerError> {
+    fn next_batch(
+        &mut self,
+        ctx: &IoContext<'_>,
+    ) -> Result<Option<(u64, Range<usize>)>, CleanerError> {
         let position = self.pos;
         if position >= self.file_end {
             return Ok(None);
         }
-        let corrupt = |reason: String| LogError::Corrupt { path: self.path.into(), position, reason };
+        let corrupt =
+            |reason: String| LogError::Corrupt { path: self.path.into(), position, reason };
         if !self.fill(LOG_OVERHEAD, ctx)? {
             return Err(corrupt("partial batch at the end of the segment".into()).into());
         }
-        let length = i32::from_be_bytes(self.buf[self.start + 8..self.start + 12].try_into().expect("4 bytes")) as i64;
+        let length = i32::from_be_bytes(
+            self.buf[self.start + 8..self.start + 12].try_into().expect("4 bytes"),
+        ) as i64;
         if length < (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i64 {
             return Err(corrupt(format!("batch length {length}")).into());
         }
         let size = length as usize + LOG_OVERHEAD;
         if size > self.grow_limit {
-            return Err(CleanerError::BatchTooLarge { path: self.path.into(), position, size, limit: self.grow_limit });
+            return Err(CleanerError::BatchTooLarge {
+                path: self.path.into(),
+                position,
+                size,
+                limit: self.grow_limit,
+            });
         }
         if !self.fill(size, ctx)? {
-            return Err(corrupt(format!("batch of {size} bytes runs past the end of the segment")).into());
+            return Err(
+                corrupt(format!("batch of {size} bytes runs past the end of the segment")).into()
+            );
         }
         let range = self.start..self.start + size;
         record_batch::check_batch(&self.buf[range.clone()], self.grow_limit)
@@ -332,7 +380,12 @@ struct GroupWriter<'a> {
 }
 
 impl GroupWriter<'_> {
-    fn maybe_flush(&mut self, buf: &mut Vec<u8>, stats: &mut CleanerStats, force: bool) -> Result<(), CleanerError> {
+    fn maybe_flush(
+        &mut self,
+        buf: &mut Vec<u8>,
+        stats: &mut CleanerStats,
+        force: bool,
+    ) -> Result<(), CleanerError> {
         if buf.is_empty() || (!force && buf.len() < self.flush_at) {
             return Ok(());
         }
@@ -352,12 +405,17 @@ impl GroupWriter<'_> {
 /// (`segment.index.bytes`) and its offsets within a 32-bit relative range.
 /// Kafka's `groupSegmentsBySize`; the sizes are the originals', an upper bound
 /// of the cleaned output.
-fn group_segments(segs: &[SourceSegment], max_size: u64, max_index_size: usize) -> Vec<Range<usize>> {
+fn group_segments(
+    segs: &[SourceSegment],
+    max_size: u64,
+    max_index_size: usize,
+) -> Vec<Range<usize>> {
     let mut groups = Vec::new();
     let mut i = 0;
     while i < segs.len() {
         let first = &segs[i];
-        let (mut size, mut index, mut time_index) = (first.snapshot.size, first.offset_index_bytes, first.time_index_bytes);
+        let (mut size, mut index, mut time_index) =
+            (first.snapshot.size, first.offset_index_bytes, first.time_index_bytes);
         let mut j = i + 1;
         while j < segs.len() {
             let s = &segs[j];
@@ -385,7 +443,12 @@ impl Cleaner {
     ///
     /// # Errors
     /// A dedupe budget too small for one entry, or a bad load factor.
-    pub fn new(id: usize, config: CleanerConfig, throttler: Arc<Throttler>, clock: SharedClock) -> Result<Self, CleanerError> {
+    pub fn new(
+        id: usize,
+        config: CleanerConfig,
+        throttler: Arc<Throttler>,
+        clock: SharedClock,
+    ) -> Result<Self, CleanerError> {
         let map = OffsetMap::new(config.dedupe_buffer_size, config.load_factor)?;
         Ok(Self { id, config, map, throttler, clock, bufs: Buffers::default(), crash_point: None })
     }
@@ -420,7 +483,13 @@ impl Cleaner {
     /// group that fails before its swap deletes its `.cleaned` files; groups
     /// already swapped stay (they are complete cleans of their range), and the
     /// caller should not advance the checkpoint.
-    pub fn clean(&mut self, log: &RwLock<Log>, to_clean: &LogToClean, now_ms: i64, cancel: &CancellationToken) -> Result<CleanResult, CleanerError> {
+    pub fn clean(
+        &mut self,
+        log: &RwLock<Log>,
+        to_clean: &LogToClean,
+        now_ms: i64,
+        cancel: &CancellationToken,
+    ) -> Result<CleanResult, CleanerError> {
         let tp = to_clean.topic_partition.clone();
         let poisoned = || CleanerError::Poisoned { partition: tp.to_string() };
         let mut stats = CleanerStats { start_ms: self.clock.now_ms(), ..Default::default() };
@@ -436,7 +505,9 @@ impl Cleaner {
             let mut segments = Vec::with_capacity(log.segments().len());
             for seg in log.segments() {
                 let file = seg.file().try_clone().map_err(LogError::io(seg.log_path()))?;
-                let dirty_position = if seg.base_offset() <= to_clean.first_dirty_offset && seg.next_offset() > to_clean.first_dirty_offset {
+                let dirty_position = if seg.base_offset() <= to_clean.first_dirty_offset
+                    && seg.next_offset() > to_clean.first_dirty_offset
+                {
                     seg.translate_offset(to_clean.first_dirty_offset)?.map(|p| p.position)
                 } else {
                     None
@@ -452,15 +523,33 @@ impl Cleaner {
                     dirty_position,
                 });
             }
-            (log.dir().to_path_buf(), Arc::clone(log.config()), log.segment_config_for_cleaning(), segments, upper)
+            (
+                log.dir().to_path_buf(),
+                Arc::clone(log.config()),
+                log.segment_config_for_cleaning(),
+                segments,
+                upper,
+            )
         };
-        let grow_limit = self.config.max_message_size.max(log_config.max_message_bytes).max(self.config.io_buffer_size);
+        let grow_limit = self
+            .config
+            .max_message_size
+            .max(log_config.max_message_bytes)
+            .max(self.config.io_buffer_size);
         let throttler = Arc::clone(&self.throttler);
         let ctx = IoContext { throttler: &throttler, cancel, partition: &tp };
 
         // Phase 1: the offset map over the dirty range.
         let mut producer_last: HashMap<i64, i64> = HashMap::new();
-        let end = self.build_offset_map(&segments, to_clean, upper, grow_limit, &ctx, &mut stats, &mut producer_last)?;
+        let end = self.build_offset_map(
+            &segments,
+            to_clean,
+            upper,
+            grow_limit,
+            &ctx,
+            &mut stats,
+            &mut producer_last,
+        )?;
         stats.map_complete_ms = self.clock.now_ms();
         stats.map_entries = self.map.len() as u64;
         stats.map_max_entries = self.map.max_entries() as u64;
@@ -481,15 +570,31 @@ impl Cleaner {
 
         // Phase 2: recopy from the log start through the end of the mapped range.
         let to_copy = segments.iter().take_while(|s| s.snapshot.base_offset < end).count();
-        let groups = group_segments(&segments[..to_copy], log_config.segment_bytes as u64, log_config.segment_index_bytes);
+        let groups = group_segments(
+            &segments[..to_copy],
+            log_config.segment_bytes as u64,
+            log_config.segment_index_bytes,
+        );
         let mut txn = CleanedTransactionMetadata::new(to_clean.aborted_transactions.clone());
         let horizon_to_stamp = now_ms.saturating_add(log_config.delete_retention_ms);
         for (gi, group) in groups.into_iter().enumerate() {
             let group = &segments[group];
             let base = group[0].snapshot.base_offset;
-            let cleaned = LogSegment::create(&dir, base, seg_config, CLEANED_SUFFIX, self.clock.now_ms())?;
-            let mut writer = GroupWriter { segment: cleaned, flush_at: self.config.io_buffer_size, ctx: &ctx };
-            let copied = self.clean_group(group, &mut writer, end, now_ms, horizon_to_stamp, grow_limit, &producer_last, &mut txn, &mut stats);
+            let cleaned =
+                LogSegment::create(&dir, base, seg_config, CLEANED_SUFFIX, self.clock.now_ms())?;
+            let mut writer =
+                GroupWriter { segment: cleaned, flush_at: self.config.io_buffer_size, ctx: &ctx };
+            let copied = self.clean_group(
+                group,
+                &mut writer,
+                end,
+                now_ms,
+                horizon_to_stamp,
+                grow_limit,
+                &producer_last,
+                &mut txn,
+                &mut stats,
+            );
             let mut cleaned = writer.segment;
             let finished = copied.and_then(|()| {
                 // Step 1 of the swap: the cleaned segment is complete and durable.
@@ -526,7 +631,9 @@ impl Cleaner {
                     stats.segments_replaced += old.len() as u64;
                     stats.segments_written += 1;
                 }
-                Ok(SwapOutcome::StoppedAt(step)) => return Err(CleanerError::InjectedCrash(CrashPoint::Swap(step))),
+                Ok(SwapOutcome::StoppedAt(step)) => {
+                    return Err(CleanerError::InjectedCrash(CrashPoint::Swap(step)))
+                }
                 Err(e @ LogError::SwapConflict { .. }) => {
                     // Nothing was renamed: the `.cleaned` files are ours to remove.
                     for suffix_path in cleaned_files(&cleaned_path) {
@@ -542,7 +649,10 @@ impl Cleaner {
         stats.end_ms = self.clock.now_ms();
         // The summary line is the caller's to log (the thread loop logs it on
         // the `log_cleaner` target); here it is only a debug trace.
-        tracing::debug!("{}", stats.summary(self.id, &tp.to_string(), to_clean.first_dirty_offset, end));
+        tracing::debug!(
+            "{}",
+            stats.summary(self.id, &tp.to_string(), to_clean.first_dirty_offset, end)
+        );
         Ok(CleanResult { end_offset: end, stats })
     }
 
@@ -589,11 +699,20 @@ impl Cleaner {
                 continue;
             }
             let from = seg.dirty_position.unwrap_or(0);
-            let mut reader = ChunkReader::new(&seg.file, &seg.path, from, seg.snapshot.size, self.take_read_buffer(), grow_limit);
+            let mut reader = ChunkReader::new(
+                &seg.file,
+                &seg.path,
+                from,
+                seg.snapshot.size,
+                self.take_read_buffer(),
+                grow_limit,
+            );
             let result = (|| -> Result<bool, CleanerError> {
                 while let Some((position, range)) = reader.next_batch(ctx)? {
                     let batch = &reader.buf[range];
-                    let header = BatchHeader::parse(batch).map_err(|source| CleanerError::Batch { path: seg.path.clone(), position, source })?;
+                    let header = BatchHeader::parse(batch).map_err(|source| {
+                        CleanerError::Batch { path: seg.path.clone(), position, source }
+                    })?;
                     if header.last_offset() < start {
                         continue;
                     }
@@ -606,10 +725,23 @@ impl Cleaner {
                     }
                     self.bufs.hashes.clear();
                     if !header.is_control() && !aborted {
-                        let payload = record_batch::records_bytes(&header, batch, &mut self.bufs.inflated, decompress_limit)
-                            .map_err(|source| CleanerError::Batch { path: seg.path.clone(), position, source })?;
+                        let payload = record_batch::records_bytes(
+                            &header,
+                            batch,
+                            &mut self.bufs.inflated,
+                            decompress_limit,
+                        )
+                        .map_err(|source| CleanerError::Batch {
+                            path: seg.path.clone(),
+                            position,
+                            source,
+                        })?;
                         for rec in RecordIter::new(payload, header.records_count) {
-                            let rec = rec.map_err(|source| CleanerError::Batch { path: seg.path.clone(), position, source })?;
+                            let rec = rec.map_err(|source| CleanerError::Batch {
+                                path: seg.path.clone(),
+                                position,
+                                source,
+                            })?;
                             let offset = header.base_offset + rec.offset_delta as i64;
                             if let (Some(key), true) = (rec.key, offset >= start) {
                                 self.bufs.hashes.push((hash_key(key), offset));
@@ -620,7 +752,12 @@ impl Cleaner {
                     // range must end at a batch boundary. Counting is only needed
                     // when the batch could overflow the map.
                     if self.bufs.hashes.len() > self.map.remaining() {
-                        let new_keys = self.bufs.hashes.iter().filter(|(h, _)| !self.map.contains_hash(h)).count();
+                        let new_keys = self
+                            .bufs
+                            .hashes
+                            .iter()
+                            .filter(|(h, _)| !self.map.contains_hash(h))
+                            .count();
                         if new_keys > self.map.remaining() {
                             if end == start {
                                 return Err(CleanerError::MapTooSmall {
@@ -679,24 +816,44 @@ impl Cleaner {
             for (si, seg) in group.iter().enumerate() {
                 let is_last_segment = si + 1 == group.len();
                 stats.start_size += seg.snapshot.size;
-                let mut reader = ChunkReader::new(&seg.file, &seg.path, 0, seg.snapshot.size, self.take_read_buffer(), grow_limit);
+                let mut reader = ChunkReader::new(
+                    &seg.file,
+                    &seg.path,
+                    0,
+                    seg.snapshot.size,
+                    self.take_read_buffer(),
+                    grow_limit,
+                );
                 let mut wrote_any = false;
                 let mut last_header = None;
                 let seg_result = (|| -> Result<(), CleanerError> {
                     while let Some((position, range)) = reader.next_batch(writer.ctx)? {
                         let batch = &reader.buf[range];
-                        let err = |source| CleanerError::Batch { path: seg.path.clone(), position, source };
+                        let err = |source| CleanerError::Batch {
+                            path: seg.path.clone(),
+                            position,
+                            source,
+                        };
                         let header = BatchHeader::parse(batch).map_err(err)?;
                         last_header = Some(header);
                         let count = header.records_count.max(0) as usize;
                         stats.messages_read += count as u64;
                         stats.start_messages += count as u64;
-                        let last_of_producer = header.has_producer_id() && producer_last.get(&header.producer_id) == Some(&header.base_offset);
+                        let last_of_producer = header.has_producer_id()
+                            && producer_last.get(&header.producer_id) == Some(&header.base_offset);
                         let written_before = out.len();
 
                         if header.is_control() {
-                            let payload = record_batch::records_bytes(&header, batch, &mut self.bufs.inflated, decompress_limit).map_err(err)?;
-                            let control_type = match RecordIter::new(payload, header.records_count).next() {
+                            let payload = record_batch::records_bytes(
+                                &header,
+                                batch,
+                                &mut self.bufs.inflated,
+                                decompress_limit,
+                            )
+                            .map_err(err)?;
+                            let control_type = match RecordIter::new(payload, header.records_count)
+                                .next()
+                            {
                                 Some(rec) => rec.map_err(err)?.key.and_then(control_record_type),
                                 None => None,
                             };
@@ -721,14 +878,28 @@ impl Cleaner {
                                     self.bufs.retained.push(at..at + rec.raw.len());
                                     at += rec.raw.len();
                                 }
-                                batch_writer::write_retained_batch(&mut out, &header, payload, &self.bufs.retained, Some(horizon_to_stamp), &mut self.bufs.writer).map_err(err)?;
+                                batch_writer::write_retained_batch(
+                                    &mut out,
+                                    &header,
+                                    payload,
+                                    &self.bufs.retained,
+                                    Some(horizon_to_stamp),
+                                    &mut self.bufs.writer,
+                                )
+                                .map_err(err)?;
                                 stats.note_delete_horizon(Some(horizon_to_stamp));
                                 stats.batches_rewritten += 1;
                                 stats.messages_written += count as u64;
                             }
                         } else {
                             let discard_all = txn.on_batch_read(&header);
-                            let payload = record_batch::records_bytes(&header, batch, &mut self.bufs.inflated, decompress_limit).map_err(err)?;
+                            let payload = record_batch::records_bytes(
+                                &header,
+                                batch,
+                                &mut self.bufs.inflated,
+                                decompress_limit,
+                            )
+                            .map_err(err)?;
                             self.bufs.retained.clear();
                             let mut retained_tombstone = false;
                             let mut at = 0usize;
@@ -743,11 +914,15 @@ impl Cleaner {
                                     // Past the mapped range: nothing newer is known.
                                     true
                                 } else if let Some(key) = rec.key {
-                                    let newest = self.map.get_hash(&hash_key(key)).is_none_or(|m| offset >= m);
+                                    let newest = self
+                                        .map
+                                        .get_hash(&hash_key(key))
+                                        .is_none_or(|m| offset >= m);
                                     if !newest {
                                         false
                                     } else if rec.value.is_none() {
-                                        let expired = header.delete_horizon_ms().is_some_and(|h| h <= now_ms);
+                                        let expired =
+                                            header.delete_horizon_ms().is_some_and(|h| h <= now_ms);
                                         if expired {
                                             stats.tombstones_removed += 1;
                                         }
@@ -767,14 +942,26 @@ impl Cleaner {
                             let kept = self.bufs.retained.len();
                             let needs_horizon = retained_tombstone && !header.has_delete_horizon();
                             if retained_tombstone {
-                                stats.note_delete_horizon(if needs_horizon { Some(horizon_to_stamp) } else { header.delete_horizon_ms() });
+                                stats.note_delete_horizon(if needs_horizon {
+                                    Some(horizon_to_stamp)
+                                } else {
+                                    header.delete_horizon_ms()
+                                });
                             }
                             if kept == count && !needs_horizon {
                                 out.extend_from_slice(batch);
                                 stats.batches_copied += 1;
                             } else if kept > 0 {
                                 let horizon = needs_horizon.then_some(horizon_to_stamp);
-                                batch_writer::write_retained_batch(&mut out, &header, payload, &self.bufs.retained, horizon, &mut self.bufs.writer).map_err(err)?;
+                                batch_writer::write_retained_batch(
+                                    &mut out,
+                                    &header,
+                                    payload,
+                                    &self.bufs.retained,
+                                    horizon,
+                                    &mut self.bufs.writer,
+                                )
+                                .map_err(err)?;
                                 stats.batches_rewritten += 1;
                             } else if last_of_producer {
                                 // Keep the producer's sequence state: an empty batch in its place.
@@ -822,12 +1009,20 @@ fn cleaned_files(log_path: &Path) -> Vec<PathBuf> {
     let name = log_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let stem = name.split('.').next().unwrap_or_default().to_string();
     let dir = log_path.parent().map(Path::to_path_buf).unwrap_or_default();
-    ["log", "index", "timeindex"].iter().map(|ext| dir.join(format!("{stem}.{ext}{CLEANED_SUFFIX}"))).collect()
+    ["log", "index", "timeindex"]
+        .iter()
+        .map(|ext| dir.join(format!("{stem}.{ext}{CLEANED_SUFFIX}")))
+        .collect()
 }
 
 /// Note the last batch of every producer in `seg` outside `[map_start, map_end)`
 /// (inside it the map phase saw them), reading only batch headers.
-fn scan_producer_headers(seg: &SourceSegment, map_start: i64, map_end: i64, producer_last: &mut HashMap<i64, i64>) -> Result<(), CleanerError> {
+fn scan_producer_headers(
+    seg: &SourceSegment,
+    map_start: i64,
+    map_end: i64,
+    producer_last: &mut HashMap<i64, i64>,
+) -> Result<(), CleanerError> {
     if seg.snapshot.base_offset >= map_start && seg.next_offset <= map_end {
         return Ok(());
     }
@@ -835,7 +1030,11 @@ fn scan_producer_headers(seg: &SourceSegment, map_start: i64, map_end: i64, prod
     let mut header = [0u8; RECORD_BATCH_OVERHEAD];
     while pos + RECORD_BATCH_OVERHEAD as u64 <= seg.snapshot.size {
         seg.file.read_exact_at(&mut header, pos).map_err(LogError::io(&seg.path))?;
-        let h = BatchHeader::parse(&header).map_err(|source| CleanerError::Batch { path: seg.path.clone(), position: pos, source })?;
+        let h = BatchHeader::parse(&header).map_err(|source| CleanerError::Batch {
+            path: seg.path.clone(),
+            position: pos,
+            source,
+        })?;
         let inside = h.base_offset >= map_start && h.last_offset() < map_end;
         if !inside && h.has_producer_id() {
             let e = producer_last.entry(h.producer_id).or_insert(h.base_offset);
@@ -865,11 +1064,20 @@ mod tests {
 
     #[test]
     fn groups_respect_size_index_and_offset_limits() {
-        let segs = vec![seg(0, 10, 400, 8), seg(10, 20, 400, 8), seg(20, 30, 400, 8), seg(30, 40, 100, 93), seg(40, 50, 10, 5)];
+        let segs = vec![
+            seg(0, 10, 400, 8),
+            seg(10, 20, 400, 8),
+            seg(20, 30, 400, 8),
+            seg(30, 40, 100, 93),
+            seg(40, 50, 10, 5),
+        ];
         let groups = group_segments(&segs, 1000, 100);
         assert_eq!(groups, vec![0..2, 2..3, 3..5]);
         let far = vec![seg(0, 10, 1, 0), seg(i32::MAX as i64 - 5, i32::MAX as i64 + 5, 1, 0)];
         assert_eq!(group_segments(&far, 1000, 100), vec![0..1, 1..2]);
-        assert_eq!(cleaned_files(Path::new("/d/00000000000000000005.log.cleaned"))[1], PathBuf::from("/d/00000000000000000005.index.cleaned"));
+        assert_eq!(
+            cleaned_files(Path::new("/d/00000000000000000005.log.cleaned"))[1],
+            PathBuf::from("/d/00000000000000000005.index.cleaned")
+        );
     }
 }

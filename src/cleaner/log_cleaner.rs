@@ -66,7 +66,8 @@ impl LogCleanerConfig {
     pub fn per_thread(&self) -> CleanerConfig {
         let threads = self.num_threads.max(1);
         CleanerConfig {
-            dedupe_buffer_size: (self.dedupe_buffer_size / threads as u64).min(i32::MAX as u64) as usize,
+            dedupe_buffer_size: (self.dedupe_buffer_size / threads as u64).min(i32::MAX as u64)
+                as usize,
             load_factor: self.io_buffer_load_factor,
             io_buffer_size: (self.io_buffer_size / threads / 2).max(1),
             max_message_size: self.max_message_size,
@@ -123,7 +124,8 @@ impl LogCleanerHandle {
     /// Sleep `ms` unless shutdown comes first.
     fn backoff(&self, ms: i64) {
         let stop = self.stop.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let _ = self.wake.wait_timeout_while(stop, Duration::from_millis(ms.max(0) as u64), |s| !*s);
+        let _ =
+            self.wake.wait_timeout_while(stop, Duration::from_millis(ms.max(0) as u64), |s| !*s);
     }
 
     /// The thread gauges, from each thread's last clean.
@@ -135,12 +137,17 @@ impl LogCleanerHandle {
         CleanerThreadsStatus {
             threads: stats.len(),
             dead_thread_count: self.dead_threads.load(Ordering::Relaxed),
-            max_buffer_utilization_percent: last.iter().map(|s| (100.0 * s.buffer_utilization) as i64).max().unwrap_or(0),
+            max_buffer_utilization_percent: last
+                .iter()
+                .map(|s| (100.0 * s.buffer_utilization) as i64)
+                .max()
+                .unwrap_or(0),
             cleaner_recopy_percent: (100 * written / read.max(1)) as i64,
             max_clean_time_secs: last.iter().map(|s| s.elapsed_ms() / 1000).max().unwrap_or(0),
             io_bytes_total: self.throttler.total_bytes(),
             throttle_sleep_ms_total: self.throttler.total_sleep_ms(),
-            io_limit_bytes_per_second: (!self.throttler.is_unlimited()).then(|| self.throttler.desired_per_sec()),
+            io_limit_bytes_per_second: (!self.throttler.is_unlimited())
+                .then(|| self.throttler.desired_per_sec()),
             cleans_total: self.cleans.load(Ordering::Relaxed),
         }
     }
@@ -164,7 +171,12 @@ impl LogCleanerHandle {
         true
     }
 
-    fn finish(&self, id: usize, grabbed: &GrabbedLog, result: Result<super::CleanResult, CleanerError>) {
+    fn finish(
+        &self,
+        id: usize,
+        grabbed: &GrabbedLog,
+        result: Result<super::CleanResult, CleanerError>,
+    ) {
         let tp = &grabbed.to_clean.topic_partition;
         let released = match result {
             Ok(result) => {
@@ -174,7 +186,12 @@ impl LogCleanerHandle {
                     result.stats.summary(id, &tp.to_string(), grabbed.to_clean.first_dirty_offset, result.end_offset)
                 );
                 self.cleans.fetch_add(1, Ordering::Relaxed);
-                if let Some(slot) = self.last_stats.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_mut(id) {
+                if let Some(slot) = self
+                    .last_stats
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .get_mut(id)
+                {
                     *slot = Some(result.stats.clone());
                 }
                 self.manager.done_cleaning(grabbed, &result)
@@ -185,7 +202,10 @@ impl LogCleanerHandle {
             }
             // The log changed under the swap (retention, DeleteRecords) or its
             // policy changed: nothing is wrong; it is chosen again later.
-            Err(e @ (CleanerError::Log(LogError::SwapConflict { .. }) | CleanerError::NotCompacted { .. })) => {
+            Err(
+                e @ (CleanerError::Log(LogError::SwapConflict { .. })
+                | CleanerError::NotCompacted { .. }),
+            ) => {
                 tracing::info!(target: "log_cleaner", partition = %tp, "clean abandoned: {e}");
                 self.manager.release(tp)
             }
@@ -213,7 +233,8 @@ struct PanicGuard<'a> {
 impl Drop for PanicGuard<'_> {
     fn drop(&mut self) {
         if let Some(tp) = self.tp.take() {
-            self.manager.mark_uncleanable(&tp, "the cleaner thread panicked while cleaning it".into());
+            self.manager
+                .mark_uncleanable(&tp, "the cleaner thread panicked while cleaning it".into());
             let _ = self.manager.release(&tp);
         }
     }
@@ -257,8 +278,17 @@ impl LogCleaner {
     /// # Errors
     /// A dedupe share too small for one entry or a bad load factor; a thread
     /// that cannot be spawned.
-    pub fn start(config: LogCleanerConfig, logs: Arc<LogManager>, clock: SharedClock) -> Result<Self, LogCleanerError> {
-        let throttler = Arc::new(Throttler::new(config.max_io_bytes_per_second, DEFAULT_CHECK_INTERVAL_MS, Arc::clone(&clock), thread_sleeper()));
+    pub fn start(
+        config: LogCleanerConfig,
+        logs: Arc<LogManager>,
+        clock: SharedClock,
+    ) -> Result<Self, LogCleanerError> {
+        let throttler = Arc::new(Throttler::new(
+            config.max_io_bytes_per_second,
+            DEFAULT_CHECK_INTERVAL_MS,
+            Arc::clone(&clock),
+            thread_sleeper(),
+        ));
         Self::start_with(config, logs, clock, throttler)
     }
 
@@ -266,12 +296,23 @@ impl LogCleaner {
     ///
     /// # Errors
     /// As for `start`.
-    pub fn start_with(config: LogCleanerConfig, logs: Arc<LogManager>, clock: SharedClock, throttler: Arc<Throttler>) -> Result<Self, LogCleanerError> {
-        let manager = Arc::new(LogCleanerManager::new(Arc::clone(&logs), Arc::clone(&clock), config.uncleanable_retry_backoff_ms));
+    pub fn start_with(
+        config: LogCleanerConfig,
+        logs: Arc<LogManager>,
+        clock: SharedClock,
+        throttler: Arc<Throttler>,
+    ) -> Result<Self, LogCleanerError> {
+        let manager = Arc::new(LogCleanerManager::new(
+            Arc::clone(&logs),
+            Arc::clone(&clock),
+            config.uncleanable_retry_backoff_ms,
+        ));
         let threads_wanted = if config.enable { config.num_threads } else { 0 };
         // Build every cleaner first: a bad config fails before any thread runs.
         let cleaners = (0..threads_wanted)
-            .map(|id| Cleaner::new(id, config.per_thread(), Arc::clone(&throttler), Arc::clone(&clock)))
+            .map(|id| {
+                Cleaner::new(id, config.per_thread(), Arc::clone(&throttler), Arc::clone(&clock))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let handle = Arc::new(LogCleanerHandle {
             manager: Arc::clone(&manager),
@@ -288,7 +329,9 @@ impl LogCleaner {
         let mut me = Self { handle, threads: Vec::new() };
         for (id, cleaner) in cleaners.into_iter().enumerate() {
             let h = Arc::clone(&me.handle);
-            let spawned = std::thread::Builder::new().name(format!("log-cleaner-{id}")).spawn(move || run_thread(h, id, cleaner));
+            let spawned = std::thread::Builder::new()
+                .name(format!("log-cleaner-{id}"))
+                .spawn(move || run_thread(h, id, cleaner));
             match spawned {
                 Ok(t) => me.threads.push(t),
                 Err(source) => {
@@ -353,7 +396,8 @@ mod tests {
         let t = c.per_thread();
         assert_eq!(t.dedupe_buffer_size, 32 << 20);
         assert_eq!(t.io_buffer_size, 64 << 10);
-        let huge = LogCleanerConfig { num_threads: 1, dedupe_buffer_size: 8 << 30, ..Default::default() };
+        let huge =
+            LogCleanerConfig { num_threads: 1, dedupe_buffer_size: 8 << 30, ..Default::default() };
         assert_eq!(huge.per_thread().dedupe_buffer_size, i32::MAX as usize);
     }
 }

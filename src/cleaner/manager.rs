@@ -67,8 +67,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::cleaner::{cleanable_offsets, CancellationToken, CleanResult, LogToClean};
 use super::checkpoint::CleanerOffsetCheckpoint;
+use super::cleaner::{cleanable_offsets, CancellationToken, CleanResult, LogToClean};
 use crate::clock::SharedClock;
 use crate::log::manager::{CleaningControl, SharedLog};
 use crate::log::{Log, LogManager, TopicPartition};
@@ -184,13 +184,21 @@ impl std::fmt::Display for Ineligible {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::InProgress => write!(f, "being cleaned"),
-            Self::Paused { state } => write!(f, "cleaning {state} (delete or DeleteRecords running)"),
-            Self::LogDirOffline { cause } => write!(f, "cleaning stopped in its log dir after an I/O error: {cause}"),
-            Self::Uncleanable { cause, retry_in_ms } => write!(f, "uncleanable, retried in {}s: {cause}", retry_in_ms / 1000),
+            Self::Paused { state } => {
+                write!(f, "cleaning {state} (delete or DeleteRecords running)")
+            }
+            Self::LogDirOffline { cause } => {
+                write!(f, "cleaning stopped in its log dir after an I/O error: {cause}")
+            }
+            Self::Uncleanable { cause, retry_in_ms } => {
+                write!(f, "uncleanable, retried in {}s: {cause}", retry_in_ms / 1000)
+            }
             Self::Empty => write!(f, "empty log"),
             Self::NoDirtyRecords => write!(f, "no dirty records"),
             Self::OnlyActiveSegmentDirty => write!(f, "only the active segment is dirty"),
-            Self::InsideMinCompactionLag => write!(f, "dirty records are inside min.compaction.lag.ms"),
+            Self::InsideMinCompactionLag => {
+                write!(f, "dirty records are inside min.compaction.lag.ms")
+            }
             Self::UnderRatio { ratio, min_cleanable_dirty_ratio } => {
                 write!(f, "dirty ratio {ratio:.3} is not above min.cleanable.dirty.ratio {min_cleanable_dirty_ratio}")
             }
@@ -259,7 +267,9 @@ pub fn max_compaction_delay(log: &Log, first_dirty_offset: i64, now_ms: i64) -> 
     let active = log.active_segment().base_offset();
     let earliest = log
         .segments()
-        .filter(|s| s.base_offset() < active && s.next_offset() > first_dirty_offset && s.size() > 0)
+        .filter(|s| {
+            s.base_offset() < active && s.next_offset() > first_dirty_offset && s.size() > 0
+        })
         .filter_map(|s| s.read_header_at(0).ok().flatten())
         .map(|h| h.max_timestamp)
         .filter(|t| *t > 0)
@@ -286,10 +296,20 @@ pub struct LogCleanerManager {
 }
 
 impl LogCleanerManager {
-    pub fn new(logs: Arc<LogManager>, clock: SharedClock, uncleanable_retry_backoff_ms: i64) -> Self {
+    pub fn new(
+        logs: Arc<LogManager>,
+        clock: SharedClock,
+        uncleanable_retry_backoff_ms: i64,
+    ) -> Self {
         let now = clock.now_ms();
         let inner = Inner { time_of_last_run_ms: now, ..Default::default() };
-        Self { logs, clock, uncleanable_retry_backoff_ms, inner: Mutex::new(inner), state_changed: Condvar::new() }
+        Self {
+            logs,
+            clock,
+            uncleanable_retry_backoff_ms,
+            inner: Mutex::new(inner),
+            state_changed: Condvar::new(),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -331,11 +351,14 @@ impl LogCleanerManager {
             if inner.offline_dirs.contains_key(&dir) {
                 continue;
             }
-            if inner.uncleanable.get(&tp).is_some_and(|u| now_ms < u.since_ms.saturating_add(self.uncleanable_retry_backoff_ms)) {
+            if inner.uncleanable.get(&tp).is_some_and(|u| {
+                now_ms < u.since_ms.saturating_add(self.uncleanable_retry_backoff_ms)
+            }) {
                 continue;
             }
             let checkpoint = inner.checkpoint(&dir).get(&tp).copied();
-            let (first_dirty, first_uncleanable) = cleanable_offsets(&log, checkpoint, None, now_ms);
+            let (first_dirty, first_uncleanable) =
+                cleanable_offsets(&log, checkpoint, None, now_ms);
             let to_clean = LogToClean::new(&log, first_dirty, first_uncleanable);
             let delay = max_compaction_delay(&log, first_dirty, now_ms);
             max_delay = max_delay.max(delay);
@@ -348,12 +371,15 @@ impl LogCleanerManager {
         }
         inner.dirtiest_ratio = dirty.iter().map(|d| d.0.cleanable_ratio()).fold(0.0, f64::max);
         inner.max_compaction_delay_ms = max_delay;
-        let by_ratio = |a: &&(LogToClean, bool, f64, SharedLog, PathBuf), b: &&(LogToClean, bool, f64, SharedLog, PathBuf)| {
+        let by_ratio = |a: &&(LogToClean, bool, f64, SharedLog, PathBuf),
+                        b: &&(LogToClean, bool, f64, SharedLog, PathBuf)| {
             a.0.cleanable_ratio().total_cmp(&b.0.cleanable_ratio())
         };
         let filthiest = dirty
             .iter()
-            .filter(|(ltc, need_now, min_ratio, ..)| (*need_now && ltc.cleanable_bytes > 0) || ltc.cleanable_ratio() > *min_ratio)
+            .filter(|(ltc, need_now, min_ratio, ..)| {
+                (*need_now && ltc.cleanable_bytes > 0) || ltc.cleanable_ratio() > *min_ratio
+            })
             .max_by(by_ratio);
         let (chosen, for_horizon) = match filthiest {
             Some(c) => (c, false),
@@ -361,15 +387,29 @@ impl LogCleanerManager {
                 // Quiet logs: clean one whose tombstones may now go.
                 let expired = dirty
                     .iter()
-                    .filter(|d| inner.delete_horizons.get(&d.0.topic_partition).is_some_and(|h| *h <= now_ms))
+                    .filter(|d| {
+                        inner
+                            .delete_horizons
+                            .get(&d.0.topic_partition)
+                            .is_some_and(|h| *h <= now_ms)
+                    })
                     .max_by(by_ratio)?;
                 (expired, true)
             }
         };
         let (to_clean, _, _, log, dir) = chosen;
         let cancel = CancellationToken::new();
-        inner.states.insert(to_clean.topic_partition.clone(), (LogCleaningState::InProgress, cancel.clone()));
-        Some(GrabbedLog { to_clean: to_clean.clone(), log: Arc::clone(log), log_dir: dir.clone(), cancel, for_delete_horizon: for_horizon })
+        inner.states.insert(
+            to_clean.topic_partition.clone(),
+            (LogCleaningState::InProgress, cancel.clone()),
+        );
+        Some(GrabbedLog {
+            to_clean: to_clean.clone(),
+            log: Arc::clone(log),
+            log_dir: dir.clone(),
+            cancel,
+            for_delete_horizon: for_horizon,
+        })
     }
 
     /// A clean finished: record its end offset in the checkpoint and its stats.
@@ -378,7 +418,11 @@ impl LogCleanerManager {
     /// # Errors
     /// A partition not in progress or aborted (illegal transition). A failed
     /// checkpoint write stops cleaning in that log dir (logged), not an error here.
-    pub fn done_cleaning(&self, grabbed: &GrabbedLog, result: &CleanResult) -> Result<(), CleaningStateError> {
+    pub fn done_cleaning(
+        &self,
+        grabbed: &GrabbedLog,
+        result: &CleanResult,
+    ) -> Result<(), CleaningStateError> {
         let tp = &grabbed.to_clean.topic_partition;
         let now = self.clock.now_ms();
         let mut inner = self.lock();
@@ -411,7 +455,11 @@ impl LogCleanerManager {
                         end_messages: s.end_messages,
                         buffer_utilization: s.buffer_utilization,
                         tombstones_removed: s.tombstones_removed,
-                        size_reduction: if s.start_size == 0 { 0.0 } else { 1.0 - s.end_size as f64 / s.start_size as f64 },
+                        size_reduction: if s.start_size == 0 {
+                            0.0
+                        } else {
+                            1.0 - s.end_size as f64 / s.start_size as f64
+                        },
                     },
                 );
                 // Only a horizon still ahead can make a later clean worth it;
@@ -423,11 +471,17 @@ impl LogCleanerManager {
                 Ok(())
             }
             Some(LogCleaningState::Aborted) => {
-                inner.states.insert(tp.clone(), (LogCleaningState::Paused(1), CancellationToken::new()));
+                inner
+                    .states
+                    .insert(tp.clone(), (LogCleaningState::Paused(1), CancellationToken::new()));
                 self.state_changed.notify_all();
                 Ok(())
             }
-            other => Err(CleaningStateError { partition: tp.to_string(), action: "finish cleaning", state: other }),
+            other => Err(CleaningStateError {
+                partition: tp.to_string(),
+                action: "finish cleaning",
+                state: other,
+            }),
         }
     }
 
@@ -444,11 +498,17 @@ impl LogCleanerManager {
                 Ok(())
             }
             Some(LogCleaningState::Aborted) => {
-                inner.states.insert(tp.clone(), (LogCleaningState::Paused(1), CancellationToken::new()));
+                inner
+                    .states
+                    .insert(tp.clone(), (LogCleaningState::Paused(1), CancellationToken::new()));
                 self.state_changed.notify_all();
                 Ok(())
             }
-            other => Err(CleaningStateError { partition: tp.to_string(), action: "release", state: other }),
+            other => Err(CleaningStateError {
+                partition: tp.to_string(),
+                action: "release",
+                state: other,
+            }),
         }
     }
 
@@ -479,7 +539,10 @@ impl LogCleanerManager {
         loop {
             match inner.states.get_mut(tp) {
                 None => {
-                    inner.states.insert(tp.clone(), (LogCleaningState::Paused(1), CancellationToken::new()));
+                    inner.states.insert(
+                        tp.clone(),
+                        (LogCleaningState::Paused(1), CancellationToken::new()),
+                    );
                     return;
                 }
                 Some((LogCleaningState::Paused(n), _)) => {
@@ -502,7 +565,10 @@ impl LogCleanerManager {
     }
 
     fn wait<'a>(&self, inner: MutexGuard<'a, Inner>, tp: &TopicPartition) -> MutexGuard<'a, Inner> {
-        let (inner, timeout) = self.state_changed.wait_timeout(inner, Duration::from_secs(10)).unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (inner, timeout) = self
+            .state_changed
+            .wait_timeout(inner, Duration::from_secs(10))
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if timeout.timed_out() {
             tracing::warn!(target: "log_cleaner", partition = %tp, "still waiting for a clean to abort");
         }
@@ -524,7 +590,11 @@ impl LogCleanerManager {
                 *n -= 1;
                 Ok(())
             }
-            other => Err(CleaningStateError { partition: tp.to_string(), action: "resume", state: other.map(|(s, _)| *s) }),
+            other => Err(CleaningStateError {
+                partition: tp.to_string(),
+                action: "resume",
+                state: other.map(|(s, _)| *s),
+            }),
         }
     }
 
@@ -543,7 +613,10 @@ impl LogCleanerManager {
         let mut partitions = Vec::new();
         let mut dirs: BTreeMap<PathBuf, LogDirCleaningStatus> = BTreeMap::new();
         for dir in &self.logs.config().log_dirs {
-            dirs.insert(dir.clone(), LogDirCleaningStatus { log_dir: dir.display().to_string(), ..Default::default() });
+            dirs.insert(
+                dir.clone(),
+                LogDirCleaningStatus { log_dir: dir.display().to_string(), ..Default::default() },
+            );
         }
         for (tp, shared) in all {
             let Ok(log) = shared.read() else { continue };
@@ -559,7 +632,10 @@ impl LogCleanerManager {
             let min_ratio = log.config().min_cleanable_dirty_ratio;
             let uncleanable = inner.uncleanable.get(&tp).cloned();
             let horizon = inner.delete_horizons.get(&tp).copied();
-            let dir_status = dirs.entry(dir.clone()).or_insert_with(|| LogDirCleaningStatus { log_dir: dir.display().to_string(), ..Default::default() });
+            let dir_status = dirs.entry(dir.clone()).or_insert_with(|| LogDirCleaningStatus {
+                log_dir: dir.display().to_string(),
+                ..Default::default()
+            });
             if uncleanable.is_some() {
                 dir_status.uncleanable_partitions += 1;
                 dir_status.uncleanable_bytes += ltc.cleanable_bytes;
@@ -570,11 +646,22 @@ impl LogCleanerManager {
                 None => {
                     if let Some(cause) = inner.offline_dirs.get(&dir) {
                         Some(Ineligible::LogDirOffline { cause: cause.clone() })
-                    } else if let Some(u) = uncleanable.as_ref().filter(|u| now < u.since_ms.saturating_add(self.uncleanable_retry_backoff_ms)) {
-                        Some(Ineligible::Uncleanable { cause: u.cause.clone(), retry_in_ms: u.since_ms.saturating_add(self.uncleanable_retry_backoff_ms) - now })
+                    } else if let Some(u) = uncleanable.as_ref().filter(|u| {
+                        now < u.since_ms.saturating_add(self.uncleanable_retry_backoff_ms)
+                    }) {
+                        Some(Ineligible::Uncleanable {
+                            cause: u.cause.clone(),
+                            retry_in_ms: u
+                                .since_ms
+                                .saturating_add(self.uncleanable_retry_backoff_ms)
+                                - now,
+                        })
                     } else if ltc.total_bytes == 0 {
                         Some(Ineligible::Empty)
-                    } else if (delay > 0 && ltc.cleanable_bytes > 0) || ratio > min_ratio || horizon.is_some_and(|h| h <= now) {
+                    } else if (delay > 0 && ltc.cleanable_bytes > 0)
+                        || ratio > min_ratio
+                        || horizon.is_some_and(|h| h <= now)
+                    {
                         None
                     } else if ltc.cleanable_bytes > 0 {
                         Some(Ineligible::UnderRatio { ratio, min_cleanable_dirty_ratio: min_ratio })
@@ -664,8 +751,8 @@ impl CleaningControl for LogCleanerManager {
 mod tests {
     use super::*;
     use crate::clock::{Clock, MockClock};
-    use crate::log::record_batch::BatchBuilder;
     use crate::log::compression::Compression;
+    use crate::log::record_batch::BatchBuilder;
     use crate::log::LogManagerConfig;
 
     struct Fixture {
@@ -678,13 +765,15 @@ mod tests {
     fn fixture() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let clock = MockClock::new(1_000_000);
-        let logs = Arc::new(LogManager::open(LogManagerConfig::new(dir.path()), clock.clone()).unwrap());
+        let logs =
+            Arc::new(LogManager::open(LogManagerConfig::new(dir.path()), clock.clone()).unwrap());
         let manager = LogCleanerManager::new(Arc::clone(&logs), clock.clone(), 60_000);
         Fixture { _dir: dir, clock, logs, manager }
     }
 
     fn compacted(f: &Fixture, name: &str, extra: &[(&str, &str)]) -> TopicPartition {
-        let mut overrides: BTreeMap<String, String> = [("cleanup.policy".to_string(), "compact".to_string())].into();
+        let mut overrides: BTreeMap<String, String> =
+            [("cleanup.policy".to_string(), "compact".to_string())].into();
         for (k, v) in extra {
             overrides.insert(k.to_string(), v.to_string());
         }
@@ -711,7 +800,9 @@ mod tests {
 
     fn finish(f: &Fixture, g: &GrabbedLog) {
         let end = g.to_clean.first_uncleanable_offset;
-        f.manager.done_cleaning(g, &CleanResult { end_offset: end, stats: Default::default() }).unwrap();
+        f.manager
+            .done_cleaning(g, &CleanResult { end_offset: end, stats: Default::default() })
+            .unwrap();
     }
 
     #[test]
@@ -754,17 +845,34 @@ mod tests {
     #[test]
     fn under_the_ratio_waits_for_max_compaction_lag() {
         let f = fixture();
-        let tp = compacted(&f, "lazy", &[("min.cleanable.dirty.ratio", "0.9"), ("max.compaction.lag.ms", "60000")]);
+        let tp = compacted(
+            &f,
+            "lazy",
+            &[("min.cleanable.dirty.ratio", "0.9"), ("max.compaction.lag.ms", "60000")],
+        );
         append_closed(&f, &tp, &["k1", "k2", "k3", "k4"]);
         append_closed(&f, &tp, &["k1", "k2", "k3", "k4"]);
         set_checkpoint(&f, &tp, 4);
-        assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_none(), "ratio 0.5 is under 0.9");
+        assert!(
+            f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_none(),
+            "ratio 0.5 is under 0.9"
+        );
         let st = f.manager.status();
-        assert!(matches!(st.partitions[0].ineligible, Some(Ineligible::UnderRatio { .. })), "{:?}", st.partitions[0]);
+        assert!(
+            matches!(st.partitions[0].ineligible, Some(Ineligible::UnderRatio { .. })),
+            "{:?}",
+            st.partitions[0]
+        );
         f.clock.advance(59_999);
-        assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_none(), "lag not yet passed");
+        assert!(
+            f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_none(),
+            "lag not yet passed"
+        );
         f.clock.advance(2);
-        let g = f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).expect("max.compaction.lag.ms passed");
+        let g = f
+            .manager
+            .grab_filthiest_compacted_log(f.clock.now_ms())
+            .expect("max.compaction.lag.ms passed");
         assert_eq!(g.to_clean.topic_partition, tp);
         assert_eq!(f.manager.status().max_compaction_delay_ms, 1, "the max-compaction-delay gauge");
         finish(&f, &g);
@@ -778,7 +886,11 @@ mod tests {
         append_closed(&f, &tp, &["k1", "k2"]);
         set_checkpoint(&f, &tp, 2);
         assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_none());
-        let overrides: BTreeMap<String, String> = [("cleanup.policy", "compact"), ("min.cleanable.dirty.ratio", "0.1")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let overrides: BTreeMap<String, String> =
+            [("cleanup.policy", "compact"), ("min.cleanable.dirty.ratio", "0.1")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
         f.logs.alter_topic_config("t", overrides).unwrap();
         assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_some());
     }
@@ -796,11 +908,19 @@ mod tests {
             log.write().unwrap().append_as_leader(&mut b.build()).unwrap();
         }
         let st = f.manager.status();
-        let reason = |t: &str| st.partitions.iter().find(|p| p.topic == t).unwrap().ineligible.clone();
+        let reason =
+            |t: &str| st.partitions.iter().find(|p| p.topic == t).unwrap().ineligible.clone();
         assert_eq!(reason("lag"), Some(Ineligible::InsideMinCompactionLag));
         assert_eq!(reason("active"), Some(Ineligible::OnlyActiveSegmentDirty));
         f.clock.advance(60_001);
-        assert_eq!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).unwrap().to_clean.topic_partition, lag);
+        assert_eq!(
+            f.manager
+                .grab_filthiest_compacted_log(f.clock.now_ms())
+                .unwrap()
+                .to_clean
+                .topic_partition,
+            lag
+        );
     }
 
     #[test]
@@ -863,7 +983,11 @@ mod tests {
         let retry = f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).unwrap();
         assert_eq!(retry.to_clean.topic_partition, first);
         finish(&f, &retry);
-        assert_eq!(f.manager.status().log_dirs[0].uncleanable_partitions, 0, "a successful clean clears it");
+        assert_eq!(
+            f.manager.status().log_dirs[0].uncleanable_partitions,
+            0,
+            "a successful clean clears it"
+        );
     }
 
     #[test]
@@ -873,7 +997,10 @@ mod tests {
         append_closed(&f, &tp, &["k1", "k2"]);
         let g = f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).unwrap();
         let horizon = f.clock.now_ms() + 1000;
-        let stats = crate::cleaner::CleanerStats { latest_delete_horizon_ms: Some(horizon), ..Default::default() };
+        let stats = crate::cleaner::CleanerStats {
+            latest_delete_horizon_ms: Some(horizon),
+            ..Default::default()
+        };
         f.manager.done_cleaning(&g, &CleanResult { end_offset: 2, stats }).unwrap();
         assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_none());
         f.clock.advance(1000);
@@ -881,7 +1008,10 @@ mod tests {
         assert!(g.for_delete_horizon);
         finish(&f, &g);
         f.clock.advance(1000);
-        assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_none(), "no horizon left: no loop");
+        assert!(
+            f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_none(),
+            "no horizon left: no loop"
+        );
     }
 
     #[test]

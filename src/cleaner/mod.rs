@@ -97,9 +97,9 @@
 //! [`Log::replace_segments`]: crate::log::Log::replace_segments
 
 pub mod batch_writer;
+pub mod checkpoint;
 #[allow(clippy::module_inception)]
 pub mod cleaner;
-pub mod checkpoint;
 pub mod log_cleaner;
 pub mod manager;
 pub mod offset_map;
@@ -108,9 +108,17 @@ pub mod throttler;
 pub mod transactions;
 
 pub use checkpoint::CleanerOffsetCheckpoint;
-pub use log_cleaner::{CleanerThreadsStatus, LogCleaner, LogCleanerConfig, LogCleanerError, LogCleanerHandle};
-pub use manager::{CleaningStateError, GrabbedLog, Ineligible, LastClean, LogCleanerManager, LogCleaningState, ManagerStatus, PartitionCleaningStatus};
-pub use cleaner::{cleanable_offsets, CancellationToken, CleanResult, Cleaner, CleanerConfig, CleanerError, CrashPoint, LogToClean};
+pub use cleaner::{
+    cleanable_offsets, CancellationToken, CleanResult, Cleaner, CleanerConfig, CleanerError,
+    CrashPoint, LogToClean,
+};
+pub use log_cleaner::{
+    CleanerThreadsStatus, LogCleaner, LogCleanerConfig, LogCleanerError, LogCleanerHandle,
+};
+pub use manager::{
+    CleaningStateError, GrabbedLog, Ineligible, LastClean, LogCleanerManager, LogCleaningState,
+    ManagerStatus, PartitionCleaningStatus,
+};
 pub use offset_map::OffsetMap;
 pub use stats::CleanerStats;
 pub use throttler::Throttler;

@@ -92,7 +92,14 @@ impl OffsetMap {
         if slots == 0 || max_entries == 0 {
             return Err(OffsetMapError::BudgetTooSmall { budget: budget_bytes });
         }
-        Ok(Self { bytes: vec![0u8; slots * BYTES_PER_ENTRY], slots, entries: 0, max_entries, latest_offset: -1, probes: 0 })
+        Ok(Self {
+            bytes: vec![0u8; slots * BYTES_PER_ENTRY],
+            slots,
+            entries: 0,
+            max_entries,
+            latest_offset: -1,
+            probes: 0,
+        })
     }
 
     /// Number of slots (entries the memory could hold at load factor 1).
@@ -178,9 +185,13 @@ impl OffsetMap {
         let (slot, found) = self.find(hash);
         if !found {
             if self.entries >= self.max_entries {
-                return Err(OffsetMapError::Full { entries: self.entries, max_entries: self.max_entries });
+                return Err(OffsetMapError::Full {
+                    entries: self.entries,
+                    max_entries: self.max_entries,
+                });
             }
-            self.bytes[slot * BYTES_PER_ENTRY..slot * BYTES_PER_ENTRY + HASH_SIZE].copy_from_slice(hash);
+            self.bytes[slot * BYTES_PER_ENTRY..slot * BYTES_PER_ENTRY + HASH_SIZE]
+                .copy_from_slice(hash);
             self.entries += 1;
         }
         let at = slot * BYTES_PER_ENTRY + HASH_SIZE;
@@ -249,7 +260,10 @@ mod tests {
         map.put(b"key-7", 1000).unwrap();
         assert_eq!(map.get(b"key-7"), Some(1000));
         assert_eq!(map.len(), 90);
-        assert_eq!(map.put(b"another", 5), Err(OffsetMapError::Full { entries: 90, max_entries: 90 }));
+        assert_eq!(
+            map.put(b"another", 5),
+            Err(OffsetMapError::Full { entries: 90, max_entries: 90 })
+        );
         for i in 0..90i64 {
             let want = if i == 7 { 1000 } else { i };
             assert_eq!(map.get(format!("key-{i}").as_bytes()), Some(want));

@@ -87,7 +87,8 @@ impl CleanerStats {
     /// Remember a delete horizon kept by this clean.
     pub fn note_delete_horizon(&mut self, horizon: Option<i64>) {
         if let Some(h) = horizon {
-            self.latest_delete_horizon_ms = Some(self.latest_delete_horizon_ms.map_or(h, |l| l.max(h)));
+            self.latest_delete_horizon_ms =
+                Some(self.latest_delete_horizon_ms.map_or(h, |l| l.max(h)));
         }
     }
 
@@ -97,7 +98,13 @@ impl CleanerStats {
     }
 
     /// Kafka's summary of a clean, for the log and for operators.
-    pub fn summary(&self, cleaner_id: usize, partition: &str, first_dirty: i64, end_offset: i64) -> String {
+    pub fn summary(
+        &self,
+        cleaner_id: usize,
+        partition: &str,
+        first_dirty: i64,
+        end_offset: i64,
+    ) -> String {
         let total = self.map_bytes_read + self.bytes_read;
         let elapsed = self.elapsed_ms();
         let secs = |ms: i64| ms as f64 / 1000.0;

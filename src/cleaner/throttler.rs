@@ -53,13 +53,21 @@ pub struct Throttler {
 
 impl std::fmt::Debug for Throttler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Throttler").field("desired_per_sec", &self.desired_per_sec).field("check_interval_ms", &self.check_interval_ms).finish()
+        f.debug_struct("Throttler")
+            .field("desired_per_sec", &self.desired_per_sec)
+            .field("check_interval_ms", &self.check_interval_ms)
+            .finish()
     }
 }
 
 impl Throttler {
     /// A throttle at `desired_per_sec` bytes per second (infinite or non-positive: none).
-    pub fn new(desired_per_sec: f64, check_interval_ms: i64, clock: SharedClock, sleeper: Sleeper) -> Self {
+    pub fn new(
+        desired_per_sec: f64,
+        check_interval_ms: i64,
+        clock: SharedClock,
+        sleeper: Sleeper,
+    ) -> Self {
         let start_ms = clock.now_ms();
         Self {
             desired_per_sec,

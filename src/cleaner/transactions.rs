@@ -90,11 +90,18 @@ impl CleanedTransactionMetadata {
     /// A control batch with the type of its marker (`None`: no record, it was
     /// emptied by an earlier clean). Returns true when the marker is no longer
     /// needed by any batch, so it may go once its delete horizon has passed.
-    pub fn on_control_batch_read(&mut self, batch: &BatchHeader, control_type: Option<i16>) -> bool {
+    pub fn on_control_batch_read(
+        &mut self,
+        batch: &BatchHeader,
+        control_type: Option<i16>,
+    ) -> bool {
         self.consume_aborted_up_to(batch.last_offset());
         match control_type {
             None => true,
-            Some(CONTROL_TYPE_ABORT) => !matches!(self.ongoing_aborted.remove(&batch.producer_id), Some(OngoingAbort { batch_seen: true })),
+            Some(CONTROL_TYPE_ABORT) => !matches!(
+                self.ongoing_aborted.remove(&batch.producer_id),
+                Some(OngoingAbort { batch_seen: true })
+            ),
             Some(CONTROL_TYPE_COMMIT) => !self.ongoing_committed.remove(&batch.producer_id),
             Some(_) => false,
         }
@@ -136,7 +143,11 @@ mod tests {
 
     #[test]
     fn aborted_transaction_records_are_dropped_and_marker_kept_while_needed() {
-        let mut t = CleanedTransactionMetadata::new(vec![AbortedTxn { producer_id: 7, first_offset: 10, last_offset: 14 }]);
+        let mut t = CleanedTransactionMetadata::new(vec![AbortedTxn {
+            producer_id: 7,
+            first_offset: 10,
+            last_offset: 14,
+        }]);
         assert!(!t.on_batch_read(&header(7, 0, 2, true)), "before the aborted range");
         assert!(!t.on_control_batch_read(&header(7, 2, 1, true), Some(CONTROL_TYPE_COMMIT)));
         assert!(t.on_batch_read(&header(7, 10, 2, true)));

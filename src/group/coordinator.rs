@@ -121,7 +121,16 @@ pub struct JoinResult {
 
 impl JoinResult {
     fn error(e: GroupError, member_id: String) -> Self {
-        Self { error: Some(e), generation: -1, protocol_type: None, protocol: None, leader: String::new(), member_id, members: vec![], skip_assignment: false }
+        Self {
+            error: Some(e),
+            generation: -1,
+            protocol_type: None,
+            protocol: None,
+            leader: String::new(),
+            member_id,
+            members: vec![],
+            skip_assignment: false,
+        }
     }
 }
 
@@ -191,11 +200,17 @@ struct Member {
 
 impl Member {
     fn metadata_for(&self, protocol: &str) -> Bytes {
-        self.protocols.iter().find(|(n, _)| n == protocol).map(|(_, m)| m.clone()).unwrap_or_default()
+        self.protocols
+            .iter()
+            .find(|(n, _)| n == protocol)
+            .map(|(_, m)| m.clone())
+            .unwrap_or_default()
     }
 
     fn alive_at(&self, now: i64) -> bool {
-        self.join_waiter.is_some() || self.sync_waiter.is_some() || now < self.last_heartbeat_ms + self.session_timeout_ms as i64
+        self.join_waiter.is_some()
+            || self.sync_waiter.is_some()
+            || now < self.last_heartbeat_ms + self.session_timeout_ms as i64
     }
 }
 
@@ -249,7 +264,9 @@ impl Group {
         use GroupState::*;
         let allowed = match to {
             Empty => matches!(self.state, PreparingRebalance | Empty),
-            PreparingRebalance => matches!(self.state, Empty | Stable | CompletingRebalance | PreparingRebalance),
+            PreparingRebalance => {
+                matches!(self.state, Empty | Stable | CompletingRebalance | PreparingRebalance)
+            }
             CompletingRebalance => self.state == PreparingRebalance,
             Stable => matches!(self.state, CompletingRebalance | Stable),
             Dead => true,
@@ -266,7 +283,12 @@ impl Group {
     /// The protocols every member supports, in the order of the first member.
     fn candidate_protocols(&self) -> Vec<String> {
         let Some(first) = self.members.first() else { return vec![] };
-        first.protocols.iter().map(|(n, _)| n.clone()).filter(|n| self.members.iter().all(|m| m.protocols.iter().any(|(p, _)| p == n))).collect()
+        first
+            .protocols
+            .iter()
+            .map(|(n, _)| n.clone())
+            .filter(|n| self.members.iter().all(|m| m.protocols.iter().any(|(p, _)| p == n)))
+            .collect()
     }
 
     fn select_protocol(&self) -> Option<String> {
@@ -302,7 +324,10 @@ impl Group {
                     client_host: m.client_host.clone(),
                     rebalance_timeout: m.rebalance_timeout_ms,
                     session_timeout: m.session_timeout_ms,
-                    subscription: protocol.as_deref().map(|p| m.metadata_for(p)).unwrap_or_default(),
+                    subscription: protocol
+                        .as_deref()
+                        .map(|p| m.metadata_for(p))
+                        .unwrap_or_default(),
                     assignment: m.assignment.clone(),
                 })
                 .collect(),
@@ -371,7 +396,15 @@ fn java_string_hash(s: &str) -> i32 {
 
 impl GroupCoordinator {
     pub fn new(config: GroupConfig, logs: Arc<LogManager>, clock: SharedClock) -> Self {
-        Self { config, logs, clock, groups: Mutex::new(HashMap::new()), loaded: AtomicBool::new(false), next_member: AtomicU64::new(1), last_expiry_check: Mutex::new(0) }
+        Self {
+            config,
+            logs,
+            clock,
+            groups: Mutex::new(HashMap::new()),
+            loaded: AtomicBool::new(false),
+            next_member: AtomicU64::new(1),
+            last_expiry_check: Mutex::new(0),
+        }
     }
 
     pub fn config(&self) -> &GroupConfig {
@@ -421,9 +454,13 @@ impl GroupCoordinator {
             ("compression.type".to_string(), "producer".to_string()),
         ]
         .into();
-        match self.logs.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_partitions, overrides) {
+        match self.logs.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_partitions, overrides)
+        {
             Ok(_) => {
-                tracing::info!(partitions = self.config.offsets_topic_partitions, "created {OFFSETS_TOPIC}");
+                tracing::info!(
+                    partitions = self.config.offsets_topic_partitions,
+                    "created {OFFSETS_TOPIC}"
+                );
                 Ok(())
             }
             Err(LogError::TopicExists(_)) => Ok(()),
@@ -440,7 +477,9 @@ impl GroupCoordinator {
         let now = self.now();
         if let Some(info) = self.logs.topic(OFFSETS_TOPIC) {
             for p in 0..info.partitions {
-                let Some(log) = self.logs.get_log(&TopicPartition::new(OFFSETS_TOPIC, p)) else { continue };
+                let Some(log) = self.logs.get_log(&TopicPartition::new(OFFSETS_TOPIC, p)) else {
+                    continue;
+                };
                 let log = log.read().unwrap_or_else(|e| e.into_inner());
                 let mut offset = log.log_start_offset();
                 let mut scratch = Vec::new();
@@ -448,7 +487,11 @@ impl GroupCoordinator {
                     let data = match log.read(offset, 1 << 20, true) {
                         Ok(d) => d,
                         Err(e) => {
-                            tracing::error!(partition = p, offset, "cannot read {OFFSETS_TOPIC}: {e}");
+                            tracing::error!(
+                                partition = p,
+                                offset,
+                                "cannot read {OFFSETS_TOPIC}: {e}"
+                            );
                             break;
                         }
                     };
@@ -468,7 +511,14 @@ impl GroupCoordinator {
                         if h.is_control() {
                             continue;
                         }
-                        let Ok(payload) = crate::log::record_batch::records_bytes(&h, batch, &mut scratch, 64 << 20) else { continue };
+                        let Ok(payload) = crate::log::record_batch::records_bytes(
+                            &h,
+                            batch,
+                            &mut scratch,
+                            64 << 20,
+                        ) else {
+                            continue;
+                        };
                         for r in RecordIter::new(payload, h.records_count).map_while(Result::ok) {
                             records += 1;
                             let Some(key) = r.key else { continue };
@@ -480,11 +530,20 @@ impl GroupCoordinator {
         }
         *self.lock() = groups;
         self.loaded.store(true, Ordering::Release);
-        tracing::info!(records, groups = self.lock().len(), elapsed_ms = started.elapsed().as_millis() as u64, "group coordinator loaded");
+        tracing::info!(
+            records,
+            groups = self.lock().len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "group coordinator loaded"
+        );
     }
 
     /// Append records for `group` to its offsets partition.
-    fn append(&self, group: &str, records: &[(Vec<u8>, Option<Vec<u8>>)]) -> Result<(), GroupError> {
+    fn append(
+        &self,
+        group: &str,
+        records: &[(Vec<u8>, Option<Vec<u8>>)],
+    ) -> Result<(), GroupError> {
         if records.is_empty() {
             return Ok(());
         }
@@ -530,7 +589,9 @@ impl GroupCoordinator {
         if req.group_id.is_empty() {
             return fail(GroupError::InvalidGroupId);
         }
-        if req.session_timeout_ms < self.config.min_session_timeout_ms || req.session_timeout_ms > self.config.max_session_timeout_ms {
+        if req.session_timeout_ms < self.config.min_session_timeout_ms
+            || req.session_timeout_ms > self.config.max_session_timeout_ms
+        {
             return fail(GroupError::InvalidSessionTimeout);
         }
         if req.protocol_type.is_empty() || req.protocols.is_empty() {
@@ -541,7 +602,8 @@ impl GroupCoordinator {
         if !req.member_id.is_empty() && !groups.contains_key(&req.group_id) {
             return fail(GroupError::UnknownMemberId);
         }
-        let group = groups.entry(req.group_id.clone()).or_insert_with(|| Group::new(&req.group_id, now));
+        let group =
+            groups.entry(req.group_id.clone()).or_insert_with(|| Group::new(&req.group_id, now));
         if group.state == GroupState::Dead {
             return fail(GroupError::CoordinatorNotAvailable);
         }
@@ -558,7 +620,9 @@ impl GroupCoordinator {
 
         // `group.max.size`: a join that would add a member to a full group is refused.
         let adds_member = if req.member_id.is_empty() {
-            req.group_instance_id.as_ref().is_none_or(|i| !group.members.iter().any(|m| m.instance_id.as_deref() == Some(i.as_str())))
+            req.group_instance_id.as_ref().is_none_or(|i| {
+                !group.members.iter().any(|m| m.instance_id.as_deref() == Some(i.as_str()))
+            })
         } else {
             group.pending.contains(&req.member_id)
         };
@@ -575,10 +639,13 @@ impl GroupCoordinator {
             if let Some(instance) = &req.group_instance_id {
                 // A static member restarting: it takes over its old identity.
                 let new_id = self.new_member_id(instance);
-                if let Some(old) = group.members.iter_mut().find(|m| m.instance_id.as_deref() == Some(instance)) {
+                if let Some(old) =
+                    group.members.iter_mut().find(|m| m.instance_id.as_deref() == Some(instance))
+                {
                     let old_id = std::mem::replace(&mut old.id, new_id.clone());
                     if let Some(w) = old.join_waiter.take() {
-                        let _ = w.send(JoinResult::error(GroupError::FencedInstanceId, old_id.clone()));
+                        let _ =
+                            w.send(JoinResult::error(GroupError::FencedInstanceId, old_id.clone()));
                     }
                     if let Some(w) = old.sync_waiter.take() {
                         let _ = w.send(SyncResult::error(GroupError::FencedInstanceId));
@@ -601,7 +668,11 @@ impl GroupCoordinator {
                             protocol: group.protocol.clone(),
                             leader: group.leader.clone().unwrap_or_default(),
                             member_id: new_id,
-                            members: if is_leader && req.supports_skip_assignment { leader_members(group) } else { vec![] },
+                            members: if is_leader && req.supports_skip_assignment {
+                                leader_members(group)
+                            } else {
+                                vec![]
+                            },
                             skip_assignment: is_leader && req.supports_skip_assignment,
                         };
                         let _ = self.persist_group(group);
@@ -650,7 +721,15 @@ impl GroupCoordinator {
             (changed, leader.as_deref() == Some(member_id.as_str()))
         };
         match group.state {
-            GroupState::Stable if !needs_round && !changed && !is_leader && !group.members.iter().any(|m| m.id == member_id && m.assignment.is_empty()) => {
+            GroupState::Stable
+                if !needs_round
+                    && !changed
+                    && !is_leader
+                    && !group
+                        .members
+                        .iter()
+                        .any(|m| m.id == member_id && m.assignment.is_empty()) =>
+            {
                 // Nothing changed: answer with the current generation.
                 return Reply::Now(current_join(group, &member_id, false));
             }
@@ -659,11 +738,14 @@ impl GroupCoordinator {
                 // added now was not in it and starts a new round below).
                 return Reply::Now(current_join(group, &member_id, is_leader));
             }
-            GroupState::Empty | GroupState::Stable | GroupState::CompletingRebalance => self.prepare_rebalance(group, now),
+            GroupState::Empty | GroupState::Stable | GroupState::CompletingRebalance => {
+                self.prepare_rebalance(group, now)
+            }
             GroupState::PreparingRebalance => {
                 if group.initial_delay_until > 0 {
                     // Each join during the initial delay extends it (up to the deadline).
-                    group.initial_delay_until = (now + self.config.initial_rebalance_delay_ms).min(group.rebalance_deadline);
+                    group.initial_delay_until = (now + self.config.initial_rebalance_delay_ms)
+                        .min(group.rebalance_deadline);
                 }
             }
             GroupState::Dead => return fail(GroupError::CoordinatorNotAvailable),
@@ -672,7 +754,8 @@ impl GroupCoordinator {
         if let Some(m) = group.member_mut(&member_id) {
             if let Some(old) = m.join_waiter.replace(tx) {
                 // A duplicate join from the same member: the older request loses.
-                let _ = old.send(JoinResult::error(GroupError::RebalanceInProgress, member_id.clone()));
+                let _ =
+                    old.send(JoinResult::error(GroupError::RebalanceInProgress, member_id.clone()));
             }
             m.joined = true;
         }
@@ -711,9 +794,14 @@ impl GroupCoordinator {
             }
             m.joined = false;
         }
-        let timeout = group.members.iter().map(|m| m.rebalance_timeout_ms as i64).max().unwrap_or(0);
+        let timeout =
+            group.members.iter().map(|m| m.rebalance_timeout_ms as i64).max().unwrap_or(0);
         group.rebalance_deadline = now + timeout;
-        group.initial_delay_until = if from_empty && self.config.initial_rebalance_delay_ms > 0 { (now + self.config.initial_rebalance_delay_ms).min(group.rebalance_deadline) } else { 0 };
+        group.initial_delay_until = if from_empty && self.config.initial_rebalance_delay_ms > 0 {
+            (now + self.config.initial_rebalance_delay_ms).min(group.rebalance_deadline)
+        } else {
+            0
+        };
         group.transition(GroupState::PreparingRebalance, now);
         tracing::info!(group = %group.id, generation = group.generation, members = group.members.len(), "preparing to rebalance");
     }
@@ -777,26 +865,47 @@ impl GroupCoordinator {
     // ---------------------------------------------------------------- sync
 
     /// SyncGroup. `assignments` are the leader's (empty from followers).
-    pub fn sync(&self, group_id: &str, generation: i32, member_id: &str, protocol_type: Option<&str>, protocol: Option<&str>, assignments: Vec<(String, Bytes)>) -> Reply<SyncResult> {
+    pub fn sync(
+        &self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        protocol_type: Option<&str>,
+        protocol: Option<&str>,
+        assignments: Vec<(String, Bytes)>,
+    ) -> Reply<SyncResult> {
         if let Err(e) = self.check_ready() {
             return Reply::Now(SyncResult::error(e));
         }
         let now = self.now();
         let mut groups = self.lock();
-        let Some(group) = groups.get_mut(group_id) else { return Reply::Now(SyncResult::error(GroupError::UnknownMemberId)) };
+        let Some(group) = groups.get_mut(group_id) else {
+            return Reply::Now(SyncResult::error(GroupError::UnknownMemberId));
+        };
         if group.member(member_id).is_none() {
             return Reply::Now(SyncResult::error(GroupError::UnknownMemberId));
         }
         if generation != group.generation {
             return Reply::Now(SyncResult::error(GroupError::IllegalGeneration));
         }
-        if protocol_type.is_some_and(|t| Some(t) != group.protocol_type.as_deref()) || protocol.is_some_and(|p| Some(p) != group.protocol.as_deref()) {
+        if protocol_type.is_some_and(|t| Some(t) != group.protocol_type.as_deref())
+            || protocol.is_some_and(|p| Some(p) != group.protocol.as_deref())
+        {
             return Reply::Now(SyncResult::error(GroupError::InconsistentGroupProtocol));
         }
-        let ok = |g: &Group, assignment: Bytes| SyncResult { error: None, protocol_type: g.protocol_type.clone(), protocol: g.protocol.clone(), assignment };
+        let ok = |g: &Group, assignment: Bytes| SyncResult {
+            error: None,
+            protocol_type: g.protocol_type.clone(),
+            protocol: g.protocol.clone(),
+            assignment,
+        };
         match group.state {
-            GroupState::Empty | GroupState::Dead => Reply::Now(SyncResult::error(GroupError::UnknownMemberId)),
-            GroupState::PreparingRebalance => Reply::Now(SyncResult::error(GroupError::RebalanceInProgress)),
+            GroupState::Empty | GroupState::Dead => {
+                Reply::Now(SyncResult::error(GroupError::UnknownMemberId))
+            }
+            GroupState::PreparingRebalance => {
+                Reply::Now(SyncResult::error(GroupError::RebalanceInProgress))
+            }
             GroupState::Stable => {
                 let a = group.member(member_id).map(|m| m.assignment.clone()).unwrap_or_default();
                 if let Some(m) = group.member_mut(member_id) {
@@ -833,7 +942,12 @@ impl GroupCoordinator {
                     let (pt, p) = (group.protocol_type.clone(), group.protocol.clone());
                     for m in &mut group.members {
                         if let Some(w) = m.sync_waiter.take() {
-                            let _ = w.send(SyncResult { error: None, protocol_type: pt.clone(), protocol: p.clone(), assignment: m.assignment.clone() });
+                            let _ = w.send(SyncResult {
+                                error: None,
+                                protocol_type: pt.clone(),
+                                protocol: p.clone(),
+                                assignment: m.assignment.clone(),
+                            });
                         }
                     }
                 }
@@ -848,13 +962,23 @@ impl GroupCoordinator {
     ///
     /// # Errors
     /// Kafka's heartbeat errors.
-    pub fn heartbeat(&self, group_id: &str, generation: i32, member_id: &str, instance_id: Option<&str>) -> Result<(), GroupError> {
+    pub fn heartbeat(
+        &self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+    ) -> Result<(), GroupError> {
         self.check_ready()?;
         let now = self.now();
         let mut groups = self.lock();
         let group = groups.get_mut(group_id).ok_or(GroupError::UnknownMemberId)?;
         if let Some(instance) = instance_id {
-            if group.members.iter().any(|m| m.instance_id.as_deref() == Some(instance) && m.id != member_id) {
+            if group
+                .members
+                .iter()
+                .any(|m| m.instance_id.as_deref() == Some(instance) && m.id != member_id)
+            {
                 return Err(GroupError::FencedInstanceId);
             }
         }
@@ -875,7 +999,11 @@ impl GroupCoordinator {
     // --------------------------------------------------------------- leave
 
     /// LeaveGroup for (member id, instance id) pairs; one result per member.
-    pub fn leave(&self, group_id: &str, members: &[(String, Option<String>)]) -> Result<Vec<Option<GroupError>>, GroupError> {
+    pub fn leave(
+        &self,
+        group_id: &str,
+        members: &[(String, Option<String>)],
+    ) -> Result<Vec<Option<GroupError>>, GroupError> {
         self.check_ready()?;
         let now = self.now();
         let mut groups = self.lock();
@@ -884,7 +1012,11 @@ impl GroupCoordinator {
         let mut removed = false;
         for (member_id, instance) in members {
             let position = match instance {
-                Some(inst) => match group.members.iter().position(|m| m.instance_id.as_deref() == Some(inst.as_str())) {
+                Some(inst) => match group
+                    .members
+                    .iter()
+                    .position(|m| m.instance_id.as_deref() == Some(inst.as_str()))
+                {
                     Some(i) if member_id.is_empty() || group.members[i].id == *member_id => Some(i),
                     Some(_) => {
                         results.push(Some(GroupError::FencedInstanceId));
@@ -898,7 +1030,8 @@ impl GroupCoordinator {
                 Some(i) => {
                     let m = group.members.remove(i);
                     if let Some(w) = m.join_waiter {
-                        let _ = w.send(JoinResult::error(GroupError::UnknownMemberId, m.id.clone()));
+                        let _ =
+                            w.send(JoinResult::error(GroupError::UnknownMemberId, m.id.clone()));
                     }
                     if let Some(w) = m.sync_waiter {
                         let _ = w.send(SyncResult::error(GroupError::UnknownMemberId));
@@ -939,7 +1072,8 @@ impl GroupCoordinator {
         let mut groups = self.lock();
         for group in groups.values_mut() {
             let before = group.members.len();
-            let expired: Vec<String> = group.members.iter().filter(|m| !m.alive_at(now)).map(|m| m.id.clone()).collect();
+            let expired: Vec<String> =
+                group.members.iter().filter(|m| !m.alive_at(now)).map(|m| m.id.clone()).collect();
             if !expired.is_empty() {
                 group.members.retain(|m| m.alive_at(now));
                 tracing::info!(group = %group.id, members = ?expired, "member session expired");
@@ -975,11 +1109,31 @@ impl GroupCoordinator {
                 continue;
             }
             let base = group.state_timestamp;
-            let expired: Vec<(String, i32)> = group.offsets.iter().filter(|(_, o)| base.max(o.commit_timestamp) + self.config.offsets_retention_ms <= now).map(|(k, _)| k.clone()).collect();
+            let expired: Vec<(String, i32)> = group
+                .offsets
+                .iter()
+                .filter(|(_, o)| {
+                    base.max(o.commit_timestamp) + self.config.offsets_retention_ms <= now
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
             if expired.is_empty() {
                 continue;
             }
-            let mut records: Vec<(Vec<u8>, Option<Vec<u8>>)> = expired.iter().map(|(t, p)| (RecordKey::Offset { group: group.id.clone(), topic: t.clone(), partition: *p }.encode(), None)).collect();
+            let mut records: Vec<(Vec<u8>, Option<Vec<u8>>)> = expired
+                .iter()
+                .map(|(t, p)| {
+                    (
+                        RecordKey::Offset {
+                            group: group.id.clone(),
+                            topic: t.clone(),
+                            partition: *p,
+                        }
+                        .encode(),
+                        None,
+                    )
+                })
+                .collect();
             let now_empty = expired.len() == group.offsets.len();
             if now_empty {
                 records.push((RecordKey::Group { group: group.id.clone() }.encode(), None));
@@ -1003,7 +1157,14 @@ impl GroupCoordinator {
     // ------------------------------------------------------------- offsets
 
     /// OffsetCommit: per-partition results in request order.
-    pub fn commit(&self, group_id: &str, generation: i32, member_id: &str, instance_id: Option<&str>, offsets: &[(String, i32, CommittedOffset)]) -> Vec<Option<GroupError>> {
+    pub fn commit(
+        &self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        offsets: &[(String, i32, CommittedOffset)],
+    ) -> Vec<Option<GroupError>> {
         let all = |e: GroupError| vec![Some(e); offsets.len()];
         if let Err(e) = self.check_ready() {
             return all(e);
@@ -1027,7 +1188,11 @@ impl GroupCoordinator {
             }
         } else {
             if let Some(instance) = instance_id {
-                if group.members.iter().any(|m| m.instance_id.as_deref() == Some(instance) && m.id != member_id) {
+                if group
+                    .members
+                    .iter()
+                    .any(|m| m.instance_id.as_deref() == Some(instance) && m.id != member_id)
+                {
                     return all(GroupError::FencedInstanceId);
                 }
             }
@@ -1051,8 +1216,17 @@ impl GroupCoordinator {
                 results[i] = Some(GroupError::OffsetMetadataTooLarge);
                 continue;
             }
-            let key = RecordKey::Offset { group: group_id.to_string(), topic: topic.clone(), partition: *partition };
-            let value = OffsetValue { offset: o.offset, leader_epoch: o.leader_epoch, metadata: o.metadata.clone(), commit_timestamp: now };
+            let key = RecordKey::Offset {
+                group: group_id.to_string(),
+                topic: topic.clone(),
+                partition: *partition,
+            };
+            let value = OffsetValue {
+                offset: o.offset,
+                leader_epoch: o.leader_epoch,
+                metadata: o.metadata.clone(),
+                commit_timestamp: now,
+            };
             records.push((key.encode(), Some(value.encode())));
         }
         if let Err(e) = self.append(group_id, &records) {
@@ -1060,7 +1234,10 @@ impl GroupCoordinator {
         }
         for (i, (topic, partition, o)) in offsets.iter().enumerate() {
             if results[i].is_none() {
-                group.offsets.insert((topic.clone(), *partition), CommittedOffset { commit_timestamp: now, ..o.clone() });
+                group.offsets.insert(
+                    (topic.clone(), *partition),
+                    CommittedOffset { commit_timestamp: now, ..o.clone() },
+                );
             }
         }
         results
@@ -1071,13 +1248,26 @@ impl GroupCoordinator {
     ///
     /// # Errors
     /// COORDINATOR_LOAD_IN_PROGRESS while loading.
-    pub fn fetch_offsets(&self, group_id: &str, partitions: Option<&[(String, i32)]>) -> Result<Vec<(String, i32, Option<CommittedOffset>)>, GroupError> {
+    pub fn fetch_offsets(
+        &self,
+        group_id: &str,
+        partitions: Option<&[(String, i32)]>,
+    ) -> Result<Vec<(String, i32, Option<CommittedOffset>)>, GroupError> {
         self.check_ready()?;
         let groups = self.lock();
         let group = groups.get(group_id);
         Ok(match partitions {
-            Some(list) => list.iter().map(|(t, p)| (t.clone(), *p, group.and_then(|g| g.offsets.get(&(t.clone(), *p)).cloned()))).collect(),
-            None => group.map(|g| g.offsets.iter().map(|((t, p), o)| (t.clone(), *p, Some(o.clone()))).collect()).unwrap_or_default(),
+            Some(list) => list
+                .iter()
+                .map(|(t, p)| {
+                    (t.clone(), *p, group.and_then(|g| g.offsets.get(&(t.clone(), *p)).cloned()))
+                })
+                .collect(),
+            None => group
+                .map(|g| {
+                    g.offsets.iter().map(|((t, p), o)| (t.clone(), *p, Some(o.clone()))).collect()
+                })
+                .unwrap_or_default(),
         })
     }
 
@@ -1088,7 +1278,11 @@ impl GroupCoordinator {
     pub fn list(&self) -> Result<Vec<(String, String, GroupState)>, GroupError> {
         self.check_ready()?;
         let groups = self.lock();
-        let mut out: Vec<_> = groups.values().filter(|g| g.state != GroupState::Dead).map(|g| (g.id.clone(), g.protocol_type.clone().unwrap_or_default(), g.state)).collect();
+        let mut out: Vec<_> = groups
+            .values()
+            .filter(|g| g.state != GroupState::Dead)
+            .map(|g| (g.id.clone(), g.protocol_type.clone().unwrap_or_default(), g.state))
+            .collect();
         out.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(out)
     }
@@ -1101,7 +1295,13 @@ impl GroupCoordinator {
         self.check_ready()?;
         let groups = self.lock();
         let Some(g) = groups.get(group_id) else {
-            return Ok(GroupDescription { group_id: group_id.to_string(), state: GroupState::Dead, protocol_type: String::new(), protocol: String::new(), members: vec![] });
+            return Ok(GroupDescription {
+                group_id: group_id.to_string(),
+                state: GroupState::Dead,
+                protocol_type: String::new(),
+                protocol: String::new(),
+                members: vec![],
+            });
         };
         // Like Kafka, member metadata and assignments are shown once stable.
         let show = g.state == GroupState::Stable;
@@ -1115,8 +1315,19 @@ impl GroupCoordinator {
                 .members
                 .iter()
                 .map(|m| {
-                    let (meta, asg) = if show { (m.metadata_for(&protocol), m.assignment.clone()) } else { (Bytes::new(), Bytes::new()) };
-                    (m.id.clone(), m.instance_id.clone(), m.client_id.clone(), m.client_host.clone(), meta, asg)
+                    let (meta, asg) = if show {
+                        (m.metadata_for(&protocol), m.assignment.clone())
+                    } else {
+                        (Bytes::new(), Bytes::new())
+                    };
+                    (
+                        m.id.clone(),
+                        m.instance_id.clone(),
+                        m.client_id.clone(),
+                        m.client_host.clone(),
+                        meta,
+                        asg,
+                    )
                 })
                 .collect(),
         })
@@ -1136,7 +1347,21 @@ impl GroupCoordinator {
             GroupState::Empty => {}
             _ => return Err(GroupError::NonEmptyGroup),
         }
-        let mut records: Vec<(Vec<u8>, Option<Vec<u8>>)> = group.offsets.keys().map(|(t, p)| (RecordKey::Offset { group: group_id.to_string(), topic: t.clone(), partition: *p }.encode(), None)).collect();
+        let mut records: Vec<(Vec<u8>, Option<Vec<u8>>)> = group
+            .offsets
+            .keys()
+            .map(|(t, p)| {
+                (
+                    RecordKey::Offset {
+                        group: group_id.to_string(),
+                        topic: t.clone(),
+                        partition: *p,
+                    }
+                    .encode(),
+                    None,
+                )
+            })
+            .collect();
         records.push((RecordKey::Group { group: group_id.to_string() }.encode(), None));
         self.append(group_id, &records)?;
         group.transition(GroupState::Dead, now);
@@ -1150,14 +1375,19 @@ impl GroupCoordinator {
     ///
     /// # Errors
     /// Group-level errors; per-partition ones are in the result.
-    pub fn delete_offsets(&self, group_id: &str, partitions: &[(String, i32)]) -> Result<Vec<Option<GroupError>>, GroupError> {
+    pub fn delete_offsets(
+        &self,
+        group_id: &str,
+        partitions: &[(String, i32)],
+    ) -> Result<Vec<Option<GroupError>>, GroupError> {
         self.check_ready()?;
         let mut groups = self.lock();
         let group = groups.get_mut(group_id).ok_or(GroupError::GroupIdNotFound)?;
         if group.state == GroupState::Dead {
             return Err(GroupError::GroupIdNotFound);
         }
-        let subscribed = if group.state == GroupState::Empty { vec![] } else { group.subscribed_topics() };
+        let subscribed =
+            if group.state == GroupState::Empty { vec![] } else { group.subscribed_topics() };
         if group.state != GroupState::Empty && group.protocol_type.as_deref() != Some("consumer") {
             return Err(GroupError::NonEmptyGroup);
         }
@@ -1171,7 +1401,15 @@ impl GroupCoordinator {
             }
             results.push(None);
             if group.offsets.contains_key(&(t.clone(), *p)) {
-                records.push((RecordKey::Offset { group: group_id.to_string(), topic: t.clone(), partition: *p }.encode(), None));
+                records.push((
+                    RecordKey::Offset {
+                        group: group_id.to_string(),
+                        topic: t.clone(),
+                        partition: *p,
+                    }
+                    .encode(),
+                    None,
+                ));
                 removing.push((t.clone(), *p));
             }
         }
@@ -1198,7 +1436,11 @@ pub fn spawn_ticker(coordinator: Arc<GroupCoordinator>) -> tokio::task::JoinHand
 
 fn leader_members(group: &Group) -> Vec<(String, Option<String>, Bytes)> {
     let protocol = group.protocol.clone().unwrap_or_default();
-    group.members.iter().map(|m| (m.id.clone(), m.instance_id.clone(), m.metadata_for(&protocol))).collect()
+    group
+        .members
+        .iter()
+        .map(|m| (m.id.clone(), m.instance_id.clone(), m.metadata_for(&protocol)))
+        .collect()
 }
 
 fn current_join(group: &Group, member_id: &str, with_members: bool) -> JoinResult {
@@ -1229,7 +1471,15 @@ fn apply_record(groups: &mut HashMap<String, Group>, key: &[u8], value: Option<&
             }
             Some(Ok(v)) => {
                 let g = groups.entry(group.clone()).or_insert_with(|| Group::new(&group, now));
-                g.offsets.insert((topic, partition), CommittedOffset { offset: v.offset, leader_epoch: v.leader_epoch, metadata: v.metadata, commit_timestamp: v.commit_timestamp });
+                g.offsets.insert(
+                    (topic, partition),
+                    CommittedOffset {
+                        offset: v.offset,
+                        leader_epoch: v.leader_epoch,
+                        metadata: v.metadata,
+                        commit_timestamp: v.commit_timestamp,
+                    },
+                );
             }
             Some(Err(e)) => tracing::warn!(%group, "skipping an offset record: {e}"),
         },
@@ -1255,7 +1505,11 @@ fn apply_record(groups: &mut HashMap<String, Group>, key: &[u8], value: Option<&
                         session_timeout_ms: m.session_timeout,
                         rebalance_timeout_ms: m.rebalance_timeout,
                         protocol_type: g.protocol_type.clone().unwrap_or_default(),
-                        protocols: v.protocol.clone().map(|p| vec![(p, m.subscription)]).unwrap_or_default(),
+                        protocols: v
+                            .protocol
+                            .clone()
+                            .map(|p| vec![(p, m.subscription)])
+                            .unwrap_or_default(),
                         assignment: m.assignment,
                         // Members get a full session after a restart to come back.
                         last_heartbeat_ms: now,
@@ -1286,8 +1540,15 @@ mod tests {
 
     fn coordinator(dir: &std::path::Path) -> GroupCoordinator {
         let clock: SharedClock = crate::clock::MockClock::new(1_000_000);
-        let logs = Arc::new(LogManager::open(crate::log::LogManagerConfig::new(dir), clock.clone()).expect("log manager"));
-        let config = GroupConfig { offsets_topic_partitions: 1, initial_rebalance_delay_ms: 0, ..GroupConfig::default() };
+        let logs = Arc::new(
+            LogManager::open(crate::log::LogManagerConfig::new(dir), clock.clone())
+                .expect("log manager"),
+        );
+        let config = GroupConfig {
+            offsets_topic_partitions: 1,
+            initial_rebalance_delay_ms: 0,
+            ..GroupConfig::default()
+        };
         let c = GroupCoordinator::new(config, logs, clock);
         c.load();
         c

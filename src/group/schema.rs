@@ -107,7 +107,9 @@ impl<'a> Reader<'a> {
             return Ok(None);
         }
         let b = self.take(n as usize)?;
-        String::from_utf8(b.to_vec()).map(Some).map_err(|_| SchemaError("string is not UTF-8".into()))
+        String::from_utf8(b.to_vec())
+            .map(Some)
+            .map_err(|_| SchemaError("string is not UTF-8".into()))
     }
     fn string(&mut self) -> Result<String, SchemaError> {
         self.nullable()?.ok_or_else(|| SchemaError("null string".into()))
@@ -144,7 +146,11 @@ impl RecordKey {
     pub fn decode(bytes: &[u8]) -> Result<Self, SchemaError> {
         let mut r = Reader(bytes);
         match r.i16()? {
-            0 | 1 => Ok(RecordKey::Offset { group: r.string()?, topic: r.string()?, partition: r.i32()? }),
+            0 | 1 => Ok(RecordKey::Offset {
+                group: r.string()?,
+                topic: r.string()?,
+                partition: r.i32()?,
+            }),
             2 => Ok(RecordKey::Group { group: r.string()? }),
             v => Err(SchemaError(format!("unknown key version {v}"))),
         }
@@ -174,7 +180,12 @@ impl OffsetValue {
                 let commit_timestamp = r.i64()?;
                 Ok(Self { offset, leader_epoch: -1, metadata, commit_timestamp })
             }
-            3 => Ok(Self { offset: r.i64()?, leader_epoch: r.i32()?, metadata: r.string()?, commit_timestamp: r.i64()? }),
+            3 => Ok(Self {
+                offset: r.i64()?,
+                leader_epoch: r.i32()?,
+                metadata: r.string()?,
+                commit_timestamp: r.i64()?,
+            }),
             v => Err(SchemaError(format!("unsupported offset value version {v}"))),
         }
     }
@@ -248,7 +259,8 @@ mod tests {
         assert_eq!(RecordKey::decode(&k.encode()).unwrap(), k);
         let k = RecordKey::Group { group: "g".into() };
         assert_eq!(RecordKey::decode(&k.encode()).unwrap(), k);
-        let v = OffsetValue { offset: 42, leader_epoch: -1, metadata: "m".into(), commit_timestamp: 7 };
+        let v =
+            OffsetValue { offset: 42, leader_epoch: -1, metadata: "m".into(), commit_timestamp: 7 };
         assert_eq!(OffsetValue::decode(&v.encode()).unwrap(), v);
         let g = GroupValue {
             protocol_type: "consumer".into(),
@@ -272,7 +284,15 @@ mod tests {
 
     #[test]
     fn truncated_and_hostile_input_is_an_error() {
-        let g = GroupValue { protocol_type: "consumer".into(), generation: 1, protocol: None, leader: None, current_state_timestamp: 0, members: vec![] }.encode();
+        let g = GroupValue {
+            protocol_type: "consumer".into(),
+            generation: 1,
+            protocol: None,
+            leader: None,
+            current_state_timestamp: 0,
+            members: vec![],
+        }
+        .encode();
         for n in 0..g.len() - 1 {
             assert!(GroupValue::decode(&g[..n]).is_err(), "{n}");
         }

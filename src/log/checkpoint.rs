@@ -70,26 +70,38 @@ impl OffsetCheckpointFile {
         if version.trim() != "0" {
             return Err(self.corrupt(1, format!("unknown version {version:?}")));
         }
-        let count: usize = lines.next().and_then(|l| l.trim().parse().ok()).ok_or_else(|| self.corrupt(2, "bad entry count".into()))?;
+        let count: usize = lines
+            .next()
+            .and_then(|l| l.trim().parse().ok())
+            .ok_or_else(|| self.corrupt(2, "bad entry count".into()))?;
         let mut entries = BTreeMap::new();
         for (i, line) in lines.enumerate() {
             let mut parts = line.split(' ');
-            let (Some(topic), Some(partition), Some(offset), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+            let (Some(topic), Some(partition), Some(offset), None) =
+                (parts.next(), parts.next(), parts.next(), parts.next())
+            else {
                 return Err(self.corrupt(i as u64 + 3, format!("malformed entry {line:?}")));
             };
-            let (Ok(partition), Ok(offset)) = (partition.parse::<i32>(), offset.parse::<i64>()) else {
+            let (Ok(partition), Ok(offset)) = (partition.parse::<i32>(), offset.parse::<i64>())
+            else {
                 return Err(self.corrupt(i as u64 + 3, format!("malformed entry {line:?}")));
             };
             entries.insert(TopicPartition::new(topic, partition), offset);
         }
         if entries.len() != count {
-            return Err(self.corrupt(2, format!("expected {count} entries, found {}", entries.len())));
+            return Err(
+                self.corrupt(2, format!("expected {count} entries, found {}", entries.len()))
+            );
         }
         Ok(entries)
     }
 
     fn corrupt(&self, line: u64, reason: String) -> LogError {
-        LogError::Corrupt { path: self.path.clone(), position: line, reason: format!("line {line}: {reason}") }
+        LogError::Corrupt {
+            path: self.path.clone(),
+            position: line,
+            reason: format!("line {line}: {reason}"),
+        }
     }
 }
 
@@ -127,7 +139,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = OffsetCheckpointFile::new(dir.path(), CLEANER_OFFSET_CHECKPOINT);
         assert!(file.read().unwrap().is_empty());
-        let entries: BTreeMap<_, _> = [(TopicPartition::new("a-b", 0), 5), (TopicPartition::new("x", 12), 99)].into();
+        let entries: BTreeMap<_, _> =
+            [(TopicPartition::new("a-b", 0), 5), (TopicPartition::new("x", 12), 99)].into();
         file.write(&entries).unwrap();
         assert_eq!(std::fs::read_to_string(file.path()).unwrap(), "0\n2\na-b 0 5\nx 12 99\n");
         assert_eq!(file.read().unwrap(), entries);

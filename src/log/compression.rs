@@ -59,7 +59,12 @@ const XERIAL_BLOCK: usize = 32 * 1024;
 /// # Errors
 /// `BatchError::Decompression` when the payload is malformed for its codec or
 /// inflates past `limit`.
-pub fn decompress(codec: Compression, input: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<(), BatchError> {
+pub fn decompress(
+    codec: Compression,
+    input: &[u8],
+    out: &mut Vec<u8>,
+    limit: usize,
+) -> Result<(), BatchError> {
     out.clear();
     let bad = |what: &str| BatchError::Decompression(format!("{}: {what}", codec.name()));
     match codec {
@@ -69,10 +74,14 @@ pub fn decompress(codec: Compression, input: &[u8], out: &mut Vec<u8>, limit: us
             }
             out.extend_from_slice(input);
         }
-        Compression::Gzip => read_bounded(flate2::read::GzDecoder::new(input), out, limit).map_err(|e| bad(&e))?,
-        Compression::Lz4 => read_bounded(lz4_flex::frame::FrameDecoder::new(input), out, limit).map_err(|e| bad(&e))?,
+        Compression::Gzip => {
+            read_bounded(flate2::read::GzDecoder::new(input), out, limit).map_err(|e| bad(&e))?
+        }
+        Compression::Lz4 => read_bounded(lz4_flex::frame::FrameDecoder::new(input), out, limit)
+            .map_err(|e| bad(&e))?,
         Compression::Zstd => {
-            let decoder = zstd::stream::read::Decoder::new(input).map_err(|e| bad(&e.to_string()))?;
+            let decoder =
+                zstd::stream::read::Decoder::new(input).map_err(|e| bad(&e.to_string()))?;
             read_bounded(decoder, out, limit).map_err(|e| bad(&e))?
         }
         Compression::Snappy => {
@@ -164,13 +173,22 @@ mod tests {
     #[test]
     fn every_codec_round_trips_and_respects_the_limit() {
         let input: Vec<u8> = (0..100_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
-        for codec in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
+        for codec in [
+            Compression::None,
+            Compression::Gzip,
+            Compression::Snappy,
+            Compression::Lz4,
+            Compression::Zstd,
+        ] {
             let mut packed = Vec::new();
             compress(codec, &input, &mut packed).unwrap();
             let mut out = Vec::new();
             decompress(codec, &packed, &mut out, input.len()).unwrap();
             assert_eq!(out, input, "{codec:?}");
-            assert!(decompress(codec, &packed, &mut out, input.len() - 1).is_err(), "{codec:?} limit");
+            assert!(
+                decompress(codec, &packed, &mut out, input.len() - 1).is_err(),
+                "{codec:?} limit"
+            );
         }
     }
 

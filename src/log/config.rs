@@ -135,12 +135,26 @@ pub fn validate_value(name: &str, value: &str) -> Result<()> {
     };
     match def.kind {
         ConfigType::Boolean => {
-            value.parse::<bool>().map_err(|_| invalid(name, format!("{value:?} is not true or false")))?;
+            value
+                .parse::<bool>()
+                .map_err(|_| invalid(name, format!("{value:?} is not true or false")))?;
         }
-        ConfigType::Int => check_range(value.parse::<i32>().map_err(|_| invalid(name, format!("{value:?} is not a 32-bit integer")))? as f64)?,
-        ConfigType::Long => check_range(value.parse::<i64>().map_err(|_| invalid(name, format!("{value:?} is not a 64-bit integer")))? as f64)?,
+        ConfigType::Int => check_range(
+            value
+                .parse::<i32>()
+                .map_err(|_| invalid(name, format!("{value:?} is not a 32-bit integer")))?
+                as f64,
+        )?,
+        ConfigType::Long => check_range(
+            value
+                .parse::<i64>()
+                .map_err(|_| invalid(name, format!("{value:?} is not a 64-bit integer")))?
+                as f64,
+        )?,
         ConfigType::Double => {
-            let v = value.parse::<f64>().map_err(|_| invalid(name, format!("{value:?} is not a number")))?;
+            let v = value
+                .parse::<f64>()
+                .map_err(|_| invalid(name, format!("{value:?} is not a number")))?;
             if !v.is_finite() {
                 return Err(invalid(name, format!("{value:?} is not a finite number")));
             }
@@ -148,17 +162,24 @@ pub fn validate_value(name: &str, value: &str) -> Result<()> {
         }
         ConfigType::String => {
             if !def.one_of.is_empty() && !def.one_of.contains(&value) {
-                return Err(invalid(name, format!("{value:?} is not one of {}", def.one_of.join(", "))));
+                return Err(invalid(
+                    name,
+                    format!("{value:?} is not one of {}", def.one_of.join(", ")),
+                ));
             }
         }
         ConfigType::List => {
-            let items: Vec<&str> = value.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+            let items: Vec<&str> =
+                value.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
             if items.is_empty() && name == "cleanup.policy" {
                 return Err(invalid(name, "must name at least one policy".into()));
             }
             for item in items {
                 if !def.one_of.is_empty() && !def.one_of.contains(&item) {
-                    return Err(invalid(name, format!("{item:?} is not one of {}", def.one_of.join(", "))));
+                    return Err(invalid(
+                        name,
+                        format!("{item:?} is not one of {}", def.one_of.join(", ")),
+                    ));
                 }
             }
         }
@@ -217,7 +238,10 @@ impl LogConfig {
     ///
     /// # Errors
     /// `InvalidConfig` naming the first bad key.
-    pub fn resolve(broker_defaults: &BTreeMap<String, String>, overrides: BTreeMap<String, String>) -> Result<Self> {
+    pub fn resolve(
+        broker_defaults: &BTreeMap<String, String>,
+        overrides: BTreeMap<String, String>,
+    ) -> Result<Self> {
         for (k, v) in broker_defaults.iter().chain(overrides.iter()) {
             validate_value(k, v)?;
         }
@@ -262,7 +286,11 @@ impl LogConfig {
     }
 
     /// The effective value of `name` and where it came from.
-    pub fn value_of(&self, name: &str, broker_defaults: &BTreeMap<String, String>) -> Option<(String, ConfigSource)> {
+    pub fn value_of(
+        &self,
+        name: &str,
+        broker_defaults: &BTreeMap<String, String>,
+    ) -> Option<(String, ConfigSource)> {
         let def = config_def(name)?;
         Some(if let Some(v) = self.overrides.get(name) {
             (v.clone(), ConfigSource::TopicOverride)
@@ -282,7 +310,9 @@ impl LogConfig {
     pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
         text.lines()
             .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-            .filter_map(|l| l.split_once('=').map(|(k, v)| (k.trim().to_string(), v.trim().to_string())))
+            .filter_map(|l| {
+                l.split_once('=').map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            })
             .collect()
     }
 }
@@ -305,12 +335,19 @@ mod tests {
     #[test]
     fn overrides_win_and_bad_values_name_the_key() {
         let broker: BTreeMap<_, _> = [("segment.bytes".to_string(), "1000".to_string())].into();
-        let over: BTreeMap<_, _> = [("cleanup.policy".to_string(), "compact,delete".to_string())].into();
+        let over: BTreeMap<_, _> =
+            [("cleanup.policy".to_string(), "compact,delete".to_string())].into();
         let c = LogConfig::resolve(&broker, over).unwrap();
         assert!(c.compact && c.delete);
         assert_eq!(c.segment_bytes, 1000);
         assert_eq!(c.value_of("segment.bytes", &broker).unwrap().1, ConfigSource::BrokerDefault);
-        for (k, v) in [("cleanup.policy", "shred"), ("segment.bytes", "1"), ("min.cleanable.dirty.ratio", "1.5"), ("retention.ms", "soon"), ("nope", "1")] {
+        for (k, v) in [
+            ("cleanup.policy", "shred"),
+            ("segment.bytes", "1"),
+            ("min.cleanable.dirty.ratio", "1.5"),
+            ("retention.ms", "soon"),
+            ("nope", "1"),
+        ] {
             match LogConfig::resolve(&BTreeMap::new(), [(k.to_string(), v.to_string())].into()) {
                 Err(LogError::InvalidConfig { key, .. }) => assert_eq!(key, k),
                 other => panic!("{k}={v}: {other:?}"),

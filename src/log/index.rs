@@ -47,12 +47,22 @@ impl IndexFile {
         // Bound the read by the configured index size (and a sane ceiling) before allocating.
         let limit = max_index_size.max(entry_size) as u64;
         if len > limit.max(64 << 20) {
-            return Err(LogError::CorruptIndex { path: path.into(), reason: format!("{len} bytes is larger than any index") });
+            return Err(LogError::CorruptIndex {
+                path: path.into(),
+                reason: format!("{len} bytes is larger than any index"),
+            });
         }
         let mut bytes = vec![0u8; len as usize];
         file.read_exact_at(&mut bytes, 0).map_err(LogError::io(path))?;
         let written = bytes.len();
-        Ok(Self { path: path.into(), file, bytes, written, entry_size, max_entries: (max_index_size / entry_size).max(1) })
+        Ok(Self {
+            path: path.into(),
+            file,
+            bytes,
+            written,
+            entry_size,
+            max_entries: (max_index_size / entry_size).max(1),
+        })
     }
 
     fn entries(&self) -> usize {
@@ -70,7 +80,9 @@ impl IndexFile {
 
     fn write_out(&mut self) -> Result<()> {
         if self.written < self.bytes.len() {
-            self.file.write_all_at(&self.bytes[self.written..], self.written as u64).map_err(LogError::io(&self.path))?;
+            self.file
+                .write_all_at(&self.bytes[self.written..], self.written as u64)
+                .map_err(LogError::io(&self.path))?;
             self.written = self.bytes.len();
         }
         Ok(())
@@ -138,8 +150,16 @@ impl OffsetIndex {
     ///
     /// # Errors
     /// I/O errors; a file over the size limit is `CorruptIndex`.
-    pub fn open(path: &Path, base_offset: i64, max_index_size: usize, truncate: bool) -> Result<Self> {
-        Ok(Self { inner: IndexFile::open(path, Self::ENTRY_SIZE, max_index_size, truncate)?, base_offset })
+    pub fn open(
+        path: &Path,
+        base_offset: i64,
+        max_index_size: usize,
+        truncate: bool,
+    ) -> Result<Self> {
+        Ok(Self {
+            inner: IndexFile::open(path, Self::ENTRY_SIZE, max_index_size, truncate)?,
+            base_offset,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -190,14 +210,18 @@ impl OffsetIndex {
     /// A non-increasing offset or a full index is a `CorruptIndex` error: the caller broke an invariant.
     pub fn append(&mut self, offset: i64, position: u32) -> Result<()> {
         if self.entries() > 0 && offset <= self.last_offset() {
-            return Err(self.inner.corrupt(format!("entry for offset {offset} after {}", self.last_offset())));
+            return Err(self
+                .inner
+                .corrupt(format!("entry for offset {offset} after {}", self.last_offset())));
         }
         if self.is_full() {
             return Err(self.inner.corrupt(format!("index is full at {} entries", self.entries())));
         }
         let rel = offset - self.base_offset;
         if !(0..=u32::MAX as i64).contains(&rel) {
-            return Err(self.inner.corrupt(format!("offset {offset} is not relative to {}", self.base_offset)));
+            return Err(self
+                .inner
+                .corrupt(format!("offset {offset} is not relative to {}", self.base_offset)));
         }
         let mut e = [0u8; 8];
         e[..4].copy_from_slice(&(rel as u32).to_be_bytes());
@@ -210,7 +234,10 @@ impl OffsetIndex {
     /// # Errors
     /// I/O errors resizing the file.
     pub fn truncate_to(&mut self, offset: i64) -> Result<()> {
-        let keep = self.inner.floor(offset.saturating_sub(1), |e| self.base_offset + u32_at(e, 0) as i64).map_or(0, |i| i + 1);
+        let keep = self
+            .inner
+            .floor(offset.saturating_sub(1), |e| self.base_offset + u32_at(e, 0) as i64)
+            .map_or(0, |i| i + 1);
         self.inner.truncate_entries(keep)
     }
 
@@ -220,17 +247,27 @@ impl OffsetIndex {
     /// `CorruptIndex` naming the first problem.
     pub fn sanity_check(&self, log_size: u64) -> Result<()> {
         if self.inner.bytes.len() % Self::ENTRY_SIZE != 0 {
-            return Err(self.inner.corrupt(format!("size {} is not a multiple of {}", self.inner.bytes.len(), Self::ENTRY_SIZE)));
+            return Err(self.inner.corrupt(format!(
+                "size {} is not a multiple of {}",
+                self.inner.bytes.len(),
+                Self::ENTRY_SIZE
+            )));
         }
         let mut prev: Option<OffsetPosition> = None;
         for i in 0..self.entries() {
             let e = self.entry(i);
             if e.position as u64 >= log_size.max(1) {
-                return Err(self.inner.corrupt(format!("entry {i} points at position {} past the log's {log_size} bytes", e.position)));
+                return Err(self.inner.corrupt(format!(
+                    "entry {i} points at position {} past the log's {log_size} bytes",
+                    e.position
+                )));
             }
             if let Some(p) = prev {
                 if e.offset <= p.offset || e.position <= p.position {
-                    return Err(self.inner.corrupt(format!("entry {i} ({}, {}) does not follow ({}, {})", e.offset, e.position, p.offset, p.position)));
+                    return Err(self.inner.corrupt(format!(
+                        "entry {i} ({}, {}) does not follow ({}, {})",
+                        e.offset, e.position, p.offset, p.position
+                    )));
                 }
             }
             prev = Some(e);
@@ -282,8 +319,16 @@ impl TimeIndex {
     ///
     /// # Errors
     /// I/O errors; a file over the size limit is `CorruptIndex`.
-    pub fn open(path: &Path, base_offset: i64, max_index_size: usize, truncate: bool) -> Result<Self> {
-        Ok(Self { inner: IndexFile::open(path, Self::ENTRY_SIZE, max_index_size, truncate)?, base_offset })
+    pub fn open(
+        path: &Path,
+        base_offset: i64,
+        max_index_size: usize,
+        truncate: bool,
+    ) -> Result<Self> {
+        Ok(Self {
+            inner: IndexFile::open(path, Self::ENTRY_SIZE, max_index_size, truncate)?,
+            base_offset,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -313,7 +358,8 @@ impl TimeIndex {
 
     /// The entry with the largest timestamp <= `target`, or (-1, base offset).
     pub fn lookup(&self, target: i64) -> TimestampOffset {
-        match self.inner.floor(target, |e| i64::from_be_bytes(e[..8].try_into().expect("8 bytes"))) {
+        match self.inner.floor(target, |e| i64::from_be_bytes(e[..8].try_into().expect("8 bytes")))
+        {
             Some(i) => self.entry(i),
             None => TimestampOffset { timestamp: -1, offset: self.base_offset },
         }
@@ -325,13 +371,22 @@ impl TimeIndex {
     ///
     /// # Errors
     /// An offset below the last entry's is a `CorruptIndex` error.
-    pub fn maybe_append(&mut self, timestamp: i64, offset: i64, skip_full_check: bool) -> Result<()> {
+    pub fn maybe_append(
+        &mut self,
+        timestamp: i64,
+        offset: i64,
+        skip_full_check: bool,
+    ) -> Result<()> {
         if !skip_full_check && self.is_full() {
-            return Err(self.inner.corrupt(format!("time index is full at {} entries", self.entries())));
+            return Err(self
+                .inner
+                .corrupt(format!("time index is full at {} entries", self.entries())));
         }
         if let Some(last) = self.last_entry() {
             if offset < last.offset {
-                return Err(self.inner.corrupt(format!("entry for offset {offset} after {}", last.offset)));
+                return Err(self
+                    .inner
+                    .corrupt(format!("entry for offset {offset} after {}", last.offset)));
             }
             if timestamp <= last.timestamp {
                 return Ok(());
@@ -339,7 +394,9 @@ impl TimeIndex {
         }
         let rel = offset - self.base_offset;
         if !(0..=u32::MAX as i64).contains(&rel) {
-            return Err(self.inner.corrupt(format!("offset {offset} is not relative to {}", self.base_offset)));
+            return Err(self
+                .inner
+                .corrupt(format!("offset {offset} is not relative to {}", self.base_offset)));
         }
         let mut e = [0u8; 12];
         e[..8].copy_from_slice(&timestamp.to_be_bytes());
@@ -363,17 +420,26 @@ impl TimeIndex {
     /// `CorruptIndex` naming the first problem.
     pub fn sanity_check(&self, next_offset: i64) -> Result<()> {
         if self.inner.bytes.len() % Self::ENTRY_SIZE != 0 {
-            return Err(self.inner.corrupt(format!("size {} is not a multiple of {}", self.inner.bytes.len(), Self::ENTRY_SIZE)));
+            return Err(self.inner.corrupt(format!(
+                "size {} is not a multiple of {}",
+                self.inner.bytes.len(),
+                Self::ENTRY_SIZE
+            )));
         }
         let mut prev: Option<TimestampOffset> = None;
         for i in 0..self.entries() {
             let e = self.entry(i);
             if e.offset >= next_offset.max(self.base_offset + 1) {
-                return Err(self.inner.corrupt(format!("entry {i} names offset {} past the segment", e.offset)));
+                return Err(self
+                    .inner
+                    .corrupt(format!("entry {i} names offset {} past the segment", e.offset)));
             }
             if let Some(p) = prev {
                 if e.timestamp <= p.timestamp || e.offset < p.offset {
-                    return Err(self.inner.corrupt(format!("entry {i} ({}, {}) does not follow ({}, {})", e.timestamp, e.offset, p.timestamp, p.offset)));
+                    return Err(self.inner.corrupt(format!(
+                        "entry {i} ({}, {}) does not follow ({}, {})",
+                        e.timestamp, e.offset, p.timestamp, p.offset
+                    )));
                 }
             }
             prev = Some(e);

@@ -41,7 +41,8 @@ impl TopicPartition {
     pub fn from_dir_name(name: &str) -> Option<Self> {
         let (topic, partition) = name.rsplit_once('-')?;
         let partition: i32 = partition.parse().ok()?;
-        (!topic.is_empty() && partition >= 0 && partition.to_string() == name[topic.len() + 1..]).then(|| Self::new(topic, partition))
+        (!topic.is_empty() && partition >= 0 && partition.to_string() == name[topic.len() + 1..])
+            .then(|| Self::new(topic, partition))
     }
 }
 
@@ -135,7 +136,14 @@ impl Log {
     ///
     /// # Errors
     /// I/O errors, and `Offline` when data below the recovery point is damaged.
-    pub fn open(dir: &Path, tp: TopicPartition, config: Arc<LogConfig>, load: LoadParams, flush_before_ack: bool, clock: SharedClock) -> Result<Self> {
+    pub fn open(
+        dir: &Path,
+        tp: TopicPartition,
+        config: Arc<LogConfig>,
+        load: LoadParams,
+        flush_before_ack: bool,
+        clock: SharedClock,
+    ) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(LogError::io(dir))?;
         let seg_config = Self::segment_config(&config);
         let bases = complete_interrupted_swaps(dir, seg_config)?;
@@ -162,7 +170,8 @@ impl Log {
             let next_base = next_bases.get(i + 1).copied().unwrap_or(i64::MAX);
             let in_unflushed_tail = is_last || next_base > recovery_point;
             if in_unflushed_tail && (!load.clean_shutdown || seg.needs_recovery()) {
-                let truncated = seg.recover_from(recovery_point).map_err(|e| offline(e.to_string()))?;
+                let truncated =
+                    seg.recover_from(recovery_point).map_err(|e| offline(e.to_string()))?;
                 if truncated > 0 {
                     tracing::warn!(partition = %tp, base_offset = base, bytes = truncated, next_offset = seg.next_offset(), "recovered segment by truncating its torn tail");
                     truncated_at = Some(seg.next_offset());
@@ -193,7 +202,9 @@ impl Log {
             segments,
             log_start_offset,
             next_offset,
-            recovery_point: recovery_point.clamp(log_start_offset, next_offset).max(truncated_at.unwrap_or(0).min(next_offset)),
+            recovery_point: recovery_point
+                .clamp(log_start_offset, next_offset)
+                .max(truncated_at.unwrap_or(0).min(next_offset)),
             unflushed_messages: 0,
             last_flush_ms: now,
             flush_before_ack,
@@ -284,7 +295,12 @@ impl Log {
             messages_size: bytes,
             now_ms: now,
         };
-        self.active_segment().should_roll(&params, self.config.segment_bytes, self.roll_ms(), self.roll_jitter_ms())
+        self.active_segment().should_roll(
+            &params,
+            self.config.segment_bytes,
+            self.roll_ms(),
+            self.roll_jitter_ms(),
+        )
     }
 
     /// Validate a producer's batches, assign offsets in place, and append.
@@ -314,10 +330,17 @@ impl Log {
             let h = &v.header;
             match self.producers.check(h) {
                 Ok(SequenceCheck::Append) => continue,
-                Ok(SequenceCheck::Duplicate(meta)) if validated.len() == 1 => outcome = Ok(Some(meta)),
+                Ok(SequenceCheck::Duplicate(meta)) if validated.len() == 1 => {
+                    outcome = Ok(Some(meta))
+                }
                 // A retry mixed with new batches cannot be answered with one offset range.
                 Ok(SequenceCheck::Duplicate(meta)) => {
-                    outcome = Err(ProducerError::OutOfOrderSequence { producer_id: h.producer_id, epoch: h.producer_epoch, first_seq: meta.first_seq, expected: -1 })
+                    outcome = Err(ProducerError::OutOfOrderSequence {
+                        producer_id: h.producer_id,
+                        epoch: h.producer_epoch,
+                        first_seq: meta.first_seq,
+                        expected: -1,
+                    })
                 }
                 Err(e) => outcome = Err(e),
             }
@@ -347,7 +370,8 @@ impl Log {
         let mut offset = first_offset;
         let mut max_timestamp = NO_TIMESTAMP;
         let mut count = 0i64;
-        let log_append_time = if ctx.timestamp_type == TimestampType::LogAppendTime { now } else { NO_TIMESTAMP };
+        let log_append_time =
+            if ctx.timestamp_type == TimestampType::LogAppendTime { now } else { NO_TIMESTAMP };
         for v in &validated {
             let batch = &mut records[v.position..v.position + v.header.size_in_bytes()];
             record_batch::set_base_offset(batch, offset);
@@ -361,7 +385,15 @@ impl Log {
         self.validated = validated;
         let last_offset = offset - 1;
         let valid_bytes = records.len();
-        self.maybe_roll(RollParams { max_timestamp_in_messages: max_timestamp, max_offset_in_messages: last_offset, messages_size: valid_bytes, now_ms: now }, first_offset)?;
+        self.maybe_roll(
+            RollParams {
+                max_timestamp_in_messages: max_timestamp,
+                max_offset_in_messages: last_offset,
+                messages_size: valid_bytes,
+                now_ms: now,
+            },
+            first_offset,
+        )?;
         self.segments.values_mut().next_back().expect("active").append(records)?;
         let mut base = first_offset;
         for v in &self.validated {
@@ -375,7 +407,15 @@ impl Log {
         if self.flush_before_ack || self.unflushed_messages >= self.config.flush_messages {
             self.flush()?;
         }
-        Ok(LogAppendInfo { first_offset, last_offset, log_append_time, log_start_offset: self.log_start_offset, records_count: count, max_timestamp, valid_bytes })
+        Ok(LogAppendInfo {
+            first_offset,
+            last_offset,
+            log_append_time,
+            log_start_offset: self.log_start_offset,
+            records_count: count,
+            max_timestamp,
+            valid_bytes,
+        })
     }
 
     fn maybe_roll(&mut self, params: RollParams, next_base: i64) -> Result<()> {
@@ -424,7 +464,11 @@ impl Log {
             if self.active_segment().size() == 0 {
                 return Ok(());
             }
-            return Err(LogError::Corrupt { path: self.dir.clone(), position: 0, reason: format!("cannot roll to {base}: segment exists") });
+            return Err(LogError::Corrupt {
+                path: self.dir.clone(),
+                position: 0,
+                reason: format!("cannot roll to {base}: segment exists"),
+            });
         }
         let old = self.segments.values_mut().next_back().expect("active");
         old.on_become_inactive()?;
@@ -452,13 +496,22 @@ impl Log {
     ///
     /// # Errors
     /// `OffsetOutOfRange` outside [log start, log end]; I/O errors.
-    pub fn read(&self, offset: i64, max_bytes: usize, min_one_batch: bool) -> Result<FetchDataInfo> {
+    pub fn read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        min_one_batch: bool,
+    ) -> Result<FetchDataInfo> {
         let info = self.read_region(offset, max_bytes, min_one_batch)?;
         let records = match &info.records {
             Some(region) => region.read_to_bytes().map_err(LogError::io(&self.dir))?,
             None => Bytes::new(),
         };
-        Ok(FetchDataInfo { records, high_watermark: info.high_watermark, log_start_offset: info.log_start_offset })
+        Ok(FetchDataInfo {
+            records,
+            high_watermark: info.high_watermark,
+            log_start_offset: info.log_start_offset,
+        })
     }
 
     /// What [`Log::read`] would return, as a region of a segment file that is
@@ -467,18 +520,34 @@ impl Log {
     ///
     /// # Errors
     /// `OffsetOutOfRange` outside [log start, log end]; I/O errors.
-    pub fn read_region(&self, offset: i64, max_bytes: usize, min_one_batch: bool) -> Result<FetchRegionInfo> {
-        let empty = || FetchRegionInfo { records: None, high_watermark: self.next_offset, log_start_offset: self.log_start_offset };
+    pub fn read_region(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        min_one_batch: bool,
+    ) -> Result<FetchRegionInfo> {
+        let empty = || FetchRegionInfo {
+            records: None,
+            high_watermark: self.next_offset,
+            log_start_offset: self.log_start_offset,
+        };
         if offset == self.next_offset {
             return Ok(empty());
         }
         if offset < self.log_start_offset || offset > self.next_offset {
-            return Err(LogError::OffsetOutOfRange { offset, log_start: self.log_start_offset, log_end: self.next_offset });
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                log_start: self.log_start_offset,
+                log_end: self.next_offset,
+            });
         }
         let first = self.segments.range(..=offset).next_back().map_or(i64::MIN, |(b, _)| *b);
         for seg in self.segments.range(first..).map(|(_, s)| s) {
             if let Some((_, region)) = seg.read_region(offset, max_bytes, min_one_batch)? {
-                return Ok(FetchRegionInfo { records: (!region.is_empty()).then_some(region), ..empty() });
+                return Ok(FetchRegionInfo {
+                    records: (!region.is_empty()).then_some(region),
+                    ..empty()
+                });
             }
         }
         Ok(empty())
@@ -491,7 +560,9 @@ impl Log {
     /// I/O errors and corrupt batches.
     pub fn fetch_offset_by_timestamp(&mut self, target: i64) -> Result<Option<(i64, i64)>> {
         match target {
-            EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => return Ok(Some((NO_TIMESTAMP, self.log_start_offset))),
+            EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => {
+                return Ok(Some((NO_TIMESTAMP, self.log_start_offset)))
+            }
             LATEST_TIMESTAMP => return Ok(Some((NO_TIMESTAMP, self.next_offset))),
             MAX_TIMESTAMP => return self.max_timestamp_and_offset(),
             t if t < 0 => return Ok(None),
@@ -515,9 +586,15 @@ impl Log {
     /// DeleteRecords) the remaining records are scanned.
     fn max_timestamp_and_offset(&mut self) -> Result<Option<(i64, i64)>> {
         let start = self.log_start_offset;
-        let best = self.segments.values().filter(|s| s.size() > 0 && s.max_timestamp() >= 0).max_by_key(|s| s.max_timestamp());
+        let best = self
+            .segments
+            .values()
+            .filter(|s| s.size() > 0 && s.max_timestamp() >= 0)
+            .max_by_key(|s| s.max_timestamp());
         let Some(seg) = best else { return Ok(Some((NO_TIMESTAMP, -1))) };
-        if let Some((ts, offset)) = seg.find_offset_by_timestamp(seg.max_timestamp(), i64::MIN, &mut self.scratch)? {
+        if let Some((ts, offset)) =
+            seg.find_offset_by_timestamp(seg.max_timestamp(), i64::MIN, &mut self.scratch)?
+        {
             if offset >= start {
                 return Ok(Some((ts, offset)));
             }
@@ -527,10 +604,13 @@ impl Log {
             let mut reader = segment::BatchReader::new(seg, 0, seg.size());
             while let Some((_, batch)) = reader.next_batch()? {
                 let header = record_batch::BatchHeader::parse(batch)?;
-                if header.last_offset() < start || best.is_some_and(|(ts, _)| header.max_timestamp <= ts) {
+                if header.last_offset() < start
+                    || best.is_some_and(|(ts, _)| header.max_timestamp <= ts)
+                {
                     continue;
                 }
-                let payload = record_batch::records_bytes(&header, batch, &mut self.scratch, 1 << 30)?;
+                let payload =
+                    record_batch::records_bytes(&header, batch, &mut self.scratch, 1 << 30)?;
                 for rec in record_batch::RecordIter::new(payload, header.records_count) {
                     let rec = rec?;
                     let offset = header.base_offset + rec.offset_delta as i64;
@@ -553,7 +633,11 @@ impl Log {
     /// `OffsetOutOfRange` past the high watermark.
     pub fn maybe_increment_log_start_offset(&mut self, new_start: i64) -> Result<i64> {
         if new_start > self.next_offset {
-            return Err(LogError::OffsetOutOfRange { offset: new_start, log_start: self.log_start_offset, log_end: self.next_offset });
+            return Err(LogError::OffsetOutOfRange {
+                offset: new_start,
+                log_start: self.log_start_offset,
+                log_end: self.next_offset,
+            });
         }
         if new_start > self.log_start_offset {
             self.log_start_offset = new_start;
@@ -568,7 +652,11 @@ impl Log {
     /// I/O errors.
     pub fn flush(&mut self) -> Result<()> {
         let rp = self.recovery_point;
-        for seg in self.segments.values_mut().filter(|s| s.next_offset() > rp || s.size() > 0 && s.base_offset() >= rp) {
+        for seg in self
+            .segments
+            .values_mut()
+            .filter(|s| s.next_offset() > rp || s.size() > 0 && s.base_offset() >= rp)
+        {
             seg.flush()?;
         }
         self.recovery_point = self.next_offset;
@@ -582,7 +670,9 @@ impl Log {
     /// # Errors
     /// I/O errors.
     pub fn maybe_flush_by_time(&mut self, now: i64) -> Result<bool> {
-        if self.unflushed_messages > 0 && now.saturating_sub(self.last_flush_ms) >= self.config.flush_ms {
+        if self.unflushed_messages > 0
+            && now.saturating_sub(self.last_flush_ms) >= self.config.flush_ms
+        {
             self.flush()?;
             return Ok(true);
         }
@@ -598,11 +688,15 @@ impl Log {
     /// I/O errors renaming files.
     pub fn delete_old_segments(&mut self) -> Result<usize> {
         let now = self.clock.now_ms();
-        let mut deleted = self.delete_segments_while(|_, next_base, log| next_base.is_some_and(|n| n <= log.log_start_offset))?;
+        let mut deleted = self.delete_segments_while(|_, next_base, log| {
+            next_base.is_some_and(|n| n <= log.log_start_offset)
+        })?;
         if self.config.delete {
             let retention_ms = self.config.retention_ms;
             if retention_ms >= 0 {
-                deleted += self.delete_segments_while(|seg, _, _| now - seg.largest_timestamp() > retention_ms)?;
+                deleted += self.delete_segments_while(|seg, _, _| {
+                    now - seg.largest_timestamp() > retention_ms
+                })?;
             }
             let retention_bytes = self.config.retention_bytes;
             if retention_bytes >= 0 {
@@ -621,7 +715,10 @@ impl Log {
     }
 
     /// Delete segments from the oldest while `pred(segment, next segment's base, log)` holds.
-    fn delete_segments_while(&mut self, mut pred: impl FnMut(&LogSegment, Option<i64>, &Self) -> bool) -> Result<usize> {
+    fn delete_segments_while(
+        &mut self,
+        mut pred: impl FnMut(&LogSegment, Option<i64>, &Self) -> bool,
+    ) -> Result<usize> {
         let mut doomed = Vec::new();
         let bases: Vec<i64> = self.segments.keys().copied().collect();
         for (i, base) in bases.iter().enumerate() {
@@ -682,7 +779,9 @@ impl Log {
         for seg in self.segments.values() {
             seg.delete_files()?;
         }
-        std::fs::remove_dir_all(&self.dir).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) }).map_err(LogError::io(&self.dir))
+        std::fs::remove_dir_all(&self.dir)
+            .or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })
+            .map_err(LogError::io(&self.dir))
     }
 
     /// Flush and write the final time index entry (clean shutdown).
@@ -780,16 +879,34 @@ impl Log {
     /// the log (a segment was deleted or changed, or is the active one) or a
     /// new segment is not a `.cleaned` segment inside the replaced range. I/O
     /// errors at any step; the files are then in one of the states above.
-    pub fn replace_segments(&mut self, mut new_segments: Vec<LogSegment>, old: &[SegmentSnapshot], stop_at: Option<SwapStep>) -> Result<SwapOutcome> {
-        let conflict = |reason: String| LogError::SwapConflict { partition: self.tp.to_string(), reason };
-        let (Some(first), Some(last)) = (old.first(), old.last()) else { return Err(conflict("no segments to replace".into())) };
+    pub fn replace_segments(
+        &mut self,
+        mut new_segments: Vec<LogSegment>,
+        old: &[SegmentSnapshot],
+        stop_at: Option<SwapStep>,
+    ) -> Result<SwapOutcome> {
+        let conflict =
+            |reason: String| LogError::SwapConflict { partition: self.tp.to_string(), reason };
+        let (Some(first), Some(last)) = (old.first(), old.last()) else {
+            return Err(conflict("no segments to replace".into()));
+        };
         let active_base = self.active_segment().base_offset();
         for snap in old {
             match self.segments.get(&snap.base_offset) {
                 None => return Err(conflict(format!("segment {} is gone", snap.base_offset))),
-                Some(_) if snap.base_offset == active_base => return Err(conflict(format!("segment {} is the active segment", snap.base_offset))),
+                Some(_) if snap.base_offset == active_base => {
+                    return Err(conflict(format!(
+                        "segment {} is the active segment",
+                        snap.base_offset
+                    )))
+                }
                 Some(seg) if seg.size() != snap.size => {
-                    return Err(conflict(format!("segment {} changed size from {} to {}", snap.base_offset, snap.size, seg.size())))
+                    return Err(conflict(format!(
+                        "segment {} changed size from {} to {}",
+                        snap.base_offset,
+                        snap.size,
+                        seg.size()
+                    )))
                 }
                 Some(_) => {}
             }
@@ -800,10 +917,16 @@ impl Log {
                 && seg.base_offset() >= first.base_offset
                 && seg.next_offset() <= end;
             if !ok {
-                return Err(conflict(format!("{} does not fit in [{}, {end})", seg.log_path().display(), first.base_offset)));
+                return Err(conflict(format!(
+                    "{} does not fit in [{}, {end})",
+                    seg.log_path().display(),
+                    first.base_offset
+                )));
             }
         }
-        let dir_sync = |dir: &Path| std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(LogError::io(dir));
+        let dir_sync = |dir: &Path| {
+            std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(LogError::io(dir))
+        };
 
         // Step 2: `.cleaned` → `.swap`, highest base first.
         new_segments.sort_by_key(|s| std::cmp::Reverse(s.base_offset()));
@@ -903,8 +1026,15 @@ fn complete_interrupted_swaps(dir: &Path, seg_config: SegmentConfig) -> Result<V
     }
     for base in swaps {
         if base >= min_cleaned {
-            tracing::info!(base_offset = base, "deleting .swap of a clean that did not finish its swap");
-            for p in [segment::log_file(dir, base, ".swap"), segment::index_file(dir, base, ".swap"), segment::time_index_file(dir, base, ".swap")] {
+            tracing::info!(
+                base_offset = base,
+                "deleting .swap of a clean that did not finish its swap"
+            );
+            for p in [
+                segment::log_file(dir, base, ".swap"),
+                segment::index_file(dir, base, ".swap"),
+                segment::time_index_file(dir, base, ".swap"),
+            ] {
                 remove_if_exists(&p)?;
             }
             continue;
@@ -917,8 +1047,16 @@ fn complete_interrupted_swaps(dir: &Path, seg_config: SegmentConfig) -> Result<V
         let next = swap.next_offset();
         drop(swap);
         for old in logs.iter().copied().filter(|&b| b >= base && b < next.max(base + 1)) {
-            tracing::info!(base_offset = old, replaced_by = base, "completing interrupted swap: removing replaced segment");
-            for p in [segment::log_file(dir, old, ""), segment::index_file(dir, old, ""), segment::time_index_file(dir, old, "")] {
+            tracing::info!(
+                base_offset = old,
+                replaced_by = base,
+                "completing interrupted swap: removing replaced segment"
+            );
+            for p in [
+                segment::log_file(dir, old, ""),
+                segment::index_file(dir, old, ""),
+                segment::time_index_file(dir, old, ""),
+            ] {
                 remove_if_exists(&p)?;
             }
         }

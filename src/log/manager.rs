@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 
-use super::checkpoint::{self, OffsetCheckpointFile, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT};
+use super::checkpoint::{
+    self, OffsetCheckpointFile, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+};
 use super::config::LogConfig;
 use super::error::{LogError, Result};
 use super::local_log::{LoadParams, Log, TopicPartition};
@@ -132,7 +134,10 @@ impl LogManager {
         let clean_shutdown = marker.exists();
         let recovery_points = read_checkpoint_or_empty(dir, RECOVERY_POINT_CHECKPOINT);
         let log_starts = read_checkpoint_or_empty(dir, LOG_START_OFFSET_CHECKPOINT);
-        let mut entries: Vec<_> = std::fs::read_dir(dir).map_err(LogError::io(dir))?.collect::<std::io::Result<_>>().map_err(LogError::io(dir))?;
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .map_err(LogError::io(dir))?
+            .collect::<std::io::Result<_>>()
+            .map_err(LogError::io(dir))?;
         entries.sort_by_key(|e| e.file_name());
         for entry in entries {
             let path = entry.path();
@@ -146,7 +151,9 @@ impl LogManager {
                 continue;
             }
             let Some(tp) = TopicPartition::from_dir_name(&name) else { continue };
-            if let Err(e) = self.load_partition(&path, &tp, clean_shutdown, &recovery_points, &log_starts) {
+            if let Err(e) =
+                self.load_partition(&path, &tp, clean_shutdown, &recovery_points, &log_starts)
+            {
                 tracing::error!(partition = %tp, dir = %path.display(), error = %e, "partition is offline");
                 self.offline.write().expect("lock").insert(tp, e.to_string());
             }
@@ -179,9 +186,21 @@ impl LogManager {
             log_start_offset: log_starts.get(tp).copied().unwrap_or(0),
             clean_shutdown,
         };
-        let log = Log::open(path, tp.clone(), Arc::clone(&config), load, self.config.flush_before_ack, Arc::clone(&self.clock))?;
+        let log = Log::open(
+            path,
+            tp.clone(),
+            Arc::clone(&config),
+            load,
+            self.config.flush_before_ack,
+            Arc::clone(&self.clock),
+        )?;
         let mut topics = self.topics.write().expect("lock");
-        let info = topics.entry(tp.topic.clone()).or_insert_with(|| TopicInfo { name: tp.topic.clone(), id, partitions: 0, config });
+        let info = topics.entry(tp.topic.clone()).or_insert_with(|| TopicInfo {
+            name: tp.topic.clone(),
+            id,
+            partitions: 0,
+            config,
+        });
         if info.id != id {
             tracing::warn!(partition = %tp, "partition.metadata names a different topic id than its sibling partitions");
         }
@@ -253,7 +272,8 @@ impl LogManager {
     /// # Errors
     /// `InvalidTopic` with the reason.
     pub fn validate_topic_name(name: &str) -> Result<()> {
-        let bad = |reason: &str| Err(LogError::InvalidTopic { name: name.into(), reason: reason.into() });
+        let bad =
+            |reason: &str| Err(LogError::InvalidTopic { name: name.into(), reason: reason.into() });
         if name.is_empty() {
             return bad("the name is empty");
         }
@@ -281,10 +301,18 @@ impl LogManager {
     ///
     /// # Errors
     /// `InvalidTopic`, `TopicExists`, `InvalidConfig`, I/O errors.
-    pub fn create_topic(&self, name: &str, partitions: i32, overrides: BTreeMap<String, String>) -> Result<TopicInfo> {
+    pub fn create_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        overrides: BTreeMap<String, String>,
+    ) -> Result<TopicInfo> {
         Self::validate_topic_name(name)?;
         if partitions <= 0 {
-            return Err(LogError::InvalidConfig { key: "num.partitions".into(), reason: format!("{partitions} partitions") });
+            return Err(LogError::InvalidConfig {
+                key: "num.partitions".into(),
+                reason: format!("{partitions} partitions"),
+            });
         }
         let config = Arc::new(self.resolve_config(overrides)?);
         let mut topics = self.topics.write().expect("lock");
@@ -305,11 +333,15 @@ impl LogManager {
     /// `UnknownTopicOrPartition`, `InvalidConfig` when not growing, I/O errors.
     pub fn create_partitions(&self, name: &str, new_total: i32) -> Result<()> {
         let mut topics = self.topics.write().expect("lock");
-        let info = topics.get_mut(name).ok_or_else(|| LogError::UnknownTopicOrPartition(name.into()))?;
+        let info =
+            topics.get_mut(name).ok_or_else(|| LogError::UnknownTopicOrPartition(name.into()))?;
         if new_total <= info.partitions {
             return Err(LogError::InvalidConfig {
                 key: "partitions".into(),
-                reason: format!("topic has {} partitions; the new count {new_total} must be larger", info.partitions),
+                reason: format!(
+                    "topic has {} partitions; the new count {new_total} must be larger",
+                    info.partitions
+                ),
             });
         }
         let snapshot = info.clone();
@@ -325,9 +357,19 @@ impl LogManager {
         let dir = self.pick_log_dir().join(tp.to_string());
         std::fs::create_dir_all(&dir).map_err(LogError::io(&dir))?;
         write_partition_metadata(&dir, &info.id)?;
-        checkpoint::write_atomically(&dir.join(TOPIC_CONFIG_FILE), info.config.overrides_to_properties().as_bytes())?;
+        checkpoint::write_atomically(
+            &dir.join(TOPIC_CONFIG_FILE),
+            info.config.overrides_to_properties().as_bytes(),
+        )?;
         let load = LoadParams { recovery_point: 0, log_start_offset: 0, clean_shutdown: true };
-        let log = Log::open(&dir, tp.clone(), Arc::clone(&info.config), load, self.config.flush_before_ack, Arc::clone(&self.clock))?;
+        let log = Log::open(
+            &dir,
+            tp.clone(),
+            Arc::clone(&info.config),
+            load,
+            self.config.flush_before_ack,
+            Arc::clone(&self.clock),
+        )?;
         if let Some(parent) = dir.parent() {
             checkpoint::fsync_dir(parent)?;
         }
@@ -341,7 +383,11 @@ impl LogManager {
         self.config
             .log_dirs
             .iter()
-            .min_by_key(|d| logs.values().filter(|l| l.read().expect("lock").dir().parent() == Some(d.as_path())).count())
+            .min_by_key(|d| {
+                logs.values()
+                    .filter(|l| l.read().expect("lock").dir().parent() == Some(d.as_path()))
+                    .count()
+            })
             .cloned()
             .expect("at least one log dir")
     }
@@ -351,7 +397,12 @@ impl LogManager {
     /// # Errors
     /// `UnknownTopicOrPartition`, I/O errors.
     pub fn delete_topic(&self, name: &str) -> Result<()> {
-        let info = self.topics.write().expect("lock").remove(name).ok_or_else(|| LogError::UnknownTopicOrPartition(name.into()))?;
+        let info = self
+            .topics
+            .write()
+            .expect("lock")
+            .remove(name)
+            .ok_or_else(|| LogError::UnknownTopicOrPartition(name.into()))?;
         for p in 0..info.partitions {
             let tp = TopicPartition::new(name, p);
             self.offline.write().expect("lock").remove(&tp);
@@ -359,7 +410,13 @@ impl LogManager {
             // holds duplicated descriptors and would otherwise swap into a
             // directory being removed).
             if let (Some(control), Some(log)) = (self.cleaning(), self.get_log(&tp)) {
-                let log_dir = log.read().expect("lock").dir().parent().map(Path::to_path_buf).unwrap_or_default();
+                let log_dir = log
+                    .read()
+                    .expect("lock")
+                    .dir()
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_default();
                 control.abort_cleaning_and_forget(&tp, &log_dir);
             }
             let Some(shared) = self.logs.write().expect("lock").remove(&tp) else { continue };
@@ -383,14 +440,22 @@ impl LogManager {
     ///
     /// # Errors
     /// `UnknownTopicOrPartition`, `InvalidConfig` naming the key, I/O errors.
-    pub fn alter_topic_config(&self, name: &str, overrides: BTreeMap<String, String>) -> Result<Arc<LogConfig>> {
+    pub fn alter_topic_config(
+        &self,
+        name: &str,
+        overrides: BTreeMap<String, String>,
+    ) -> Result<Arc<LogConfig>> {
         let config = Arc::new(self.resolve_config(overrides)?);
         let mut topics = self.topics.write().expect("lock");
-        let info = topics.get_mut(name).ok_or_else(|| LogError::UnknownTopicOrPartition(name.into()))?;
+        let info =
+            topics.get_mut(name).ok_or_else(|| LogError::UnknownTopicOrPartition(name.into()))?;
         for p in 0..info.partitions {
             if let Some(log) = self.get_log(&TopicPartition::new(name, p)) {
                 let mut log = log.write().expect("lock");
-                checkpoint::write_atomically(&log.dir().join(TOPIC_CONFIG_FILE), config.overrides_to_properties().as_bytes())?;
+                checkpoint::write_atomically(
+                    &log.dir().join(TOPIC_CONFIG_FILE),
+                    config.overrides_to_properties().as_bytes(),
+                )?;
                 log.update_config(Arc::clone(&config));
             }
         }
@@ -484,11 +549,22 @@ impl LogManager {
         let tick_ms = 1000.min(self.config.retention_check_interval_ms.max(1));
         let start = self.clock.now_ms();
         let (mut last_retention, mut last_checkpoint) = (start, start);
-        let checkpoint_every = self.config.flush_offset_checkpoint_interval_ms.min(self.config.flush_start_offset_checkpoint_interval_ms);
+        let checkpoint_every = self
+            .config
+            .flush_offset_checkpoint_interval_ms
+            .min(self.config.flush_start_offset_checkpoint_interval_ms);
         loop {
             {
                 let state = self.scheduler.0.lock().expect("lock");
-                let (state, _) = self.scheduler.1.wait_timeout_while(state, std::time::Duration::from_millis(tick_ms as u64), |s| !s.stop).expect("lock");
+                let (state, _) = self
+                    .scheduler
+                    .1
+                    .wait_timeout_while(
+                        state,
+                        std::time::Duration::from_millis(tick_ms as u64),
+                        |s| !s.stop,
+                    )
+                    .expect("lock");
                 if state.stop {
                     return;
                 }
@@ -547,7 +623,9 @@ pub fn random_topic_id() -> [u8; 16] {
     }
     if id == [0u8; 16] {
         // Fall back on time and address entropy; ids only need to be unique here.
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
         id = (t ^ (&id as *const _ as u128)).to_be_bytes();
     }
     id
@@ -604,7 +682,11 @@ fn read_partition_metadata(dir: &Path) -> Result<[u8; 16]> {
     text.lines()
         .find_map(|l| l.strip_prefix("topic_id:").map(str::trim))
         .and_then(topic_id_from_string)
-        .ok_or_else(|| LogError::Corrupt { path, position: 0, reason: "no valid topic_id line".into() })
+        .ok_or_else(|| LogError::Corrupt {
+            path,
+            position: 0,
+            reason: "no valid topic_id line".into(),
+        })
 }
 
 #[cfg(test)]

@@ -34,5 +34,8 @@ pub mod validator;
 
 pub use config::LogConfig;
 pub use error::{BatchError, LogError};
-pub use local_log::{FetchDataInfo, FetchRegionInfo, LoadParams, Log, LogAppendInfo, SegmentSnapshot, SwapOutcome, SwapStep, TopicPartition};
+pub use local_log::{
+    FetchDataInfo, FetchRegionInfo, LoadParams, Log, LogAppendInfo, SegmentSnapshot, SwapOutcome,
+    SwapStep, TopicPartition,
+};
 pub use manager::{LogManager, LogManagerConfig, TopicInfo};

@@ -105,28 +105,47 @@ impl ProducerStateManager {
         }
         let pid = header.producer_id;
         if header.base_sequence < 0 {
-            return Err(ProducerError::InvalidSequence { producer_id: pid, first_seq: header.base_sequence });
+            return Err(ProducerError::InvalidSequence {
+                producer_id: pid,
+                first_seq: header.base_sequence,
+            });
         }
         let Some(entry) = self.producers.get(&pid) else {
             return Ok(SequenceCheck::Append);
         };
         if header.producer_epoch < entry.epoch {
-            return Err(ProducerError::InvalidProducerEpoch { producer_id: pid, epoch: header.producer_epoch, current: entry.epoch });
+            return Err(ProducerError::InvalidProducerEpoch {
+                producer_id: pid,
+                epoch: header.producer_epoch,
+                current: entry.epoch,
+            });
         }
         let first_seq = header.base_sequence;
         let last_seq = last_sequence(header);
         if header.producer_epoch == entry.epoch {
-            if let Some(dup) = entry.batches.iter().find(|b| b.first_seq == first_seq && b.last_seq == last_seq) {
+            if let Some(dup) =
+                entry.batches.iter().find(|b| b.first_seq == first_seq && b.last_seq == last_seq)
+            {
                 return Ok(SequenceCheck::Duplicate(*dup));
             }
             if let Some(last) = entry.batches.back() {
                 if !in_sequence(last.last_seq, first_seq) {
-                    return Err(ProducerError::OutOfOrderSequence { producer_id: pid, epoch: header.producer_epoch, first_seq, expected: last.last_seq as i64 + 1 });
+                    return Err(ProducerError::OutOfOrderSequence {
+                        producer_id: pid,
+                        epoch: header.producer_epoch,
+                        first_seq,
+                        expected: last.last_seq as i64 + 1,
+                    });
                 }
             }
         } else if first_seq != 0 {
             // A bumped epoch starts its sequences again at 0.
-            return Err(ProducerError::OutOfOrderSequence { producer_id: pid, epoch: header.producer_epoch, first_seq, expected: 0 });
+            return Err(ProducerError::OutOfOrderSequence {
+                producer_id: pid,
+                epoch: header.producer_epoch,
+                first_seq,
+                expected: 0,
+            });
         }
         Ok(SequenceCheck::Append)
     }
@@ -197,16 +216,28 @@ mod tests {
             Ok(SequenceCheck::Duplicate(m)) => assert_eq!((m.first_offset, m.last_offset), (0, 1)),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(s.check(&header(7, 0, 16, 1, 5)), Err(ProducerError::OutOfOrderSequence { expected: 15, .. })));
+        assert!(matches!(
+            s.check(&header(7, 0, 16, 1, 5)),
+            Err(ProducerError::OutOfOrderSequence { expected: 15, .. })
+        ));
         // A new epoch restarts at 0; the old epoch is fenced afterwards.
-        assert!(matches!(s.check(&header(7, 1, 3, 1, 5)), Err(ProducerError::OutOfOrderSequence { expected: 0, .. })));
+        assert!(matches!(
+            s.check(&header(7, 1, 3, 1, 5)),
+            Err(ProducerError::OutOfOrderSequence { expected: 0, .. })
+        ));
         s.update(&header(7, 1, 0, 1, 5));
-        assert!(matches!(s.check(&header(7, 0, 15, 1, 6)), Err(ProducerError::InvalidProducerEpoch { .. })));
+        assert!(matches!(
+            s.check(&header(7, 0, 15, 1, 6)),
+            Err(ProducerError::InvalidProducerEpoch { .. })
+        ));
         // Only five batches are remembered.
         for i in 1..=5 {
             s.update(&header(7, 1, i, 1, 5 + i as i64));
         }
-        assert!(matches!(s.check(&header(7, 1, 0, 1, 0)), Err(ProducerError::OutOfOrderSequence { .. })));
+        assert!(matches!(
+            s.check(&header(7, 1, 0, 1, 0)),
+            Err(ProducerError::OutOfOrderSequence { .. })
+        ));
     }
 
     #[test]

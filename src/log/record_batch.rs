@@ -102,7 +102,10 @@ impl BatchHeader {
             if buf.len() > MAGIC_OFFSET && buf[MAGIC_OFFSET] as i8 != CURRENT_MAGIC {
                 return Err(BatchError::UnsupportedMagic(buf[MAGIC_OFFSET] as i8));
             }
-            return Err(BatchError::Truncated { needed: RECORD_BATCH_OVERHEAD, available: buf.len() });
+            return Err(BatchError::Truncated {
+                needed: RECORD_BATCH_OVERHEAD,
+                available: buf.len(),
+            });
         }
         let magic = buf[MAGIC_OFFSET] as i8;
         if magic != CURRENT_MAGIC {
@@ -208,7 +211,8 @@ pub fn set_base_offset(batch: &mut [u8], base_offset: i64) {
 }
 
 pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
-    batch[PARTITION_LEADER_EPOCH_OFFSET..PARTITION_LEADER_EPOCH_OFFSET + 4].copy_from_slice(&epoch.to_be_bytes());
+    batch[PARTITION_LEADER_EPOCH_OFFSET..PARTITION_LEADER_EPOCH_OFFSET + 4]
+        .copy_from_slice(&epoch.to_be_bytes());
 }
 
 /// Set the max timestamp and timestamp type bit, and fix the CRC if anything changed.
@@ -222,7 +226,8 @@ pub fn set_max_timestamp(batch: &mut [u8], timestamp_type: TimestampType, max_ti
         return;
     }
     batch[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attrs.to_be_bytes());
-    batch[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8].copy_from_slice(&max_timestamp.to_be_bytes());
+    batch[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8]
+        .copy_from_slice(&max_timestamp.to_be_bytes());
     update_crc(batch);
 }
 
@@ -372,7 +377,8 @@ impl<'a> RecordIter<'a> {
     fn parse_one(&mut self) -> Result<Record<'a>, BatchError> {
         let (len, n) = read_varint(self.buf)?;
         if len < 0 || n + len as usize > self.buf.len() {
-            return Err(self.corrupt(&format!("length {len} exceeds the {} bytes left", self.buf.len() - n)));
+            return Err(self
+                .corrupt(&format!("length {len} exceeds the {} bytes left", self.buf.len() - n)));
         }
         let raw = &self.buf[..n + len as usize];
         let mut body = &raw[n..];
@@ -384,7 +390,9 @@ impl<'a> RecordIter<'a> {
             *body = tail;
             Some(head)
         };
-        let attributes = *take(&mut body, 1).ok_or_else(|| self.corrupt("empty record"))?.first().unwrap_or(&0) as i8;
+        let attributes =
+            *take(&mut body, 1).ok_or_else(|| self.corrupt("empty record"))?.first().unwrap_or(&0)
+                as i8;
         let (timestamp_delta, k) = read_varlong(body)?;
         body = &body[k..];
         let (offset_delta, k) = read_varint(body)?;
@@ -393,14 +401,20 @@ impl<'a> RecordIter<'a> {
         body = &body[k..];
         let key = match key_len {
             -1 => None,
-            l if l >= 0 => Some(take(&mut body, l as usize).ok_or_else(|| self.corrupt("key runs past the record"))?),
+            l if l >= 0 => Some(
+                take(&mut body, l as usize)
+                    .ok_or_else(|| self.corrupt("key runs past the record"))?,
+            ),
             l => return Err(self.corrupt(&format!("key length {l}"))),
         };
         let (value_len, k) = read_varint(body)?;
         body = &body[k..];
         let value = match value_len {
             -1 => None,
-            l if l >= 0 => Some(take(&mut body, l as usize).ok_or_else(|| self.corrupt("value runs past the record"))?),
+            l if l >= 0 => Some(
+                take(&mut body, l as usize)
+                    .ok_or_else(|| self.corrupt("value runs past the record"))?,
+            ),
             l => return Err(self.corrupt(&format!("value length {l}"))),
         };
         let (headers_count, k) = read_varint(body)?;
@@ -415,11 +429,13 @@ impl<'a> RecordIter<'a> {
             if hk < 0 {
                 return Err(self.corrupt("null header key"));
             }
-            take(&mut body, hk as usize).ok_or_else(|| self.corrupt("header key runs past the record"))?;
+            take(&mut body, hk as usize)
+                .ok_or_else(|| self.corrupt("header key runs past the record"))?;
             let (hv, k) = read_varint(body)?;
             body = &body[k..];
             if hv >= 0 {
-                take(&mut body, hv as usize).ok_or_else(|| self.corrupt("header value runs past the record"))?;
+                take(&mut body, hv as usize)
+                    .ok_or_else(|| self.corrupt("header value runs past the record"))?;
             } else if hv != -1 {
                 return Err(self.corrupt(&format!("header value length {hv}")));
             }
@@ -514,7 +530,12 @@ impl BatchBuilder {
     }
 
     /// Add a record with no headers.
-    pub fn append(&mut self, timestamp: i64, key: Option<&[u8]>, value: Option<&[u8]>) -> &mut Self {
+    pub fn append(
+        &mut self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> &mut Self {
         self.append_with_headers(timestamp, key, value, &[])
     }
 
@@ -525,7 +546,8 @@ impl BatchBuilder {
         value: Option<&[u8]>,
         headers: &[(&[u8], Option<&[u8]>)],
     ) -> &mut Self {
-        let mut body = Vec::with_capacity(32 + key.map_or(0, <[u8]>::len) + value.map_or(0, <[u8]>::len));
+        let mut body =
+            Vec::with_capacity(32 + key.map_or(0, <[u8]>::len) + value.map_or(0, <[u8]>::len));
         body.push(0);
         write_varlong(&mut body, timestamp - self.base_timestamp);
         write_varint(&mut body, self.count);
@@ -567,10 +589,13 @@ impl BatchBuilder {
     /// Encode the batch with base offset 0 (the broker assigns the real one).
     pub fn build(&self) -> Vec<u8> {
         let mut payload = Vec::new();
-        compression::compress(self.compression, &self.records, &mut payload).expect("in-memory compression");
+        compression::compress(self.compression, &self.records, &mut payload)
+            .expect("in-memory compression");
         let mut out = Vec::with_capacity(RECORD_BATCH_OVERHEAD + payload.len());
         out.extend_from_slice(&0i64.to_be_bytes());
-        out.extend_from_slice(&((RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + payload.len()) as i32).to_be_bytes());
+        out.extend_from_slice(
+            &((RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + payload.len()) as i32).to_be_bytes(),
+        );
         out.extend_from_slice(&0i32.to_be_bytes());
         out.push(CURRENT_MAGIC as u8);
         out.extend_from_slice(&0u32.to_be_bytes());
@@ -646,14 +671,18 @@ mod tests {
         let mut bad = batch.clone();
         *bad.last_mut().unwrap() ^= 1;
         assert!(matches!(check_batch(&bad, 1 << 20), Err(BatchError::CrcMismatch { .. })));
-        assert!(matches!(check_batch(&batch[..batch.len() - 1], 1 << 20), Err(BatchError::Truncated { .. })));
+        assert!(matches!(
+            check_batch(&batch[..batch.len() - 1], 1 << 20),
+            Err(BatchError::Truncated { .. })
+        ));
         assert!(matches!(check_batch(&batch, 10), Err(BatchError::TooLarge { .. })));
         let mut v1 = batch.clone();
         v1[MAGIC_OFFSET] = 1;
         assert_eq!(check_batch(&v1, 1 << 20), Err(BatchError::UnsupportedMagic(1)));
         // count says 2, one record present
         let mut miscount = batch.clone();
-        miscount[RECORDS_COUNT_OFFSET..RECORDS_COUNT_OFFSET + 4].copy_from_slice(&2i32.to_be_bytes());
+        miscount[RECORDS_COUNT_OFFSET..RECORDS_COUNT_OFFSET + 4]
+            .copy_from_slice(&2i32.to_be_bytes());
         let h = BatchHeader::parse(&miscount).unwrap();
         let mut it = RecordIter::new(&miscount[RECORD_BATCH_OVERHEAD..], h.records_count);
         assert!(it.next().unwrap().is_ok());

@@ -18,7 +18,9 @@ use bytes::{Bytes, BytesMut};
 
 use super::error::{BatchError, LogError, Result};
 use super::index::{OffsetIndex, TimeIndex, TimestampOffset};
-use super::record_batch::{self, BatchHeader, RecordIter, LOG_OVERHEAD, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD};
+use super::record_batch::{
+    self, BatchHeader, RecordIter, LOG_OVERHEAD, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD,
+};
 
 pub const LOG_SUFFIX: &str = ".log";
 pub const INDEX_SUFFIX: &str = ".index";
@@ -137,7 +139,13 @@ impl LogSegment {
     ///
     /// # Errors
     /// I/O errors creating the files.
-    pub fn create(dir: &Path, base_offset: i64, config: SegmentConfig, suffix: &str, now_ms: i64) -> Result<Self> {
+    pub fn create(
+        dir: &Path,
+        base_offset: i64,
+        config: SegmentConfig,
+        suffix: &str,
+        now_ms: i64,
+    ) -> Result<Self> {
         let log_path = log_file(dir, base_offset, suffix);
         let log = OpenOptions::new()
             .read(true)
@@ -153,8 +161,18 @@ impl LogSegment {
             suffix: suffix.into(),
             log,
             size: 0,
-            offset_index: OffsetIndex::open(&index_file(dir, base_offset, suffix), base_offset, config.max_index_size, true)?,
-            time_index: TimeIndex::open(&time_index_file(dir, base_offset, suffix), base_offset, config.max_index_size, true)?,
+            offset_index: OffsetIndex::open(
+                &index_file(dir, base_offset, suffix),
+                base_offset,
+                config.max_index_size,
+                true,
+            )?,
+            time_index: TimeIndex::open(
+                &time_index_file(dir, base_offset, suffix),
+                base_offset,
+                config.max_index_size,
+                true,
+            )?,
             config,
             bytes_since_last_index_entry: 0,
             max_timestamp_so_far: NO_TIMESTAMP,
@@ -176,7 +194,13 @@ impl LogSegment {
     /// I/O errors only.
     pub fn open(dir: &Path, base_offset: i64, config: SegmentConfig, suffix: &str) -> Result<Self> {
         let log_path = log_file(dir, base_offset, suffix);
-        let log = Arc::new(OpenOptions::new().read(true).write(true).open(&log_path).map_err(LogError::io(&log_path))?);
+        let log = Arc::new(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&log_path)
+                .map_err(LogError::io(&log_path))?,
+        );
         let meta = log.metadata().map_err(LogError::io(&log_path))?;
         let created_ms = meta
             .modified()
@@ -236,11 +260,16 @@ impl LogSegment {
             pos += header.size_in_bytes() as u64;
         }
         if pos != self.size {
-            return Err(LogError::Corrupt { path: self.log_path(), position: pos, reason: "last batch runs past the end".into() });
+            return Err(LogError::Corrupt {
+                path: self.log_path(),
+                position: pos,
+                reason: "last batch runs past the end".into(),
+            });
         }
         self.bytes_since_last_index_entry = bytes_since;
         if self.rolling_based_timestamp.is_none() && self.size > 0 {
-            self.rolling_based_timestamp = self.read_header_at(0).ok().flatten().map(|h| h.max_timestamp);
+            self.rolling_based_timestamp =
+                self.read_header_at(0).ok().flatten().map(|h| h.max_timestamp);
         }
         if let Some(TimestampOffset { timestamp, offset }) = self.time_index.last_entry() {
             if timestamp > self.max_timestamp_so_far {
@@ -277,14 +306,22 @@ impl LogSegment {
         self.rolling_based_timestamp = None;
         let file_size = self.log.metadata().map_err(LogError::io(self.log_path()))?.len();
         let file = self.log.try_clone().map_err(LogError::io(self.log_path()))?;
-        let mut reader = BatchReader::from_file(&file, self.log_path(), 0, file_size, self.config.max_batch_size);
+        let mut reader = BatchReader::from_file(
+            &file,
+            self.log_path(),
+            0,
+            file_size,
+            self.config.max_batch_size,
+        );
         let mut valid_end = 0u64;
         let mut problem = None;
         loop {
             match reader.next_batch() {
                 Ok(Some((pos, batch))) => {
                     let header = BatchHeader::parse(batch)?;
-                    if header.base_offset < self.base_offset.max(self.next_offset) || header.last_offset_delta < 0 {
+                    if header.base_offset < self.base_offset.max(self.next_offset)
+                        || header.last_offset_delta < 0
+                    {
                         problem = Some(format!(
                             "batch offsets {}..={} do not follow offset {}",
                             header.base_offset,
@@ -338,7 +375,11 @@ impl LogSegment {
         self.note_timestamp(header);
         if self.bytes_since_last_index_entry > self.config.index_interval_bytes {
             self.offset_index.append(header.last_offset(), position as u32)?;
-            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, false)?;
+            self.time_index.maybe_append(
+                self.max_timestamp_so_far,
+                self.offset_of_max_timestamp_so_far,
+                false,
+            )?;
             self.bytes_since_last_index_entry = 0;
         }
         self.bytes_since_last_index_entry += header.size_in_bytes();
@@ -367,7 +408,13 @@ impl LogSegment {
     }
 
     /// Kafka's roll rule for the next append.
-    pub fn should_roll(&self, p: &RollParams, segment_bytes: usize, roll_ms: i64, jitter_ms: i64) -> bool {
+    pub fn should_roll(
+        &self,
+        p: &RollParams,
+        segment_bytes: usize,
+        roll_ms: i64,
+        jitter_ms: i64,
+    ) -> bool {
         let waited = match self.rolling_based_timestamp {
             Some(t) if t >= 0 => p.max_timestamp_in_messages - t,
             _ => p.now_ms - self.created_ms,
@@ -386,7 +433,11 @@ impl LogSegment {
     /// I/O errors.
     pub fn on_become_inactive(&mut self) -> Result<()> {
         if self.max_timestamp_so_far >= 0 {
-            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, true)?;
+            self.time_index.maybe_append(
+                self.max_timestamp_so_far,
+                self.offset_of_max_timestamp_so_far,
+                true,
+            )?;
         }
         self.offset_index.write_out()?;
         self.time_index.write_out()
@@ -406,7 +457,11 @@ impl LogSegment {
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
             Err(e) => return Err(LogError::io(self.log_path())(e)),
         }
-        BatchHeader::parse(&buf).map(Some).map_err(|e| LogError::Corrupt { path: self.log_path(), position, reason: e.to_string() })
+        BatchHeader::parse(&buf).map(Some).map_err(|e| LogError::Corrupt {
+            path: self.log_path(),
+            position,
+            reason: e.to_string(),
+        })
     }
 
     /// The first batch whose last offset is >= `offset`, searching from the index.
@@ -430,8 +485,15 @@ impl LogSegment {
     ///
     /// # Errors
     /// I/O errors and malformed headers.
-    pub fn read(&self, offset: i64, max_bytes: usize, min_one_batch: bool) -> Result<Option<(i64, Bytes)>> {
-        let Some((base, region)) = self.read_region(offset, max_bytes, min_one_batch)? else { return Ok(None) };
+    pub fn read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        min_one_batch: bool,
+    ) -> Result<Option<(i64, Bytes)>> {
+        let Some((base, region)) = self.read_region(offset, max_bytes, min_one_batch)? else {
+            return Ok(None);
+        };
         let bytes = region.read_to_bytes().map_err(LogError::io(self.log_path()))?;
         Ok(Some((base, bytes)))
     }
@@ -443,7 +505,12 @@ impl LogSegment {
     ///
     /// # Errors
     /// I/O errors and malformed headers.
-    pub fn read_region(&self, offset: i64, max_bytes: usize, min_one_batch: bool) -> Result<Option<(i64, FileRegion)>> {
+    pub fn read_region(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        min_one_batch: bool,
+    ) -> Result<Option<(i64, FileRegion)>> {
         let Some(start) = self.translate_offset(offset)? else { return Ok(None) };
         let available = self.size - start.position;
         let first = start.header.size_in_bytes() as u64;
@@ -459,11 +526,17 @@ impl LogSegment {
         }
         if end - start.position < first {
             if !min_one_batch {
-                return Ok(Some((start.header.base_offset, FileRegion::new(Arc::clone(&self.log), start.position, 0))));
+                return Ok(Some((
+                    start.header.base_offset,
+                    FileRegion::new(Arc::clone(&self.log), start.position, 0),
+                )));
             }
             end = start.position + first.min(available);
         }
-        Ok(Some((start.header.base_offset, FileRegion::new(Arc::clone(&self.log), start.position, (end - start.position) as usize))))
+        Ok(Some((
+            start.header.base_offset,
+            FileRegion::new(Arc::clone(&self.log), start.position, (end - start.position) as usize),
+        )))
     }
 
     /// The end of the last whole batch from `position` that ends at or before `limit`.
@@ -483,13 +556,19 @@ impl LogSegment {
     ///
     /// # Errors
     /// I/O errors and corrupt batches.
-    pub fn find_offset_by_timestamp(&self, timestamp: i64, starting_offset: i64, scratch: &mut Vec<u8>) -> Result<Option<(i64, i64)>> {
+    pub fn find_offset_by_timestamp(
+        &self,
+        timestamp: i64,
+        starting_offset: i64,
+        scratch: &mut Vec<u8>,
+    ) -> Result<Option<(i64, i64)>> {
         // The time index entry (T, O) says every record before the batch ending at O
         // is older than T <= target, so the scan may start at O's position; records
         // are still filtered by the log start offset only.
         let ts_entry = self.time_index.lookup(timestamp);
         let from = starting_offset;
-        let mut pos = self.offset_index.lookup(ts_entry.offset.max(starting_offset)).position as u64;
+        let mut pos =
+            self.offset_index.lookup(ts_entry.offset.max(starting_offset)).position as u64;
         let mut reader = BatchReader::new(self, pos, self.size);
         while let Some((p, batch)) = reader.next_batch()? {
             pos = p;
@@ -497,14 +576,29 @@ impl LogSegment {
             if header.max_timestamp < timestamp || header.last_offset() < from {
                 continue;
             }
-            let payload = record_batch::records_bytes(&header, batch, scratch, self.config.max_batch_size.saturating_mul(64))
-                .map_err(|e| LogError::Corrupt { path: self.log_path(), position: pos, reason: e.to_string() })?;
+            let payload = record_batch::records_bytes(
+                &header,
+                batch,
+                scratch,
+                self.config.max_batch_size.saturating_mul(64),
+            )
+            .map_err(|e| LogError::Corrupt {
+                path: self.log_path(),
+                position: pos,
+                reason: e.to_string(),
+            })?;
             for rec in RecordIter::new(payload, header.records_count) {
-                let rec = rec.map_err(|e| LogError::Corrupt { path: self.log_path(), position: pos, reason: e.to_string() })?;
+                let rec = rec.map_err(|e| LogError::Corrupt {
+                    path: self.log_path(),
+                    position: pos,
+                    reason: e.to_string(),
+                })?;
                 let offset = header.base_offset + rec.offset_delta as i64;
                 let ts = match header.timestamp_type() {
                     record_batch::TimestampType::LogAppendTime => header.max_timestamp,
-                    record_batch::TimestampType::CreateTime => header.timestamp_base() + rec.timestamp_delta,
+                    record_batch::TimestampType::CreateTime => {
+                        header.timestamp_base() + rec.timestamp_delta
+                    }
                 };
                 if ts >= timestamp && offset >= from {
                     return Ok(Some((ts, offset)));
@@ -544,7 +638,9 @@ impl LogSegment {
     /// # Errors
     /// I/O errors other than a file already gone.
     pub fn delete_files(&self) -> Result<()> {
-        for path in [self.log_path(), self.offset_index.path().into(), self.time_index.path().into()] {
+        for path in
+            [self.log_path(), self.offset_index.path().into(), self.time_index.path().into()]
+        {
             match std::fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -624,11 +720,33 @@ const READ_CHUNK: usize = 1 << 20;
 
 impl<'a> BatchReader<'a> {
     pub fn new(segment: &'a LogSegment, position: u64, end: u64) -> Self {
-        Self::from_file(&segment.log, segment.log_path(), position, end, segment.config.max_batch_size)
+        Self::from_file(
+            &segment.log,
+            segment.log_path(),
+            position,
+            end,
+            segment.config.max_batch_size,
+        )
     }
 
-    pub fn from_file(file: &'a File, path: PathBuf, position: u64, end: u64, max_batch_size: usize) -> Self {
-        Self { file, path, position, end, max_batch_size, buf: Vec::new(), buf_pos: position, buf_len: 0, consumed: 0 }
+    pub fn from_file(
+        file: &'a File,
+        path: PathBuf,
+        position: u64,
+        end: u64,
+        max_batch_size: usize,
+    ) -> Self {
+        Self {
+            file,
+            path,
+            position,
+            end,
+            max_batch_size,
+            buf: Vec::new(),
+            buf_pos: position,
+            buf_len: 0,
+            consumed: 0,
+        }
     }
 
     /// Position of the next batch.
@@ -656,7 +774,10 @@ impl<'a> BatchReader<'a> {
                 return Ok(false);
             }
             let max = ((self.end - file_pos) as usize).min(self.buf.len() - self.buf_len);
-            let n = self.file.read_at(&mut self.buf[self.buf_len..self.buf_len + max], file_pos).map_err(LogError::io(&self.path))?;
+            let n = self
+                .file
+                .read_at(&mut self.buf[self.buf_len..self.buf_len + max], file_pos)
+                .map_err(LogError::io(&self.path))?;
             if n == 0 {
                 return Ok(false);
             }
@@ -673,25 +794,46 @@ impl<'a> BatchReader<'a> {
         if self.position >= self.end {
             return Ok(None);
         }
-        let corrupt = |position: u64, reason: String, path: &Path| LogError::Corrupt { path: path.into(), position, reason };
+        let corrupt = |position: u64, reason: String, path: &Path| LogError::Corrupt {
+            path: path.into(),
+            position,
+            reason,
+        };
         if !self.fill(LOG_OVERHEAD)? {
-            return Err(corrupt(self.position, "partial batch header at the end of the file".into(), &self.path));
+            return Err(corrupt(
+                self.position,
+                "partial batch header at the end of the file".into(),
+                &self.path,
+            ));
         }
         let head = &self.buf[self.consumed..self.consumed + LOG_OVERHEAD];
         let length = i32::from_be_bytes(head[8..12].try_into().expect("4 bytes")) as i64;
         if length < (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i64 {
-            return Err(corrupt(self.position, BatchError::InvalidLength(length).to_string(), &self.path));
+            return Err(corrupt(
+                self.position,
+                BatchError::InvalidLength(length).to_string(),
+                &self.path,
+            ));
         }
         let size = length as usize + LOG_OVERHEAD;
         if size > self.max_batch_size {
-            return Err(corrupt(self.position, BatchError::TooLarge { size, limit: self.max_batch_size }.to_string(), &self.path));
+            return Err(corrupt(
+                self.position,
+                BatchError::TooLarge { size, limit: self.max_batch_size }.to_string(),
+                &self.path,
+            ));
         }
         if !self.fill(size)? {
-            return Err(corrupt(self.position, format!("partial batch: {size} bytes declared, file ends first"), &self.path));
+            return Err(corrupt(
+                self.position,
+                format!("partial batch: {size} bytes declared, file ends first"),
+                &self.path,
+            ));
         }
         let start = self.consumed;
         let batch = &self.buf[start..start + size];
-        record_batch::check_batch(batch, self.max_batch_size).map_err(|e| corrupt(self.position, e.to_string(), &self.path))?;
+        record_batch::check_batch(batch, self.max_batch_size)
+            .map_err(|e| corrupt(self.position, e.to_string(), &self.path))?;
         let pos = self.position;
         self.consumed += size;
         self.position += size as u64;
@@ -707,7 +849,11 @@ mod tests {
 
     /// A segment of batches of different sizes; returns it and the batch start positions (plus the end).
     fn segment(dir: &Path, index_interval_bytes: usize) -> (LogSegment, Vec<u64>) {
-        let config = SegmentConfig { index_interval_bytes, max_index_size: 1 << 20, max_batch_size: 1 << 20 };
+        let config = SegmentConfig {
+            index_interval_bytes,
+            max_index_size: 1 << 20,
+            max_batch_size: 1 << 20,
+        };
         let mut seg = LogSegment::create(dir, 0, config, "", 0).unwrap();
         let mut starts = vec![0u64];
         for i in 0..40i64 {
@@ -737,18 +883,32 @@ mod tests {
                         let (_, region) = seg.read_region(offset, max, min_one).unwrap().unwrap();
                         let end = start + region.len() as u64;
                         assert_eq!(region.position(), start);
-                        assert!(starts.contains(&end), "interval {interval} max {max}: ends inside a batch at {end}");
+                        assert!(
+                            starts.contains(&end),
+                            "interval {interval} max {max}: ends inside a batch at {end}"
+                        );
                         let first = starts.iter().find(|&&s| s > start).copied().unwrap();
                         if region.len() > max {
-                            assert!(min_one && end == first, "only a first batch may exceed the limit");
+                            assert!(
+                                min_one && end == first,
+                                "only a first batch may exceed the limit"
+                            );
                         }
                         if min_one {
                             assert!(end >= first, "at least one batch");
                         }
                         if interval == 1 << 20 {
                             // No index entry inside: the largest whole-batch prefix that fits.
-                            let best = starts.iter().copied().filter(|&s| s > start && s - start <= max as u64).max();
-                            assert_eq!(end, best.unwrap_or(if min_one { first } else { start }), "max {max}");
+                            let best = starts
+                                .iter()
+                                .copied()
+                                .filter(|&s| s > start && s - start <= max as u64)
+                                .max();
+                            assert_eq!(
+                                end,
+                                best.unwrap_or(if min_one { first } else { start }),
+                                "max {max}"
+                            );
                         }
                         let bytes = seg.read(offset, max, min_one).unwrap().unwrap().1;
                         assert_eq!(&bytes[..], &file[start as usize..end as usize]);

@@ -41,7 +41,12 @@ pub struct ValidatedBatch {
 /// The first problem found: framing, CRC, size, record count, a key-less
 /// record on a compacted topic (`InvalidRecord` with its index), a control
 /// batch from a client, or a timestamp out of bounds.
-pub fn validate_records(records: &[u8], ctx: &ValidationContext, scratch: &mut Vec<u8>, out: &mut Vec<ValidatedBatch>) -> Result<(), BatchError> {
+pub fn validate_records(
+    records: &[u8],
+    ctx: &ValidationContext,
+    scratch: &mut Vec<u8>,
+    out: &mut Vec<ValidatedBatch>,
+) -> Result<(), BatchError> {
     out.clear();
     if records.is_empty() {
         return Err(BatchError::InvalidBatch("no record batch in the request".into()));
@@ -58,12 +63,20 @@ pub fn validate_records(records: &[u8], ctx: &ValidationContext, scratch: &mut V
     Ok(())
 }
 
-fn validate_batch(header: &BatchHeader, batch: &[u8], ctx: &ValidationContext, scratch: &mut Vec<u8>) -> Result<i64, BatchError> {
+fn validate_batch(
+    header: &BatchHeader,
+    batch: &[u8],
+    ctx: &ValidationContext,
+    scratch: &mut Vec<u8>,
+) -> Result<i64, BatchError> {
     if header.is_control() {
         return Err(BatchError::InvalidBatch("clients may not send control batches".into()));
     }
     if header.records_count <= 0 {
-        return Err(BatchError::InvalidBatch(format!("record count {} must be positive", header.records_count)));
+        return Err(BatchError::InvalidBatch(format!(
+            "record count {} must be positive",
+            header.records_count
+        )));
     }
     if header.last_offset_delta != header.records_count - 1 {
         return Err(BatchError::InvalidBatch(format!(
@@ -80,18 +93,36 @@ fn validate_batch(header: &BatchHeader, batch: &[u8], ctx: &ValidationContext, s
     for (index, record) in records.by_ref().enumerate() {
         let record = record?;
         if record.offset_delta != index as i32 {
-            return Err(BatchError::InvalidRecord { index, reason: format!("offset delta {} where {index} was expected", record.offset_delta) });
+            return Err(BatchError::InvalidRecord {
+                index,
+                reason: format!("offset delta {} where {index} was expected", record.offset_delta),
+            });
         }
         if ctx.compact && record.key.is_none() {
-            return Err(BatchError::InvalidRecord { index, reason: "compacted topic cannot accept message without key".into() });
+            return Err(BatchError::InvalidRecord {
+                index,
+                reason: "compacted topic cannot accept message without key".into(),
+            });
         }
         let timestamp = header.base_timestamp.wrapping_add(record.timestamp_delta);
         if ctx.timestamp_type == TimestampType::CreateTime {
             if timestamp < ctx.now_ms.saturating_sub(ctx.timestamp_before_max_ms) {
-                return Err(BatchError::InvalidTimestamp { timestamp, reason: format!("more than {} ms before the broker's time", ctx.timestamp_before_max_ms) });
+                return Err(BatchError::InvalidTimestamp {
+                    timestamp,
+                    reason: format!(
+                        "more than {} ms before the broker's time",
+                        ctx.timestamp_before_max_ms
+                    ),
+                });
             }
             if timestamp > ctx.now_ms.saturating_add(ctx.timestamp_after_max_ms) {
-                return Err(BatchError::InvalidTimestamp { timestamp, reason: format!("more than {} ms after the broker's time", ctx.timestamp_after_max_ms) });
+                return Err(BatchError::InvalidTimestamp {
+                    timestamp,
+                    reason: format!(
+                        "more than {} ms after the broker's time",
+                        ctx.timestamp_after_max_ms
+                    ),
+                });
             }
         }
         max_timestamp = max_timestamp.max(timestamp);
@@ -139,7 +170,10 @@ mod tests {
         let mut b = BatchBuilder::new(Compression::None, 10_000 + 3_600_001);
         b.append(10_000 + 3_600_001, Some(b"k"), Some(b"v"));
         let (mut scratch, mut out) = (Vec::new(), Vec::new());
-        assert!(matches!(validate_records(&b.build(), &ctx(false), &mut scratch, &mut out), Err(BatchError::InvalidTimestamp { .. })));
+        assert!(matches!(
+            validate_records(&b.build(), &ctx(false), &mut scratch, &mut out),
+            Err(BatchError::InvalidTimestamp { .. })
+        ));
     }
 
     #[test]

@@ -91,7 +91,12 @@ pub enum ConnError {
     Protocol(String),
 }
 
-async fn serve_connection(stream: TcpStream, broker: &Arc<Broker>, mut stop: watch::Receiver<bool>, client_host: String) -> Result<(), ConnError> {
+async fn serve_connection(
+    stream: TcpStream,
+    broker: &Arc<Broker>,
+    mut stop: watch::Receiver<bool>,
+    client_host: String,
+) -> Result<(), ConnError> {
     let max = broker.config.socket_request_max_bytes();
     let (reader, mut writer) = stream.into_split();
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
@@ -106,7 +111,9 @@ async fn serve_connection(stream: TcpStream, broker: &Arc<Broker>, mut stop: wat
             _ = stop.changed() => return Ok(()),
         };
         if size < MIN_FRAME as i32 || size as usize > max {
-            return Err(ConnError::Protocol(format!("frame size {size} outside [{MIN_FRAME}, {max}] (socket.request.max.bytes)")));
+            return Err(ConnError::Protocol(format!(
+                "frame size {size} outside [{MIN_FRAME}, {max}] (socket.request.max.bytes)"
+            )));
         }
         let mut frame = vec![0u8; size as usize];
         reader.read_exact(&mut frame).await?;
@@ -127,10 +134,20 @@ async fn serve_connection(stream: TcpStream, broker: &Arc<Broker>, mut stop: wat
 #[derive(Debug)]
 pub enum Frame {
     /// ApiVersions of a version newer than ours: answer in v0 with the list.
-    ApiVersionsTooNew { correlation_id: i32 },
+    ApiVersionsTooNew {
+        correlation_id: i32,
+    },
     /// Produce v0–2: the hand-written UNSUPPORTED_VERSION body, if one is owed.
-    LegacyProduce { correlation_id: i32, body: Option<Vec<u8>>, version: i16 },
-    Request { api_key: ApiKey, header: RequestHeader, request: Box<RequestKind> },
+    LegacyProduce {
+        correlation_id: i32,
+        body: Option<Vec<u8>>,
+        version: i16,
+    },
+    Request {
+        api_key: ApiKey,
+        header: RequestHeader,
+        request: Box<RequestKind>,
+    },
 }
 
 /// Decode one request frame (the bytes after the size). Pure: no I/O, no
@@ -150,16 +167,26 @@ pub fn parse_frame(frame: Bytes) -> Result<Frame, String> {
     if api_key == ApiKey::ApiVersions && api::supported(api_key).is_some_and(|a| version > a.max) {
         return Ok(Frame::ApiVersionsTooNew { correlation_id });
     }
-    let supported = api::supported(api_key).ok_or_else(|| format!("{api_key:?} is not implemented"))?;
+    let supported =
+        api::supported(api_key).ok_or_else(|| format!("{api_key:?} is not implemented"))?;
     if version < supported.min || version > supported.max {
-        return Err(format!("{api_key:?} v{version} is outside v{}..=v{}", supported.min, supported.max));
+        return Err(format!(
+            "{api_key:?} v{version} is outside v{}..=v{}",
+            supported.min, supported.max
+        ));
     }
     if api_key == ApiKey::Produce && version < api::produce::MIN_SUPPORTED_VERSION {
-        return Ok(Frame::LegacyProduce { correlation_id, body: legacy_produce::unsupported_response(&frame, version), version });
+        return Ok(Frame::LegacyProduce {
+            correlation_id,
+            body: legacy_produce::unsupported_response(&frame, version),
+            version,
+        });
     }
     let mut body = frame;
-    let header = RequestHeader::decode(&mut body, api_key.request_header_version(version)).map_err(|e| format!("bad {api_key:?} header: {e}"))?;
-    let request = RequestKind::decode(api_key, &mut body, version).map_err(|e| format!("bad {api_key:?} v{version} body: {e}"))?;
+    let header = RequestHeader::decode(&mut body, api_key.request_header_version(version))
+        .map_err(|e| format!("bad {api_key:?} header: {e}"))?;
+    let request = RequestKind::decode(api_key, &mut body, version)
+        .map_err(|e| format!("bad {api_key:?} v{version} body: {e}"))?;
     Ok(Frame::Request { api_key, header, request: Box::new(request) })
 }
 
@@ -169,7 +196,12 @@ pub fn parse_frame(frame: Bytes) -> Result<Frame, String> {
 ///
 /// # Errors
 /// `Protocol` when the connection must be closed.
-pub async fn handle_frame(broker: &Arc<Broker>, frame: Bytes, out: &mut BytesMut, client_host: &str) -> Result<bool, ConnError> {
+pub async fn handle_frame(
+    broker: &Arc<Broker>,
+    frame: Bytes,
+    out: &mut BytesMut,
+    client_host: &str,
+) -> Result<bool, ConnError> {
     let mut buf = ResponseBuf::default();
     let owed = handle_frame_into(broker, frame, &mut buf, client_host).await?;
     buf.read_into(out)?;
@@ -181,7 +213,12 @@ pub async fn handle_frame(broker: &Arc<Broker>, frame: Bytes, out: &mut BytesMut
 ///
 /// # Errors
 /// `Protocol` when the connection must be closed.
-pub async fn handle_frame_into(broker: &Arc<Broker>, frame: Bytes, out: &mut ResponseBuf, client_host: &str) -> Result<bool, ConnError> {
+pub async fn handle_frame_into(
+    broker: &Arc<Broker>,
+    frame: Bytes,
+    out: &mut ResponseBuf,
+    client_host: &str,
+) -> Result<bool, ConnError> {
     match parse_frame(frame).map_err(ConnError::Protocol)? {
         Frame::ApiVersionsTooNew { correlation_id } => {
             // The client is newer than us: tell it what we have, in a body every
@@ -197,7 +234,9 @@ pub async fn handle_frame_into(broker: &Arc<Broker>, frame: Bytes, out: &mut Res
             head.put_slice(&body);
             Ok(true)
         }
-        Frame::LegacyProduce { version, .. } => Err(ConnError::Protocol(format!("Produce v{version} is not supported (acks=0 or malformed)"))),
+        Frame::LegacyProduce { version, .. } => Err(ConnError::Protocol(format!(
+            "Produce v{version} is not supported (acks=0 or malformed)"
+        ))),
         Frame::Request { api_key, header, request } => {
             let version = header.request_api_version;
             let started = std::time::Instant::now();
@@ -208,7 +247,13 @@ pub async fn handle_frame_into(broker: &Arc<Broker>, frame: Bytes, out: &mut Res
                 Ok(Some(reply)) => {
                     broker.request_metrics.observe(&api_name, elapsed, Some(&reply.response));
                     out.expect_regions(reply.regions);
-                    encode_response(out, header.correlation_id, api_key.response_header_version(version), &reply.response, version)?;
+                    encode_response(
+                        out,
+                        header.correlation_id,
+                        api_key.response_header_version(version),
+                        &reply.response,
+                        version,
+                    )?;
                     Ok(true)
                 }
                 Ok(None) => {
@@ -217,14 +262,22 @@ pub async fn handle_frame_into(broker: &Arc<Broker>, frame: Bytes, out: &mut Res
                 }
                 Err(Close) => {
                     broker.request_metrics.observe(&api_name, elapsed, None);
-                    Err(ConnError::Protocol(format!("{api_key:?} request failed; closing as Kafka does")))
+                    Err(ConnError::Protocol(format!(
+                        "{api_key:?} request failed; closing as Kafka does"
+                    )))
                 }
             }
         }
     }
 }
 
-fn encode_response(out: &mut ResponseBuf, correlation_id: i32, header_version: i16, response: &ResponseKind, version: i16) -> Result<(), ConnError> {
+fn encode_response(
+    out: &mut ResponseBuf,
+    correlation_id: i32,
+    header_version: i16,
+    response: &ResponseKind,
+    version: i16,
+) -> Result<(), ConnError> {
     let (head_start, wire_start) = (out.head_mut().len(), out.wire_len());
     out.head_mut().put_i32(0);
     ResponseHeader::default()
@@ -239,7 +292,8 @@ fn encode_response(out: &mut ResponseBuf, correlation_id: i32, header_version: i
     };
     encoded.map_err(|e| ConnError::Protocol(format!("encoding response: {e}")))?;
     out.finish().map_err(ConnError::Protocol)?;
-    let size = i32::try_from(out.wire_len() - wire_start - 4).map_err(|_| ConnError::Protocol("response larger than 2 GiB".into()))?;
+    let size = i32::try_from(out.wire_len() - wire_start - 4)
+        .map_err(|_| ConnError::Protocol("response larger than 2 GiB".into()))?;
     out.head_mut()[head_start..head_start + 4].copy_from_slice(&size.to_be_bytes());
     Ok(())
 }

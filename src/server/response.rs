@@ -85,7 +85,10 @@ impl ResponseBuf {
             return Err(m);
         }
         if !self.expected.is_empty() {
-            return Err(format!("{} fetched file region(s) without a placeholder in the response", self.expected.len()));
+            return Err(format!(
+                "{} fetched file region(s) without a placeholder in the response",
+                self.expected.len()
+            ));
         }
         Ok(())
     }
@@ -128,7 +131,8 @@ impl ResponseBuf {
 async fn send_region(stream: &TcpStream, region: &FileRegion) -> io::Result<()> {
     let file_fd = region.file().as_raw_fd();
     let socket_fd = stream.as_raw_fd();
-    let mut offset = libc::off_t::try_from(region.position()).map_err(|_| io::Error::other("file region position out of range"))?;
+    let mut offset = libc::off_t::try_from(region.position())
+        .map_err(|_| io::Error::other("file region position out of range"))?;
     let mut left = region.len();
     while left > 0 {
         stream.writable().await?;
@@ -144,9 +148,15 @@ async fn send_region(stream: &TcpStream, region: &FileRegion) -> io::Result<()> 
             }
         });
         match sent {
-            Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "segment file ended inside a fetched region")),
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "segment file ended inside a fetched region",
+                ))
+            }
             Ok(n) => left -= n.min(left),
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
             Err(e) => return Err(e),
         }
     }
@@ -180,8 +190,12 @@ unsafe impl BufMut for ResponseBuf {
                     return;
                 }
                 other => {
-                    let found = other.map_or_else(|| "none".to_string(), |r| format!("{} bytes", r.len()));
-                    self.mismatch.get_or_insert(format!("a {}-byte record placeholder met region {found}", src.len()));
+                    let found =
+                        other.map_or_else(|| "none".to_string(), |r| format!("{} bytes", r.len()));
+                    self.mismatch.get_or_insert(format!(
+                        "a {}-byte record placeholder met region {found}",
+                        src.len()
+                    ));
                 }
             }
         }
@@ -227,13 +241,20 @@ mod tests {
                     (Some(b), true) if !b.is_empty() => placeholder(b.len()),
                     (r, _) => r.clone(),
                 };
-                PartitionData::default().with_partition_index(i as i32).with_high_watermark(7).with_records(r)
+                PartitionData::default()
+                    .with_partition_index(i as i32)
+                    .with_high_watermark(7)
+                    .with_records(r)
             })
             .collect::<Vec<_>>();
         let (a, b) = partitions.split_at(2);
         FetchResponse::default().with_session_id(0).with_responses(vec![
-            FetchableTopicResponse::default().with_topic(TopicName(StrBytes::from_static_str("a"))).with_partitions(a.to_vec()),
-            FetchableTopicResponse::default().with_topic(TopicName(StrBytes::from_static_str("b"))).with_partitions(b.to_vec()),
+            FetchableTopicResponse::default()
+                .with_topic(TopicName(StrBytes::from_static_str("a")))
+                .with_partitions(a.to_vec()),
+            FetchableTopicResponse::default()
+                .with_topic(TopicName(StrBytes::from_static_str("b")))
+                .with_partitions(b.to_vec()),
         ])
     }
 
@@ -244,9 +265,18 @@ mod tests {
         file.write_all(&content).unwrap();
         let file = Arc::new(file);
         // (position, len) per partition; an empty and an absent one in between.
-        let layout: [Option<(usize, usize)>; 5] = [Some((10, 300)), Some((0, 0)), None, Some((5_000, 90_000)), Some((400, 1))];
-        let records: Vec<Option<Bytes>> = layout.iter().map(|l| l.map(|(p, n)| Bytes::copy_from_slice(&content[p..p + n]))).collect();
-        let regions: Vec<FileRegion> = layout.iter().flatten().filter(|(_, n)| *n > 0).map(|&(p, n)| FileRegion::new(Arc::clone(&file), p as u64, n)).collect();
+        let layout: [Option<(usize, usize)>; 5] =
+            [Some((10, 300)), Some((0, 0)), None, Some((5_000, 90_000)), Some((400, 1))];
+        let records: Vec<Option<Bytes>> = layout
+            .iter()
+            .map(|l| l.map(|(p, n)| Bytes::copy_from_slice(&content[p..p + n])))
+            .collect();
+        let regions: Vec<FileRegion> = layout
+            .iter()
+            .flatten()
+            .filter(|(_, n)| *n > 0)
+            .map(|&(p, n)| FileRegion::new(Arc::clone(&file), p as u64, n))
+            .collect();
         for version in 4..=18 {
             let mut plain = BytesMut::new();
             response(&records, false).encode(&mut plain, version).unwrap();
@@ -255,7 +285,10 @@ mod tests {
             response(&records, true).encode(&mut buf, version).unwrap();
             buf.finish().unwrap();
             assert_eq!(buf.wire_len(), plain.len(), "v{version}");
-            assert!(buf.head.len() < 1_000, "v{version}: records were copied into the encoded part");
+            assert!(
+                buf.head.len() < 1_000,
+                "v{version}: records were copied into the encoded part"
+            );
             let mut wire = BytesMut::new();
             buf.read_into(&mut wire).unwrap();
             assert_eq!(wire, plain, "v{version}");

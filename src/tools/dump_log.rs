@@ -31,8 +31,10 @@ pub fn dump_files(files: &[PathBuf], opts: DumpOptions, out: &mut String) -> any
     let mut problems = 0;
     for file in files {
         let name = file.file_name().and_then(|n| n.to_str()).context("file name")?;
-        let (stem, ext) = name.split_once('.').with_context(|| format!("{name}: not a segment file"))?;
-        let base: i64 = stem.parse().with_context(|| format!("{name}: not named by a base offset"))?;
+        let (stem, ext) =
+            name.split_once('.').with_context(|| format!("{name}: not a segment file"))?;
+        let base: i64 =
+            stem.parse().with_context(|| format!("{name}: not named by a base offset"))?;
         writeln!(out, "Dumping {}", file.display())?;
         problems += match ext {
             "log" | "log.deleted" | "log.cleaned" | "log.swap" => dump_log(file, base, opts, out)?,
@@ -100,7 +102,13 @@ fn ts_name(t: TimestampType) -> &'static str {
     }
 }
 
-fn dump_records(h: &BatchHeader, batch: &[u8], scratch: &mut Vec<u8>, opts: DumpOptions, out: &mut String) -> anyhow::Result<usize> {
+fn dump_records(
+    h: &BatchHeader,
+    batch: &[u8],
+    scratch: &mut Vec<u8>,
+    opts: DumpOptions,
+    out: &mut String,
+) -> anyhow::Result<usize> {
     let payload = match record_batch::records_bytes(h, batch, scratch, 512 << 20) {
         Ok(p) => p,
         Err(e) => {
@@ -121,7 +129,11 @@ fn dump_records(h: &BatchHeader, batch: &[u8], scratch: &mut Vec<u8>, opts: Dump
             TimestampType::LogAppendTime => h.max_timestamp,
             TimestampType::CreateTime => h.timestamp_base() + rec.timestamp_delta,
         };
-        let seq = if h.base_sequence < 0 { -1 } else { record_batch::increment_sequence(h.base_sequence, rec.offset_delta) };
+        let seq = if h.base_sequence < 0 {
+            -1
+        } else {
+            record_batch::increment_sequence(h.base_sequence, rec.offset_delta)
+        };
         write!(
             out,
             "| offset: {} {}: {ts} keySize: {} valueSize: {} sequence: {seq} headerCount: {}",
@@ -132,7 +144,9 @@ fn dump_records(h: &BatchHeader, batch: &[u8], scratch: &mut Vec<u8>, opts: Dump
             rec.headers_count,
         )?;
         if opts.print_data_log {
-            let show = |b: Option<&[u8]>| b.map_or("null".to_string(), |b| String::from_utf8_lossy(b).into_owned());
+            let show = |b: Option<&[u8]>| {
+                b.map_or("null".to_string(), |b| String::from_utf8_lossy(b).into_owned())
+            };
             write!(out, " key: {} payload: {}", show(rec.key), show(rec.value))?;
         }
         writeln!(out)?;
@@ -158,10 +172,16 @@ fn header_at(log: &File, position: u64) -> Option<BatchHeader> {
     BatchHeader::parse(&buf).ok()
 }
 
-fn check_offset_index(path: &Path, base: i64, _opts: DumpOptions, out: &mut String) -> anyhow::Result<usize> {
+fn check_offset_index(
+    path: &Path,
+    base: i64,
+    _opts: DumpOptions,
+    out: &mut String,
+) -> anyhow::Result<usize> {
     let size = std::fs::metadata(path)?.len() as usize;
     let index = OffsetIndex::open(path, base, size.max(8), false)?;
-    let log = File::open(log_of(path)).with_context(|| format!("open the log of {}", path.display()))?;
+    let log =
+        File::open(log_of(path)).with_context(|| format!("open the log of {}", path.display()))?;
     let log_size = log.metadata()?.len();
     let mut problems = 0;
     if let Err(e) = index.sanity_check(log_size) {
@@ -174,11 +194,20 @@ fn check_offset_index(path: &Path, base: i64, _opts: DumpOptions, out: &mut Stri
         match header_at(&log, e.position as u64) {
             Some(h) if h.last_offset() == e.offset => {}
             Some(h) => {
-                writeln!(out, "ERROR: index offset {} points at a batch ending at {}", e.offset, h.last_offset())?;
+                writeln!(
+                    out,
+                    "ERROR: index offset {} points at a batch ending at {}",
+                    e.offset,
+                    h.last_offset()
+                )?;
                 problems += 1;
             }
             None => {
-                writeln!(out, "ERROR: index offset {} points at position {} where no batch starts", e.offset, e.position)?;
+                writeln!(
+                    out,
+                    "ERROR: index offset {} points at position {} where no batch starts",
+                    e.offset, e.position
+                )?;
                 problems += 1;
             }
         }
@@ -186,11 +215,17 @@ fn check_offset_index(path: &Path, base: i64, _opts: DumpOptions, out: &mut Stri
     Ok(problems)
 }
 
-fn check_time_index(path: &Path, base: i64, opts: DumpOptions, out: &mut String) -> anyhow::Result<usize> {
+fn check_time_index(
+    path: &Path,
+    base: i64,
+    opts: DumpOptions,
+    out: &mut String,
+) -> anyhow::Result<usize> {
     let size = std::fs::metadata(path)?.len() as usize;
     let index = TimeIndex::open(path, base, size.max(12), false)?;
     let log_path = log_of(path);
-    let log = File::open(&log_path).with_context(|| format!("open the log of {}", path.display()))?;
+    let log =
+        File::open(&log_path).with_context(|| format!("open the log of {}", path.display()))?;
     let len = log.metadata()?.len();
     let mut problems = 0;
     let mut prev = i64::MIN;
@@ -207,12 +242,20 @@ fn check_time_index(path: &Path, base: i64, opts: DumpOptions, out: &mut String)
         match batches.iter().find(|(last, _)| *last >= e.offset) {
             Some((last, ts)) if *last == e.offset => {
                 if *ts != e.timestamp {
-                    writeln!(out, "ERROR: index timestamp {} but the batch's max timestamp is {ts}", e.timestamp)?;
+                    writeln!(
+                        out,
+                        "ERROR: index timestamp {} but the batch's max timestamp is {ts}",
+                        e.timestamp
+                    )?;
                     problems += 1;
                 }
             }
             _ => {
-                writeln!(out, "ERROR: index offset {} is not the last offset of a batch", e.offset)?;
+                writeln!(
+                    out,
+                    "ERROR: index offset {} is not the last offset of a batch",
+                    e.offset
+                )?;
                 problems += 1;
             }
         }

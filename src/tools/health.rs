@@ -15,7 +15,11 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 /// # Errors
 /// Connection failures, timeouts, a malformed or error response.
 pub fn check(address: &str, timeout: Duration) -> anyhow::Result<usize> {
-    let addr = address.to_socket_addrs().with_context(|| format!("resolving {address}"))?.next().context("no address")?;
+    let addr = address
+        .to_socket_addrs()
+        .with_context(|| format!("resolving {address}"))?
+        .next()
+        .context("no address")?;
     let mut stream = TcpStream::connect_timeout(&addr, timeout).context("connecting")?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;

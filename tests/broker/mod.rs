@@ -25,7 +25,14 @@ impl TestBroker {
     pub fn start(overrides: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let log_path = dir.path().join("broker.log");
-        let mut b = Self { child: None, port: 0, metrics_port: 0, dir, overrides: overrides.iter().map(|s| s.to_string()).collect(), log_path };
+        let mut b = Self {
+            child: None,
+            port: 0,
+            metrics_port: 0,
+            dir,
+            overrides: overrides.iter().map(|s| s.to_string()).collect(),
+            log_path,
+        };
         b.launch(0);
         b
     }
@@ -46,19 +53,30 @@ impl TestBroker {
         for o in &self.overrides {
             cmd.arg("--override").arg(o);
         }
-        let mut child = cmd.env("RUST_LOG", std::env::var("SEDIMENT_TEST_LOG").unwrap_or_else(|_| "info".into())).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn sediment");
+        let mut child = cmd
+            .env("RUST_LOG", std::env::var("SEDIMENT_TEST_LOG").unwrap_or_else(|_| "info".into()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn sediment");
         let stderr = child.stderr.take().expect("stderr");
         let log_path = self.log_path.clone();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             use std::io::Write;
-            let mut log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).expect("broker log");
+            let mut log = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log_path)
+                .expect("broker log");
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 let _ = writeln!(log, "{line}");
-                for (kind, marker) in [("metrics", "metrics_listening="), ("kafka", " listening=")] {
+                for (kind, marker) in [("metrics", "metrics_listening="), ("kafka", " listening=")]
+                {
                     if let Some(rest) = line.split(marker).nth(1) {
                         let addr = rest.split_whitespace().next().unwrap_or("");
-                        if let Some(p) = addr.rsplit(':').next().and_then(|p| p.parse::<u16>().ok()) {
+                        if let Some(p) = addr.rsplit(':').next().and_then(|p| p.parse::<u16>().ok())
+                        {
                             let _ = tx.send((kind, p));
                         }
                     }
@@ -152,7 +170,15 @@ pub fn free_port() -> u16 {
 
 /// Percent-encode a query-string value.
 pub fn percent_encode(s: &str) -> String {
-    s.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
 impl TestBroker {
@@ -183,7 +209,11 @@ impl TestBroker {
             if let Some(v) = f() {
                 return v;
             }
-            assert!(std::time::Instant::now() < deadline, "timed out after {secs}s waiting for {what}; broker log:\n{}", self.log());
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out after {secs}s waiting for {what}; broker log:\n{}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -200,7 +230,11 @@ pub fn metric_value(text: &str, series: &str) -> Option<f64> {
 /// Run a command, returning (success, stdout, stderr).
 pub fn run(cmd: &mut Command) -> (bool, String, String) {
     let out = cmd.output().unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 pub fn repo_root() -> &'static Path {
@@ -237,7 +271,9 @@ impl Wire {
             .with_request_api_key(R::KEY)
             .with_request_api_version(version)
             .with_correlation_id(correlation)
-            .with_client_id(Some(kafka_protocol::protocol::StrBytes::from_static_str("sediment-test")));
+            .with_client_id(Some(kafka_protocol::protocol::StrBytes::from_static_str(
+                "sediment-test",
+            )));
         let mut body = bytes::BytesMut::new();
         header.encode(&mut body, key.request_header_version(version)).expect("header");
         request.encode(&mut body, version).expect("body");
@@ -261,7 +297,10 @@ impl Wire {
     }
 
     /// Decode a response of `R` sent with `version` (header version from the API).
-    pub fn decode<R: kafka_protocol::protocol::Request>(version: i16, mut after_correlation: bytes::Bytes) -> R::Response {
+    pub fn decode<R: kafka_protocol::protocol::Request>(
+        version: i16,
+        mut after_correlation: bytes::Bytes,
+    ) -> R::Response {
         use kafka_protocol::messages::ApiKey;
         use kafka_protocol::protocol::Decodable;
         let key = ApiKey::try_from(R::KEY).expect("key");
@@ -274,7 +313,11 @@ impl Wire {
     }
 
     /// Send and wait for the matching response.
-    pub fn call<R: kafka_protocol::protocol::Request>(&mut self, version: i16, request: &R) -> R::Response {
+    pub fn call<R: kafka_protocol::protocol::Request>(
+        &mut self,
+        version: i16,
+        request: &R,
+    ) -> R::Response {
         let correlation = self.send(version, request);
         let (got, body) = self.recv_frame().expect("response");
         assert_eq!(got, correlation, "responses come back in request order");
@@ -288,7 +331,12 @@ impl Wire {
         match self.stream.read(&mut b) {
             Ok(0) => true,
             Ok(_) => false,
-            Err(e) => matches!(e.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionAborted),
+            Err(e) => matches!(
+                e.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::ConnectionAborted
+            ),
         }
     }
 }
@@ -302,25 +350,53 @@ pub fn create_topic(port: u16, name: &str, partitions: i32, configs: &[(&str, &s
         .with_name(TopicName(StrBytes::from_string(name.into())))
         .with_num_partitions(partitions)
         .with_replication_factor(1)
-        .with_configs(configs.iter().map(|(k, v)| CreatableTopicConfig::default().with_name(StrBytes::from_string((*k).into())).with_value(Some(StrBytes::from_string((*v).into())))).collect());
-    let response = Wire::connect(port).call(7, &CreateTopicsRequest::default().with_topics(vec![topic]).with_timeout_ms(10_000));
-    assert_eq!(response.topics[0].error_code, 0, "create {name}: {:?}", response.topics[0].error_message);
+        .with_configs(
+            configs
+                .iter()
+                .map(|(k, v)| {
+                    CreatableTopicConfig::default()
+                        .with_name(StrBytes::from_string((*k).into()))
+                        .with_value(Some(StrBytes::from_string((*v).into())))
+                })
+                .collect(),
+        );
+    let response = Wire::connect(port)
+        .call(7, &CreateTopicsRequest::default().with_topics(vec![topic]).with_timeout_ms(10_000));
+    assert_eq!(
+        response.topics[0].error_code, 0,
+        "create {name}: {:?}",
+        response.topics[0].error_message
+    );
 }
 
 /// Produce `records` (key, value; `None` is a tombstone) as one batch with
 /// every record timestamped `timestamp_ms`, and assert success. Record
 /// timestamps drive time-based rolls, so tests roll without sleeping.
-pub fn produce(w: &mut Wire, topic: &str, partition: i32, timestamp_ms: i64, records: &[(String, Option<String>)]) {
+pub fn produce(
+    w: &mut Wire,
+    topic: &str,
+    partition: i32,
+    timestamp_ms: i64,
+    records: &[(String, Option<String>)],
+) {
     use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
     use kafka_protocol::messages::{ProduceRequest, TopicName};
     use kafka_protocol::protocol::StrBytes;
-    let mut b = sediment::log::record_batch::BatchBuilder::new(sediment::log::compression::Compression::None, timestamp_ms);
+    let mut b = sediment::log::record_batch::BatchBuilder::new(
+        sediment::log::compression::Compression::None,
+        timestamp_ms,
+    );
     for (k, v) in records {
         b.append(timestamp_ms, Some(k.as_bytes()), v.as_ref().map(|v| v.as_bytes()));
     }
-    let request = ProduceRequest::default().with_acks(1).with_timeout_ms(10_000).with_topic_data(vec![TopicProduceData::default()
-        .with_name(TopicName(StrBytes::from_string(topic.into())))
-        .with_partition_data(vec![PartitionProduceData::default().with_index(partition).with_records(Some(bytes::Bytes::from(b.build())))])]);
+    let request =
+        ProduceRequest::default().with_acks(1).with_timeout_ms(10_000).with_topic_data(vec![
+            TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_string(topic.into())))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(partition)
+                    .with_records(Some(bytes::Bytes::from(b.build())))]),
+        ]);
     let r = w.call(9, &request);
     let p = &r.responses[0].partition_responses[0];
     assert_eq!(p.error_code, 0, "produce to {topic}-{partition}: {:?}", p.error_message);
@@ -332,7 +408,11 @@ pub fn now_ms() -> i64 {
 }
 
 /// Every record of a partition from offset 0 as a consumer sees it: (offset, key, value).
-pub fn fetch_all(port: u16, topic: &str, partition: i32) -> Vec<(i64, Option<String>, Option<String>)> {
+pub fn fetch_all(
+    port: u16,
+    topic: &str,
+    partition: i32,
+) -> Vec<(i64, Option<String>, Option<String>)> {
     use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
     use kafka_protocol::messages::{FetchRequest, TopicName};
     use kafka_protocol::protocol::StrBytes;
@@ -342,15 +422,26 @@ pub fn fetch_all(port: u16, topic: &str, partition: i32) -> Vec<(i64, Option<Str
     let mut next = 0i64;
     let mut scratch = Vec::new();
     loop {
-        let request = FetchRequest::default().with_replica_id(kafka_protocol::messages::BrokerId(-1)).with_max_wait_ms(0).with_max_bytes(4 << 20).with_topics(vec![FetchTopic::default()
-            .with_topic(TopicName(StrBytes::from_string(topic.into())))
-            .with_partitions(vec![FetchPartition::default().with_partition(partition).with_fetch_offset(next).with_partition_max_bytes(4 << 20)])]);
+        let request = FetchRequest::default()
+            .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+            .with_max_wait_ms(0)
+            .with_max_bytes(4 << 20)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_string(topic.into())))
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(partition)
+                    .with_fetch_offset(next)
+                    .with_partition_max_bytes(4 << 20)])]);
         let r = w.call(12, &request);
         let p = &r.responses[0].partitions[0];
         assert_eq!(p.error_code, 0, "fetch {topic}-{partition} at {next}");
         let bytes = p.records.clone().unwrap_or_default();
         if bytes.is_empty() {
-            assert!(next >= p.high_watermark, "empty fetch at {next} below the high watermark {}", p.high_watermark);
+            assert!(
+                next >= p.high_watermark,
+                "empty fetch at {next} below the high watermark {}",
+                p.high_watermark
+            );
             return out;
         }
         let mut pos = 0;
@@ -360,12 +451,17 @@ pub fn fetch_all(port: u16, topic: &str, partition: i32) -> Vec<(i64, Option<Str
                 break;
             }
             let batch = &bytes[pos..pos + h.size_in_bytes()];
-            let payload = record_batch::records_bytes(&h, batch, &mut scratch, 1 << 30).expect("records");
+            let payload =
+                record_batch::records_bytes(&h, batch, &mut scratch, 1 << 30).expect("records");
             for rec in RecordIter::new(payload, h.records_count) {
                 let rec = rec.expect("record");
                 let offset = h.base_offset + rec.offset_delta as i64;
                 if offset >= next {
-                    out.push((offset, rec.key.map(|k| String::from_utf8_lossy(k).into_owned()), rec.value.map(|v| String::from_utf8_lossy(v).into_owned())));
+                    out.push((
+                        offset,
+                        rec.key.map(|k| String::from_utf8_lossy(k).into_owned()),
+                        rec.value.map(|v| String::from_utf8_lossy(v).into_owned()),
+                    ));
                 }
             }
             next = next.max(h.next_offset());
@@ -383,38 +479,62 @@ pub fn cleaner_checkpoint(data_dir: &Path, topic: &str, partition: i32) -> Optio
     let p = partition.to_string();
     text.lines().find_map(|l| {
         let mut parts = l.split(' ');
-        (parts.next() == Some(topic) && parts.next() == Some(p.as_str())).then(|| parts.next().and_then(|o| o.parse().ok()))?
+        (parts.next() == Some(topic) && parts.next() == Some(p.as_str()))
+            .then(|| parts.next().and_then(|o| o.parse().ok()))?
     })
 }
 
 /// Run one of Apache Kafka's tools (scripts/kafka-tool.sh MAIN_CLASS args),
 /// with `stdin` piped in: (success, stdout, stderr).
-pub fn kafka_tool_output(main_class: &str, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+pub fn kafka_tool_output(
+    main_class: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> (bool, String, String) {
     use std::io::Write;
     let mut cmd = Command::new("bash");
-    cmd.arg(repo_root().join("scripts/kafka-tool.sh")).arg(main_class).args(args).env("KAFKA_HEAP_OPTS", "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC");
-    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.arg(repo_root().join("scripts/kafka-tool.sh"))
+        .arg(main_class)
+        .args(args)
+        .env("KAFKA_HEAP_OPTS", "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC");
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("scripts/kafka-tool.sh (needs Java 17 and Maven)");
     if let Some(input) = stdin {
         child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
     }
     let out = child.wait_with_output().expect("wait");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// As `kafka_tool_output`, failing the test (with the broker's log) unless
 /// the tool succeeds; returns its stdout.
 pub fn kafka_tool(b: &TestBroker, main_class: &str, args: &[&str], stdin: Option<&str>) -> String {
     let (ok, stdout, stderr) = kafka_tool_output(main_class, args, stdin);
-    assert!(ok, "{main_class} {args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}\nbroker:\n{}", b.log());
+    assert!(
+        ok,
+        "{main_class} {args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}\nbroker:\n{}",
+        b.log()
+    );
     stdout
 }
 
 /// The venv's interpreter; scripts/python-env.sh installs the pinned clients
 /// on first use (and serialises concurrent callers).
 pub fn python() -> PathBuf {
-    let out = Command::new(repo_root().join("scripts/python-env.sh")).output().expect("scripts/python-env.sh");
-    assert!(out.status.success(), "scripts/python-env.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(repo_root().join("scripts/python-env.sh"))
+        .output()
+        .expect("scripts/python-env.sh");
+    assert!(
+        out.status.success(),
+        "scripts/python-env.sh failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     PathBuf::from(stdout.lines().last().expect("python-env.sh prints the interpreter").trim())
 }

@@ -41,7 +41,8 @@ pub fn decode(bytes: &[u8]) -> Vec<Rec> {
         let h = BatchHeader::parse(&bytes[pos..]).expect("header");
         let batch = &bytes[pos..pos + h.size_in_bytes()];
         sediment::log::record_batch::check_batch(batch, usize::MAX).expect("crc");
-        let payload = sediment::log::record_batch::records_bytes(&h, batch, &mut scratch, 1 << 30).expect("payload");
+        let payload = sediment::log::record_batch::records_bytes(&h, batch, &mut scratch, 1 << 30)
+            .expect("payload");
         for r in RecordIter::new(payload, h.records_count) {
             let r = r.expect("record");
             out.push(Rec {
@@ -65,7 +66,11 @@ pub fn read_all(log: &Log, from: i64, max_bytes: usize) -> Vec<Rec> {
         if data.records.is_empty() {
             // Only legitimate in a gap the cleaner left before an empty active segment.
             let holds_more = log.segments().any(|s| s.size() > 0 && s.next_offset() > next);
-            assert!(!holds_more, "read at {next} returned nothing before the log end {}", log.log_end_offset());
+            assert!(
+                !holds_more,
+                "read at {next} returned nothing before the log end {}",
+                log.log_end_offset()
+            );
             break;
         }
         for r in decode(&data.records) {
@@ -88,7 +93,8 @@ pub fn read_all(log: &Log, from: i64, max_bytes: usize) -> Vec<Rec> {
 
 pub fn manager(dir: &Path, defaults: &[(&str, &str)], clock: SharedClock) -> LogManager {
     let mut config = LogManagerConfig::new(dir);
-    config.topic_defaults = defaults.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>();
+    config.topic_defaults =
+        defaults.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>();
     LogManager::open(config, clock).expect("open log manager")
 }
 
@@ -108,24 +114,37 @@ pub fn shared<T>(t: T) -> Arc<T> {
 
 use std::sync::RwLock;
 
-use sediment::cleaner::{cleanable_offsets, CancellationToken, CleanResult, Cleaner, CleanerConfig, LogToClean, Throttler};
+use sediment::cleaner::{
+    cleanable_offsets, CancellationToken, CleanResult, Cleaner, CleanerConfig, LogToClean,
+    Throttler,
+};
 use sediment::log::{LoadParams, LogConfig, TopicPartition};
 
 /// Open (or reopen) a partition log directly, as `LogManager` would after a crash.
 pub fn open_log(dir: &Path, topic: &str, pairs: &[(&str, &str)], clock: SharedClock) -> Log {
     let config = LogConfig::resolve(&BTreeMap::new(), overrides(pairs)).expect("config");
     let load = LoadParams { recovery_point: 0, log_start_offset: 0, clean_shutdown: false };
-    Log::open(dir, TopicPartition::new(topic, 0), Arc::new(config), load, false, clock).expect("open log")
+    Log::open(dir, TopicPartition::new(topic, 0), Arc::new(config), load, false, clock)
+        .expect("open log")
 }
 
 /// A cleaner with `budget` bytes of map and small buffers.
 pub fn cleaner(budget: usize, clock: SharedClock) -> Cleaner {
-    let config = CleanerConfig { dedupe_buffer_size: budget, io_buffer_size: 4096, ..CleanerConfig::default() };
+    let config = CleanerConfig {
+        dedupe_buffer_size: budget,
+        io_buffer_size: 4096,
+        ..CleanerConfig::default()
+    };
     Cleaner::new(0, config, Arc::new(Throttler::unlimited(clock.clone())), clock).expect("cleaner")
 }
 
 /// One clean from `checkpoint`, as the manager would run it; returns the result.
-pub fn clean_once(cleaner: &mut Cleaner, log: &RwLock<Log>, checkpoint: i64, now: i64) -> CleanResult {
+pub fn clean_once(
+    cleaner: &mut Cleaner,
+    log: &RwLock<Log>,
+    checkpoint: i64,
+    now: i64,
+) -> CleanResult {
     let to_clean = {
         let log = log.read().unwrap();
         let (first_dirty, uncleanable) = cleanable_offsets(&log, Some(checkpoint), None, now);
@@ -178,7 +197,11 @@ pub fn stray_files(dir: &Path) -> Vec<String> {
 }
 
 /// Append one batch; key-less records need the log to accept them for a moment.
-pub fn append(log: &mut Log, codec: Compression, records: &[RecordSpec<'_>]) -> sediment::log::LogAppendInfo {
+pub fn append(
+    log: &mut Log,
+    codec: Compression,
+    records: &[RecordSpec<'_>],
+) -> sediment::log::LogAppendInfo {
     let keyless = records.iter().any(|r| r.1.is_none());
     let config = Arc::clone(log.config());
     if keyless {
@@ -212,7 +235,11 @@ pub fn kafka_dump_log<P: AsRef<Path>>(files: &[P], extra: &[&str]) -> String {
 
 /// The files of `dir` with extension `ext`, sorted.
 pub fn files_with(dir: &Path, ext: &str) -> Vec<std::path::PathBuf> {
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir).expect("read dir").map(|e| e.expect("entry").path()).filter(|p| p.extension().is_some_and(|e| e == ext)).collect();
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
     files.sort();
     files
 }
