@@ -1,5 +1,5 @@
 """Markdown report of a bench.py run: both brokers side by side with ratios
-and the issue's targets. `python3 bench/report.py RESULTS.json` re-renders a
+and the targets sediment is held to. `python3 bench/report.py RESULTS.json` re-renders a
 saved run."""
 
 from __future__ import annotations

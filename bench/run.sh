@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Usage: bench/run.sh [options]
 #
-# Side-by-side benchmark of Apache Kafka 4.1.2 and sediment on this machine
-# (issue 8): raw disk, produce (1 and 8 partitions), consume, compaction, and
+# Side-by-side benchmark of Apache Kafka 4.1.2 and sediment on this machine:
+# raw disk, produce (1 and 8 partitions), consume, compaction, and
 # each broker's peak RSS and CPU per phase. Brokers run one at a time. Writes a
 # markdown report to bench/results/<date>-<commit>.md (and the raw numbers
 # next to it as .json) and prints it. About 11 minutes with the defaults.

@@ -6,25 +6,32 @@
 mod broker;
 
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
-use broker::{
-    cleaner_checkpoint, create_topic, free_port, http_get, now_ms, percent_encode, produce, Reaper,
-    TestBroker, Wire,
-};
+use broker::{cleaner_checkpoint, create_topic, now_ms, produce, Prometheus, TestBroker, Wire};
 
 /// The value of an instant query with exactly one series, once Prometheus has one.
-fn query(port: u16, promql: &str) -> Option<f64> {
-    let (status, body) = http_get(port, &format!("/api/v1/query?query={}", percent_encode(promql)));
-    assert_eq!(status, 200, "{promql}: {body}");
-    let doc: serde_json::Value = serde_json::from_str(&body).expect("query JSON");
-    assert_eq!(doc["status"], "success", "{body}");
-    let result = doc["data"]["result"].as_array()?;
+fn query(prometheus: &Prometheus, promql: &str) -> Option<f64> {
+    let result = prometheus.query(promql);
     if result.is_empty() {
         return None;
     }
-    assert_eq!(result.len(), 1, "{promql}: one series expected: {body}");
+    assert_eq!(result.len(), 1, "{promql}: one series expected: {result:?}");
     result[0]["value"][1].as_str()?.parse().ok()
+}
+
+/// `promtool check metrics` on `text`.
+fn promtool_check_metrics(text: &str) -> Output {
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus)");
+    promtool.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    promtool.wait_with_output().unwrap()
 }
 
 #[test]
@@ -68,15 +75,7 @@ fn prometheus_scrapes_the_cleaner_gauges() {
     // alerts carry over (`_ms`, `logDirectory`, `_count` on a gauge); any
     // other finding fails the test.
     let text = b.metrics();
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian package prometheus)");
-    promtool.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    let out = promtool.wait_with_output().unwrap();
+    let out = promtool_check_metrics(&text);
     let report =
         format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let mut findings: Vec<&str> = report.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
@@ -102,15 +101,7 @@ fn prometheus_scrapes_the_cleaner_gauges() {
         .filter(|l| !kafka_named.iter().any(|n| l.contains(n)))
         .map(|l| format!("{l}\n"))
         .collect();
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    promtool.stdin.take().unwrap().write_all(rest.as_bytes()).unwrap();
-    let out = promtool.wait_with_output().unwrap();
+    let out = promtool_check_metrics(&rest);
     assert!(
         out.status.success(),
         "promtool check metrics:\n{}{}",
@@ -119,43 +110,23 @@ fn prometheus_scrapes_the_cleaner_gauges() {
     );
 
     // A real Prometheus scraping every second.
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: sediment\n    static_configs:\n      - targets: ['127.0.0.1:{}']\n", b.metrics_port),
-    )
-    .unwrap();
-    let port = free_port();
-    let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
-    let _prometheus = Reaper(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("prometheus (Debian package prometheus)"),
-    );
-    let prom_log =
-        || std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default();
+    let prometheus = Prometheus::start(&format!(
+        "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: sediment\n    static_configs:\n      - targets: ['127.0.0.1:{}']\n",
+        b.metrics_port
+    ));
     let wait_query = |promql: &str| -> f64 {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        loop {
-            let ready = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
-            if ready {
-                if let Some(v) = query(port, promql) {
-                    return v;
-                }
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "Prometheus has no {promql}; its log:\n{}",
-                prom_log()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(200));
-        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut value = None;
+        prometheus.wait_until(
+            deadline,
+            Duration::from_millis(200),
+            &format!("no {promql}"),
+            &mut || {
+                value = if prometheus.ready() { query(&prometheus, promql) } else { None };
+                value.is_some()
+            },
+        );
+        value.expect("the wait ends with a value")
     };
     assert_eq!(wait_query("up{job=\"sediment\"}"), 1.0, "the target is up");
     let data_dir = b.data_dir().display().to_string();

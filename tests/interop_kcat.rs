@@ -10,7 +10,7 @@ mod broker;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use broker::TestBroker;
+use broker::{dump_log, TestBroker};
 
 /// Run kcat against `b` with `stdin` as input; panics with both outputs and
 /// the broker's log unless it exits 0 without reporting an error.
@@ -125,18 +125,7 @@ fn every_codec_is_produced_compressed_and_read_back() {
     assert!(b.stop().success(), "clean shutdown; log:\n{}", b.log());
     for codec in codecs {
         let segment = b.data_dir().join(format!("z-{codec}-0")).join("00000000000000000000.log");
-        let out = Command::new(env!("CARGO_BIN_EXE_sediment"))
-            .arg("dump-log")
-            .arg(&segment)
-            .output()
-            .expect("dump-log");
-        let dump = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "dump-log {}:\n{dump}{}",
-            segment.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let dump = dump_log(&segment);
         let batches: Vec<&str> = dump.lines().filter(|l| l.starts_with("baseOffset:")).collect();
         assert!(!batches.is_empty(), "{dump}");
         let records: u64 = batches

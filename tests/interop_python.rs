@@ -8,9 +8,7 @@
 
 mod broker;
 
-use std::process::Command;
-
-use broker::{run_python_script, TestBroker};
+use broker::{dump_log, run_python_script, TestBroker};
 
 /// Stop the broker (cleanly, so everything is on disk), then check every batch
 /// of `<prefix>-<codec>-{idem,plain}-0`: the codec, N records in all, and a
@@ -21,18 +19,7 @@ fn check_compressed_on_disk(b: &mut TestBroker, prefix: &str, codecs: &[&str]) {
         for idem in [true, false] {
             let topic = format!("{prefix}-{codec}-{}", if idem { "idem" } else { "plain" });
             let segment = b.data_dir().join(format!("{topic}-0")).join("00000000000000000000.log");
-            let out = Command::new(env!("CARGO_BIN_EXE_sediment"))
-                .arg("dump-log")
-                .arg(&segment)
-                .output()
-                .expect("dump-log");
-            let dump = String::from_utf8_lossy(&out.stdout);
-            assert!(
-                out.status.success(),
-                "dump-log {}:\n{dump}{}",
-                segment.display(),
-                String::from_utf8_lossy(&out.stderr)
-            );
+            let dump = dump_log(&segment);
             let batches: Vec<&str> =
                 dump.lines().filter(|l| l.starts_with("baseOffset:")).collect();
             let field = |line: &str, name: &str| -> i64 {

@@ -22,11 +22,11 @@ mod broker;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use broker::{
-    cleaner_checkpoint, create_topic, free_port, http_get, now_ms, percent_encode, produce,
-    repo_root, run, Reaper, TestBroker, Wire,
+    cleaner_checkpoint, create_topic, http_get, now_ms, produce, repo_root, run, Prometheus,
+    TestBroker, Wire,
 };
 use serde_yaml::Value as Yaml;
 
@@ -207,15 +207,6 @@ fn sample_names(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// An instant query's result vector (an error from Prometheus fails the test).
-fn prom_query(port: u16, promql: &str) -> Vec<serde_json::Value> {
-    let (status, body) = http_get(port, &format!("/api/v1/query?query={}", percent_encode(promql)));
-    assert_eq!(status, 200, "{promql}: {body}");
-    let doc: serde_json::Value = serde_json::from_str(&body).expect("query JSON");
-    assert_eq!(doc["status"], "success", "{promql}: {body}");
-    doc["data"]["result"].as_array().cloned().unwrap_or_default()
-}
-
 fn promtool(args: &[&str]) {
     let (ok, out, err) = run(Command::new("promtool").args(args).current_dir(repo_root()));
     assert!(ok, "promtool {}:\n{out}{err}", args.join(" "));
@@ -292,7 +283,7 @@ fn grafana_provisioning_and_the_dashboard_agree() {
     for v in d["templating"]["list"].as_array().into_iter().flatten() {
         assert_eq!(v["datasource"]["uid"].as_str(), Some(uid));
     }
-    // What the issue asks the dashboard to show.
+    // The series an operator needs to watch compaction, requests and disk space.
     let all: String = dashboard_queries(&d).into_iter().map(|(_, q)| q + "\n").collect();
     for needed in [
         "sediment_log_cleaner_dirty_ratio",
@@ -628,7 +619,6 @@ fn every_metric_in_the_dashboard_and_the_alerts_exists_on_a_live_broker() {
 
     // A real Prometheus with docker/prometheus.yml (its target pointed at this
     // broker, 1 s intervals) and docker/alerts.yml.
-    let dir = tempfile::tempdir().unwrap();
     let mut config = yaml("docker/prometheus.yml");
     config["global"]["scrape_interval"] = "1s".into();
     config["global"]["evaluation_interval"] = "1s".into();
@@ -636,36 +626,15 @@ fn every_metric_in_the_dashboard_and_the_alerts_exists_on_a_live_broker() {
         Yaml::Sequence(vec![path("docker/alerts.yml").display().to_string().into()]);
     config["scrape_configs"][0]["static_configs"][0]["targets"] =
         Yaml::Sequence(vec![format!("127.0.0.1:{}", b.metrics_port).into()]);
-    let config_path = dir.path().join("prometheus.yml");
-    std::fs::write(&config_path, serde_yaml::to_string(&config).unwrap()).unwrap();
-    let port = free_port();
-    let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
-    let _prometheus = Reaper(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", config_path.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("prometheus (Debian package prometheus)"),
-    );
-    let prom_log =
-        || std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default();
+    let prometheus = Prometheus::start(&serde_yaml::to_string(&config).unwrap());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let wait = |what: &str, f: &mut dyn FnMut() -> bool| {
-        while !f() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "Prometheus: {what}; its log:\n{}",
-                prom_log()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(250));
-        }
+        prometheus.wait_until(deadline, std::time::Duration::from_millis(250), what, f);
     };
     wait("no scrape of the broker", &mut || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-            && prom_query(port, "up{job=\"sediment\"}")
+        prometheus.ready()
+            && prometheus
+                .query("up{job=\"sediment\"}")
                 .first()
                 .is_some_and(|r| r["value"][1] == "1")
     });
@@ -685,14 +654,14 @@ fn every_metric_in_the_dashboard_and_the_alerts_exists_on_a_live_broker() {
                 now_ms(),
                 &[(format!("user-{}", round % 10), Some(format!("r{round}")))],
             );
-            let result = prom_query(port, q);
+            let result = prometheus.query(q);
             result.iter().any(|r| r["value"][1].as_str().is_some_and(|v| v != "NaN"))
         });
     }
     println!("{} dashboard queries answered with data", queries.len());
     // Every rule evaluates without error; none fires on a healthy broker.
     wait("rules not evaluated yet", &mut || {
-        let (_, body) = http_get(port, "/api/v1/rules");
+        let (_, body) = http_get(prometheus.port, "/api/v1/rules");
         let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
         let rules: Vec<&serde_json::Value> = doc["data"]["groups"]
             .as_array()
@@ -705,7 +674,7 @@ fn every_metric_in_the_dashboard_and_the_alerts_exists_on_a_live_broker() {
                 .iter()
                 .all(|r| r["lastEvaluation"].as_str().is_some_and(|t| !t.starts_with("0001")))
     });
-    let (_, body) = http_get(port, "/api/v1/rules");
+    let (_, body) = http_get(prometheus.port, "/api/v1/rules");
     let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
     for g in doc["data"]["groups"].as_array().unwrap() {
         for r in g["rules"].as_array().unwrap() {
@@ -719,7 +688,7 @@ fn every_metric_in_the_dashboard_and_the_alerts_exists_on_a_live_broker() {
     }
     // Each alert's expression is valid PromQL for this Prometheus.
     for (alert, expr) in alert_rules() {
-        prom_query(port, &expr);
+        prometheus.query(&expr);
         println!("alert {alert}: evaluates");
     }
 }

@@ -153,6 +153,23 @@ pub fn http_get(port: u16, path: &str) -> (u16, String) {
     (status, body.to_string())
 }
 
+/// `sediment dump-log` on one segment file: its output; fails the test if the tool fails.
+pub fn dump_log(segment: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_sediment"))
+        .arg("dump-log")
+        .arg(segment)
+        .output()
+        .expect("dump-log");
+    let dump = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "dump-log {}:\n{dump}{}",
+        segment.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dump
+}
+
 /// Kills a child process (a Prometheus server, ...) when the test ends, however it ends.
 pub struct Reaper(pub Child);
 
@@ -160,6 +177,79 @@ impl Drop for Reaper {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+/// A Prometheus server (Debian's `prometheus` package) on a free loopback
+/// port, with its storage and log in a temporary dir; killed when dropped.
+pub struct Prometheus {
+    // Declared first so the server is killed before its dir is removed.
+    _server: Reaper,
+    pub port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    /// Start Prometheus with `config` as its prometheus.yml. It is not ready
+    /// yet: poll [`Prometheus::ready`] before querying.
+    pub fn start(config: &str) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config_path = dir.path().join("prometheus.yml");
+        std::fs::write(&config_path, config).expect("write prometheus.yml");
+        let port = free_port();
+        let log = std::fs::File::create(dir.path().join("prometheus.log")).expect("log file");
+        let _server = Reaper(
+            Command::new("prometheus")
+                .arg(format!("--config.file={}", config_path.display()))
+                .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+                .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .expect("prometheus (Debian package prometheus)"),
+        );
+        Self { _server, port, dir }
+    }
+
+    /// Its log so far, for failure messages.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("prometheus.log")).unwrap_or_default()
+    }
+
+    /// True once it serves queries. Its port opens before its storage is
+    /// loaded, and until then a query gets 503, so this asks `/-/ready`.
+    pub fn ready(&self) -> bool {
+        std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            && http_get(self.port, "/-/ready").0 == 200
+    }
+
+    /// An instant query's result vector (an error from Prometheus fails the test).
+    pub fn query(&self, promql: &str) -> Vec<serde_json::Value> {
+        let (status, body) =
+            http_get(self.port, &format!("/api/v1/query?query={}", percent_encode(promql)));
+        assert_eq!(status, 200, "{promql}: {body}");
+        let doc: serde_json::Value = serde_json::from_str(&body).expect("query JSON");
+        assert_eq!(doc["status"], "success", "{promql}: {body}");
+        doc["data"]["result"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Call `done` every `every` until it holds; fail with `what` and the
+    /// server's log once `deadline` has passed.
+    pub fn wait_until(
+        &self,
+        deadline: std::time::Instant,
+        every: Duration,
+        what: &str,
+        done: &mut dyn FnMut() -> bool,
+    ) {
+        while !done() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "Prometheus: {what}; its log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(every);
+        }
     }
 }
 
@@ -551,6 +641,8 @@ pub fn run_python_script(b: &TestBroker, script: &str, args: &[&str], done: &str
         .arg(b.bootstrap())
         .args(args)
         .env("PYTHONUNBUFFERED", "1")
+        // The scripts import tests/python/common.py; no __pycache__ in the tree.
+        .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .expect("run python");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();

@@ -37,25 +37,16 @@ import threading
 import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions
 
-BOOTSTRAP = sys.argv[1]
+from common import BOOTSTRAP, CheckFailed, check, confluent_admin, run
+
 TIMEOUT = 20.0
 N = 600
 
 
-class CheckFailed(Exception):
-    pass
-
-
-def check(cond, what, detail=""):
-    if not cond:
-        raise CheckFailed(f"{what}: {detail}")
-    print(f"ok   {what}", flush=True)
-
-
-admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
+admin = confluent_admin()
 
 
 def create_topic(name, partitions):
@@ -453,8 +444,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except CheckFailed as e:
-        print(f"FAIL {e}", flush=True)
-        sys.exit(1)
+    run(main)

@@ -20,11 +20,12 @@ Prints one line per check and exits non-zero at the first failed one.
 import sys
 import time
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata
 
-BOOTSTRAP = sys.argv[1]
+from common import BOOTSTRAP, CheckFailed, check, kafka_python_admin, run
+
 MODE = sys.argv[2]
 TIMEOUT = 20
 TOPIC = "kp-groups"
@@ -35,16 +36,6 @@ PER_PARTITION = 20
 TARGET = {0: 7, 1: 12, 2: 3}
 # Partition 2's commit also carries metadata, which must survive too.
 METADATA = "kp-meta-2"
-
-
-class CheckFailed(Exception):
-    pass
-
-
-def check(cond, what, detail=""):
-    if not cond:
-        raise CheckFailed(f"{what}: {detail}")
-    print(f"ok   {what}", flush=True)
 
 
 def tps():
@@ -71,7 +62,7 @@ def committed(consumer):
 def admin_offsets():
     """The group's offsets from the admin client; asked together with a group
     that has none, so one OffsetFetch (v8+) carries two groups."""
-    admin = KafkaAdminClient(bootstrap_servers=BOOTSTRAP, request_timeout_ms=TIMEOUT * 1000)
+    admin = kafka_python_admin(TIMEOUT)
     try:
         got = admin.list_group_offsets([GROUP, "kp-no-such-group"])
     finally:
@@ -81,7 +72,7 @@ def admin_offsets():
 
 
 def produce_and_commit():
-    admin = KafkaAdminClient(bootstrap_servers=BOOTSTRAP, request_timeout_ms=TIMEOUT * 1000)
+    admin = kafka_python_admin(TIMEOUT)
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)], timeout_ms=TIMEOUT * 1000)
     admin.close()
     producer = KafkaProducer(bootstrap_servers=BOOTSTRAP, acks="all")
@@ -166,8 +157,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except CheckFailed as e:
-        print(f"FAIL {e}", flush=True)
-        sys.exit(1)
+    run(main)

@@ -16,7 +16,6 @@ client's FindCoordinator with COORDINATOR_NOT_AVAILABLE and assign-only
 consumption does not need a coordinator.
 """
 
-import sys
 import time
 import warnings
 
@@ -30,7 +29,6 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import (
-    AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
@@ -40,20 +38,11 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-BOOTSTRAP = sys.argv[1]
+from common import BOOTSTRAP, CheckFailed, check, confluent_admin, run
+
 TIMEOUT = 20.0
 CODECS = ["gzip", "snappy", "lz4", "zstd"]
 N = 20
-
-
-class CheckFailed(Exception):
-    pass
-
-
-def check(cond, what, detail=""):
-    if not cond:
-        raise CheckFailed(f"{what}: {detail}")
-    print(f"ok   {what}", flush=True)
 
 
 def expect_error(future, code_name, what):
@@ -67,7 +56,7 @@ def expect_error(future, code_name, what):
     raise CheckFailed(f"{what}: expected {code_name}, but it succeeded with {result!r}")
 
 
-admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
+admin = confluent_admin()
 
 
 def describe(topic):
@@ -283,8 +272,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except CheckFailed as e:
-        print(f"FAIL {e}", flush=True)
-        sys.exit(1)
+    run(main)

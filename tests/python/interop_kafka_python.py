@@ -14,15 +14,15 @@ says so and skips that codec rather than pretending.
 Consumers have no group_id (no consumer groups yet): assign() and seek.
 """
 
-import sys
 import time
 
 import kafka.codec
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.errors import InvalidConfigurationError, InvalidRecordError, KafkaError, OffsetOutOfRangeError, TopicAlreadyExistsError
 
-BOOTSTRAP = sys.argv[1]
+from common import BOOTSTRAP, CheckFailed, check, kafka_python_admin, run
+
 TIMEOUT = 20
 N = 20
 AVAILABLE = {
@@ -31,16 +31,6 @@ AVAILABLE = {
     "lz4": kafka.codec.has_lz4(),
     "zstd": kafka.codec.has_zstd(),
 }
-
-
-class CheckFailed(Exception):
-    pass
-
-
-def check(cond, what, detail=""):
-    if not cond:
-        raise CheckFailed(f"{what}: {detail}")
-    print(f"ok   {what}", flush=True)
 
 
 def expect_raises(error_type, what, fn):
@@ -54,7 +44,7 @@ def expect_raises(error_type, what, fn):
     raise CheckFailed(f"{what}: expected {error_type.__name__}, but it succeeded with {result!r}")
 
 
-admin = KafkaAdminClient(bootstrap_servers=BOOTSTRAP, request_timeout_ms=TIMEOUT * 1000)
+admin = kafka_python_admin(TIMEOUT)
 
 
 def topic_configs(topic, config_filter="all", keys=None):
@@ -210,8 +200,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except CheckFailed as e:
-        print(f"FAIL {e}", flush=True)
-        sys.exit(1)
+    run(main)
