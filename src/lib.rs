@@ -1,12 +1,32 @@
 //! sediment: a Kafka-compatible broker built around log compaction.
 //!
-//! Layers (see the repository's DESIGN notes): `log` stores partitions in
-//! Kafka's on-disk format; `cleaner` compacts them; `api` answers Kafka requests against it; `server`
-//! is the TCP edge (framing, dispatch, shutdown); `config` reads the broker's
-//! TOML; `metrics` serves Prometheus metrics and the cleaner status over
-//! HTTP; `tools` holds the operator commands built on the log.
+//! Layers, top to bottom; a module imports only from layers below it:
+//!
+//! ```text
+//! main → broker → server → api → (group, metrics) → cleaner → log → clock
+//! ```
+//!
+//! * `broker`: the composition root; builds the managers, starts and joins
+//!   their threads, and owns the start and shutdown order.
+//! * `server`: the TCP edge (framing, dispatch, draining on shutdown).
+//! * `api`: one handler per Kafka API, and the only place Kafka error codes
+//!   are chosen.
+//! * `group`: the consumer group coordinator over `__consumer_offsets`.
+//! * `metrics`: Prometheus metrics and the cleaner status over HTTP.
+//! * `cleaner`: compaction of the logs.
+//! * `log`: partitions in Kafka's on-disk format, and the broker's other
+//!   small files (checkpoints, `meta.properties`, the producer id block).
+//! * `clock`: injected time.
+//!
+//! The one reference upward: `server` and `api` are handed the
+//! `broker::Broker` (identity, config, managers) that requests run against;
+//! they use it and never start or stop anything.
+//!
+//! Beside the layers: `config` reads the broker's TOML; `tools` holds the
+//! operator commands built on the log.
 
 pub mod api;
+pub mod broker;
 pub mod cleaner;
 pub mod clock;
 pub mod config;

@@ -1,17 +1,13 @@
-//! The `sediment` command line.
+//! The `sediment` command line: parses it and hands `serve` to
+//! `sediment::broker::run` with the process's signals as the shutdown.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
 use anyhow::Context;
-use sediment::api::Broker;
-use sediment::cleaner::LogCleaner;
 use sediment::config::BrokerConfig;
-use sediment::log::LogManager;
-use sediment::metrics::Metrics;
 use sediment::tools::dump_log::{self, DumpOptions};
 
 #[derive(Parser)]
@@ -176,58 +172,7 @@ fn load_config(file: Option<PathBuf>, overrides: &[String]) -> anyhow::Result<Br
 
 fn serve(file: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result<()> {
     let config = load_config(file, &overrides)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("sediment-net")
-        .build()
-        .context("starting the runtime")?;
-    let logs = Arc::new(
-        LogManager::open(config.log_manager_config(), sediment::clock::system())
-            .context("opening the log dirs")?,
-    );
-    for (tp, reason) in logs.offline_partitions() {
-        tracing::error!(partition = %tp, "partition offline: {reason}");
-    }
-    logs.start_scheduler();
-    let mut cleaner =
-        LogCleaner::start(config.cleaner_config(), Arc::clone(&logs), sediment::clock::system())
-            .context("starting the log cleaner")?;
-    let result = runtime.block_on(async {
-        let addr = config.bind_addr()?;
-        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
-        let bound = listener.local_addr()?;
-        let advertised = config.advertised(bound.port())?;
-        let metrics_listen = config.metrics_listen();
-        let broker = Arc::new(Broker::new(config, Arc::clone(&logs), advertised.clone()).context("initialising the broker")?);
-        let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
-        let metrics_task = match metrics_listen {
-            Some(addr) => {
-                let metrics = Arc::new(Metrics::new(Arc::clone(&logs), Arc::clone(cleaner.handle()), &broker.request_metrics)?);
-                let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("binding the metrics endpoint {addr} (metrics.listen)"))?;
-                tracing::info!(metrics_listening = %listener.local_addr()?, "metrics endpoint: /metrics and /cleaner-status");
-                Some(tokio::spawn(sediment::metrics::serve(listener, metrics, async {
-                    let _ = metrics_stopped.await;
-                })))
-            }
-            None => None,
-        };
-        tracing::info!(listening = %bound, advertised = %format!("{}:{}", advertised.host, advertised.port), cluster_id = %broker.cluster_id, "sediment started");
-        let ticker = sediment::group::spawn_ticker(Arc::clone(&broker.groups));
-        sediment::server::run(listener, broker, shutdown_signal()).await;
-        ticker.abort();
-        let _ = stop_metrics.send(());
-        if let Some(task) = metrics_task {
-            let _ = task.await;
-        }
-        anyhow::Ok(())
-    });
-    // Connections are drained: stop the cleaner threads (a clean in progress is
-    // cancelled and leaves no output), then flush every log and write the
-    // checkpoints and the clean-shutdown marker, so the next start skips recovery.
-    cleaner.shutdown();
-    let shut = logs.shutdown().context("flushing logs on shutdown");
-    tracing::info!("sediment stopped");
-    result.and(shut)
+    Ok(sediment::broker::run(config, shutdown_signal())?)
 }
 
 /// GET a path from `addr` over plain HTTP/1.1 (the endpoint is ours and local;

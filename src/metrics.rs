@@ -32,6 +32,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 use crate::cleaner::LogCleanerHandle;
+use crate::log::disk::disk_space;
 use crate::log::LogManager;
 
 /// Errors building the registry or rendering it.
@@ -428,7 +429,7 @@ impl Metrics {
         for dir in &self.logs.config().log_dirs {
             // Labelled as the config names the dir, like the cleaner's logDirectory.
             let label = dir.display().to_string();
-            if let Some((total, usable)) = crate::api::describe_log_dirs::disk_space(dir) {
+            if let Some((total, usable)) = disk_space(dir) {
                 g.dir_total_bytes.with_label_values(&[&label]).set(total);
                 g.dir_usable_bytes.with_label_values(&[&label]).set(usable);
             }

@@ -6,7 +6,7 @@
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use sediment::api::Broker;
+use sediment::broker::Broker;
 use sediment::config::{BrokerConfig, Listener};
 use sediment::log::LogManager;
 
@@ -25,6 +25,8 @@ fn env() -> &'static Env {
         let logs = Arc::new(LogManager::open(config.log_manager_config(), sediment::clock::system()).unwrap());
         logs.create_topic("t", 2, Default::default()).unwrap();
         let broker = Arc::new(Broker::new(config, logs, Listener { host: "localhost".into(), port: 9092 }).unwrap());
+        // What the broker's group-loader thread does; the group APIs then answer for real.
+        broker.groups.load();
         // block_in_place (used by the handlers) needs the multi-threaded runtime.
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
         Env { runtime, broker, _dir: dir }

@@ -13,7 +13,9 @@ use kafka_protocol::messages::{
 };
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
-use super::{error_code, str_bytes, Broker};
+use super::error::error_code;
+use super::str_bytes;
+use crate::broker::Broker;
 use crate::log::config::{config_def, ConfigType};
 use crate::log::LogError;
 

@@ -4,7 +4,9 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 
-use super::{error_code, str_bytes, Broker};
+use super::error::error_code;
+use super::str_bytes;
+use crate::broker::Broker;
 
 pub fn handle(broker: &Broker, request: CreatePartitionsRequest) -> CreatePartitionsResponse {
     let results = request

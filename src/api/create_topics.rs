@@ -10,7 +10,9 @@ use kafka_protocol::messages::create_topics_response::{
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 
 use super::describe_configs::topic_entries;
-use super::{error_code, str_bytes, uuid_of, Broker};
+use super::error::error_code;
+use super::{str_bytes, uuid_of};
+use crate::broker::Broker;
 use crate::log::{LogError, LogManager};
 
 pub fn handle(broker: &Broker, request: CreateTopicsRequest, version: i16) -> CreateTopicsResponse {

@@ -3,7 +3,8 @@
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
 
-use super::{group_code, Broker};
+use super::error::group_code;
+use crate::broker::Broker;
 
 pub fn handle(broker: &Broker, request: &DeleteGroupsRequest) -> DeleteGroupsResponse {
     let results = request

@@ -7,7 +7,8 @@ use kafka_protocol::messages::delete_records_response::{
 };
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 
-use super::{error_code, Broker};
+use super::error::error_code;
+use crate::broker::Broker;
 use crate::log::TopicPartition;
 
 pub fn handle(broker: &Broker, request: DeleteRecordsRequest) -> DeleteRecordsResponse {

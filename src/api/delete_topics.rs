@@ -5,7 +5,9 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse};
 
-use super::{error_code, str_bytes, topic_name, uuid_of, Broker};
+use super::error::error_code;
+use super::{str_bytes, topic_name, uuid_of};
+use crate::broker::Broker;
 
 pub fn handle(broker: &Broker, request: DeleteTopicsRequest, version: i16) -> DeleteTopicsResponse {
     // (name, id) pairs as the client gave them.

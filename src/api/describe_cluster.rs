@@ -4,7 +4,8 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 
-use super::{str_bytes, Broker};
+use super::str_bytes;
+use crate::broker::Broker;
 
 /// Endpoint type 1: brokers; 2: controllers (KIP-919). One node is both.
 pub fn handle(broker: &Broker, request: &DescribeClusterRequest) -> DescribeClusterResponse {

@@ -9,7 +9,8 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
-use super::{str_bytes, Broker};
+use super::str_bytes;
+use crate::broker::Broker;
 use crate::log::config::{ConfigSource, ConfigType, LOG_CONFIGS};
 use crate::log::LogConfig;
 

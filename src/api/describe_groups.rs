@@ -4,7 +4,9 @@
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
 
-use super::{group_code, str_bytes, Broker};
+use super::error::group_code;
+use super::str_bytes;
+use crate::broker::Broker;
 
 pub fn handle(
     broker: &Broker,

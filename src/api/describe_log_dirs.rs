@@ -2,28 +2,15 @@
 //! (v4+) the file system's total and usable bytes.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 
-use super::{str_bytes, topic_name, Broker};
-
-/// (total, usable) bytes of the file system holding `path`.
-pub fn disk_space(path: &Path) -> Option<(i64, i64)> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a valid NUL-terminated path and `st` a writable statvfs.
-    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
-    if rc != 0 {
-        return None;
-    }
-    let frag = st.f_frsize as i64;
-    Some((st.f_blocks as i64 * frag, st.f_bavail as i64 * frag))
-}
+use super::{str_bytes, topic_name};
+use crate::broker::Broker;
+use crate::log::disk::disk_space;
 
 pub fn handle(broker: &Broker, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
     let wanted = |topic: &str, partition: i32| match &request.topics {

@@ -22,7 +22,8 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
-use super::{error_code, Broker};
+use super::error::error_code;
+use crate::broker::Broker;
 use crate::log::segment::FileRegion;
 use crate::log::TopicPartition;
 

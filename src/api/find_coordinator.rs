@@ -10,7 +10,8 @@ use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{str_bytes, Broker};
+use super::str_bytes;
+use crate::broker::Broker;
 
 const KEY_TYPE_GROUP: i8 = 0;
 

@@ -2,7 +2,8 @@
 
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 
-use super::{group_code, Broker};
+use super::error::group_code;
+use crate::broker::Broker;
 
 pub fn handle(broker: &Broker, request: &HeartbeatRequest) -> HeartbeatResponse {
     let result = broker.groups.heartbeat(

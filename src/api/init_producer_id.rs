@@ -4,7 +4,7 @@
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
-use super::Broker;
+use crate::broker::Broker;
 
 pub fn handle(broker: &Broker, request: &InitProducerIdRequest) -> InitProducerIdResponse {
     let response =

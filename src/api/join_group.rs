@@ -4,7 +4,9 @@
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 
-use super::{group_code, str_bytes, Broker};
+use super::error::group_code;
+use super::str_bytes;
+use crate::broker::Broker;
 use crate::group::{GroupError, JoinRequest, JoinResult, Reply};
 
 pub async fn handle(

@@ -3,7 +3,9 @@
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 
-use super::{group_code, str_bytes, Broker};
+use super::error::group_code;
+use super::str_bytes;
+use crate::broker::Broker;
 
 pub fn handle(broker: &Broker, request: &LeaveGroupRequest, version: i16) -> LeaveGroupResponse {
     let members: Vec<(String, Option<String>)> = if version >= 3 {

@@ -3,7 +3,9 @@
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 
-use super::{group_code, str_bytes, Broker};
+use super::error::group_code;
+use super::str_bytes;
+use crate::broker::Broker;
 
 pub fn handle(broker: &Broker, request: &ListGroupsRequest, version: i16) -> ListGroupsResponse {
     match broker.groups.list() {

@@ -7,7 +7,8 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
-use super::{error_code, Broker};
+use super::error::error_code;
+use crate::broker::Broker;
 use crate::log::TopicPartition;
 
 pub fn handle(broker: &Broker, request: ListOffsetsRequest, version: i16) -> ListOffsetsResponse {

@@ -10,7 +10,9 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 
-use super::{error_code, str_bytes, topic_name, uuid_of, Broker};
+use super::error::error_code;
+use super::{str_bytes, topic_name, uuid_of};
+use crate::broker::Broker;
 use crate::log::{LogError, LogManager, TopicInfo, TopicPartition};
 
 fn topic_response(broker: &Broker, info: &TopicInfo) -> MetadataResponseTopic {

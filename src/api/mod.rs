@@ -1,9 +1,10 @@
 //! Kafka API handlers: one file per API, each turning a decoded request into a
-//! response against the `LogManager`.
+//! response against the broker's managers (`crate::broker::Broker`).
 //!
-//! This is the only layer that knows Kafka error codes: storage errors
-//! (`LogError`) are mapped here (`error_code`). Handlers never panic on client
-//! input; anything a request can get wrong is answered with a code.
+//! This is the only layer that knows Kafka error codes, and `error` is the one
+//! place that maps typed errors (`LogError`, `GroupError`) to them. Handlers
+//! never panic on client input; anything a request can get wrong is answered
+//! with a code. Handlers keep no state of their own.
 //!
 //! `SUPPORTED_APIS` is the single list of what this broker implements, with the
 //! exact version ranges: ApiVersions reports it and the server refuses (closes
@@ -21,6 +22,7 @@ pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_log_dirs;
+pub mod error;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -36,20 +38,13 @@ pub mod offset_fetch;
 pub mod produce;
 pub mod sync_group;
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use tokio::sync::watch;
 
-use crate::config::{BrokerConfig, Listener};
-use crate::group::{GroupCoordinator, GroupError};
-use crate::log::checkpoint;
-use crate::log::producer_state::ProducerError;
+use crate::broker::Broker;
 use crate::log::segment::FileRegion;
-use crate::log::{BatchError, LogError, LogManager};
 
 /// An API this broker serves, with the versions it handles.
 #[derive(Debug, Clone, Copy)]
@@ -98,222 +93,6 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
 /// The versions of `key` we handle, if we handle it at all.
 pub fn supported(key: ApiKey) -> Option<SupportedApi> {
     SUPPORTED_APIS.iter().copied().find(|a| a.key == key)
-}
-
-/// Issues producer ids in blocks persisted in the first log dir, so an id is
-/// never handed out twice, even across restarts (Kafka's producer id blocks).
-#[derive(Debug)]
-struct ProducerIdBlock {
-    path: PathBuf,
-    next: i64,
-    /// First id of the next block; ids below it are reserved on disk.
-    block_end: i64,
-}
-
-const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
-const PRODUCER_ID_FILE: &str = "sediment-producer-id-block";
-
-impl ProducerIdBlock {
-    fn load(dir: &Path, at_least: i64) -> std::io::Result<Self> {
-        let path = dir.join(PRODUCER_ID_FILE);
-        let stored = match std::fs::read_to_string(&path) {
-            Ok(text) => text.trim().parse::<i64>().unwrap_or(0),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(e),
-        };
-        let next = stored.max(at_least);
-        Ok(Self { path, next, block_end: next })
-    }
-
-    fn next_id(&mut self) -> std::io::Result<i64> {
-        if self.next >= self.block_end {
-            let end = self.next + PRODUCER_ID_BLOCK_SIZE;
-            checkpoint::write_atomically(&self.path, format!("{end}\n").as_bytes())
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
-            self.block_end = end;
-        }
-        let id = self.next;
-        self.next += 1;
-        Ok(id)
-    }
-}
-
-/// Everything a handler needs: the broker's identity, config and logs.
-#[derive(Debug)]
-pub struct Broker {
-    pub config: BrokerConfig,
-    pub logs: Arc<LogManager>,
-    pub node_id: i32,
-    pub cluster_id: String,
-    pub advertised: Listener,
-    pub groups: Arc<GroupCoordinator>,
-    /// Bumped after every append so long-polling fetches wake up.
-    appended: watch::Sender<u64>,
-    producer_ids: Mutex<ProducerIdBlock>,
-    /// Per-API counters and latency, updated by the server, exported by `metrics`.
-    pub request_metrics: crate::metrics::RequestMetrics,
-}
-
-impl Broker {
-    /// # Errors
-    /// I/O errors reading or creating `meta.properties` and the producer id file.
-    pub fn new(
-        config: BrokerConfig,
-        logs: Arc<LogManager>,
-        advertised: Listener,
-    ) -> std::io::Result<Self> {
-        let dirs = config.log_dirs();
-        let first = dirs.first().cloned().unwrap_or_else(|| PathBuf::from("data"));
-        let node_id = config.node_id();
-        let cluster_id = load_or_create_meta(&dirs, node_id)?;
-        let max_pid = logs
-            .all_logs()
-            .iter()
-            .filter_map(|(_, log)| {
-                log.read().ok().and_then(|l| l.producer_state().max_producer_id())
-            })
-            .max()
-            .map_or(0, |m| m + 1);
-        let producer_ids = ProducerIdBlock::load(&first, max_pid)?;
-        let groups = Arc::new(GroupCoordinator::new(
-            config.group_config(),
-            Arc::clone(&logs),
-            logs.clock().clone(),
-        ));
-        // Rebuild the groups from __consumer_offsets in the background; group
-        // requests answer COORDINATOR_LOAD_IN_PROGRESS until it is done.
-        let loader = Arc::clone(&groups);
-        std::thread::Builder::new().name("group-loader".into()).spawn(move || loader.load())?;
-        Ok(Self {
-            config,
-            logs,
-            node_id,
-            cluster_id,
-            advertised,
-            groups,
-            appended: watch::channel(0).0,
-            producer_ids: Mutex::new(producer_ids),
-            request_metrics: crate::metrics::RequestMetrics::new(),
-        })
-    }
-
-    /// Wake fetches waiting for data.
-    pub fn notify_appended(&self) {
-        self.appended.send_modify(|n| *n = n.wrapping_add(1));
-    }
-
-    pub fn subscribe_appends(&self) -> watch::Receiver<u64> {
-        self.appended.subscribe()
-    }
-
-    /// # Errors
-    /// The block file could not be written.
-    pub fn next_producer_id(&self) -> std::io::Result<i64> {
-        self.producer_ids.lock().unwrap_or_else(|p| p.into_inner()).next_id()
-    }
-
-    /// The name of the topic with this id.
-    pub fn topic_name_by_id(&self, id: &uuid::Uuid) -> Option<String> {
-        self.logs.topic_name_by_id(id.as_bytes())
-    }
-}
-
-/// `meta.properties` in every log dir, as Kafka writes it: the cluster id is
-/// generated once and kept.
-fn load_or_create_meta(dirs: &[PathBuf], node_id: i32) -> std::io::Result<String> {
-    let mut cluster_id = None;
-    for dir in dirs {
-        if let Ok(text) = std::fs::read_to_string(dir.join("meta.properties")) {
-            if let Some(id) = text.lines().find_map(|l| l.strip_prefix("cluster.id=")) {
-                cluster_id = Some(id.trim().to_string());
-                break;
-            }
-        }
-    }
-    let cluster_id = cluster_id.unwrap_or_else(|| {
-        crate::log::manager::topic_id_to_string(&crate::log::manager::random_topic_id())
-    });
-    for dir in dirs {
-        std::fs::create_dir_all(dir)?;
-        let path = dir.join("meta.properties");
-        if !path.exists() {
-            let text =
-                format!("#\n#sediment\nnode.id={node_id}\nversion=1\ncluster.id={cluster_id}\n");
-            checkpoint::write_atomically(&path, text.as_bytes())
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
-        }
-    }
-    Ok(cluster_id)
-}
-
-/// A Kafka error code for a storage-layer error.
-pub fn error_code(e: &LogError) -> ResponseError {
-    match e {
-        LogError::Io { .. }
-        | LogError::Corrupt { .. }
-        | LogError::CorruptIndex { .. }
-        | LogError::Offline { .. }
-        | LogError::SwapConflict { .. } => ResponseError::KafkaStorageError,
-        LogError::Batch(b) => batch_error_code(b),
-        LogError::Producer(ProducerError::InvalidProducerEpoch { .. }) => {
-            ResponseError::InvalidProducerEpoch
-        }
-        LogError::Producer(ProducerError::OutOfOrderSequence { .. }) => {
-            ResponseError::OutOfOrderSequenceNumber
-        }
-        LogError::Producer(ProducerError::InvalidSequence { .. }) => ResponseError::InvalidRecord,
-        LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
-        LogError::InvalidConfig { .. } => ResponseError::InvalidConfig,
-        LogError::TopicExists(_) => ResponseError::TopicAlreadyExists,
-        LogError::UnknownTopicOrPartition(_) | LogError::Deleted(_) => {
-            ResponseError::UnknownTopicOrPartition
-        }
-        LogError::InvalidTopic { .. } => ResponseError::InvalidTopicException,
-    }
-}
-
-fn batch_error_code(e: &BatchError) -> ResponseError {
-    match e {
-        BatchError::TooLarge { .. } => ResponseError::MessageTooLarge,
-        BatchError::UnsupportedMagic(_) => ResponseError::UnsupportedForMessageFormat,
-        BatchError::InvalidRecord { .. } | BatchError::InvalidBatch(_) => {
-            ResponseError::InvalidRecord
-        }
-        BatchError::InvalidTimestamp { .. } => ResponseError::InvalidTimestamp,
-        BatchError::Truncated { .. }
-        | BatchError::InvalidLength(_)
-        | BatchError::CrcMismatch { .. }
-        | BatchError::UnknownCompression(_)
-        | BatchError::Decompression(_)
-        | BatchError::CorruptRecord(_) => ResponseError::CorruptMessage,
-    }
-}
-
-/// Kafka's code for a group coordinator error.
-pub fn group_error_code(e: GroupError) -> ResponseError {
-    match e {
-        GroupError::CoordinatorLoadInProgress => ResponseError::CoordinatorLoadInProgress,
-        GroupError::CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
-        GroupError::InvalidGroupId => ResponseError::InvalidGroupId,
-        GroupError::UnknownMemberId => ResponseError::UnknownMemberId,
-        GroupError::MemberIdRequired => ResponseError::MemberIdRequired,
-        GroupError::IllegalGeneration => ResponseError::IllegalGeneration,
-        GroupError::RebalanceInProgress => ResponseError::RebalanceInProgress,
-        GroupError::InconsistentGroupProtocol => ResponseError::InconsistentGroupProtocol,
-        GroupError::InvalidSessionTimeout => ResponseError::InvalidSessionTimeout,
-        GroupError::GroupMaxSizeReached => ResponseError::GroupMaxSizeReached,
-        GroupError::FencedInstanceId => ResponseError::FencedInstanceId,
-        GroupError::NonEmptyGroup => ResponseError::NonEmptyGroup,
-        GroupError::GroupIdNotFound => ResponseError::GroupIdNotFound,
-        GroupError::GroupSubscribedToTopic => ResponseError::GroupSubscribedToTopic,
-        GroupError::OffsetMetadataTooLarge => ResponseError::OffsetMetadataTooLarge,
-        GroupError::Storage => ResponseError::KafkaStorageError,
-    }
-}
-
-/// 0 for success, else the group error's code.
-pub fn group_code(e: Option<GroupError>) -> i16 {
-    e.map_or(0, |e| group_error_code(e).code())
 }
 
 pub fn str_bytes(s: impl Into<String>) -> StrBytes {

@@ -6,7 +6,8 @@ use kafka_protocol::messages::offset_commit_response::{
 };
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 
-use super::{group_code, Broker};
+use super::error::group_code;
+use crate::broker::Broker;
 use crate::group::CommittedOffset;
 
 pub fn handle(

@@ -6,7 +6,8 @@ use kafka_protocol::messages::offset_delete_response::{
 };
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
 
-use super::{group_code, Broker};
+use super::error::group_code;
+use crate::broker::Broker;
 
 pub fn handle(broker: &Broker, request: &OffsetDeleteRequest) -> OffsetDeleteResponse {
     let partitions: Vec<(String, i32)> = request

@@ -8,7 +8,9 @@ use kafka_protocol::messages::offset_fetch_response::{
 use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse};
 use std::collections::BTreeMap;
 
-use super::{group_code, str_bytes, topic_name, Broker};
+use super::error::group_code;
+use super::{str_bytes, topic_name};
+use crate::broker::Broker;
 use crate::group::{CommittedOffset, GroupError};
 
 type Fetched = Result<Vec<(String, i32, Option<CommittedOffset>)>, GroupError>;

@@ -12,7 +12,9 @@ use kafka_protocol::messages::produce_response::{
 };
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 
-use super::{error_code, str_bytes, Broker, Close};
+use super::error::error_code;
+use super::{str_bytes, Close};
+use crate::broker::Broker;
 use crate::log::{BatchError, LogError, TopicPartition};
 
 /// Versions below this are advertised (for old librdkafka) but refused.

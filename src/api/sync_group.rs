@@ -3,7 +3,9 @@
 use bytes::Bytes;
 use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 
-use super::{group_code, str_bytes, Broker};
+use super::error::group_code;
+use super::str_bytes;
+use crate::broker::Broker;
 use crate::group::{GroupError, Reply, SyncResult};
 
 pub async fn handle(broker: &Broker, request: SyncGroupRequest, version: i16) -> SyncGroupResponse {

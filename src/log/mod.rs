@@ -23,10 +23,13 @@
 pub mod checkpoint;
 pub mod compression;
 pub mod config;
+pub mod disk;
 pub mod error;
 pub mod index;
 pub mod local_log;
 pub mod manager;
+pub mod meta_properties;
+pub mod producer_id_manager;
 pub mod producer_state;
 pub mod record_batch;
 pub mod segment;

@@ -42,7 +42,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::api::{self, api_versions, Broker, Close};
+use crate::api::{self, api_versions, Close};
+use crate::broker::Broker;
 
 /// Size of the fixed part of every request header: key, version, correlation id.
 const MIN_FRAME: usize = 8;

@@ -1,0 +1,278 @@
+//! The composition root: builds the broker's parts, starts their threads and
+//! tasks, and stops them in the reverse order.
+//!
+//! [`run`] starts, each step needing the ones before it:
+//! 1. The async runtime (`sediment-net` workers) for the network edge.
+//! 2. The `LogManager` over `log.dirs`: every log recovered or, if it cannot
+//!    load, taken offline (and logged); then its scheduler thread.
+//! 3. The `LogCleaner` threads.
+//! 4. The Kafka listener, then the [`Broker`] built for its advertised address
+//!    (`meta.properties`, the producer id block, the group coordinator).
+//! 5. The `group-loader` thread, rebuilding the groups from
+//!    `__consumer_offsets`; group requests answer COORDINATOR_LOAD_IN_PROGRESS
+//!    until it is done.
+//! 6. The metrics endpoint (when `metrics.listen` is set); "sediment started"
+//!    is logged; the group ticker; the server, until `shutdown` completes.
+//!
+//! and stops:
+//! 1. The server stops accepting and drains its connections, each finishing the
+//!    request it is handling (`server::run`).
+//! 2. The ticker is aborted and the metrics endpoint stopped.
+//! 3. The `group-loader` thread is joined. It reads `__consumer_offsets` up to
+//!    the end it saw when it started and then returns, so this waits at most
+//!    for the rest of that read (long only for a large, uncompacted topic
+//!    right after a start).
+//! 4. The cleaner threads are stopped and joined; a clean in progress is
+//!    cancelled and leaves no output.
+//! 5. The log scheduler is joined, every log flushed and the checkpoints and
+//!    the clean-shutdown marker written, so the next start skips recovery;
+//!    "sediment stopped" is logged.
+//!
+//! Once the cleaner runs (start step 3), a failed start still runs the stop
+//! steps for what it started, so the logs are closed cleanly.
+//!
+//! [`Broker`] is what every request handler gets: the broker's identity,
+//! config and managers. It starts no threads itself.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use tokio::net::TcpListener;
+use tokio::sync::{oneshot, watch};
+
+use crate::cleaner::{LogCleaner, LogCleanerError};
+use crate::config::{BrokerConfig, ConfigError, Listener};
+use crate::group::GroupCoordinator;
+use crate::log::meta_properties::MetaProperties;
+use crate::log::producer_id_manager::ProducerIdManager;
+use crate::log::{LogError, LogManager};
+use crate::metrics::{Metrics, MetricsError, RequestMetrics};
+
+/// Everything a handler needs: the broker's identity, config and managers.
+#[derive(Debug)]
+pub struct Broker {
+    pub config: BrokerConfig,
+    pub logs: Arc<LogManager>,
+    pub node_id: i32,
+    pub cluster_id: String,
+    pub advertised: Listener,
+    pub groups: Arc<GroupCoordinator>,
+    /// Bumped after every append so long-polling fetches wake up.
+    appended: watch::Sender<u64>,
+    producer_ids: Mutex<ProducerIdManager>,
+    /// Per-API counters and latency, updated by the server, exported by `metrics`.
+    pub request_metrics: RequestMetrics,
+}
+
+impl Broker {
+    /// Read or create `meta.properties` in every log dir and the producer id
+    /// block in the first, and build the group coordinator. The coordinator's
+    /// groups are not loaded: [`run`] starts the `group-loader` thread for that.
+    ///
+    /// # Errors
+    /// I/O errors reading or creating `meta.properties` and the producer id file.
+    pub fn new(
+        config: BrokerConfig,
+        logs: Arc<LogManager>,
+        advertised: Listener,
+    ) -> Result<Self, LogError> {
+        let dirs = config.log_dirs();
+        let first = dirs.first().cloned().unwrap_or_else(|| PathBuf::from("data"));
+        let node_id = config.node_id();
+        let meta = MetaProperties::load_or_create(&dirs, node_id)?;
+        // An id the logs already carry is never issued again, even if the block
+        // file was lost.
+        let max_pid = logs
+            .all_logs()
+            .iter()
+            .filter_map(|(_, log)| {
+                log.read().ok().and_then(|l| l.producer_state().max_producer_id())
+            })
+            .max()
+            .map_or(0, |m| m + 1);
+        let producer_ids = ProducerIdManager::load(&first, max_pid)?;
+        let groups = Arc::new(GroupCoordinator::new(
+            config.group_config(),
+            Arc::clone(&logs),
+            logs.clock().clone(),
+        ));
+        Ok(Self {
+            config,
+            logs,
+            node_id,
+            cluster_id: meta.cluster_id,
+            advertised,
+            groups,
+            appended: watch::channel(0).0,
+            producer_ids: Mutex::new(producer_ids),
+            request_metrics: RequestMetrics::new(),
+        })
+    }
+
+    /// Wake fetches waiting for data.
+    pub fn notify_appended(&self) {
+        self.appended.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    pub fn subscribe_appends(&self) -> watch::Receiver<u64> {
+        self.appended.subscribe()
+    }
+
+    /// # Errors
+    /// The block file could not be written.
+    pub fn next_producer_id(&self) -> Result<i64, LogError> {
+        self.producer_ids.lock().unwrap_or_else(|p| p.into_inner()).generate_producer_id()
+    }
+
+    /// The name of the topic with this id.
+    pub fn topic_name_by_id(&self, id: &uuid::Uuid) -> Option<String> {
+        self.logs.topic_name_by_id(id.as_bytes())
+    }
+}
+
+/// Why the broker could not start or stop cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    #[error("starting the runtime")]
+    Runtime(#[source] std::io::Error),
+    #[error("opening the log dirs")]
+    OpenLogs(#[source] LogError),
+    #[error("starting the log cleaner")]
+    StartCleaner(#[source] LogCleanerError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("binding {addr}")]
+    Bind { addr: String, source: std::io::Error },
+    #[error("binding the metrics endpoint {addr} (metrics.listen)")]
+    BindMetrics { addr: String, source: std::io::Error },
+    #[error("reading the address of a bound listener")]
+    LocalAddr(#[source] std::io::Error),
+    #[error("initialising the broker")]
+    Init(#[source] LogError),
+    #[error("starting the {name} thread")]
+    Spawn { name: &'static str, source: std::io::Error },
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
+    #[error("flushing logs on shutdown")]
+    Shutdown(#[source] LogError),
+}
+
+/// Run a broker on `config` until `shutdown` completes, then stop it (the
+/// steps are in the module doc).
+///
+/// # Errors
+/// The first start step that failed, else a failure to flush the logs on the
+/// way down.
+pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(), BrokerError> {
+    // Declared first so it is dropped last, after every thread that uses it.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("sediment-net")
+        .build()
+        .map_err(BrokerError::Runtime)?;
+    let clock = crate::clock::system();
+    let logs = Arc::new(
+        LogManager::open(config.log_manager_config(), Arc::clone(&clock))
+            .map_err(BrokerError::OpenLogs)?,
+    );
+    for (tp, reason) in logs.offline_partitions() {
+        tracing::error!(partition = %tp, "partition offline: {reason}");
+    }
+    logs.start_scheduler();
+    let mut cleaner = LogCleaner::start(config.cleaner_config(), Arc::clone(&logs), clock)
+        .map_err(BrokerError::StartCleaner)?;
+    let mut group_loader = None;
+    let served = runtime.block_on(serve(config, &logs, &cleaner, &mut group_loader, shutdown));
+    // The server has drained: nothing reads the logs on a client's behalf any more.
+    if let Some(loader) = group_loader {
+        if loader.join().is_err() {
+            tracing::error!("the group-loader thread panicked");
+        }
+    }
+    cleaner.shutdown();
+    let shut = logs.shutdown().map_err(BrokerError::Shutdown);
+    tracing::info!("sediment stopped");
+    served.and(shut)
+}
+
+/// Start steps 4 to 6 and stop steps 1 and 2. The group loader, once started,
+/// is left in `group_loader` for the caller to join, also when a later step fails.
+async fn serve(
+    config: BrokerConfig,
+    logs: &Arc<LogManager>,
+    cleaner: &LogCleaner,
+    group_loader: &mut Option<JoinHandle<()>>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), BrokerError> {
+    let addr = config.bind_addr()?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| BrokerError::Bind { addr: addr.to_string(), source })?;
+    let bound = listener.local_addr().map_err(BrokerError::LocalAddr)?;
+    let advertised = config.advertised(bound.port())?;
+    let metrics_listen = config.metrics_listen();
+    let broker = Arc::new(
+        Broker::new(config, Arc::clone(logs), advertised.clone()).map_err(BrokerError::Init)?,
+    );
+    *group_loader = Some(spawn_group_loader(&broker.groups)?);
+    let metrics = match metrics_listen {
+        Some(addr) => {
+            let metrics = Metrics::new(
+                Arc::clone(logs),
+                Arc::clone(cleaner.handle()),
+                &broker.request_metrics,
+            )?;
+            Some(MetricsEndpoint::start(&addr, metrics).await?)
+        }
+        None => None,
+    };
+    let advertised = format!("{}:{}", advertised.host, advertised.port);
+    let cluster_id = &broker.cluster_id;
+    tracing::info!(listening = %bound, %advertised, %cluster_id, "sediment started");
+    let ticker = crate::group::spawn_ticker(Arc::clone(&broker.groups));
+    crate::server::run(listener, broker, shutdown).await;
+    ticker.abort();
+    if let Some(metrics) = metrics {
+        metrics.stop().await;
+    }
+    Ok(())
+}
+
+/// Rebuild the groups from `__consumer_offsets` on a thread of its own, so the
+/// server answers (COORDINATOR_LOAD_IN_PROGRESS for groups) while it runs.
+fn spawn_group_loader(groups: &Arc<GroupCoordinator>) -> Result<JoinHandle<()>, BrokerError> {
+    let loader = Arc::clone(groups);
+    std::thread::Builder::new()
+        .name("group-loader".into())
+        .spawn(move || loader.load())
+        .map_err(|source| BrokerError::Spawn { name: "group-loader", source })
+}
+
+/// The running metrics endpoint and what stops it.
+struct MetricsEndpoint {
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MetricsEndpoint {
+    async fn start(addr: &str, metrics: Metrics) -> Result<Self, BrokerError> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| BrokerError::BindMetrics { addr: addr.to_string(), source })?;
+        let local = listener.local_addr().map_err(BrokerError::LocalAddr)?;
+        let metrics_listening = local;
+        tracing::info!(%metrics_listening, "metrics endpoint: /metrics and /cleaner-status");
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(crate::metrics::serve(listener, Arc::new(metrics), async {
+            let _ = stopped.await;
+        }));
+        Ok(Self { stop, task })
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
