@@ -238,28 +238,38 @@ impl Loader {
                 return;
             }
         };
-        let mut read = 0;
-        for r in RecordIter::new(payload, h.records_count) {
-            let r = match r {
-                Ok(r) => r,
+        for (read, r) in RecordIter::new(payload, h.records_count).enumerate() {
+            match r {
+                Ok(r) => {
+                    self.load_record(log, at, h.base_offset + r.offset_delta as i64, r.key, r.value)
+                }
                 Err(e) => {
+                    // Where the next record starts is unknown: the rest of the batch is lost.
                     let what = format!("skipping the batch's records from record {read} on");
                     report(log, at, h.base_offset + read as i64, &what, &e);
-                    self.stats.unreadable_records += count - read;
+                    self.stats.unreadable_records += count - read as u64;
                     return;
                 }
-            };
-            read += 1;
-            self.stats.records += 1;
-            let offset = h.base_offset + r.offset_delta as i64;
-            let applied = match r.key {
-                Some(key) => apply_record(&mut self.groups, key, r.value, self.now),
-                None => Err(RecordError::Keyless),
-            };
-            if let Err(e) = applied {
-                report(log, at, offset, "skipping a record", &e);
-                self.stats.unreadable_records += 1;
             }
+        }
+    }
+
+    fn load_record(
+        &mut self,
+        log: &Log,
+        at: BatchPosition,
+        offset: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) {
+        self.stats.records += 1;
+        let applied = match key {
+            Some(key) => apply_record(&mut self.groups, key, value, self.now),
+            None => Err(RecordError::Keyless),
+        };
+        if let Err(e) = applied {
+            report(log, at, offset, "skipping a record", &e);
+            self.stats.unreadable_records += 1;
         }
     }
 }
