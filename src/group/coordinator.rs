@@ -1,6 +1,8 @@
 //! `GroupCoordinator` (Kafka's `GroupCoordinator`): the groups of this
-//! broker behind one lock, its configuration, the periodic tick, and the
-//! group-level requests (ListGroups, DescribeGroups, DeleteGroups). The
+//! broker behind one lock, its configuration, the periodic tick, the
+//! requests and results of the protocol (Kafka's `JoinGroupResult`,
+//! `SyncGroupResult`), and the group-level requests (ListGroups,
+//! DescribeGroups, DeleteGroups). The
 //! protocol itself lives in `membership`, offsets in `offsets`, and the
 //! `__consumer_offsets` log in `metadata_manager`.
 //!
