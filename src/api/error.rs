@@ -74,7 +74,8 @@ pub fn group_error_code(e: GroupError) -> ResponseError {
         GroupError::GroupIdNotFound => ResponseError::GroupIdNotFound,
         GroupError::GroupSubscribedToTopic => ResponseError::GroupSubscribedToTopic,
         GroupError::OffsetMetadataTooLarge => ResponseError::OffsetMetadataTooLarge,
-        GroupError::Storage => ResponseError::KafkaStorageError,
+        GroupError::Storage(_) => ResponseError::KafkaStorageError,
+        GroupError::IllegalState(_) => ResponseError::UnknownServerError,
     }
 }
 

@@ -87,6 +87,7 @@ pub fn handle(broker: &Broker, request: &OffsetFetchRequest, version: i16) -> Of
         }
         Err(e) => {
             // v1 has no top-level error: put it on every requested partition.
+            let code = group_code(Some(e));
             let topics = request
                 .topics
                 .iter()
@@ -100,7 +101,7 @@ pub fn handle(broker: &Broker, request: &OffsetFetchRequest, version: i16) -> Of
                                 .with_partition_index(*p)
                                 .with_committed_offset(-1)
                                 .with_metadata(Some(str_bytes("")))
-                                .with_error_code(group_code(Some(e)))
+                                .with_error_code(code)
                         })
                         .collect();
                     OffsetFetchResponseTopic::default()

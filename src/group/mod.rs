@@ -15,31 +15,49 @@
 //! Dead: deleted (DeleteGroups, or an empty group whose offsets all expired).
 //! ```
 //!
-//! * Generations only grow; a join round that completes bumps the generation,
-//!   picks the protocol every member supports by vote, keeps the leader if it
-//!   rejoined (else the first member), answers every waiting JoinGroup (the
-//!   leader gets the member list) and moves to CompletingRebalance.
-//! * A round completes when every member has rejoined, or at the largest
-//!   rebalance timeout, when members that did not rejoin are removed. A round
-//!   starting from Empty waits `group.initial.rebalance.delay.ms` after the
-//!   last join first, so a starting fleet lands in one generation.
-//! * Members awaiting a join or sync response are alive; others expire
-//!   `session.timeout.ms` after their last heartbeat.
-//! * Static members (`group.instance.id`) keep their identity across restarts:
-//!   a rejoin with an unknown member id replaces the old member id; in a stable
-//!   group with unchanged protocols this needs no rebalance.
+//! No other transition happens: one the diagram does not draw is refused
+//! with an error and never applied (`group_metadata` has the table).
+//!
+//! * Generations only grow; every completed join round bumps the generation.
 //! * Offsets are written to the log before they are acknowledged and applied
 //!   to the cache only after the append succeeded; deleting offsets or a group
 //!   writes tombstones, so the cleaner eventually removes them.
 //! * At start the state is rebuilt by reading the offsets topic from its log
 //!   start (later records win, tombstones delete); until then group requests
 //!   get COORDINATOR_LOAD_IN_PROGRESS. The coordinator is the only writer, so
-//!   afterwards the cache follows the log by construction.
+//!   afterwards the cache follows the log by construction. Nothing unreadable
+//!   is skipped in silence.
 //! * Nothing here holds a lock across an await: the state is a std mutex,
 //!   waiting members hold oneshot receivers.
+//!
+//! # Files (Kafka's names)
+//!
+//! * `coordinator`: [`GroupCoordinator`] itself, its config, the periodic
+//!   tick, the request and result types of the protocol, ListGroups,
+//!   DescribeGroups and DeleteGroups.
+//! * `group_metadata`: one group and its members (`GroupMetadata`,
+//!   `MemberMetadata`) and the [`GroupState`] machine.
+//! * `membership`: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, session
+//!   expiry and the join round (rebalance completion).
+//! * `offsets`: OffsetCommit, OffsetFetch, OffsetDelete, offset expiry.
+//! * `metadata_manager`: `__consumer_offsets` itself (`GroupMetadataManager`):
+//!   creating it, appending to it, loading from it.
+//! * `schema`: its record formats. `error`: [`GroupError`].
 
 pub mod schema;
 
 mod coordinator;
+mod error;
+mod group_metadata;
+mod membership;
+mod metadata_manager;
+mod offsets;
 
-pub use coordinator::*;
+pub use coordinator::{
+    spawn_ticker, GroupConfig, GroupCoordinator, GroupDescription, JoinRequest, JoinResult, Reply,
+    SyncResult,
+};
+pub use error::GroupError;
+pub use group_metadata::{GroupState, GroupStateError};
+pub use metadata_manager::{LoadStats, OFFSETS_TOPIC};
+pub use offsets::CommittedOffset;

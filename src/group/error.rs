@@ -1,0 +1,91 @@
+//! `GroupError`: what a group request can fail with. `api/` maps each variant
+//! to Kafka's error code; nothing here knows the codes.
+
+use std::sync::Arc;
+
+use super::group_metadata::GroupStateError;
+use crate::log::LogError;
+
+/// Errors a group request can get.
+///
+/// `Clone`, because one failure can answer several waiting members (a failed
+/// write of the leader's assignment fails every member's SyncGroup); the
+/// storage cause is therefore shared behind an `Arc`.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GroupError {
+    #[error("the coordinator is loading")]
+    CoordinatorLoadInProgress,
+    #[error("the coordinator is not available")]
+    CoordinatorNotAvailable,
+    #[error("invalid group id")]
+    InvalidGroupId,
+    #[error("unknown member id")]
+    UnknownMemberId,
+    #[error("a member id is required")]
+    MemberIdRequired,
+    #[error("illegal generation")]
+    IllegalGeneration,
+    #[error("a rebalance is in progress")]
+    RebalanceInProgress,
+    #[error("inconsistent group protocol")]
+    InconsistentGroupProtocol,
+    #[error("session timeout outside the broker's range")]
+    InvalidSessionTimeout,
+    #[error("the group is full")]
+    GroupMaxSizeReached,
+    #[error("the static member was replaced by a newer instance")]
+    FencedInstanceId,
+    #[error("the group is not empty")]
+    NonEmptyGroup,
+    #[error("the group does not exist")]
+    GroupIdNotFound,
+    #[error("the group is subscribed to the topic")]
+    GroupSubscribedToTopic,
+    #[error("offset metadata too large")]
+    OffsetMetadataTooLarge,
+    /// Writing (or creating) the offsets topic failed.
+    #[error("storage error on the offsets topic: {0}")]
+    Storage(#[source] Arc<LogError>),
+    /// The coordinator attempted a state change its state machine forbids: a
+    /// bug, refused rather than applied.
+    #[error("{0}")]
+    IllegalState(#[from] GroupStateError),
+}
+
+impl From<LogError> for GroupError {
+    fn from(e: LogError) -> Self {
+        GroupError::Storage(Arc::new(e))
+    }
+}
+
+/// Storage errors are equal when their causes read the same (`LogError`
+/// holds I/O errors, which have no equality); every other variant compares
+/// by value.
+impl PartialEq for GroupError {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (GroupError::Storage(a), GroupError::Storage(b)) => {
+                Arc::ptr_eq(a, b) || a.to_string() == b.to_string()
+            }
+            (GroupError::IllegalState(a), GroupError::IllegalState(b)) => a == b,
+            _ => std::mem::discriminant(self) == std::mem::discriminant(other),
+        }
+    }
+}
+
+impl Eq for GroupError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_keeps_its_cause() {
+        let e = GroupError::from(LogError::TopicExists("t".into()));
+        let source = std::error::Error::source(&e).expect("a source");
+        assert_eq!(source.to_string(), "topic t already exists");
+        assert_eq!(e, e.clone());
+        assert_ne!(e, GroupError::from(LogError::Deleted("t".into())));
+        assert_ne!(e, GroupError::CoordinatorNotAvailable);
+    }
+}

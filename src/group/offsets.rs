@@ -1,0 +1,251 @@
+//! Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete and the
+//! retention that expires offsets of empty groups.
+//!
+//! * A commit is written to `__consumer_offsets` before it is acknowledged and
+//!   applied to the cache only after the append succeeded; a failed append
+//!   fails every partition of the request and changes nothing.
+//! * Deleting offsets writes tombstones, so the cleaner eventually removes the
+//!   records; the cache forgets them only once the tombstones are written.
+//! * Offsets of an empty group expire `offsets.retention.minutes` after the
+//!   later of the commit and the moment the group became empty (Kafka 2.1+);
+//!   a group left with no offsets is deleted (Dead).
+
+use super::coordinator::GroupCoordinator;
+use super::error::GroupError;
+use super::group_metadata::{Group, GroupState};
+use super::schema::{OffsetValue, RecordKey};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedOffset {
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: String,
+    pub commit_timestamp: i64,
+}
+
+/// A key and value (`None`: a tombstone) for the offsets topic.
+pub(super) type OffsetsRecord = (Vec<u8>, Option<Vec<u8>>);
+
+/// The tombstone deleting the committed offset of `group` for a partition.
+pub(super) fn offset_tombstone(group: &str, topic: &str, partition: i32) -> OffsetsRecord {
+    let key = RecordKey::Offset { group: group.to_string(), topic: topic.to_string(), partition };
+    (key.encode(), None)
+}
+
+impl GroupCoordinator {
+    /// OffsetCommit: per-partition results in request order.
+    pub fn commit(
+        &self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        offsets: &[(String, i32, CommittedOffset)],
+    ) -> Vec<Option<GroupError>> {
+        let all = |e: GroupError| vec![Some(e); offsets.len()];
+        if let Err(e) = self.check_ready() {
+            return all(e);
+        }
+        if group_id.is_empty() {
+            return all(GroupError::InvalidGroupId);
+        }
+        let now = self.now();
+        let mut groups = self.lock();
+        if !groups.contains_key(group_id) {
+            if generation >= 0 || !member_id.is_empty() {
+                return all(GroupError::IllegalGeneration);
+            }
+            groups.insert(group_id.to_string(), Group::new(group_id, now));
+        }
+        let group = groups.get_mut(group_id).expect("present");
+        if let Err(e) = check_committer(group, generation, member_id, instance_id, now) {
+            return all(e);
+        }
+        let mut results = vec![None; offsets.len()];
+        let mut records = Vec::new();
+        for (i, (topic, partition, o)) in offsets.iter().enumerate() {
+            if o.metadata.len() > self.config.offset_metadata_max_bytes {
+                results[i] = Some(GroupError::OffsetMetadataTooLarge);
+                continue;
+            }
+            let key = RecordKey::Offset {
+                group: group_id.to_string(),
+                topic: topic.clone(),
+                partition: *partition,
+            };
+            let value = OffsetValue {
+                offset: o.offset,
+                leader_epoch: o.leader_epoch,
+                metadata: o.metadata.clone(),
+                commit_timestamp: now,
+            };
+            records.push((key.encode(), Some(value.encode())));
+        }
+        if let Err(e) = self.append(group_id, &records) {
+            return all(e);
+        }
+        for (i, (topic, partition, o)) in offsets.iter().enumerate() {
+            if results[i].is_none() {
+                group.offsets.insert(
+                    (topic.clone(), *partition),
+                    CommittedOffset { commit_timestamp: now, ..o.clone() },
+                );
+            }
+        }
+        results
+    }
+
+    /// OffsetFetch for one group: the committed offsets of the requested
+    /// partitions (all of the group's when `None`).
+    ///
+    /// # Errors
+    /// COORDINATOR_LOAD_IN_PROGRESS while loading.
+    pub fn fetch_offsets(
+        &self,
+        group_id: &str,
+        partitions: Option<&[(String, i32)]>,
+    ) -> Result<Vec<(String, i32, Option<CommittedOffset>)>, GroupError> {
+        self.check_ready()?;
+        let groups = self.lock();
+        let group = groups.get(group_id);
+        Ok(match partitions {
+            Some(list) => list
+                .iter()
+                .map(|(t, p)| {
+                    (t.clone(), *p, group.and_then(|g| g.offsets.get(&(t.clone(), *p)).cloned()))
+                })
+                .collect(),
+            None => group
+                .map(|g| {
+                    g.offsets.iter().map(|((t, p), o)| (t.clone(), *p, Some(o.clone()))).collect()
+                })
+                .unwrap_or_default(),
+        })
+    }
+
+    /// Remove offsets of empty groups older than `offsets.retention.minutes`
+    /// (counted from when the group became empty, as Kafka 2.1+ does), with
+    /// tombstones; a group left with nothing is deleted.
+    pub fn expire_offsets(&self, now: i64) {
+        let mut groups = self.lock();
+        let mut dead = Vec::new();
+        for group in groups.values_mut() {
+            if group.state() != GroupState::Empty {
+                continue;
+            }
+            let base = group.state_timestamp();
+            let expired: Vec<(String, i32)> = group
+                .offsets
+                .iter()
+                .filter(|(_, o)| {
+                    base.max(o.commit_timestamp) + self.config.offsets_retention_ms <= now
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            if expired.is_empty() {
+                continue;
+            }
+            let mut records: Vec<OffsetsRecord> =
+                expired.iter().map(|(t, p)| offset_tombstone(&group.id, t, *p)).collect();
+            let now_empty = expired.len() == group.offsets.len();
+            if now_empty {
+                records.push((RecordKey::Group { group: group.id.clone() }.encode(), None));
+            }
+            if self.append(&group.id, &records).is_ok() {
+                for k in &expired {
+                    group.offsets.remove(k);
+                }
+                tracing::info!(group = %group.id, offsets = expired.len(), "expired committed offsets");
+                // A refused transition is logged by `transition`; the group stays.
+                if now_empty && group.transition(GroupState::Dead, now).is_ok() {
+                    dead.push(group.id.clone());
+                }
+            }
+        }
+        for id in dead {
+            groups.remove(&id);
+        }
+    }
+
+    /// OffsetDelete: tombstones for the given partitions, refused for topics a
+    /// live consumer group subscribes to.
+    ///
+    /// # Errors
+    /// Group-level errors; per-partition ones are in the result.
+    pub fn delete_offsets(
+        &self,
+        group_id: &str,
+        partitions: &[(String, i32)],
+    ) -> Result<Vec<Option<GroupError>>, GroupError> {
+        self.check_ready()?;
+        let mut groups = self.lock();
+        let group = groups.get_mut(group_id).ok_or(GroupError::GroupIdNotFound)?;
+        if group.state() == GroupState::Dead {
+            return Err(GroupError::GroupIdNotFound);
+        }
+        let empty = group.state() == GroupState::Empty;
+        let subscribed = if empty { vec![] } else { group.subscribed_topics() };
+        if !empty && group.protocol_type.as_deref() != Some("consumer") {
+            return Err(GroupError::NonEmptyGroup);
+        }
+        let mut results = Vec::with_capacity(partitions.len());
+        let mut records = Vec::new();
+        let mut removing = Vec::new();
+        for (t, p) in partitions {
+            if subscribed.contains(t) {
+                results.push(Some(GroupError::GroupSubscribedToTopic));
+                continue;
+            }
+            results.push(None);
+            if group.offsets.contains_key(&(t.clone(), *p)) {
+                records.push(offset_tombstone(group_id, t, *p));
+                removing.push((t.clone(), *p));
+            }
+        }
+        self.append(group_id, &records)?;
+        for k in removing {
+            group.offsets.remove(&k);
+        }
+        Ok(results)
+    }
+}
+
+/// Whether a commit for `group` may proceed: a simple (groupless) commit only
+/// while the group is empty, else a current member of the current generation,
+/// outside CompletingRebalance. A member's commit counts as a heartbeat.
+fn check_committer(
+    group: &mut Group,
+    generation: i32,
+    member_id: &str,
+    instance_id: Option<&str>,
+    now: i64,
+) -> Result<(), GroupError> {
+    if generation < 0 && member_id.is_empty() {
+        if group.state() != GroupState::Empty {
+            return Err(GroupError::UnknownMemberId);
+        }
+        return Ok(());
+    }
+    if let Some(instance) = instance_id {
+        if group
+            .members
+            .iter()
+            .any(|m| m.instance_id.as_deref() == Some(instance) && m.id != member_id)
+        {
+            return Err(GroupError::FencedInstanceId);
+        }
+    }
+    if group.state() == GroupState::CompletingRebalance {
+        return Err(GroupError::RebalanceInProgress);
+    }
+    if group.member(member_id).is_none() {
+        return Err(GroupError::UnknownMemberId);
+    }
+    if generation != group.generation {
+        return Err(GroupError::IllegalGeneration);
+    }
+    if let Some(m) = group.member_mut(member_id) {
+        m.last_heartbeat_ms = now;
+    }
+    Ok(())
+}
