@@ -2,7 +2,7 @@
 //! between a start (after a clean shutdown or a crash) and the first append.
 //!
 //! In order:
-//! 1. The cleaner's leftovers are settled by [`complete_interrupted_swaps`]:
+//! 1. The cleaner's leftovers are settled by `complete_interrupted_swaps`:
 //!    `.deleted` and `.cleaned` files go, a `.swap` either commits or is
 //!    discarded (the rules, and why each is safe, are on that function and on
 //!    the steps of `Log::replace_segments`), and orphaned index files go.
@@ -12,7 +12,7 @@
 //!    after a truncated one followed a hole and is deleted.
 //! 3. The idempotent-producer state is rebuilt from the batch headers.
 //!
-//! Invariants of what [`load`] returns:
+//! Invariants of what `load` returns (the segments `Log::open` starts from):
 //! * at least one segment, keyed by base offset; the last one is the active one;
 //! * `log_start_offset <= recovery_point <= next_offset`;
 //! * nothing below the recovery point it was given was cut: damage there is
