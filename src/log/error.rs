@@ -1,5 +1,9 @@
 //! Errors of the storage layer. They carry the file, position or partition they
 //! concern; `api/` maps them to Kafka error codes, nothing here knows those codes.
+//!
+//! This module imports nothing else from `log/`: every other module may use
+//! it, so the errors of one (say `ProducerError` of the producer state) are
+//! defined here rather than next to the code that raises them.
 
 use std::path::PathBuf;
 
@@ -33,6 +37,17 @@ pub enum BatchError {
     InvalidTimestamp { timestamp: i64, reason: String },
 }
 
+/// An idempotent producer's batch was refused (raised by `ProducerStateManager`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProducerError {
+    #[error("producer {producer_id} epoch {epoch} is older than the current epoch {current}")]
+    InvalidProducerEpoch { producer_id: i64, epoch: i16, current: i16 },
+    #[error("producer {producer_id}: out of order sequence {first_seq} (epoch {epoch}), expected {expected}")]
+    OutOfOrderSequence { producer_id: i64, epoch: i16, first_seq: i32, expected: i64 },
+    #[error("producer {producer_id}: invalid base sequence {first_seq}")]
+    InvalidSequence { producer_id: i64, first_seq: i32 },
+}
+
 /// Errors of `Log`, `LogSegment`, the indexes and `LogManager`.
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
@@ -41,7 +56,7 @@ pub enum LogError {
     #[error("{0}")]
     Batch(#[from] BatchError),
     #[error("{0}")]
-    Producer(#[from] super::producer_state::ProducerError),
+    Producer(#[from] ProducerError),
     #[error("offset {offset} is out of range [{log_start}, {log_end}]")]
     OffsetOutOfRange { offset: i64, log_start: i64, log_end: i64 },
     #[error("corrupt data in {path} at position {position}: {reason}")]

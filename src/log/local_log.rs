@@ -1,5 +1,7 @@
 //! `Log`: one partition's ordered segments, the offsets that describe it, and
-//! the rules that append to it, read from it, roll it, retain it and recover it.
+//! the rules that append to it, read from it, roll it and retain it. Opening
+//! and recovery are the loader's (`log_loader`); the cleaner's swap of
+//! segments is in `replace_segments`.
 //!
 //! Invariants:
 //! * `segments` is keyed by base offset, non-empty, and the last one is active:
@@ -10,6 +12,9 @@
 //! * Everything below `recovery_point` has been fsynced. After a crash only
 //!   bytes at or past it may be truncated; damage below it takes the partition
 //!   offline instead of silently dropping acknowledged data.
+//! * A segment leaves the readable set by being renamed `.deleted` and queued
+//!   in `pending_deletes`; its files are unlinked only after
+//!   `file.delete.delay.ms`, so a reader holding them is never cut short.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,38 +24,13 @@ use bytes::Bytes;
 
 use super::config::LogConfig;
 use super::error::{LogError, Result};
+use super::log_loader::{self, LoadParams};
 use super::producer_state::{BatchMetadata, ProducerError, ProducerStateManager, SequenceCheck};
 use super::record_batch::{self, TimestampType, NO_TIMESTAMP};
 use super::segment::{self, FileRegion, LogSegment, RollParams, SegmentConfig};
+use super::topic_partition::TopicPartition;
 use super::validator::{self, ValidatedBatch, ValidationContext};
 use crate::clock::SharedClock;
-
-/// A topic name and partition number; the directory is `<topic>-<partition>`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TopicPartition {
-    pub topic: String,
-    pub partition: i32,
-}
-
-impl TopicPartition {
-    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
-        Self { topic: topic.into(), partition }
-    }
-
-    /// Parse a partition directory name (`my-topic-3`).
-    pub fn from_dir_name(name: &str) -> Option<Self> {
-        let (topic, partition) = name.rsplit_once('-')?;
-        let partition: i32 = partition.parse().ok()?;
-        (!topic.is_empty() && partition >= 0 && partition.to_string() == name[topic.len() + 1..])
-            .then(|| Self::new(topic, partition))
-    }
-}
-
-impl std::fmt::Display for TopicPartition {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}-{}", self.topic, self.partition)
-    }
-}
 
 /// Special timestamps of ListOffsets.
 pub const EARLIEST_TIMESTAMP: i64 = -2;
@@ -89,15 +69,6 @@ pub struct FetchRegionInfo {
     pub log_start_offset: i64,
 }
 
-/// How the log was opened, for recovery decisions.
-#[derive(Debug, Clone, Copy)]
-pub struct LoadParams {
-    pub recovery_point: i64,
-    pub log_start_offset: i64,
-    /// The log dir was shut down cleanly (its marker file was present).
-    pub clean_shutdown: bool,
-}
-
 #[derive(Debug)]
 pub struct Log {
     dir: PathBuf,
@@ -121,7 +92,7 @@ pub struct Log {
 }
 
 impl Log {
-    fn segment_config(config: &LogConfig) -> SegmentConfig {
+    pub(super) fn segment_config(config: &LogConfig) -> SegmentConfig {
         SegmentConfig {
             index_interval_bytes: config.index_interval_bytes,
             max_index_size: config.segment_index_bytes,
@@ -131,8 +102,8 @@ impl Log {
         }
     }
 
-    /// Open (or create) the log in `dir`, completing interrupted swaps and
-    /// recovering the unflushed tail.
+    /// Open (or create) the log in `dir`; the loader completes interrupted
+    /// swaps and recovers the unflushed tail first.
     ///
     /// # Errors
     /// I/O errors, and `Offline` when data below the recovery point is damaged.
@@ -145,96 +116,25 @@ impl Log {
         clock: SharedClock,
     ) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(LogError::io(dir))?;
-        let seg_config = Self::segment_config(&config);
-        let bases = complete_interrupted_swaps(dir, seg_config)?;
-        let now = clock.now_ms();
-        let mut segments = BTreeMap::new();
-        let offline = |reason: String| LogError::Offline { partition: tp.to_string(), reason };
-        let recovery_point = load.recovery_point;
-        let mut truncated_at: Option<i64> = None;
-        let count = bases.len();
-        let next_bases = bases.clone();
-        for (i, base) in bases.into_iter().enumerate() {
-            if truncated_at.is_some() {
-                // Everything after a truncated segment followed a hole: drop it
-                // (it is at or past the recovery point, so nothing flushed is lost).
-                let seg = LogSegment::open(dir, base, seg_config, "")?;
-                tracing::warn!(partition = %tp, base_offset = base, "deleting segment after a truncated one");
-                seg.delete_files()?;
-                continue;
-            }
-            let is_last = i + 1 == count;
-            let mut seg = LogSegment::open(dir, base, seg_config, "")?;
-            // The unflushed tail: the last segment, and any segment reaching past the
-            // recovery point (or whose offsets are unknown because it must be rebuilt).
-            let next_base = next_bases.get(i + 1).copied().unwrap_or(i64::MAX);
-            let in_unflushed_tail = is_last || next_base > recovery_point;
-            if in_unflushed_tail && (!load.clean_shutdown || seg.needs_recovery()) {
-                let truncated =
-                    seg.recover_from(recovery_point).map_err(|e| offline(e.to_string()))?;
-                if truncated > 0 {
-                    tracing::warn!(partition = %tp, base_offset = base, bytes = truncated, next_offset = seg.next_offset(), "recovered segment by truncating its torn tail");
-                    truncated_at = Some(seg.next_offset());
-                }
-                if !is_last && truncated == 0 {
-                    // A closed segment ends its time index with its largest timestamp.
-                    seg.on_become_inactive()?;
-                }
-            } else if seg.needs_recovery() {
-                // Below the recovery point nothing may be cut: rebuild the indexes if the
-                // data is whole, else take the partition offline.
-                seg.recover_from(i64::MAX).map_err(|e| offline(e.to_string()))?;
-                seg.on_become_inactive()?;
-            }
-            segments.insert(base, seg);
-        }
-        let start = load.log_start_offset.max(0);
-        if segments.is_empty() {
-            segments.insert(start, LogSegment::create(dir, start, seg_config, "", now)?);
-        }
-        let next_offset = segments.values().next_back().map_or(start, LogSegment::next_offset);
-        let first_base = *segments.keys().next().expect("non-empty");
-        let log_start_offset = start.max(first_base).min(next_offset);
-        Self {
+        let loaded = log_loader::load(dir, &tp, Self::segment_config(&config), load, &clock)?;
+        Ok(Self {
             dir: dir.into(),
             tp,
             config,
-            segments,
-            log_start_offset,
-            next_offset,
-            recovery_point: recovery_point
-                .clamp(log_start_offset, next_offset)
-                .max(truncated_at.unwrap_or(0).min(next_offset)),
+            segments: loaded.segments,
+            log_start_offset: loaded.log_start_offset,
+            next_offset: loaded.next_offset,
+            recovery_point: loaded.recovery_point,
             unflushed_messages: 0,
-            last_flush_ms: now,
+            last_flush_ms: clock.now_ms(),
             flush_before_ack,
             clock,
             pending_deletes: Vec::new(),
             scratch: Vec::new(),
             validated: Vec::new(),
-            producers: ProducerStateManager::new(),
-        }
-        .with_rebuilt_producer_state()
+            producers: loaded.producers,
+        })
     }
-
-    /// Rebuild the idempotent-producer state by reading every batch header.
-    /// Headers only: one small read per batch, no record is decoded.
-    fn with_rebuilt_producer_state(mut self) -> Result<Self> {
-        let mut producers = ProducerStateManager::new();
-        for seg in self.segments.values() {
-            let mut pos = 0u64;
-            while let Some(h) = seg.read_header_at(pos)? {
-                if h.producer_id >= 0 && !h.is_control() {
-                    producers.update(&h);
-                }
-                pos += h.size_in_bytes() as u64;
-            }
-        }
-        producers.truncate_below(self.log_start_offset);
-        self.producers = producers;
-        Ok(self)
-    }
-
     /// The idempotent-producer state (for tests and the producer id allocator).
     pub fn producer_state(&self) -> &ProducerStateManager {
         &self.producers
@@ -276,6 +176,35 @@ impl Log {
     /// Bytes of all segments.
     pub fn size(&self) -> u64 {
         self.segments.values().map(LogSegment::size).sum()
+    }
+
+    /// The segments by base offset, for the swap's checks.
+    pub(super) fn segment_map(&self) -> &BTreeMap<i64, LogSegment> {
+        &self.segments
+    }
+
+    /// When a segment removed now may have its files unlinked.
+    pub(super) fn file_delete_due_ms(&self) -> i64 {
+        self.clock.now_ms().saturating_add(self.config.file_delete_delay_ms)
+    }
+
+    /// Take the closed segment at `base` out of the readable set: rename it
+    /// `.deleted` and queue its files for unlinking at `due`. The caller keeps
+    /// the invariants (never the active segment; its offsets are retained away
+    /// or covered by a segment the caller installs).
+    ///
+    /// # Errors
+    /// I/O errors renaming the files; the segment is out of the set anyway.
+    pub(super) fn retire_segment(&mut self, base: i64, due: i64) -> Result<()> {
+        let mut seg = self.segments.remove(&base).expect("the caller listed a present segment");
+        seg.change_file_suffix(segment::DELETED_SUFFIX)?;
+        self.pending_deletes.push((due, seg));
+        Ok(())
+    }
+
+    /// Put a closed segment into the readable set (the swap's new segments).
+    pub(super) fn install_segment(&mut self, seg: LogSegment) {
+        self.segments.insert(seg.base_offset(), seg);
     }
 
     /// Whether appending `bytes` of records now may fsync (a roll flushes the
@@ -325,28 +254,7 @@ impl Log {
         }
         // Idempotence: a retried batch is answered with its original offsets; a gap
         // or a fenced epoch refuses the whole request before anything is written.
-        let mut outcome: Result<Option<BatchMetadata>, ProducerError> = Ok(None);
-        for v in &validated {
-            let h = &v.header;
-            match self.producers.check(h) {
-                Ok(SequenceCheck::Append) => continue,
-                Ok(SequenceCheck::Duplicate(meta)) if validated.len() == 1 => {
-                    outcome = Ok(Some(meta))
-                }
-                // A retry mixed with new batches cannot be answered with one offset range.
-                Ok(SequenceCheck::Duplicate(meta)) => {
-                    outcome = Err(ProducerError::OutOfOrderSequence {
-                        producer_id: h.producer_id,
-                        epoch: h.producer_epoch,
-                        first_seq: meta.first_seq,
-                        expected: -1,
-                    })
-                }
-                Err(e) => outcome = Err(e),
-            }
-            break;
-        }
-        match outcome {
+        match check_sequences(&self.producers, &validated) {
             Ok(None) => {}
             Ok(Some(meta)) => {
                 self.validated = validated;
@@ -737,13 +645,11 @@ impl Log {
             // Never leave a log without an active segment.
             self.roll(self.next_offset)?;
         }
-        let now = self.clock.now_ms();
-        let due = now.saturating_add(self.config.file_delete_delay_ms);
-        for base in &doomed {
-            let mut seg = self.segments.remove(base).expect("listed");
-            tracing::info!(partition = %self.tp, base_offset = base, size = seg.size(), "deleting segment (retention)");
-            seg.change_file_suffix(segment::DELETED_SUFFIX)?;
-            self.pending_deletes.push((due, seg));
+        let due = self.file_delete_due_ms();
+        for &base in &doomed {
+            let size = self.segments[&base].size();
+            tracing::info!(partition = %self.tp, base_offset = base, size, "deleting segment (retention)");
+            self.retire_segment(base, due)?;
         }
         let first = *self.segments.keys().next().expect("non-empty");
         self.log_start_offset = self.log_start_offset.max(first);
@@ -795,297 +701,28 @@ impl Log {
     }
 }
 
-// ---------------------------------------------------------------------------
-// The cleaner's side of `Log` (issue 4): how cleaned segments replace old ones.
-// Kept apart from the append/read paths above; nothing above calls it.
-// ---------------------------------------------------------------------------
-
-/// Points of the swap protocol where a test may stop it, leaving the files as
-/// a crash right there would. The numbers are the steps of
-/// [`Log::replace_segments`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SwapStep {
-    /// After step 3: every new segment is `.swap` and the directory is fsynced.
-    SwapRenamed,
-    /// During step 4: the first replaced segment is `.deleted`, the others are not.
-    FirstDeletedRenamed,
-    /// After step 4: every replaced segment is `.deleted`.
-    DeletedRenamed,
-    /// After step 5, before the directory fsync of step 6.
-    SwapStripped,
-}
-
-/// How [`Log::replace_segments`] ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SwapOutcome {
-    Replaced,
-    /// Stopped on request at this step; the in-memory log no longer matches
-    /// the directory and must be dropped and reopened (tests only).
-    StoppedAt(SwapStep),
-}
-
-/// A segment the cleaner read, as it was when read: the swap refuses to
-/// replace a segment that has changed since.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SegmentSnapshot {
-    pub base_offset: i64,
-    pub size: u64,
-}
-
-impl Log {
-    /// The segment settings the cleaner's `.cleaned` segments are created with.
-    pub fn segment_config_for_cleaning(&self) -> SegmentConfig {
-        Self::segment_config(&self.config)
-    }
-
-    /// Replace the closed segments `old` with `new_segments` (written by the
-    /// cleaner as `.cleaned`, fsynced, covering the same offsets), crash-safely.
-    /// Kafka's `LocalLog.replaceSegments`. Each step says what `Log::open`
-    /// (`complete_interrupted_swaps`) does if the process dies right there:
-    ///
-    /// 1. (the cleaner, before calling) Write `<base>.log.cleaned` and its
-    ///    indexes, fsync them. Crash: `.cleaned` files are deleted; the old
-    ///    segments are intact and the next clean redoes the work.
-    /// 2. Rename each new segment `.cleaned` → `.swap`, in descending offset
-    ///    order, log file first. Crash midway: a `.log.cleaned` still exists,
-    ///    so every `.swap` at or above the smallest `.cleaned` offset (all the
-    ///    renamed ones, thanks to the descending order) is deleted with it; the
-    ///    old segments are intact. A `.log.swap` whose index is still
-    ///    `.cleaned` is complete: its index is deleted and rebuilt.
-    /// 3. Fsync the directory, so no old segment can lose its name below
-    ///    while a `.swap` rename is still volatile. Crash: as after step 2 —
-    ///    every `.swap` is complete; recovery deletes the old segments whose
-    ///    offsets a `.swap` covers and strips the suffix (the clean commits).
-    /// 4. Rename each old segment to `.deleted`, ascending. Crash midway or
-    ///    after: `.deleted` files are deleted; the `.swap` commits as above,
-    ///    deleting whichever old segments still have their name.
-    /// 5. Strip `.swap` from each new segment, log file first. Crash midway: a
-    ///    `.log.swap` still commits; an index `.swap` without its log is
-    ///    deleted and rebuilt from the log.
-    /// 6. Fsync the directory. Crash before it completes: the directory shows
-    ///    one of the states above, each of which recovers.
-    /// 7. Later, after `file.delete.delay.ms`, unlink the `.deleted` files
-    ///    ([`Log::delete_expired_files`]); readers holding the old files keep
-    ///    reading them until then. Crash: recovery deletes them.
-    ///
-    /// Recovery decides which old segments a `.swap` replaces from the offsets
-    /// the `.swap` holds (`[base, next offset)`), so the cleaner keeps at least
-    /// an empty batch from the last segment of every group (its offset fence).
-    ///
-    /// `stop_at` (tests) returns right after that step, files left as they are.
-    ///
-    /// # Errors
-    /// `SwapConflict` before anything is renamed when `old` no longer matches
-    /// the log (a segment was deleted or changed, or is the active one) or a
-    /// new segment is not a `.cleaned` segment inside the replaced range. I/O
-    /// errors at any step; the files are then in one of the states above.
-    pub fn replace_segments(
-        &mut self,
-        mut new_segments: Vec<LogSegment>,
-        old: &[SegmentSnapshot],
-        stop_at: Option<SwapStep>,
-    ) -> Result<SwapOutcome> {
-        let conflict =
-            |reason: String| LogError::SwapConflict { partition: self.tp.to_string(), reason };
-        let (Some(first), Some(last)) = (old.first(), old.last()) else {
-            return Err(conflict("no segments to replace".into()));
-        };
-        let active_base = self.active_segment().base_offset();
-        for snap in old {
-            match self.segments.get(&snap.base_offset) {
-                None => return Err(conflict(format!("segment {} is gone", snap.base_offset))),
-                Some(_) if snap.base_offset == active_base => {
-                    return Err(conflict(format!(
-                        "segment {} is the active segment",
-                        snap.base_offset
-                    )))
-                }
-                Some(seg) if seg.size() != snap.size => {
-                    return Err(conflict(format!(
-                        "segment {} changed size from {} to {}",
-                        snap.base_offset,
-                        snap.size,
-                        seg.size()
-                    )))
-                }
-                Some(_) => {}
+/// The idempotence check of an append: `Some` with the original offsets when
+/// the request is a single retried batch, `None` when every batch may be
+/// appended.
+fn check_sequences(
+    producers: &ProducerStateManager,
+    validated: &[ValidatedBatch],
+) -> Result<Option<BatchMetadata>, ProducerError> {
+    for v in validated {
+        let h = &v.header;
+        match producers.check(h)? {
+            SequenceCheck::Append => {}
+            SequenceCheck::Duplicate(meta) if validated.len() == 1 => return Ok(Some(meta)),
+            // A retry mixed with new batches cannot be answered with one offset range.
+            SequenceCheck::Duplicate(meta) => {
+                return Err(ProducerError::OutOfOrderSequence {
+                    producer_id: h.producer_id,
+                    epoch: h.producer_epoch,
+                    first_seq: meta.first_seq,
+                    expected: -1,
+                })
             }
         }
-        let end = self.segments.range(last.base_offset + 1..).next().map_or(i64::MAX, |(b, _)| *b);
-        for seg in &new_segments {
-            let ok = seg.log_path().to_string_lossy().ends_with(segment::CLEANED_SUFFIX)
-                && seg.base_offset() >= first.base_offset
-                && seg.next_offset() <= end;
-            if !ok {
-                return Err(conflict(format!(
-                    "{} does not fit in [{}, {end})",
-                    seg.log_path().display(),
-                    first.base_offset
-                )));
-            }
-        }
-        let dir_sync = |dir: &Path| {
-            std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(LogError::io(dir))
-        };
-
-        // Step 2: `.cleaned` → `.swap`, highest base first.
-        new_segments.sort_by_key(|s| std::cmp::Reverse(s.base_offset()));
-        for seg in &mut new_segments {
-            seg.change_file_suffix(segment::SWAP_SUFFIX)?;
-        }
-        // Step 3: make the `.swap` names durable before any old name goes.
-        dir_sync(&self.dir)?;
-        if stop_at == Some(SwapStep::SwapRenamed) {
-            return Ok(SwapOutcome::StoppedAt(SwapStep::SwapRenamed));
-        }
-
-        // Step 4: old segments → `.deleted`, lowest first, out of the readable set.
-        let due = self.clock.now_ms().saturating_add(self.config.file_delete_delay_ms);
-        for (i, snap) in old.iter().enumerate() {
-            let mut seg = self.segments.remove(&snap.base_offset).expect("checked above");
-            seg.change_file_suffix(segment::DELETED_SUFFIX)?;
-            self.pending_deletes.push((due, seg));
-            if i == 0 && stop_at == Some(SwapStep::FirstDeletedRenamed) {
-                return Ok(SwapOutcome::StoppedAt(SwapStep::FirstDeletedRenamed));
-            }
-        }
-        if stop_at == Some(SwapStep::DeletedRenamed) {
-            return Ok(SwapOutcome::StoppedAt(SwapStep::DeletedRenamed));
-        }
-
-        // Step 5: strip `.swap`; the new segments become the readable ones.
-        new_segments.reverse();
-        for mut seg in new_segments {
-            seg.change_file_suffix("")?;
-            self.segments.insert(seg.base_offset(), seg);
-        }
-        if stop_at == Some(SwapStep::SwapStripped) {
-            return Ok(SwapOutcome::StoppedAt(SwapStep::SwapStripped));
-        }
-
-        // Step 6: make the final names durable. Step 7 is `delete_expired_files`.
-        dir_sync(&self.dir)?;
-        Ok(SwapOutcome::Replaced)
     }
-}
-
-/// Sort out the files left in `dir` by a crash, by Kafka's rules, and return
-/// the base offsets of the segments to open:
-/// 1. `.deleted` files: the segment was already replaced or retained away; delete.
-/// 2. `.cleaned` files: a clean that never reached the swap; delete.
-/// 3. `.swap` files at or above the smallest `.cleaned` offset: that clean had
-///    not renamed its whole group to `.swap`; delete them (the originals are intact).
-/// 4. Other `.swap` files: the clean had committed; delete the segments they
-///    replace (those whose offsets they cover) and strip the suffix.
-/// 5. Index files with no `.log`: orphans; delete.
-fn complete_interrupted_swaps(dir: &Path, seg_config: SegmentConfig) -> Result<Vec<i64>> {
-    let mut logs = Vec::new();
-    let mut swaps = Vec::new();
-    let mut cleaned = Vec::new();
-    let mut indexes = Vec::new();
-    let mut doomed = Vec::new();
-    let mut swap_indexes = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(LogError::io(dir))? {
-        let entry = entry.map_err(LogError::io(dir))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let path = entry.path();
-        let Some((stem, rest)) = name.split_once('.') else { continue };
-        let Ok(base) = stem.parse::<i64>() else { continue };
-        if stem.len() != 20 {
-            continue;
-        }
-        match rest {
-            "log" => logs.push(base),
-            "index" | "timeindex" => indexes.push((base, path)),
-            r if r.ends_with("deleted") => doomed.push(path),
-            r if r.ends_with("cleaned") => {
-                if r == "log.cleaned" {
-                    cleaned.push(base);
-                }
-                doomed.push(path);
-            }
-            "log.swap" => swaps.push(base),
-            "index.swap" | "timeindex.swap" => swap_indexes.push((base, path)),
-            _ => {}
-        }
-    }
-    for path in doomed {
-        tracing::info!(file = %path.display(), "deleting leftover file");
-        remove_if_exists(&path)?;
-    }
-    let min_cleaned = cleaned.iter().copied().min().unwrap_or(i64::MAX);
-    swaps.sort_unstable();
-    // An index `.swap` whose `.log.swap` is gone: the crash came while the swap's
-    // suffixes were being stripped (the log file goes first), so the segment is
-    // already in place; its missing index is rebuilt from the log when it opens.
-    for (base, path) in swap_indexes {
-        if swaps.binary_search(&base).is_err() {
-            tracing::info!(file = %path.display(), "deleting index of a swap whose log was already renamed");
-            remove_if_exists(&path)?;
-        }
-    }
-    for base in swaps {
-        if base >= min_cleaned {
-            tracing::info!(
-                base_offset = base,
-                "deleting .swap of a clean that did not finish its swap"
-            );
-            for p in [
-                segment::log_file(dir, base, ".swap"),
-                segment::index_file(dir, base, ".swap"),
-                segment::time_index_file(dir, base, ".swap"),
-            ] {
-                remove_if_exists(&p)?;
-            }
-            continue;
-        }
-        // Learn the offsets the swap segment covers, then replace what it overlaps.
-        let mut swap = LogSegment::open(dir, base, seg_config, ".swap")?;
-        if swap.needs_recovery() {
-            swap.recover_from(i64::MIN)?;
-        }
-        let next = swap.next_offset();
-        drop(swap);
-        for old in logs.iter().copied().filter(|&b| b >= base && b < next.max(base + 1)) {
-            tracing::info!(
-                base_offset = old,
-                replaced_by = base,
-                "completing interrupted swap: removing replaced segment"
-            );
-            for p in [
-                segment::log_file(dir, old, ""),
-                segment::index_file(dir, old, ""),
-                segment::time_index_file(dir, old, ""),
-            ] {
-                remove_if_exists(&p)?;
-            }
-        }
-        logs.retain(|&b| !(b >= base && b < next.max(base + 1)));
-        for (from, to) in [
-            (segment::log_file(dir, base, ".swap"), segment::log_file(dir, base, "")),
-            (segment::index_file(dir, base, ".swap"), segment::index_file(dir, base, "")),
-            (segment::time_index_file(dir, base, ".swap"), segment::time_index_file(dir, base, "")),
-        ] {
-            if from.exists() {
-                std::fs::rename(&from, &to).map_err(LogError::io(&from))?;
-            }
-        }
-        logs.push(base);
-    }
-    for (base, path) in indexes {
-        if !logs.contains(&base) {
-            remove_if_exists(&path)?;
-        }
-    }
-    logs.sort_unstable();
-    logs.dedup();
-    Ok(logs)
-}
-
-fn remove_if_exists(path: &Path) -> Result<()> {
-    match std::fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(LogError::io(path)(e)),
-    }
+    Ok(None)
 }

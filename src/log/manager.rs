@@ -17,12 +17,18 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 
+use base64::alphabet;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+use base64::Engine as _;
+
 use super::checkpoint::{
     self, OffsetCheckpointFile, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
 };
 use super::config::LogConfig;
 use super::error::{LogError, Result};
-use super::local_log::{LoadParams, Log, TopicPartition};
+use super::local_log::Log;
+use super::log_loader::LoadParams;
+use super::topic_partition::TopicPartition;
 use crate::clock::SharedClock;
 
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
@@ -614,61 +620,35 @@ fn read_checkpoint_or_empty(dir: &Path, name: &str) -> BTreeMap<TopicPartition, 
     })
 }
 
-/// 16 random bytes for a topic id (Kafka's Uuid), from the OS.
+/// A random topic id (Kafka's `Uuid.randomUuid`: a version 4 UUID from the
+/// operating system's random source).
 pub fn random_topic_id() -> [u8; 16] {
-    let mut id = [0u8; 16];
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-        use std::io::Read;
-        let _ = f.read_exact(&mut id);
-    }
-    if id == [0u8; 16] {
-        // Fall back on time and address entropy; ids only need to be unique here.
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        id = (t ^ (&id as *const _ as u128)).to_be_bytes();
-    }
-    id
+    uuid::Uuid::new_v4().into_bytes()
 }
+
+/// Kafka's text form of a `Uuid`: URL-safe base64 without padding, 22 characters.
+const TOPIC_ID_BASE64: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::URL_SAFE,
+    GeneralPurposeConfig::new()
+        .with_encode_padding(false)
+        .with_decode_padding_mode(DecodePaddingMode::RequireNone)
+        // NOTE: the last character carries two bits past the 128th; they are
+        // ignored rather than refusing a partition whose metadata another tool wrote.
+        .with_decode_allow_trailing_bits(true),
+);
 
 /// Kafka prints Uuids as URL-safe base64 without padding.
 pub fn topic_id_to_string(id: &[u8; 16]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::with_capacity(22);
-    for chunk in id.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = ((b[0] as u32) << 16) | ((b[1] as u32) << 8) | b[2] as u32;
-        for i in 0..=chunk.len() {
-            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-        }
-    }
-    out
+    TOPIC_ID_BASE64.encode(id)
 }
 
-/// Inverse of [`topic_id_to_string`].
+/// Inverse of [`topic_id_to_string`]; `None` unless `s` is 22 characters of
+/// the URL-safe alphabet.
 pub fn topic_id_from_string(s: &str) -> Option<[u8; 16]> {
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'-' => 62,
-            b'_' => 63,
-            _ => return None,
-        } as u32)
-    };
     if s.len() != 22 {
         return None;
     }
-    let mut bytes = Vec::with_capacity(18);
-    for chunk in s.as_bytes().chunks(4) {
-        let mut n = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            n |= value(c)? << (18 - 6 * i);
-        }
-        bytes.extend_from_slice(&n.to_be_bytes()[1..1 + chunk.len() - 1]);
-    }
-    bytes.try_into().ok()
+    TOPIC_ID_BASE64.decode(s).ok()?.try_into().ok()
 }
 
 fn write_partition_metadata(dir: &Path, id: &[u8; 16]) -> Result<()> {
@@ -702,6 +682,44 @@ mod tests {
             assert_eq!(topic_id_from_string(&s), Some(id));
         }
         assert_eq!(topic_id_to_string(&[0; 16]), "AAAAAAAAAAAAAAAAAAAAAA");
+    }
+
+    #[test]
+    fn topic_id_strings_are_pinned() {
+        // Kafka's metadata topic id, `new Uuid(0, 1)`, as Kafka prints it.
+        let mut metadata_topic = [0u8; 16];
+        metadata_topic[15] = 1;
+        let cases: [([u8; 16], &str); 4] = [
+            (metadata_topic, "AAAAAAAAAAAAAAAAAAAAAQ"),
+            (std::array::from_fn(|i| i as u8), "AAECAwQFBgcICQoLDA0ODw"),
+            ([0xff; 16], "_____________________w"),
+            (
+                std::array::from_fn(|i| if i == 15 { 0xfe } else { [0xfb, 0xff, 0xbf][i % 3] }),
+                "-_-_-_-_-_-_-_-_-_-__g",
+            ),
+        ];
+        for (id, text) in cases {
+            assert_eq!(topic_id_to_string(&id), text);
+            assert_eq!(topic_id_from_string(text), Some(id));
+        }
+        let padded = "AAAAAAAAAAAAAAAAAAAAAA==";
+        for bad in [
+            "",
+            "AAAAAAAAAAAAAAAAAAAAA",
+            "AAAAAAAAAAAAAAAAAAAAAAA",
+            "AAAAAAAAAAAAAAAAAAAA+A",
+            padded,
+        ] {
+            assert_eq!(topic_id_from_string(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn random_topic_ids_are_version_4() {
+        let id = random_topic_id();
+        assert_eq!(id[6] >> 4, 4);
+        assert_eq!(id[8] >> 6, 0b10);
+        assert_ne!(random_topic_id(), id);
     }
 
     #[test]

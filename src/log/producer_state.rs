@@ -12,12 +12,13 @@
 //!   `OutOfOrderSequence`. A producer the partition has never seen may start at
 //!   any sequence, as in Kafka (its state may have been removed by retention).
 //!
-//! The state is derived from the log itself: after a restart it is rebuilt by
-//! reading the batch headers (`Log::open`), so it survives crashes without a
-//! snapshot file of its own.
+//! The state is derived from the log itself: after a restart the loader
+//! rebuilds it by reading the batch headers (on `Log::open`), so it survives
+//! crashes without a snapshot file of its own.
 
 use std::collections::{HashMap, VecDeque};
 
+pub use super::error::ProducerError;
 use super::record_batch::BatchHeader;
 
 /// Batches remembered per producer, as in Kafka (`max.in.flight` ≤ 5).
@@ -45,16 +46,6 @@ pub enum SequenceCheck {
     Append,
     /// A retry of a batch already in the log.
     Duplicate(BatchMetadata),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ProducerError {
-    #[error("producer {producer_id} epoch {epoch} is older than the current epoch {current}")]
-    InvalidProducerEpoch { producer_id: i64, epoch: i16, current: i16 },
-    #[error("producer {producer_id}: out of order sequence {first_seq} (epoch {epoch}), expected {expected}")]
-    OutOfOrderSequence { producer_id: i64, epoch: i16, first_seq: i32, expected: i64 },
-    #[error("producer {producer_id}: invalid base sequence {first_seq}")]
-    InvalidSequence { producer_id: i64, first_seq: i32 },
 }
 
 #[derive(Debug, Default, Clone)]

@@ -1,0 +1,300 @@
+//! The loader (Kafka's `LogLoader`): what happens to a partition directory
+//! between a start (after a clean shutdown or a crash) and the first append.
+//!
+//! In order:
+//! 1. The cleaner's leftovers are settled by `complete_interrupted_swaps`:
+//!    `.deleted` and `.cleaned` files go, a `.swap` either commits or is
+//!    discarded (the rules, and why each is safe, are on that function and on
+//!    the steps of `Log::replace_segments`), and orphaned index files go.
+//! 2. The segments are opened in offset order. The unflushed tail (the last
+//!    segment and any segment reaching past the recovery point) is scanned
+//!    after a crash and a torn or corrupt end is truncated; every segment
+//!    after a truncated one followed a hole and is deleted.
+//! 3. The idempotent-producer state is rebuilt from the batch headers.
+//!
+//! Invariants of what `load` returns (the segments `Log::open` starts from):
+//! * at least one segment, keyed by base offset; the last one is the active one;
+//! * `log_start_offset <= recovery_point <= next_offset`;
+//! * nothing below the recovery point it was given was cut: damage there is
+//!   `Offline` with the file and position, never a silent truncation;
+//! * no `.cleaned`, `.swap` or `.deleted` file is left in the directory.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::error::{LogError, Result};
+use super::producer_state::ProducerStateManager;
+use super::segment::{self, LogSegment, SegmentConfig};
+use super::topic_partition::TopicPartition;
+use crate::clock::SharedClock;
+
+/// How the log was opened, for recovery decisions.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadParams {
+    pub recovery_point: i64,
+    pub log_start_offset: i64,
+    /// The log dir was shut down cleanly (its marker file was present).
+    pub clean_shutdown: bool,
+}
+
+/// A loaded partition: the segments and offsets a `Log` starts from.
+#[derive(Debug)]
+pub(super) struct LoadedLog {
+    pub segments: BTreeMap<i64, LogSegment>,
+    pub log_start_offset: i64,
+    pub next_offset: i64,
+    pub recovery_point: i64,
+    pub producers: ProducerStateManager,
+}
+
+/// Load the partition in `dir` (which must exist): complete interrupted swaps,
+/// recover the unflushed tail and rebuild the producer state.
+///
+/// # Errors
+/// I/O errors, and `Offline` when data below the recovery point is damaged.
+pub(super) fn load(
+    dir: &Path,
+    tp: &TopicPartition,
+    seg_config: SegmentConfig,
+    load: LoadParams,
+    clock: &SharedClock,
+) -> Result<LoadedLog> {
+    let bases = complete_interrupted_swaps(dir, seg_config)?;
+    let now = clock.now_ms();
+    let (mut segments, truncated_at) = recover_segments(dir, tp, seg_config, bases, load)?;
+    let start = load.log_start_offset.max(0);
+    if segments.is_empty() {
+        segments.insert(start, LogSegment::create(dir, start, seg_config, "", now)?);
+    }
+    let next_offset = segments.values().next_back().map_or(start, LogSegment::next_offset);
+    let first_base = *segments.keys().next().expect("non-empty");
+    let log_start_offset = start.max(first_base).min(next_offset);
+    let recovery_point = load
+        .recovery_point
+        .clamp(log_start_offset, next_offset)
+        .max(truncated_at.unwrap_or(0).min(next_offset));
+    let producers = rebuild_producer_state(&segments, log_start_offset)?;
+    Ok(LoadedLog { segments, log_start_offset, next_offset, recovery_point, producers })
+}
+
+/// Open the segments at `bases` (ascending), recovering those in the unflushed
+/// tail. Returns the segments kept and, if a torn tail was cut, the offset the
+/// log now ends at.
+fn recover_segments(
+    dir: &Path,
+    tp: &TopicPartition,
+    seg_config: SegmentConfig,
+    bases: Vec<i64>,
+    load: LoadParams,
+) -> Result<(BTreeMap<i64, LogSegment>, Option<i64>)> {
+    let mut segments = BTreeMap::new();
+    let offline = |reason: String| LogError::Offline { partition: tp.to_string(), reason };
+    let recovery_point = load.recovery_point;
+    let mut truncated_at: Option<i64> = None;
+    for (i, &base) in bases.iter().enumerate() {
+        if truncated_at.is_some() {
+            // Everything after a truncated segment followed a hole: drop it
+            // (it is at or past the recovery point, so nothing flushed is lost).
+            let seg = LogSegment::open(dir, base, seg_config, "")?;
+            tracing::warn!(partition = %tp, base_offset = base, "deleting segment after a truncated one");
+            seg.delete_files()?;
+            continue;
+        }
+        let is_last = i + 1 == bases.len();
+        let mut seg = LogSegment::open(dir, base, seg_config, "")?;
+        // The unflushed tail: the last segment, and any segment reaching past the
+        // recovery point (or whose offsets are unknown because it must be rebuilt).
+        let next_base = bases.get(i + 1).copied().unwrap_or(i64::MAX);
+        let in_unflushed_tail = is_last || next_base > recovery_point;
+        if in_unflushed_tail && (!load.clean_shutdown || seg.needs_recovery()) {
+            let truncated = seg.recover_from(recovery_point).map_err(|e| offline(e.to_string()))?;
+            if truncated > 0 {
+                tracing::warn!(partition = %tp, base_offset = base, bytes = truncated, next_offset = seg.next_offset(), "recovered segment by truncating its torn tail");
+                truncated_at = Some(seg.next_offset());
+            }
+            if !is_last && truncated == 0 {
+                // A closed segment ends its time index with its largest timestamp.
+                seg.on_become_inactive()?;
+            }
+        } else if seg.needs_recovery() {
+            // Below the recovery point nothing may be cut: rebuild the indexes if the
+            // data is whole, else take the partition offline.
+            seg.recover_from(i64::MAX).map_err(|e| offline(e.to_string()))?;
+            seg.on_become_inactive()?;
+        }
+        segments.insert(base, seg);
+    }
+    Ok((segments, truncated_at))
+}
+
+/// Rebuild the idempotent-producer state by reading every batch header.
+/// Headers only: one small read per batch, no record is decoded.
+fn rebuild_producer_state(
+    segments: &BTreeMap<i64, LogSegment>,
+    log_start_offset: i64,
+) -> Result<ProducerStateManager> {
+    let mut producers = ProducerStateManager::new();
+    for seg in segments.values() {
+        let mut pos = 0u64;
+        while let Some(h) = seg.read_header_at(pos)? {
+            if h.producer_id >= 0 && !h.is_control() {
+                producers.update(&h);
+            }
+            pos += h.size_in_bytes() as u64;
+        }
+    }
+    producers.truncate_below(log_start_offset);
+    Ok(producers)
+}
+
+/// The files of a partition directory, by what recovery does with them.
+#[derive(Debug, Default)]
+struct DirListing {
+    /// Base offsets of `.log` files.
+    logs: Vec<i64>,
+    /// Base offsets of `.log.swap` files.
+    swaps: Vec<i64>,
+    /// Base offsets of `.log.cleaned` files.
+    cleaned: Vec<i64>,
+    /// `.index` and `.timeindex` files.
+    indexes: Vec<(i64, PathBuf)>,
+    /// `.index.swap` and `.timeindex.swap` files.
+    swap_indexes: Vec<(i64, PathBuf)>,
+    /// `.deleted` and `.cleaned` files of any kind.
+    doomed: Vec<PathBuf>,
+}
+
+/// Sort the segment files of `dir` (twenty-digit base offset, then a suffix);
+/// anything else is not the log's and is left alone.
+fn list_dir(dir: &Path) -> Result<DirListing> {
+    let mut listing = DirListing::default();
+    for entry in std::fs::read_dir(dir).map_err(LogError::io(dir))? {
+        let entry = entry.map_err(LogError::io(dir))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        let Some((stem, rest)) = name.split_once('.') else { continue };
+        let Ok(base) = stem.parse::<i64>() else { continue };
+        if stem.len() != 20 {
+            continue;
+        }
+        match rest {
+            "log" => listing.logs.push(base),
+            "index" | "timeindex" => listing.indexes.push((base, path)),
+            r if r.ends_with("deleted") => listing.doomed.push(path),
+            r if r.ends_with("cleaned") => {
+                if r == "log.cleaned" {
+                    listing.cleaned.push(base);
+                }
+                listing.doomed.push(path);
+            }
+            "log.swap" => listing.swaps.push(base),
+            "index.swap" | "timeindex.swap" => listing.swap_indexes.push((base, path)),
+            _ => {}
+        }
+    }
+    Ok(listing)
+}
+
+/// Sort out the files left in `dir` by a crash, by Kafka's rules, and return
+/// the base offsets of the segments to open:
+/// 1. `.deleted` files: the segment was already replaced or retained away; delete.
+/// 2. `.cleaned` files: a clean that never reached the swap; delete.
+/// 3. `.swap` files at or above the smallest `.cleaned` offset: that clean had
+///    not renamed its whole group to `.swap`; delete them (the originals are intact).
+/// 4. Other `.swap` files: the clean had committed; delete the segments they
+///    replace (those whose offsets they cover) and strip the suffix.
+/// 5. Index files with no `.log`: orphans; delete.
+fn complete_interrupted_swaps(dir: &Path, seg_config: SegmentConfig) -> Result<Vec<i64>> {
+    let DirListing { mut logs, mut swaps, cleaned, indexes, swap_indexes, doomed } = list_dir(dir)?;
+    for path in doomed {
+        tracing::info!(file = %path.display(), "deleting leftover file");
+        remove_if_exists(&path)?;
+    }
+    let min_cleaned = cleaned.iter().copied().min().unwrap_or(i64::MAX);
+    swaps.sort_unstable();
+    // An index `.swap` whose `.log.swap` is gone: the crash came while the swap's
+    // suffixes were being stripped (the log file goes first), so the segment is
+    // already in place; its missing index is rebuilt from the log when it opens.
+    for (base, path) in swap_indexes {
+        if swaps.binary_search(&base).is_err() {
+            tracing::info!(file = %path.display(), "deleting index of a swap whose log was already renamed");
+            remove_if_exists(&path)?;
+        }
+    }
+    for base in swaps {
+        if base >= min_cleaned {
+            tracing::info!(
+                base_offset = base,
+                "deleting .swap of a clean that did not finish its swap"
+            );
+            for p in segment_files(dir, base, ".swap") {
+                remove_if_exists(&p)?;
+            }
+            continue;
+        }
+        commit_swap(dir, base, seg_config, &mut logs)?;
+    }
+    for (base, path) in indexes {
+        if !logs.contains(&base) {
+            remove_if_exists(&path)?;
+        }
+    }
+    logs.sort_unstable();
+    logs.dedup();
+    Ok(logs)
+}
+
+/// Rule 4 for the `.swap` segment at `base`: delete the segments in `logs`
+/// whose offsets it covers, strip its suffix, and list it in `logs` instead.
+fn commit_swap(
+    dir: &Path,
+    base: i64,
+    seg_config: SegmentConfig,
+    logs: &mut Vec<i64>,
+) -> Result<()> {
+    // Learn the offsets the swap segment covers, then replace what it overlaps.
+    let mut swap = LogSegment::open(dir, base, seg_config, ".swap")?;
+    if swap.needs_recovery() {
+        swap.recover_from(i64::MIN)?;
+    }
+    let next = swap.next_offset();
+    drop(swap);
+    let replaced = |b: i64| b >= base && b < next.max(base + 1);
+    for old in logs.iter().copied().filter(|&b| replaced(b)) {
+        tracing::info!(
+            base_offset = old,
+            replaced_by = base,
+            "completing interrupted swap: removing replaced segment"
+        );
+        for p in segment_files(dir, old, "") {
+            remove_if_exists(&p)?;
+        }
+    }
+    logs.retain(|&b| !replaced(b));
+    for (from, to) in
+        segment_files(dir, base, ".swap").into_iter().zip(segment_files(dir, base, ""))
+    {
+        if from.exists() {
+            std::fs::rename(&from, &to).map_err(LogError::io(&from))?;
+        }
+    }
+    logs.push(base);
+    Ok(())
+}
+
+/// The log, offset index and time index files of a segment, log file first.
+fn segment_files(dir: &Path, base: i64, suffix: &str) -> [PathBuf; 3] {
+    [
+        segment::log_file(dir, base, suffix),
+        segment::index_file(dir, base, suffix),
+        segment::time_index_file(dir, base, suffix),
+    ]
+}
+
+fn remove_if_exists(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(LogError::io(path)(e)),
+    }
+}
