@@ -22,10 +22,9 @@ use super::stats::CleanerStats;
 use super::throttler::Throttler;
 use super::transactions::{control_record_type, AbortedTxn, CleanedTransactionMetadata};
 use crate::clock::SharedClock;
+use crate::log::batch_reader::{BatchReadError, BatchReader, ChunkHook};
 use crate::log::error::{BatchError, LogError};
-use crate::log::record_batch::{
-    self, BatchHeader, RecordIter, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD,
-};
+use crate::log::record_batch::{self, BatchHeader, RecordIter, RECORD_BATCH_OVERHEAD};
 use crate::log::segment::{LogSegment, CLEANED_SUFFIX};
 use crate::log::{Log, SegmentSnapshot, SwapOutcome, SwapStep, TopicPartition};
 
@@ -245,131 +244,39 @@ pub struct Cleaner {
     crash_point: Option<CrashPoint>,
 }
 
-/// Reads whole batches from a segment file through the cleaner's read buffer,
-/// one chunk per I/O, growing the buffer for a batch larger than it.
-struct ChunkReader<'a> {
-    file: &'a File,
-    path: &'a Path,
-    buf: Vec<u8>,
-    /// `buf[start..end]` holds file bytes from position `pos`.
-    start: usize,
-    end: usize,
-    pos: u64,
-    file_end: u64,
-    grow_limit: usize,
-    bytes_read: u64,
-    grew: bool,
-}
-
-impl<'a> ChunkReader<'a> {
-    fn new(
-        file: &'a File,
-        path: &'a Path,
-        from: u64,
-        to: u64,
-        buf: Vec<u8>,
-        grow_limit: usize,
-    ) -> Self {
-        Self {
-            file,
-            path,
-            buf,
-            start: 0,
-            end: 0,
-            pos: from,
-            file_end: to,
-            grow_limit,
-            bytes_read: 0,
-            grew: false,
-        }
-    }
-
-    fn fill(&mut self, need: usize, ctx: &IoContext<'_>) -> Result<bool, CleanerError> {
-        if self.end - self.start >= need {
-            return Ok(true);
-        }
-        self.buf.copy_within(self.start..self.end, 0);
-        self.end -= self.start;
-        self.start = 0;
-        if self.buf.len() < need {
-            self.buf.resize(need, 0);
-            self.grew = true;
-        }
-        while self.end < need {
-            let file_pos = self.pos + self.end as u64;
-            if file_pos >= self.file_end {
-                return Ok(false);
-            }
-            if ctx.cancel.is_cancelled() {
-                return Err(CleanerError::Aborted { partition: ctx.partition.to_string() });
-            }
-            let max = ((self.file_end - file_pos) as usize).min(self.buf.len() - self.end);
-            let n = self
-                .file
-                .read_at(&mut self.buf[self.end..self.end + max], file_pos)
-                .map_err(LogError::io(self.path))?;
-            if n == 0 {
-                return Ok(false);
-            }
-            self.end += n;
-            self.bytes_read += n as u64;
-            ctx.throttler.maybe_throttle(n as u64);
-        }
-        Ok(true)
-    }
-
-    /// The next whole, CRC-checked batch: its file position and its bytes' range in `buf`.
-    fn next_batch(
-        &mut self,
-        ctx: &IoContext<'_>,
-    ) -> Result<Option<(u64, Range<usize>)>, CleanerError> {
-        let position = self.pos;
-        if position >= self.file_end {
-            return Ok(None);
-        }
-        let corrupt =
-            |reason: String| LogError::Corrupt { path: self.path.into(), position, reason };
-        if !self.fill(LOG_OVERHEAD, ctx)? {
-            return Err(corrupt("partial batch at the end of the segment".into()).into());
-        }
-        let length = i32::from_be_bytes(
-            self.buf[self.start + 8..self.start + 12].try_into().expect("4 bytes"),
-        ) as i64;
-        if length < (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i64 {
-            return Err(corrupt(format!("batch length {length}")).into());
-        }
-        let size = length as usize + LOG_OVERHEAD;
-        if size > self.grow_limit {
-            return Err(CleanerError::BatchTooLarge {
-                path: self.path.into(),
-                position,
-                size,
-                limit: self.grow_limit,
-            });
-        }
-        if !self.fill(size, ctx)? {
-            return Err(
-                corrupt(format!("batch of {size} bytes runs past the end of the segment")).into()
-            );
-        }
-        let range = self.start..self.start + size;
-        record_batch::check_batch(&self.buf[range.clone()], self.grow_limit)
-            .map_err(|source| CleanerError::Batch { path: self.path.into(), position, source })?;
-        self.start += size;
-        self.pos += size as u64;
-        Ok(Some((position, range)))
-    }
-
-    fn into_buf(self) -> Vec<u8> {
-        self.buf
-    }
-}
-
 /// What every I/O needs: the shared throttle and the stop flag.
 struct IoContext<'a> {
     throttler: &'a Throttler,
     cancel: &'a CancellationToken,
     partition: &'a TopicPartition,
+}
+
+/// Every chunk the cleaner reads is throttled, and a cancelled clean stops
+/// before its next read.
+impl ChunkHook for &IoContext<'_> {
+    type Error = CleanerError;
+
+    fn before_chunk(&mut self, len: usize) -> Result<(), CleanerError> {
+        if self.cancel.is_cancelled() {
+            return Err(CleanerError::Aborted { partition: self.partition.to_string() });
+        }
+        self.throttler.maybe_throttle(len as u64);
+        Ok(())
+    }
+}
+
+impl From<BatchReadError> for CleanerError {
+    fn from(e: BatchReadError) -> Self {
+        match e {
+            BatchReadError::TooLarge { path, position, size, limit } => {
+                CleanerError::BatchTooLarge { path, position, size, limit }
+            }
+            BatchReadError::Invalid { path, position, source } => {
+                CleanerError::Batch { path, position, source }
+            }
+            other => CleanerError::Log(other.into()),
+        }
+    }
 }
 
 /// Per-group output: the `.cleaned` segment and the write buffer in front of it.
@@ -699,17 +606,17 @@ impl Cleaner {
                 continue;
             }
             let from = seg.dirty_position.unwrap_or(0);
-            let mut reader = ChunkReader::new(
+            let mut buf = self.take_read_buffer();
+            let mut reader = BatchReader::new(
                 &seg.file,
                 &seg.path,
-                from,
-                seg.snapshot.size,
-                self.take_read_buffer(),
+                from..seg.snapshot.size,
                 grow_limit,
-            );
+                &mut buf,
+            )
+            .with_hook(ctx);
             let result = (|| -> Result<bool, CleanerError> {
-                while let Some((position, range)) = reader.next_batch(ctx)? {
-                    let batch = &reader.buf[range];
+                while let Some((position, batch)) = reader.next_batch()? {
                     let header = BatchHeader::parse(batch).map_err(|source| {
                         CleanerError::Batch { path: seg.path.clone(), position, source }
                     })?;
@@ -781,11 +688,11 @@ impl Cleaner {
                 }
                 Ok(false)
             })();
-            stats.map_bytes_read += reader.bytes_read;
-            if reader.grew {
+            stats.map_bytes_read += reader.bytes_read();
+            if reader.grew() {
                 stats.buffer_grows += 1;
             }
-            self.bufs.read = reader.into_buf();
+            self.bufs.read = buf;
             if result? {
                 break 'segments;
             }
@@ -816,19 +723,19 @@ impl Cleaner {
             for (si, seg) in group.iter().enumerate() {
                 let is_last_segment = si + 1 == group.len();
                 stats.start_size += seg.snapshot.size;
-                let mut reader = ChunkReader::new(
+                let mut buf = self.take_read_buffer();
+                let mut reader = BatchReader::new(
                     &seg.file,
                     &seg.path,
-                    0,
-                    seg.snapshot.size,
-                    self.take_read_buffer(),
+                    0..seg.snapshot.size,
                     grow_limit,
-                );
+                    &mut buf,
+                )
+                .with_hook(writer.ctx);
                 let mut wrote_any = false;
                 let mut last_header = None;
                 let seg_result = (|| -> Result<(), CleanerError> {
-                    while let Some((position, range)) = reader.next_batch(writer.ctx)? {
-                        let batch = &reader.buf[range];
+                    while let Some((position, batch)) = reader.next_batch()? {
                         let err = |source| CleanerError::Batch {
                             path: seg.path.clone(),
                             position,
@@ -988,11 +895,11 @@ impl Cleaner {
                     }
                     Ok(())
                 })();
-                if reader.grew {
+                if reader.grew() {
                     stats.buffer_grows += 1;
                 }
-                stats.bytes_read += reader.bytes_read;
-                self.bufs.read = reader.into_buf();
+                stats.bytes_read += reader.bytes_read();
+                self.bufs.read = buf;
                 seg_result?;
             }
             writer.maybe_flush(&mut out, stats, true)

@@ -20,6 +20,7 @@
 //!
 //! No network code lives here, and nothing here needs an async runtime.
 
+pub mod batch_reader;
 pub mod checkpoint;
 pub mod compression;
 pub mod config;
