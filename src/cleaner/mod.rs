@@ -97,28 +97,37 @@
 //! [`Log::replace_segments`]: crate::log::Log::replace_segments
 
 pub mod batch_writer;
+mod build_offset_map;
 pub mod checkpoint;
+mod clean_into;
 #[allow(clippy::module_inception)]
 pub mod cleaner;
+pub mod cleaning_state;
+pub mod eligibility;
 pub mod log_cleaner;
+pub mod log_to_clean;
 pub mod manager;
 pub mod offset_map;
+mod source_segment;
 pub mod stats;
+pub mod status;
 pub mod throttler;
 pub mod transactions;
 
 pub use checkpoint::CleanerOffsetCheckpoint;
 pub use cleaner::{
-    cleanable_offsets, CancellationToken, CleanResult, Cleaner, CleanerConfig, CleanerError,
-    CrashPoint, LogToClean,
+    CancellationToken, CleanResult, Cleaner, CleanerConfig, CleanerError, CrashPoint,
 };
+pub use cleaning_state::{CleaningStateError, LogCleaningState};
+pub use eligibility::CleaningCandidate;
 pub use log_cleaner::{
     CleanerThreadsStatus, LogCleaner, LogCleanerConfig, LogCleanerError, LogCleanerHandle,
 };
-pub use manager::{
-    CleaningStateError, GrabbedLog, Ineligible, LastClean, LogCleanerManager, LogCleaningState,
-    ManagerStatus, PartitionCleaningStatus,
-};
+pub use log_to_clean::{cleanable_offsets, max_compaction_delay, LogToClean};
+pub use manager::{GrabbedLog, LogCleanerManager};
 pub use offset_map::OffsetMap;
 pub use stats::CleanerStats;
+pub use status::{
+    Ineligible, LastClean, LogDirCleaningStatus, ManagerStatus, PartitionCleaningStatus,
+};
 pub use throttler::Throttler;
