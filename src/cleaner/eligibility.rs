@@ -32,7 +32,7 @@
 //!    (the dirty records are younger than `min.compaction.lag.ms`) or
 //!    [`Ineligible::OnlyActiveSegmentDirty`].
 //!
-//! Rules 1 to 3 need nothing read from the log ([`LogCleanerManager::ruled_out`]
+//! Rules 1 to 3 need nothing read from the log (`LogCleanerManager::ruled_out`
 //! is also used on its own, to skip measuring such logs). Each decision reads
 //! the log's *current* config, so `kafka-configs --alter` takes effect at the
 //! next decision.

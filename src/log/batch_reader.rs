@@ -290,9 +290,11 @@ mod tests {
         (file, bytes, starts)
     }
 
-    fn read_all<H: ChunkHook>(
-        reader: &mut BatchReader<'_, H>,
-    ) -> (Vec<(u64, Vec<u8>)>, Option<H::Error>) {
+    /// Each batch read, with its position.
+    type Batches = Vec<(u64, Vec<u8>)>;
+
+    /// Every batch up to the end or the first error.
+    fn read_all<H: ChunkHook>(reader: &mut BatchReader<'_, H>) -> (Batches, Option<H::Error>) {
         let mut batches = Vec::new();
         loop {
             match reader.next_batch() {
