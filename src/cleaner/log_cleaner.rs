@@ -23,8 +23,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::cleaner::{Cleaner, CleanerConfig, CleanerError};
-use super::manager::{GrabbedLog, LogCleanerManager, ManagerStatus};
+use super::manager::{GrabbedLog, LogCleanerManager};
 use super::stats::CleanerStats;
+use super::status::ManagerStatus;
 use super::throttler::{thread_sleeper, Throttler, DEFAULT_CHECK_INTERVAL_MS};
 use crate::clock::SharedClock;
 use crate::log::{LogError, LogManager, TopicPartition};

@@ -10,22 +10,14 @@
 //!
 //! # Choosing a log ([`LogCleanerManager::grab_filthiest_compacted_log`])
 //!
-//! For every log whose `cleanup.policy` has `compact`, not being cleaned or
-//! paused, in a log dir still cleaning and not waiting out an uncleanable
-//! backoff: the first dirty offset (the checkpoint, reset to the log start when
-//! outside the log) and the first uncleanable offset ([`cleanable_offsets`])
-//! give clean bytes, cleanable bytes and the dirty ratio
-//! `cleanable / (clean + cleanable)`. A log is eligible when
-//!
-//! * its ratio exceeds `min.cleanable.dirty.ratio`, or
-//! * its `max.compaction.lag.ms` has passed for the oldest dirty closed
-//!   segment (the first batch's max timestamp) and it has cleanable bytes.
-//!
-//! The eligible log with the highest ratio is taken. When none is eligible, a
-//! log whose latest delete horizon (remembered from its last clean) has passed
-//! is taken, so expired tombstones leave even when nothing new is written
-//! (Kafka's `latestDeleteHorizon`). Each decision reads the log's *current*
-//! config, so `kafka-configs --alter` takes effect at the next decision.
+//! Every compacted log is measured ([`LogToClean::measure`]) and judged by
+//! the eligibility rules (`eligibility.rs`, written once and shared with
+//! [`LogCleanerManager::status`]). The eligible log with the highest dirty
+//! ratio is taken; a log eligible only because its latest delete horizon
+//! passed is taken only when no log is dirty enough. The dirtiest ratio and
+//! compaction delay gauges are refreshed over the logs whose own state
+//! (in progress, paused, log dir offline, uncleanable backoff) does not rule
+//! them out.
 //!
 //! # Cleaning states
 //!
@@ -65,43 +57,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use serde::Serialize;
-
 use super::checkpoint::CleanerOffsetCheckpoint;
-use super::cleaner::{cleanable_offsets, CancellationToken, CleanResult, LogToClean};
+use super::cleaner::{CancellationToken, CleanResult};
+use super::cleaning_state::{CleaningStateError, LogCleaningState};
+use super::eligibility::CleaningCandidate;
+use super::log_to_clean::LogToClean;
+use super::status::LastClean;
 use crate::clock::SharedClock;
 use crate::log::manager::{CleaningControl, SharedLog};
 use crate::log::{Log, LogManager, TopicPartition};
-
-/// Where a partition is in the cleaning protocol (no entry: idle).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogCleaningState {
-    /// A cleaner thread is cleaning it.
-    InProgress,
-    /// Asked to stop; the thread has not noticed yet.
-    Aborted,
-    /// Not to be cleaned until resumed this many times.
-    Paused(u32),
-}
-
-impl std::fmt::Display for LogCleaningState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::InProgress => write!(f, "in progress"),
-            Self::Aborted => write!(f, "aborted"),
-            Self::Paused(n) => write!(f, "paused({n})"),
-        }
-    }
-}
-
-/// An illegal [`LogCleaningState`] transition.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{partition}: cannot {action} a partition whose cleaning state is {}", state.map_or("idle".to_string(), |s| s.to_string()))]
-pub struct CleaningStateError {
-    pub partition: String,
-    pub action: &'static str,
-    pub state: Option<LogCleaningState>,
-}
 
 /// A log chosen for cleaning, with what the thread needs to clean it.
 #[derive(Debug)]
@@ -114,42 +78,24 @@ pub struct GrabbedLog {
     pub for_delete_horizon: bool,
 }
 
-/// What the last successful clean of a partition did.
-#[derive(Debug, Clone, Serialize)]
-pub struct LastClean {
-    pub end_time_ms: i64,
-    pub first_dirty_offset: i64,
-    pub end_offset: i64,
-    pub elapsed_ms: i64,
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    pub start_size: u64,
-    pub end_size: u64,
-    pub start_messages: u64,
-    pub end_messages: u64,
-    pub buffer_utilization: f64,
-    pub tombstones_removed: u64,
-    /// `1 - end size / start size` (0 when nothing was recopied).
-    pub size_reduction: f64,
-}
-
 #[derive(Debug, Clone)]
-struct Uncleanable {
-    cause: String,
-    since_ms: i64,
+pub(super) struct Uncleanable {
+    pub(super) cause: String,
+    pub(super) since_ms: i64,
 }
 
+/// The manager's state, under its one mutex.
 #[derive(Debug, Default)]
-struct Inner {
-    states: HashMap<TopicPartition, (LogCleaningState, CancellationToken)>,
-    uncleanable: HashMap<TopicPartition, Uncleanable>,
-    offline_dirs: BTreeMap<PathBuf, String>,
+pub(super) struct Inner {
+    pub(super) states: HashMap<TopicPartition, (LogCleaningState, CancellationToken)>,
+    pub(super) uncleanable: HashMap<TopicPartition, Uncleanable>,
+    pub(super) offline_dirs: BTreeMap<PathBuf, String>,
     checkpoints: HashMap<PathBuf, BTreeMap<TopicPartition, i64>>,
-    last_clean: HashMap<TopicPartition, LastClean>,
-    delete_horizons: HashMap<TopicPartition, i64>,
-    dirtiest_ratio: f64,
-    max_compaction_delay_ms: i64,
-    time_of_last_run_ms: i64,
+    pub(super) last_clean: HashMap<TopicPartition, LastClean>,
+    pub(super) delete_horizons: HashMap<TopicPartition, i64>,
+    pub(super) dirtiest_ratio: f64,
+    pub(super) max_compaction_delay_ms: i64,
+    pub(super) time_of_last_run_ms: i64,
 }
 
 impl Inner {
@@ -163,133 +109,24 @@ impl Inner {
             })
         })
     }
-}
 
-/// Why a compacted log is not eligible for cleaning now.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "code", rename_all = "snake_case")]
-pub enum Ineligible {
-    InProgress,
-    Paused { state: String },
-    LogDirOffline { cause: String },
-    Uncleanable { cause: String, retry_in_ms: i64 },
-    Empty,
-    NoDirtyRecords,
-    OnlyActiveSegmentDirty,
-    InsideMinCompactionLag,
-    UnderRatio { ratio: f64, min_cleanable_dirty_ratio: f64 },
-}
-
-impl std::fmt::Display for Ineligible {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::InProgress => write!(f, "being cleaned"),
-            Self::Paused { state } => {
-                write!(f, "cleaning {state} (delete or DeleteRecords running)")
-            }
-            Self::LogDirOffline { cause } => {
-                write!(f, "cleaning stopped in its log dir after an I/O error: {cause}")
-            }
-            Self::Uncleanable { cause, retry_in_ms } => {
-                write!(f, "uncleanable, retried in {}s: {cause}", retry_in_ms / 1000)
-            }
-            Self::Empty => write!(f, "empty log"),
-            Self::NoDirtyRecords => write!(f, "no dirty records"),
-            Self::OnlyActiveSegmentDirty => write!(f, "only the active segment is dirty"),
-            Self::InsideMinCompactionLag => {
-                write!(f, "dirty records are inside min.compaction.lag.ms")
-            }
-            Self::UnderRatio { ratio, min_cleanable_dirty_ratio } => {
-                write!(f, "dirty ratio {ratio:.3} is not above min.cleanable.dirty.ratio {min_cleanable_dirty_ratio}")
-            }
-        }
+    /// `log` measured from its cleaner checkpoint.
+    pub(super) fn measure(&mut self, log: &Log, now_ms: i64) -> LogToClean {
+        let checkpoint = self.checkpoint(&log_dir_of(log)).get(log.topic_partition()).copied();
+        LogToClean::measure(log, checkpoint, now_ms)
     }
 }
 
-/// One compacted partition as `sediment cleaner-status` and the metrics see it.
-#[derive(Debug, Clone, Serialize)]
-pub struct PartitionCleaningStatus {
-    pub topic: String,
-    pub partition: i32,
-    pub log_dir: String,
-    pub log_start_offset: i64,
-    pub log_end_offset: i64,
-    pub size_bytes: u64,
-    pub segments: usize,
-    pub first_dirty_offset: i64,
-    pub first_uncleanable_offset: i64,
-    pub clean_bytes: u64,
-    pub cleanable_bytes: u64,
-    pub dirty_ratio: f64,
-    pub min_cleanable_dirty_ratio: f64,
-    /// How long past `max.compaction.lag.ms` the oldest dirty record is.
-    pub compaction_delay_ms: i64,
-    pub eligible: bool,
-    /// Why not, when not eligible.
-    pub ineligible: Option<Ineligible>,
-    pub reason: Option<String>,
-    pub uncleanable_cause: Option<String>,
-    pub latest_delete_horizon_ms: Option<i64>,
-    pub last_clean: Option<LastClean>,
-}
-
-/// Per log dir: uncleanable partitions and their cleanable bytes.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct LogDirCleaningStatus {
-    pub log_dir: String,
-    pub uncleanable_partitions: usize,
-    pub uncleanable_bytes: u64,
-    pub offline_cause: Option<String>,
-}
-
-/// The manager's gauges and every compacted partition.
-#[derive(Debug, Clone, Serialize)]
-pub struct ManagerStatus {
-    pub now_ms: i64,
-    /// Kafka's `max-dirty-percent`: the highest dirty ratio seen by the last
-    /// choice, as an integer percent.
-    pub max_dirty_percent: i64,
-    pub time_since_last_run_ms: i64,
-    pub max_compaction_delay_ms: i64,
-    pub log_dirs: Vec<LogDirCleaningStatus>,
-    pub partitions: Vec<PartitionCleaningStatus>,
-}
-
-/// How long past `max.compaction.lag.ms` the oldest dirty closed segment is
-/// (Kafka's `maxCompactionDelay`; the segment's age is its first batch's max
-/// timestamp). 0 when not overdue.
-pub fn max_compaction_delay(log: &Log, first_dirty_offset: i64, now_ms: i64) -> i64 {
-    let clean_until = now_ms.saturating_sub(log.config().max_compaction_lag_ms.max(0));
-    if clean_until <= 0 {
-        // The default lag (Long.MAX_VALUE): nothing can be overdue; skip the reads.
-        return 0;
-    }
-    let active = log.active_segment().base_offset();
-    let earliest = log
-        .segments()
-        .filter(|s| {
-            s.base_offset() < active && s.next_offset() > first_dirty_offset && s.size() > 0
-        })
-        .filter_map(|s| s.read_header_at(0).ok().flatten())
-        .map(|h| h.max_timestamp)
-        .filter(|t| *t > 0)
-        .min();
-    match earliest {
-        Some(t) if t < clean_until => clean_until - t,
-        _ => 0,
-    }
-}
-
-fn log_dir_of(log: &Log) -> PathBuf {
+pub(super) fn log_dir_of(log: &Log) -> PathBuf {
     log.dir().parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
 /// See the module doc.
 #[derive(Debug)]
 pub struct LogCleanerManager {
-    logs: Arc<LogManager>,
-    clock: SharedClock,
-    uncleanable_retry_backoff_ms: i64,
+    pub(super) logs: Arc<LogManager>,
+    pub(super) clock: SharedClock,
+    pub(super) uncleanable_retry_backoff_ms: i64,
     inner: Mutex<Inner>,
     /// Signalled whenever a state leaves `Aborted` (abort_and_pause waits on it).
     state_changed: Condvar,
@@ -312,7 +149,7 @@ impl LogCleanerManager {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, Inner> {
         // The state is plain maps; a thread that panicked mid-update leaves
         // them consistent enough to go on (each update is one insert/remove).
         self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -333,82 +170,51 @@ impl LogCleanerManager {
 
     /// Choose the eligible log with the highest dirty ratio and mark it
     /// [`LogCleaningState::InProgress`]; `None` when nothing is eligible.
-    /// Also refreshes the dirtiest ratio and the compaction delay gauges.
+    /// Also refreshes the dirtiest ratio and the compaction delay gauges, over
+    /// the logs whose own state does not rule them out.
     pub fn grab_filthiest_compacted_log(&self, now_ms: i64) -> Option<GrabbedLog> {
         let all = self.logs.all_logs();
         let mut inner = self.lock();
-        let mut dirty: Vec<(LogToClean, bool, f64, SharedLog, PathBuf)> = Vec::new();
-        let mut max_delay = 0;
+        let mut candidates: Vec<(CleaningCandidate, SharedLog)> = Vec::new();
+        let (mut dirtiest_ratio, mut max_delay) = (0.0, 0);
         for (tp, shared) in all {
-            if inner.states.contains_key(&tp) {
-                continue;
-            }
             let Ok(log) = shared.read() else { continue };
-            if !log.config().compact {
+            if !log.config().compact
+                || self.ruled_out(&inner, &tp, &log_dir_of(&log), now_ms).is_some()
+            {
                 continue;
             }
-            let dir = log_dir_of(&log);
-            if inner.offline_dirs.contains_key(&dir) {
-                continue;
+            let to_clean = inner.measure(&log, now_ms);
+            max_delay = max_delay.max(to_clean.compaction_delay_ms);
+            if to_clean.total_bytes > 0 {
+                dirtiest_ratio = f64::max(dirtiest_ratio, to_clean.cleanable_ratio());
             }
-            if inner.uncleanable.get(&tp).is_some_and(|u| {
-                now_ms < u.since_ms.saturating_add(self.uncleanable_retry_backoff_ms)
-            }) {
-                continue;
-            }
-            let checkpoint = inner.checkpoint(&dir).get(&tp).copied();
-            let (first_dirty, first_uncleanable) =
-                cleanable_offsets(&log, checkpoint, None, now_ms);
-            let to_clean = LogToClean::new(&log, first_dirty, first_uncleanable);
-            let delay = max_compaction_delay(&log, first_dirty, now_ms);
-            max_delay = max_delay.max(delay);
-            if to_clean.total_bytes == 0 {
-                continue;
-            }
-            let min_ratio = log.config().min_cleanable_dirty_ratio;
+            let verdict = self.eligibility(&inner, &log, &to_clean, now_ms);
             drop(log);
-            dirty.push((to_clean, delay > 0, min_ratio, shared, dir));
-        }
-        inner.dirtiest_ratio = dirty.iter().map(|d| d.0.cleanable_ratio()).fold(0.0, f64::max);
-        inner.max_compaction_delay_ms = max_delay;
-        let by_ratio = |a: &&(LogToClean, bool, f64, SharedLog, PathBuf),
-                        b: &&(LogToClean, bool, f64, SharedLog, PathBuf)| {
-            a.0.cleanable_ratio().total_cmp(&b.0.cleanable_ratio())
-        };
-        let filthiest = dirty
-            .iter()
-            .filter(|(ltc, need_now, min_ratio, ..)| {
-                (*need_now && ltc.cleanable_bytes > 0) || ltc.cleanable_ratio() > *min_ratio
-            })
-            .max_by(by_ratio);
-        let (chosen, for_horizon) = match filthiest {
-            Some(c) => (c, false),
-            None => {
-                // Quiet logs: clean one whose tombstones may now go.
-                let expired = dirty
-                    .iter()
-                    .filter(|d| {
-                        inner
-                            .delete_horizons
-                            .get(&d.0.topic_partition)
-                            .is_some_and(|h| *h <= now_ms)
-                    })
-                    .max_by(by_ratio)?;
-                (expired, true)
+            if let Ok(candidate) = verdict {
+                candidates.push((candidate, shared));
             }
-        };
-        let (to_clean, _, _, log, dir) = chosen;
+        }
+        inner.dirtiest_ratio = dirtiest_ratio;
+        inner.max_compaction_delay_ms = max_delay;
+        // Logs dirty enough first; among them (or else among the quiet logs
+        // whose tombstones may now go) the highest ratio.
+        let rank = |c: &CleaningCandidate| (!c.for_delete_horizon, c.to_clean.cleanable_ratio());
+        let (chosen, log) = candidates.into_iter().max_by(|(a, _), (b, _)| {
+            let (a, b) = (rank(a), rank(b));
+            a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
+        })?;
         let cancel = CancellationToken::new();
         inner.states.insert(
-            to_clean.topic_partition.clone(),
+            chosen.to_clean.topic_partition.clone(),
             (LogCleaningState::InProgress, cancel.clone()),
         );
         Some(GrabbedLog {
-            to_clean: to_clean.clone(),
-            log: Arc::clone(log),
-            log_dir: dir.clone(),
+            to_clean: chosen.to_clean,
+            log,
+            log_dir: chosen.log_dir,
             cancel,
-            for_delete_horizon: for_horizon,
+            for_delete_horizon: chosen.for_delete_horizon,
         })
     }
 
@@ -439,32 +245,11 @@ impl LogCleanerManager {
                 }
                 inner.states.remove(tp);
                 inner.uncleanable.remove(tp);
-                let s = &result.stats;
-                inner.last_clean.insert(
-                    tp.clone(),
-                    LastClean {
-                        end_time_ms: now,
-                        first_dirty_offset: grabbed.to_clean.first_dirty_offset,
-                        end_offset: result.end_offset,
-                        elapsed_ms: s.elapsed_ms(),
-                        bytes_read: s.map_bytes_read + s.bytes_read,
-                        bytes_written: s.bytes_written,
-                        start_size: s.start_size,
-                        end_size: s.end_size,
-                        start_messages: s.start_messages,
-                        end_messages: s.end_messages,
-                        buffer_utilization: s.buffer_utilization,
-                        tombstones_removed: s.tombstones_removed,
-                        size_reduction: if s.start_size == 0 {
-                            0.0
-                        } else {
-                            1.0 - s.end_size as f64 / s.start_size as f64
-                        },
-                    },
-                );
+                let first_dirty = grabbed.to_clean.first_dirty_offset;
+                inner.last_clean.insert(tp.clone(), LastClean::new(now, first_dirty, result));
                 // Only a horizon still ahead can make a later clean worth it;
                 // one already passed (kept for a reason) must not loop.
-                match s.latest_delete_horizon_ms {
+                match result.stats.latest_delete_horizon_ms {
                     Some(h) if h > now => inner.delete_horizons.insert(tp.clone(), h),
                     _ => inner.delete_horizons.remove(tp),
                 };
@@ -604,113 +389,6 @@ impl LogCleanerManager {
             cancel.cancel();
         }
     }
-
-    /// The gauges and every compacted partition's status, read fresh.
-    pub fn status(&self) -> ManagerStatus {
-        let now = self.clock.now_ms();
-        let all = self.logs.all_logs();
-        let mut inner = self.lock();
-        let mut partitions = Vec::new();
-        let mut dirs: BTreeMap<PathBuf, LogDirCleaningStatus> = BTreeMap::new();
-        for dir in &self.logs.config().log_dirs {
-            dirs.insert(
-                dir.clone(),
-                LogDirCleaningStatus { log_dir: dir.display().to_string(), ..Default::default() },
-            );
-        }
-        for (tp, shared) in all {
-            let Ok(log) = shared.read() else { continue };
-            if !log.config().compact {
-                continue;
-            }
-            let dir = log_dir_of(&log);
-            let checkpoint = inner.checkpoint(&dir).get(&tp).copied();
-            let (first_dirty, first_uncleanable) = cleanable_offsets(&log, checkpoint, None, now);
-            let ltc = LogToClean::new(&log, first_dirty, first_uncleanable);
-            let delay = max_compaction_delay(&log, first_dirty, now);
-            let ratio = ltc.cleanable_ratio();
-            let min_ratio = log.config().min_cleanable_dirty_ratio;
-            let uncleanable = inner.uncleanable.get(&tp).cloned();
-            let horizon = inner.delete_horizons.get(&tp).copied();
-            let dir_status = dirs.entry(dir.clone()).or_insert_with(|| LogDirCleaningStatus {
-                log_dir: dir.display().to_string(),
-                ..Default::default()
-            });
-            if uncleanable.is_some() {
-                dir_status.uncleanable_partitions += 1;
-                dir_status.uncleanable_bytes += ltc.cleanable_bytes;
-            }
-            let ineligible = match inner.states.get(&tp).map(|(s, _)| *s) {
-                Some(LogCleaningState::InProgress) => Some(Ineligible::InProgress),
-                Some(s) => Some(Ineligible::Paused { state: s.to_string() }),
-                None => {
-                    if let Some(cause) = inner.offline_dirs.get(&dir) {
-                        Some(Ineligible::LogDirOffline { cause: cause.clone() })
-                    } else if let Some(u) = uncleanable.as_ref().filter(|u| {
-                        now < u.since_ms.saturating_add(self.uncleanable_retry_backoff_ms)
-                    }) {
-                        Some(Ineligible::Uncleanable {
-                            cause: u.cause.clone(),
-                            retry_in_ms: u
-                                .since_ms
-                                .saturating_add(self.uncleanable_retry_backoff_ms)
-                                - now,
-                        })
-                    } else if ltc.total_bytes == 0 {
-                        Some(Ineligible::Empty)
-                    } else if (delay > 0 && ltc.cleanable_bytes > 0)
-                        || ratio > min_ratio
-                        || horizon.is_some_and(|h| h <= now)
-                    {
-                        None
-                    } else if ltc.cleanable_bytes > 0 {
-                        Some(Ineligible::UnderRatio { ratio, min_cleanable_dirty_ratio: min_ratio })
-                    } else if first_dirty >= log.log_end_offset() {
-                        Some(Ineligible::NoDirtyRecords)
-                    } else if first_uncleanable < log.active_segment().base_offset() {
-                        Some(Ineligible::InsideMinCompactionLag)
-                    } else {
-                        Some(Ineligible::OnlyActiveSegmentDirty)
-                    }
-                }
-            };
-            partitions.push(PartitionCleaningStatus {
-                topic: tp.topic.clone(),
-                partition: tp.partition,
-                log_dir: dir.display().to_string(),
-                log_start_offset: log.log_start_offset(),
-                log_end_offset: log.log_end_offset(),
-                size_bytes: log.size(),
-                segments: log.segments().len(),
-                first_dirty_offset: first_dirty,
-                first_uncleanable_offset: first_uncleanable,
-                clean_bytes: ltc.clean_bytes,
-                cleanable_bytes: ltc.cleanable_bytes,
-                dirty_ratio: ratio,
-                min_cleanable_dirty_ratio: min_ratio,
-                compaction_delay_ms: delay,
-                eligible: ineligible.is_none(),
-                reason: ineligible.as_ref().map(ToString::to_string),
-                ineligible,
-                uncleanable_cause: uncleanable.map(|u| u.cause),
-                latest_delete_horizon_ms: horizon,
-                last_clean: inner.last_clean.get(&tp).cloned(),
-            });
-        }
-        for (dir, cause) in &inner.offline_dirs {
-            if let Some(d) = dirs.get_mut(dir) {
-                d.offline_cause = Some(cause.clone());
-            }
-        }
-        ManagerStatus {
-            now_ms: now,
-            max_dirty_percent: (100.0 * inner.dirtiest_ratio) as i64,
-            time_since_last_run_ms: (now - inner.time_of_last_run_ms).max(0),
-            max_compaction_delay_ms: inner.max_compaction_delay_ms,
-            log_dirs: dirs.into_values().collect(),
-            partitions,
-        }
-    }
 }
 
 impl CleaningControl for LogCleanerManager {
@@ -749,6 +427,7 @@ impl CleaningControl for LogCleanerManager {
 
 #[cfg(test)]
 mod tests {
+    use super::super::status::Ineligible;
     use super::*;
     use crate::clock::{Clock, MockClock};
     use crate::log::compression::Compression;

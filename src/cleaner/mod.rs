@@ -86,39 +86,60 @@
 //!
 //! # Running it
 //!
-//! Policy, mechanism and loop are separate types: the [`LogCleanerManager`]
-//! (`manager.rs`) chooses a [`LogToClean`] (the filthiest eligible log, by
-//! [`LogToClean::cleanable_ratio`]) and owns each partition's
-//! [`LogCleaningState`]; a [`LogCleaner`] thread (`log_cleaner.rs`) runs
-//! [`Cleaner::clean`] on it and hands the [`CleanResult::end_offset`] back,
-//! which becomes the partition's `cleaner-offset-checkpoint` entry; the
-//! [`CleanerStats`] feed the metrics and the `log_cleaner` summary lines.
+//! Policy, mechanism and loop are separate types:
 //!
+//! * **Policy.** The [`LogCleanerManager`] (`manager.rs`) owns each
+//!   partition's [`LogCleaningState`] (`cleaning_state.rs`) and the
+//!   checkpoints. It measures every compacted log as a [`LogToClean`]
+//!   (`log_to_clean.rs`), judges it by the eligibility rules
+//!   (`eligibility.rs`, written once) and hands the filthiest eligible one, by
+//!   [`LogToClean::cleanable_ratio`], to a thread. [`ManagerStatus`]
+//!   (`status.rs`) shows the same judgement, with the [`Ineligible`] reason.
+//! * **Mechanism.** [`Cleaner::clean`] (`cleaner.rs`) runs one clean: the
+//!   snapshot and the groups (`source_segment.rs`), step 1
+//!   (`build_offset_map.rs`), steps 2 to 5 (`clean_into.rs`) and each group's
+//!   swap. Every segment is read through the log layer's one [`BatchReader`],
+//!   with the throttle and the cancellation check as its per-chunk hook.
+//! * **Loop.** A [`LogCleaner`] thread (`log_cleaner.rs`) runs the clean and
+//!   hands the [`CleanResult::end_offset`] back, which becomes the
+//!   partition's `cleaner-offset-checkpoint` entry; the [`CleanerStats`] feed
+//!   the metrics and the `log_cleaner` summary lines.
+//!
+//! [`BatchReader`]: crate::log::batch_reader::BatchReader
 //! [`Log::replace_segments`]: crate::log::Log::replace_segments
 
 pub mod batch_writer;
+mod build_offset_map;
 pub mod checkpoint;
+mod clean_into;
 #[allow(clippy::module_inception)]
 pub mod cleaner;
+pub mod cleaning_state;
+pub mod eligibility;
 pub mod log_cleaner;
+pub mod log_to_clean;
 pub mod manager;
 pub mod offset_map;
+mod source_segment;
 pub mod stats;
+pub mod status;
 pub mod throttler;
 pub mod transactions;
 
 pub use checkpoint::CleanerOffsetCheckpoint;
 pub use cleaner::{
-    cleanable_offsets, CancellationToken, CleanResult, Cleaner, CleanerConfig, CleanerError,
-    CrashPoint, LogToClean,
+    CancellationToken, CleanResult, Cleaner, CleanerConfig, CleanerError, CrashPoint,
 };
+pub use cleaning_state::{CleaningStateError, LogCleaningState};
+pub use eligibility::CleaningCandidate;
 pub use log_cleaner::{
     CleanerThreadsStatus, LogCleaner, LogCleanerConfig, LogCleanerError, LogCleanerHandle,
 };
-pub use manager::{
-    CleaningStateError, GrabbedLog, Ineligible, LastClean, LogCleanerManager, LogCleaningState,
-    ManagerStatus, PartitionCleaningStatus,
-};
+pub use log_to_clean::{cleanable_offsets, max_compaction_delay, LogToClean};
+pub use manager::{GrabbedLog, LogCleanerManager};
 pub use offset_map::OffsetMap;
 pub use stats::CleanerStats;
+pub use status::{
+    Ineligible, LastClean, LogDirCleaningStatus, ManagerStatus, PartitionCleaningStatus,
+};
 pub use throttler::Throttler;

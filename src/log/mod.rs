@@ -41,6 +41,7 @@
 //! 14. `manager` (checkpoint, config, error, local_log, log_loader,
 //!     topic_partition): `LogManager`, every partition of the broker.
 
+pub mod batch_reader;
 pub mod checkpoint;
 pub mod compression;
 pub mod config;

@@ -16,11 +16,10 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
-use super::error::{BatchError, LogError, Result};
+use super::batch_reader::BatchReader;
+use super::error::{LogError, Result};
 use super::index::{OffsetIndex, TimeIndex, TimestampOffset};
-use super::record_batch::{
-    self, BatchHeader, RecordIter, LOG_OVERHEAD, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD,
-};
+use super::record_batch::{self, BatchHeader, RecordIter, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD};
 
 pub const LOG_SUFFIX: &str = ".log";
 pub const INDEX_SUFFIX: &str = ".index";
@@ -305,13 +304,15 @@ impl LogSegment {
         self.next_offset = self.base_offset;
         self.rolling_based_timestamp = None;
         let file_size = self.log.metadata().map_err(LogError::io(self.log_path()))?.len();
-        let file = self.log.try_clone().map_err(LogError::io(self.log_path()))?;
-        let mut reader = BatchReader::from_file(
+        // The reader keeps its own handle: indexing below needs `self` mutably.
+        let file = Arc::clone(&self.log);
+        let mut buf = Vec::new();
+        let mut reader = BatchReader::new(
             &file,
             self.log_path(),
-            0,
-            file_size,
+            0..file_size,
             self.config.max_batch_size,
+            &mut buf,
         );
         let mut valid_end = 0u64;
         let mut problem = None;
@@ -335,7 +336,7 @@ impl LogSegment {
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    problem = Some(e.to_string());
+                    problem = Some(LogError::from(e).to_string());
                     break;
                 }
             }
@@ -569,7 +570,8 @@ impl LogSegment {
         let from = starting_offset;
         let mut pos =
             self.offset_index.lookup(ts_entry.offset.max(starting_offset)).position as u64;
-        let mut reader = BatchReader::new(self, pos, self.size);
+        let mut buf = Vec::new();
+        let mut reader = BatchReader::segment(self, pos..self.size, &mut buf);
         while let Some((p, batch)) = reader.next_batch()? {
             pos = p;
             let header = BatchHeader::parse(batch)?;
@@ -697,147 +699,6 @@ impl LogSegment {
     }
     pub fn max_batch_size(&self) -> usize {
         self.config.max_batch_size
-    }
-}
-
-/// Sequential reader of whole, CRC-checked batches from a segment file, through
-/// one reusable buffer that grows to the largest batch (bounded by the config).
-pub struct BatchReader<'a> {
-    file: &'a File,
-    path: PathBuf,
-    position: u64,
-    end: u64,
-    max_batch_size: usize,
-    buf: Vec<u8>,
-    /// `buf[consumed..buf_len]` holds unread file bytes; `buf[0]` is file position `buf_pos`.
-    buf_pos: u64,
-    buf_len: usize,
-    consumed: usize,
-}
-
-/// Bytes read per I/O when scanning a segment.
-const READ_CHUNK: usize = 1 << 20;
-
-impl<'a> BatchReader<'a> {
-    pub fn new(segment: &'a LogSegment, position: u64, end: u64) -> Self {
-        Self::from_file(
-            &segment.log,
-            segment.log_path(),
-            position,
-            end,
-            segment.config.max_batch_size,
-        )
-    }
-
-    pub fn from_file(
-        file: &'a File,
-        path: PathBuf,
-        position: u64,
-        end: u64,
-        max_batch_size: usize,
-    ) -> Self {
-        Self {
-            file,
-            path,
-            position,
-            end,
-            max_batch_size,
-            buf: Vec::new(),
-            buf_pos: position,
-            buf_len: 0,
-            consumed: 0,
-        }
-    }
-
-    /// Position of the next batch.
-    pub fn position(&self) -> u64 {
-        self.position
-    }
-
-    fn fill(&mut self, need: usize) -> Result<bool> {
-        let available = self.buf_len - self.consumed;
-        if available >= need {
-            return Ok(true);
-        }
-        // Move the unread tail to the front, then read more behind it.
-        self.buf.copy_within(self.consumed..self.buf_len, 0);
-        self.buf_pos += self.consumed as u64;
-        self.buf_len = available;
-        self.consumed = 0;
-        let want = need.max(READ_CHUNK);
-        if self.buf.len() < want {
-            self.buf.resize(want, 0);
-        }
-        while self.buf_len < need {
-            let file_pos = self.buf_pos + self.buf_len as u64;
-            if file_pos >= self.end {
-                return Ok(false);
-            }
-            let max = ((self.end - file_pos) as usize).min(self.buf.len() - self.buf_len);
-            let n = self
-                .file
-                .read_at(&mut self.buf[self.buf_len..self.buf_len + max], file_pos)
-                .map_err(LogError::io(&self.path))?;
-            if n == 0 {
-                return Ok(false);
-            }
-            self.buf_len += n;
-        }
-        Ok(true)
-    }
-
-    /// The next whole batch and its position; `None` at a clean end.
-    ///
-    /// # Errors
-    /// `Corrupt` for a partial or invalid batch (with its position), I/O errors.
-    pub fn next_batch(&mut self) -> Result<Option<(u64, &[u8])>> {
-        if self.position >= self.end {
-            return Ok(None);
-        }
-        let corrupt = |position: u64, reason: String, path: &Path| LogError::Corrupt {
-            path: path.into(),
-            position,
-            reason,
-        };
-        if !self.fill(LOG_OVERHEAD)? {
-            return Err(corrupt(
-                self.position,
-                "partial batch header at the end of the file".into(),
-                &self.path,
-            ));
-        }
-        let head = &self.buf[self.consumed..self.consumed + LOG_OVERHEAD];
-        let length = i32::from_be_bytes(head[8..12].try_into().expect("4 bytes")) as i64;
-        if length < (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i64 {
-            return Err(corrupt(
-                self.position,
-                BatchError::InvalidLength(length).to_string(),
-                &self.path,
-            ));
-        }
-        let size = length as usize + LOG_OVERHEAD;
-        if size > self.max_batch_size {
-            return Err(corrupt(
-                self.position,
-                BatchError::TooLarge { size, limit: self.max_batch_size }.to_string(),
-                &self.path,
-            ));
-        }
-        if !self.fill(size)? {
-            return Err(corrupt(
-                self.position,
-                format!("partial batch: {size} bytes declared, file ends first"),
-                &self.path,
-            ));
-        }
-        let start = self.consumed;
-        let batch = &self.buf[start..start + size];
-        record_batch::check_batch(batch, self.max_batch_size)
-            .map_err(|e| corrupt(self.position, e.to_string(), &self.path))?;
-        let pos = self.position;
-        self.consumed += size;
-        self.position += size as u64;
-        Ok(Some((pos, &self.buf[start..start + size])))
     }
 }
 

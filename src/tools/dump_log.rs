@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
+use crate::log::batch_reader::BatchReader;
 use crate::log::index::{OffsetIndex, TimeIndex};
 use crate::log::record_batch::{self, BatchHeader, RecordIter, TimestampType};
-use crate::log::segment::BatchReader;
 
 /// Options of one dump.
 #[derive(Debug, Clone, Copy, Default)]
@@ -50,7 +50,8 @@ fn dump_log(path: &Path, base: i64, opts: DumpOptions, out: &mut String) -> anyh
     let file = File::open(path).with_context(|| format!("open {}", path.display()))?;
     let len = file.metadata()?.len();
     writeln!(out, "Log starting offset: {base}")?;
-    let mut reader = BatchReader::from_file(&file, path.into(), 0, len, opts.max_batch_size);
+    let mut buf = Vec::new();
+    let mut reader = BatchReader::new(&file, path, 0..len, opts.max_batch_size, &mut buf);
     let mut scratch = Vec::new();
     let mut problems = 0;
     loop {
@@ -231,7 +232,8 @@ fn check_time_index(
     let mut prev = i64::MIN;
     // Batch last offsets and max timestamps, read once.
     let mut batches = Vec::new();
-    let mut reader = BatchReader::from_file(&log, log_path, 0, len, opts.max_batch_size);
+    let mut buf = Vec::new();
+    let mut reader = BatchReader::new(&log, log_path, 0..len, opts.max_batch_size, &mut buf);
     while let Ok(Some((_, batch))) = reader.next_batch() {
         let h = BatchHeader::parse(batch)?;
         batches.push((h.last_offset(), h.max_timestamp));

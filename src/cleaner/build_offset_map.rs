@@ -1,0 +1,193 @@
+//! Step 1 of a clean, the map (Kafka's `buildOffsetMap`): walk the dirty
+//! region batch by batch and record, for each key, the offset of its newest
+//! record in the [`OffsetMap`].
+//!
+//! Invariants:
+//! * The mapped range `[first dirty, end)` ends at a batch boundary: the walk
+//!   stops before the first batch whose new keys would overfill the map, so
+//!   every key of a mapped batch is in the map. Its end is the new checkpoint.
+//! * A map too small for even the first batch is an error
+//!   ([`CleanerError::MapTooSmall`]), never an empty range that loops.
+//! * Control batches and aborted transactions' records are not mapped (an
+//!   aborted value must not shadow an older committed one).
+//! * Nothing at or past the snapshot's upper bound is read.
+//!
+//! [`OffsetMap`]: super::OffsetMap
+
+use std::collections::HashMap;
+
+use super::cleaner::{Cleaner, CleanerError, IoContext};
+use super::log_to_clean::LogToClean;
+use super::offset_map::hash_key;
+use super::source_segment::{LogSnapshot, SourceSegment};
+use super::stats::CleanerStats;
+use super::transactions::CleanedTransactionMetadata;
+use crate::log::batch_reader::BatchReader;
+use crate::log::error::BatchError;
+use crate::log::record_batch::{self, BatchHeader, RecordIter};
+
+/// Where the walk of the dirty range is.
+struct MapProgress<'a> {
+    io: &'a IoContext<'a>,
+    /// The first dirty offset.
+    start: i64,
+    /// End of the mapped range so far (a batch boundary).
+    end: i64,
+    upper: i64,
+    txn: CleanedTransactionMetadata,
+    producer_last: &'a mut HashMap<i64, i64>,
+    stats: &'a mut CleanerStats,
+}
+
+impl Cleaner {
+    /// Map the dirty range batch by batch until the map is full or the range
+    /// ends; returns the end of the mapped range (a batch boundary). Notes
+    /// each producer's last batch inside it in `producer_last`.
+    ///
+    /// # Errors
+    /// I/O and corruption errors, a map too small for one batch, cancellation.
+    pub(super) fn build_offset_map(
+        &mut self,
+        snapshot: &LogSnapshot,
+        to_clean: &LogToClean,
+        io: &IoContext<'_>,
+        stats: &mut CleanerStats,
+        producer_last: &mut HashMap<i64, i64>,
+    ) -> Result<i64, CleanerError> {
+        self.map.clear();
+        let start = to_clean.first_dirty_offset;
+        let mut progress = MapProgress {
+            io,
+            start,
+            end: start,
+            upper: snapshot.upper,
+            txn: CleanedTransactionMetadata::new(to_clean.aborted_transactions.clone()),
+            producer_last,
+            stats,
+        };
+        for seg in &snapshot.segments {
+            if seg.next_offset <= start || seg.snapshot.base_offset >= snapshot.upper {
+                continue;
+            }
+            if self.map_segment(&mut progress, seg)? {
+                break;
+            }
+            // A whole segment mapped: the next dirty offset is where the next
+            // segment's data starts.
+            progress.end = progress.end.max(seg.next_offset.min(snapshot.upper));
+        }
+        Ok(progress.end)
+    }
+
+    /// Map the batches of one segment from the dirty position; `true` when
+    /// the walk must stop here (the map is full or the range ends).
+    fn map_segment(
+        &mut self,
+        progress: &mut MapProgress<'_>,
+        seg: &SourceSegment,
+    ) -> Result<bool, CleanerError> {
+        let from = seg.dirty_position.unwrap_or(0);
+        let io = progress.io;
+        let mut buf = self.take_read_buffer();
+        let mut reader = BatchReader::new(
+            &seg.file,
+            &seg.path,
+            from..seg.snapshot.size,
+            io.grow_limit,
+            &mut buf,
+        )
+        .with_hook(io);
+        let result =
+            (|| -> Result<bool, CleanerError> {
+                while let Some((position, batch)) = reader.next_batch()? {
+                    let header = BatchHeader::parse(batch).map_err(|source| {
+                        CleanerError::Batch { path: seg.path.clone(), position, source }
+                    })?;
+                    if header.last_offset() < progress.start {
+                        continue;
+                    }
+                    if header.last_offset() >= progress.upper {
+                        return Ok(true);
+                    }
+                    let hashed = self.collect_key_hashes(progress, &header, batch);
+                    hashed.map_err(|source| CleanerError::Batch {
+                        path: seg.path.clone(),
+                        position,
+                        source,
+                    })?;
+                    if !self.put_batch(progress, &header)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            })();
+        progress.stats.map_bytes_read += reader.bytes_read();
+        if reader.grew() {
+            progress.stats.buffer_grows += 1;
+        }
+        self.bufs.read = buf;
+        result
+    }
+
+    /// The key hashes of a batch's records in the dirty range, with their
+    /// offsets, into the hash buffer (none for control and aborted batches).
+    fn collect_key_hashes(
+        &mut self,
+        progress: &mut MapProgress<'_>,
+        header: &BatchHeader,
+        batch: &[u8],
+    ) -> Result<(), BatchError> {
+        let aborted = !header.is_control() && progress.txn.on_batch_read(header);
+        if header.is_control() {
+            progress.txn.on_control_batch_read(header, None);
+        }
+        self.bufs.hashes.clear();
+        if header.is_control() || aborted {
+            return Ok(());
+        }
+        let limit = progress.io.decompress_limit();
+        let payload = record_batch::records_bytes(header, batch, &mut self.bufs.inflated, limit)?;
+        for rec in RecordIter::new(payload, header.records_count) {
+            let rec = rec?;
+            let offset = header.base_offset + rec.offset_delta as i64;
+            if let (Some(key), true) = (rec.key, offset >= progress.start) {
+                self.bufs.hashes.push((hash_key(key), offset));
+            }
+        }
+        Ok(())
+    }
+
+    /// Put the collected hashes of a batch in the map, unless its new keys
+    /// would overfill it (`false`: the mapped range ends before this batch).
+    fn put_batch(
+        &mut self,
+        progress: &mut MapProgress<'_>,
+        header: &BatchHeader,
+    ) -> Result<bool, CleanerError> {
+        // Counting is only needed when the batch could overflow the map.
+        if self.bufs.hashes.len() > self.map.remaining() {
+            let new_keys =
+                self.bufs.hashes.iter().filter(|(h, _)| !self.map.contains_hash(h)).count();
+            if new_keys > self.map.remaining() {
+                if progress.end == progress.start {
+                    return Err(CleanerError::MapTooSmall {
+                        partition: progress.io.partition.to_string(),
+                        offset: header.base_offset,
+                        keys: new_keys,
+                        capacity: self.map.max_entries(),
+                    });
+                }
+                return Ok(false);
+            }
+        }
+        for (hash, offset) in &self.bufs.hashes {
+            self.map.put_hash(hash, *offset)?;
+        }
+        if header.has_producer_id() {
+            progress.producer_last.insert(header.producer_id, header.base_offset);
+        }
+        progress.stats.map_messages_read += header.records_count.max(0) as u64;
+        progress.end = header.next_offset();
+        Ok(true)
+    }
+}

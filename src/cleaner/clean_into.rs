@@ -1,0 +1,304 @@
+//! Steps 2 to 5 of a clean, the recopy (Kafka's `cleanSegments` and
+//! `cleanInto`): every segment of a group is read batch by batch and what
+//! survives the filter is written into the group's `.cleaned` segment. The
+//! rules (which record stays, tombstones and their delete horizon, markers,
+//! a producer's last batch, the offset fence) are in the module doc of
+//! `cleaner/`.
+//!
+//! Invariants:
+//! * A batch whose records all stay, and that needs no horizon stamped, is
+//!   copied byte for byte; any other is rewritten with the same base offset,
+//!   last offset delta, producer fields and codec, or dropped when empty.
+//! * Output is written in order through one buffer of `io_buffer_size`
+//!   (larger only while one batch needs it), checked for cancellation and
+//!   throttled at every flush.
+
+use std::collections::HashMap;
+
+use super::batch_writer;
+use super::cleaner::{Cleaner, CleanerError, IoContext};
+use super::offset_map::{hash_key, OffsetMap};
+use super::source_segment::SourceSegment;
+use super::stats::CleanerStats;
+use super::transactions::{control_record_type, CleanedTransactionMetadata};
+use crate::log::batch_reader::BatchReader;
+use crate::log::error::BatchError;
+use crate::log::record_batch::{self, BatchHeader, Record, RecordIter};
+use crate::log::segment::LogSegment;
+
+/// What the recopy of every group of one clean shares.
+pub(super) struct Recopy<'a> {
+    pub(super) io: &'a IoContext<'a>,
+    /// End of the mapped range: records at or past it are kept (nothing newer
+    /// is known for their keys).
+    pub(super) end: i64,
+    /// What decides whether a stamped delete horizon has passed.
+    pub(super) now_ms: i64,
+    /// The horizon a tombstone or marker kept for the first time gets.
+    pub(super) horizon_to_stamp: i64,
+    /// Each producer's last batch (its base offset): kept even when empty.
+    pub(super) producer_last: HashMap<i64, i64>,
+    pub(super) txn: CleanedTransactionMetadata,
+    pub(super) stats: &'a mut CleanerStats,
+}
+
+/// Per-group output: the `.cleaned` segment and the write buffer in front of it.
+pub(super) struct GroupWriter<'a> {
+    pub(super) segment: LogSegment,
+    pub(super) flush_at: usize,
+    pub(super) io: &'a IoContext<'a>,
+}
+
+impl GroupWriter<'_> {
+    fn maybe_flush(
+        &mut self,
+        buf: &mut Vec<u8>,
+        stats: &mut CleanerStats,
+        force: bool,
+    ) -> Result<(), CleanerError> {
+        if buf.is_empty() || (!force && buf.len() < self.flush_at) {
+            return Ok(());
+        }
+        if self.io.cancel.is_cancelled() {
+            return Err(CleanerError::Aborted { partition: self.io.partition.to_string() });
+        }
+        self.segment.append(buf)?;
+        stats.bytes_written += buf.len() as u64;
+        self.io.throttler.maybe_throttle(buf.len() as u64);
+        buf.clear();
+        Ok(())
+    }
+}
+
+/// What the recopy of one segment wrote, for the offset fence.
+struct SegmentCopy {
+    wrote_any: bool,
+    last_header: Option<BatchHeader>,
+}
+
+impl Cleaner {
+    /// Recopy one group of segments into `writer`.
+    pub(super) fn clean_group(
+        &mut self,
+        recopy: &mut Recopy<'_>,
+        group: &[SourceSegment],
+        writer: &mut GroupWriter<'_>,
+    ) -> Result<(), CleanerError> {
+        let mut out = std::mem::take(&mut self.bufs.write);
+        out.clear();
+        let result = (|| -> Result<(), CleanerError> {
+            for (si, seg) in group.iter().enumerate() {
+                recopy.stats.start_size += seg.snapshot.size;
+                let copy = self.clean_into(recopy, seg, writer, &mut out)?;
+                // The offset fence: the group's output must reach into its last
+                // segment, so that recovery from a `.swap` (which replaces the old
+                // segments within the swap's offsets) also replaces that segment.
+                // A group of one segment needs none: recovery always replaces the
+                // segment at the swap's own base offset.
+                let is_last_segment = si + 1 == group.len();
+                if is_last_segment && group.len() > 1 && !copy.wrote_any {
+                    if let Some(h) = copy.last_header {
+                        batch_writer::write_empty_batch(&mut out, &h, false);
+                        recopy.stats.empty_batches_retained += 1;
+                    }
+                }
+            }
+            writer.maybe_flush(&mut out, recopy.stats, true)
+        })();
+        out.clear();
+        self.bufs.write = out;
+        self.restore_buffers();
+        result
+    }
+
+    /// Recopy the batches of one segment into `out`, flushing through `writer`.
+    fn clean_into(
+        &mut self,
+        recopy: &mut Recopy<'_>,
+        seg: &SourceSegment,
+        writer: &mut GroupWriter<'_>,
+        out: &mut Vec<u8>,
+    ) -> Result<SegmentCopy, CleanerError> {
+        let io = recopy.io;
+        let mut buf = self.take_read_buffer();
+        let mut reader =
+            BatchReader::new(&seg.file, &seg.path, 0..seg.snapshot.size, io.grow_limit, &mut buf)
+                .with_hook(io);
+        let mut copy = SegmentCopy { wrote_any: false, last_header: None };
+        let result = (|| -> Result<(), CleanerError> {
+            while let Some((position, batch)) = reader.next_batch()? {
+                let err = |source| CleanerError::Batch { path: seg.path.clone(), position, source };
+                let header = BatchHeader::parse(batch).map_err(err)?;
+                copy.last_header = Some(header);
+                let written_before = out.len();
+                self.recopy_batch(recopy, &header, batch, out).map_err(err)?;
+                if out.len() > written_before {
+                    copy.wrote_any = true;
+                }
+                writer.maybe_flush(out, recopy.stats, false)?;
+            }
+            Ok(())
+        })();
+        if reader.grew() {
+            recopy.stats.buffer_grows += 1;
+        }
+        recopy.stats.bytes_read += reader.bytes_read();
+        self.bufs.read = buf;
+        result.map(|()| copy)
+    }
+
+    /// Append to `out` what survives of one batch.
+    fn recopy_batch(
+        &mut self,
+        recopy: &mut Recopy<'_>,
+        header: &BatchHeader,
+        batch: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), BatchError> {
+        let count = header.records_count.max(0) as u64;
+        recopy.stats.messages_read += count;
+        recopy.stats.start_messages += count;
+        let last_of_producer = header.has_producer_id()
+            && recopy.producer_last.get(&header.producer_id) == Some(&header.base_offset);
+        if header.is_control() {
+            self.recopy_control_batch(recopy, header, batch, last_of_producer, out)
+        } else {
+            self.recopy_data_batch(recopy, header, batch, last_of_producer, out)
+        }
+    }
+
+    /// A transaction marker stays while its transaction has batches, then
+    /// until its delete horizon, stamped at its first clean like a tombstone's.
+    fn recopy_control_batch(
+        &mut self,
+        recopy: &mut Recopy<'_>,
+        header: &BatchHeader,
+        batch: &[u8],
+        last_of_producer: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(), BatchError> {
+        let count = header.records_count.max(0) as u64;
+        let limit = recopy.io.decompress_limit();
+        let payload = record_batch::records_bytes(header, batch, &mut self.bufs.inflated, limit)?;
+        let control_type = match RecordIter::new(payload, header.records_count).next() {
+            Some(rec) => rec?.key.and_then(control_record_type),
+            None => None,
+        };
+        let not_needed = recopy.txn.on_control_batch_read(header, control_type);
+        let expired = header.delete_horizon_ms().is_some_and(|h| h <= recopy.now_ms);
+        if (not_needed && expired) || count == 0 {
+            if last_of_producer {
+                batch_writer::write_empty_batch(out, header, true);
+                recopy.stats.empty_batches_retained += 1;
+            }
+        } else if header.has_delete_horizon() {
+            recopy.stats.note_delete_horizon(header.delete_horizon_ms());
+            out.extend_from_slice(batch);
+            recopy.stats.batches_copied += 1;
+            recopy.stats.messages_written += count;
+        } else {
+            // A marker's first clean: stamp its horizon like a tombstone's.
+            self.bufs.retained.clear();
+            let mut at = 0;
+            for rec in RecordIter::new(payload, header.records_count) {
+                let rec = rec?;
+                self.bufs.retained.push(at..at + rec.raw.len());
+                at += rec.raw.len();
+            }
+            let horizon = Some(recopy.horizon_to_stamp);
+            let retained = &self.bufs.retained;
+            let scratch = &mut self.bufs.writer;
+            batch_writer::write_retained_batch(out, header, payload, retained, horizon, scratch)?;
+            recopy.stats.note_delete_horizon(horizon);
+            recopy.stats.batches_rewritten += 1;
+            recopy.stats.messages_written += count;
+        }
+        Ok(())
+    }
+
+    /// Keep the records that pass [`should_keep`]: the whole batch as it is,
+    /// a rewritten batch of the survivors, or (for a producer's last batch)
+    /// an empty one.
+    fn recopy_data_batch(
+        &mut self,
+        recopy: &mut Recopy<'_>,
+        header: &BatchHeader,
+        batch: &[u8],
+        last_of_producer: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(), BatchError> {
+        let count = header.records_count.max(0) as u64;
+        let discard_all = recopy.txn.on_batch_read(header);
+        let limit = recopy.io.decompress_limit();
+        let payload = record_batch::records_bytes(header, batch, &mut self.bufs.inflated, limit)?;
+        self.bufs.retained.clear();
+        let mut retained_tombstone = false;
+        let mut at = 0usize;
+        for rec in RecordIter::new(payload, header.records_count) {
+            let rec = rec?;
+            let range = at..at + rec.raw.len();
+            at += rec.raw.len();
+            if !discard_all && should_keep(&mut self.map, recopy, header, &rec) {
+                retained_tombstone |= rec.value.is_none() && rec.key.is_some();
+                self.bufs.retained.push(range);
+            }
+        }
+        let kept = self.bufs.retained.len() as u64;
+        let needs_horizon = retained_tombstone && !header.has_delete_horizon();
+        if retained_tombstone {
+            recopy.stats.note_delete_horizon(if needs_horizon {
+                Some(recopy.horizon_to_stamp)
+            } else {
+                header.delete_horizon_ms()
+            });
+        }
+        if kept == count && !needs_horizon {
+            out.extend_from_slice(batch);
+            recopy.stats.batches_copied += 1;
+        } else if kept > 0 {
+            let horizon = needs_horizon.then_some(recopy.horizon_to_stamp);
+            let retained = &self.bufs.retained;
+            let scratch = &mut self.bufs.writer;
+            batch_writer::write_retained_batch(out, header, payload, retained, horizon, scratch)?;
+            recopy.stats.batches_rewritten += 1;
+        } else if last_of_producer {
+            // Keep the producer's sequence state: an empty batch in its place.
+            batch_writer::write_empty_batch(out, header, true);
+            recopy.stats.empty_batches_retained += 1;
+        }
+        recopy.stats.messages_written += kept;
+        Ok(())
+    }
+}
+
+/// Whether a record of a data batch stays: past the mapped range, or the
+/// newest of its key (a tombstone only until its horizon). Key-less records
+/// are dropped and counted.
+fn should_keep(
+    map: &mut OffsetMap,
+    recopy: &mut Recopy<'_>,
+    header: &BatchHeader,
+    rec: &Record<'_>,
+) -> bool {
+    let offset = header.base_offset + rec.offset_delta as i64;
+    if offset >= recopy.end {
+        // Past the mapped range: nothing newer is known.
+        return true;
+    }
+    let Some(key) = rec.key else {
+        recopy.stats.invalid_messages_read += 1;
+        return false;
+    };
+    let newest = map.get_hash(&hash_key(key)).is_none_or(|m| offset >= m);
+    if !newest {
+        false
+    } else if rec.value.is_none() {
+        let expired = header.delete_horizon_ms().is_some_and(|h| h <= recopy.now_ms);
+        if expired {
+            recopy.stats.tombstones_removed += 1;
+        }
+        !expired
+    } else {
+        true
+    }
+}

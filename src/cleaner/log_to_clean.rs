@@ -1,0 +1,152 @@
+//! What the policy measures of a compacted log before it decides (Kafka's
+//! `LogToClean` and the `cleanableOffsets`/`maxCompactionDelay` helpers of
+//! `LogCleanerManager`): where the dirty region starts and ends, how many
+//! bytes are clean and cleanable, and how overdue the oldest dirty record is.
+//!
+//! Invariants:
+//! * `first_dirty_offset <= first_uncleanable_offset`, and the first
+//!   uncleanable offset is never past the active segment's base: the active
+//!   segment is never cleaned.
+//! * A checkpoint outside `[log start, log end]` counts as missing: the dirty
+//!   region then starts at the log start (more work, never lost data).
+//! * Everything here reads the log's *current* config, so a runtime config
+//!   change takes effect at the next measurement.
+
+use super::transactions::AbortedTxn;
+use crate::log::segment::LogSegment;
+use crate::log::{Log, TopicPartition};
+
+/// A partition chosen for cleaning and its regions (Kafka's `LogToClean`).
+#[derive(Debug, Clone)]
+pub struct LogToClean {
+    pub topic_partition: TopicPartition,
+    /// Start of the dirty region: the cleaner checkpoint.
+    pub first_dirty_offset: i64,
+    /// End of the cleanable region: nothing at or past it is mapped or rewritten.
+    pub first_uncleanable_offset: i64,
+    /// Bytes of segments wholly before the first dirty offset.
+    pub clean_bytes: u64,
+    /// Bytes of segments from the first dirty one up to the uncleanable offset.
+    pub cleanable_bytes: u64,
+    pub total_bytes: u64,
+    /// How long past `max.compaction.lag.ms` the oldest dirty record is (0:
+    /// not overdue, or not measured). Kafka's `needCompactionNow` is `> 0`.
+    pub compaction_delay_ms: i64,
+    /// Aborted transactions in the cleanable range (none until transactions exist).
+    pub aborted_transactions: Vec<AbortedTxn>,
+}
+
+impl LogToClean {
+    /// The regions of `log` between the two offsets (the compaction delay is
+    /// left at 0; [`LogToClean::measure`] fills it in).
+    pub fn new(log: &Log, first_dirty_offset: i64, first_uncleanable_offset: i64) -> Self {
+        let mut clean_bytes = 0;
+        let mut cleanable_bytes = 0;
+        let segs: Vec<&LogSegment> = log.segments().collect();
+        for (i, seg) in segs.iter().enumerate() {
+            let next_base = segs.get(i + 1).map_or(i64::MAX, |s| s.base_offset());
+            if next_base <= first_dirty_offset {
+                clean_bytes += seg.size();
+            } else if seg.base_offset() < first_uncleanable_offset {
+                cleanable_bytes += seg.size();
+            }
+        }
+        Self {
+            topic_partition: log.topic_partition().clone(),
+            first_dirty_offset,
+            first_uncleanable_offset,
+            clean_bytes,
+            cleanable_bytes,
+            total_bytes: log.size(),
+            compaction_delay_ms: 0,
+            aborted_transactions: Vec::new(),
+        }
+    }
+
+    /// Everything the manager decides on: the regions from the cleaner
+    /// `checkpoint` ([`cleanable_offsets`]) and the compaction delay
+    /// ([`max_compaction_delay`]).
+    pub fn measure(log: &Log, checkpoint: Option<i64>, now_ms: i64) -> Self {
+        let (first_dirty, first_uncleanable) = cleanable_offsets(log, checkpoint, None, now_ms);
+        Self {
+            compaction_delay_ms: max_compaction_delay(log, first_dirty, now_ms),
+            ..Self::new(log, first_dirty, first_uncleanable)
+        }
+    }
+
+    /// Dirty share of the cleanable log, what the manager ranks by.
+    pub fn cleanable_ratio(&self) -> f64 {
+        let total = self.clean_bytes + self.cleanable_bytes;
+        if total == 0 {
+            0.0
+        } else {
+            self.cleanable_bytes as f64 / total as f64
+        }
+    }
+}
+
+/// Kafka's `cleanableOffsets`: the first dirty offset (the checkpoint, reset
+/// to the log start when it is missing or outside the log) and the first
+/// uncleanable offset: the smallest of the active segment's base, the first
+/// unstable offset (open transactions) and the base of the first segment
+/// holding a record younger than `min.compaction.lag.ms`.
+pub fn cleanable_offsets(
+    log: &Log,
+    checkpoint: Option<i64>,
+    first_unstable_offset: Option<i64>,
+    now_ms: i64,
+) -> (i64, i64) {
+    let start = log.log_start_offset();
+    let first_dirty = match checkpoint {
+        Some(c) if c >= start && c <= log.log_end_offset() => c,
+        Some(c) => {
+            tracing::warn!(partition = %log.topic_partition(), checkpoint = c, log_start = start, "cleaner checkpoint outside the log; cleaning from the log start");
+            start
+        }
+        None => start,
+    };
+    let mut uncleanable = log.active_segment().base_offset();
+    if let Some(u) = first_unstable_offset {
+        uncleanable = uncleanable.min(u);
+    }
+    let lag = log.config().min_compaction_lag_ms;
+    if lag > 0 {
+        for seg in log.segments() {
+            if seg.base_offset() >= uncleanable {
+                break;
+            }
+            if seg.next_offset() > first_dirty
+                && seg.largest_timestamp() > now_ms.saturating_sub(lag)
+            {
+                uncleanable = seg.base_offset();
+                break;
+            }
+        }
+    }
+    (first_dirty, uncleanable.max(first_dirty))
+}
+
+/// How long past `max.compaction.lag.ms` the oldest dirty closed segment is
+/// (Kafka's `maxCompactionDelay`; the segment's age is its first batch's max
+/// timestamp). 0 when not overdue.
+pub fn max_compaction_delay(log: &Log, first_dirty_offset: i64, now_ms: i64) -> i64 {
+    let clean_until = now_ms.saturating_sub(log.config().max_compaction_lag_ms.max(0));
+    if clean_until <= 0 {
+        // The default lag (Long.MAX_VALUE): nothing can be overdue; skip the reads.
+        return 0;
+    }
+    let active = log.active_segment().base_offset();
+    let earliest = log
+        .segments()
+        .filter(|s| {
+            s.base_offset() < active && s.next_offset() > first_dirty_offset && s.size() > 0
+        })
+        .filter_map(|s| s.read_header_at(0).ok().flatten())
+        .map(|h| h.max_timestamp)
+        .filter(|t| *t > 0)
+        .min();
+    match earliest {
+        Some(t) if t < clean_until => clean_until - t,
+        _ => 0,
+    }
+}

@@ -1,0 +1,212 @@
+//! The segments one clean reads, as they were when it started: taken under
+//! the log's read lock, each with its own duplicated file descriptor, so the
+//! clean reads without the lock and keeps reading if a segment is renamed or
+//! deleted meanwhile. Also how they are grouped for the recopy (Kafka's
+//! `groupSegmentsBySize`) and the producers' last batches outside the mapped
+//! range.
+//!
+//! Invariants:
+//! * Each [`SourceSegment`] remembers the size and base offset it was read at
+//!   ([`SegmentSnapshot`]); the swap refuses a segment that has changed since.
+//! * Groups are adjacent, cover the segments given in order, and each stays
+//!   within `segment.bytes`, `segment.index.bytes` and a 32-bit relative
+//!   offset range, so its cleaned output is a valid segment.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::cleaner::CleanerError;
+use super::log_to_clean::LogToClean;
+use crate::log::error::LogError;
+use crate::log::record_batch::{BatchHeader, RECORD_BATCH_OVERHEAD};
+use crate::log::segment::SegmentConfig;
+use crate::log::{Log, LogConfig, SegmentSnapshot};
+
+/// One segment as the clean sees it, read through its own descriptor.
+#[derive(Debug)]
+pub(super) struct SourceSegment {
+    pub(super) snapshot: SegmentSnapshot,
+    pub(super) next_offset: i64,
+    pub(super) file: File,
+    pub(super) path: PathBuf,
+    pub(super) offset_index_bytes: usize,
+    pub(super) time_index_bytes: usize,
+    pub(super) modified: Option<std::time::SystemTime>,
+    /// Where the first dirty offset's batch starts, for the segment holding it.
+    pub(super) dirty_position: Option<u64>,
+}
+
+/// A log as one clean found it.
+#[derive(Debug)]
+pub(super) struct LogSnapshot {
+    pub(super) dir: PathBuf,
+    pub(super) config: Arc<LogConfig>,
+    /// What the `.cleaned` segments are created with.
+    pub(super) segment_config: SegmentConfig,
+    pub(super) segments: Vec<SourceSegment>,
+    /// Nothing at or past this offset is read: the first uncleanable offset,
+    /// never past the active segment's base.
+    pub(super) upper: i64,
+}
+
+impl LogSnapshot {
+    /// Snapshot `log` (under its read lock) for cleaning `to_clean`.
+    ///
+    /// # Errors
+    /// `NotCompacted` if the log's policy no longer compacts; I/O errors
+    /// duplicating a descriptor or finding the first dirty batch.
+    pub(super) fn take(log: &Log, to_clean: &LogToClean) -> Result<Self, CleanerError> {
+        if !log.config().compact {
+            let partition = to_clean.topic_partition.to_string();
+            return Err(CleanerError::NotCompacted { partition });
+        }
+        let active_base = log.active_segment().base_offset();
+        let upper = to_clean.first_uncleanable_offset.min(active_base);
+        let first_dirty = to_clean.first_dirty_offset;
+        let mut segments = Vec::with_capacity(log.segments().len());
+        for seg in log.segments() {
+            let file = seg.file().try_clone().map_err(LogError::io(seg.log_path()))?;
+            let dirty_position =
+                if seg.base_offset() <= first_dirty && seg.next_offset() > first_dirty {
+                    seg.translate_offset(first_dirty)?.map(|p| p.position)
+                } else {
+                    None
+                };
+            segments.push(SourceSegment {
+                snapshot: SegmentSnapshot { base_offset: seg.base_offset(), size: seg.size() },
+                next_offset: seg.next_offset(),
+                modified: file.metadata().ok().and_then(|m| m.modified().ok()),
+                file,
+                path: seg.log_path(),
+                offset_index_bytes: seg.offset_index().size_in_bytes(),
+                time_index_bytes: seg.time_index().size_in_bytes(),
+                dirty_position,
+            });
+        }
+        Ok(Self {
+            dir: log.dir().to_path_buf(),
+            config: Arc::clone(log.config()),
+            segment_config: log.segment_config_for_cleaning(),
+            segments,
+            upper,
+        })
+    }
+}
+
+impl SourceSegment {
+    /// Note the last batch of every producer in this segment outside
+    /// `[map_start, map_end)` (inside it the map phase saw them), reading only
+    /// batch headers.
+    ///
+    /// # Errors
+    /// I/O errors and malformed headers, with the file and position.
+    pub(super) fn note_producers_outside(
+        &self,
+        map_start: i64,
+        map_end: i64,
+        producer_last: &mut HashMap<i64, i64>,
+    ) -> Result<(), CleanerError> {
+        if self.snapshot.base_offset >= map_start && self.next_offset <= map_end {
+            return Ok(());
+        }
+        let mut pos = 0u64;
+        let mut header = [0u8; RECORD_BATCH_OVERHEAD];
+        while pos + RECORD_BATCH_OVERHEAD as u64 <= self.snapshot.size {
+            self.file.read_exact_at(&mut header, pos).map_err(LogError::io(&self.path))?;
+            let h = BatchHeader::parse(&header).map_err(|source| CleanerError::Batch {
+                path: self.path.clone(),
+                position: pos,
+                source,
+            })?;
+            let inside = h.base_offset >= map_start && h.last_offset() < map_end;
+            if !inside && h.has_producer_id() {
+                let e = producer_last.entry(h.producer_id).or_insert(h.base_offset);
+                *e = (*e).max(h.base_offset);
+            }
+            pos += h.size_in_bytes() as u64;
+        }
+        Ok(())
+    }
+}
+
+/// Group adjacent segments so that each group's total size stays within
+/// `max_size` (`segment.bytes`), its index sizes within `max_index_size`
+/// (`segment.index.bytes`) and its offsets within a 32-bit relative range.
+/// Kafka's `groupSegmentsBySize`; the sizes are the originals', an upper bound
+/// of the cleaned output.
+pub(super) fn group_segments(
+    segs: &[SourceSegment],
+    max_size: u64,
+    max_index_size: usize,
+) -> Vec<Range<usize>> {
+    let mut groups = Vec::new();
+    let mut i = 0;
+    while i < segs.len() {
+        let first = &segs[i];
+        let (mut size, mut index, mut time_index) =
+            (first.snapshot.size, first.offset_index_bytes, first.time_index_bytes);
+        let mut j = i + 1;
+        while j < segs.len() {
+            let s = &segs[j];
+            let last_offset = (s.next_offset - 1).max(s.snapshot.base_offset);
+            let fits = size + s.snapshot.size <= max_size
+                && index + s.offset_index_bytes <= max_index_size
+                && time_index + s.time_index_bytes <= max_index_size
+                && last_offset - first.snapshot.base_offset <= i32::MAX as i64;
+            if !fits {
+                break;
+            }
+            size += s.snapshot.size;
+            index += s.offset_index_bytes;
+            time_index += s.time_index_bytes;
+            j += 1;
+        }
+        groups.push(i..j);
+        i = j;
+    }
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::super::cleaner::cleaned_files;
+    use super::*;
+
+    fn seg(base: i64, next: i64, size: u64, index: usize) -> SourceSegment {
+        SourceSegment {
+            snapshot: SegmentSnapshot { base_offset: base, size },
+            next_offset: next,
+            file: File::open("/dev/null").unwrap(),
+            path: PathBuf::from("/dev/null"),
+            offset_index_bytes: index,
+            time_index_bytes: index,
+            modified: None,
+            dirty_position: None,
+        }
+    }
+
+    #[test]
+    fn groups_respect_size_index_and_offset_limits() {
+        let segs = vec![
+            seg(0, 10, 400, 8),
+            seg(10, 20, 400, 8),
+            seg(20, 30, 400, 8),
+            seg(30, 40, 100, 93),
+            seg(40, 50, 10, 5),
+        ];
+        let groups = group_segments(&segs, 1000, 100);
+        assert_eq!(groups, vec![0..2, 2..3, 3..5]);
+        let far = vec![seg(0, 10, 1, 0), seg(i32::MAX as i64 - 5, i32::MAX as i64 + 5, 1, 0)];
+        assert_eq!(group_segments(&far, 1000, 100), vec![0..1, 1..2]);
+        assert_eq!(
+            cleaned_files(Path::new("/d/00000000000000000005.log.cleaned"))[1],
+            PathBuf::from("/d/00000000000000000005.index.cleaned")
+        );
+    }
+}

@@ -1,0 +1,248 @@
+//! What the manager shows: `sediment cleaner-status` (JSON), the
+//! `/cleaner-status` endpoint and the cleaner gauges of `/metrics` all read
+//! [`ManagerStatus`], built fresh by [`LogCleanerManager::status`].
+//!
+//! Invariants:
+//! * A partition is `eligible` exactly when the manager's eligibility rules
+//!   would let a thread take it now; otherwise `ineligible` says why, in the
+//!   order the rules are tried (its own state first, then its log).
+//! * Field names and the `code` of [`Ineligible`] are an interface (scripts
+//!   and dashboards read them): they change only with a note.
+//!
+//! [`LogCleanerManager::status`]: super::LogCleanerManager::status
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::cleaner::CleanResult;
+use super::log_to_clean::LogToClean;
+use super::manager::{log_dir_of, LogCleanerManager};
+use crate::log::Log;
+
+/// What the last successful clean of a partition did.
+#[derive(Debug, Clone, Serialize)]
+pub struct LastClean {
+    pub end_time_ms: i64,
+    pub first_dirty_offset: i64,
+    pub end_offset: i64,
+    pub elapsed_ms: i64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub start_size: u64,
+    pub end_size: u64,
+    pub start_messages: u64,
+    pub end_messages: u64,
+    pub buffer_utilization: f64,
+    pub tombstones_removed: u64,
+    /// `1 - end size / start size` (0 when nothing was recopied).
+    pub size_reduction: f64,
+}
+
+impl LastClean {
+    /// The record of `result`, a clean from `first_dirty_offset` that ended at `end_time_ms`.
+    pub(super) fn new(end_time_ms: i64, first_dirty_offset: i64, result: &CleanResult) -> Self {
+        let s = &result.stats;
+        Self {
+            end_time_ms,
+            first_dirty_offset,
+            end_offset: result.end_offset,
+            elapsed_ms: s.elapsed_ms(),
+            bytes_read: s.map_bytes_read + s.bytes_read,
+            bytes_written: s.bytes_written,
+            start_size: s.start_size,
+            end_size: s.end_size,
+            start_messages: s.start_messages,
+            end_messages: s.end_messages,
+            buffer_utilization: s.buffer_utilization,
+            tombstones_removed: s.tombstones_removed,
+            size_reduction: if s.start_size == 0 {
+                0.0
+            } else {
+                1.0 - s.end_size as f64 / s.start_size as f64
+            },
+        }
+    }
+}
+
+/// Why a compacted log is not eligible for cleaning now.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "code", rename_all = "snake_case")]
+pub enum Ineligible {
+    InProgress,
+    Paused { state: String },
+    LogDirOffline { cause: String },
+    Uncleanable { cause: String, retry_in_ms: i64 },
+    Empty,
+    NoDirtyRecords,
+    OnlyActiveSegmentDirty,
+    InsideMinCompactionLag,
+    UnderRatio { ratio: f64, min_cleanable_dirty_ratio: f64 },
+}
+
+impl std::fmt::Display for Ineligible {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::InProgress => write!(f, "being cleaned"),
+            Self::Paused { state } => {
+                write!(f, "cleaning {state} (delete or DeleteRecords running)")
+            }
+            Self::LogDirOffline { cause } => {
+                write!(f, "cleaning stopped in its log dir after an I/O error: {cause}")
+            }
+            Self::Uncleanable { cause, retry_in_ms } => {
+                write!(f, "uncleanable, retried in {}s: {cause}", retry_in_ms / 1000)
+            }
+            Self::Empty => write!(f, "empty log"),
+            Self::NoDirtyRecords => write!(f, "no dirty records"),
+            Self::OnlyActiveSegmentDirty => write!(f, "only the active segment is dirty"),
+            Self::InsideMinCompactionLag => {
+                write!(f, "dirty records are inside min.compaction.lag.ms")
+            }
+            Self::UnderRatio { ratio, min_cleanable_dirty_ratio } => {
+                write!(f, "dirty ratio {ratio:.3} is not above min.cleanable.dirty.ratio {min_cleanable_dirty_ratio}")
+            }
+        }
+    }
+}
+
+/// One compacted partition as `sediment cleaner-status` and the metrics see it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionCleaningStatus {
+    pub topic: String,
+    pub partition: i32,
+    pub log_dir: String,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub size_bytes: u64,
+    pub segments: usize,
+    pub first_dirty_offset: i64,
+    pub first_uncleanable_offset: i64,
+    pub clean_bytes: u64,
+    pub cleanable_bytes: u64,
+    pub dirty_ratio: f64,
+    pub min_cleanable_dirty_ratio: f64,
+    /// How long past `max.compaction.lag.ms` the oldest dirty record is.
+    pub compaction_delay_ms: i64,
+    pub eligible: bool,
+    /// Why not, when not eligible.
+    pub ineligible: Option<Ineligible>,
+    pub reason: Option<String>,
+    pub uncleanable_cause: Option<String>,
+    pub latest_delete_horizon_ms: Option<i64>,
+    pub last_clean: Option<LastClean>,
+}
+
+impl PartitionCleaningStatus {
+    /// The status of `log`, measured as `to_clean`, with the verdict of the
+    /// eligibility rules; what the manager remembers of it is left empty.
+    pub(super) fn new(
+        log: &Log,
+        log_dir: &Path,
+        to_clean: &LogToClean,
+        ineligible: Option<Ineligible>,
+    ) -> Self {
+        let tp = log.topic_partition();
+        Self {
+            topic: tp.topic.clone(),
+            partition: tp.partition,
+            log_dir: log_dir.display().to_string(),
+            log_start_offset: log.log_start_offset(),
+            log_end_offset: log.log_end_offset(),
+            size_bytes: log.size(),
+            segments: log.segments().len(),
+            first_dirty_offset: to_clean.first_dirty_offset,
+            first_uncleanable_offset: to_clean.first_uncleanable_offset,
+            clean_bytes: to_clean.clean_bytes,
+            cleanable_bytes: to_clean.cleanable_bytes,
+            dirty_ratio: to_clean.cleanable_ratio(),
+            min_cleanable_dirty_ratio: log.config().min_cleanable_dirty_ratio,
+            compaction_delay_ms: to_clean.compaction_delay_ms,
+            eligible: ineligible.is_none(),
+            reason: ineligible.as_ref().map(ToString::to_string),
+            ineligible,
+            uncleanable_cause: None,
+            latest_delete_horizon_ms: None,
+            last_clean: None,
+        }
+    }
+}
+
+/// Per log dir: uncleanable partitions and their cleanable bytes.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LogDirCleaningStatus {
+    pub log_dir: String,
+    pub uncleanable_partitions: usize,
+    pub uncleanable_bytes: u64,
+    pub offline_cause: Option<String>,
+}
+
+impl LogDirCleaningStatus {
+    /// A log dir with nothing to report yet.
+    pub(super) fn new(log_dir: &Path) -> Self {
+        Self { log_dir: log_dir.display().to_string(), ..Default::default() }
+    }
+}
+
+/// The manager's gauges and every compacted partition.
+#[derive(Debug, Clone, Serialize)]
+pub struct ManagerStatus {
+    pub now_ms: i64,
+    /// Kafka's `max-dirty-percent`: the highest dirty ratio seen by the last
+    /// choice, as an integer percent.
+    pub max_dirty_percent: i64,
+    pub time_since_last_run_ms: i64,
+    pub max_compaction_delay_ms: i64,
+    pub log_dirs: Vec<LogDirCleaningStatus>,
+    pub partitions: Vec<PartitionCleaningStatus>,
+}
+
+impl LogCleanerManager {
+    /// The gauges and every compacted partition's status, read fresh.
+    pub fn status(&self) -> ManagerStatus {
+        let now = self.clock.now_ms();
+        let all = self.logs.all_logs();
+        let mut inner = self.lock();
+        let mut partitions = Vec::new();
+        let mut dirs: BTreeMap<PathBuf, LogDirCleaningStatus> = BTreeMap::new();
+        for dir in &self.logs.config().log_dirs {
+            dirs.insert(dir.clone(), LogDirCleaningStatus::new(dir));
+        }
+        for (tp, shared) in all {
+            let Ok(log) = shared.read() else { continue };
+            if !log.config().compact {
+                continue;
+            }
+            let dir = log_dir_of(&log);
+            let to_clean = inner.measure(&log, now);
+            let ineligible = self.eligibility(&inner, &log, &to_clean, now).err();
+            let uncleanable = inner.uncleanable.get(&tp).cloned();
+            let dir_status =
+                dirs.entry(dir.clone()).or_insert_with(|| LogDirCleaningStatus::new(&dir));
+            if uncleanable.is_some() {
+                dir_status.uncleanable_partitions += 1;
+                dir_status.uncleanable_bytes += to_clean.cleanable_bytes;
+            }
+            partitions.push(PartitionCleaningStatus {
+                uncleanable_cause: uncleanable.map(|u| u.cause),
+                latest_delete_horizon_ms: inner.delete_horizons.get(&tp).copied(),
+                last_clean: inner.last_clean.get(&tp).cloned(),
+                ..PartitionCleaningStatus::new(&log, &dir, &to_clean, ineligible)
+            });
+        }
+        for (dir, cause) in &inner.offline_dirs {
+            if let Some(d) = dirs.get_mut(dir) {
+                d.offline_cause = Some(cause.clone());
+            }
+        }
+        ManagerStatus {
+            now_ms: now,
+            max_dirty_percent: (100.0 * inner.dirtiest_ratio) as i64,
+            time_since_last_run_ms: (now - inner.time_of_last_run_ms).max(0),
+            max_compaction_delay_ms: inner.max_compaction_delay_ms,
+            log_dirs: dirs.into_values().collect(),
+            partitions,
+        }
+    }
+}
