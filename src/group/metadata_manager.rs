@@ -28,13 +28,12 @@ use super::group_metadata::Group;
 use super::offsets::{CommittedOffset, OffsetsRecord};
 use super::schema::{GroupValue, OffsetValue, RecordKey, SchemaError};
 use crate::log::compression::Compression;
+use crate::log::batch_reader::BatchReader;
 use crate::log::record_batch::{records_bytes, BatchBuilder, BatchHeader, RecordIter};
-use crate::log::{BatchError, Log, LogError, TopicPartition};
+use crate::log::{Log, LogError, TopicPartition};
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
-/// How much of a partition one read takes while loading.
-const READ_BYTES: usize = 1 << 20;
 /// The largest decompressed batch the loader accepts.
 const MAX_BATCH_RECORDS_BYTES: usize = 64 << 20;
 
@@ -165,34 +164,37 @@ struct BatchPosition {
     file_position: Option<u64>,
 }
 
-/// Hand every batch of `log`, from its log start to its end, to `visit` with
-/// where it was read from.
+/// Hand every batch of `log` that holds offsets at or past its log start to
+/// `visit`, with where it was read from. The segments are read with the log's
+/// one `BatchReader`, so framing, size limits and CRCs are checked exactly as
+/// recovery checks them.
 ///
 /// # Errors
-/// A read that failed or a batch header that cannot be parsed, with where:
+/// A read that failed or a batch that does not frame or check, with where:
 /// the walk cannot know where the next batch starts, so it stops there.
 fn read_batches(
     log: &Log,
     mut visit: impl FnMut(&BatchHeader, &[u8], BatchPosition),
 ) -> Result<(), (BatchPosition, LogError)> {
-    let mut offset = log.log_start_offset();
-    while offset < log.log_end_offset() {
-        let unread = BatchPosition { offset, file_position: None };
-        let region = log.read_region(offset, READ_BYTES, true).map_err(|e| (unread, e))?;
-        let Some(region) = region.records else { break };
-        let data = region.read_to_bytes().map_err(|e| (unread, LogError::io(log.dir())(e)))?;
-        let mut pos = 0;
-        while pos < data.len() {
-            let at = BatchPosition { offset, file_position: Some(region.position() + pos as u64) };
-            let header = BatchHeader::parse(&data[pos..]).map_err(|e| (at, e.into()))?;
-            let end = pos + header.size_in_bytes();
-            if end > data.len() {
-                let e = BatchError::Truncated { needed: end - pos, available: data.len() - pos };
-                return Err((at, e.into()));
+    let start = log.log_start_offset();
+    let mut next_offset = start;
+    let mut buf = Vec::new();
+    for segment in log.segments().filter(|s| s.next_offset() > start) {
+        next_offset = next_offset.max(segment.base_offset());
+        let mut reader = BatchReader::segment(segment, 0..segment.size(), &mut buf);
+        loop {
+            let at = BatchPosition { offset: next_offset, file_position: Some(reader.position()) };
+            let Some((position, batch)) = reader.next_batch().map_err(|e| (at, e.into()))? else {
+                break;
+            };
+            let header = BatchHeader::parse(batch).map_err(|e| (at, e.into()))?;
+            let last = header.base_offset + i64::from(header.last_offset_delta);
+            if last < start {
+                continue;
             }
-            visit(&header, &data[pos..end], BatchPosition { offset: header.base_offset, ..at });
-            offset = offset.max(header.base_offset + header.last_offset_delta as i64 + 1);
-            pos = end;
+            let at = BatchPosition { offset: header.base_offset, file_position: Some(position) };
+            visit(&header, batch, at);
+            next_offset = last + 1;
         }
     }
     Ok(())
