@@ -21,7 +21,9 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
 use std::time::Instant;
 
 use sediment::cleaner::{
@@ -178,7 +180,7 @@ fn main() {
                 .unwrap();
         let log = RwLock::new(log);
         let to_clean = {
-            let l = log.read().unwrap();
+            let l = log.read();
             let (d, u) = cleanable_offsets(&l, None, None, clock.now_ms());
             LogToClean::new(&l, d, u)
         };
@@ -203,7 +205,7 @@ fn main() {
             vm_hwm_kb() as f64 / 1024.0,
         );
         assert_eq!(result.end_offset, records as i64, "one pass covers the partition");
-        log.write().unwrap().delete_expired_files(0, true).unwrap();
+        log.write().delete_expired_files(0, true).unwrap();
     }
     println!(
         "\nRSS target: dedupe {dedupe_mb} MiB + I/O buffers 2 x {io_kb} KiB + 64 MiB = {} MiB",

@@ -36,7 +36,9 @@
 
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::thread::JoinHandle;
 
 use tokio::net::TcpListener;
@@ -87,9 +89,7 @@ impl Broker {
         let max_pid = logs
             .all_logs()
             .iter()
-            .filter_map(|(_, log)| {
-                log.read().ok().and_then(|l| l.producer_state().max_producer_id())
-            })
+            .filter_map(|(_, log)| log.read().producer_state().max_producer_id())
             .max()
             .map_or(0, |m| m + 1);
         let producer_ids = ProducerIdManager::load(&first, max_pid)?;
@@ -123,7 +123,7 @@ impl Broker {
     /// # Errors
     /// The block file could not be written.
     pub fn next_producer_id(&self) -> Result<i64, LogError> {
-        self.producer_ids.lock().unwrap_or_else(|p| p.into_inner()).generate_producer_id()
+        self.producer_ids.lock().generate_producer_id()
     }
 
     /// The name of the topic with this id.

@@ -18,7 +18,9 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -451,7 +453,7 @@ impl Metrics {
             v.reset();
         }
         for (tp, log) in self.logs.all_logs() {
-            let Ok(log) = log.read() else { continue };
+            let log = log.read();
             let labels = [tp.topic.as_str(), &tp.partition.to_string()];
             g.log_size.with_label_values(&labels).set(log.size() as i64);
             g.log_start.with_label_values(&labels).set(log.log_start_offset());
@@ -479,7 +481,7 @@ impl Metrics {
     /// # Errors
     /// Encoding failures (a bug).
     pub fn render(&self) -> Result<String, MetricsError> {
-        let _one = self.scrape.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _one = self.scrape.lock();
         self.refresh();
         let mut out = Vec::new();
         TextEncoder::new().encode(&self.registry.gather(), &mut out)?;

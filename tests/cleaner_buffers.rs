@@ -4,7 +4,9 @@
 
 mod common;
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
 
 use common::{append, clean_once, open_log, read_all};
 use sediment::cleaner::{
@@ -52,21 +54,21 @@ fn buffers_grow_for_a_large_batch_and_large_batches_beyond_the_limit_fail() {
     .unwrap();
     let r = clean_once(&mut c, &log, 0, NOW);
     assert!(r.stats.buffer_grows > 0, "{:?}", r.stats);
-    let records = read_all(&log.read().unwrap(), 0, 1 << 20);
+    let records = read_all(&log.read(), 0, 1 << 20);
     let offsets: Vec<i64> = records.iter().map(|r| r.offset).collect();
     assert_eq!(offsets, vec![1, 2, 3, 4], "the big first value of a was superseded");
     assert_eq!(records[0].value.as_deref(), Some(&big[..]));
 
     // The same log with a cleaner that may not grow that far (and a log whose
     // limit was lowered afterwards): the batch is refused, naming the file.
-    let mut lowered = (**log.read().unwrap().config()).clone();
+    let mut lowered = (**log.read().config()).clone();
     lowered.max_message_bytes = 10_000;
-    log.write().unwrap().update_config(Arc::new(lowered));
+    log.write().update_config(Arc::new(lowered));
     let small = CleanerConfig { max_message_size: 10_000, ..config };
     let mut c =
         Cleaner::new(0, small, Arc::new(Throttler::unlimited(clock.clone())), clock.clone())
             .unwrap();
-    let to_clean = LogToClean::new(&log.read().unwrap(), 0, 5);
+    let to_clean = LogToClean::new(&log.read(), 0, 5);
     match c.clean(&log, &to_clean, NOW, &CancellationToken::new()) {
         Err(e @ CleanerError::BatchTooLarge { .. }) => {
             assert!(e.to_string().contains(".log"), "{e}")

@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::sync::RwLock;
+use parking_lot::RwLock;
 
 use common::{append, clean_once, cleaner, open_log, read_all};
 use sediment::clock::MockClock;
@@ -66,7 +66,7 @@ fn one_pass_maps_budget_over_24_times_load_factor_keys() {
         }
         let expected_passes = (2 * keys + mapped - 1) / mapped;
         assert_eq!(passes, expected_passes, "budget {budget}");
-        let records = read_all(&log.read().unwrap(), 0, 1 << 20);
+        let records = read_all(&log.read(), 0, 1 << 20);
         assert_eq!(records.len(), keys as usize, "one record per key");
         assert!(records.iter().all(|r| r.value.as_deref() == Some(&b"v1"[..]) && r.offset >= keys));
     }
@@ -100,7 +100,7 @@ fn a_pass_stops_before_a_batch_that_would_overfill_the_map() {
     log.roll_if_not_empty().unwrap();
     let log = RwLock::new(log);
     let mut small = cleaner(24 * 10, clock.clone());
-    let to_clean = sediment::cleaner::LogToClean::new(&log.read().unwrap(), 0, 20);
+    let to_clean = sediment::cleaner::LogToClean::new(&log.read(), 0, 20);
     let err = small
         .clean(&log, &to_clean, NOW, &sediment::cleaner::CancellationToken::new())
         .unwrap_err();

@@ -21,7 +21,9 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
 
 use common::{
     all_batches, append, clean_fully, clean_once, cleaner, open_log, read_all, stray_files, Rec,
@@ -102,7 +104,7 @@ fn crash_at(point: CrashPoint, midway: Option<fn(&Path)>, committed: bool) {
     let ref_log = RwLock::new(open_log(reference.path(), "crash", &CONFIG, clock.clone()));
     let mut c = cleaner(1 << 20, clock.clone());
     clean_fully(&mut c, &ref_log, 0, clock.now_ms());
-    let ref_log = ref_log.into_inner().unwrap();
+    let ref_log = ref_log.into_inner();
     let fully_cleaned = read_all(&ref_log, 0, 1 << 20);
     let bases: Vec<i64> = ref_log.segments().map(|s| s.base_offset()).collect();
     let first_group_end = bases[1];
@@ -119,7 +121,7 @@ fn crash_at(point: CrashPoint, midway: Option<fn(&Path)>, committed: bool) {
     let mut c = cleaner(1 << 20, clock.clone());
     c.set_crash_point(Some(point));
     let to_clean = {
-        let l = log.read().unwrap();
+        let l = log.read();
         let (d, u) = cleanable_offsets(&l, None, None, clock.now_ms());
         LogToClean::new(&l, d, u)
     };
@@ -145,7 +147,7 @@ fn crash_at(point: CrashPoint, midway: Option<fn(&Path)>, committed: bool) {
     let reopened = RwLock::new(reopened);
     let mut c = cleaner(1 << 20, clock.clone());
     clean_fully(&mut c, &reopened, 0, clock.now_ms());
-    assert_eq!(read_all(&reopened.read().unwrap(), 0, 1 << 20), fully_cleaned);
+    assert_eq!(read_all(&reopened.read(), 0, 1 << 20), fully_cleaned);
 }
 
 fn rename(dir: &Path, from: &str, to: &str) {
@@ -207,16 +209,12 @@ fn aborted_clean_deletes_its_cleaned_output() {
     let cancel = CancellationToken::new();
     cancel.cancel();
     let to_clean = {
-        let l = log.read().unwrap();
+        let l = log.read();
         LogToClean::new(&l, 0, l.active_segment().base_offset())
     };
     assert!(matches!(c.clean(&log, &to_clean, NOW, &cancel), Err(CleanerError::Aborted { .. })));
     assert!(stray_files(dir.path()).is_empty(), "{:?}", stray_files(dir.path()));
-    assert_eq!(
-        read_all(&log.read().unwrap(), 0, 1 << 20),
-        original,
-        "an aborted clean changes nothing"
-    );
+    assert_eq!(read_all(&log.read(), 0, 1 << 20), original, "an aborted clean changes nothing");
     // The same cleaner runs the next clean normally.
     clean_once(&mut c, &log, 0, NOW);
 }

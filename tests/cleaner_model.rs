@@ -13,8 +13,8 @@
 
 mod common;
 
+use parking_lot::RwLock;
 use std::collections::HashMap;
-use std::sync::RwLock;
 
 use common::{all_batches, clean_once, cleaner, open_log, read_all, stray_files, Rec};
 use proptest::prelude::*;
@@ -136,7 +136,7 @@ fn clean_and_check(
     cleaner: &mut sediment::cleaner::Cleaner,
     now: i64,
 ) -> Result<(), TestCaseError> {
-    let leo = log.read().unwrap().log_end_offset();
+    let leo = log.read().log_end_offset();
     let result = clean_once(cleaner, log, model.checkpoint, now);
     let end = result.end_offset;
     prop_assert!(end >= model.checkpoint);
@@ -166,7 +166,7 @@ fn clean_and_check(
     model.horizons.retain(|o, _| kept.contains(o));
     model.checkpoint = end;
 
-    let log = log.read().unwrap();
+    let log = log.read();
     prop_assert_eq!(log.log_end_offset(), leo, "log end offset unchanged");
     let actual = read_all(&log, 0, 1 << 20);
     prop_assert_eq!(
@@ -253,18 +253,13 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
         Op::Clean,
     ]) {
         match op {
-            Op::Append { producer, codec, records } => append(
-                &mut log.write().unwrap(),
-                &mut model,
-                producer,
-                codec,
-                &records,
-                clock.now_ms(),
-            ),
-            Op::Roll => log.write().unwrap().roll_if_not_empty().unwrap(),
+            Op::Append { producer, codec, records } => {
+                append(&mut log.write(), &mut model, producer, codec, &records, clock.now_ms())
+            }
+            Op::Roll => log.write().roll_if_not_empty().unwrap(),
             Op::Clean => {
                 clean_and_check(&log, &mut model, &mut cleaner, clock.now_ms())?;
-                log.write().unwrap().delete_expired_files(clock.now_ms(), false).unwrap();
+                log.write().delete_expired_files(clock.now_ms(), false).unwrap();
             }
             Op::Advance(ms) => clock.advance(ms),
         }

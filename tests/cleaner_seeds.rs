@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::sync::RwLock;
+use parking_lot::RwLock;
 
 use common::{all_batches, append, clean_once, cleaner, decode, open_log, read_all, Rec};
 use sediment::clock::{Clock, MockClock, SharedClock};
@@ -74,7 +74,7 @@ fn k1_k2_k3_picture() {
             && summary.contains("57.1% fewer messages"),
         "{summary}"
     );
-    let log = log.read().unwrap();
+    let log = log.read();
     let after = kv(&read_all(&log, 0, 1 << 20));
     assert_eq!(
         after,
@@ -105,7 +105,7 @@ fn user_profiles_three_moments() {
         ("u3", None),
     ];
     let log = log_with(dir.path(), &records, clock.clone());
-    let moment1 = kv(&read_all(&log.read().unwrap(), 0, 1 << 20));
+    let moment1 = kv(&read_all(&log.read(), 0, 1 << 20));
     assert_eq!(moment1.len(), 6);
 
     // Moment 2: the map is u1→4, u2→1, u3→5; offsets 0, 2, 3 go, 1, 4, 5 keep their numbers.
@@ -113,7 +113,7 @@ fn user_profiles_three_moments() {
     let first = clean_once(&mut c, &log, 0, clock.now_ms());
     assert_eq!(first.stats.map_entries, 3);
     {
-        let log = log.read().unwrap();
+        let log = log.read();
         assert_eq!(
             kv(&read_all(&log, 0, 1 << 20)),
             owned(&[(1, "u2", Some("u2@a")), (4, "u1", Some("u1@c")), (5, "u3", None)])
@@ -135,13 +135,13 @@ fn user_profiles_three_moments() {
     // Within the grace period another run keeps the tombstone.
     clock.advance(86_400_000 - 1);
     clean_once(&mut c, &log, first.end_offset, clock.now_ms());
-    assert_eq!(kv(&read_all(&log.read().unwrap(), 0, 1 << 20)).len(), 3);
+    assert_eq!(kv(&read_all(&log.read(), 0, 1 << 20)).len(), 3);
 
     // Moment 3: after the grace period another run drops it; u3 has vanished.
     clock.advance(1);
     let third = clean_once(&mut c, &log, first.end_offset, clock.now_ms());
     assert_eq!(third.stats.tombstones_removed, 1);
-    let log = log.read().unwrap();
+    let log = log.read();
     assert_eq!(
         kv(&read_all(&log, 0, 1 << 20)),
         owned(&[(1, "u2", Some("u2@a")), (4, "u1", Some("u1@c"))])
@@ -167,7 +167,7 @@ fn customer_addresses_read_at_one_returns_four() {
     let log = log_with(dir.path(), &records, clock.clone());
     let mut c = cleaner(1 << 20, clock.clone());
     clean_once(&mut c, &log, 0, clock.now_ms());
-    let log = log.read().unwrap();
+    let log = log.read();
     let after = kv(&read_all(&log, 0, 1 << 20));
     assert_eq!(
         after,
@@ -201,7 +201,7 @@ fn customer_email_example() {
     let log = log_with(dir.path(), &records, clock.clone());
     let mut c = cleaner(1 << 20, clock.clone());
     clean_once(&mut c, &log, 0, clock.now_ms());
-    let after = kv(&read_all(&log.read().unwrap(), 0, 1 << 20));
+    let after = kv(&read_all(&log.read(), 0, 1 << 20));
     assert_eq!(
         after,
         owned(&[

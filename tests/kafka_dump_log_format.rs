@@ -45,7 +45,7 @@ fn kafka_dump_log_reads_our_segments_and_indexes() {
             })
             .collect();
         let mut bytes = batch(codecs[i % codecs.len()], &records);
-        let info = log.write().unwrap().append_as_leader(&mut bytes).unwrap();
+        let info = log.write().append_as_leader(&mut bytes).unwrap();
         for (j, r) in records.iter().enumerate() {
             expected.push((
                 info.first_offset + j as i64,

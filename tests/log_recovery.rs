@@ -45,7 +45,7 @@ fn crash_child_appender() {
     let log = manager.get_log(&TopicPartition::new("crash", 0)).unwrap();
     let mut out = std::io::stdout().lock();
     for i in 0.. {
-        log.write().unwrap().append_as_leader(&mut crash_batch(i)).unwrap();
+        log.write().append_as_leader(&mut crash_batch(i)).unwrap();
         writeln!(out, "{i}").unwrap();
         out.flush().unwrap();
     }
@@ -78,7 +78,7 @@ fn sigkill_while_appending_loses_no_acknowledged_batch() {
 
     let manager = system_manager(dir.path());
     let log = manager.get_log(&TopicPartition::new("crash", 0)).expect("log reopened");
-    let log = log.read().unwrap();
+    let log = log.read();
     assert!(log.segments().len() > 5, "the child rolled segments");
     let records = read_all(&log, 0, 1 << 20);
     assert!(
@@ -108,7 +108,6 @@ fn write_records(dir: &Path, topic: &str, batches: usize, extra: &[(&str, &str)]
     for i in 0..batches {
         let v = format!("value-{i}");
         log.write()
-            .unwrap()
             .append_as_leader(&mut batch(
                 Compression::None,
                 &[(1000 + i as i64, Some(format!("k{i}").as_bytes()), Some(v.as_bytes()))],
@@ -134,7 +133,7 @@ fn reopen_and_read(dir: &Path, topic: &str) -> Vec<common::Rec> {
     let offline = manager.offline_partitions();
     assert!(offline.is_empty(), "offline: {offline:?}");
     let log = manager.get_log(&TopicPartition::new(topic, 0)).unwrap();
-    let log = log.read().unwrap();
+    let log = log.read();
     read_all(&log, log.log_start_offset(), 1 << 20)
 }
 
@@ -174,7 +173,6 @@ fn garbage_after_the_last_batch_is_truncated() {
     let log = manager.get_log(&TopicPartition::new("garbage", 0)).unwrap();
     let info = log
         .write()
-        .unwrap()
         .append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))]))
         .unwrap();
     assert_eq!(info.first_offset, 100);
@@ -274,7 +272,7 @@ fn flush_before_ack_moves_the_recovery_point_with_every_append() {
     manager.create_topic("sync", 1, Default::default()).unwrap();
     let log = manager.get_log(&TopicPartition::new("sync", 0)).unwrap();
     for i in 0..5 {
-        let mut log = log.write().unwrap();
+        let mut log = log.write();
         log.append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))]))
             .unwrap();
         assert_eq!(log.recovery_point(), i + 1, "fsynced before the append returned");
@@ -283,7 +281,7 @@ fn flush_before_ack_moves_the_recovery_point_with_every_append() {
     let manager = system_manager(&dir.path().join("lazy"));
     manager.create_topic("lazy", 1, Default::default()).unwrap();
     let log = manager.get_log(&TopicPartition::new("lazy", 0)).unwrap();
-    let mut log = log.write().unwrap();
+    let mut log = log.write();
     log.append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))])).unwrap();
     assert_eq!(log.recovery_point(), 0);
 }
@@ -294,7 +292,7 @@ fn flush_messages_bounds_the_unflushed_tail() {
     let manager = system_manager(dir.path());
     manager.create_topic("every3", 1, common::overrides(&[("flush.messages", "3")])).unwrap();
     let log = manager.get_log(&TopicPartition::new("every3", 0)).unwrap();
-    let mut log = log.write().unwrap();
+    let mut log = log.write();
     let mut points = Vec::new();
     for _ in 0..7 {
         log.append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))]))
@@ -312,13 +310,12 @@ fn flush_ms_flushes_on_the_periodic_task() {
     manager.create_topic("timed", 1, common::overrides(&[("flush.ms", "1000")])).unwrap();
     let log = manager.get_log(&TopicPartition::new("timed", 0)).unwrap();
     log.write()
-        .unwrap()
         .append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))]))
         .unwrap();
     clock.advance(999);
     manager.run_periodic_tasks(false, false).unwrap();
-    assert_eq!(log.read().unwrap().recovery_point(), 0, "not yet due");
+    assert_eq!(log.read().recovery_point(), 0, "not yet due");
     clock.advance(1);
     manager.run_periodic_tasks(false, false).unwrap();
-    assert_eq!(log.read().unwrap().recovery_point(), 1, "fsynced once flush.ms passed");
+    assert_eq!(log.read().recovery_point(), 1, "fsynced once flush.ms passed");
 }

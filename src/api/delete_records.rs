@@ -31,9 +31,7 @@ pub fn handle(broker: &Broker, request: DeleteRecordsRequest) -> DeleteRecordsRe
                     // A clean in progress read segments below the new start;
                     // abort it rather than swap them back in afterwards.
                     broker.logs.with_cleaning_paused(&tp, || {
-                        let Ok(mut log) = log.write() else {
-                            return r.with_error_code(ResponseError::KafkaStorageError.code());
-                        };
+                        let mut log = log.write();
                         let target = if p.offset == -1 { log.high_watermark() } else { p.offset };
                         if target < 0 || target > log.high_watermark() {
                             return r

@@ -27,7 +27,7 @@ pub fn handle(broker: &Broker, request: DescribeLogDirsRequest) -> DescribeLogDi
         if !wanted(&tp.topic, tp.partition) {
             continue;
         }
-        let Ok(log) = log.read() else { continue };
+        let log = log.read();
         let Some(index) = dirs.iter().position(|d| log.dir().starts_with(d)) else { continue };
         let p = DescribeLogDirsPartition::default()
             .with_partition_index(tp.partition)

@@ -19,13 +19,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::fetch_request::FetchPartition;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
 use super::error::error_code;
 use crate::broker::Broker;
 use crate::log::segment::FileRegion;
-use crate::log::TopicPartition;
+use crate::log::{Log, TopicPartition};
 
 /// Upper bound of a long poll, whatever the client asks.
 const MAX_WAIT_CAP_MS: i32 = 5 * 60 * 1000;
@@ -117,52 +118,10 @@ fn read_once(broker: &Broker, request: &FetchRequest, version: i16) -> (FetchRep
                         } else {
                             ResponseError::UnknownTopicOrPartition
                         }),
-                        Some(log) => match log.read() {
-                            Err(_) => Some(ResponseError::KafkaStorageError),
-                            Ok(log) => {
-                                let max = (p.partition_max_bytes.max(0) as usize).min(remaining);
-                                match log.read_region(p.fetch_offset, max, total == 0) {
-                                    Ok(info) => {
-                                        let len = info.records.as_ref().map_or(0, FileRegion::len);
-                                        total += len;
-                                        remaining = remaining.saturating_sub(len);
-                                        data = data
-                                            .with_high_watermark(info.high_watermark)
-                                            .with_last_stable_offset(info.high_watermark)
-                                            .with_log_start_offset(info.log_start_offset);
-                                        if let Some(region) = info.records {
-                                            match placeholder(region.len()) {
-                                                Some(stand_in) => {
-                                                    data.records = Some(stand_in);
-                                                    regions.push(region);
-                                                    None
-                                                }
-                                                None => match region.read_to_bytes() {
-                                                    Ok(bytes) => {
-                                                        data.records = Some(bytes);
-                                                        None
-                                                    }
-                                                    Err(e) => {
-                                                        tracing::warn!(partition = %tp, "fetch read failed: {e}");
-                                                        data.records = Some(Bytes::new());
-                                                        Some(ResponseError::KafkaStorageError)
-                                                    }
-                                                },
-                                            }
-                                        } else {
-                                            None
-                                        }
-                                    }
-                                    Err(e) => {
-                                        data = data
-                                            .with_high_watermark(log.high_watermark())
-                                            .with_last_stable_offset(log.high_watermark())
-                                            .with_log_start_offset(log.log_start_offset());
-                                        Some(error_code(&e))
-                                    }
-                                }
-                            }
-                        },
+                        Some(log) => {
+                            let budget = Budget { remaining: &mut remaining, total: &mut total };
+                            read_partition(&log.read(), &tp, p, &mut data, &mut regions, budget)
+                        }
                     }
                 }
             };
@@ -187,4 +146,57 @@ fn read_once(broker: &Broker, request: &FetchRequest, version: i16) -> (FetchRep
         total,
         errors,
     )
+}
+
+/// The response's byte budget: what is left of `max_bytes`, and what was read.
+struct Budget<'a> {
+    remaining: &'a mut usize,
+    total: &'a mut usize,
+}
+
+/// Read one partition's records into `data` (a placeholder plus its region in
+/// `regions`, or the bytes themselves past the placeholder limit).
+fn read_partition(
+    log: &Log,
+    tp: &TopicPartition,
+    p: &FetchPartition,
+    data: &mut PartitionData,
+    regions: &mut Vec<FileRegion>,
+    budget: Budget<'_>,
+) -> Option<ResponseError> {
+    let max = (p.partition_max_bytes.max(0) as usize).min(*budget.remaining);
+    let info = match log.read_region(p.fetch_offset, max, *budget.total == 0) {
+        Ok(info) => info,
+        Err(e) => {
+            data.high_watermark = log.high_watermark();
+            data.last_stable_offset = log.high_watermark();
+            data.log_start_offset = log.log_start_offset();
+            return Some(error_code(&e));
+        }
+    };
+    let len = info.records.as_ref().map_or(0, FileRegion::len);
+    *budget.total += len;
+    *budget.remaining = budget.remaining.saturating_sub(len);
+    data.high_watermark = info.high_watermark;
+    data.last_stable_offset = info.high_watermark;
+    data.log_start_offset = info.log_start_offset;
+    let region = info.records?;
+    match placeholder(region.len()) {
+        Some(stand_in) => {
+            data.records = Some(stand_in);
+            regions.push(region);
+            None
+        }
+        None => match region.read_to_bytes() {
+            Ok(bytes) => {
+                data.records = Some(bytes);
+                None
+            }
+            Err(e) => {
+                tracing::warn!(partition = %tp, "fetch read failed: {e}");
+                data.records = Some(Bytes::new());
+                Some(ResponseError::KafkaStorageError)
+            }
+        },
+    }
 }

@@ -25,17 +25,14 @@ pub fn handle(broker: &Broker, request: ListOffsetsRequest, version: i16) -> Lis
             let tp = TopicPartition::new(name.clone(), p.partition_index);
             let r = match broker.logs.get_log(&tp) {
                 None => r.with_error_code(ResponseError::UnknownTopicOrPartition.code()),
-                Some(log) => match log.write() {
-                    Err(_) => r.with_error_code(ResponseError::KafkaStorageError.code()),
-                    Ok(mut log) => match log.fetch_offset_by_timestamp(p.timestamp) {
-                        // The leader epoch exists from v4; older encoders refuse a non-default value.
-                        Ok(Some((ts, offset))) => r
-                            .with_timestamp(ts)
-                            .with_offset(offset)
-                            .with_leader_epoch(if version >= 4 { 0 } else { -1 }),
-                        Ok(None) => r,
-                        Err(e) => r.with_error_code(error_code(&e).code()),
-                    },
+                Some(log) => match log.write().fetch_offset_by_timestamp(p.timestamp) {
+                    // The leader epoch exists from v4; older encoders refuse a non-default value.
+                    Ok(Some((ts, offset))) => r
+                        .with_timestamp(ts)
+                        .with_offset(offset)
+                        .with_leader_epoch(if version >= 4 { 0 } else { -1 }),
+                    Ok(None) => r,
+                    Err(e) => r.with_error_code(error_code(&e).code()),
                 },
             };
             partitions.push(r);

@@ -81,9 +81,7 @@ pub fn handle(
                 // The batches are rewritten in place (offsets, LogAppendTime), so the
                 // request's shared bytes are copied once into a buffer we own.
                 let mut buf = records.to_vec();
-                let mut log = log.write().map_err(|_| {
-                    (ResponseError::KafkaStorageError, Some("log lock poisoned".into()), None)
-                })?;
+                let mut log = log.write();
                 // Appending is a write into the page cache, done on this worker; an
                 // append that may fsync (a roll, a flush policy) lets the runtime move
                 // this worker's other tasks elsewhere first. Handing every append to

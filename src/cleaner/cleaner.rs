@@ -15,7 +15,9 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
 
 use super::batch_writer::WriterScratch;
 use super::clean_into::{GroupWriter, Recopy};
@@ -51,8 +53,6 @@ pub enum CleanerError {
     NotCompacted { partition: String },
     #[error("cleaning {partition} was aborted")]
     Aborted { partition: String },
-    #[error("the lock of {partition} is poisoned")]
-    Poisoned { partition: String },
     #[error("injected crash at {0:?}")]
     InjectedCrash(CrashPoint),
 }
@@ -239,11 +239,7 @@ impl Cleaner {
     ) -> Result<CleanResult, CleanerError> {
         let tp = to_clean.topic_partition.clone();
         let mut stats = CleanerStats { start_ms: self.clock.now_ms(), ..Default::default() };
-        let snapshot = {
-            let log =
-                log.read().map_err(|_| CleanerError::Poisoned { partition: tp.to_string() })?;
-            LogSnapshot::take(&log, to_clean)?
-        };
+        let snapshot = LogSnapshot::take(&log.read(), to_clean)?;
         let grow_limit = self
             .config
             .max_message_size
@@ -330,12 +326,7 @@ impl Cleaner {
         };
         let old: Vec<SegmentSnapshot> = group.iter().map(|s| s.snapshot).collect();
         let cleaned_path = cleaned.log_path();
-        let swapped = {
-            let partition = recopy.io.partition;
-            let poisoned = || CleanerError::Poisoned { partition: partition.to_string() };
-            let mut log = log.write().map_err(|_| poisoned())?;
-            log.replace_segments(vec![cleaned], &old, stop)
-        };
+        let swapped = log.write().replace_segments(vec![cleaned], &old, stop);
         match swapped {
             Ok(SwapOutcome::Replaced) => {
                 recopy.stats.segments_replaced += old.len() as u64;

@@ -18,7 +18,9 @@
 //!   to its own file, as Kafka's `log-cleaner.log`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -119,19 +121,19 @@ impl LogCleanerHandle {
     }
 
     fn stopping(&self) -> bool {
-        *self.stop.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        *self.stop.lock()
     }
 
     /// Sleep `ms` unless shutdown comes first.
     fn backoff(&self, ms: i64) {
-        let stop = self.stop.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut stop = self.stop.lock();
         let _ =
-            self.wake.wait_timeout_while(stop, Duration::from_millis(ms.max(0) as u64), |s| !*s);
+            self.wake.wait_while_for(&mut stop, |s| !*s, Duration::from_millis(ms.max(0) as u64));
     }
 
     /// The thread gauges, from each thread's last clean.
     pub fn threads_status(&self) -> CleanerThreadsStatus {
-        let stats = self.last_stats.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let stats = self.last_stats.lock();
         let last: Vec<&CleanerStats> = stats.iter().flatten().collect();
         let read: u64 = last.iter().map(|s| s.bytes_read).sum();
         let written: u64 = last.iter().map(|s| s.bytes_written).sum();
@@ -187,12 +189,7 @@ impl LogCleanerHandle {
                     result.stats.summary(id, &tp.to_string(), grabbed.to_clean.first_dirty_offset, result.end_offset)
                 );
                 self.cleans.fetch_add(1, Ordering::Relaxed);
-                if let Some(slot) = self
-                    .last_stats
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .get_mut(id)
-                {
+                if let Some(slot) = self.last_stats.lock().get_mut(id) {
                     *slot = Some(result.stats.clone());
                 }
                 self.manager.done_cleaning(grabbed, &result)
@@ -356,7 +353,7 @@ impl LogCleaner {
     /// Stop the threads: wake the sleeping ones, cancel cleans in progress,
     /// and join them all. Unregisters from the log layer.
     pub fn shutdown(&mut self) {
-        *self.handle.stop.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        *self.handle.stop.lock() = true;
         self.handle.wake.notify_all();
         self.handle.manager.cancel_all();
         for t in self.threads.drain(..) {

@@ -39,8 +39,7 @@
 //!
 //! # Failures
 //!
-//! * A clean that fails (corruption, a map too small for one batch, a poisoned
-//!   lock) marks the partition uncleanable with its cause; the threads go on
+//! * A clean that fails (corruption, a map too small for one batch) marks the partition uncleanable with its cause; the threads go on
 //!   with the others, and it is tried again after
 //!   `log.cleaner.uncleanable.retry.backoff.ms` (Kafka keeps it until a
 //!   restart). It stays counted until a clean of it succeeds.
@@ -54,7 +53,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::checkpoint::CleanerOffsetCheckpoint;
@@ -152,7 +153,7 @@ impl LogCleanerManager {
     pub(super) fn lock(&self) -> MutexGuard<'_, Inner> {
         // The state is plain maps; a thread that panicked mid-update leaves
         // them consistent enough to go on (each update is one insert/remove).
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner.lock()
     }
 
     pub fn clock(&self) -> &SharedClock {
@@ -178,7 +179,7 @@ impl LogCleanerManager {
         let mut candidates: Vec<(CleaningCandidate, SharedLog)> = Vec::new();
         let (mut dirtiest_ratio, mut max_delay) = (0.0, 0);
         for (tp, shared) in all {
-            let Ok(log) = shared.read() else { continue };
+            let log = shared.read();
             if !log.config().compact
                 || self.ruled_out(&inner, &tp, &log_dir_of(&log), now_ms).is_some()
             {
@@ -339,25 +340,20 @@ impl LogCleanerManager {
                     *state = LogCleaningState::Aborted;
                     break;
                 }
-                Some((LogCleaningState::Aborted, _)) => inner = self.wait(inner, tp),
+                Some((LogCleaningState::Aborted, _)) => self.wait(&mut inner, tp),
             }
         }
         // Ours: wait for the thread to notice (it checks before every chunk).
         while matches!(inner.states.get(tp), Some((LogCleaningState::Aborted, _))) {
-            inner = self.wait(inner, tp);
+            self.wait(&mut inner, tp);
         }
         // The thread moved Aborted to Paused(1): that pause is ours.
     }
 
-    fn wait<'a>(&self, inner: MutexGuard<'a, Inner>, tp: &TopicPartition) -> MutexGuard<'a, Inner> {
-        let (inner, timeout) = self
-            .state_changed
-            .wait_timeout(inner, Duration::from_secs(10))
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if timeout.timed_out() {
+    fn wait(&self, inner: &mut MutexGuard<'_, Inner>, tp: &TopicPartition) {
+        if self.state_changed.wait_for(inner, Duration::from_secs(10)).timed_out() {
             tracing::warn!(target: "log_cleaner", partition = %tp, "still waiting for a clean to abort");
         }
-        inner
     }
 
     /// Undo one pause.
@@ -463,7 +459,7 @@ mod tests {
     /// Append `keys` (one record each, value = key) as one batch, then roll so they are closed.
     fn append_closed(f: &Fixture, tp: &TopicPartition, keys: &[&str]) {
         let log = f.logs.get_log(tp).unwrap();
-        let mut log = log.write().unwrap();
+        let mut log = log.write();
         let mut b = BatchBuilder::new(Compression::None, f.clock.now_ms());
         for k in keys {
             b.append(f.clock.now_ms(), Some(k.as_bytes()), Some(b"value-of-some-length"));
@@ -473,7 +469,7 @@ mod tests {
     }
 
     fn set_checkpoint(f: &Fixture, tp: &TopicPartition, offset: i64) {
-        let dir = f.logs.get_log(tp).unwrap().read().unwrap().dir().parent().unwrap().to_path_buf();
+        let dir = f.logs.get_log(tp).unwrap().read().dir().parent().unwrap().to_path_buf();
         CleanerOffsetCheckpoint::new(&dir).update(tp, offset).unwrap();
     }
 
@@ -584,7 +580,7 @@ mod tests {
             let log = f.logs.get_log(&active).unwrap();
             let mut b = BatchBuilder::new(Compression::None, f.clock.now_ms());
             b.append(f.clock.now_ms(), Some(b"k"), Some(b"v"));
-            log.write().unwrap().append_as_leader(&mut b.build()).unwrap();
+            log.write().append_as_leader(&mut b.build()).unwrap();
         }
         let st = f.manager.status();
         let reason =

@@ -210,7 +210,7 @@ impl LogCleanerManager {
             dirs.insert(dir.clone(), LogDirCleaningStatus::new(dir));
         }
         for (tp, shared) in all {
-            let Ok(log) = shared.read() else { continue };
+            let log = shared.read();
             if !log.config().compact {
                 continue;
             }

@@ -14,7 +14,9 @@
 //! from an injected [`Sleeper`], so tests drive the throttle with a mock clock
 //! and record the sleeps instead of waiting.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use crate::clock::SharedClock;
 
@@ -110,9 +112,7 @@ impl Throttler {
         if self.is_unlimited() {
             return;
         }
-        // A poisoned lock only means another thread panicked mid-update; the
-        // period is plain numbers, so carry on with it.
-        let mut period = self.period.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut period = self.period.lock();
         period.observed += bytes as f64;
         let now = self.clock.now_ms();
         let elapsed = now - period.start_ms;
@@ -149,7 +149,7 @@ mod tests {
         let sleeps = Arc::new(Mutex::new(Vec::new()));
         let (c, s) = (Arc::clone(&clock), Arc::clone(&sleeps));
         let sleeper: Sleeper = Arc::new(move |ms| {
-            s.lock().unwrap().push(ms);
+            s.lock().push(ms);
             c.advance(ms);
         });
         let throttler = Throttler::new(rate, 100, clock.clone(), sleeper);
@@ -163,7 +163,7 @@ mod tests {
         t.maybe_throttle(50);
         clock.advance(100);
         t.maybe_throttle(300);
-        assert_eq!(*sleeps.lock().unwrap(), vec![250]);
+        assert_eq!(*sleeps.lock(), vec![250]);
         assert_eq!(t.total_sleep_ms(), 250);
     }
 
@@ -173,9 +173,9 @@ mod tests {
         // 500 bytes with no time passing must not wait for the interval to end.
         let (_clock, sleeps, t) = mock(1000.0);
         t.maybe_throttle(99);
-        assert!(sleeps.lock().unwrap().is_empty(), "under one interval's budget");
+        assert!(sleeps.lock().is_empty(), "under one interval's budget");
         t.maybe_throttle(401);
-        assert_eq!(*sleeps.lock().unwrap(), vec![500], "500 bytes at 1000 bytes/s take 500 ms");
+        assert_eq!(*sleeps.lock(), vec![500], "500 bytes at 1000 bytes/s take 500 ms");
     }
 
     #[test]
@@ -185,7 +185,7 @@ mod tests {
             t.maybe_throttle(1000);
             clock.advance(10);
         }
-        assert!(sleeps.lock().unwrap().is_empty());
+        assert!(sleeps.lock().is_empty());
     }
 
     #[test]

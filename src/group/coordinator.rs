@@ -11,7 +11,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use bytes::Bytes;
 use tokio::sync::oneshot;
@@ -193,7 +195,7 @@ impl GroupCoordinator {
 
     pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<String, Group>> {
         // A panic while holding the lock leaves plain data; keep serving.
-        self.groups.lock().unwrap_or_else(|p| p.into_inner())
+        self.groups.lock()
     }
 
     pub(super) fn now(&self) -> i64 {
@@ -238,7 +240,7 @@ impl GroupCoordinator {
         }
         drop(groups);
         let due = {
-            let mut last = self.last_expiry_check.lock().unwrap_or_else(|p| p.into_inner());
+            let mut last = self.last_expiry_check.lock();
             if now - *last >= self.config.offsets_retention_check_interval_ms {
                 *last = now;
                 true

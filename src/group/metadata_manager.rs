@@ -28,7 +28,6 @@ use super::group_metadata::Group;
 use super::offsets::{CommittedOffset, OffsetsRecord};
 use super::schema::{GroupValue, OffsetValue, RecordKey, SchemaError};
 use crate::log::compression::Compression;
-use crate::log::batch_reader::BatchReader;
 use crate::log::record_batch::{records_bytes, BatchBuilder, BatchHeader, RecordIter};
 use crate::log::{Log, LogError, TopicPartition};
 
@@ -91,13 +90,13 @@ impl GroupCoordinator {
                 let Some(log) = self.logs.get_log(&TopicPartition::new(OFFSETS_TOPIC, p)) else {
                     continue;
                 };
-                let log = log.read().unwrap_or_else(|e| e.into_inner());
+                let log = log.read();
                 loader.load_partition(&log);
             }
         }
         let stats = loader.stats;
         *self.lock() = loader.groups;
-        *self.load_stats.lock().unwrap_or_else(|p| p.into_inner()) = stats;
+        *self.load_stats.lock() = stats;
         self.loaded.store(true, Ordering::Release);
         if stats.unreadable_batches + stats.unreadable_records > 0 {
             tracing::error!(
@@ -117,7 +116,7 @@ impl GroupCoordinator {
 
     /// What the last [`GroupCoordinator::load`] read (zeros before it ran).
     pub fn load_stats(&self) -> LoadStats {
-        *self.load_stats.lock().unwrap_or_else(|p| p.into_inner())
+        *self.load_stats.lock()
     }
 
     /// Append records for `group` to its offsets partition.
@@ -137,10 +136,7 @@ impl GroupCoordinator {
             builder.append(now, Some(k), v.as_deref());
         }
         let mut batch = builder.build();
-        let mut log = log.write().map_err(|_| LogError::Offline {
-            partition: tp.to_string(),
-            reason: "its lock is poisoned".into(),
-        })?;
+        let mut log = log.write();
         log.append_as_leader(&mut batch).map_err(|e| {
             tracing::error!(partition = %tp, "writing group records: {e}");
             GroupError::from(e)
@@ -181,7 +177,7 @@ fn read_batches(
     let mut buf = Vec::new();
     for segment in log.segments().filter(|s| s.next_offset() > start) {
         next_offset = next_offset.max(segment.base_offset());
-        let mut reader = BatchReader::segment(segment, 0..segment.size(), &mut buf);
+        let mut reader = segment.batches(0..segment.size(), &mut buf);
         loop {
             let at = BatchPosition { offset: next_offset, file_position: Some(reader.position()) };
             let Some((position, batch)) = reader.next_batch().map_err(|e| (at, e.into()))? else {
@@ -386,7 +382,7 @@ mod tests {
         let c = coordinator(dir.path());
         c.ensure_offsets_topic().expect("offsets topic");
         let log = c.logs.get_log(&TopicPartition::new(OFFSETS_TOPIC, 0)).expect("partition 0");
-        let log = log.read().expect("log");
+        let log = log.read();
         let batch = |compression| {
             let mut b = BatchBuilder::new(compression, 0);
             for (k, v) in [(b"k1", b"v1"), (b"k2", b"v2"), (b"k3", b"v3")] {

@@ -26,7 +26,6 @@ use std::path::PathBuf;
 
 use super::error::{BatchError, LogError};
 use super::record_batch::{self, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
-use super::segment::LogSegment;
 
 /// Bytes read per I/O when the caller's buffer starts empty.
 pub const READ_CHUNK: usize = 1 << 20;
@@ -128,12 +127,6 @@ impl<'a> BatchReader<'a> {
             grew: false,
             hook: NoHook,
         }
-    }
-
-    /// Batches of `segment`'s log file in `range` (positions), bounded by the
-    /// segment's largest batch size.
-    pub fn segment(segment: &'a LogSegment, range: Range<u64>, buf: &'a mut Vec<u8>) -> Self {
-        Self::new(segment.file(), segment.log_path(), range, segment.max_batch_size(), buf)
     }
 
     /// The same reader, calling `hook` before each chunk it reads.
@@ -265,6 +258,7 @@ mod tests {
     use super::*;
     use crate::log::compression::Compression;
     use crate::log::record_batch::BatchBuilder;
+    use crate::log::segment::LogSegment;
 
     /// A batch of one record whose value is `value_len` bytes, at `base_offset`.
     fn batch(base_offset: i64, value_len: usize) -> Vec<u8> {
@@ -508,7 +502,7 @@ mod tests {
             seg.append(&batch(i, 30 * i as usize)).unwrap();
         }
         let mut buf = Vec::new();
-        let mut reader = BatchReader::segment(&seg, starts[2]..seg.size(), &mut buf);
+        let mut reader = seg.batches(starts[2]..seg.size(), &mut buf);
         let mut offsets = Vec::new();
         while let Some((pos, b)) = reader.next_batch().unwrap() {
             offsets.push((pos, record_batch::BatchHeader::parse(b).unwrap().base_offset));

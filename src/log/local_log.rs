@@ -510,8 +510,7 @@ impl Log {
         let mut best: Option<(i64, i64)> = None;
         for seg in self.segments.values().filter(|s| s.next_offset() > start) {
             let mut buf = Vec::new();
-            let mut reader =
-                super::batch_reader::BatchReader::segment(seg, 0..seg.size(), &mut buf);
+            let mut reader = seg.batches(0..seg.size(), &mut buf);
             while let Some((_, batch)) = reader.next_batch()? {
                 let header = record_batch::BatchHeader::parse(batch)?;
                 if header.last_offset() < start

@@ -14,7 +14,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 
 use base64::alphabet;
@@ -161,7 +163,7 @@ impl LogManager {
                 self.load_partition(&path, &tp, clean_shutdown, &recovery_points, &log_starts)
             {
                 tracing::error!(partition = %tp, dir = %path.display(), error = %e, "partition is offline");
-                self.offline.write().expect("lock").insert(tp, e.to_string());
+                self.offline.write().insert(tp, e.to_string());
             }
         }
         // From here on a crash is an unclean shutdown.
@@ -200,7 +202,7 @@ impl LogManager {
             self.config.flush_before_ack,
             Arc::clone(&self.clock),
         )?;
-        let mut topics = self.topics.write().expect("lock");
+        let mut topics = self.topics.write();
         let info = topics.entry(tp.topic.clone()).or_insert_with(|| TopicInfo {
             name: tp.topic.clone(),
             id,
@@ -211,18 +213,18 @@ impl LogManager {
             tracing::warn!(partition = %tp, "partition.metadata names a different topic id than its sibling partitions");
         }
         info.partitions = info.partitions.max(tp.partition + 1);
-        self.logs.write().expect("lock").insert(tp.clone(), Arc::new(RwLock::new(log)));
+        self.logs.write().insert(tp.clone(), Arc::new(RwLock::new(log)));
         Ok(())
     }
 
     /// Register the cleaner, so deletion, DeleteRecords and retention can
     /// stop its cleans first.
     pub fn set_cleaning_control(&self, control: Option<Arc<dyn CleaningControl>>) {
-        *self.cleaning.write().expect("lock") = control;
+        *self.cleaning.write() = control;
     }
 
     fn cleaning(&self) -> Option<Arc<dyn CleaningControl>> {
-        self.cleaning.read().expect("lock").clone()
+        self.cleaning.read().clone()
     }
 
     /// Run `f` on `tp`'s log with cleaning aborted and paused around it (DeleteRecords).
@@ -246,31 +248,31 @@ impl LogManager {
     }
 
     pub fn get_log(&self, tp: &TopicPartition) -> Option<SharedLog> {
-        self.logs.read().expect("lock").get(tp).cloned()
+        self.logs.read().get(tp).cloned()
     }
 
     /// All loaded logs.
     pub fn all_logs(&self) -> Vec<(TopicPartition, SharedLog)> {
-        self.logs.read().expect("lock").iter().map(|(tp, l)| (tp.clone(), Arc::clone(l))).collect()
+        self.logs.read().iter().map(|(tp, l)| (tp.clone(), Arc::clone(l))).collect()
     }
 
     pub fn topic(&self, name: &str) -> Option<TopicInfo> {
-        self.topics.read().expect("lock").get(name).cloned()
+        self.topics.read().get(name).cloned()
     }
 
     /// The name of the topic with this id (Produce v13+, Fetch v13+ and
     /// DeleteTopics address topics by id). Clones only the name.
     pub fn topic_name_by_id(&self, id: &[u8; 16]) -> Option<String> {
-        self.topics.read().expect("lock").values().find(|t| t.id == *id).map(|t| t.name.clone())
+        self.topics.read().values().find(|t| t.id == *id).map(|t| t.name.clone())
     }
 
     pub fn topics(&self) -> Vec<TopicInfo> {
-        self.topics.read().expect("lock").values().cloned().collect()
+        self.topics.read().values().cloned().collect()
     }
 
     /// Partitions that failed to load, with the reason.
     pub fn offline_partitions(&self) -> BTreeMap<TopicPartition, String> {
-        self.offline.read().expect("lock").clone()
+        self.offline.read().clone()
     }
 
     /// Check a topic name by Kafka's rules.
@@ -321,7 +323,7 @@ impl LogManager {
             });
         }
         let config = Arc::new(self.resolve_config(overrides)?);
-        let mut topics = self.topics.write().expect("lock");
+        let mut topics = self.topics.write();
         if topics.contains_key(name) {
             return Err(LogError::TopicExists(name.into()));
         }
@@ -338,7 +340,7 @@ impl LogManager {
     /// # Errors
     /// `UnknownTopicOrPartition`, `InvalidConfig` when not growing, I/O errors.
     pub fn create_partitions(&self, name: &str, new_total: i32) -> Result<()> {
-        let mut topics = self.topics.write().expect("lock");
+        let mut topics = self.topics.write();
         let info =
             topics.get_mut(name).ok_or_else(|| LogError::UnknownTopicOrPartition(name.into()))?;
         if new_total <= info.partitions {
@@ -379,20 +381,18 @@ impl LogManager {
         if let Some(parent) = dir.parent() {
             checkpoint::fsync_dir(parent)?;
         }
-        self.logs.write().expect("lock").insert(tp, Arc::new(RwLock::new(log)));
+        self.logs.write().insert(tp, Arc::new(RwLock::new(log)));
         Ok(())
     }
 
     /// The log dir holding the fewest partitions.
     fn pick_log_dir(&self) -> PathBuf {
-        let logs = self.logs.read().expect("lock");
+        let logs = self.logs.read();
         self.config
             .log_dirs
             .iter()
             .min_by_key(|d| {
-                logs.values()
-                    .filter(|l| l.read().expect("lock").dir().parent() == Some(d.as_path()))
-                    .count()
+                logs.values().filter(|l| l.read().dir().parent() == Some(d.as_path())).count()
             })
             .cloned()
             .expect("at least one log dir")
@@ -406,31 +406,24 @@ impl LogManager {
         let info = self
             .topics
             .write()
-            .expect("lock")
             .remove(name)
             .ok_or_else(|| LogError::UnknownTopicOrPartition(name.into()))?;
         for p in 0..info.partitions {
             let tp = TopicPartition::new(name, p);
-            self.offline.write().expect("lock").remove(&tp);
+            self.offline.write().remove(&tp);
             // Stop a clean of this partition before its files go (the cleaner
             // holds duplicated descriptors and would otherwise swap into a
             // directory being removed).
             if let (Some(control), Some(log)) = (self.cleaning(), self.get_log(&tp)) {
-                let log_dir = log
-                    .read()
-                    .expect("lock")
-                    .dir()
-                    .parent()
-                    .map(Path::to_path_buf)
-                    .unwrap_or_default();
+                let log_dir = log.read().dir().parent().map(Path::to_path_buf).unwrap_or_default();
                 control.abort_cleaning_and_forget(&tp, &log_dir);
             }
-            let Some(shared) = self.logs.write().expect("lock").remove(&tp) else { continue };
+            let Some(shared) = self.logs.write().remove(&tp) else { continue };
             // Wait for readers and appenders to drop the log, then remove it.
             let log = match Arc::try_unwrap(shared) {
-                Ok(lock) => lock.into_inner().expect("lock"),
+                Ok(lock) => lock.into_inner(),
                 Err(shared) => {
-                    let log = shared.write().expect("lock");
+                    let log = shared.write();
                     let dir = log.dir().to_path_buf();
                     drop(log);
                     std::fs::remove_dir_all(&dir).map_err(LogError::io(&dir))?;
@@ -452,12 +445,12 @@ impl LogManager {
         overrides: BTreeMap<String, String>,
     ) -> Result<Arc<LogConfig>> {
         let config = Arc::new(self.resolve_config(overrides)?);
-        let mut topics = self.topics.write().expect("lock");
+        let mut topics = self.topics.write();
         let info =
             topics.get_mut(name).ok_or_else(|| LogError::UnknownTopicOrPartition(name.into()))?;
         for p in 0..info.partitions {
             if let Some(log) = self.get_log(&TopicPartition::new(name, p)) {
-                let mut log = log.write().expect("lock");
+                let mut log = log.write();
                 checkpoint::write_atomically(
                     &log.dir().join(TOPIC_CONFIG_FILE),
                     config.overrides_to_properties().as_bytes(),
@@ -482,7 +475,7 @@ impl LogManager {
         for dir in &self.config.log_dirs {
             let mut entries = BTreeMap::new();
             for (tp, log) in self.all_logs() {
-                let log = log.read().expect("lock");
+                let log = log.read();
                 if log.dir().parent() == Some(dir.as_path()) {
                     entries.insert(tp, value(&log));
                 }
@@ -509,13 +502,13 @@ impl LogManager {
             // are cleaned concurrently: the cleaner's swap refuses segments that
             // retention changed, and that clean is retried.
             let paused = match &control {
-                Some(c) if !log.read().expect("lock").config().compact => {
+                Some(c) if !log.read().config().compact => {
                     c.abort_and_pause_cleaning(&tp);
                     Some(c)
                 }
                 _ => None,
             };
-            let mut log = log.write().expect("lock");
+            let mut log = log.write();
             let result = (|| -> Result<()> {
                 if retention {
                     log.delete_old_segments()?;
@@ -548,7 +541,7 @@ impl LogManager {
             .name("log-scheduler".into())
             .spawn(move || me.scheduler_loop())
             .expect("spawn log scheduler");
-        *self.scheduler_thread.lock().expect("lock") = Some(handle);
+        *self.scheduler_thread.lock() = Some(handle);
     }
 
     fn scheduler_loop(&self) {
@@ -561,16 +554,9 @@ impl LogManager {
             .min(self.config.flush_start_offset_checkpoint_interval_ms);
         loop {
             {
-                let state = self.scheduler.0.lock().expect("lock");
-                let (state, _) = self
-                    .scheduler
-                    .1
-                    .wait_timeout_while(
-                        state,
-                        std::time::Duration::from_millis(tick_ms as u64),
-                        |s| !s.stop,
-                    )
-                    .expect("lock");
+                let mut state = self.scheduler.0.lock();
+                let tick = std::time::Duration::from_millis(tick_ms as u64);
+                self.scheduler.1.wait_while_for(&mut state, |s| !s.stop, tick);
                 if state.stop {
                     return;
                 }
@@ -596,13 +582,13 @@ impl LogManager {
     /// # Errors
     /// I/O errors; without the marker the next start recovers the tails.
     pub fn shutdown(&self) -> Result<()> {
-        self.scheduler.0.lock().expect("lock").stop = true;
+        self.scheduler.0.lock().stop = true;
         self.scheduler.1.notify_all();
-        if let Some(handle) = self.scheduler_thread.lock().expect("lock").take() {
+        if let Some(handle) = self.scheduler_thread.lock().take() {
             let _ = handle.join();
         }
         for (_, log) in self.all_logs() {
-            log.write().expect("lock").close()?;
+            log.write().close()?;
         }
         self.checkpoint_all()?;
         for dir in &self.config.log_dirs {

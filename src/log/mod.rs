@@ -20,26 +20,50 @@
 //!
 //! No network code lives here, and nothing here needs an async runtime.
 //!
+//! # Locks
+//!
+//! One policy for the whole broker: every lock is a `parking_lot` lock, which
+//! cannot be poisoned. A panic while a lock is held is a bug; it shows where it
+//! happens (a cleaner thread that dies is counted in `DeadThreadCount`, a
+//! request task that panics loses its connection, both logged), and everyone
+//! else keeps using the lock. So no request is refused, and no partition drops
+//! out of cleaning or out of `cleaner-status`, because some other thread once
+//! panicked. Critical sections are short, check before they mutate, and never
+//! span an `.await` (the guards are not `Send`, so the compiler enforces it).
+//! Where two locks are held at once, the outer one is a `LogManager` map or
+//! the cleaner manager's state and the inner one a partition's `Log`, never
+//! the reverse.
+//!
+//! # Modules
+//!
 //! The modules form an acyclic graph; each uses only modules listed before it
 //! (and `crate::clock`):
 //!
 //! 1. `error`: the layer's error types; imports nothing from `log/`.
 //! 2. `topic_partition`: a partition's name and directory.
-//! 3. `compression` (error): the four codecs, bounded decompression.
-//! 4. `record_batch` (compression, error): RecordBatch v2, records in place.
-//! 5. `producer_state` (error, record_batch): idempotent producers' sequences.
-//! 6. `config` (error, record_batch): per-topic settings.
-//! 7. `validator` (error, record_batch): what an append accepts.
-//! 8. `index` (error): the offset and time indexes.
-//! 9. `segment` (error, index, record_batch): one `.log` file and its indexes.
-//! 10. `checkpoint` (error, topic_partition): offset checkpoint files.
-//! 11. `log_loader` (error, producer_state, segment, topic_partition): opening
+//! 3. `disk`: size and free space of the file system holding a log dir.
+//! 4. `compression` (error): the four codecs, bounded decompression.
+//! 5. `record_batch` (compression, error): RecordBatch v2, records in place.
+//! 6. `batch_reader` (error, record_batch): the one reader of batches from a
+//!    file: framing, size limits and CRC checked, a caller-owned buffer, a hook
+//!    per chunk (the cleaner's throttle and cancellation).
+//! 7. `producer_state` (error, record_batch): idempotent producers' sequences.
+//! 8. `config` (error, record_batch): per-topic settings.
+//! 9. `validator` (error, record_batch): what an append accepts.
+//! 10. `index` (error): the offset and time indexes.
+//! 11. `segment` (batch_reader, error, index, record_batch): one `.log` file
+//!     and its indexes.
+//! 12. `checkpoint` (error, topic_partition): offset checkpoint files and the
+//!     atomic write every small file of a log dir uses.
+//! 13. `log_loader` (error, producer_state, segment, topic_partition): opening
 //!     a partition directory and recovering it after a crash.
-//! 12. `local_log` (config, error, log_loader, producer_state, record_batch,
+//! 14. `local_log` (config, error, log_loader, producer_state, record_batch,
 //!     segment, topic_partition, validator): `Log`, append, read, roll, retention.
-//! 13. `replace_segments` (error, local_log, segment): the cleaner's crash-safe swap.
-//! 14. `manager` (checkpoint, config, error, local_log, log_loader,
+//! 15. `replace_segments` (error, local_log, segment): the cleaner's crash-safe swap.
+//! 16. `manager` (checkpoint, config, error, local_log, log_loader,
 //!     topic_partition): `LogManager`, every partition of the broker.
+//! 17. `producer_id_manager` (checkpoint, error): producer id blocks on disk.
+//! 18. `meta_properties` (checkpoint, error, manager): `meta.properties`.
 
 pub mod batch_reader;
 pub mod checkpoint;

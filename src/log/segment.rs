@@ -10,6 +10,7 @@
 //!   entry timestamps are the running maximum of batch max timestamps.
 
 use std::fs::{File, OpenOptions};
+use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -571,7 +572,7 @@ impl LogSegment {
         let mut pos =
             self.offset_index.lookup(ts_entry.offset.max(starting_offset)).position as u64;
         let mut buf = Vec::new();
-        let mut reader = BatchReader::segment(self, pos..self.size, &mut buf);
+        let mut reader = self.batches(pos..self.size, &mut buf);
         while let Some((p, batch)) = reader.next_batch()? {
             pos = p;
             let header = BatchHeader::parse(batch)?;
@@ -699,6 +700,12 @@ impl LogSegment {
     }
     pub fn max_batch_size(&self) -> usize {
         self.config.max_batch_size
+    }
+
+    /// The batches of this segment's log file in `range` (positions), read
+    /// into `buf` and bounded by the segment's largest batch size.
+    pub fn batches<'a>(&'a self, range: Range<u64>, buf: &'a mut Vec<u8>) -> BatchReader<'a> {
+        BatchReader::new(self.file(), self.log_path(), range, self.max_batch_size(), buf)
     }
 }
 

@@ -112,7 +112,7 @@ pub fn shared<T>(t: T) -> Arc<T> {
 
 // ---- cleaner helpers ----
 
-use std::sync::RwLock;
+use parking_lot::RwLock;
 
 use sediment::cleaner::{
     cleanable_offsets, CancellationToken, CleanResult, Cleaner, CleanerConfig, LogToClean,
@@ -146,7 +146,7 @@ pub fn clean_once(
     now: i64,
 ) -> CleanResult {
     let to_clean = {
-        let log = log.read().unwrap();
+        let log = log.read();
         let (first_dirty, uncleanable) = cleanable_offsets(&log, Some(checkpoint), None, now);
         LogToClean::new(&log, first_dirty, uncleanable)
     };
@@ -157,7 +157,7 @@ pub fn clean_once(
 pub fn clean_fully(cleaner: &mut Cleaner, log: &RwLock<Log>, mut checkpoint: i64, now: i64) -> i64 {
     loop {
         let result = clean_once(cleaner, log, checkpoint, now);
-        let uncleanable = log.read().unwrap().active_segment().base_offset();
+        let uncleanable = log.read().active_segment().base_offset();
         assert!(result.end_offset >= checkpoint, "the checkpoint never moves back");
         if result.end_offset == checkpoint || result.end_offset >= uncleanable {
             return result.end_offset;
