@@ -25,6 +25,8 @@
 //! Beside the layers: `config` reads the broker's TOML; `tools` holds the
 //! operator commands built on the log.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod api;
 pub mod broker;
 pub mod cleaner;

@@ -1,6 +1,8 @@
 //! The `sediment` command line: parses it and hands `serve` to
 //! `sediment::broker::run` with the process's signals as the shutdown.
 
+#![warn(clippy::too_many_lines)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

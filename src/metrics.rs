@@ -166,6 +166,13 @@ pub fn response_error_codes(r: &ResponseKind) -> Vec<i16> {
 /// Gauges refreshed at each scrape.
 #[derive(Debug)]
 struct Gauges {
+    cleaner: CleanerGauges,
+    logs: LogGauges,
+}
+
+/// The cleaner's own gauges (Kafka's LogCleaner and LogCleanerManager MBeans).
+#[derive(Debug)]
+struct CleanerGauges {
     max_dirty_percent: IntGauge,
     time_since_last_run_ms: IntGauge,
     uncleanable_partitions: IntGaugeVec,
@@ -181,6 +188,11 @@ struct Gauges {
     cleans: IntCounter,
     threads: IntGauge,
     backoff_seconds: Gauge,
+}
+
+/// Per log dir and per partition.
+#[derive(Debug)]
+struct LogGauges {
     dir_total_bytes: IntGaugeVec,
     dir_usable_bytes: IntGaugeVec,
     log_size: IntGaugeVec,
@@ -235,23 +247,8 @@ fn gauge_vec(
     Ok(g)
 }
 
-impl Metrics {
-    /// Register every metric (request metrics are the server's, shared).
-    ///
-    /// # Errors
-    /// A registration conflict (a bug).
-    pub fn new(
-        logs: Arc<LogManager>,
-        cleaner: Arc<LogCleanerHandle>,
-        requests: &RequestMetrics,
-    ) -> Result<Self, MetricsError> {
-        let r = Registry::new();
-        r.register(Box::new(requests.requests.clone()))?;
-        r.register(Box::new(requests.errors.clone()))?;
-        r.register(Box::new(requests.latency.clone()))?;
-        #[cfg(target_os = "linux")]
-        r.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))?;
-        const TP: &[&str] = &["topic", "partition"];
+impl CleanerGauges {
+    fn register(r: &Registry) -> Result<Self, MetricsError> {
         let io_bytes = IntCounter::new("sediment_log_cleaner_io_bytes_total", "Bytes the cleaner threads read and wrote (what log.cleaner.io.max.bytes.per.second limits)")?;
         r.register(Box::new(io_bytes.clone()))?;
         let throttle_sleep_seconds = prometheus::Counter::new(
@@ -268,51 +265,51 @@ impl Metrics {
         r.register(Box::new(cleans.clone()))?;
         let backoff_seconds = Gauge::new("sediment_log_cleaner_backoff_seconds", "log.cleaner.backoff.ms in seconds: how long an idle cleaner thread sleeps between passes")?;
         r.register(Box::new(backoff_seconds.clone()))?;
-        let gauges = Gauges {
+        Ok(Self {
             max_dirty_percent: int_gauge(
-                &r,
+                r,
                 "kafka_log_logcleanermanager_max_dirty_percent",
                 "Highest dirty ratio (percent) among compacted logs at the cleaner's last choice",
             )?,
             time_since_last_run_ms: int_gauge(
-                &r,
+                r,
                 "kafka_log_logcleanermanager_time_since_last_run_ms",
                 "Milliseconds since a cleaner thread last finished a pass",
             )?,
             uncleanable_partitions: int_gauge_vec(
-                &r,
+                r,
                 "kafka_log_logcleanermanager_uncleanable_partitions_count",
                 "Partitions whose last clean failed",
                 &["logDirectory"],
             )?,
             uncleanable_bytes: int_gauge_vec(
-                &r,
+                r,
                 "kafka_log_logcleanermanager_uncleanable_bytes",
                 "Cleanable bytes of the uncleanable partitions",
                 &["logDirectory"],
             )?,
             recopy_percent: int_gauge(
-                &r,
+                r,
                 "kafka_log_logcleaner_cleaner_recopy_percent",
                 "Bytes written per byte read by the threads' last cleans, percent",
             )?,
             max_clean_time_secs: int_gauge(
-                &r,
+                r,
                 "kafka_log_logcleaner_max_clean_time_secs",
                 "Longest of the threads' last cleans, seconds",
             )?,
             max_buffer_utilization_percent: int_gauge(
-                &r,
+                r,
                 "kafka_log_logcleaner_max_buffer_utilization_percent",
                 "Fullest offset map of the threads' last cleans, percent",
             )?,
             max_compaction_delay_secs: int_gauge(
-                &r,
+                r,
                 "kafka_log_logcleaner_max_compaction_delay_secs",
                 "How far past max.compaction.lag.ms the most overdue log is, seconds",
             )?,
             dead_threads: int_gauge(
-                &r,
+                r,
                 "kafka_log_logcleaner_deadthreadcount",
                 "Cleaner threads that died",
             )?,
@@ -321,80 +318,109 @@ impl Metrics {
             io_limit,
             cleans,
             threads: int_gauge(
-                &r,
+                r,
                 "sediment_log_cleaner_threads",
                 "Cleaner threads started (log.cleaner.threads; 0 when log.cleaner.enable=false)",
             )?,
             backoff_seconds,
+        })
+    }
+}
+
+impl LogGauges {
+    fn register(r: &Registry) -> Result<Self, MetricsError> {
+        const TP: &[&str] = &["topic", "partition"];
+        Ok(Self {
             dir_total_bytes: int_gauge_vec(
-                &r,
+                r,
                 "sediment_log_dir_total_bytes",
                 "Size of the file system holding the log dir",
                 &["log_dir"],
             )?,
             dir_usable_bytes: int_gauge_vec(
-                &r,
+                r,
                 "sediment_log_dir_usable_bytes",
                 "Bytes of the file system holding the log dir that the broker may still use",
                 &["log_dir"],
             )?,
             log_size: int_gauge_vec(
-                &r,
+                r,
                 "kafka_log_log_size",
                 "Bytes of all segments of the partition",
                 TP,
             )?,
-            log_start: int_gauge_vec(&r, "kafka_log_log_logstartoffset", "Log start offset", TP)?,
-            log_end: int_gauge_vec(&r, "kafka_log_log_logendoffset", "Log end offset", TP)?,
+            log_start: int_gauge_vec(r, "kafka_log_log_logstartoffset", "Log start offset", TP)?,
+            log_end: int_gauge_vec(r, "kafka_log_log_logendoffset", "Log end offset", TP)?,
             log_segments: int_gauge_vec(
-                &r,
+                r,
                 "kafka_log_log_numlogsegments",
                 "Segments of the partition",
                 TP,
             )?,
             dirty_ratio: gauge_vec(
-                &r,
+                r,
                 "sediment_log_cleaner_dirty_ratio",
                 "Dirty bytes / (clean + dirty bytes) of a compacted partition",
                 TP,
             )?,
             cleanable_bytes: int_gauge_vec(
-                &r,
+                r,
                 "sediment_log_cleaner_cleanable_bytes",
                 "Bytes between the first dirty and the first uncleanable offset",
                 TP,
             )?,
             first_dirty_offset: int_gauge_vec(
-                &r,
+                r,
                 "sediment_log_cleaner_first_dirty_offset",
                 "Where the next clean starts (the cleaner checkpoint)",
                 TP,
             )?,
             seconds_since_last_clean: gauge_vec(
-                &r,
+                r,
                 "sediment_log_cleaner_seconds_since_last_clean",
                 "Seconds since the partition's last successful clean (absent: none since start)",
                 TP,
             )?,
             last_clean_size_reduction: gauge_vec(
-                &r,
+                r,
                 "sediment_log_cleaner_last_clean_size_reduction_ratio",
                 "1 - end size / start size of the partition's last clean",
                 TP,
             )?,
             eligible: int_gauge_vec(
-                &r,
+                r,
                 "sediment_log_cleaner_eligible",
                 "1 when the partition would be cleaned now",
                 TP,
             )?,
             uncleanable: int_gauge_vec(
-                &r,
+                r,
                 "sediment_log_cleaner_uncleanable",
                 "1 when the partition's last clean failed",
                 TP,
             )?,
-        };
+        })
+    }
+}
+
+impl Metrics {
+    /// Register every metric (request metrics are the server's, shared).
+    ///
+    /// # Errors
+    /// A registration conflict (a bug).
+    pub fn new(
+        logs: Arc<LogManager>,
+        cleaner: Arc<LogCleanerHandle>,
+        requests: &RequestMetrics,
+    ) -> Result<Self, MetricsError> {
+        let r = Registry::new();
+        r.register(Box::new(requests.requests.clone()))?;
+        r.register(Box::new(requests.errors.clone()))?;
+        r.register(Box::new(requests.latency.clone()))?;
+        #[cfg(target_os = "linux")]
+        r.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))?;
+        let gauges =
+            Gauges { cleaner: CleanerGauges::register(&r)?, logs: LogGauges::register(&r)? };
         Ok(Self { registry: r, gauges, logs, cleaner, scrape: Mutex::new(()) })
     }
 
@@ -402,76 +428,91 @@ impl Metrics {
         let g = &self.gauges;
         let status = self.cleaner.manager_status();
         let threads = self.cleaner.threads_status();
-        g.max_dirty_percent.set(status.max_dirty_percent);
-        g.time_since_last_run_ms.set(status.time_since_last_run_ms);
-        g.max_compaction_delay_secs.set(status.max_compaction_delay_ms / 1000);
-        g.uncleanable_partitions.reset();
-        g.uncleanable_bytes.reset();
+        g.cleaner.max_dirty_percent.set(status.max_dirty_percent);
+        g.cleaner.time_since_last_run_ms.set(status.time_since_last_run_ms);
+        g.cleaner.max_compaction_delay_secs.set(status.max_compaction_delay_ms / 1000);
+        g.cleaner.uncleanable_partitions.reset();
+        g.cleaner.uncleanable_bytes.reset();
         for d in &status.log_dirs {
-            g.uncleanable_partitions
+            g.cleaner
+                .uncleanable_partitions
                 .with_label_values(&[&d.log_dir])
                 .set(d.uncleanable_partitions as i64);
-            g.uncleanable_bytes.with_label_values(&[&d.log_dir]).set(d.uncleanable_bytes as i64);
+            g.cleaner
+                .uncleanable_bytes
+                .with_label_values(&[&d.log_dir])
+                .set(d.uncleanable_bytes as i64);
         }
-        g.recopy_percent.set(threads.cleaner_recopy_percent);
-        g.max_clean_time_secs.set(threads.max_clean_time_secs);
-        g.max_buffer_utilization_percent.set(threads.max_buffer_utilization_percent);
-        g.dead_threads.set(threads.dead_thread_count as i64);
-        g.io_bytes.inc_by(threads.io_bytes_total.saturating_sub(g.io_bytes.get()));
+        g.cleaner.recopy_percent.set(threads.cleaner_recopy_percent);
+        g.cleaner.max_clean_time_secs.set(threads.max_clean_time_secs);
+        g.cleaner.max_buffer_utilization_percent.set(threads.max_buffer_utilization_percent);
+        g.cleaner.dead_threads.set(threads.dead_thread_count as i64);
+        g.cleaner.io_bytes.inc_by(threads.io_bytes_total.saturating_sub(g.cleaner.io_bytes.get()));
         let slept = threads.throttle_sleep_ms_total as f64 / 1000.0;
-        if slept > g.throttle_sleep_seconds.get() {
-            g.throttle_sleep_seconds.inc_by(slept - g.throttle_sleep_seconds.get());
+        if slept > g.cleaner.throttle_sleep_seconds.get() {
+            g.cleaner.throttle_sleep_seconds.inc_by(slept - g.cleaner.throttle_sleep_seconds.get());
         }
-        g.io_limit.set(threads.io_limit_bytes_per_second.unwrap_or(0.0));
-        g.cleans.inc_by(threads.cleans_total.saturating_sub(g.cleans.get()));
-        g.threads.set(threads.threads as i64);
-        g.backoff_seconds.set(self.cleaner.config().backoff_ms as f64 / 1000.0);
-        g.dir_total_bytes.reset();
-        g.dir_usable_bytes.reset();
+        g.cleaner.io_limit.set(threads.io_limit_bytes_per_second.unwrap_or(0.0));
+        g.cleaner.cleans.inc_by(threads.cleans_total.saturating_sub(g.cleaner.cleans.get()));
+        g.cleaner.threads.set(threads.threads as i64);
+        g.cleaner.backoff_seconds.set(self.cleaner.config().backoff_ms as f64 / 1000.0);
+        g.logs.dir_total_bytes.reset();
+        g.logs.dir_usable_bytes.reset();
         for dir in &self.logs.config().log_dirs {
             // Labelled as the config names the dir, like the cleaner's logDirectory.
             let label = dir.display().to_string();
             if let Some((total, usable)) = disk_space(dir) {
-                g.dir_total_bytes.with_label_values(&[&label]).set(total);
-                g.dir_usable_bytes.with_label_values(&[&label]).set(usable);
+                g.logs.dir_total_bytes.with_label_values(&[&label]).set(total);
+                g.logs.dir_usable_bytes.with_label_values(&[&label]).set(usable);
             }
         }
 
         for v in [
-            &g.log_size,
-            &g.log_start,
-            &g.log_end,
-            &g.log_segments,
-            &g.cleanable_bytes,
-            &g.first_dirty_offset,
-            &g.eligible,
-            &g.uncleanable,
+            &g.logs.log_size,
+            &g.logs.log_start,
+            &g.logs.log_end,
+            &g.logs.log_segments,
+            &g.logs.cleanable_bytes,
+            &g.logs.first_dirty_offset,
+            &g.logs.eligible,
+            &g.logs.uncleanable,
         ] {
             v.reset();
         }
-        for v in [&g.dirty_ratio, &g.seconds_since_last_clean, &g.last_clean_size_reduction] {
+        for v in [
+            &g.logs.dirty_ratio,
+            &g.logs.seconds_since_last_clean,
+            &g.logs.last_clean_size_reduction,
+        ] {
             v.reset();
         }
         for (tp, log) in self.logs.all_logs() {
             let log = log.read();
             let labels = [tp.topic.as_str(), &tp.partition.to_string()];
-            g.log_size.with_label_values(&labels).set(log.size() as i64);
-            g.log_start.with_label_values(&labels).set(log.log_start_offset());
-            g.log_end.with_label_values(&labels).set(log.log_end_offset());
-            g.log_segments.with_label_values(&labels).set(log.segments().len() as i64);
+            g.logs.log_size.with_label_values(&labels).set(log.size() as i64);
+            g.logs.log_start.with_label_values(&labels).set(log.log_start_offset());
+            g.logs.log_end.with_label_values(&labels).set(log.log_end_offset());
+            g.logs.log_segments.with_label_values(&labels).set(log.segments().len() as i64);
         }
         for p in &status.partitions {
             let labels = [p.topic.as_str(), &p.partition.to_string()];
-            g.dirty_ratio.with_label_values(&labels).set(p.dirty_ratio);
-            g.cleanable_bytes.with_label_values(&labels).set(p.cleanable_bytes as i64);
-            g.first_dirty_offset.with_label_values(&labels).set(p.first_dirty_offset);
-            g.eligible.with_label_values(&labels).set(i64::from(p.eligible));
-            g.uncleanable.with_label_values(&labels).set(i64::from(p.uncleanable_cause.is_some()));
+            g.logs.dirty_ratio.with_label_values(&labels).set(p.dirty_ratio);
+            g.logs.cleanable_bytes.with_label_values(&labels).set(p.cleanable_bytes as i64);
+            g.logs.first_dirty_offset.with_label_values(&labels).set(p.first_dirty_offset);
+            g.logs.eligible.with_label_values(&labels).set(i64::from(p.eligible));
+            g.logs
+                .uncleanable
+                .with_label_values(&labels)
+                .set(i64::from(p.uncleanable_cause.is_some()));
             if let Some(last) = &p.last_clean {
-                g.seconds_since_last_clean
+                g.logs
+                    .seconds_since_last_clean
                     .with_label_values(&labels)
                     .set((status.now_ms - last.end_time_ms).max(0) as f64 / 1000.0);
-                g.last_clean_size_reduction.with_label_values(&labels).set(last.size_reduction);
+                g.logs
+                    .last_clean_size_reduction
+                    .with_label_values(&labels)
+                    .set(last.size_reduction);
             }
         }
     }

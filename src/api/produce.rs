@@ -7,6 +7,7 @@
 //! so the producer notices, as Kafka does.
 
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::produce_request::PartitionProduceData;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
@@ -15,7 +16,7 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 use super::error::error_code;
 use super::{str_bytes, Close};
 use crate::broker::Broker;
-use crate::log::{BatchError, LogError, TopicPartition};
+use crate::log::{BatchError, LogAppendInfo, LogError, TopicPartition};
 
 /// Versions below this are advertised (for old librdkafka) but refused.
 pub const MIN_SUPPORTED_VERSION: i16 = 3;
@@ -45,87 +46,26 @@ pub fn handle(
                 .with_base_offset(-1)
                 .with_log_append_time_ms(-1)
                 .with_log_start_offset(-1);
-            let outcome: Result<
-                PartitionProduceResponse,
-                (ResponseError, Option<String>, Option<usize>),
-            > = (|| {
-                if !matches!(acks, -1..=1) {
-                    return Err((
-                        ResponseError::InvalidRequiredAcks,
-                        Some(format!("acks={acks} is not -1, 0 or 1")),
-                        None,
-                    ));
-                }
-                if transactional {
-                    return Err((
-                        ResponseError::UnsupportedVersion,
-                        Some("transactions are not supported".into()),
-                        None,
-                    ));
-                }
-                let Some(name) = &name else {
-                    return Err((ResponseError::UnknownTopicId, None, None));
-                };
-                let tp = TopicPartition::new(name.clone(), p.index);
-                let Some(log) = broker.logs.get_log(&tp) else {
-                    let code = if broker.logs.offline_partitions().contains_key(&tp) {
-                        ResponseError::KafkaStorageError
-                    } else {
-                        ResponseError::UnknownTopicOrPartition
-                    };
-                    return Err((code, None, None));
-                };
-                let Some(records) = p.records else {
-                    return Err((ResponseError::CorruptMessage, Some("no records".into()), None));
-                };
-                // The batches are rewritten in place (offsets, LogAppendTime), so the
-                // request's shared bytes are copied once into a buffer we own.
-                let mut buf = records.to_vec();
-                let mut log = log.write();
-                // Appending is a write into the page cache, done on this worker; an
-                // append that may fsync (a roll, a flush policy) lets the runtime move
-                // this worker's other tasks elsewhere first. Handing every append to
-                // block_in_place cost a thread handoff per request.
-                let appended = if log.append_may_sync(buf.len()) {
-                    tokio::task::block_in_place(|| log.append_as_leader(&mut buf))
-                } else {
-                    log.append_as_leader(&mut buf)
-                };
-                match appended {
-                    Ok(info) => Ok(response
-                        .clone()
+            let outcome = if !matches!(acks, -1..=1) {
+                Err(Refusal::new(ResponseError::InvalidRequiredAcks)
+                    .because(format!("acks={acks} is not -1, 0 or 1")))
+            } else if transactional {
+                Err(Refusal::new(ResponseError::UnsupportedVersion)
+                    .because("transactions are not supported".into()))
+            } else {
+                append_partition(broker, name.as_deref(), p)
+            };
+            partitions.push(match outcome {
+                Ok(info) => {
+                    appended = true;
+                    response
                         .with_base_offset(info.first_offset)
                         .with_log_append_time_ms(info.log_append_time)
-                        .with_log_start_offset(info.log_start_offset)),
-                    Err(e) => {
-                        let index = match &e {
-                            LogError::Batch(BatchError::InvalidRecord { index, .. }) => {
-                                Some(*index)
-                            }
-                            _ => None,
-                        };
-                        tracing::debug!(partition = %tp, "produce refused: {e}");
-                        Err((error_code(&e), Some(e.to_string()), index))
-                    }
+                        .with_log_start_offset(info.log_start_offset)
                 }
-            })();
-            partitions.push(match outcome {
-                Ok(r) => {
-                    appended = true;
-                    r
-                }
-                Err((code, message, record_index)) => {
+                Err(refusal) => {
                     failed = true;
-                    let mut r = response.with_error_code(code.code());
-                    if version >= 8 {
-                        r.error_message = message.clone().map(str_bytes);
-                        if let Some(i) = record_index {
-                            r.record_errors = vec![BatchIndexAndErrorMessage::default()
-                                .with_batch_index(i as i32)
-                                .with_batch_index_error_message(message.map(str_bytes))];
-                        }
-                    }
-                    r
+                    refusal.into_response(response, version)
                 }
             });
         }
@@ -143,4 +83,83 @@ pub fn handle(
         return if failed { Err(Close) } else { Ok(None) };
     }
     Ok(Some(ResponseKind::Produce(ProduceResponse::default().with_responses(topics))))
+}
+
+/// Why a partition's records were not appended.
+struct Refusal {
+    code: ResponseError,
+    message: Option<String>,
+    /// The record that failed validation (v8+ reports it per record).
+    record_index: Option<usize>,
+}
+
+impl Refusal {
+    fn new(code: ResponseError) -> Self {
+        Self { code, message: None, record_index: None }
+    }
+
+    fn because(self, message: String) -> Self {
+        Self { message: Some(message), ..self }
+    }
+
+    fn into_response(
+        self,
+        response: PartitionProduceResponse,
+        version: i16,
+    ) -> PartitionProduceResponse {
+        let mut r = response.with_error_code(self.code.code());
+        if version >= 8 {
+            r.error_message = self.message.clone().map(str_bytes);
+            if let Some(i) = self.record_index {
+                r.record_errors = vec![BatchIndexAndErrorMessage::default()
+                    .with_batch_index(i as i32)
+                    .with_batch_index_error_message(self.message.map(str_bytes))];
+            }
+        }
+        r
+    }
+}
+
+/// Append one partition's batches to its log.
+fn append_partition(
+    broker: &Broker,
+    topic: Option<&str>,
+    p: PartitionProduceData,
+) -> Result<LogAppendInfo, Refusal> {
+    let Some(topic) = topic else {
+        return Err(Refusal::new(ResponseError::UnknownTopicId));
+    };
+    let tp = TopicPartition::new(topic, p.index);
+    let Some(log) = broker.logs.get_log(&tp) else {
+        let code = if broker.logs.offline_partitions().contains_key(&tp) {
+            ResponseError::KafkaStorageError
+        } else {
+            ResponseError::UnknownTopicOrPartition
+        };
+        return Err(Refusal::new(code));
+    };
+    let Some(records) = p.records else {
+        return Err(Refusal::new(ResponseError::CorruptMessage).because("no records".into()));
+    };
+    // The batches are rewritten in place (offsets, LogAppendTime), so the
+    // request's shared bytes are copied once into a buffer we own.
+    let mut buf = records.to_vec();
+    let mut log = log.write();
+    // Appending is a write into the page cache, done on this worker; an
+    // append that may fsync (a roll, a flush policy) lets the runtime move
+    // this worker's other tasks elsewhere first. Handing every append to
+    // block_in_place cost a thread handoff per request.
+    let appended = if log.append_may_sync(buf.len()) {
+        tokio::task::block_in_place(|| log.append_as_leader(&mut buf))
+    } else {
+        log.append_as_leader(&mut buf)
+    };
+    appended.map_err(|e| {
+        let record_index = match &e {
+            LogError::Batch(BatchError::InvalidRecord { index, .. }) => Some(*index),
+            _ => None,
+        };
+        tracing::debug!(partition = %tp, "produce refused: {e}");
+        Refusal { code: error_code(&e), message: Some(e.to_string()), record_index }
+    })
 }

@@ -1,7 +1,7 @@
 //! `CleanerStats`: what one clean read, wrote and took, and the summary line
 //! Kafka's `log-cleaner.log` carries for it (MB processed and MB/s, time in the
 //! map and copy phases, buffer utilization, start and end size, % size
-//! reduction, % fewer messages). Issue 5's metrics (`cleaner-recopy-percent`,
+//! reduction, % fewer messages). The cleaner's thread metrics (`cleaner-recopy-percent`,
 //! `max-buffer-utilization-percent`, `max-clean-time-secs`) read these fields.
 
 /// Counters of one clean. Times are the injected clock's milliseconds.
