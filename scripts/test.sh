@@ -4,7 +4,8 @@
 # It installs what the tests need (Java 17 and Maven for Apache Kafka's own
 # tools, fetched from Maven Central; kcat from Debian; confluent-kafka and
 # kafka-python from PyPI into target/pyenv; Prometheus and docker-compose from
-# Debian), then runs cargo test.
+# Debian), then checks formatting and lints (cargo fmt --check, cargo clippy
+# on every target with warnings as errors) and runs cargo test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,5 +36,17 @@ scripts/python-env.sh >/dev/null
 
 # Apache Kafka 4.1.2's jars (kafka-dump-log and the CLI tools), cached in target/.
 scripts/kafka-jars.sh >/dev/null
+
+# Formatting and lints are part of the suite: rustfmt.toml and clippy.toml
+# (functions of at most 100 lines) hold for every target.
+for component in rustfmt clippy; do
+  if ! cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1; then
+    rustup component add "$component"
+  fi
+done
+echo "cargo fmt --check" >&2
+cargo fmt --check
+echo "cargo clippy --all-targets -- -D warnings" >&2
+cargo clippy --locked --all-targets -- -D warnings
 
 cargo test --locked "$@"
