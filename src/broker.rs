@@ -37,10 +37,9 @@
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
-
-use parking_lot::Mutex;
 use std::thread::JoinHandle;
 
+use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 

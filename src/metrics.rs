@@ -20,12 +20,11 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
 use bytes::Bytes;
 use http_body_util::Full;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::ResponseKind;
+use parking_lot::Mutex;
 use prometheus::{
     Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,

@@ -19,10 +19,10 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-
-use parking_lot::{Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
 
 use super::cleaner::{Cleaner, CleanerConfig, CleanerError};
 use super::manager::{GrabbedLog, LogCleanerManager};

@@ -54,9 +54,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use std::time::Duration;
 
 use super::checkpoint::CleanerOffsetCheckpoint;
 use super::cleaner::{CancellationToken, CleanResult};

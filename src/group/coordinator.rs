@@ -13,9 +13,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, MutexGuard};
-
 use bytes::Bytes;
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::oneshot;
 
 use super::error::GroupError;
