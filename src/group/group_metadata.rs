@@ -227,6 +227,16 @@ impl Group {
         self.state = if self.members.is_empty() { GroupState::Empty } else { GroupState::Stable };
     }
 
+    /// Whether `instance_id` is held by a member other than `member_id`: a
+    /// static member that restarted under a new member id fences the old one.
+    pub(super) fn fences(&self, instance_id: Option<&str>, member_id: &str) -> bool {
+        instance_id.is_some_and(|instance| {
+            self.members
+                .iter()
+                .any(|m| m.instance_id.as_deref() == Some(instance) && m.id != member_id)
+        })
+    }
+
     /// The protocols every member supports, in the order of the first member.
     pub(super) fn candidate_protocols(&self) -> Vec<String> {
         let Some(first) = self.members.first() else { return vec![] };

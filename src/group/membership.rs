@@ -509,14 +509,8 @@ impl GroupCoordinator {
         let now = self.now();
         let mut groups = self.lock();
         let group = groups.get_mut(group_id).ok_or(GroupError::UnknownMemberId)?;
-        if let Some(instance) = instance_id {
-            if group
-                .members
-                .iter()
-                .any(|m| m.instance_id.as_deref() == Some(instance) && m.id != member_id)
-            {
-                return Err(GroupError::FencedInstanceId);
-            }
+        if group.fences(instance_id, member_id) {
+            return Err(GroupError::FencedInstanceId);
         }
         let state = group.state();
         let current = group.generation;

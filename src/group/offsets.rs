@@ -226,14 +226,8 @@ fn check_committer(
         }
         return Ok(());
     }
-    if let Some(instance) = instance_id {
-        if group
-            .members
-            .iter()
-            .any(|m| m.instance_id.as_deref() == Some(instance) && m.id != member_id)
-        {
-            return Err(GroupError::FencedInstanceId);
-        }
+    if group.fences(instance_id, member_id) {
+        return Err(GroupError::FencedInstanceId);
     }
     if group.state() == GroupState::CompletingRebalance {
         return Err(GroupError::RebalanceInProgress);
