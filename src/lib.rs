@@ -3,7 +3,7 @@
 //! Layers, top to bottom; a module imports only from layers below it:
 //!
 //! ```text
-//! main → broker → server → api → (group, metrics) → cleaner → log → clock
+//! main → broker → server → api → (group, txn, metrics) → cleaner → log → clock
 //! ```
 //!
 //! * `broker`: the composition root; builds the managers, starts and joins
@@ -12,6 +12,8 @@
 //! * `api`: one handler per Kafka API, and the only place Kafka error codes
 //!   are chosen.
 //! * `group`: the consumer group coordinator over `__consumer_offsets`.
+//! * `txn`: the transaction coordinator's state over `__transaction_state`
+//!   (not yet served by any API).
 //! * `metrics`: Prometheus metrics and the cleaner status over HTTP.
 //! * `cleaner`: compaction of the logs.
 //! * `log`: partitions in Kafka's on-disk format, and the broker's other
@@ -37,3 +39,4 @@ pub mod log;
 pub mod metrics;
 pub mod server;
 pub mod tools;
+pub mod txn;

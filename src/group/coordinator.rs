@@ -23,6 +23,7 @@ use super::metadata_manager::LoadStats;
 use super::offsets::{offset_tombstone, OffsetsRecord};
 use super::schema::RecordKey;
 use crate::clock::SharedClock;
+use crate::log::topic_partition::coordinator_partition;
 use crate::log::LogManager;
 
 /// Broker keys of the coordinator, with Kafka's defaults.
@@ -169,11 +170,6 @@ pub struct GroupCoordinator {
     last_expiry_check: Mutex<i64>,
 }
 
-/// Java's `String.hashCode`, which decides a group's offsets partition.
-fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
-}
-
 impl GroupCoordinator {
     pub fn new(config: GroupConfig, logs: Arc<LogManager>, clock: SharedClock) -> Self {
         Self {
@@ -203,9 +199,7 @@ impl GroupCoordinator {
 
     /// The `__consumer_offsets` partition of a group (Kafka's rule).
     pub fn partition_for(&self, group: &str) -> i32 {
-        let h = java_string_hash(group);
-        let abs = if h == i32::MIN { 0 } else { h.abs() };
-        abs % self.config.offsets_topic_partitions
+        coordinator_partition(group, self.config.offsets_topic_partitions)
     }
 
     pub(super) fn check_ready(&self) -> Result<(), GroupError> {
@@ -355,13 +349,15 @@ pub fn spawn_ticker(coordinator: Arc<GroupCoordinator>) -> tokio::task::JoinHand
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock;
 
     #[test]
     fn partition_matches_kafka() {
-        // Values of Java's "…".hashCode().
-        assert_eq!(java_string_hash("my-group"), -1_906_497_762);
-        assert_eq!(java_string_hash("console-consumer-12345"), 158_455_506);
-        assert_eq!(java_string_hash(""), 0);
-        assert_eq!(java_string_hash("a"), 97);
+        // "my-group".hashCode() is -1906497762; Kafka puts the group in 1906497762 % 50.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let logs = LogManager::open(crate::log::LogManagerConfig::new(dir.path()), clock::system())
+            .expect("log manager");
+        let c = GroupCoordinator::new(GroupConfig::default(), Arc::new(logs), clock::system());
+        assert_eq!(c.partition_for("my-group"), 12);
     }
 }

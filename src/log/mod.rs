@@ -60,15 +60,18 @@
 //! 14. `local_log` (config, error, log_loader, producer_state, record_batch,
 //!     segment, topic_partition, validator): `Log`, append, read, roll, retention.
 //! 15. `replace_segments` (error, local_log, segment): the cleaner's crash-safe swap.
-//! 16. `manager` (checkpoint, config, error, local_log, log_loader,
+//! 16. `coordinator_loader` (error, local_log, record_batch): reading a
+//!     coordinator's compacted topic back at start, unreadable data reported.
+//! 17. `manager` (checkpoint, config, error, local_log, log_loader,
 //!     topic_partition): `LogManager`, every partition of the broker.
-//! 17. `producer_id_manager` (checkpoint, error): producer id blocks on disk.
-//! 18. `meta_properties` (checkpoint, error, manager): `meta.properties`.
+//! 18. `producer_id_manager` (checkpoint, error): producer id blocks on disk.
+//! 19. `meta_properties` (checkpoint, error, manager): `meta.properties`.
 
 pub mod batch_reader;
 pub mod checkpoint;
 pub mod compression;
 pub mod config;
+pub mod coordinator_loader;
 pub mod disk;
 pub mod error;
 pub mod index;

@@ -4,6 +4,11 @@
 //! [`TopicPartition::from_dir_name`] accepts exactly the names `Display`
 //! produces (a non-negative partition in canonical decimal after the last `-`),
 //! so a directory that is not a partition's is never mistaken for one.
+//!
+//! [`coordinator_partition`] is the one place a coordinator key (a group id,
+//! a transactional id) is mapped to its partition of `__consumer_offsets` or
+//! `__transaction_state`, with Kafka's arithmetic, so the same key lands in the
+//! same partition on sediment and on Kafka.
 
 /// A topic name and partition number; the directory is `<topic>-<partition>`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -32,9 +37,41 @@ impl std::fmt::Display for TopicPartition {
     }
 }
 
+/// The partition of a coordinator's topic holding `key` (a group id or a
+/// transactional id), out of `partitions`: Kafka's
+/// `Utils.abs(key.hashCode()) % partitions`, where `hashCode` is Java's
+/// `String.hashCode` over UTF-16 code units and `Utils.abs(i32::MIN)` is 0.
+/// `partitions` must be positive.
+pub fn coordinator_partition(key: &str, partitions: i32) -> i32 {
+    let h = java_string_hash(key);
+    let abs = if h == i32::MIN { 0 } else { h.abs() };
+    abs % partitions.max(1)
+}
+
+/// Java's `String.hashCode`.
+fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coordinator_partition_matches_kafka() {
+        // Values of Java's "…".hashCode().
+        assert_eq!(java_string_hash("my-group"), -1_906_497_762);
+        assert_eq!(java_string_hash("console-consumer-12345"), 158_455_506);
+        assert_eq!(java_string_hash(""), 0);
+        assert_eq!(java_string_hash("a"), 97);
+        // Outside the BMP: two UTF-16 units (0xD83D 0xDE00), as Java hashes them.
+        assert_eq!(java_string_hash("\u{1F600}"), 0xD83D * 31 + 0xDE00);
+        assert_eq!(coordinator_partition("my-group", 50), 1_906_497_762 % 50);
+        assert_eq!(coordinator_partition("a", 50), 47);
+        // "polygenelubricants".hashCode() is Integer.MIN_VALUE: Utils.abs gives 0.
+        assert_eq!(java_string_hash("polygenelubricants"), i32::MIN);
+        assert_eq!(coordinator_partition("polygenelubricants", 50), 0);
+    }
 
     #[test]
     fn dir_names_round_trip() {

@@ -1,0 +1,43 @@
+//! The transaction coordinator's state (Kafka's `TransactionStateManager`
+//! and `TransactionMetadata`), kept in the compacted internal topic
+//! `__transaction_state` in Kafka's record schemas, so Apache Kafka's
+//! `kafka-dump-log --transaction-log-decoder` reads it. The design, and what
+//! is still to come (the coordinator, markers, the APIs), is
+//! `docs/transactions.md`; nothing here is served to clients yet.
+//!
+//! * Every transactional id has one [`TransactionMetadata`], whose
+//!   [`TransactionState`] changes only along Kafka's transition table
+//!   (`transaction_metadata` has it); an illegal transition is refused with an
+//!   error and changes nothing.
+//! * A state is durable once its record is appended to the id's partition of
+//!   `__transaction_state`; the cache follows the log, never the reverse.
+//! * At start every partition is read from its log start (later records win,
+//!   a tombstone deletes); until then the state answers
+//!   COORDINATOR_LOAD_IN_PROGRESS. Nothing unreadable is skipped in silence.
+//!   Transactions found decided but not complete (PrepareCommit,
+//!   PrepareAbort) are handed to the coordinator to finish.
+//!
+//! # Files (Kafka's names)
+//!
+//! * `schema`: `TransactionLogKey` and `TransactionLogValue`, v0 and v1.
+//! * `transaction_metadata`: [`TransactionState`], its transitions, and
+//!   [`TransactionMetadata`] with its log value.
+//! * `state_manager`: [`TransactionStateManager`] and [`TransactionConfig`]:
+//!   the topic, the partition of an id, appends, the load.
+//! * `error`: [`TxnError`].
+
+pub mod schema;
+
+mod error;
+mod state_manager;
+mod transaction_metadata;
+
+pub use crate::log::coordinator_loader::LoadStats;
+pub use error::TxnError;
+pub use state_manager::{
+    SharedTransactionMetadata, TransactionConfig, TransactionStateManager, TxnLoadOutcome,
+    TRANSACTION_STATE_TOPIC,
+};
+pub use transaction_metadata::{
+    LogValueError, TransactionMetadata, TransactionState, TransactionStateError,
+};
