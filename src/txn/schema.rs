@@ -617,6 +617,37 @@ mod tests {
         assert_eq!(TransactionLogValue::decode(&null).unwrap(), value(0));
     }
 
+    proptest::proptest! {
+        /// Golden values with random bytes changed, inserted or removed: decoding
+        /// never panics, and whatever decodes writes back to the same value.
+        #[test]
+        fn mutated_values_never_panic(
+            version in 0i16..=1,
+            status in 0i8..=5,
+            edits in proptest::collection::vec((0usize..80, proptest::num::u8::ANY, 0u8..3), 0..6),
+        ) {
+            let mut bytes = golden(version, status);
+            for (at, byte, op) in edits {
+                let at = at % (bytes.len() + 1);
+                match op {
+                    0 if at < bytes.len() => bytes[at] = byte,
+                    1 => bytes.insert(at, byte),
+                    _ if at < bytes.len() => {
+                        bytes.remove(at);
+                    }
+                    _ => {}
+                }
+            }
+            let _ = TransactionLogKey::decode(&bytes);
+            if let Ok(v) = TransactionLogValue::decode(&bytes) {
+                let version = i16::from_be_bytes([bytes[0], bytes[1]]);
+                if let Ok(again) = v.encode(version) {
+                    proptest::prop_assert_eq!(TransactionLogValue::decode(&again), Ok(v));
+                }
+            }
+        }
+    }
+
     #[test]
     fn strings_longer_than_kafka_allows_are_not_written() {
         let key = TransactionLogKey { transactional_id: "x".repeat(i16::MAX as usize + 1) };
