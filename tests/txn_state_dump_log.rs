@@ -107,7 +107,8 @@ impl Writer {
         for &state in end {
             m.transition(state).expect("legal");
             if matches!(state, TransactionState::PrepareAbort) {
-                // A coordinator-initiated abort: Kafka writes its own version, 1.
+                // A client transaction version (tag 2), so Kafka's decoder meets a
+                // tagged field too (a client on transaction protocol 2 leaves one).
                 m.client_transaction_version = 1;
             }
             let listed = match state {

@@ -518,7 +518,7 @@ mod tests {
              | 02 02 0001 | 03 02 0000");
         assert_eq!(v.encode(1).unwrap(), bytes);
         assert_eq!(TransactionLogValue::decode(&bytes).unwrap(), v);
-        // What Kafka writes on a coordinator-initiated abort: only tag 2.
+        // Only tag 2, as a client on transaction protocol 2 leaves it.
         let abort = TransactionLogValue { client_transaction_version: 1, ..value(5) };
         assert!(abort.encode(1).unwrap().ends_with(&hex("01 02 02 0001")));
         // v0 has no tagged fields: a non-default one cannot be written.
