@@ -4,16 +4,18 @@
 //!
 //! # States
 //!
-//! | id | state             | written to the log            | id may expire |
-//! |----|-------------------|-------------------------------|---------------|
-//! | 0  | Empty             | yes                           | yes           |
-//! | 1  | Ongoing           | yes                           | no            |
-//! | 2  | PrepareCommit     | yes                           | no            |
-//! | 3  | PrepareAbort      | yes                           | no            |
-//! | 4  | CompleteCommit    | yes                           | yes           |
-//! | 5  | CompleteAbort     | yes                           | yes           |
-//! | 6  | Dead              | no: a tombstone is written    | -             |
-//! | 7  | PrepareEpochFence | no: in memory, then PrepareAbort | -          |
+//! | id | state             | written to the log                | id may expire |
+//! |----|-------------------|-----------------------------------|---------------|
+//! | 0  | Empty             | yes                               | yes           |
+//! | 1  | Ongoing           | yes                               | no            |
+//! | 2  | PrepareCommit     | yes                               | no            |
+//! | 3  | PrepareAbort      | yes                               | no            |
+//! | 4  | CompleteCommit    | yes                               | yes           |
+//! | 5  | CompleteAbort     | yes                               | yes           |
+//! | 6  | Dead              | no: a tombstone is written        | -             |
+//! | 7  | PrepareEpochFence | no: in memory, then PrepareAbort  | -             |
+//!
+//! A loaded value with a state id outside 0-5 is corrupt.
 //!
 //! # Transitions (Kafka's valid previous states, transaction protocol 1)
 //!
