@@ -26,6 +26,8 @@
 //! * The cache changes only through `load` and `put_transaction_state_if_not_exists`;
 //!   an append writes the log and leaves the cache to the caller, which applies
 //!   the new state only after the append succeeded.
+//! * Lock order: the cache's lock before a metadata's mutex (`snapshot` holds
+//!   both), and no cache lock or metadata mutex is taken under a log lock.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
