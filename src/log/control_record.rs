@@ -56,7 +56,7 @@ impl ControlRecordType {
         }
     }
 
-    pub fn id(self) -> i16 {
+    pub const fn id(self) -> i16 {
         match self {
             Self::Abort => 0,
             Self::Commit => 1,
