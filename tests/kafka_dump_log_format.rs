@@ -221,4 +221,20 @@ fn kafka_dump_log_reads_markers_and_txn_indexes() {
         })
         .collect();
     assert_eq!(listed, expected, "{out}");
+
+    // Our own dump prints the same markers and entries, and finds no problem.
+    let mut ours = String::new();
+    let all = [logs, indexes].concat();
+    let opts = sediment::tools::dump_log::DumpOptions {
+        print_data_log: false,
+        deep_iteration: true,
+        max_batch_size: 1 << 20,
+    };
+    let problems = sediment::tools::dump_log::dump_files(&all, opts, &mut ours).unwrap();
+    assert_eq!(problems, 0, "{ours}");
+    let ours_listed: Vec<String> =
+        ours.lines().filter(|l| l.starts_with("version:")).map(String::from).collect();
+    assert_eq!(ours_listed, expected);
+    let ours_markers = ours.lines().filter(|l| l.contains("endTxnMarker:")).count();
+    assert_eq!(ours_markers, markers.len(), "{ours}");
 }
