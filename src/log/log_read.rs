@@ -50,9 +50,10 @@ pub enum FetchIsolation {
 }
 
 impl FetchIsolation {
-    /// The isolation of a request's `isolation_level` (any other value than 1
-    /// reads uncommitted, as Kafka's `IsolationLevel.forId` would refuse it
-    /// at parsing, which the protocol crate does not).
+    /// The isolation of a request's `isolation_level`: 1 is read_committed,
+    /// anything else reads uncommitted, the field's default (Kafka's
+    /// `IsolationLevel.forId` fails the request on a value other than 0 or 1;
+    /// the protocol crate decodes any byte).
     pub fn from_isolation_level(level: i8) -> Self {
         if level == 1 {
             Self::TxnCommitted

@@ -85,11 +85,11 @@ impl ProducerStateManager {
         batch: &ProducerBatch,
     ) -> Result<Option<BatchMetadata>, ProducerError> {
         let pid = batch.header.producer_id;
-        let current = match info.entry(pid) {
-            Some(e) => Some(e.clone()),
-            None => self.producers.get(&pid).cloned(),
-        };
-        info.append(batch, current.as_ref())
+        // Cloned only when an earlier batch of this append touched the producer.
+        match info.entry(pid).cloned() {
+            Some(entry) => info.append(batch, Some(&entry)),
+            None => info.append(batch, self.producers.get(&pid)),
+        }
     }
 
     /// Install what an append (now in the log) did to its producers and the
