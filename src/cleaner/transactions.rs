@@ -1,8 +1,9 @@
 //! Transaction hooks of the clean (Kafka's `CleanedTransactionMetadata`).
 //!
-//! sediment has no transactions yet, so [`LogToClean`](super::LogToClean)
-//! carries an empty list of aborted transactions and every batch passes
-//! through untouched. The hooks are here so that, once transactions exist and
+//! The log has transactions (markers, producer state, `.txnindex`), but the
+//! clean does not use them yet: [`LogToClean`](super::LogToClean) carries an
+//! empty list of aborted transactions and every batch passes through
+//! untouched. The hooks are here so that, once transactions exist and
 //! a transaction index lists the aborted ones:
 //! * records of aborted transactions are dropped from the recopy and are
 //!   never put in the offset map (an aborted value must not shadow an older
