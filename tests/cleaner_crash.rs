@@ -34,7 +34,10 @@ use sediment::cleaner::{
 };
 use sediment::clock::{self, Clock, MockClock, SharedClock};
 use sediment::log::compression::Compression;
-use sediment::log::{Log, SwapStep};
+use sediment::log::control_record::EndTransactionMarker;
+use sediment::log::record_batch::BatchBuilder;
+use sediment::log::transaction_index::AbortedTxn;
+use sediment::log::{LoadParams, Log, LogConfig, SwapStep, TopicPartition};
 
 const NOW: i64 = 1_700_000_000_000;
 const CONFIG: [(&str, &str); 4] = [
@@ -160,8 +163,21 @@ fn crash_after_cleaned_files_are_written_rolls_back() {
 }
 
 #[test]
-fn crash_midway_through_renaming_to_swap_commits_a_complete_swap_log() {
-    // Step 2 renames the log file first: `.log.swap` next to `.index.cleaned`.
+fn crash_midway_through_renaming_to_swap_rolls_back() {
+    // Step 2 renames the log file last: `.index.swap` next to `.log.cleaned`.
+    crash_at(
+        CrashPoint::CleanedWritten,
+        Some(|d| {
+            rename(d, "00000000000000000000.index.cleaned", "00000000000000000000.index.swap")
+        }),
+        false,
+    );
+}
+
+#[test]
+fn a_complete_swap_log_next_to_a_cleaned_index_commits() {
+    // Not a state step 2 leaves any more (its log goes last), but one Kafka's
+    // order (log first) leaves: the `.log.swap` commits, its index is rebuilt.
     crash_at(
         CrashPoint::CleanedWritten,
         Some(|d| rename(d, "00000000000000000000.log.cleaned", "00000000000000000000.log.swap")),
@@ -217,6 +233,113 @@ fn aborted_clean_deletes_its_cleaned_output() {
     assert_eq!(read_all(&log.read(), 0, 1 << 20), original, "an aborted clean changes nothing");
     // The same cleaner runs the next clean normally.
     clean_once(&mut c, &log, 0, NOW);
+}
+
+// ---- transaction indexes through the swap ----
+
+/// 30 segments of two batches each; every third holds a transaction of
+/// producer 7 and its ABORT marker, so it has a `.txnindex`. Returns the
+/// aborted transactions of the log.
+fn build_with_aborts(dir: &Path, clock: SharedClock) -> Vec<AbortedTxn> {
+    let mut log = open_log(dir, "crash", &CONFIG, clock);
+    for i in 0..30i32 {
+        let key = format!("k{}", i % 5);
+        if i % 3 == 0 {
+            let mut b = BatchBuilder::new(Compression::None, NOW - 1000).producer(7, 0, i / 3);
+            b.transactional = true;
+            b.append(NOW - 1000, Some(key.as_bytes()), Some(b"aborted"));
+            log.append_as_leader(&mut b.build()).unwrap();
+            log.append_end_txn_marker(7, 0, EndTransactionMarker::abort(0)).unwrap();
+        } else {
+            for v in ["a", "b"] {
+                append(
+                    &mut log,
+                    Compression::None,
+                    &[(NOW - 1000, Some(key.as_bytes()), Some(v.as_bytes()))],
+                );
+            }
+        }
+        log.roll_if_not_empty().unwrap();
+    }
+    log.collect_aborted_transactions(0, log.log_end_offset()).unwrap()
+}
+
+/// Reopen without recovering anything (a clean shutdown), so the `.txnindex`
+/// files are what the swap left, not rebuilt.
+fn reopen_as_left(dir: &Path, clock: SharedClock) -> Log {
+    let config = LogConfig::resolve(&Default::default(), common::overrides(&CONFIG)).unwrap();
+    let load = LoadParams { recovery_point: 0, log_start_offset: 0, clean_shutdown: true };
+    Log::open(dir, TopicPartition::new("crash", 0), Arc::new(config), load, false, clock).unwrap()
+}
+
+/// Stop a clean of a log with aborted transactions at `point`, disturb the
+/// files as a crash midway through the next step would, reopen without
+/// recovery: no leftover and no orphaned `.txnindex`, and every aborted
+/// transaction still listed, before and after a full clean.
+fn crash_with_aborts_at(point: CrashPoint, midway: Option<fn(&Path)>, committed: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = MockClock::new(NOW);
+    let aborted = build_with_aborts(dir.path(), clock.clone());
+    assert_eq!(aborted.len(), 10);
+    let log = RwLock::new(reopen_as_left(dir.path(), clock.clone()));
+    let segments_before = log.read().segments().len();
+    let mut c = cleaner(1 << 20, clock.clone());
+    c.set_crash_point(Some(point));
+    let to_clean = {
+        let l = log.read();
+        let (d, u) = cleanable_offsets(&l, None, None, clock.now_ms());
+        LogToClean::new(&l, d, u)
+    };
+    match c.clean(&log, &to_clean, clock.now_ms(), &CancellationToken::new()) {
+        Err(CleanerError::InjectedCrash(p)) => assert_eq!(p, point),
+        other => panic!("expected the injected crash, got {other:?}"),
+    }
+    drop(log);
+    if let Some(disturb) = midway {
+        disturb(dir.path());
+    }
+    let reopened = reopen_as_left(dir.path(), clock.clone());
+    assert!(stray_files(dir.path()).is_empty(), "left over: {:?}", stray_files(dir.path()));
+    assert_eq!(reopened.segments().len() < segments_before, committed, "committed: {committed}");
+    for index in common::files_with(dir.path(), "txnindex") {
+        assert!(index.with_extension("log").exists(), "orphaned {}", index.display());
+    }
+    assert_eq!(reopened.collect_aborted_transactions(0, 60).unwrap(), aborted);
+    let reopened = RwLock::new(reopened);
+    clean_fully(&mut cleaner(1 << 20, clock.clone()), &reopened, 0, clock.now_ms());
+    assert_eq!(reopened.read().collect_aborted_transactions(0, 60).unwrap(), aborted);
+}
+
+#[test]
+fn txn_indexes_survive_every_step_of_the_swap() {
+    crash_with_aborts_at(CrashPoint::CleanedWritten, None, false);
+    crash_with_aborts_at(
+        CrashPoint::CleanedWritten,
+        Some(|d| {
+            for ext in ["txnindex", "index", "timeindex"] {
+                let name = format!("00000000000000000000.{ext}");
+                rename(d, &format!("{name}.cleaned"), &format!("{name}.swap"));
+            }
+        }),
+        false,
+    );
+    crash_with_aborts_at(CrashPoint::Swap(SwapStep::SwapRenamed), None, true);
+    // Step 4 renames an old segment's log first: its `.txnindex` is still there.
+    crash_with_aborts_at(
+        CrashPoint::Swap(SwapStep::SwapRenamed),
+        Some(|d| rename(d, "00000000000000000000.log", "00000000000000000000.log.deleted")),
+        true,
+    );
+    crash_with_aborts_at(CrashPoint::Swap(SwapStep::FirstDeletedRenamed), None, true);
+    crash_with_aborts_at(CrashPoint::Swap(SwapStep::DeletedRenamed), None, true);
+    // Step 5 strips the log first: the `.txnindex.swap` beside it is stripped
+    // too (it cannot be rebuilt from the segment alone).
+    crash_with_aborts_at(
+        CrashPoint::Swap(SwapStep::DeletedRenamed),
+        Some(|d| rename(d, "00000000000000000000.log.swap", "00000000000000000000.log")),
+        true,
+    );
+    crash_with_aborts_at(CrashPoint::Swap(SwapStep::SwapStripped), None, true);
 }
 
 // ---- SIGKILL mid-clean ----

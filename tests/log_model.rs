@@ -1,7 +1,10 @@
 //! Property tests of `Log` against a model: a Vec of every record appended.
-//! Random appends (sizes, codecs, timestamps, tombstones), rolls, reopens and
+//! Random appends (sizes, codecs, timestamps, tombstones), transactional
+//! appends and COMMIT/ABORT markers of a few producers, rolls, reopens and
 //! DeleteRecords; after each step every offset reads back, index lookups land
-//! on the right batch, and timestamp lookups agree with a linear search.
+//! on the right batch, timestamp lookups agree with a linear search, the last
+//! stable offset is the model's, and a read_committed read returns the
+//! records below it with exactly the model's aborted transactions.
 
 mod common;
 
@@ -11,14 +14,32 @@ use common::{batch, read_all, Rec};
 use proptest::prelude::*;
 use sediment::clock::{MockClock, SharedClock};
 use sediment::log::compression::Compression;
+use sediment::log::control_record::EndTransactionMarker;
 use sediment::log::local_log::{LATEST_TIMESTAMP, MAX_TIMESTAMP};
-use sediment::log::{LoadParams, Log, LogConfig, TopicPartition};
+use sediment::log::record_batch::{BatchBuilder, BatchHeader};
+use sediment::log::transaction_index::AbortedTxn;
+use sediment::log::{FetchIsolation, LoadParams, Log, LogConfig, TopicPartition};
 
 #[derive(Debug, Clone)]
 enum Op {
-    Append { codec: u8, records: Vec<(i64, u8, Option<u16>)> },
+    Append {
+        codec: u8,
+        records: Vec<(i64, u8, Option<u16>)>,
+    },
+    /// A transactional batch of producer `100 + pid`.
+    TxnAppend {
+        pid: u8,
+        records: Vec<(i64, u8, Option<u16>)>,
+    },
+    /// A marker for producer `100 + pid`.
+    Marker {
+        pid: u8,
+        commit: bool,
+    },
     Roll,
-    Reopen { clean: bool },
+    Reopen {
+        clean: bool,
+    },
     DeleteRecords(u8),
     AdvanceClock(i64),
 }
@@ -27,6 +48,9 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => (0u8..5, prop::collection::vec((0i64..5_000, any::<u8>(), prop::option::weighted(0.9, 0u16..600)), 1..20))
             .prop_map(|(codec, records)| Op::Append { codec, records }),
+        3 => (0u8..3, prop::collection::vec((0i64..5_000, any::<u8>(), prop::option::weighted(0.9, 0u16..300)), 1..5))
+            .prop_map(|(pid, records)| Op::TxnAppend { pid, records }),
+        2 => (0u8..3, any::<bool>()).prop_map(|(pid, commit)| Op::Marker { pid, commit }),
         1 => Just(Op::Roll),
         1 => any::<bool>().prop_map(|clean| Op::Reopen { clean }),
         1 => any::<u8>().prop_map(Op::DeleteRecords),
@@ -54,6 +78,168 @@ fn open(
         Arc::clone(clock),
     )
     .expect("open")
+}
+
+/// The transactions of the model: what the producer state and the
+/// `.txnindex` files must say.
+#[derive(Debug, Default)]
+struct TxnModel {
+    /// Next sequence per producer.
+    next_seq: [i32; 3],
+    /// Open transactions: producer → first offset.
+    open: std::collections::BTreeMap<i64, i64>,
+    /// Every aborted transaction, with the LSO right after its marker.
+    aborted: Vec<AbortedTxn>,
+    /// Offsets every transaction spans (first data, marker; open: none).
+    spans: Vec<(i64, Option<i64>)>,
+}
+
+impl TxnModel {
+    fn lso(&self, log_start: i64, hw: i64) -> i64 {
+        self.open.values().min().map_or(hw, |&f| f.max(log_start).min(hw))
+    }
+
+    /// A DeleteRecords target moved down so that it cuts no transaction: the
+    /// loader rebuilds the producer state from the segments left, so one
+    /// cut would forget a transaction until producer snapshots exist.
+    fn uncut(&self, mut target: i64) -> i64 {
+        loop {
+            let cut = self
+                .spans
+                .iter()
+                .find(|(first, end)| *first < target && end.is_none_or(|e| e >= target));
+            match cut {
+                Some((first, _)) => target = *first,
+                None => return target,
+            }
+        }
+    }
+}
+
+fn txn_append(
+    log: &mut Log,
+    model: &mut Vec<Rec>,
+    txn: &mut TxnModel,
+    pid: u8,
+    records: &[(i64, u8, Option<u16>)],
+) {
+    let producer = 100 + pid as i64;
+    let seq = txn.next_seq[pid as usize];
+    let mut b = BatchBuilder::new(Compression::None, records[0].0).producer(producer, 0, seq);
+    b.transactional = true;
+    let keys: Vec<Vec<u8>> =
+        records.iter().map(|r| format!("txn-{pid}-{}", r.1).into_bytes()).collect();
+    let values: Vec<Option<Vec<u8>>> =
+        records.iter().map(|r| r.2.map(|n| vec![b't'; n as usize])).collect();
+    for (i, r) in records.iter().enumerate() {
+        b.append(r.0, Some(&keys[i]), values[i].as_deref());
+    }
+    let info = log.append_as_leader(&mut b.build()).expect("transactional append");
+    assert_eq!(info.first_offset, model.len() as i64);
+    txn.next_seq[pid as usize] += records.len() as i32;
+    if let std::collections::btree_map::Entry::Vacant(e) = txn.open.entry(producer) {
+        e.insert(info.first_offset);
+        txn.spans.push((info.first_offset, None));
+    }
+    for (i, r) in records.iter().enumerate() {
+        model.push(Rec {
+            offset: model.len() as i64,
+            timestamp: r.0,
+            key: Some(keys[i].clone()),
+            value: values[i].clone(),
+        });
+    }
+}
+
+fn marker(
+    log: &mut Log,
+    model: &mut Vec<Rec>,
+    txn: &mut TxnModel,
+    now: i64,
+    pid: u8,
+    commit: bool,
+) {
+    let producer = 100 + pid as i64;
+    let m = if commit { EndTransactionMarker::commit(0) } else { EndTransactionMarker::abort(0) };
+    let info = log.append_end_txn_marker(producer, 0, m).expect("marker");
+    let offset = model.len() as i64;
+    assert_eq!(info.first_offset, offset);
+    model.push(Rec {
+        offset,
+        timestamp: now,
+        key: Some(m.control_type().key().to_vec()),
+        value: Some(m.value().to_vec()),
+    });
+    let Some(first) = txn.open.remove(&producer) else { return };
+    let span = txn.spans.iter_mut().find(|(f, end)| *f == first && end.is_none()).expect("span");
+    span.1 = Some(offset);
+    if !commit {
+        let last_stable_offset = txn.open.values().min().copied().unwrap_or(offset + 1);
+        txn.aborted.push(AbortedTxn {
+            producer_id: producer,
+            first_offset: first,
+            last_offset: offset,
+            last_stable_offset,
+        });
+    }
+}
+
+/// The last stable offset, ListOffsets by isolation, and a read_committed
+/// read of the whole log with its aborted transactions.
+fn check_transactions(log: &mut Log, model: &[Rec], txn: &TxnModel, log_start: i64) {
+    let hw = model.len() as i64;
+    let lso = txn.lso(log_start, hw);
+    assert_eq!(log.last_stable_offset(), lso);
+    assert_eq!(
+        log.fetch_offset_for_isolation(LATEST_TIMESTAMP, FetchIsolation::TxnCommitted).unwrap(),
+        Some((-1, lso))
+    );
+    assert_eq!(
+        log.fetch_offset_for_isolation(LATEST_TIMESTAMP, FetchIsolation::HighWatermark).unwrap(),
+        Some((-1, hw))
+    );
+    let expected_entries: Vec<AbortedTxn> =
+        txn.aborted.iter().filter(|t| t.last_offset >= log_start).copied().collect();
+    assert_eq!(log.collect_aborted_transactions(log_start, hw).unwrap(), expected_entries);
+    // read_committed in small steps: every record below the LSO, no further.
+    let mut next = log_start;
+    let mut got = Vec::new();
+    loop {
+        let info =
+            log.read_region_with_isolation(next, 1, true, FetchIsolation::TxnCommitted).unwrap();
+        assert_eq!(info.last_stable_offset, lso);
+        let Some(region) = info.records else {
+            assert!(next >= lso, "read_committed stopped at {next}, below the LSO {lso}");
+            assert_eq!(info.aborted_transactions, Some(Vec::new()));
+            break;
+        };
+        let bytes = region.read_to_bytes().unwrap();
+        let records = common::decode(&bytes);
+        let mut end = next;
+        let mut pos = 0;
+        while pos < bytes.len() {
+            let h = BatchHeader::parse(&bytes[pos..]).unwrap();
+            end = h.next_offset();
+            pos += h.size_in_bytes();
+        }
+        assert!(end <= lso, "read_committed returned offsets up to {end} past the LSO {lso}");
+        let want: Vec<AbortedTxn> = txn
+            .aborted
+            .iter()
+            .filter(|t| t.last_offset >= next && t.first_offset < end)
+            .copied()
+            .collect();
+        assert_eq!(
+            info.aborted_transactions,
+            Some(want),
+            "aborted transactions of [{next}, {end})"
+        );
+        got.extend(records.into_iter().filter(|r| r.offset >= next));
+        next = end;
+    }
+    let want: Vec<Rec> =
+        model.iter().filter(|r| r.offset >= log_start && r.offset < lso).cloned().collect();
+    assert_eq!(got, want);
 }
 
 fn check(log: &mut Log, model: &[Rec], log_start: i64) {
@@ -108,6 +294,7 @@ proptest! {
         let fresh = LoadParams { recovery_point: 0, log_start_offset: 0, clean_shutdown: true };
         let mut log = open(dir.path(), &config, &clock, fresh);
         let mut model: Vec<Rec> = Vec::new();
+        let mut txn = TxnModel::default();
         let mut log_start = 0i64;
         for op in ops {
             match op {
@@ -123,6 +310,8 @@ proptest! {
                     }
                     prop_assert_eq!(info.last_offset, model.len() as i64 - 1);
                 }
+                Op::TxnAppend { pid, records } => txn_append(&mut log, &mut model, &mut txn, pid, &records),
+                Op::Marker { pid, commit } => marker(&mut log, &mut model, &mut txn, clock.now_ms(), pid, commit),
                 Op::Roll => log.roll_if_not_empty().unwrap(),
                 Op::Reopen { clean } => {
                     if clean {
@@ -133,7 +322,7 @@ proptest! {
                     log = open(dir.path(), &config, &clock, load);
                 }
                 Op::DeleteRecords(frac) => {
-                    let target = log_start + (model.len() as i64 - log_start) * frac as i64 / 255;
+                    let target = txn.uncut(log_start + (model.len() as i64 - log_start) * frac as i64 / 255);
                     log_start = log.maybe_increment_log_start_offset(target).unwrap();
                     prop_assert_eq!(log_start, target.max(log_start));
                     // Segments wholly below the new start go away.
@@ -143,6 +332,7 @@ proptest! {
                 Op::AdvanceClock(ms) => clock_impl.advance(ms),
             }
             check(&mut log, &model, log_start);
+            check_transactions(&mut log, &model, &txn, log_start);
         }
         // Every segment but the active one respected segment.bytes (plus the batch that overflowed it).
         for seg in log.segments().rev().skip(1) {

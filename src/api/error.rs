@@ -29,6 +29,10 @@ pub fn error_code(e: &LogError) -> ResponseError {
             ResponseError::OutOfOrderSequenceNumber
         }
         LogError::Producer(ProducerError::InvalidSequence { .. }) => ResponseError::InvalidRecord,
+        LogError::Producer(ProducerError::InvalidTxnState { .. }) => ResponseError::InvalidTxnState,
+        LogError::Producer(ProducerError::TransactionCoordinatorFenced { .. }) => {
+            ResponseError::TransactionCoordinatorFenced
+        }
         LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
         LogError::InvalidConfig { .. } => ResponseError::InvalidConfig,
         LogError::TopicExists(_) => ResponseError::TopicAlreadyExists,

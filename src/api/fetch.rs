@@ -7,6 +7,12 @@
 //! always makes progress. Fetch sessions (KIP-227) are not kept: every
 //! response carries session id 0, which tells the client to send full requests.
 //!
+//! Isolation (v4+): read_committed reads stop at the last stable offset and
+//! carry the aborted transactions of what they return; every response
+//! carries the partition's LSO. With no transaction in a log both levels
+//! answer the same bytes (read_uncommitted keeps an empty aborted list, as
+//! this broker always sent).
+//!
 //! Zero copy: the records are not read here. Each partition's bytes are a
 //! [`FileRegion`] of a segment file; the response carries a placeholder of
 //! the same length in their place ([`placeholder`]), and the server, while
@@ -20,13 +26,15 @@ use std::time::Duration;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::FetchPartition;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
 use super::error::error_code;
 use crate::broker::Broker;
 use crate::log::segment::FileRegion;
-use crate::log::{Log, TopicPartition};
+use crate::log::{FetchIsolation, Log, TopicPartition};
 
 /// Upper bound of a long poll, whatever the client asks.
 const MAX_WAIT_CAP_MS: i32 = 5 * 60 * 1000;
@@ -90,6 +98,7 @@ fn read_once(broker: &Broker, request: &FetchRequest, version: i16) -> (FetchRep
     let mut remaining = request.max_bytes.max(0) as usize;
     let mut total = 0usize;
     let mut errors = false;
+    let isolation = FetchIsolation::from_isolation_level(request.isolation_level);
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in &request.topics {
         let name = if version >= 13 {
@@ -119,7 +128,8 @@ fn read_once(broker: &Broker, request: &FetchRequest, version: i16) -> (FetchRep
                             ResponseError::UnknownTopicOrPartition
                         }),
                         Some(log) => {
-                            let budget = Budget { remaining: &mut remaining, total: &mut total };
+                            let budget =
+                                Budget { remaining: &mut remaining, total: &mut total, isolation };
                             read_partition(&log.read(), &tp, p, &mut data, &mut regions, budget)
                         }
                     }
@@ -148,10 +158,12 @@ fn read_once(broker: &Broker, request: &FetchRequest, version: i16) -> (FetchRep
     )
 }
 
-/// The response's byte budget: what is left of `max_bytes`, and what was read.
+/// The response's byte budget (what is left of `max_bytes`, and what was
+/// read) and how far the request may read.
 struct Budget<'a> {
     remaining: &'a mut usize,
     total: &'a mut usize,
+    isolation: FetchIsolation,
 }
 
 /// Read one partition's records into `data` (a placeholder plus its region in
@@ -165,11 +177,13 @@ fn read_partition(
     budget: Budget<'_>,
 ) -> Option<ResponseError> {
     let max = (p.partition_max_bytes.max(0) as usize).min(*budget.remaining);
-    let info = match log.read_region(p.fetch_offset, max, *budget.total == 0) {
+    let read =
+        log.read_region_with_isolation(p.fetch_offset, max, *budget.total == 0, budget.isolation);
+    let info = match read {
         Ok(info) => info,
         Err(e) => {
             data.high_watermark = log.high_watermark();
-            data.last_stable_offset = log.high_watermark();
+            data.last_stable_offset = log.last_stable_offset();
             data.log_start_offset = log.log_start_offset();
             return Some(error_code(&e));
         }
@@ -178,8 +192,20 @@ fn read_partition(
     *budget.total += len;
     *budget.remaining = budget.remaining.saturating_sub(len);
     data.high_watermark = info.high_watermark;
-    data.last_stable_offset = info.high_watermark;
+    data.last_stable_offset = info.last_stable_offset;
     data.log_start_offset = info.log_start_offset;
+    if let Some(aborted) = info.aborted_transactions {
+        data.aborted_transactions = Some(
+            aborted
+                .iter()
+                .map(|t| {
+                    AbortedTransaction::default()
+                        .with_producer_id(t.producer_id.into())
+                        .with_first_offset(t.first_offset)
+                })
+                .collect(),
+        );
+    }
     let region = info.records?;
     match placeholder(region.len()) {
         Some(stand_in) => {

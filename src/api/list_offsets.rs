@@ -1,5 +1,7 @@
 //! ListOffsets: earliest (-2), latest (-1), max timestamp (-3), earliest local
 //! (-4) and the first offset whose timestamp is at or after a given time.
+//! With `isolation_level` read_committed (v2+) latest is the last stable
+//! offset, and a lookup finding an offset at or past it finds nothing.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::list_offsets_response::{
@@ -9,9 +11,14 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::error::error_code;
 use crate::broker::Broker;
-use crate::log::TopicPartition;
+use crate::log::{FetchIsolation, TopicPartition};
 
 pub fn handle(broker: &Broker, request: ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
+    let isolation = if version >= 2 {
+        FetchIsolation::from_isolation_level(request.isolation_level)
+    } else {
+        FetchIsolation::HighWatermark
+    };
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let name = topic.name.0.to_string();
@@ -25,7 +32,7 @@ pub fn handle(broker: &Broker, request: ListOffsetsRequest, version: i16) -> Lis
             let tp = TopicPartition::new(name.clone(), p.partition_index);
             let r = match broker.logs.get_log(&tp) {
                 None => r.with_error_code(ResponseError::UnknownTopicOrPartition.code()),
-                Some(log) => match log.write().fetch_offset_by_timestamp(p.timestamp) {
+                Some(log) => match log.write().fetch_offset_for_isolation(p.timestamp, isolation) {
                     // The leader epoch exists from v4; older encoders refuse a non-default value.
                     Ok(Some((ts, offset))) => r
                         .with_timestamp(ts)

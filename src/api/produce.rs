@@ -5,6 +5,12 @@
 //! append is in the log (and fsynced when `log.flush.before.ack` is set). With
 //! acks=0 no response is sent; if a partition failed the connection is closed
 //! so the producer notices, as Kafka does.
+//!
+//! Transactions are not served yet: a request with a `transactional_id` is
+//! refused per partition, and one carrying a transactional batch without a
+//! `transactional_id` gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every
+//! partition (Kafka's answer), so no client can open a transaction that no
+//! coordinator would ever close.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_request::PartitionProduceData;
@@ -16,6 +22,9 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 use super::error::error_code;
 use super::{str_bytes, Close};
 use crate::broker::Broker;
+use crate::log::record_batch::{
+    ATTRIBUTES_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, TRANSACTIONAL_FLAG_MASK,
+};
 use crate::log::{BatchError, LogAppendInfo, LogError, TopicPartition};
 
 /// Versions below this are advertised (for old librdkafka) but refused.
@@ -30,6 +39,9 @@ pub fn handle(
 ) -> Result<Option<ResponseKind>, Close> {
     let acks = request.acks;
     let transactional = request.transactional_id.is_some();
+    if !transactional && has_transactional_records(&request) {
+        return Ok(refuse_transactional_records(request, acks));
+    }
     let mut failed = false;
     let mut appended = false;
     let mut topics = Vec::with_capacity(request.topic_data.len());
@@ -83,6 +95,64 @@ pub fn handle(
         return if failed { Err(Close) } else { Ok(None) };
     }
     Ok(Some(ResponseKind::Produce(ProduceResponse::default().with_responses(topics))))
+}
+
+/// Whether any batch of the request is transactional (Kafka's
+/// `RequestUtils.hasTransactionalRecords`, over every batch). Only the
+/// framing needed to walk the batches is read; anything malformed is left to
+/// the validator.
+fn has_transactional_records(request: &ProduceRequest) -> bool {
+    let batches = request.topic_data.iter().flat_map(|t| &t.partition_data);
+    batches.filter_map(|p| p.records.as_deref()).any(|records| {
+        let mut pos = 0usize;
+        while let Some(header) = records.get(pos..pos + ATTRIBUTES_OFFSET + 2) {
+            let attributes =
+                i16::from_be_bytes([header[ATTRIBUTES_OFFSET], header[ATTRIBUTES_OFFSET + 1]]);
+            if attributes & TRANSACTIONAL_FLAG_MASK != 0 {
+                return true;
+            }
+            let length = i32::from_be_bytes(
+                header[LENGTH_OFFSET..LENGTH_OFFSET + 4].try_into().expect("4 bytes"),
+            );
+            if length <= 0 {
+                return false;
+            }
+            pos += LOG_OVERHEAD + length as usize;
+        }
+        false
+    })
+}
+
+/// Kafka's answer to transactional records without a transactional id: the
+/// error for every partition, nothing appended, and no response to acks=0.
+fn refuse_transactional_records(request: ProduceRequest, acks: i16) -> Option<ResponseKind> {
+    if acks == 0 {
+        return None;
+    }
+    let code = ResponseError::TransactionalIdAuthorizationFailed.code();
+    let topics = request
+        .topic_data
+        .into_iter()
+        .map(|topic| {
+            let partitions = topic
+                .partition_data
+                .iter()
+                .map(|p| {
+                    PartitionProduceResponse::default()
+                        .with_index(p.index)
+                        .with_error_code(code)
+                        .with_base_offset(-1)
+                        .with_log_append_time_ms(-1)
+                        .with_log_start_offset(-1)
+                })
+                .collect();
+            TopicProduceResponse::default()
+                .with_name(topic.name)
+                .with_topic_id(topic.topic_id)
+                .with_partition_responses(partitions)
+        })
+        .collect();
+    Some(ResponseKind::Produce(ProduceResponse::default().with_responses(topics)))
 }
 
 /// Why a partition's records were not appended.

@@ -364,6 +364,13 @@ impl Cleaner {
         let copied = self.clean_group(recopy, group, &mut writer);
         let mut cleaned = writer.segment;
         let finished = copied.and_then(|()| {
+            // The group's `.txnindex` entries are carried over unchanged, so no
+            // aborted transaction is forgotten while its data may remain. They
+            // are not yet pruned with the markers the recopy drops (the
+            // transaction rules of step 5 are still hooks), see `transactions`.
+            for txn in group.iter().flat_map(|s| &s.aborted_txns) {
+                cleaned.txn_index_mut().append(txn)?;
+            }
             // Step 1 of the swap: the cleaned segment is complete and durable.
             cleaned.on_become_inactive()?;
             cleaned.flush()?;
@@ -404,12 +411,12 @@ impl Cleaner {
     }
 }
 
-/// The three files of a `.cleaned` segment, from its log file's path.
+/// The files of a `.cleaned` segment, from its log file's path.
 pub(super) fn cleaned_files(log_path: &Path) -> Vec<PathBuf> {
     let name = log_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let stem = name.split('.').next().unwrap_or_default().to_string();
     let dir = log_path.parent().map(Path::to_path_buf).unwrap_or_default();
-    ["log", "index", "timeindex"]
+    ["log", "index", "timeindex", "txnindex"]
         .iter()
         .map(|ext| dir.join(format!("{stem}.{ext}{CLEANED_SUFFIX}")))
         .collect()

@@ -52,10 +52,11 @@
 //!    unchanged. A later clean at or past the horizon drops the tombstone.
 //!    Consumers therefore have at least `delete.retention.ms` after the first
 //!    clean to see every deletion.
-//! 5. **Transactions** (hooks; sediment has none yet, see [`transactions`]):
-//!    aborted transactions' records are removed, markers stay while their
-//!    transaction has batches and then until their horizon, and cleaning never
-//!    passes the first unstable offset.
+//! 5. **Transactions** (hooks, not yet fed by the log's transactions, see
+//!    [`transactions`]): aborted transactions' records are removed, markers
+//!    stay while their transaction has batches and then until their horizon,
+//!    and cleaning never passes the first unstable offset. Meanwhile each
+//!    group's `.txnindex` entries are carried into its cleaned segment.
 //! 6. **Swap**, per group, crash-safe at every step ([`Log::replace_segments`]):
 //!    write `<base>.log.cleaned` and its indexes, fsync; rename to `.swap`
 //!    (descending offsets); fsync the directory; rename the replaced segments

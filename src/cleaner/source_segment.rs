@@ -24,6 +24,7 @@ use super::log_to_clean::LogToClean;
 use crate::log::error::LogError;
 use crate::log::record_batch::{BatchHeader, RECORD_BATCH_OVERHEAD};
 use crate::log::segment::SegmentConfig;
+use crate::log::transaction_index::AbortedTxn;
 use crate::log::{Log, LogConfig, SegmentSnapshot};
 
 /// One segment as the clean sees it, read through its own descriptor.
@@ -38,6 +39,8 @@ pub(super) struct SourceSegment {
     pub(super) modified: Option<std::time::SystemTime>,
     /// Where the first dirty offset's batch starts, for the segment holding it.
     pub(super) dirty_position: Option<u64>,
+    /// The entries of its `.txnindex` (a closed segment's never change).
+    pub(super) aborted_txns: Vec<AbortedTxn>,
 }
 
 /// A log as one clean found it.
@@ -85,6 +88,7 @@ impl LogSnapshot {
                 offset_index_bytes: seg.offset_index().size_in_bytes(),
                 time_index_bytes: seg.time_index().size_in_bytes(),
                 dirty_position,
+                aborted_txns: seg.txn_index().all_aborted_txns()?,
             });
         }
         Ok(Self {
@@ -188,6 +192,7 @@ mod tests {
             time_index_bytes: index,
             modified: None,
             dirty_position: None,
+            aborted_txns: Vec::new(),
         }
     }
 
@@ -204,9 +209,8 @@ mod tests {
         assert_eq!(groups, vec![0..2, 2..3, 3..5]);
         let far = vec![seg(0, 10, 1, 0), seg(i32::MAX as i64 - 5, i32::MAX as i64 + 5, 1, 0)];
         assert_eq!(group_segments(&far, 1000, 100), vec![0..1, 1..2]);
-        assert_eq!(
-            cleaned_files(Path::new("/d/00000000000000000005.log.cleaned"))[1],
-            PathBuf::from("/d/00000000000000000005.index.cleaned")
-        );
+        let files = cleaned_files(Path::new("/d/00000000000000000005.log.cleaned"));
+        assert_eq!(files[1], PathBuf::from("/d/00000000000000000005.index.cleaned"));
+        assert_eq!(files[3], PathBuf::from("/d/00000000000000000005.txnindex.cleaned"));
     }
 }

@@ -1,8 +1,9 @@
 //! Transaction hooks of the clean (Kafka's `CleanedTransactionMetadata`).
 //!
-//! sediment has no transactions yet, so [`LogToClean`](super::LogToClean)
-//! carries an empty list of aborted transactions and every batch passes
-//! through untouched. The hooks are here so that, once transactions exist and
+//! The log has transactions (markers, producer state, `.txnindex`), but the
+//! clean does not use them yet: [`LogToClean`](super::LogToClean) carries an
+//! empty list of aborted transactions and every batch passes through
+//! untouched. The hooks are here so that, once transactions exist and
 //! a transaction index lists the aborted ones:
 //! * records of aborted transactions are dropped from the recopy and are
 //!   never put in the offset map (an aborted value must not shadow an older
@@ -14,9 +15,16 @@
 //!   into `first_uncleanable_offset` (see `cleanable_offsets`).
 //!
 //! Batches must be shown in offset order, once per clean.
+//!
+//! Meanwhile a clean carries each source segment's `.txnindex` entries,
+//! unchanged, into the cleaned segment's `.txnindex.cleaned` (written and
+//! fsynced with it, renamed with it through the swap): no entry is lost while
+//! its aborted data is still in the log, and none is yet removed with a
+//! marker the recopy drops past its horizon.
 
 use std::collections::{BTreeSet, HashMap};
 
+use crate::log::control_record::ControlRecordType;
 use crate::log::record_batch::BatchHeader;
 
 /// An aborted transaction as the transaction index records it.
@@ -28,12 +36,13 @@ pub struct AbortedTxn {
 }
 
 /// Control record types (the second i16 of a control record's key).
-pub const CONTROL_TYPE_ABORT: i16 = 0;
-pub const CONTROL_TYPE_COMMIT: i16 = 1;
+pub const CONTROL_TYPE_ABORT: i16 = ControlRecordType::Abort.id();
+pub const CONTROL_TYPE_COMMIT: i16 = ControlRecordType::Commit.id();
 
-/// Type of the control record whose key is `key`, if it parses.
+/// Type of the control record whose key is `key`, if it parses (the log
+/// layer's reading of control records, `control_record`).
 pub fn control_record_type(key: &[u8]) -> Option<i16> {
-    (key.len() >= 4).then(|| i16::from_be_bytes([key[2], key[3]]))
+    ControlRecordType::parse_key(Some(key)).ok().map(ControlRecordType::id)
 }
 
 #[derive(Debug, Clone, Copy)]

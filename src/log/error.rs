@@ -37,7 +37,7 @@ pub enum BatchError {
     InvalidTimestamp { timestamp: i64, reason: String },
 }
 
-/// An idempotent producer's batch was refused (raised by `ProducerStateManager`).
+/// A producer's batch or a transaction marker was refused (raised by `ProducerStateManager`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProducerError {
     #[error("producer {producer_id} epoch {epoch} is older than the current epoch {current}")]
@@ -46,6 +46,12 @@ pub enum ProducerError {
     OutOfOrderSequence { producer_id: i64, epoch: i16, first_seq: i32, expected: i64 },
     #[error("producer {producer_id}: invalid base sequence {first_seq}")]
     InvalidSequence { producer_id: i64, first_seq: i32 },
+    /// A non-transactional batch while the producer's transaction is open here.
+    #[error("producer {producer_id}: non-transactional batch at offset {offset} while its transaction from offset {txn_first_offset} is open")]
+    InvalidTxnState { producer_id: i64, offset: i64, txn_first_offset: i64 },
+    /// A marker from a coordinator older than the one of the producer's last marker.
+    #[error("producer {producer_id}: marker of coordinator epoch {coordinator_epoch} after one of epoch {current}")]
+    TransactionCoordinatorFenced { producer_id: i64, coordinator_epoch: i32, current: i32 },
 }
 
 /// Errors of `Log`, `LogSegment`, the indexes and `LogManager`.

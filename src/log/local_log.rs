@@ -1,14 +1,18 @@
 //! `Log`: one partition's ordered segments, the offsets that describe it, and
-//! the rules that append to it, read from it, roll it and retain it. Opening
-//! and recovery are the loader's (`log_loader`); the cleaner's swap of
-//! segments is in `replace_segments`.
+//! the rules that append to it, roll it and retain it. Opening and recovery
+//! are the loader's (`log_loader`); reads by isolation level are in
+//! `log_read`; the cleaner's swap of segments is in `replace_segments`.
 //!
 //! Invariants:
 //! * `segments` is keyed by base offset, non-empty, and the last one is active:
 //!   only it is appended to. Every other segment is closed and immutable except
 //!   through the cleaner's swap.
 //! * `log_start_offset <= recovery_point <= next_offset` (the log end offset,
-//!   which is also the high watermark on a single node).
+//!   which is also the high watermark on a single node), and
+//!   `log_start_offset <= last stable offset <= next_offset`.
+//! * An append's producer checks pass as a whole before a byte is written; its
+//!   producer state and the transactions its markers complete (with their
+//!   `.txnindex` entries) are installed right after the bytes.
 //! * Everything below `recovery_point` has been fsynced. After a crash only
 //!   bytes at or past it may be truncated; damage below it takes the partition
 //!   offline instead of silently dropping acknowledged data.
@@ -20,23 +24,24 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use super::config::LogConfig;
+use super::control_record::EndTransactionMarker;
 use super::error::{LogError, Result};
 use super::log_loader::{self, LoadParams};
-use super::producer_state::{BatchMetadata, ProducerError, ProducerStateManager, SequenceCheck};
-use super::record_batch::{self, TimestampType, NO_TIMESTAMP};
-use super::segment::{self, FileRegion, LogSegment, RollParams, SegmentConfig};
+pub use super::log_read::{
+    FetchDataInfo, FetchIsolation, FetchRegionInfo, EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP, MAX_TIMESTAMP,
+};
+use super::producer_state::{
+    AppendOrigin, BatchMetadata, ProducerAppendInfo, ProducerBatch, ProducerError,
+    ProducerStateManager,
+};
+use super::record_batch::{self, BatchHeader, TimestampType, NO_TIMESTAMP};
+use super::segment::{self, LogSegment, RollParams, SegmentConfig};
 use super::topic_partition::TopicPartition;
+use super::transaction_index::AbortedTxn;
 use super::validator::{self, ValidatedBatch, ValidationContext};
 use crate::clock::SharedClock;
-
-/// Special timestamps of ListOffsets.
-pub const EARLIEST_TIMESTAMP: i64 = -2;
-pub const LATEST_TIMESTAMP: i64 = -1;
-pub const MAX_TIMESTAMP: i64 = -3;
-pub const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
 
 /// What an append did, for the Produce response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,24 +54,6 @@ pub struct LogAppendInfo {
     pub records_count: i64,
     pub max_timestamp: i64,
     pub valid_bytes: usize,
-}
-
-/// Bytes read for a Fetch.
-#[derive(Debug, Clone)]
-pub struct FetchDataInfo {
-    /// Whole batches, as on disk.
-    pub records: Bytes,
-    pub high_watermark: i64,
-    pub log_start_offset: i64,
-}
-
-/// Where a Fetch's bytes are, for sending them without a copy.
-#[derive(Debug, Clone)]
-pub struct FetchRegionInfo {
-    /// Whole batches, as on disk; `None` when there is nothing to send.
-    pub records: Option<FileRegion>,
-    pub high_watermark: i64,
-    pub log_start_offset: i64,
 }
 
 #[derive(Debug)]
@@ -87,7 +74,7 @@ pub struct Log {
     pending_deletes: Vec<(i64, LogSegment)>,
     scratch: Vec<u8>,
     validated: Vec<ValidatedBatch>,
-    /// Idempotent producers' last batches, rebuilt from the log on open.
+    /// Producers' last batches and open transactions, rebuilt from the log on open.
     producers: ProducerStateManager,
 }
 
@@ -178,9 +165,14 @@ impl Log {
         self.segments.values().map(LogSegment::size).sum()
     }
 
-    /// The segments by base offset, for the swap's checks.
+    /// The segments by base offset, for the swap's checks and the reads.
     pub(super) fn segment_map(&self) -> &BTreeMap<i64, LogSegment> {
         &self.segments
+    }
+
+    /// The segments and the reusable scratch buffer, for reads that inflate records.
+    pub(super) fn segments_and_scratch(&mut self) -> (&BTreeMap<i64, LogSegment>, &mut Vec<u8>) {
+        (&self.segments, &mut self.scratch)
     }
 
     /// When a segment removed now may have its files unlinked.
@@ -232,31 +224,70 @@ impl Log {
         )
     }
 
-    /// Validate a producer's batches, assign offsets in place, and append.
+    /// Validate a producer's batches, assign offsets in place, and append
+    /// (origin `Client`: what Produce appends).
     ///
     /// # Errors
-    /// `Batch` errors for invalid records (nothing is appended), I/O errors.
+    /// `Batch` errors for invalid records and `Producer` errors for a fenced,
+    /// out-of-sequence or out-of-transaction batch (nothing is appended), I/O
+    /// errors.
     pub fn append_as_leader(&mut self, records: &mut [u8]) -> Result<LogAppendInfo> {
+        self.append_with_origin(records, AppendOrigin::Client)
+    }
+
+    /// Append a COMMIT or ABORT marker of `producer_id` at `producer_epoch`,
+    /// timestamped now (origin `Coordinator`). A marker completing a
+    /// transaction of the producer moves the LSO; an ABORT also adds the
+    /// transaction to the active segment's `.txnindex`.
+    ///
+    /// # Errors
+    /// `Producer` errors for a fenced producer or coordinator epoch, I/O errors.
+    pub fn append_end_txn_marker(
+        &mut self,
+        producer_id: i64,
+        producer_epoch: i16,
+        marker: EndTransactionMarker,
+    ) -> Result<LogAppendInfo> {
+        let mut batch = marker.build_batch(producer_id, producer_epoch, self.clock.now_ms());
+        self.append_with_origin(&mut batch, AppendOrigin::Coordinator)
+    }
+
+    /// Validate batches, check them against the producer state, assign
+    /// offsets in place, and append; `origin` decides the checks (see
+    /// `producer_append_info`). Transactional data batches open transactions;
+    /// markers complete them.
+    ///
+    /// # Errors
+    /// As [`Log::append_as_leader`].
+    ///
+    /// # Panics
+    /// For origin `Recovery`: only the loader replays, it never appends.
+    pub fn append_with_origin(
+        &mut self,
+        records: &mut [u8],
+        origin: AppendOrigin,
+    ) -> Result<LogAppendInfo> {
+        assert!(origin != AppendOrigin::Recovery, "recovery replays, it does not append");
         let now = self.clock.now_ms();
-        let ctx = ValidationContext {
-            now_ms: now,
-            compact: self.config.compact,
-            max_message_bytes: self.config.max_message_bytes,
-            timestamp_type: self.config.message_timestamp_type,
-            timestamp_before_max_ms: self.config.message_timestamp_before_max_ms,
-            timestamp_after_max_ms: self.config.message_timestamp_after_max_ms,
-        };
+        let ctx = self.validation_context(now, origin);
         let mut validated = std::mem::take(&mut self.validated);
         let result = validator::validate_records(records, &ctx, &mut self.scratch, &mut validated);
         if let Err(e) = result {
             self.validated = validated;
             return Err(e.into());
         }
-        // Idempotence: a retried batch is answered with its original offsets; a gap
-        // or a fenced epoch refuses the whole request before anything is written.
-        match check_sequences(&self.producers, &validated) {
-            Ok(None) => {}
-            Ok(Some(meta)) => {
+        // A retried batch is answered with its original offsets; a gap, a fenced
+        // epoch or a batch outside its transaction refuses the whole request
+        // before anything is written.
+        let first_offset = self.next_offset;
+        let producer_append = match check_producers(
+            &self.producers,
+            &validated,
+            first_offset,
+            origin,
+        ) {
+            Ok(ProducerCheck::Append(info)) => info,
+            Ok(ProducerCheck::Duplicate(meta)) => {
                 self.validated = validated;
                 tracing::debug!(partition = %self.tp, first_seq = meta.first_seq, "duplicate batch; answering with its original offsets");
                 return Ok(LogAppendInfo {
@@ -273,25 +304,13 @@ impl Log {
                 self.validated = validated;
                 return Err(e.into());
             }
-        }
-        let first_offset = self.next_offset;
-        let mut offset = first_offset;
-        let mut max_timestamp = NO_TIMESTAMP;
-        let mut count = 0i64;
+        };
         let log_append_time =
             if ctx.timestamp_type == TimestampType::LogAppendTime { now } else { NO_TIMESTAMP };
-        for v in &validated {
-            let batch = &mut records[v.position..v.position + v.header.size_in_bytes()];
-            record_batch::set_base_offset(batch, offset);
-            record_batch::set_partition_leader_epoch(batch, 0);
-            let batch_max = if log_append_time >= 0 { now } else { v.max_timestamp };
-            record_batch::set_max_timestamp(batch, ctx.timestamp_type, batch_max);
-            max_timestamp = max_timestamp.max(batch_max);
-            offset += v.header.records_count as i64;
-            count += v.header.records_count as i64;
-        }
+        let (max_timestamp, count) =
+            assign_offsets(records, &validated, first_offset, &ctx, log_append_time);
         self.validated = validated;
-        let last_offset = offset - 1;
+        let last_offset = first_offset + count - 1;
         let valid_bytes = records.len();
         self.maybe_roll(
             RollParams {
@@ -303,15 +322,9 @@ impl Log {
             first_offset,
         )?;
         self.segments.values_mut().next_back().expect("active").append(records)?;
-        let mut base = first_offset;
-        for v in &self.validated {
-            if v.header.producer_id >= 0 {
-                self.producers.update(&record_batch::BatchHeader { base_offset: base, ..v.header });
-            }
-            base += v.header.records_count as i64;
-        }
         self.next_offset = last_offset + 1;
         self.unflushed_messages += count;
+        self.complete_transactions(producer_append)?;
         if self.flush_before_ack || self.unflushed_messages >= self.config.flush_messages {
             self.flush()?;
         }
@@ -324,6 +337,56 @@ impl Log {
             max_timestamp,
             valid_bytes,
         })
+    }
+
+    fn validation_context(&self, now_ms: i64, origin: AppendOrigin) -> ValidationContext {
+        ValidationContext {
+            now_ms,
+            compact: self.config.compact,
+            max_message_bytes: self.config.max_message_bytes,
+            timestamp_type: self.config.message_timestamp_type,
+            timestamp_before_max_ms: self.config.message_timestamp_before_max_ms,
+            timestamp_after_max_ms: self.config.message_timestamp_after_max_ms,
+            origin,
+        }
+    }
+
+    /// Install an appended batch set's producer state, then complete the
+    /// transactions its markers end, in offset order: an aborted one goes into
+    /// the active segment's `.txnindex` with the LSO right after its marker
+    /// (Kafka writes the index before completing, so the entry's LSO still
+    /// sees the other open transactions).
+    fn complete_transactions(&mut self, info: ProducerAppendInfo) -> Result<()> {
+        for done in self.producers.update(info) {
+            if done.is_aborted {
+                let txn = AbortedTxn {
+                    producer_id: done.producer_id,
+                    first_offset: done.first_offset,
+                    last_offset: done.last_offset,
+                    last_stable_offset: self.producers.last_stable_offset(&done),
+                };
+                let active = self.segments.values_mut().next_back().expect("active");
+                active.txn_index_mut().append(&txn)?;
+            }
+            self.producers.complete_txn(&done);
+        }
+        Ok(())
+    }
+
+    /// The first offset of the earliest open transaction, never below the
+    /// log start (Kafka's `firstUnstableOffset`).
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.producers.first_undecided_offset().map(|o| o.max(self.log_start_offset))
+    }
+
+    /// The last stable offset: the first unstable offset, or the high
+    /// watermark when no transaction is open. A read_committed reader sees
+    /// only offsets below it.
+    pub fn last_stable_offset(&self) -> i64 {
+        match self.first_unstable_offset() {
+            Some(o) if o < self.high_watermark() => o,
+            _ => self.high_watermark(),
+        }
     }
 
     fn maybe_roll(&mut self, params: RollParams, next_base: i64) -> Result<()> {
@@ -397,143 +460,6 @@ impl Log {
             self.roll(self.next_offset)?;
         }
         Ok(())
-    }
-
-    /// Whole batches from the one holding `offset` (or the next offset present),
-    /// up to `max_bytes`; at least one batch when `min_one_batch`.
-    ///
-    /// # Errors
-    /// `OffsetOutOfRange` outside [log start, log end]; I/O errors.
-    pub fn read(
-        &self,
-        offset: i64,
-        max_bytes: usize,
-        min_one_batch: bool,
-    ) -> Result<FetchDataInfo> {
-        let info = self.read_region(offset, max_bytes, min_one_batch)?;
-        let records = match &info.records {
-            Some(region) => region.read_to_bytes().map_err(LogError::io(&self.dir))?,
-            None => Bytes::new(),
-        };
-        Ok(FetchDataInfo {
-            records,
-            high_watermark: info.high_watermark,
-            log_start_offset: info.log_start_offset,
-        })
-    }
-
-    /// What [`Log::read`] would return, as a region of a segment file that is
-    /// not read here (a fetch sends it to the socket with `sendfile`). `None`
-    /// when there is nothing to return.
-    ///
-    /// # Errors
-    /// `OffsetOutOfRange` outside [log start, log end]; I/O errors.
-    pub fn read_region(
-        &self,
-        offset: i64,
-        max_bytes: usize,
-        min_one_batch: bool,
-    ) -> Result<FetchRegionInfo> {
-        let empty = || FetchRegionInfo {
-            records: None,
-            high_watermark: self.next_offset,
-            log_start_offset: self.log_start_offset,
-        };
-        if offset == self.next_offset {
-            return Ok(empty());
-        }
-        if offset < self.log_start_offset || offset > self.next_offset {
-            return Err(LogError::OffsetOutOfRange {
-                offset,
-                log_start: self.log_start_offset,
-                log_end: self.next_offset,
-            });
-        }
-        let first = self.segments.range(..=offset).next_back().map_or(i64::MIN, |(b, _)| *b);
-        for seg in self.segments.range(first..).map(|(_, s)| s) {
-            if let Some((_, region)) = seg.read_region(offset, max_bytes, min_one_batch)? {
-                return Ok(FetchRegionInfo {
-                    records: (!region.is_empty()).then_some(region),
-                    ..empty()
-                });
-            }
-        }
-        Ok(empty())
-    }
-
-    /// ListOffsets: the (timestamp, offset) for a target timestamp or one of the
-    /// special values. `None` when no record has a timestamp >= the target.
-    ///
-    /// # Errors
-    /// I/O errors and corrupt batches.
-    pub fn fetch_offset_by_timestamp(&mut self, target: i64) -> Result<Option<(i64, i64)>> {
-        match target {
-            EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => {
-                return Ok(Some((NO_TIMESTAMP, self.log_start_offset)))
-            }
-            LATEST_TIMESTAMP => return Ok(Some((NO_TIMESTAMP, self.next_offset))),
-            MAX_TIMESTAMP => return self.max_timestamp_and_offset(),
-            t if t < 0 => return Ok(None),
-            _ => {}
-        }
-        let start = self.log_start_offset;
-        for seg in self.segments.values() {
-            if seg.next_offset() <= start || seg.size() == 0 || seg.max_timestamp() < target {
-                continue;
-            }
-            if let Some(found) = seg.find_offset_by_timestamp(target, start, &mut self.scratch)? {
-                return Ok(Some(found));
-            }
-        }
-        Ok(None)
-    }
-
-    /// The newest timestamp among records at or after the log start offset, and
-    /// the first record carrying it. The segments' running maxima answer the
-    /// common case; when the maximum lies below the log start (after
-    /// DeleteRecords) the remaining records are scanned.
-    fn max_timestamp_and_offset(&mut self) -> Result<Option<(i64, i64)>> {
-        let start = self.log_start_offset;
-        let best = self
-            .segments
-            .values()
-            .filter(|s| s.size() > 0 && s.max_timestamp() >= 0)
-            .max_by_key(|s| s.max_timestamp());
-        let Some(seg) = best else { return Ok(Some((NO_TIMESTAMP, -1))) };
-        if let Some((ts, offset)) =
-            seg.find_offset_by_timestamp(seg.max_timestamp(), i64::MIN, &mut self.scratch)?
-        {
-            if offset >= start {
-                return Ok(Some((ts, offset)));
-            }
-        }
-        let mut best: Option<(i64, i64)> = None;
-        for seg in self.segments.values().filter(|s| s.next_offset() > start) {
-            let mut buf = Vec::new();
-            let mut reader = seg.batches(0..seg.size(), &mut buf);
-            while let Some((_, batch)) = reader.next_batch()? {
-                let header = record_batch::BatchHeader::parse(batch)?;
-                if header.last_offset() < start
-                    || best.is_some_and(|(ts, _)| header.max_timestamp <= ts)
-                {
-                    continue;
-                }
-                let payload =
-                    record_batch::records_bytes(&header, batch, &mut self.scratch, 1 << 30)?;
-                for rec in record_batch::RecordIter::new(payload, header.records_count) {
-                    let rec = rec?;
-                    let offset = header.base_offset + rec.offset_delta as i64;
-                    let ts = match header.timestamp_type() {
-                        TimestampType::LogAppendTime => header.max_timestamp,
-                        TimestampType::CreateTime => header.timestamp_base() + rec.timestamp_delta,
-                    };
-                    if offset >= start && best.is_none_or(|(b, _)| ts > b) {
-                        best = Some((ts, offset));
-                    }
-                }
-            }
-        }
-        Ok(Some(best.unwrap_or((NO_TIMESTAMP, -1))))
     }
 
     /// DeleteRecords: move the log start offset forward (never back).
@@ -702,20 +628,32 @@ impl Log {
     }
 }
 
-/// The idempotence check of an append: `Some` with the original offsets when
-/// the request is a single retried batch, `None` when every batch may be
-/// appended.
-fn check_sequences(
+/// What the producer state says of an append.
+enum ProducerCheck {
+    Append(ProducerAppendInfo),
+    /// A single batch retried: answer with its original offsets.
+    Duplicate(BatchMetadata),
+}
+
+/// Check every batch against the producer state, with the offsets they will
+/// get from `first_offset` on.
+fn check_producers(
     producers: &ProducerStateManager,
     validated: &[ValidatedBatch],
-) -> Result<Option<BatchMetadata>, ProducerError> {
+    first_offset: i64,
+    origin: AppendOrigin,
+) -> Result<ProducerCheck, ProducerError> {
+    let mut info = ProducerAppendInfo::new(origin);
+    let mut base = first_offset;
     for v in validated {
         let h = &v.header;
-        match producers.check(h)? {
-            SequenceCheck::Append => {}
-            SequenceCheck::Duplicate(meta) if validated.len() == 1 => return Ok(Some(meta)),
+        let batch =
+            ProducerBatch { header: BatchHeader { base_offset: base, ..*h }, control: v.control };
+        match producers.append_batch(&mut info, &batch)? {
+            None => {}
+            Some(meta) if validated.len() == 1 => return Ok(ProducerCheck::Duplicate(meta)),
             // A retry mixed with new batches cannot be answered with one offset range.
-            SequenceCheck::Duplicate(meta) => {
+            Some(meta) => {
                 return Err(ProducerError::OutOfOrderSequence {
                     producer_id: h.producer_id,
                     epoch: h.producer_epoch,
@@ -724,6 +662,31 @@ fn check_sequences(
                 })
             }
         }
+        base += h.records_count as i64;
     }
-    Ok(None)
+    Ok(ProducerCheck::Append(info))
+}
+
+/// Give the validated batches their offsets from `first_offset`, the leader
+/// epoch 0 and (with LogAppendTime) the broker's time; returns the largest
+/// max timestamp and the record count.
+fn assign_offsets(
+    records: &mut [u8],
+    validated: &[ValidatedBatch],
+    first_offset: i64,
+    ctx: &ValidationContext,
+    log_append_time: i64,
+) -> (i64, i64) {
+    let mut offset = first_offset;
+    let mut max_timestamp = NO_TIMESTAMP;
+    for v in validated {
+        let batch = &mut records[v.position..v.position + v.header.size_in_bytes()];
+        record_batch::set_base_offset(batch, offset);
+        record_batch::set_partition_leader_epoch(batch, 0);
+        let batch_max = if log_append_time >= 0 { log_append_time } else { v.max_timestamp };
+        record_batch::set_max_timestamp(batch, ctx.timestamp_type, batch_max);
+        max_timestamp = max_timestamp.max(batch_max);
+        offset += v.header.records_count as i64;
+    }
+    (max_timestamp, offset - first_offset)
 }

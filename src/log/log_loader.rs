@@ -10,22 +10,34 @@
 //!    segment and any segment reaching past the recovery point) is scanned
 //!    after a crash and a torn or corrupt end is truncated; every segment
 //!    after a truncated one followed a hole and is deleted.
-//! 3. The idempotent-producer state is rebuilt from the batch headers.
+//! 3. The producer state is rebuilt by replaying every batch from the first
+//!    segment (origin Recovery: headers, plus the record of each control
+//!    batch). Every segment recovered in step 2 (or whose `.txnindex` failed
+//!    its check) gets its `.txnindex` reset and rebuilt from the aborted
+//!    transactions its markers complete during the replay, as Kafka's
+//!    recovery does; the other segments keep theirs.
 //!
 //! Invariants of what `load` returns (the segments `Log::open` starts from):
 //! * at least one segment, keyed by base offset; the last one is the active one;
 //! * `log_start_offset <= recovery_point <= next_offset`;
 //! * nothing below the recovery point it was given was cut: damage there is
 //!   `Offline` with the file and position, never a silent truncation;
-//! * no `.cleaned`, `.swap` or `.deleted` file is left in the directory.
+//! * no `.cleaned`, `.swap` or `.deleted` file is left in the directory;
+//! * the producer state is the replay of every batch of the segments, and
+//!   the `.txnindex` of every recovered segment is what appending its batches
+//!   would have written.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use super::control_record;
 use super::error::{LogError, Result};
-use super::producer_state::ProducerStateManager;
-use super::segment::{self, LogSegment, SegmentConfig};
+use super::log_file_utils::segment_files;
+use super::producer_state::{ProducerBatch, ProducerStateManager};
+use super::record_batch::BatchHeader;
+use super::segment::{LogSegment, SegmentConfig};
 use super::topic_partition::TopicPartition;
+use super::transaction_index::AbortedTxn;
 use crate::clock::SharedClock;
 
 /// How the log was opened, for recovery decisions.
@@ -61,7 +73,8 @@ pub(super) fn load(
 ) -> Result<LoadedLog> {
     let bases = complete_interrupted_swaps(dir, seg_config)?;
     let now = clock.now_ms();
-    let (mut segments, truncated_at) = recover_segments(dir, tp, seg_config, bases, load)?;
+    let (mut segments, truncated_at, recovered) =
+        recover_segments(dir, tp, seg_config, bases, load)?;
     let start = load.log_start_offset.max(0);
     if segments.is_empty() {
         segments.insert(start, LogSegment::create(dir, start, seg_config, "", now)?);
@@ -73,21 +86,25 @@ pub(super) fn load(
         .recovery_point
         .clamp(log_start_offset, next_offset)
         .max(truncated_at.unwrap_or(0).min(next_offset));
-    let producers = rebuild_producer_state(&segments, log_start_offset)?;
+    let producers = rebuild_producer_state(&mut segments, log_start_offset, &recovered)?;
     Ok(LoadedLog { segments, log_start_offset, next_offset, recovery_point, producers })
 }
 
+/// The segments opened, where a torn tail was cut (the offset the log now
+/// ends at), and the base offsets of the segments recovered.
+type Recovered = (BTreeMap<i64, LogSegment>, Option<i64>, BTreeSet<i64>);
+
 /// Open the segments at `bases` (ascending), recovering those in the unflushed
-/// tail. Returns the segments kept and, if a torn tail was cut, the offset the
-/// log now ends at.
+/// tail.
 fn recover_segments(
     dir: &Path,
     tp: &TopicPartition,
     seg_config: SegmentConfig,
     bases: Vec<i64>,
     load: LoadParams,
-) -> Result<(BTreeMap<i64, LogSegment>, Option<i64>)> {
+) -> Result<Recovered> {
     let mut segments = BTreeMap::new();
+    let mut recovered = BTreeSet::new();
     let offline = |reason: String| LogError::Offline { partition: tp.to_string(), reason };
     let recovery_point = load.recovery_point;
     let mut truncated_at: Option<i64> = None;
@@ -107,6 +124,7 @@ fn recover_segments(
         let next_base = bases.get(i + 1).copied().unwrap_or(i64::MAX);
         let in_unflushed_tail = is_last || next_base > recovery_point;
         if in_unflushed_tail && (!load.clean_shutdown || seg.needs_recovery()) {
+            recovered.insert(base);
             let truncated = seg.recover_from(recovery_point).map_err(|e| offline(e.to_string()))?;
             if truncated > 0 {
                 tracing::warn!(partition = %tp, base_offset = base, bytes = truncated, next_offset = seg.next_offset(), "recovered segment by truncating its torn tail");
@@ -119,32 +137,83 @@ fn recover_segments(
         } else if seg.needs_recovery() {
             // Below the recovery point nothing may be cut: rebuild the indexes if the
             // data is whole, else take the partition offline.
+            recovered.insert(base);
             seg.recover_from(i64::MAX).map_err(|e| offline(e.to_string()))?;
             seg.on_become_inactive()?;
         }
         segments.insert(base, seg);
     }
-    Ok((segments, truncated_at))
+    Ok((segments, truncated_at, recovered))
 }
 
-/// Rebuild the idempotent-producer state by reading every batch header.
-/// Headers only: one small read per batch, no record is decoded.
+/// Rebuild the producer state by replaying every batch (step 3), and the
+/// `.txnindex` of each segment in `recovered`. One small read per batch
+/// header; a control batch is read whole (CRC checked) for its marker.
 fn rebuild_producer_state(
-    segments: &BTreeMap<i64, LogSegment>,
+    segments: &mut BTreeMap<i64, LogSegment>,
     log_start_offset: i64,
+    recovered: &BTreeSet<i64>,
 ) -> Result<ProducerStateManager> {
     let mut producers = ProducerStateManager::new();
-    for seg in segments.values() {
+    let (mut buf, mut scratch) = (Vec::new(), Vec::new());
+    for (base, seg) in segments.iter_mut() {
+        let rebuild = recovered.contains(base);
+        if rebuild {
+            seg.txn_index_mut().reset()?;
+        }
         let mut pos = 0u64;
-        while let Some(h) = seg.read_header_at(pos)? {
-            if h.producer_id >= 0 && !h.is_control() {
-                producers.update(&h);
+        while let Some(header) = seg.read_header_at(pos)? {
+            if header.has_producer_id() {
+                let control = if header.is_control() {
+                    Some(read_control(seg, &header, pos, &mut buf, &mut scratch)?)
+                } else {
+                    None
+                };
+                for done in producers.replay(&ProducerBatch { header, control }) {
+                    if rebuild && done.is_aborted {
+                        let txn = AbortedTxn {
+                            producer_id: done.producer_id,
+                            first_offset: done.first_offset,
+                            last_offset: done.last_offset,
+                            last_stable_offset: producers.last_stable_offset(&done),
+                        };
+                        seg.txn_index_mut().append(&txn)?;
+                    }
+                    producers.complete_txn(&done);
+                }
             }
-            pos += h.size_in_bytes() as u64;
+            pos += header.size_in_bytes() as u64;
+        }
+        if rebuild {
+            // Below the recovery point nothing flushes this segment again.
+            seg.txn_index().flush()?;
         }
     }
     producers.truncate_below(log_start_offset);
     Ok(producers)
+}
+
+/// The marker of the control batch at `pos`, read whole and checked.
+fn read_control(
+    seg: &LogSegment,
+    header: &BatchHeader,
+    pos: u64,
+    buf: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+) -> Result<control_record::ControlBatch> {
+    let end = pos + header.size_in_bytes() as u64;
+    let mut reader = seg.batches(pos..end, buf);
+    let Some((_, batch)) = reader.next_batch()? else {
+        return Err(LogError::Corrupt {
+            path: seg.log_path(),
+            position: pos,
+            reason: "control batch runs past the end of the segment".into(),
+        });
+    };
+    let limit = control_record::MAX_CONTROL_PAYLOAD;
+    control_record::read_control_batch(header, batch, scratch, limit).map_err(|e| {
+        LogError::Corrupt { path: seg.log_path(), position: pos, reason: e.to_string() }
+    })
 }
 
 /// The files of a partition directory, by what recovery does with them.
@@ -156,9 +225,9 @@ struct DirListing {
     swaps: Vec<i64>,
     /// Base offsets of `.log.cleaned` files.
     cleaned: Vec<i64>,
-    /// `.index` and `.timeindex` files.
+    /// `.index`, `.timeindex` and `.txnindex` files.
     indexes: Vec<(i64, PathBuf)>,
-    /// `.index.swap` and `.timeindex.swap` files.
+    /// `.index.swap`, `.timeindex.swap` and `.txnindex.swap` files.
     swap_indexes: Vec<(i64, PathBuf)>,
     /// `.deleted` and `.cleaned` files of any kind.
     doomed: Vec<PathBuf>,
@@ -179,7 +248,7 @@ fn list_dir(dir: &Path) -> Result<DirListing> {
         }
         match rest {
             "log" => listing.logs.push(base),
-            "index" | "timeindex" => listing.indexes.push((base, path)),
+            "index" | "timeindex" | "txnindex" => listing.indexes.push((base, path)),
             r if r.ends_with("deleted") => listing.doomed.push(path),
             r if r.ends_with("cleaned") => {
                 if r == "log.cleaned" {
@@ -188,7 +257,9 @@ fn list_dir(dir: &Path) -> Result<DirListing> {
                 listing.doomed.push(path);
             }
             "log.swap" => listing.swaps.push(base),
-            "index.swap" | "timeindex.swap" => listing.swap_indexes.push((base, path)),
+            "index.swap" | "timeindex.swap" | "txnindex.swap" => {
+                listing.swap_indexes.push((base, path));
+            }
             _ => {}
         }
     }
@@ -202,8 +273,13 @@ fn list_dir(dir: &Path) -> Result<DirListing> {
 /// 3. `.swap` files at or above the smallest `.cleaned` offset: that clean had
 ///    not renamed its whole group to `.swap`; delete them (the originals are intact).
 /// 4. Other `.swap` files: the clean had committed; delete the segments they
-///    replace (those whose offsets they cover) and strip the suffix.
-/// 5. Index files with no `.log`: orphans; delete.
+///    replace (those whose offsets they cover, and any file left at the
+///    swap's own base) and strip the suffix.
+/// 5. An index `.swap` whose `.log.swap` is gone: with its `.log.cleaned`
+///    still there, step 2 of the swap was interrupted (the log is renamed
+///    last into `.swap`): delete it; with its `.log` there, step 5 was (the
+///    log is stripped first): strip it too; else delete it.
+/// 6. Index files with no `.log`: orphans; delete.
 fn complete_interrupted_swaps(dir: &Path, seg_config: SegmentConfig) -> Result<Vec<i64>> {
     let DirListing { mut logs, mut swaps, cleaned, indexes, swap_indexes, doomed } = list_dir(dir)?;
     for path in doomed {
@@ -212,12 +288,16 @@ fn complete_interrupted_swaps(dir: &Path, seg_config: SegmentConfig) -> Result<V
     }
     let min_cleaned = cleaned.iter().copied().min().unwrap_or(i64::MAX);
     swaps.sort_unstable();
-    // An index `.swap` whose `.log.swap` is gone: the crash came while the swap's
-    // suffixes were being stripped (the log file goes first), so the segment is
-    // already in place; its missing index is rebuilt from the log when it opens.
     for (base, path) in swap_indexes {
-        if swaps.binary_search(&base).is_err() {
-            tracing::info!(file = %path.display(), "deleting index of a swap whose log was already renamed");
+        if swaps.binary_search(&base).is_ok() {
+            continue;
+        }
+        if !cleaned.contains(&base) && logs.contains(&base) {
+            let stripped = path.with_extension("");
+            tracing::info!(file = %path.display(), "completing the interrupted strip of a swap's suffixes");
+            std::fs::rename(&path, &stripped).map_err(LogError::io(&path))?;
+        } else {
+            tracing::info!(file = %path.display(), "deleting index of an unfinished swap");
             remove_if_exists(&path)?;
         }
     }
@@ -270,6 +350,12 @@ fn commit_swap(
             remove_if_exists(&p)?;
         }
     }
+    // The replaced segment at this base may have lost its `.log` to
+    // `.deleted` (step 4 renames it first) and kept an index; none of its
+    // files may pass for the new segment's (it may have no `.txnindex`).
+    for p in segment_files(dir, base, "") {
+        remove_if_exists(&p)?;
+    }
     logs.retain(|&b| !replaced(b));
     for (from, to) in
         segment_files(dir, base, ".swap").into_iter().zip(segment_files(dir, base, ""))
@@ -280,15 +366,6 @@ fn commit_swap(
     }
     logs.push(base);
     Ok(())
-}
-
-/// The log, offset index and time index files of a segment, log file first.
-fn segment_files(dir: &Path, base: i64, suffix: &str) -> [PathBuf; 3] {
-    [
-        segment::log_file(dir, base, suffix),
-        segment::index_file(dir, base, suffix),
-        segment::time_index_file(dir, base, suffix),
-    ]
 }
 
 fn remove_if_exists(path: &Path) -> Result<()> {

@@ -2,7 +2,8 @@
 //!
 //! A partition is a directory `<topic>-<partition>` holding segments named by
 //! base offset; each segment is a `.log` file of RecordBatch v2 batches plus a
-//! sparse `.index` (offset → position) and `.timeindex` (timestamp → offset).
+//! sparse `.index` (offset → position) and `.timeindex` (timestamp → offset),
+//! and, once an aborted transaction's marker lands in it, a `.txnindex`.
 //! Apache Kafka's `kafka-dump-log` reads what this layer writes.
 //!
 //! Guarantees:
@@ -17,6 +18,11 @@
 //!   position in the error, never silently.
 //! * The cleaner's leftovers (`.cleaned`, `.swap`, `.deleted`) are settled by
 //!   Kafka's rules before a log opens.
+//! * Transactions: the producer state tracks each producer's open
+//!   transaction; the last stable offset (LSO) is the first offset of the
+//!   earliest open transaction, or the high watermark when none is open.
+//!   Markers are appended by the broker itself (origin `Coordinator`), never
+//!   accepted from a client.
 //!
 //! No network code lives here, and nothing here needs an async runtime.
 //!
@@ -47,49 +53,68 @@
 //! 6. `batch_reader` (error, record_batch): the one reader of batches from a
 //!    file: framing, size limits and CRC checked, a caller-owned buffer, a hook
 //!    per chunk (the cleaner's throttle and cancellation).
-//! 7. `producer_state` (error, record_batch): idempotent producers' sequences.
-//! 8. `config` (error, record_batch): per-topic settings.
-//! 9. `validator` (error, record_batch): what an append accepts.
-//! 10. `index` (error): the offset and time indexes.
-//! 11. `segment` (batch_reader, error, index, record_batch): one `.log` file
-//!     and its indexes.
-//! 12. `checkpoint` (error, topic_partition): offset checkpoint files and the
+//! 7. `control_record` (compression, error, record_batch): transaction
+//!    markers, the 78-byte control batch.
+//! 8. `producer_append_info` (control_record, error, record_batch): one
+//!    append's checks per producer, `AppendOrigin`.
+//! 9. `producer_state` (error, producer_append_info): producers' sequences,
+//!    open transactions, the first unstable offset.
+//! 10. `config` (error, record_batch): per-topic settings.
+//! 11. `validator` (control_record, error, producer_append_info, record_batch):
+//!     what an append accepts.
+//! 12. `index` (error): the offset and time indexes.
+//! 13. `transaction_index` (error): the `.txnindex` of aborted transactions.
+//! 14. `log_file_utils`: the names of a partition directory's files.
+//! 15. `file_region`: batches of a segment file a fetch sends unread.
+//! 16. `segment` (batch_reader, error, file_region, index, log_file_utils,
+//!     record_batch, transaction_index): one `.log` file and its indexes.
+//! 17. `checkpoint` (error, topic_partition): offset checkpoint files and the
 //!     atomic write every small file of a log dir uses.
-//! 13. `log_loader` (error, producer_state, segment, topic_partition): opening
-//!     a partition directory and recovering it after a crash.
-//! 14. `local_log` (config, error, log_loader, producer_state, record_batch,
-//!     segment, topic_partition, validator): `Log`, append, read, roll, retention.
-//! 15. `replace_segments` (error, local_log, segment): the cleaner's crash-safe swap.
-//! 16. `coordinator_loader` (error, local_log, record_batch): reading a
+//! 18. `log_loader` (control_record, error, log_file_utils, producer_state,
+//!     segment, topic_partition, transaction_index): opening a partition
+//!     directory, recovering it after a crash, replaying the producer state.
+//! 19. `local_log` (config, control_record, error, log_loader, producer_state,
+//!     record_batch, segment, topic_partition, transaction_index, validator):
+//!     `Log`, append, read, roll, retention, the LSO.
+//!     (`log_read`, which reads the `Log` it extends, sits beside it: Fetch
+//!     and ListOffsets by isolation level.)
+//! 20. `replace_segments` (error, local_log, segment): the cleaner's crash-safe swap.
+//! 21. `coordinator_loader` (error, local_log, record_batch): reading a
 //!     coordinator's compacted topic back at start, unreadable data reported.
-//! 17. `manager` (checkpoint, config, error, local_log, log_loader,
+//! 22. `manager` (checkpoint, config, error, local_log, log_loader,
 //!     topic_partition): `LogManager`, every partition of the broker.
-//! 18. `producer_id_manager` (checkpoint, error): producer id blocks on disk.
-//! 19. `meta_properties` (checkpoint, error, manager): `meta.properties`.
+//! 23. `producer_id_manager` (checkpoint, error): producer id blocks on disk.
+//! 24. `meta_properties` (checkpoint, error, manager): `meta.properties`.
 
 pub mod batch_reader;
 pub mod checkpoint;
 pub mod compression;
 pub mod config;
+pub mod control_record;
 pub mod coordinator_loader;
 pub mod disk;
 pub mod error;
+pub mod file_region;
 pub mod index;
 pub mod local_log;
+pub mod log_file_utils;
 pub mod log_loader;
+pub mod log_read;
 pub mod manager;
 pub mod meta_properties;
+pub mod producer_append_info;
 pub mod producer_id_manager;
 pub mod producer_state;
 pub mod record_batch;
 pub mod replace_segments;
 pub mod segment;
 pub mod topic_partition;
+pub mod transaction_index;
 pub mod validator;
 
 pub use config::LogConfig;
 pub use error::{BatchError, LogError, ProducerError};
-pub use local_log::{FetchDataInfo, FetchRegionInfo, Log, LogAppendInfo};
+pub use local_log::{FetchDataInfo, FetchIsolation, FetchRegionInfo, Log, LogAppendInfo};
 pub use log_loader::LoadParams;
 pub use manager::{LogManager, LogManagerConfig, TopicInfo};
 pub use replace_segments::{SegmentSnapshot, SwapOutcome, SwapStep};

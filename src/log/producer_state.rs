@@ -1,70 +1,41 @@
-//! Idempotent-producer state of one partition (Kafka's `ProducerStateManager`).
+//! Producer state of one partition (Kafka's `ProducerStateManager`): for
+//! every producer id its epoch, its last five batches (idempotence), the
+//! coordinator epoch of its last marker and its open transaction, if any; and
+//! for the partition the open transactions by first offset, which give the
+//! first unstable offset.
 //!
-//! For every producer id the partition keeps the producer's epoch and the
-//! metadata of its last five batches (first/last sequence and offset). A batch
-//! is checked before it is appended:
-//! * an older epoch than the one recorded is fenced (`InvalidProducerEpoch`);
-//! * a batch whose sequences equal one of the cached five is a retry of an
-//!   acknowledged append: it is not written again and the producer gets the
-//!   original offsets back;
-//! * otherwise its first sequence must follow the last one (wrapping at
-//!   i32::MAX), or be 0 with a new epoch; anything else is
-//!   `OutOfOrderSequence`. A producer the partition has never seen may start at
-//!   any sequence, as in Kafka (its state may have been removed by retention).
+//! Rules (the checks of one append are in `producer_append_info`):
+//! * An append is checked as a whole with [`ProducerStateManager::append_batch`]
+//!   into a [`ProducerAppendInfo`]; only once it is in the log does
+//!   [`ProducerStateManager::update`] install the entries and the
+//!   transactions it opened. The transactions its markers complete are then
+//!   completed one by one, in offset order: the log first computes the LSO
+//!   the transaction index records ([`ProducerStateManager::last_stable_offset`]),
+//!   then [`ProducerStateManager::complete_txn`].
+//! * The first undecided offset is the smallest first offset of an open
+//!   transaction. On one node every appended offset is replicated, so it is
+//!   also the first unstable offset (Kafka's set of completed but
+//!   unreplicated transactions is always empty here).
+//! * A producer the partition has never seen may start at any sequence, as in
+//!   Kafka (its state may have been removed by retention).
 //!
-//! The state is derived from the log itself: after a restart the loader
-//! rebuilds it by reading the batch headers (on `Log::open`), so it survives
-//! crashes without a snapshot file of its own.
+//! The state is derived from the log: after a restart the loader rebuilds it
+//! by replaying every batch header (and the record of every control batch),
+//! so it survives crashes without a snapshot file of its own.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 
 pub use super::error::ProducerError;
-use super::record_batch::BatchHeader;
-
-/// Batches remembered per producer, as in Kafka (`max.in.flight` ≤ 5).
-pub const NUM_BATCHES_TO_RETAIN: usize = 5;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BatchMetadata {
-    pub first_seq: i32,
-    pub last_seq: i32,
-    pub first_offset: i64,
-    pub last_offset: i64,
-    pub max_timestamp: i64,
-}
-
-#[derive(Debug, Clone, Default)]
-struct ProducerStateEntry {
-    epoch: i16,
-    batches: VecDeque<BatchMetadata>,
-}
-
-/// The outcome of checking a batch's sequence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SequenceCheck {
-    /// Not idempotent, or the next batch in order: append it.
-    Append,
-    /// A retry of a batch already in the log.
-    Duplicate(BatchMetadata),
-}
+pub use super::producer_append_info::{
+    AppendOrigin, BatchMetadata, CompletedTxn, ProducerAppendInfo, ProducerBatch,
+    ProducerStateEntry, NUM_BATCHES_TO_RETAIN,
+};
 
 #[derive(Debug, Default, Clone)]
 pub struct ProducerStateManager {
     producers: HashMap<i64, ProducerStateEntry>,
-}
-
-fn last_sequence(header: &BatchHeader) -> i32 {
-    // Sequences wrap at i32::MAX back to 0, as Kafka's DefaultRecordBatch does.
-    let last = header.base_sequence as i64 + header.last_offset_delta as i64;
-    if last > i32::MAX as i64 {
-        (last - i32::MAX as i64 - 1) as i32
-    } else {
-        last as i32
-    }
-}
-
-fn in_sequence(last_seq: i32, next_seq: i32) -> bool {
-    next_seq as i64 == last_seq as i64 + 1 || (next_seq == 0 && last_seq == i32::MAX)
+    /// Open transactions: first offset → producer id.
+    ongoing_txns: BTreeMap<i64, i64>,
 }
 
 impl ProducerStateManager {
@@ -86,89 +57,88 @@ impl ProducerStateManager {
         self.producers.keys().copied().max()
     }
 
-    /// Check a batch a producer sent before appending it.
+    /// The entry of one producer.
+    pub fn entry(&self, producer_id: i64) -> Option<&ProducerStateEntry> {
+        self.producers.get(&producer_id)
+    }
+
+    /// The smallest first offset of an open transaction (Kafka's
+    /// `firstUndecidedOffset`).
+    pub fn first_undecided_offset(&self) -> Option<i64> {
+        self.ongoing_txns.keys().next().copied()
+    }
+
+    /// Open transactions, by first offset: (first offset, producer id).
+    pub fn ongoing_txns(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
+        self.ongoing_txns.iter().map(|(&first, &pid)| (first, pid))
+    }
+
+    /// Check one batch of an append and account it in `info` (the producer's
+    /// entry is the one the append's earlier batches left, else the stored
+    /// one). `Ok(Some(meta))`: a client's retry of the cached batch `meta`.
     ///
     /// # Errors
-    /// A fenced epoch or a sequence gap.
-    pub fn check(&self, header: &BatchHeader) -> Result<SequenceCheck, ProducerError> {
-        if header.producer_id < 0 {
-            return Ok(SequenceCheck::Append);
+    /// The refusals of `producer_append_info`; `info` is unchanged then.
+    pub fn append_batch(
+        &self,
+        info: &mut ProducerAppendInfo,
+        batch: &ProducerBatch,
+    ) -> Result<Option<BatchMetadata>, ProducerError> {
+        let pid = batch.header.producer_id;
+        // Cloned only when an earlier batch of this append touched the producer.
+        match info.entry(pid).cloned() {
+            Some(entry) => info.append(batch, Some(&entry)),
+            None => info.append(batch, self.producers.get(&pid)),
         }
-        let pid = header.producer_id;
-        if header.base_sequence < 0 {
-            return Err(ProducerError::InvalidSequence {
-                producer_id: pid,
-                first_seq: header.base_sequence,
-            });
-        }
-        let Some(entry) = self.producers.get(&pid) else {
-            return Ok(SequenceCheck::Append);
-        };
-        if header.producer_epoch < entry.epoch {
-            return Err(ProducerError::InvalidProducerEpoch {
-                producer_id: pid,
-                epoch: header.producer_epoch,
-                current: entry.epoch,
-            });
-        }
-        let first_seq = header.base_sequence;
-        let last_seq = last_sequence(header);
-        if header.producer_epoch == entry.epoch {
-            if let Some(dup) =
-                entry.batches.iter().find(|b| b.first_seq == first_seq && b.last_seq == last_seq)
-            {
-                return Ok(SequenceCheck::Duplicate(*dup));
-            }
-            if let Some(last) = entry.batches.back() {
-                if !in_sequence(last.last_seq, first_seq) {
-                    return Err(ProducerError::OutOfOrderSequence {
-                        producer_id: pid,
-                        epoch: header.producer_epoch,
-                        first_seq,
-                        expected: last.last_seq as i64 + 1,
-                    });
-                }
-            }
-        } else if first_seq != 0 {
-            // A bumped epoch starts its sequences again at 0.
-            return Err(ProducerError::OutOfOrderSequence {
-                producer_id: pid,
-                epoch: header.producer_epoch,
-                first_seq,
-                expected: 0,
-            });
-        }
-        Ok(SequenceCheck::Append)
     }
 
-    /// Record a batch that is now in the log (appended, or read back on load).
-    /// `header.base_offset` must be its final offset.
-    pub fn update(&mut self, header: &BatchHeader) {
-        if header.producer_id < 0 || header.base_sequence < 0 {
-            return;
+    /// Install what an append (now in the log) did to its producers and the
+    /// transactions it opened. Returns the transactions its markers complete;
+    /// the caller completes each with [`ProducerStateManager::complete_txn`].
+    pub fn update(&mut self, info: ProducerAppendInfo) -> Vec<CompletedTxn> {
+        for (pid, entry) in info.updated {
+            self.producers.insert(pid, entry);
         }
-        let entry = self.producers.entry(header.producer_id).or_default();
-        if header.producer_epoch != entry.epoch {
-            entry.epoch = header.producer_epoch;
-            entry.batches.clear();
+        for (first_offset, pid) in info.started {
+            self.ongoing_txns.insert(first_offset, pid);
         }
-        if entry.batches.len() == NUM_BATCHES_TO_RETAIN {
-            entry.batches.pop_front();
-        }
-        entry.batches.push_back(BatchMetadata {
-            first_seq: header.base_sequence,
-            last_seq: last_sequence(header),
-            first_offset: header.base_offset,
-            last_offset: header.base_offset + header.last_offset_delta as i64,
-            max_timestamp: header.max_timestamp,
-        });
+        info.completed
     }
 
-    /// Forget every batch below `offset` (after truncation or log-start moves
-    /// past them); a producer whose batches are all gone keeps its epoch.
+    /// The LSO right after `completed`'s marker, before it is completed: the
+    /// first offset of the earliest open transaction of another producer,
+    /// else the offset after the marker (Kafka's `lastStableOffset(CompletedTxn)`).
+    pub fn last_stable_offset(&self, completed: &CompletedTxn) -> i64 {
+        self.ongoing_txns
+            .iter()
+            .find(|(_, &pid)| pid != completed.producer_id)
+            .map_or(completed.last_offset + 1, |(&first, _)| first)
+    }
+
+    /// Mark a transaction returned by [`ProducerStateManager::update`] complete.
+    pub fn complete_txn(&mut self, completed: &CompletedTxn) {
+        let removed = self.ongoing_txns.remove(&completed.first_offset);
+        debug_assert_eq!(removed, Some(completed.producer_id), "{completed:?} was not open");
+    }
+
+    /// Replay one batch read back from the log (origin Recovery): the
+    /// transactions it completes are returned, not yet completed.
+    pub fn replay(&mut self, batch: &ProducerBatch) -> Vec<CompletedTxn> {
+        let mut info = ProducerAppendInfo::new(AppendOrigin::Recovery);
+        // Recovery checks nothing, so this cannot fail.
+        if let Err(e) = self.append_batch(&mut info, batch) {
+            debug_assert!(false, "replay refused a batch: {e}");
+            return Vec::new();
+        }
+        self.update(info)
+    }
+
+    /// Forget every cached batch below `offset` (after truncation or log-start
+    /// moves past them); a producer whose batches are all gone keeps its
+    /// epoch, and open transactions stay open.
     pub fn truncate_below(&mut self, offset: i64) {
         for entry in self.producers.values_mut() {
-            entry.batches.retain(|b| b.last_offset >= offset);
+            entry.truncate_below(offset);
         }
     }
 }
@@ -176,6 +146,10 @@ impl ProducerStateManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::control_record::{ControlBatch, EndTransactionMarker};
+    use crate::log::record_batch::{
+        BatchHeader, CONTROL_FLAG_MASK, NO_SEQUENCE, TRANSACTIONAL_FLAG_MASK,
+    };
 
     fn header(pid: i64, epoch: i16, seq: i32, count: i32, base_offset: i64) -> BatchHeader {
         BatchHeader {
@@ -187,7 +161,7 @@ mod tests {
             attributes: 0,
             last_offset_delta: count - 1,
             base_timestamp: 0,
-            max_timestamp: 0,
+            max_timestamp: base_offset,
             producer_id: pid,
             producer_epoch: epoch,
             base_sequence: seq,
@@ -195,46 +169,307 @@ mod tests {
         }
     }
 
+    fn data(pid: i64, epoch: i16, seq: i32, count: i32, base: i64) -> ProducerBatch {
+        ProducerBatch { header: header(pid, epoch, seq, count, base), control: None }
+    }
+
+    fn txn_data(pid: i64, epoch: i16, seq: i32, count: i32, base: i64) -> ProducerBatch {
+        let mut h = header(pid, epoch, seq, count, base);
+        h.attributes = TRANSACTIONAL_FLAG_MASK;
+        ProducerBatch { header: h, control: None }
+    }
+
+    fn marker(pid: i64, epoch: i16, base: i64, m: EndTransactionMarker) -> ProducerBatch {
+        let mut h = header(pid, epoch, NO_SEQUENCE, 1, base);
+        h.attributes = TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK;
+        ProducerBatch { header: h, control: Some(ControlBatch::Marker(m)) }
+    }
+
+    /// Append `batches` as one append of `origin`; on success install it and
+    /// complete its transactions, returning them with their LSOs.
+    fn append(
+        s: &mut ProducerStateManager,
+        origin: AppendOrigin,
+        batches: &[ProducerBatch],
+    ) -> Result<Vec<(CompletedTxn, i64)>, ProducerError> {
+        let mut info = ProducerAppendInfo::new(origin);
+        for b in batches {
+            s.append_batch(&mut info, b)?;
+        }
+        let mut out = Vec::new();
+        for c in s.update(info) {
+            out.push((c, s.last_stable_offset(&c)));
+            s.complete_txn(&c);
+        }
+        Ok(out)
+    }
+
+    fn check(
+        s: &ProducerStateManager,
+        b: &ProducerBatch,
+    ) -> Result<Option<BatchMetadata>, ProducerError> {
+        s.append_batch(&mut ProducerAppendInfo::new(AppendOrigin::Client), b)
+    }
+
     #[test]
     fn duplicates_gaps_and_fencing() {
         let mut s = ProducerStateManager::new();
+        let client = AppendOrigin::Client;
         // An unknown producer may start anywhere.
-        assert_eq!(s.check(&header(7, 0, 10, 2, 0)), Ok(SequenceCheck::Append));
-        s.update(&header(7, 0, 10, 2, 0));
-        assert_eq!(s.check(&header(7, 0, 12, 3, 2)), Ok(SequenceCheck::Append));
-        s.update(&header(7, 0, 12, 3, 2));
-        match s.check(&header(7, 0, 10, 2, 99)) {
-            Ok(SequenceCheck::Duplicate(m)) => assert_eq!((m.first_offset, m.last_offset), (0, 1)),
+        assert_eq!(check(&s, &data(7, 0, 10, 2, 0)), Ok(None));
+        append(&mut s, client, &[data(7, 0, 10, 2, 0)]).unwrap();
+        append(&mut s, client, &[data(7, 0, 12, 3, 2)]).unwrap();
+        match check(&s, &data(7, 0, 10, 2, 99)) {
+            Ok(Some(m)) => assert_eq!((m.first_offset, m.last_offset), (0, 1)),
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            s.check(&header(7, 0, 16, 1, 5)),
+            check(&s, &data(7, 0, 16, 1, 5)),
             Err(ProducerError::OutOfOrderSequence { expected: 15, .. })
         ));
         // A new epoch restarts at 0; the old epoch is fenced afterwards.
         assert!(matches!(
-            s.check(&header(7, 1, 3, 1, 5)),
+            check(&s, &data(7, 1, 3, 1, 5)),
             Err(ProducerError::OutOfOrderSequence { expected: 0, .. })
         ));
-        s.update(&header(7, 1, 0, 1, 5));
+        append(&mut s, client, &[data(7, 1, 0, 1, 5)]).unwrap();
         assert!(matches!(
-            s.check(&header(7, 0, 15, 1, 6)),
+            check(&s, &data(7, 0, 15, 1, 6)),
             Err(ProducerError::InvalidProducerEpoch { .. })
         ));
         // Only five batches are remembered.
         for i in 1..=5 {
-            s.update(&header(7, 1, i, 1, 5 + i as i64));
+            append(&mut s, client, &[data(7, 1, i, 1, 5 + i as i64)]).unwrap();
         }
         assert!(matches!(
-            s.check(&header(7, 1, 0, 1, 0)),
+            check(&s, &data(7, 1, 0, 1, 0)),
             Err(ProducerError::OutOfOrderSequence { .. })
+        ));
+        assert!(matches!(
+            check(&s, &data(8, 0, -1, 1, 0)),
+            Err(ProducerError::InvalidSequence { .. })
         ));
     }
 
     #[test]
     fn sequence_wraps() {
         let mut s = ProducerStateManager::new();
-        s.update(&header(1, 0, i32::MAX - 1, 2, 0));
-        assert_eq!(s.check(&header(1, 0, 0, 1, 2)), Ok(SequenceCheck::Append));
+        append(&mut s, AppendOrigin::Client, &[data(1, 0, i32::MAX - 1, 2, 0)]).unwrap();
+        assert_eq!(check(&s, &data(1, 0, 0, 1, 2)), Ok(None));
+    }
+
+    #[test]
+    fn batches_of_one_append_are_checked_in_order() {
+        let mut s = ProducerStateManager::new();
+        append(&mut s, AppendOrigin::Client, &[data(1, 0, 0, 2, 0)]).unwrap();
+        append(&mut s, AppendOrigin::Client, &[data(1, 0, 2, 1, 2), data(1, 0, 3, 1, 3)]).unwrap();
+        assert!(check(&s, &data(1, 0, 4, 1, 4)).unwrap().is_none());
+        // A gap inside one append refuses all of it.
+        let before = s.entry(1).cloned();
+        assert!(append(&mut s, AppendOrigin::Client, &[data(1, 0, 4, 1, 4), data(1, 0, 9, 1, 5)])
+            .is_err());
+        assert_eq!(s.entry(1).cloned(), before);
+    }
+
+    #[test]
+    fn a_marker_completes_the_open_transaction() {
+        let mut s = ProducerStateManager::new();
+        append(&mut s, AppendOrigin::Client, &[txn_data(5, 0, 0, 3, 10)]).unwrap();
+        assert_eq!(s.first_undecided_offset(), Some(10));
+        assert_eq!(s.entry(5).unwrap().current_txn_first_offset(), Some(10));
+        // Later batches of the same transaction do not move its start.
+        append(&mut s, AppendOrigin::Client, &[txn_data(5, 0, 3, 1, 20)]).unwrap();
+        assert_eq!(s.first_undecided_offset(), Some(10));
+        let done = append(
+            &mut s,
+            AppendOrigin::Coordinator,
+            &[marker(5, 0, 21, EndTransactionMarker::abort(3))],
+        )
+        .unwrap();
+        let txn =
+            CompletedTxn { producer_id: 5, first_offset: 10, last_offset: 21, is_aborted: true };
+        assert_eq!(done, vec![(txn, 22)]);
+        assert_eq!(s.first_undecided_offset(), None);
+        let entry = s.entry(5).unwrap();
+        assert_eq!((entry.current_txn_first_offset(), entry.coordinator_epoch()), (None, 3));
+        assert_eq!(entry.batches().count(), 2, "the same epoch keeps the cached batches");
+        // The producer continues its sequence in the next transaction.
+        assert_eq!(check(&s, &txn_data(5, 0, 4, 1, 22)), Ok(None));
+        let done = append(
+            &mut s,
+            AppendOrigin::Coordinator,
+            &[txn_data(5, 0, 4, 1, 22), marker(5, 0, 23, EndTransactionMarker::commit(3))],
+        )
+        .unwrap();
+        assert!(!done[0].0.is_aborted);
+    }
+
+    #[test]
+    fn non_transactional_write_while_a_transaction_is_open_is_refused() {
+        let mut s = ProducerStateManager::new();
+        append(&mut s, AppendOrigin::Client, &[txn_data(5, 0, 0, 1, 0)]).unwrap();
+        let before = s.entry(5).cloned();
+        for origin in [AppendOrigin::Client, AppendOrigin::Coordinator] {
+            assert_eq!(
+                append(&mut s, origin, &[data(5, 0, 1, 1, 1)]),
+                Err(ProducerError::InvalidTxnState {
+                    producer_id: 5,
+                    offset: 1,
+                    txn_first_offset: 0
+                })
+            );
+        }
+        assert_eq!(s.entry(5).cloned(), before);
+        // Another producer is not affected, and after the marker the producer may write plainly.
+        append(&mut s, AppendOrigin::Client, &[data(6, 0, 0, 1, 1)]).unwrap();
+        append(
+            &mut s,
+            AppendOrigin::Coordinator,
+            &[marker(5, 0, 2, EndTransactionMarker::commit(0))],
+        )
+        .unwrap();
+        append(&mut s, AppendOrigin::Client, &[data(5, 0, 1, 1, 3)]).unwrap();
+        // Recovery checks nothing.
+        append(&mut s, AppendOrigin::Client, &[txn_data(5, 0, 2, 1, 4)]).unwrap();
+        assert!(append(&mut s, AppendOrigin::Recovery, &[data(5, 0, 3, 1, 5)]).is_ok());
+    }
+
+    #[test]
+    fn stale_marker_epochs_are_fenced() {
+        let mut s = ProducerStateManager::new();
+        append(&mut s, AppendOrigin::Client, &[txn_data(5, 2, 0, 1, 0)]).unwrap();
+        assert_eq!(
+            append(
+                &mut s,
+                AppendOrigin::Coordinator,
+                &[marker(5, 1, 1, EndTransactionMarker::abort(0))]
+            ),
+            Err(ProducerError::InvalidProducerEpoch { producer_id: 5, epoch: 1, current: 2 })
+        );
+        assert_eq!(s.first_undecided_offset(), Some(0), "the transaction stays open");
+        // A marker with a bumped epoch (the coordinator fenced the producer)
+        // completes it and fences the old epoch's data.
+        let done = append(
+            &mut s,
+            AppendOrigin::Coordinator,
+            &[marker(5, 3, 1, EndTransactionMarker::abort(0))],
+        )
+        .unwrap();
+        assert_eq!(done.len(), 1);
+        assert_eq!(
+            s.entry(5).unwrap().batches().count(),
+            0,
+            "a new epoch drops the cached batches"
+        );
+        assert!(matches!(
+            check(&s, &txn_data(5, 2, 1, 1, 2)),
+            Err(ProducerError::InvalidProducerEpoch { current: 3, .. })
+        ));
+        // A marker of an older coordinator is fenced too.
+        append(
+            &mut s,
+            AppendOrigin::Coordinator,
+            &[marker(5, 3, 2, EndTransactionMarker::commit(4))],
+        )
+        .unwrap();
+        assert_eq!(
+            append(
+                &mut s,
+                AppendOrigin::Coordinator,
+                &[marker(5, 3, 3, EndTransactionMarker::commit(2))]
+            ),
+            Err(ProducerError::TransactionCoordinatorFenced {
+                producer_id: 5,
+                coordinator_epoch: 2,
+                current: 4
+            })
+        );
+    }
+
+    #[test]
+    fn a_duplicate_marker_completes_nothing() {
+        let mut s = ProducerStateManager::new();
+        append(&mut s, AppendOrigin::Client, &[txn_data(5, 0, 0, 1, 0)]).unwrap();
+        let m = EndTransactionMarker::abort(0);
+        assert_eq!(
+            append(&mut s, AppendOrigin::Coordinator, &[marker(5, 0, 1, m)]).unwrap().len(),
+            1
+        );
+        let entry = s.entry(5).cloned();
+        assert_eq!(
+            append(&mut s, AppendOrigin::Coordinator, &[marker(5, 0, 2, m)]).unwrap(),
+            vec![]
+        );
+        assert_eq!(s.first_undecided_offset(), None);
+        assert_eq!(
+            s.entry(5).unwrap().current_txn_first_offset(),
+            entry.unwrap().current_txn_first_offset()
+        );
+        // So is a marker for a producer never seen here.
+        assert_eq!(
+            append(&mut s, AppendOrigin::Coordinator, &[marker(9, 0, 3, m)]).unwrap(),
+            vec![]
+        );
+        assert_eq!(s.entry(9).unwrap().epoch(), 0);
+    }
+
+    #[test]
+    fn last_stable_offset_with_interleaved_producers() {
+        let mut s = ProducerStateManager::new();
+        let client = AppendOrigin::Client;
+        append(&mut s, client, &[txn_data(1, 0, 0, 2, 0)]).unwrap(); // 0..=1
+        append(&mut s, client, &[data(9, 0, 0, 1, 2)]).unwrap(); // plain at 2
+        append(&mut s, client, &[txn_data(2, 0, 0, 2, 3)]).unwrap(); // 3..=4
+        append(&mut s, client, &[txn_data(1, 0, 2, 1, 5)]).unwrap(); // 5
+        append(&mut s, client, &[txn_data(3, 0, 0, 1, 6)]).unwrap(); // 6
+        assert_eq!(s.ongoing_txns().collect::<Vec<_>>(), vec![(0, 1), (3, 2), (6, 3)]);
+        assert_eq!(s.first_undecided_offset(), Some(0));
+        // Producer 2 aborts first: the LSO stays at producer 1's start.
+        let done = append(
+            &mut s,
+            AppendOrigin::Coordinator,
+            &[marker(2, 0, 7, EndTransactionMarker::abort(0))],
+        )
+        .unwrap();
+        assert_eq!(done[0].1, 0);
+        assert_eq!(s.first_undecided_offset(), Some(0));
+        // Producer 1 commits: the LSO moves to producer 3's start.
+        let done = append(
+            &mut s,
+            AppendOrigin::Coordinator,
+            &[marker(1, 0, 8, EndTransactionMarker::commit(0))],
+        )
+        .unwrap();
+        assert_eq!(done[0].1, 6);
+        assert_eq!(s.first_undecided_offset(), Some(6));
+        let done = append(
+            &mut s,
+            AppendOrigin::Coordinator,
+            &[marker(3, 0, 9, EndTransactionMarker::abort(0))],
+        )
+        .unwrap();
+        assert_eq!(
+            done[0],
+            (
+                CompletedTxn { producer_id: 3, first_offset: 6, last_offset: 9, is_aborted: true },
+                10
+            )
+        );
+        assert_eq!(s.first_undecided_offset(), None);
+    }
+
+    #[test]
+    fn emptied_and_unknown_control_batches_change_nothing() {
+        let mut s = ProducerStateManager::new();
+        append(&mut s, AppendOrigin::Client, &[txn_data(5, 0, 0, 1, 0)]).unwrap();
+        let mut b = marker(5, 0, 1, EndTransactionMarker::abort(0));
+        for control in [
+            ControlBatch::Empty,
+            ControlBatch::Other(crate::log::control_record::ControlRecordType::Unknown(2)),
+        ] {
+            b.control = Some(control);
+            assert!(s.replay(&b).is_empty());
+        }
+        assert_eq!(s.first_undecided_offset(), Some(0));
     }
 }

@@ -502,6 +502,8 @@ pub struct BatchBuilder {
     pub producer_epoch: i16,
     pub base_sequence: i32,
     pub transactional: bool,
+    /// A control batch (transaction markers; see `control_record`).
+    pub control: bool,
     records: Vec<u8>,
     count: i32,
     max_timestamp: i64,
@@ -516,6 +518,7 @@ impl BatchBuilder {
             producer_epoch: -1,
             base_sequence: NO_SEQUENCE,
             transactional: false,
+            control: false,
             records: Vec::new(),
             count: 0,
             max_timestamp: NO_TIMESTAMP,
@@ -602,6 +605,9 @@ impl BatchBuilder {
         let mut attributes = self.compression as i16;
         if self.transactional {
             attributes |= TRANSACTIONAL_FLAG_MASK;
+        }
+        if self.control {
+            attributes |= CONTROL_FLAG_MASK;
         }
         out.extend_from_slice(&attributes.to_be_bytes());
         out.extend_from_slice(&(self.count - 1).max(0).to_be_bytes());

@@ -68,21 +68,25 @@ impl Log {
     ///    indexes, fsync them. Crash: `.cleaned` files are deleted; the old
     ///    segments are intact and the next clean redoes the work.
     /// 2. Rename each new segment `.cleaned` → `.swap`, in descending offset
-    ///    order, log file first. Crash midway: a `.log.cleaned` still exists,
-    ///    so every `.swap` at or above the smallest `.cleaned` offset (all the
-    ///    renamed ones, thanks to the descending order) is deleted with it; the
-    ///    old segments are intact. A `.log.swap` whose index is still
-    ///    `.cleaned` is complete: its index is deleted and rebuilt.
+    ///    order, its indexes first and its log file last, so a `.log.swap`
+    ///    always has its `.index`, `.timeindex` and `.txnindex` beside it.
+    ///    Crash midway: a `.log.cleaned` still exists, so every `.swap` at or
+    ///    above the smallest `.cleaned` offset (all the renamed ones, thanks
+    ///    to the descending order), and an index `.swap` beside a
+    ///    `.log.cleaned`, is deleted with it; the old segments are intact.
     /// 3. Fsync the directory, so no old segment can lose its name below
     ///    while a `.swap` rename is still volatile. Crash: as after step 2 —
     ///    every `.swap` is complete; recovery deletes the old segments whose
     ///    offsets a `.swap` covers and strips the suffix (the clean commits).
-    /// 4. Rename each old segment to `.deleted`, ascending. Crash midway or
-    ///    after: `.deleted` files are deleted; the `.swap` commits as above,
-    ///    deleting whichever old segments still have their name.
+    /// 4. Rename each old segment to `.deleted`, ascending, log file first.
+    ///    Crash midway or after: `.deleted` files are deleted; the `.swap`
+    ///    commits as above, deleting whichever old segments still have their
+    ///    name, and the indexes an old segment at the swap's own base left
+    ///    under theirs (none may pass for the new segment's).
     /// 5. Strip `.swap` from each new segment, log file first. Crash midway: a
-    ///    `.log.swap` still commits; an index `.swap` without its log is
-    ///    deleted and rebuilt from the log.
+    ///    `.log.swap` still commits; an index `.swap` beside its stripped
+    ///    `.log` is stripped too (a `.txnindex` cannot be rebuilt from its
+    ///    segment alone).
     /// 6. Fsync the directory. Crash before it completes: the directory shows
     ///    one of the states above, each of which recovers.
     /// 7. Later, after `file.delete.delay.ms`, unlink the `.deleted` files

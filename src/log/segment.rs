@@ -1,5 +1,5 @@
-//! `LogSegment`: one `.log` file of record batches and its two indexes, named by
-//! the segment's base offset in 20 digits.
+//! `LogSegment`: one `.log` file of record batches, its two sparse indexes
+//! and its transaction index, named by the segment's base offset in 20 digits.
 //!
 //! Invariants:
 //! * `size` is the number of valid bytes; the file holds whole, CRC-valid
@@ -8,6 +8,10 @@
 //!   offsets fit in 32 bits (the segment rolls before they would not).
 //! * Index entries point at batch starts within `size`, and the time index
 //!   entry timestamps are the running maximum of batch max timestamps.
+//! * The `.txnindex` lists the aborted transactions whose marker is in this
+//!   segment. Unlike the other two it cannot be rebuilt from the segment
+//!   alone (a transaction starts in an earlier one), so [`LogSegment::recover_from`]
+//!   leaves it to the loader, which replays the whole log.
 
 use std::fs::{File, OpenOptions};
 use std::ops::Range;
@@ -15,34 +19,19 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use super::batch_reader::BatchReader;
 use super::error::{LogError, Result};
+pub use super::file_region::FileRegion;
 use super::index::{OffsetIndex, TimeIndex, TimestampOffset};
 use super::record_batch::{self, BatchHeader, RecordIter, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD};
+use super::transaction_index::TransactionIndex;
 
-pub const LOG_SUFFIX: &str = ".log";
-pub const INDEX_SUFFIX: &str = ".index";
-pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
-pub const CLEANED_SUFFIX: &str = ".cleaned";
-pub const SWAP_SUFFIX: &str = ".swap";
-pub const DELETED_SUFFIX: &str = ".deleted";
-
-/// Kafka's 20-digit file name prefix for a base offset.
-pub fn filename_prefix(offset: i64) -> String {
-    format!("{offset:020}")
-}
-
-pub fn log_file(dir: &Path, offset: i64, suffix: &str) -> PathBuf {
-    dir.join(format!("{}{LOG_SUFFIX}{suffix}", filename_prefix(offset)))
-}
-pub fn index_file(dir: &Path, offset: i64, suffix: &str) -> PathBuf {
-    dir.join(format!("{}{INDEX_SUFFIX}{suffix}", filename_prefix(offset)))
-}
-pub fn time_index_file(dir: &Path, offset: i64, suffix: &str) -> PathBuf {
-    dir.join(format!("{}{TIME_INDEX_SUFFIX}{suffix}", filename_prefix(offset)))
-}
+pub use super::log_file_utils::{
+    filename_prefix, index_file, log_file, time_index_file, txn_index_file, CLEANED_SUFFIX,
+    DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+};
 
 /// Sizes a segment needs from the topic config.
 #[derive(Debug, Clone, Copy)]
@@ -69,47 +58,6 @@ pub struct RollParams {
     pub now_ms: i64,
 }
 
-/// Whole batches of a segment file, by position, not yet read: a fetch
-/// response sends them with `sendfile` (page cache to socket, no copy through
-/// the broker's memory), like Kafka's `FileRecords`. The region holds the file
-/// open, so it stays readable if the segment is cleaned, retained or deleted
-/// before it is sent; segment files only ever change past their valid size,
-/// so the bytes are those the fetch chose.
-#[derive(Debug, Clone)]
-pub struct FileRegion {
-    file: Arc<File>,
-    position: u64,
-    len: usize,
-}
-
-impl FileRegion {
-    pub fn new(file: Arc<File>, position: u64, len: usize) -> Self {
-        Self { file, position, len }
-    }
-    pub fn file(&self) -> &File {
-        &self.file
-    }
-    pub fn position(&self) -> u64 {
-        self.position
-    }
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The region's bytes, read into memory.
-    ///
-    /// # Errors
-    /// I/O errors, and `UnexpectedEof` if the file is shorter than the region.
-    pub fn read_to_bytes(&self) -> std::io::Result<Bytes> {
-        let mut buf = BytesMut::zeroed(self.len);
-        self.file.read_exact_at(&mut buf, self.position)?;
-        Ok(buf.freeze())
-    }
-}
-
 #[derive(Debug)]
 pub struct LogSegment {
     base_offset: i64,
@@ -122,6 +70,7 @@ pub struct LogSegment {
     size: u64,
     offset_index: OffsetIndex,
     time_index: TimeIndex,
+    txn_index: TransactionIndex,
     config: SegmentConfig,
     bytes_since_last_index_entry: usize,
     max_timestamp_so_far: i64,
@@ -173,6 +122,10 @@ impl LogSegment {
                 config.max_index_size,
                 true,
             )?,
+            txn_index: TransactionIndex::create(
+                &txn_index_file(dir, base_offset, suffix),
+                base_offset,
+            )?,
             config,
             bytes_since_last_index_entry: 0,
             max_timestamp_so_far: NO_TIMESTAMP,
@@ -210,6 +163,15 @@ impl LogSegment {
         let idx_path = index_file(dir, base_offset, suffix);
         let tidx_path = time_index_file(dir, base_offset, suffix);
         let indexes_present = idx_path.exists() && tidx_path.exists();
+        let txn_path = txn_index_file(dir, base_offset, suffix);
+        let (txn_index, txn_index_ok) = match TransactionIndex::open(&txn_path, base_offset) {
+            Ok(index) => (index, true),
+            Err(LogError::CorruptIndex { reason, .. }) => {
+                tracing::warn!(index = %txn_path.display(), reason, "transaction index fails its check; it will be rebuilt from the log");
+                (TransactionIndex::create(&txn_path, base_offset)?, false)
+            }
+            Err(e) => return Err(e),
+        };
         let mut seg = Self {
             base_offset,
             dir: dir.into(),
@@ -218,6 +180,7 @@ impl LogSegment {
             size: meta.len(),
             offset_index: OffsetIndex::open(&idx_path, base_offset, config.max_index_size, false)?,
             time_index: TimeIndex::open(&tidx_path, base_offset, config.max_index_size, false)?,
+            txn_index,
             config,
             bytes_since_last_index_entry: 0,
             max_timestamp_so_far: NO_TIMESTAMP,
@@ -227,7 +190,7 @@ impl LogSegment {
             next_offset: base_offset,
             needs_recovery: false,
         };
-        if !indexes_present {
+        if !indexes_present || !txn_index_ok {
             tracing::info!(segment = %seg.log_path().display(), "index missing; it will be rebuilt from the log");
             seg.needs_recovery = true;
         } else if let Err(e) = seg.load_from_indexes() {
@@ -288,8 +251,9 @@ impl LogSegment {
         }
     }
 
-    /// Rebuild both indexes and the in-memory state by scanning the whole file,
-    /// checking every batch's framing and CRC. Invalid bytes are truncated only
+    /// Rebuild both sparse indexes and the in-memory state by scanning the
+    /// whole file, checking every batch's framing and CRC (the transaction
+    /// index is the loader's to rebuild). Invalid bytes are truncated only
     /// when the valid prefix still reaches `min_next_offset` (the recovery point:
     /// what was flushed must survive); otherwise nothing is cut and the damage is
     /// an error. Returns the number of bytes truncated.
@@ -513,10 +477,31 @@ impl LogSegment {
         max_bytes: usize,
         min_one_batch: bool,
     ) -> Result<Option<(i64, FileRegion)>> {
+        self.read_region_to(offset, max_bytes, min_one_batch, self.size)
+    }
+
+    /// [`LogSegment::read_region`] of the bytes before `max_position` only,
+    /// a batch start (a read_committed fetch stops at the batch holding the
+    /// LSO); an empty region when the batch holding `offset` starts there or later.
+    ///
+    /// # Errors
+    /// I/O errors and malformed headers.
+    pub fn read_region_to(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        min_one_batch: bool,
+        max_position: u64,
+    ) -> Result<Option<(i64, FileRegion)>> {
         let Some(start) = self.translate_offset(offset)? else { return Ok(None) };
-        let available = self.size - start.position;
+        let size = self.size.min(max_position);
+        if start.position >= size {
+            let empty = FileRegion::new(Arc::clone(&self.log), start.position, 0);
+            return Ok(Some((start.header.base_offset, empty)));
+        }
+        let available = size - start.position;
         let first = start.header.size_in_bytes() as u64;
-        let mut end = self.size;
+        let mut end = size;
         if available > max_bytes as u64 {
             let limit = start.position + max_bytes as u64;
             // End at a batch start the index knows, so the next fetch starts where
@@ -618,10 +603,16 @@ impl LogSegment {
     pub fn flush(&mut self) -> Result<()> {
         self.log.sync_data().map_err(LogError::io(self.log_path()))?;
         self.offset_index.flush()?;
-        self.time_index.flush()
+        self.time_index.flush()?;
+        self.txn_index.flush()
     }
 
-    /// Rename the three files from suffix `self.suffix` to `new_suffix` (e.g. to `.deleted`).
+    /// Rename the segment's files from suffix `self.suffix` to `new_suffix`
+    /// (e.g. to `.deleted`). The `.log` names the segment for the loader, so
+    /// it is renamed last into `.swap` (a `.log.swap` then always has every
+    /// index beside it, including the `.txnindex` that recovery could not
+    /// rebuild from the segment alone) and first otherwise (indexes left
+    /// under the old name by a crash are the segment's, or orphans).
     ///
     /// # Errors
     /// I/O errors; files renamed before the failure keep their new name.
@@ -629,9 +620,17 @@ impl LogSegment {
         let (dir, base) = (self.dir.clone(), self.base_offset);
         let old_log = log_file(&dir, base, &self.suffix);
         let new_log = log_file(&dir, base, new_suffix);
-        std::fs::rename(&old_log, &new_log).map_err(LogError::io(&old_log))?;
+        let rename_log = || std::fs::rename(&old_log, &new_log).map_err(LogError::io(&old_log));
+        let log_last = new_suffix == SWAP_SUFFIX;
+        if !log_last {
+            rename_log()?;
+        }
         self.offset_index.rename(&index_file(&dir, base, new_suffix))?;
         self.time_index.rename(&time_index_file(&dir, base, new_suffix))?;
+        self.txn_index.rename(&txn_index_file(&dir, base, new_suffix))?;
+        if log_last {
+            rename_log()?;
+        }
         self.suffix = new_suffix.into();
         Ok(())
     }
@@ -641,9 +640,12 @@ impl LogSegment {
     /// # Errors
     /// I/O errors other than a file already gone.
     pub fn delete_files(&self) -> Result<()> {
-        for path in
-            [self.log_path(), self.offset_index.path().into(), self.time_index.path().into()]
-        {
+        for path in [
+            self.log_path(),
+            self.offset_index.path().into(),
+            self.time_index.path().into(),
+            self.txn_index.path().into(),
+        ] {
             match std::fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -675,6 +677,13 @@ impl LogSegment {
     }
     pub fn time_index(&self) -> &TimeIndex {
         &self.time_index
+    }
+    /// The aborted transactions whose marker is in this segment.
+    pub fn txn_index(&self) -> &TransactionIndex {
+        &self.txn_index
+    }
+    pub fn txn_index_mut(&mut self) -> &mut TransactionIndex {
+        &mut self.txn_index
     }
     pub fn max_timestamp(&self) -> i64 {
         self.max_timestamp_so_far

@@ -2,8 +2,14 @@
 //! offsets are assigned. Runs over the request bytes in place: an uncompressed
 //! batch is checked without any allocation; a compressed one is inflated once
 //! into the caller's scratch buffer.
+//!
+//! Control batches are refused from clients. From the broker itself (origin
+//! `Coordinator`) a control batch must be exactly one well-formed COMMIT or
+//! ABORT marker of a transactional producer.
 
+use super::control_record::{self, ControlBatch};
 use super::error::BatchError;
+use super::producer_append_info::AppendOrigin;
 use super::record_batch::{self, BatchHeader, RecordIter, TimestampType};
 
 /// What the topic and the moment impose on appended records.
@@ -16,6 +22,8 @@ pub struct ValidationContext {
     pub timestamp_type: TimestampType,
     pub timestamp_before_max_ms: i64,
     pub timestamp_after_max_ms: i64,
+    /// Who appends: only the broker itself may write control batches.
+    pub origin: AppendOrigin,
 }
 
 impl ValidationContext {
@@ -33,6 +41,8 @@ pub struct ValidatedBatch {
     pub header: BatchHeader,
     /// Max record timestamp actually present (CreateTime).
     pub max_timestamp: i64,
+    /// What a control batch holds (`None` for a data batch).
+    pub control: Option<ControlBatch>,
 }
 
 /// Validate every batch in `records`.
@@ -56,11 +66,42 @@ pub fn validate_records(
         let rest = &records[position..];
         let header = record_batch::check_batch(rest, ctx.max_message_bytes)?;
         let batch = &rest[..header.size_in_bytes()];
-        let max_timestamp = validate_batch(&header, batch, ctx, scratch)?;
-        out.push(ValidatedBatch { position, header, max_timestamp });
+        let (max_timestamp, control) = if header.is_control() {
+            (header.max_timestamp, Some(validate_marker(&header, batch, ctx, scratch)?))
+        } else {
+            (validate_batch(&header, batch, ctx, scratch)?, None)
+        };
+        out.push(ValidatedBatch { position, header, max_timestamp, control });
         position += header.size_in_bytes();
     }
     Ok(())
+}
+
+/// A control batch: refused unless the broker writes one marker.
+fn validate_marker(
+    header: &BatchHeader,
+    batch: &[u8],
+    ctx: &ValidationContext,
+    scratch: &mut Vec<u8>,
+) -> Result<ControlBatch, BatchError> {
+    if ctx.origin != AppendOrigin::Coordinator {
+        return Err(BatchError::InvalidBatch("clients may not send control batches".into()));
+    }
+    let invalid = |reason: &str| Err(BatchError::InvalidBatch(format!("control batch: {reason}")));
+    if header.records_count != 1 || header.last_offset_delta != 0 {
+        return invalid("a marker batch holds exactly one record");
+    }
+    if !header.is_transactional() || !header.has_producer_id() {
+        return invalid("a marker belongs to a transactional producer");
+    }
+    if header.has_delete_horizon() {
+        return invalid("a delete horizon is the cleaner's");
+    }
+    let limit = ctx.decompression_limit();
+    match control_record::read_control_batch(header, batch, scratch, limit)? {
+        marker @ ControlBatch::Marker(_) => Ok(marker),
+        _ => invalid("only COMMIT and ABORT markers are appended"),
+    }
 }
 
 fn validate_batch(
@@ -69,9 +110,6 @@ fn validate_batch(
     ctx: &ValidationContext,
     scratch: &mut Vec<u8>,
 ) -> Result<i64, BatchError> {
-    if header.is_control() {
-        return Err(BatchError::InvalidBatch("clients may not send control batches".into()));
-    }
     if header.records_count <= 0 {
         return Err(BatchError::InvalidBatch(format!(
             "record count {} must be positive",
@@ -145,6 +183,7 @@ mod tests {
             timestamp_type: TimestampType::CreateTime,
             timestamp_before_max_ms: i64::MAX,
             timestamp_after_max_ms: 3_600_000,
+            origin: AppendOrigin::Client,
         }
     }
 
@@ -174,6 +213,34 @@ mod tests {
             validate_records(&b.build(), &ctx(false), &mut scratch, &mut out),
             Err(BatchError::InvalidTimestamp { .. })
         ));
+    }
+
+    #[test]
+    fn control_batches_only_from_the_broker_and_only_markers() {
+        use crate::log::control_record::EndTransactionMarker;
+        let marker = EndTransactionMarker::commit(2).build_batch(7, 1, 10_000);
+        let (mut scratch, mut out) = (Vec::new(), Vec::new());
+        let coordinator = ValidationContext { origin: AppendOrigin::Coordinator, ..ctx(true) };
+        assert!(matches!(
+            validate_records(&marker, &ctx(false), &mut scratch, &mut out),
+            Err(BatchError::InvalidBatch(_))
+        ));
+        validate_records(&marker, &coordinator, &mut scratch, &mut out).unwrap();
+        assert_eq!(out[0].control, Some(ControlBatch::Marker(EndTransactionMarker::commit(2))));
+        // Two records, an unknown type, no producer: refused.
+        let mut two = BatchBuilder::new(Compression::None, 10_000);
+        two.producer_id = 7;
+        two.transactional = true;
+        two.control = true;
+        let other = two.clone();
+        two.append(10_000, Some(&[0, 0, 0, 1]), Some(&[0, 0, 0, 0, 0, 0]));
+        two.append(10_000, Some(&[0, 0, 0, 1]), Some(&[0, 0, 0, 0, 0, 0]));
+        let mut unknown = other.clone();
+        unknown.append(10_000, Some(&[0, 0, 0, 3]), Some(&[0, 0, 0, 0, 0, 0]));
+        let no_pid = EndTransactionMarker::abort(0).build_batch(-1, 0, 10_000);
+        for bad in [two.build(), unknown.build(), no_pid] {
+            assert!(validate_records(&bad, &coordinator, &mut scratch, &mut out).is_err());
+        }
     }
 
     #[test]

@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 
 use crate::log::batch_reader::BatchReader;
+use crate::log::control_record::{ControlRecordType, EndTransactionMarker};
 use crate::log::index::{OffsetIndex, TimeIndex};
 use crate::log::record_batch::{self, BatchHeader, RecordIter, TimestampType};
+use crate::log::transaction_index::{AbortedTxn, ENTRY_SIZE};
 
 /// Options of one dump.
 #[derive(Debug, Clone, Copy, Default)]
@@ -40,6 +42,9 @@ pub fn dump_files(files: &[PathBuf], opts: DumpOptions, out: &mut String) -> any
             "log" | "log.deleted" | "log.cleaned" | "log.swap" => dump_log(file, base, opts, out)?,
             "index" => check_offset_index(file, base, opts, out)?,
             "timeindex" => check_time_index(file, base, opts, out)?,
+            "txnindex" | "txnindex.deleted" | "txnindex.cleaned" | "txnindex.swap" => {
+                dump_txn_index(file, out)?
+            }
             other => bail!("{name}: unknown file type .{other}"),
         };
     }
@@ -144,7 +149,20 @@ fn dump_records(
             rec.value.map_or(-1, |v| v.len() as i64),
             rec.headers_count,
         )?;
-        if opts.print_data_log {
+        if h.is_control() {
+            // Kafka's dump names the marker instead of printing the record.
+            match EndTransactionMarker::deserialize(rec.key, rec.value) {
+                Ok(Some(m)) => {
+                    let kind = if m.is_abort() { "ABORT" } else { "COMMIT" };
+                    write!(out, " endTxnMarker: {kind} coordinatorEpoch: {}", m.coordinator_epoch)?;
+                }
+                Ok(None) => {
+                    let kind = ControlRecordType::parse_key(rec.key).map_or(-1, |t| t.id());
+                    write!(out, " controlType: {kind}")?;
+                }
+                Err(e) => write!(out, " ERROR: {e}")?,
+            }
+        } else if opts.print_data_log {
             let show = |b: Option<&[u8]>| {
                 b.map_or("null".to_string(), |b| String::from_utf8_lossy(b).into_owned())
             };
@@ -157,6 +175,44 @@ fn dump_records(
         return Ok(1);
     }
     Ok(0)
+}
+
+/// The entries of a `.txnindex`, one line each as Kafka prints them; a
+/// trailing partial entry or an unknown version is a problem. The file is
+/// only read.
+fn dump_txn_index(path: &Path, out: &mut String) -> anyhow::Result<usize> {
+    use std::io::Read;
+    let mut reader = std::io::BufReader::new(
+        File::open(path).with_context(|| format!("open {}", path.display()))?,
+    );
+    let mut entry = [0u8; ENTRY_SIZE];
+    loop {
+        let mut filled = 0;
+        while filled < ENTRY_SIZE {
+            match reader.read(&mut entry[filled..])? {
+                0 => break,
+                n => filled += n,
+            }
+        }
+        if filled == 0 {
+            return Ok(0);
+        }
+        if filled < ENTRY_SIZE {
+            writeln!(out, "ERROR: {filled} trailing bytes are not a whole entry")?;
+            return Ok(1);
+        }
+        match AbortedTxn::from_bytes(&entry) {
+            Ok(t) => writeln!(
+                out,
+                "version: 0 producerId: {} firstOffset: {} lastOffset: {} lastStableOffset: {}",
+                t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset
+            )?,
+            Err(version) => {
+                writeln!(out, "ERROR: entry of unknown version {version}")?;
+                return Ok(1);
+            }
+        }
+    }
 }
 
 fn log_of(index: &Path) -> PathBuf {
