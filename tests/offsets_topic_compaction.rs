@@ -44,8 +44,19 @@ fn commit(w: &mut Wire, group: &str, offset: i64) {
         .with_topics(vec![OffsetCommitRequestTopic::default()
             .with_name(TopicName(StrBytes::from_static_str("events")))
             .with_partitions(partitions)]);
-    let r = w.call(8, &request);
-    assert!(r.topics[0].partitions.iter().all(|p| p.error_code == 0), "{r:?}");
+    // Right after a start the coordinator may still be loading (code 14,
+    // retriable): retry as clients do.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = w.call(8, &request);
+        let loading = r.topics[0].partitions.iter().all(|p| p.error_code == 14);
+        if loading && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        }
+        assert!(r.topics[0].partitions.iter().all(|p| p.error_code == 0), "{r:?}");
+        return;
+    }
 }
 
 fn committed(port: u16, group: &str) -> Vec<i64> {
