@@ -28,12 +28,21 @@
 
 pub mod schema;
 
+mod coordinator;
+mod end_txn;
 mod error;
+mod marker_writer;
 mod state_manager;
+mod timers;
 mod transaction_metadata;
+mod txn_transit_metadata;
 
 pub use crate::log::coordinator_loader::LoadStats;
+pub use coordinator::{ProducerIdAndEpoch, ProducerIdGenerator, TransactionCoordinator};
 pub use error::TxnError;
+pub use marker_writer::{
+    MarkerWriteError, TransactionMarkerWriter, TransactionResult, TxnMarker, COORDINATOR_EPOCH,
+};
 pub use state_manager::{
     SharedTransactionMetadata, TransactionConfig, TransactionStateManager, TxnLoadOutcome,
     TRANSACTION_STATE_TOPIC,
@@ -41,3 +50,4 @@ pub use state_manager::{
 pub use transaction_metadata::{
     LogValueError, TransactionMetadata, TransactionState, TransactionStateError,
 };
+pub use txn_transit_metadata::{is_epoch_exhausted, TxnTransitMetadata, EXHAUSTED_EPOCH};

@@ -23,7 +23,8 @@
 //!   decided but maybe not all its markers written: the load returns it, and
 //!   the coordinator completes it (markers, then the Complete record). The
 //!   load itself writes nothing.
-//! * The cache changes only through `load` and `put_transaction_state_if_not_exists`;
+//! * The cache changes only through `load`, `put_transaction_state_if_not_exists`
+//!   and `remove_transaction_state` (after an expired id's tombstone);
 //!   an append writes the log and leaves the cache to the caller, which applies
 //!   the new state only after the append succeeded.
 //! * Lock order: the cache's lock before a metadata's mutex (`snapshot` holds
@@ -304,6 +305,36 @@ impl TransactionStateManager {
             .entry(metadata.transactional_id.clone())
             .or_insert_with(|| Arc::new(Mutex::new(metadata)));
         Ok(Arc::clone(entry))
+    }
+
+    /// Every transactional id with its shared metadata, for the timers' scans;
+    /// the cache's lock is released before the caller locks any metadata.
+    ///
+    /// # Errors
+    /// [`TxnError::CoordinatorLoadInProgress`] until the load finished.
+    pub fn all_transaction_states(
+        &self,
+    ) -> Result<Vec<(String, SharedTransactionMetadata)>, TxnError> {
+        self.check_loaded()?;
+        let transactions = self.transactions.read();
+        Ok(transactions.iter().map(|(id, m)| (id.clone(), Arc::clone(m))).collect())
+    }
+
+    /// Remove `transactional_id` from the cache if its entry is still
+    /// `expected` (its tombstone was appended); returns whether it was.
+    pub fn remove_transaction_state(
+        &self,
+        transactional_id: &str,
+        expected: &SharedTransactionMetadata,
+    ) -> bool {
+        let mut transactions = self.transactions.write();
+        match transactions.get(transactional_id) {
+            Some(current) if Arc::ptr_eq(current, expected) => {
+                transactions.remove(transactional_id);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// A copy of every transactional id's metadata, by id.
