@@ -37,6 +37,15 @@ mod timers;
 mod transaction_metadata;
 mod txn_transit_metadata;
 
+#[cfg(test)]
+mod coordinator_epoch_tests;
+#[cfg(test)]
+mod coordinator_restart_tests;
+#[cfg(test)]
+mod coordinator_tests;
+#[cfg(test)]
+mod test_support;
+
 pub use crate::log::coordinator_loader::LoadStats;
 pub use coordinator::{ProducerIdAndEpoch, ProducerIdGenerator, TransactionCoordinator};
 pub use error::TxnError;
