@@ -127,7 +127,7 @@ impl TransactionMarkerWriter for FakeMarkerWriter {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(super) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("create copy dir");
     for entry in std::fs::read_dir(from).expect("read dir") {
         let entry = entry.expect("dir entry");
