@@ -22,7 +22,7 @@
 //!    epoch, then the Complete record.
 //! 3. With no mutex held, write the marker to each partition of the
 //!    transaction, in topic/partition order, through the
-//!    [`TransactionMarkerWriter`]. A partition whose topic is gone counts as
+//!    [`TransactionMarkerWriter`](super::TransactionMarkerWriter). A partition whose topic is gone counts as
 //!    done. A marker that fails is kept, the others are still written, and
 //!    the transaction stays pending (still Prepare* on disk and in memory)
 //!    for [`TransactionCoordinator::retry_pending_completions`], which
