@@ -244,3 +244,60 @@ fn ids_unused_for_the_expiration_time_are_removed_with_a_tombstone() {
     assert_eq!(back.epoch, 0);
     assert!(back.producer_id > open_txn.producer_id, "ids are never reissued");
 }
+
+/// Make every `__transaction_state` append fail (`max.message.bytes` below
+/// any batch), or lift that again.
+fn limit_records(node: &Node, max_message_bytes: Option<usize>) {
+    let mut overrides: std::collections::BTreeMap<String, String> =
+        [("cleanup.policy", "compact"), ("compression.type", "uncompressed")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+    if let Some(max) = max_message_bytes {
+        overrides.insert("max.message.bytes".into(), max.to_string());
+    }
+    node.logs.alter_topic_config(super::TRANSACTION_STATE_TOPIC, overrides).expect("alter");
+}
+
+#[test]
+fn a_failed_append_changes_nothing_and_a_failed_fence_bumps_only_once() {
+    let (_dir, _clock, node) = fresh();
+    let c = &node.coordinator;
+    let old = begin(&node, ID, &[("a", 0)]);
+    let written = records(&node, ID).len();
+    limit_records(&node, Some(10));
+    let r = c.add_partitions_to_txn(ID, old.producer_id, old.epoch, &set(&[("b", 0)]));
+    assert!(matches!(r, Err(TxnError::Storage(_))), "{r:?}");
+    let m = cached(&node, ID);
+    assert_eq!(
+        (m.state(), m.pending_state(), m.partitions.clone()),
+        (Ongoing, None, set(&[("a", 0)]))
+    );
+    let r = c.end_transaction(ID, old.producer_id, old.epoch, Commit);
+    assert!(matches!(r, Err(TxnError::Storage(_))), "{r:?}");
+    assert_eq!((cached(&node, ID).state(), cached(&node, ID).pending_state()), (Ongoing, None));
+    // A fence whose PrepareAbort cannot be written: the epoch is bumped in
+    // memory (the old producer is fenced) and the fence is marked failed.
+    let r = c.init_producer_id(ID, TIMEOUT, None);
+    assert!(matches!(r, Err(TxnError::Storage(_))), "{r:?}");
+    let m = cached(&node, ID);
+    assert_eq!(
+        (m.state(), m.producer_epoch, m.has_failed_epoch_fence()),
+        (Ongoing, old.epoch + 1, true)
+    );
+    assert!(is_fenced(c.end_transaction(ID, old.producer_id, old.epoch, Commit)));
+    // Again failing: still no second bump.
+    assert!(matches!(c.init_producer_id(ID, TIMEOUT, None), Err(TxnError::Storage(_))));
+    assert_eq!(cached(&node, ID).producer_epoch, old.epoch + 1);
+    assert_eq!(records(&node, ID).len(), written, "nothing reached the log");
+    assert!(node.writer.written().is_empty(), "no marker before a Prepare record");
+    limit_records(&node, None);
+    assert!(is_concurrent(c.init_producer_id(ID, TIMEOUT, None)));
+    let fenced = pe(old.producer_id, old.epoch + 1);
+    assert_eq!(node.writer.written(), [(tp("a", 0), marker(fenced, Abort))]);
+    assert!(!cached(&node, ID).has_failed_epoch_fence());
+    assert_eq!(
+        c.init_producer_id(ID, TIMEOUT, None).expect("retry"),
+        pe(old.producer_id, old.epoch + 2)
+    );
+}

@@ -178,3 +178,23 @@ fn markers_failing_during_recovery_are_retried_and_block_the_id_meanwhile() {
     assert_eq!(cached(&node, ID).state(), CompleteCommit);
     assert_eq!(states(&node, ID).last(), Some(&Some(CompleteCommit)));
 }
+
+#[test]
+fn producer_ids_in_the_transaction_log_are_never_reissued_even_without_the_block_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clock = MockClock::new(NOW);
+    let node = open(dir.path(), &clock);
+    let ids: Vec<i64> = (0..3)
+        .map(|i| node.coordinator.init_producer_id(&format!("t{i}"), TIMEOUT, None).expect("init"))
+        .map(|p| p.producer_id)
+        .collect();
+    node.logs.shutdown().expect("shutdown");
+    drop(node);
+    // The block file is lost: only __transaction_state knows the ids.
+    let block = dir.path().join(crate::log::producer_id_manager::PRODUCER_ID_BLOCK_FILE);
+    std::fs::remove_file(&block).expect("remove the block file");
+    let node = open(dir.path(), &clock);
+    let next = node.coordinator.init_producer_id("new", TIMEOUT, None).expect("init");
+    let max = *ids.iter().max().expect("ids");
+    assert_eq!(next.producer_id, max + 1, "issuing resumes above the largest id loaded");
+}
