@@ -282,3 +282,38 @@ fn racing_inits_on_one_id_each_get_a_distinct_epoch_or_retry() {
     assert_eq!(cached(&node, ID).producer_epoch, *epochs.last().expect("some"));
     assert_eq!(cached(&node, ID).pending_state(), None);
 }
+
+#[test]
+fn bad_requests_leave_other_producers_and_the_target_untouched() {
+    let (_dir, _clock, node) = fresh();
+    let c = &node.coordinator;
+    let a = begin(&node, ID, &[("a", 0)]);
+    let b = begin(&node, "txn-b", &[("b", 0)]);
+    let (before_a, before_b) = (cached(&node, ID), cached(&node, "txn-b"));
+    let (records_a, records_b) = (records(&node, ID).len(), records(&node, "txn-b").len());
+    // B's producer id and stale epochs aimed at A's id, and nonsense on B's.
+    let parts = set(&[("x", 0)]);
+    assert!(is_bad_mapping(c.add_partitions_to_txn(ID, b.producer_id, b.epoch, &parts)));
+    assert!(is_bad_mapping(c.end_transaction(
+        ID,
+        b.producer_id,
+        a.epoch,
+        TransactionResult::Abort
+    )));
+    assert!(is_fenced(c.end_transaction(ID, a.producer_id, a.epoch + 3, TransactionResult::Abort)));
+    assert!(is_fenced(c.init_producer_id(ID, TIMEOUT, Some(pe(b.producer_id, b.epoch)))));
+    assert!(is_fenced(c.add_partitions_to_txn("txn-b", b.producer_id, b.epoch - 1, &parts)));
+    assert!(matches!(
+        c.init_producer_id("txn-b", 0, None),
+        Err(TxnError::InvalidTransactionTimeout { .. })
+    ));
+    assert_eq!((cached(&node, ID), cached(&node, "txn-b")), (before_a, before_b));
+    assert_eq!(records(&node, ID).len(), records_a);
+    assert_eq!(records(&node, "txn-b").len(), records_b);
+    assert!(node.writer.written().is_empty());
+    c.end_transaction(ID, a.producer_id, a.epoch, TransactionResult::Commit).expect("commit A");
+    assert_eq!(node.writer.take_written(), [(tp("a", 0), marker(a, TransactionResult::Commit))]);
+    assert_eq!(cached(&node, "txn-b").state(), Ongoing);
+    c.end_transaction("txn-b", b.producer_id, b.epoch, TransactionResult::Abort).expect("abort B");
+    assert_eq!(node.writer.written(), [(tp("b", 0), marker(b, TransactionResult::Abort))]);
+}
