@@ -301,3 +301,61 @@ fn a_failed_append_changes_nothing_and_a_failed_fence_bumps_only_once() {
         pe(old.producer_id, old.epoch + 2)
     );
 }
+
+#[test]
+fn expiry_writes_one_tombstone_batch_per_partition_within_max_message_bytes() {
+    let (_dir, clock, node) = fresh();
+    let c = &node.coordinator;
+    // Six ids of one __transaction_state partition, three of others.
+    let all: Vec<String> = (0..40).map(|i| format!("id-{i:02}")).collect();
+    let target = node.state.partition_for(&all[0]);
+    let (same, other): (Vec<_>, Vec<_>) =
+        all.iter().cloned().partition(|id| node.state.partition_for(id) == target);
+    let (same, other) = (&same[..6], &other[..3]);
+    for id in same.iter().chain(other) {
+        c.init_producer_id(id, TIMEOUT, None).expect("init");
+    }
+    let batches = |p: i32| {
+        let log = node.logs.get_log(&tp(super::TRANSACTION_STATE_TOPIC, p)).expect("partition");
+        let mut stats = crate::log::coordinator_loader::LoadStats::default();
+        struct Skip;
+        impl crate::log::coordinator_loader::CoordinatorRecordVisitor for Skip {
+            type Error = String;
+            fn record(
+                &mut self,
+                _: &crate::log::record_batch::BatchHeader,
+                _: i64,
+                _: Option<&[u8]>,
+                _: Option<&[u8]>,
+            ) -> Result<(), String> {
+                Ok(())
+            }
+        }
+        crate::log::coordinator_loader::load_partition(&log.read(), 1 << 20, &mut Skip, &mut stats);
+        stats.batches
+    };
+    let before = batches(target);
+    // Room for four tombstones of these ids per batch: two passes for six.
+    let four = 61 + 4 * (same[0].len() + 4 + 26);
+    let mut overrides: std::collections::BTreeMap<String, String> =
+        [("cleanup.policy", "compact"), ("max.message.bytes", &*four.to_string())]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+    node.logs.alter_topic_config(super::TRANSACTION_STATE_TOPIC, overrides.clone()).expect("alter");
+    clock.advance(config().transactional_id_expiration_ms);
+    assert_eq!(c.remove_expired_transactional_ids(), 4 + other.len());
+    assert_eq!(batches(target), before + 1, "one batch for the partition's four");
+    let left: Vec<_> = same
+        .iter()
+        .filter(|id| node.state.get_transaction_state(id).expect("loaded").is_some())
+        .collect();
+    assert_eq!(left.len(), 2, "the rest waits for the next pass");
+    overrides.remove("max.message.bytes");
+    node.logs.alter_topic_config(super::TRANSACTION_STATE_TOPIC, overrides).expect("alter");
+    assert_eq!(c.remove_expired_transactional_ids(), 2);
+    assert_eq!(batches(target), before + 2);
+    for id in same.iter().chain(other) {
+        assert_eq!(states(&node, id).last(), Some(&None), "{id}: a tombstone");
+    }
+}

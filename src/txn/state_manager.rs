@@ -187,20 +187,70 @@ impl TransactionStateManager {
         self.append(transactional_id, None)
     }
 
+    /// Append tombstones for `transactional_ids`, all of `partition`, in one
+    /// batch (Kafka batches an expiry pass per partition).
+    ///
+    /// # Errors
+    /// An id of another partition (a bug), an id too long for Kafka's
+    /// schema, or the append failed (the batch larger than
+    /// `max.message.bytes` too: see [`TransactionStateManager::tombstone_batch_fits`]).
+    pub fn append_tombstones(
+        &self,
+        partition: i32,
+        transactional_ids: &[String],
+    ) -> Result<i64, TxnError> {
+        if let Some(id) = transactional_ids.iter().find(|id| self.partition_for(id) != partition) {
+            return Err(TxnError::IllegalTransit {
+                transactional_id: id.clone(),
+                detail: format!("tombstone batched for partition {partition}"),
+            });
+        }
+        let records: Vec<(&str, Option<&[u8]>)> =
+            transactional_ids.iter().map(|id| (id.as_str(), None)).collect();
+        self.append_records(partition, &records)
+    }
+
+    /// Whether a batch of tombstones for ids of these byte lengths stays
+    /// within the topic's `max.message.bytes` (an upper bound of the batch
+    /// size: 61 header bytes, at most 26 per record besides its key).
+    pub fn tombstone_batch_fits(&self, id_lengths: impl IntoIterator<Item = usize>) -> bool {
+        let limit = self
+            .logs
+            .topic(TRANSACTION_STATE_TOPIC)
+            .map_or(usize::MAX, |info| info.config.max_message_bytes);
+        let size: usize = 61 + id_lengths.into_iter().map(|n| n + 4 + 26).sum::<usize>();
+        size <= limit
+    }
+
     fn append(&self, transactional_id: &str, value: Option<&[u8]>) -> Result<i64, TxnError> {
-        let key = TransactionLogKey { transactional_id: transactional_id.to_string() }.encode()?;
+        self.append_records(self.partition_for(transactional_id), &[(transactional_id, value)])
+    }
+
+    /// One batch of `records` (id, value) in `partition`.
+    fn append_records(
+        &self,
+        partition: i32,
+        records: &[(&str, Option<&[u8]>)],
+    ) -> Result<i64, TxnError> {
+        let keys = records
+            .iter()
+            .map(|(id, _)| TransactionLogKey { transactional_id: id.to_string() }.encode())
+            .collect::<Result<Vec<_>, _>>()?;
         self.ensure_transaction_state_topic().map_err(|e| {
             tracing::error!("creating {TRANSACTION_STATE_TOPIC}: {e}");
             TxnError::from(e)
         })?;
-        let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id));
+        let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, partition);
         let log = self.logs.get_log(&tp).ok_or(TxnError::CoordinatorNotAvailable)?;
         let now = self.clock.now_ms();
         let mut builder = BatchBuilder::new(Compression::None, now);
-        builder.append(now, Some(&key), value);
+        for (key, (_, value)) in keys.iter().zip(records) {
+            builder.append(now, Some(key), *value);
+        }
         let mut batch = builder.build();
         let info = log.write().append_as_leader(&mut batch).map_err(|e| {
-            tracing::error!(partition = %tp, transactional_id, "writing a transaction record: {e}");
+            let first = records.first().map_or("", |(id, _)| *id);
+            tracing::error!(partition = %tp, transactional_id = first, "writing transaction records: {e}");
             TxnError::from(e)
         })?;
         Ok(info.first_offset)

@@ -10,12 +10,17 @@
 //!   steps of `end_txn`.
 //! * An id in Empty, CompleteCommit or CompleteAbort with no transition
 //!   pending and `last_update <= now - transactional.id.expiration.ms` is
-//!   expired: a tombstone is appended, then the id is removed from the cache
+//!   expired: a tombstone is appended (one batch per partition of
+//!   `__transaction_state`), then the id is removed from the cache
 //!   and its metadata marked Dead, so a request that still holds it starts
 //!   over. A failed tombstone changes nothing.
 
+use std::collections::BTreeMap;
+
 use super::coordinator::TransactionCoordinator;
+use super::state_manager::SharedTransactionMetadata;
 use super::transaction_metadata::TransactionState;
+use super::txn_transit_metadata::TxnTransitMetadata;
 
 impl TransactionCoordinator {
     /// Abort every transaction past its timeout; returns how many aborts
@@ -61,14 +66,22 @@ impl TransactionCoordinator {
     }
 
     /// Expire every transactional id unused for
-    /// `transactional.id.expiration.ms`; returns how many were removed.
+    /// `transactional.id.expiration.ms`, one tombstone batch per
+    /// `__transaction_state` partition (ids that would make it larger than
+    /// `max.message.bytes` wait for the next pass, as on Kafka); returns how
+    /// many were removed.
     pub fn remove_expired_transactional_ids(&self) -> usize {
         let Ok(all) = self.state.all_transaction_states() else {
             return 0;
         };
         let horizon = self.now().saturating_sub(self.state.config().transactional_id_expiration_ms);
-        let mut removed = 0;
+        let mut by_partition: BTreeMap<i32, Vec<Expiring>> = BTreeMap::new();
         for (id, shared) in all {
+            let batch = by_partition.entry(self.state.partition_for(&id)).or_default();
+            let lengths = batch.iter().map(|e| e.id.len()).chain([id.len()]);
+            if !self.state.tombstone_batch_fits(lengths) {
+                continue;
+            }
             let transit = {
                 let mut m = shared.lock();
                 if m.pending_transition_in_progress()
@@ -85,12 +98,25 @@ impl TransactionCoordinator {
                     }
                 }
             };
-            if let Err(e) = self.state.append_tombstone(&id) {
-                tracing::warn!(transactional_id = %id, "expiring: {e}");
-                shared.lock().abort_pending_transition();
-                continue;
-            }
-            let gone = self.state.remove_transaction_state(&id, &shared);
+            batch.push(Expiring { id, shared, transit });
+        }
+        by_partition.into_iter().map(|(p, batch)| self.expire_batch(p, batch)).sum()
+    }
+
+    /// Append the tombstones of one partition's prepared expiries, then
+    /// remove the ids (or, if the append failed, drop the pending Dead).
+    fn expire_batch(&self, partition: i32, batch: Vec<Expiring>) -> usize {
+        if batch.is_empty() {
+            return 0;
+        }
+        let ids: Vec<String> = batch.iter().map(|e| e.id.clone()).collect();
+        let appended = self.state.append_tombstones(partition, &ids);
+        if let Err(e) = &appended {
+            tracing::warn!(partition, ids = ids.len(), "expiring transactional ids: {e}");
+        }
+        let mut removed = 0;
+        for Expiring { id, shared, transit } in batch {
+            let gone = appended.is_ok() && self.state.remove_transaction_state(&id, &shared);
             let mut m = shared.lock();
             if !gone {
                 m.abort_pending_transition();
@@ -103,4 +129,11 @@ impl TransactionCoordinator {
         }
         removed
     }
+}
+
+/// An id whose Dead transition is prepared, waiting for its tombstone.
+struct Expiring {
+    id: String,
+    shared: SharedTransactionMetadata,
+    transit: TxnTransitMetadata,
 }
