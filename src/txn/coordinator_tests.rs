@@ -110,8 +110,18 @@ fn commit_writes_prepare_then_every_marker_then_complete() {
     let c = &node.coordinator;
     let p = begin(&node, ID, &[("b", 0), ("a", 2), ("a", 1)]);
     let start = cached(&node, ID).txn_start_timestamp;
+    // At every marker the PrepareCommit record is already in the log, and
+    // the Complete record is not yet.
+    let last_at_marker = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let (logs, state, seen) =
+        (Arc::clone(&node.logs), Arc::clone(&node.state), Arc::clone(&last_at_marker));
+    node.writer.set_hook(move |_| {
+        let last = records_in(&logs, &state, ID).pop().flatten().map(|m| m.state());
+        seen.lock().push(last);
+    });
     clock.advance(100);
     c.end_transaction(ID, p.producer_id, p.epoch, TransactionResult::Commit).expect("commit");
+    assert_eq!(*last_at_marker.lock(), [Some(PrepareCommit); 3]);
     let want: Vec<_> = [tp("a", 1), tp("a", 2), tp("b", 0)]
         .into_iter()
         .map(|t| (t, marker(p, TransactionResult::Commit)))

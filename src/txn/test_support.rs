@@ -192,6 +192,15 @@ pub(super) fn cached(node: &Node, id: &str) -> TransactionMetadata {
 /// Every record of `id` in its `__transaction_state` partition, in order
 /// (None = tombstone).
 pub(super) fn records(node: &Node, id: &str) -> Vec<Option<TransactionMetadata>> {
+    records_in(&node.logs, &node.state, id)
+}
+
+/// [`records`] from the parts, for hooks that cannot hold the node.
+pub(super) fn records_in(
+    logs: &LogManager,
+    state: &TransactionStateManager,
+    id: &str,
+) -> Vec<Option<TransactionMetadata>> {
     struct Collect<'a>(&'a str, Vec<Option<TransactionMetadata>>);
     impl CoordinatorRecordVisitor for Collect<'_> {
         type Error = String;
@@ -216,8 +225,8 @@ pub(super) fn records(node: &Node, id: &str) -> Vec<Option<TransactionMetadata>>
             Ok(())
         }
     }
-    let partition = tp(TRANSACTION_STATE_TOPIC, node.state.partition_for(id));
-    let Some(log) = node.logs.get_log(&partition) else {
+    let partition = tp(TRANSACTION_STATE_TOPIC, state.partition_for(id));
+    let Some(log) = logs.get_log(&partition) else {
         return Vec::new();
     };
     let mut visitor = Collect(id, Vec::new());
