@@ -198,3 +198,33 @@ fn producer_ids_in_the_transaction_log_are_never_reissued_even_without_the_block
     let max = *ids.iter().max().expect("ids");
     assert_eq!(next.producer_id, max + 1, "issuing resumes above the largest id loaded");
 }
+
+#[test]
+fn a_loaded_prepare_commit_answers_by_state_until_it_is_completed() {
+    let (live, image) =
+        (tempfile::tempdir().expect("tempdir"), tempfile::tempdir().expect("tempdir"));
+    let clock = MockClock::new(NOW);
+    let node = open(live.path(), &clock);
+    let p = begin(&node, ID, &PARTITIONS);
+    node.writer.crash_after(0, live.path(), image.path());
+    node.coordinator.end_transaction(ID, p.producer_id, p.epoch, Commit).expect("decided");
+    drop(node);
+    // Only the state is loaded: PrepareCommit with no transition pending,
+    // as between the load and the completion of what it found.
+    let node = open_unloaded(image.path(), &clock);
+    node.state.load();
+    let c = &node.coordinator;
+    let parts = set(&[("z", 0)]);
+    assert!(is_concurrent(c.add_partitions_to_txn(ID, p.producer_id, p.epoch, &parts)));
+    assert!(is_concurrent(c.end_transaction(ID, p.producer_id, p.epoch, Commit)));
+    let r = c.end_transaction(ID, p.producer_id, p.epoch, Abort);
+    assert!(
+        matches!(r, Err(super::TxnError::InvalidTxnState { state: PrepareCommit, .. })),
+        "{r:?}"
+    );
+    assert!(is_concurrent(c.init_producer_id(ID, TIMEOUT, None)));
+    assert!(node.writer.written().is_empty());
+    c.load();
+    assert_eq!(node.writer.written().len(), 3);
+    assert_eq!(cached(&node, ID).state(), CompleteCommit);
+}
