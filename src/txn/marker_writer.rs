@@ -17,6 +17,12 @@
 //! * A partition whose topic no longer exists answers
 //!   [`MarkerWriteError::UnknownTopicOrPartition`]; the coordinator counts the
 //!   marker as done (Kafka drops it too).
+//! * A marker the partition refuses (an I/O error, a producer epoch below the
+//!   partition's, a higher coordinator epoch recorded by an admin abort) is
+//!   [`MarkerWriteError::Failed`]: the coordinator keeps the transaction in
+//!   Prepare* and retries. Kafka's coordinator stops sending on the last two
+//!   until it reloads, which on one node is the same outcome (the transaction
+//!   stays pending), with a warning per retry instead of one.
 //! * It is called with no transaction metadata mutex held and may take log
 //!   locks and the group coordinator's locks.
 
