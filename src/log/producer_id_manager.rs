@@ -61,6 +61,14 @@ impl ProducerIdManager {
         Ok(Self { path, next, block_end: next })
     }
 
+    /// Issue no id below `floor` from now on: ids found where the loader of
+    /// `ProducerIdManager::load` cannot see them (`__transaction_state`
+    /// values). Raising `next` past the block end only makes the next call
+    /// persist a block starting there.
+    pub fn raise_floor(&mut self, floor: i64) {
+        self.next = self.next.max(floor);
+    }
+
     /// The next producer id, taking (and persisting) a new block first when the
     /// current one is used up.
     ///

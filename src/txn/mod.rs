@@ -1,39 +1,71 @@
-//! The transaction coordinator's state (Kafka's `TransactionStateManager`
-//! and `TransactionMetadata`), kept in the compacted internal topic
-//! `__transaction_state` in Kafka's record schemas, so Apache Kafka's
-//! `kafka-dump-log --transaction-log-decoder` reads it. The design, and what
-//! is still to come (the coordinator, markers, the APIs), is
-//! `docs/transactions.md`; nothing here is served to clients yet.
+//! The transaction coordinator (Kafka's `TransactionCoordinator`) and its
+//! state (`TransactionStateManager`, `TransactionMetadata`), kept in the
+//! compacted internal topic `__transaction_state` in Kafka's record schemas,
+//! so Apache Kafka's `kafka-dump-log --transaction-log-decoder` reads it. The
+//! design, and what is still to come (the log-backed marker writer, the APIs,
+//! verification, the broker's threads), is `docs/transactions.md`; nothing
+//! here is served to clients yet.
 //!
 //! * Every transactional id has one [`TransactionMetadata`], whose
 //!   [`TransactionState`] changes only along Kafka's transition table
 //!   (`transaction_metadata` has it); an illegal transition is refused with an
 //!   error and changes nothing.
 //! * A state is durable once its record is appended to the id's partition of
-//!   `__transaction_state`; the cache follows the log, never the reverse.
+//!   `__transaction_state`; the cache follows the log, never the reverse:
+//!   a change is prepared (pending), appended, then completed
+//!   (`txn_transit_metadata`), and a request meeting a pending change is told
+//!   to retry (CONCURRENT_TRANSACTIONS).
+//! * No marker is written before its transaction's Prepare record is in the
+//!   log, and no Complete record before every marker (`end_txn` has the
+//!   crash protocol).
 //! * At start every partition is read from its log start (later records win,
 //!   a tombstone deletes); until then the state answers
 //!   COORDINATOR_LOAD_IN_PROGRESS. Nothing unreadable is skipped in silence.
 //!   Transactions found decided but not complete (PrepareCommit,
-//!   PrepareAbort) are handed to the coordinator to finish.
+//!   PrepareAbort) are finished by the coordinator's load.
 //!
 //! # Files (Kafka's names)
 //!
 //! * `schema`: `TransactionLogKey` and `TransactionLogValue`, v0 and v1.
 //! * `transaction_metadata`: [`TransactionState`], its transitions, and
 //!   [`TransactionMetadata`] with its log value.
+//! * `txn_transit_metadata`: [`TxnTransitMetadata`], the pending transitions.
 //! * `state_manager`: [`TransactionStateManager`] and [`TransactionConfig`]:
 //!   the topic, the partition of an id, appends, the load.
+//! * `coordinator`: [`TransactionCoordinator`]: load, InitProducerId,
+//!   AddPartitionsToTxn, AddOffsetsToTxn.
+//! * `end_txn`: EndTxn, the coordinator's own aborts, markers and Complete.
+//! * `timers`: timeout aborts and transactional id expiry.
+//! * `marker_writer`: the [`TransactionMarkerWriter`] the coordinator writes
+//!   markers through.
 //! * `error`: [`TxnError`].
 
 pub mod schema;
 
+mod coordinator;
+mod end_txn;
 mod error;
+mod marker_writer;
 mod state_manager;
+mod timers;
 mod transaction_metadata;
+mod txn_transit_metadata;
+
+#[cfg(test)]
+mod coordinator_epoch_tests;
+#[cfg(test)]
+mod coordinator_restart_tests;
+#[cfg(test)]
+mod coordinator_tests;
+#[cfg(test)]
+mod test_support;
 
 pub use crate::log::coordinator_loader::LoadStats;
+pub use coordinator::{ProducerIdAndEpoch, ProducerIdGenerator, TransactionCoordinator};
 pub use error::TxnError;
+pub use marker_writer::{
+    MarkerWriteError, TransactionMarkerWriter, TransactionResult, TxnMarker, COORDINATOR_EPOCH,
+};
 pub use state_manager::{
     SharedTransactionMetadata, TransactionConfig, TransactionStateManager, TxnLoadOutcome,
     TRANSACTION_STATE_TOPIC,
@@ -41,3 +73,4 @@ pub use state_manager::{
 pub use transaction_metadata::{
     LogValueError, TransactionMetadata, TransactionState, TransactionStateError,
 };
+pub use txn_transit_metadata::{is_epoch_exhausted, TxnTransitMetadata, EXHAUSTED_EPOCH};

@@ -23,7 +23,8 @@
 //!   decided but maybe not all its markers written: the load returns it, and
 //!   the coordinator completes it (markers, then the Complete record). The
 //!   load itself writes nothing.
-//! * The cache changes only through `load` and `put_transaction_state_if_not_exists`;
+//! * The cache changes only through `load`, `put_transaction_state_if_not_exists`
+//!   and `remove_transaction_state` (after an expired id's tombstone);
 //!   an append writes the log and leaves the cache to the caller, which applies
 //!   the new state only after the append succeeded.
 //! * Lock order: the cache's lock before a metadata's mutex (`snapshot` holds
@@ -186,20 +187,70 @@ impl TransactionStateManager {
         self.append(transactional_id, None)
     }
 
+    /// Append tombstones for `transactional_ids`, all of `partition`, in one
+    /// batch (Kafka batches an expiry pass per partition).
+    ///
+    /// # Errors
+    /// An id of another partition (a bug), an id too long for Kafka's
+    /// schema, or the append failed (the batch larger than
+    /// `max.message.bytes` too: see [`TransactionStateManager::tombstone_batch_fits`]).
+    pub fn append_tombstones(
+        &self,
+        partition: i32,
+        transactional_ids: &[String],
+    ) -> Result<i64, TxnError> {
+        if let Some(id) = transactional_ids.iter().find(|id| self.partition_for(id) != partition) {
+            return Err(TxnError::IllegalTransit {
+                transactional_id: id.clone(),
+                detail: format!("tombstone batched for partition {partition}"),
+            });
+        }
+        let records: Vec<(&str, Option<&[u8]>)> =
+            transactional_ids.iter().map(|id| (id.as_str(), None)).collect();
+        self.append_records(partition, &records)
+    }
+
+    /// Whether a batch of tombstones for ids of these byte lengths stays
+    /// within the topic's `max.message.bytes` (an upper bound of the batch
+    /// size: 61 header bytes, at most 26 per record besides its key).
+    pub fn tombstone_batch_fits(&self, id_lengths: impl IntoIterator<Item = usize>) -> bool {
+        let limit = self
+            .logs
+            .topic(TRANSACTION_STATE_TOPIC)
+            .map_or(usize::MAX, |info| info.config.max_message_bytes);
+        let size: usize = 61 + id_lengths.into_iter().map(|n| n + 4 + 26).sum::<usize>();
+        size <= limit
+    }
+
     fn append(&self, transactional_id: &str, value: Option<&[u8]>) -> Result<i64, TxnError> {
-        let key = TransactionLogKey { transactional_id: transactional_id.to_string() }.encode()?;
+        self.append_records(self.partition_for(transactional_id), &[(transactional_id, value)])
+    }
+
+    /// One batch of `records` (id, value) in `partition`.
+    fn append_records(
+        &self,
+        partition: i32,
+        records: &[(&str, Option<&[u8]>)],
+    ) -> Result<i64, TxnError> {
+        let keys = records
+            .iter()
+            .map(|(id, _)| TransactionLogKey { transactional_id: id.to_string() }.encode())
+            .collect::<Result<Vec<_>, _>>()?;
         self.ensure_transaction_state_topic().map_err(|e| {
             tracing::error!("creating {TRANSACTION_STATE_TOPIC}: {e}");
             TxnError::from(e)
         })?;
-        let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id));
+        let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, partition);
         let log = self.logs.get_log(&tp).ok_or(TxnError::CoordinatorNotAvailable)?;
         let now = self.clock.now_ms();
         let mut builder = BatchBuilder::new(Compression::None, now);
-        builder.append(now, Some(&key), value);
+        for (key, (_, value)) in keys.iter().zip(records) {
+            builder.append(now, Some(key), *value);
+        }
         let mut batch = builder.build();
         let info = log.write().append_as_leader(&mut batch).map_err(|e| {
-            tracing::error!(partition = %tp, transactional_id, "writing a transaction record: {e}");
+            let first = records.first().map_or("", |(id, _)| *id);
+            tracing::error!(partition = %tp, transactional_id = first, "writing transaction records: {e}");
             TxnError::from(e)
         })?;
         Ok(info.first_offset)
@@ -304,6 +355,36 @@ impl TransactionStateManager {
             .entry(metadata.transactional_id.clone())
             .or_insert_with(|| Arc::new(Mutex::new(metadata)));
         Ok(Arc::clone(entry))
+    }
+
+    /// Every transactional id with its shared metadata, for the timers' scans;
+    /// the cache's lock is released before the caller locks any metadata.
+    ///
+    /// # Errors
+    /// [`TxnError::CoordinatorLoadInProgress`] until the load finished.
+    pub fn all_transaction_states(
+        &self,
+    ) -> Result<Vec<(String, SharedTransactionMetadata)>, TxnError> {
+        self.check_loaded()?;
+        let transactions = self.transactions.read();
+        Ok(transactions.iter().map(|(id, m)| (id.clone(), Arc::clone(m))).collect())
+    }
+
+    /// Remove `transactional_id` from the cache if its entry is still
+    /// `expected` (its tombstone was appended); returns whether it was.
+    pub fn remove_transaction_state(
+        &self,
+        transactional_id: &str,
+        expected: &SharedTransactionMetadata,
+    ) -> bool {
+        let mut transactions = self.transactions.write();
+        match transactions.get(transactional_id) {
+            Some(current) if Arc::ptr_eq(current, expected) => {
+                transactions.remove(transactional_id);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// A copy of every transactional id's metadata, by id.

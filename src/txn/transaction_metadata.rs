@@ -188,8 +188,9 @@ pub struct TransactionMetadata {
     /// same answer (KIP-360); memory only, -1 after a load.
     pub last_producer_epoch: i16,
     pub txn_timeout_ms: i32,
-    /// Changed only by `transition` (and `from_log_value`).
-    state: TransactionState,
+    /// Changed only by `transition`, `complete_transition` (and
+    /// `from_log_value`).
+    pub(super) state: TransactionState,
     pub partitions: BTreeSet<TopicPartition>,
     /// When the current transaction started (its first partition added); -1 if none.
     pub txn_start_timestamp: i64,
@@ -197,6 +198,13 @@ pub struct TransactionMetadata {
     /// The transaction protocol version written with the state (0 for a
     /// client on the first protocol; see `schema`).
     pub client_transaction_version: i16,
+    /// The state a prepared transition is taking the metadata to, until its
+    /// record is appended and the transition completed or given up (memory
+    /// only, Kafka's `pendingState`); see `txn_transit_metadata`.
+    pub(super) pending_state: Option<TransactionState>,
+    /// A fence's PrepareAbort could not be appended: the epoch was bumped in
+    /// memory already, and the next fence must not bump it again (memory only).
+    pub(super) has_failed_epoch_fence: bool,
 }
 
 impl TransactionMetadata {
@@ -220,6 +228,8 @@ impl TransactionMetadata {
             txn_start_timestamp: -1,
             txn_last_update_timestamp: now,
             client_transaction_version: 0,
+            pending_state: None,
+            has_failed_epoch_fence: false,
         }
     }
 
@@ -319,6 +329,8 @@ impl TransactionMetadata {
             txn_start_timestamp: value.transaction_start_timestamp_ms,
             txn_last_update_timestamp: value.transaction_last_update_timestamp_ms,
             client_transaction_version: value.client_transaction_version,
+            pending_state: None,
+            has_failed_epoch_fence: false,
         })
     }
 }

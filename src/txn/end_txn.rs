@@ -1,0 +1,284 @@
+//! Ending a transaction (Kafka's `TransactionCoordinator.endTransaction` and
+//! the completion half of `TransactionMarkerChannelManager`): EndTxn from a
+//! client, and the aborts the coordinator starts itself (a fence, a timeout).
+//!
+//! # Crash protocol
+//!
+//! The steps, and what a restart finds after a crash right after each
+//! (recovery is [`TransactionCoordinator::load`]):
+//!
+//! 1. Under the id's mutex: validate (producer id, epoch, state) and prepare
+//!    PrepareCommit/PrepareAbort as the pending transition. For a fence the
+//!    bumped epoch is applied in memory here.
+//!    *Crash:* nothing was written; the log says Ongoing. The client's retried
+//!    EndTxn runs again, or the timeout aborts the transaction.
+//! 2. Append the Prepare record to `__transaction_state`, then complete the
+//!    transition and, at once under the same mutex hold, prepare the
+//!    Complete transition (pending until step 4; meanwhile every request on
+//!    the id gets CONCURRENT_TRANSACTIONS). A failed append drops the pending
+//!    transition and answers the error (and marks a fence failed).
+//!    *Crash:* the load finds PrepareCommit/PrepareAbort: the outcome is
+//!    decided. Recovery writes every marker with the stored producer id and
+//!    epoch, then the Complete record.
+//! 3. With no mutex held, write the marker to each partition of the
+//!    transaction, in topic/partition order, through the
+//!    [`TransactionMarkerWriter`](super::TransactionMarkerWriter). A partition whose topic is gone counts as
+//!    done. A marker that fails is kept, the others are still written, and
+//!    the transaction stays pending (still Prepare* on disk and in memory)
+//!    for [`TransactionCoordinator::retry_pending_completions`], which
+//!    rewrites only the failed ones; the client has its answer (the outcome
+//!    is decided) and the id answers CONCURRENT_TRANSACTIONS meanwhile.
+//!    *Crash after k of n markers:* as after step 2; recovery rewrites all n,
+//!    and the k partitions that had theirs ignore the second one (the marker
+//!    writer's contract).
+//! 4. Append the Complete record (no partitions, start time kept) and
+//!    complete the transition. A failed append keeps the transaction pending
+//!    with no marker left, so the retry writes only the Complete record.
+//!    *Crash after:* nothing to do; the load finds CompleteCommit/CompleteAbort.
+//!
+//! The Complete record is therefore never written before every marker is,
+//! and no marker is written before the Prepare record is in the log.
+
+use std::collections::BTreeSet;
+
+use super::coordinator::{check_producer, concurrent, TransactionCoordinator};
+use super::error::TxnError;
+use super::marker_writer::{MarkerWriteError, TransactionResult, TxnMarker, COORDINATOR_EPOCH};
+use super::state_manager::SharedTransactionMetadata;
+use super::transaction_metadata::{TransactionMetadata, TransactionState};
+use super::txn_transit_metadata::TxnTransitMetadata;
+use crate::log::TopicPartition;
+
+/// A decided transaction whose markers (some of them) or Complete record are
+/// still to be written.
+#[derive(Debug)]
+pub(super) struct PendingCompletion {
+    metadata: SharedTransactionMetadata,
+    /// The prepared CompleteCommit/CompleteAbort transition.
+    complete: TxnTransitMetadata,
+    marker: TxnMarker,
+    /// Partitions still without their marker.
+    remaining: BTreeSet<TopicPartition>,
+}
+
+/// What validating an EndTxn decided.
+enum EndTxnStep {
+    /// Nothing to write: a retry of an EndTxn that completed.
+    Done,
+    Prepared(TxnTransitMetadata),
+}
+
+impl TransactionCoordinator {
+    /// EndTxn from a client (v0-4, transaction protocol 1): commit or abort
+    /// the id's Ongoing transaction. Returns once the outcome is decided
+    /// (step 2 of the module doc); the markers and the Complete record are
+    /// normally written before it returns too, else retried later.
+    ///
+    /// # Errors
+    /// INVALID_REQUEST, COORDINATOR_LOAD_IN_PROGRESS,
+    /// INVALID_PRODUCER_ID_MAPPING (unknown id, other producer id),
+    /// PRODUCER_FENCED (other epoch), CONCURRENT_TRANSACTIONS (pending, or
+    /// the same outcome still completing), INVALID_TXN_STATE (no transaction,
+    /// or the other outcome decided), a storage error.
+    pub fn end_transaction(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        result: TransactionResult,
+    ) -> Result<(), TxnError> {
+        if transactional_id.is_empty() {
+            return Err(TxnError::InvalidRequest("empty transactional id"));
+        }
+        let shared = self.state.get_transaction_state(transactional_id)?.ok_or_else(|| {
+            TxnError::InvalidProducerIdMapping { transactional_id: transactional_id.to_string() }
+        })?;
+        let step = {
+            let mut m = shared.lock();
+            self.prepare_end_txn(&mut m, producer_id, producer_epoch, result)?
+        };
+        match step {
+            EndTxnStep::Done => Ok(()),
+            EndTxnStep::Prepared(transit) => {
+                self.write_prepare_then_complete(&shared, transit, false)
+            }
+        }
+    }
+
+    /// Step 1 for a client's EndTxn.
+    fn prepare_end_txn(
+        &self,
+        m: &mut TransactionMetadata,
+        producer_id: i64,
+        producer_epoch: i16,
+        result: TransactionResult,
+    ) -> Result<EndTxnStep, TxnError> {
+        use TransactionResult::{Abort, Commit};
+        use TransactionState::*;
+        check_producer(m, producer_id, producer_epoch, true)?;
+        let id = m.transactional_id.clone();
+        if m.pending_transition_in_progress() {
+            return Err(concurrent(&id));
+        }
+        let invalid = || TxnError::InvalidTxnState {
+            transactional_id: id.clone(),
+            state: m.state(),
+            request: match result {
+                Commit => "EndTxn(commit)",
+                Abort => "EndTxn(abort)",
+            },
+        };
+        match (m.state(), result) {
+            (Ongoing, Commit) => {
+                Ok(EndTxnStep::Prepared(m.prepare_abort_or_commit(PrepareCommit, self.now())?))
+            }
+            (Ongoing, Abort) => {
+                Ok(EndTxnStep::Prepared(m.prepare_abort_or_commit(PrepareAbort, self.now())?))
+            }
+            (CompleteCommit, Commit) | (CompleteAbort, Abort) => Ok(EndTxnStep::Done),
+            (PrepareCommit, Commit) | (PrepareAbort, Abort) => Err(concurrent(&id)),
+            (Dead | PrepareEpochFence, _) => Err(TxnError::IllegalTransit {
+                transactional_id: id.clone(),
+                detail: format!("EndTxn found state {}", m.state()),
+            }),
+            _ => Err(invalid()),
+        }
+    }
+
+    /// Fence the producer of the locked Ongoing transaction and prepare its
+    /// PrepareAbort with the fenced epoch (Kafka's `prepareFenceProducerEpoch`
+    /// followed by `endTransaction(isFromClient = false)`, under one mutex
+    /// hold, so no request slips in between).
+    pub(super) fn fence_and_prepare_abort(
+        &self,
+        m: &mut TransactionMetadata,
+    ) -> Result<TxnTransitMetadata, TxnError> {
+        let fence = m.prepare_fence_producer_epoch()?;
+        m.prepare_abort_after_fence(&fence, self.now())
+    }
+
+    /// Steps 2 to 4 for a prepared PrepareCommit/PrepareAbort `transit`.
+    /// Returns once step 2 succeeded, whatever steps 3 and 4 did.
+    pub(super) fn write_prepare_then_complete(
+        &self,
+        shared: &SharedTransactionMetadata,
+        transit: TxnTransitMetadata,
+        is_epoch_fence: bool,
+    ) -> Result<(), TxnError> {
+        let id = shared.lock().transactional_id.clone();
+        if let Err(e) = self.state.append_transaction_to_log(&transit.to_metadata(&id)) {
+            let mut m = shared.lock();
+            m.abort_pending_transition();
+            if is_epoch_fence {
+                m.has_failed_epoch_fence = true;
+            }
+            return Err(e);
+        }
+        let completion = {
+            let mut m = shared.lock();
+            m.complete_transition(&transit)?;
+            self.prepare_completion(shared, &mut m)?
+        };
+        self.complete_transaction(id, completion);
+        Ok(())
+    }
+
+    /// Prepare the Complete transition of the locked Prepare* transaction and
+    /// what its markers are.
+    fn prepare_completion(
+        &self,
+        shared: &SharedTransactionMetadata,
+        m: &mut TransactionMetadata,
+    ) -> Result<PendingCompletion, TxnError> {
+        let result = match m.state() {
+            TransactionState::PrepareCommit => TransactionResult::Commit,
+            _ => TransactionResult::Abort,
+        };
+        let marker = TxnMarker {
+            producer_id: m.producer_id,
+            producer_epoch: m.producer_epoch,
+            coordinator_epoch: COORDINATOR_EPOCH,
+            result,
+        };
+        let remaining = m.partitions.clone();
+        let complete = m.prepare_complete(self.now())?;
+        Ok(PendingCompletion { metadata: shared.clone(), complete, marker, remaining })
+    }
+
+    /// Steps 3 and 4; a transaction that cannot finish now is kept for
+    /// [`TransactionCoordinator::retry_pending_completions`]. Returns whether
+    /// it completed.
+    fn complete_transaction(&self, transactional_id: String, mut pc: PendingCompletion) -> bool {
+        let mut failed = BTreeSet::new();
+        for tp in std::mem::take(&mut pc.remaining) {
+            match self.markers.write_marker(&tp, &pc.marker) {
+                Ok(()) => {}
+                Err(MarkerWriteError::UnknownTopicOrPartition(_)) => {
+                    tracing::info!(transactional_id, partition = %tp, "no marker for a deleted partition");
+                }
+                Err(e) => {
+                    tracing::warn!(transactional_id, "{e}; will retry");
+                    failed.insert(tp);
+                }
+            }
+        }
+        if !failed.is_empty() {
+            pc.remaining = failed;
+            self.pending_completions.lock().insert(transactional_id, pc);
+            return false;
+        }
+        let record = pc.complete.to_metadata(&transactional_id);
+        if let Err(e) = self.state.append_transaction_to_log(&record) {
+            tracing::warn!(transactional_id, "writing the Complete record: {e}; will retry");
+            self.pending_completions.lock().insert(transactional_id, pc);
+            return false;
+        }
+        if let Err(e) = pc.metadata.lock().complete_transition(&pc.complete) {
+            tracing::error!(transactional_id, "{e}");
+        }
+        true
+    }
+
+    /// Complete a transaction the load found in PrepareCommit/PrepareAbort:
+    /// every marker again, then the Complete record.
+    pub(super) fn complete_loaded_transaction(&self, transactional_id: &str) {
+        let Ok(Some(shared)) = self.state.get_transaction_state(transactional_id) else {
+            return;
+        };
+        let completion = {
+            let mut m = shared.lock();
+            use TransactionState::*;
+            if !matches!(m.state(), PrepareCommit | PrepareAbort)
+                || m.pending_transition_in_progress()
+            {
+                return;
+            }
+            match self.prepare_completion(&shared, &mut m) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!(transactional_id, "completing a loaded transaction: {e}");
+                    return;
+                }
+            }
+        };
+        self.complete_transaction(transactional_id.to_string(), completion);
+    }
+
+    /// Retry every transaction whose markers or Complete record failed
+    /// (the `txn-scheduler` runs it every
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`).
+    /// Returns how many completed.
+    pub fn retry_pending_completions(&self) -> usize {
+        let pending = std::mem::take(&mut *self.pending_completions.lock());
+        let mut completed = 0;
+        for (id, pc) in pending {
+            completed += usize::from(self.complete_transaction(id, pc));
+        }
+        completed
+    }
+
+    /// Transactional ids whose completion is waiting for a retry.
+    pub fn pending_completion_ids(&self) -> Vec<String> {
+        self.pending_completions.lock().keys().cloned().collect()
+    }
+}
