@@ -33,6 +33,9 @@ pub(super) struct Recopy<'a> {
     /// End of the mapped range: records at or past it are kept (nothing newer
     /// is known for their keys).
     pub(super) end: i64,
+    /// Batches at or past this offset (the first uncleanable offset, never
+    /// past the first unstable offset) are copied as they are.
+    pub(super) upper: i64,
     /// What decides whether a stamped delete horizon has passed.
     pub(super) now_ms: i64,
     /// The horizon a tombstone or marker kept for the first time gets.
@@ -160,6 +163,20 @@ impl Cleaner {
         let count = header.records_count.max(0) as u64;
         recopy.stats.messages_read += count;
         recopy.stats.start_messages += count;
+        if header.base_offset >= recopy.upper {
+            // Not cleanable (an open transaction may be before it): unchanged.
+            if header.is_control() {
+                let limit = recopy.io.decompress_limit();
+                let t = marker_type(header, batch, &mut self.bufs.inflated, limit)?;
+                recopy.txn.on_control_batch_kept(header, t);
+            } else {
+                recopy.txn.on_batch_read(header);
+            }
+            out.extend_from_slice(batch);
+            recopy.stats.batches_copied += 1;
+            recopy.stats.messages_written += count;
+            return Ok(());
+        }
         let last_of_producer = header.has_producer_id()
             && recopy.last_records.get(&header.producer_id).is_some_and(|last| {
                 match last.last_data_offset {

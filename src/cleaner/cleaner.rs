@@ -273,6 +273,7 @@ impl Cleaner {
         let mut recopy = Recopy {
             io: &io,
             end,
+            upper: snapshot.upper,
             now_ms,
             horizon_to_stamp: now_ms.saturating_add(snapshot.config.delete_retention_ms),
             last_records: &snapshot.last_records,

@@ -49,8 +49,9 @@ pub(super) struct LogSnapshot {
     /// What the `.cleaned` segments are created with.
     pub(super) segment_config: SegmentConfig,
     pub(super) segments: Vec<SourceSegment>,
-    /// Nothing at or past this offset is read: the first uncleanable offset,
-    /// never past the active segment's base.
+    /// Nothing at or past this offset is mapped or changed: the first
+    /// uncleanable offset, never past the active segment's base nor the
+    /// first unstable offset.
     pub(super) upper: i64,
     /// What each producer with state needs kept (its last data batch, else
     /// its current epoch's marker), from the producer state at the snapshot.
@@ -69,7 +70,10 @@ impl LogSnapshot {
             return Err(CleanerError::NotCompacted { partition });
         }
         let active_base = log.active_segment().base_offset();
-        let upper = to_clean.first_uncleanable_offset.min(active_base);
+        // The first unstable offset again, under this lock: nothing of an open
+        // transaction is judged, whatever the caller measured.
+        let fuo = log.first_unstable_offset().unwrap_or(i64::MAX);
+        let upper = to_clean.first_uncleanable_offset.min(active_base).min(fuo);
         let first_dirty = to_clean.first_dirty_offset;
         let mut segments = Vec::with_capacity(log.segments().len());
         for seg in log.segments() {

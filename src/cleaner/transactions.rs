@@ -148,6 +148,24 @@ impl CleanedTransactionMetadata {
         }
     }
 
+    /// A control batch at or past the first uncleanable offset, which the
+    /// recopy keeps as it is: the walk moves past it, and an ABORT marker
+    /// keeps its index entry.
+    pub fn on_control_batch_kept(&mut self, batch: &BatchHeader, control_type: Option<i16>) {
+        self.consume_aborted_up_to(batch.last_offset());
+        match control_type {
+            Some(CONTROL_TYPE_ABORT) => {
+                if let Some(abort) = self.ongoing_aborted.remove(&batch.producer_id) {
+                    self.kept_aborted.push(abort.txn);
+                }
+            }
+            Some(CONTROL_TYPE_COMMIT) => {
+                self.ongoing_committed.remove(&batch.producer_id);
+            }
+            _ => {}
+        }
+    }
+
     /// Whether any record of `batch` may be an aborted transaction's (for the map phase).
     pub fn is_aborted(&self, batch: &BatchHeader) -> bool {
         batch.is_transactional() && self.ongoing_aborted.contains_key(&batch.producer_id)
