@@ -346,6 +346,8 @@ struct TxnModel {
     /// Every record written, by offset, with its transaction (index into `txns`).
     written: std::collections::BTreeMap<i64, (Rec, Option<usize>)>,
     txns: Vec<Fate>,
+    /// Offset of each ended transaction's marker.
+    markers: HashMap<usize, i64>,
     open: HashMap<i64, usize>,
     sequences: HashMap<i64, i32>,
     /// Each producer's last data batch: (base offset, last offset).
@@ -507,6 +509,21 @@ fn txn_clean_and_check(
             now
         );
     }
+    // A marker stays while records of its transaction remain below it.
+    let control: std::collections::HashSet<i64> =
+        batches.iter().filter(|(h, _)| h.is_control()).map(|(h, _)| h.base_offset).collect();
+    for r in batches.iter().filter(|(h, _)| !h.is_control()).flat_map(|(_, recs)| recs) {
+        if let Some((_, Some(t))) = m.written.get(&r.offset) {
+            if let Some(marker) = m.markers.get(t) {
+                prop_assert!(
+                    control.contains(marker),
+                    "the marker at {} went while the record at {} remains",
+                    marker,
+                    r.offset
+                );
+            }
+        }
+    }
     for (pid, (base, last)) in &m.producer_last {
         let found = batches.iter().any(|(h, _)| {
             h.producer_id == *pid && h.base_offset == *base && h.last_offset() == *last
@@ -546,7 +563,8 @@ fn run_txn(ops: Vec<TxnOp>) -> Result<(), TestCaseError> {
                     } else {
                         EndTransactionMarker::abort(0)
                     };
-                    log.write().append_end_txn_marker(pid, 0, marker).expect("marker");
+                    let info = log.write().append_end_txn_marker(pid, 0, marker).expect("marker");
+                    m.markers.insert(t, info.first_offset);
                     m.txns[t] = if commit { Fate::Committed } else { Fate::Aborted };
                 }
             }
