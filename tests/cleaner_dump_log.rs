@@ -146,7 +146,7 @@ fn kafka_dump_log_reads_cleaned_markers_and_txn_indexes() {
             let k = format!("key-{}", i % 6);
             append(&mut log, Compression::None, &[(NOW, Some(k.as_bytes()), Some(b"plain"))]);
         } else {
-            let s = &mut seqs[(i % 3) as usize];
+            let s = &mut seqs[i % 3];
             let mut b = BatchBuilder::new(Compression::None, NOW).producer(pid, 0, *s);
             b.transactional = true;
             for j in 0..2 {
