@@ -509,6 +509,13 @@ fn txn_clean_and_check(
             now
         );
     }
+    // Below the clean's end every key has at most one record left.
+    let mut seen = std::collections::HashSet::new();
+    for r in batches.iter().filter(|(h, _)| !h.is_control()).flat_map(|(_, recs)| recs) {
+        if r.offset < m.checkpoint {
+            prop_assert!(seen.insert(r.key.clone()), "a second record of a key at {}", r.offset);
+        }
+    }
     // A marker stays while records of its transaction remain below it.
     let control: std::collections::HashSet<i64> =
         batches.iter().filter(|(h, _)| h.is_control()).map(|(h, _)| h.base_offset).collect();

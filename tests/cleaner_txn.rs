@@ -171,3 +171,33 @@ fn nothing_at_or_past_the_first_unstable_offset_changes() {
     let offsets: Vec<i64> = read_all(&l, 0, 1 << 20).iter().map(|r| r.offset).collect();
     assert_eq!(offsets, vec![0, open, later]);
 }
+
+#[test]
+fn an_abort_before_the_dirty_range_does_not_hide_the_producers_later_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = MockClock::new(NOW);
+    let mut log = open_log(dir.path(), "dirty", &CONFIG, clock.clone());
+    txn(&mut log, 3, 0, 0, &[("k1", "aborted")]);
+    end(&mut log, 3, 0, false);
+    log.roll_if_not_empty().unwrap();
+    let log = RwLock::new(log);
+    let mut c = cleaner(1 << 20, clock.clone());
+    let cp = clean(&mut c, &log, 0, NOW);
+    // Dirty now: the producer's committed k2 twice, and a newer k2 after it.
+    {
+        let mut l = log.write();
+        txn(&mut l, 3, 0, 1, &[("k2", "c1")]);
+        end(&mut l, 3, 0, true);
+        txn(&mut l, 3, 0, 2, &[("k2", "c2"), ("k9", "x")]);
+        end(&mut l, 3, 0, true);
+        l.roll_if_not_empty().unwrap();
+    }
+    let end_offset = clean(&mut c, &log, cp, NOW);
+    let l = log.read();
+    let k2: Vec<_> = read_all(&l, 0, 1 << 20)
+        .into_iter()
+        .filter(|r| r.key.as_deref() == Some(&b"k2"[..]) && r.offset < end_offset)
+        .collect();
+    assert_eq!(k2.len(), 1, "committed data is deduplicated: {k2:?}");
+    assert_eq!(k2[0].value.as_deref(), Some(&b"c2"[..]));
+}

@@ -51,12 +51,17 @@ impl Cleaner {
     ) -> Result<i64, CleanerError> {
         self.map.clear();
         let start = to_clean.first_dirty_offset;
+        // The walk starts at the first dirty offset: an aborted transaction
+        // whose marker is before it is over (Kafka's `collectAbortedTransactions`
+        // from there), and would otherwise stay open for its producer.
+        let mut aborted = snapshot.aborted_transactions(to_clean);
+        aborted.retain(|t| t.last_offset >= start);
         let mut progress = MapProgress {
             io,
             start,
             end: start,
             upper: snapshot.upper,
-            txn: CleanedTransactionMetadata::new(snapshot.aborted_transactions(to_clean)),
+            txn: CleanedTransactionMetadata::new(aborted),
             stats,
         };
         for seg in &snapshot.segments {
