@@ -246,6 +246,17 @@ fn cleaner_status(addr: &str, json: bool) -> anyhow::Result<String> {
             p["cleanable_bytes"].as_i64().unwrap_or(0),
             p["first_dirty_offset"].as_i64().unwrap_or(0)
         )?;
+        // An open transaction that bounds an otherwise cleanable log (when it
+        // is why nothing is cleanable, the status above already says so).
+        let open = &p["open_transaction"];
+        if open.is_object() && p["ineligible"]["code"] != "open_transaction" {
+            let age = open["age_ms"].as_i64().map_or("?".to_string(), |a| (a / 1000).to_string());
+            writeln!(
+                out,
+                "{:<32} cleaning stops at the first unstable offset {}: producer id {} has a transaction open there for {age}s",
+                "", open["first_offset"], open["producer_id"]
+            )?;
+        }
         let last = &p["last_clean"];
         if last.is_object() {
             writeln!(

@@ -14,14 +14,12 @@
 //!
 //! [`OffsetMap`]: super::OffsetMap
 
-use std::collections::HashMap;
-
 use super::cleaner::{Cleaner, CleanerError, IoContext};
 use super::log_to_clean::LogToClean;
 use super::offset_map::hash_key;
 use super::source_segment::{LogSnapshot, SourceSegment};
 use super::stats::CleanerStats;
-use super::transactions::CleanedTransactionMetadata;
+use super::transactions::{marker_type, CleanedTransactionMetadata};
 use crate::log::batch_reader::BatchReader;
 use crate::log::error::BatchError;
 use crate::log::record_batch::{self, BatchHeader, RecordIter};
@@ -35,14 +33,12 @@ struct MapProgress<'a> {
     end: i64,
     upper: i64,
     txn: CleanedTransactionMetadata,
-    producer_last: &'a mut HashMap<i64, i64>,
     stats: &'a mut CleanerStats,
 }
 
 impl Cleaner {
     /// Map the dirty range batch by batch until the map is full or the range
-    /// ends; returns the end of the mapped range (a batch boundary). Notes
-    /// each producer's last batch inside it in `producer_last`.
+    /// ends; returns the end of the mapped range (a batch boundary).
     ///
     /// # Errors
     /// I/O and corruption errors, a map too small for one batch, cancellation.
@@ -52,17 +48,20 @@ impl Cleaner {
         to_clean: &LogToClean,
         io: &IoContext<'_>,
         stats: &mut CleanerStats,
-        producer_last: &mut HashMap<i64, i64>,
     ) -> Result<i64, CleanerError> {
         self.map.clear();
         let start = to_clean.first_dirty_offset;
+        // The walk starts at the first dirty offset: an aborted transaction
+        // whose marker is before it is over (Kafka's `collectAbortedTransactions`
+        // from there), and would otherwise stay open for its producer.
+        let mut aborted = snapshot.aborted_transactions(to_clean);
+        aborted.retain(|t| t.last_offset >= start);
         let mut progress = MapProgress {
             io,
             start,
             end: start,
             upper: snapshot.upper,
-            txn: CleanedTransactionMetadata::new(to_clean.aborted_transactions.clone()),
-            producer_last,
+            txn: CleanedTransactionMetadata::new(aborted),
             stats,
         };
         for seg in &snapshot.segments {
@@ -137,15 +136,18 @@ impl Cleaner {
         header: &BatchHeader,
         batch: &[u8],
     ) -> Result<(), BatchError> {
-        let aborted = !header.is_control() && progress.txn.on_batch_read(header);
-        if header.is_control() {
-            progress.txn.on_control_batch_read(header, None);
-        }
         self.bufs.hashes.clear();
-        if header.is_control() || aborted {
+        let limit = progress.io.decompress_limit();
+        if header.is_control() {
+            // The marker ends its transaction for this walk: the producer's
+            // later batches belong to another one.
+            let marker = marker_type(header, batch, &mut self.bufs.inflated, limit)?;
+            progress.txn.on_control_batch_read(header, marker);
             return Ok(());
         }
-        let limit = progress.io.decompress_limit();
+        if progress.txn.on_batch_read(header) {
+            return Ok(());
+        }
         let payload = record_batch::records_bytes(header, batch, &mut self.bufs.inflated, limit)?;
         for rec in RecordIter::new(payload, header.records_count) {
             let rec = rec?;
@@ -182,9 +184,6 @@ impl Cleaner {
         }
         for (hash, offset) in &self.bufs.hashes {
             self.map.put_hash(hash, *offset)?;
-        }
-        if header.has_producer_id() {
-            progress.producer_last.insert(header.producer_id, header.base_offset);
         }
         progress.stats.map_messages_read += header.records_count.max(0) as u64;
         progress.end = header.next_offset();

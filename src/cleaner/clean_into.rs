@@ -20,9 +20,10 @@ use super::cleaner::{Cleaner, CleanerError, IoContext};
 use super::offset_map::{hash_key, OffsetMap};
 use super::source_segment::SourceSegment;
 use super::stats::CleanerStats;
-use super::transactions::{control_record_type, CleanedTransactionMetadata};
+use super::transactions::{marker_type, CleanedTransactionMetadata};
 use crate::log::batch_reader::BatchReader;
 use crate::log::error::BatchError;
+use crate::log::producer_state::LastRecord;
 use crate::log::record_batch::{self, BatchHeader, Record, RecordIter};
 use crate::log::segment::LogSegment;
 
@@ -32,12 +33,16 @@ pub(super) struct Recopy<'a> {
     /// End of the mapped range: records at or past it are kept (nothing newer
     /// is known for their keys).
     pub(super) end: i64,
+    /// Batches at or past this offset (the first uncleanable offset, never
+    /// past the first unstable offset) are copied as they are.
+    pub(super) upper: i64,
     /// What decides whether a stamped delete horizon has passed.
     pub(super) now_ms: i64,
     /// The horizon a tombstone or marker kept for the first time gets.
     pub(super) horizon_to_stamp: i64,
-    /// Each producer's last batch (its base offset): kept even when empty.
-    pub(super) producer_last: HashMap<i64, i64>,
+    /// What each producer with state needs kept, even empty: its last data
+    /// batch, else its current epoch's marker.
+    pub(super) last_records: &'a HashMap<i64, LastRecord>,
     pub(super) txn: CleanedTransactionMetadata,
     pub(super) stats: &'a mut CleanerStats,
 }
@@ -158,8 +163,27 @@ impl Cleaner {
         let count = header.records_count.max(0) as u64;
         recopy.stats.messages_read += count;
         recopy.stats.start_messages += count;
+        if header.base_offset >= recopy.upper {
+            // Not cleanable (an open transaction may be before it): unchanged.
+            if header.is_control() {
+                let limit = recopy.io.decompress_limit();
+                let t = marker_type(header, batch, &mut self.bufs.inflated, limit)?;
+                recopy.txn.on_control_batch_kept(header, t);
+            } else {
+                recopy.txn.on_batch_read(header);
+            }
+            out.extend_from_slice(batch);
+            recopy.stats.batches_copied += 1;
+            recopy.stats.messages_written += count;
+            return Ok(());
+        }
         let last_of_producer = header.has_producer_id()
-            && recopy.producer_last.get(&header.producer_id) == Some(&header.base_offset);
+            && recopy.last_records.get(&header.producer_id).is_some_and(|last| {
+                match last.last_data_offset {
+                    Some(offset) => header.last_offset() == offset,
+                    None => header.is_control() && header.producer_epoch == last.producer_epoch,
+                }
+            });
         if header.is_control() {
             self.recopy_control_batch(recopy, header, batch, last_of_producer, out)
         } else {
@@ -167,8 +191,9 @@ impl Cleaner {
         }
     }
 
-    /// A transaction marker stays while its transaction has batches, then
-    /// until its delete horizon, stamped at its first clean like a tombstone's.
+    /// A transaction marker stays while its transaction has batches in this
+    /// clean; the first clean in which it has none stamps its delete horizon
+    /// (like a tombstone's), and a clean at or past the horizon drops it.
     fn recopy_control_batch(
         &mut self,
         recopy: &mut Recopy<'_>,
@@ -179,11 +204,7 @@ impl Cleaner {
     ) -> Result<(), BatchError> {
         let count = header.records_count.max(0) as u64;
         let limit = recopy.io.decompress_limit();
-        let payload = record_batch::records_bytes(header, batch, &mut self.bufs.inflated, limit)?;
-        let control_type = match RecordIter::new(payload, header.records_count).next() {
-            Some(rec) => rec?.key.and_then(control_record_type),
-            None => None,
-        };
+        let control_type = marker_type(header, batch, &mut self.bufs.inflated, limit)?;
         let not_needed = recopy.txn.on_control_batch_read(header, control_type);
         let expired = header.delete_horizon_ms().is_some_and(|h| h <= recopy.now_ms);
         if (not_needed && expired) || count == 0 {
@@ -191,13 +212,18 @@ impl Cleaner {
                 batch_writer::write_empty_batch(out, header, true);
                 recopy.stats.empty_batches_retained += 1;
             }
-        } else if header.has_delete_horizon() {
-            recopy.stats.note_delete_horizon(header.delete_horizon_ms());
+        } else if header.has_delete_horizon() || !not_needed {
+            if header.has_delete_horizon() {
+                recopy.stats.note_delete_horizon(header.delete_horizon_ms());
+            }
             out.extend_from_slice(batch);
             recopy.stats.batches_copied += 1;
             recopy.stats.messages_written += count;
         } else {
-            // A marker's first clean: stamp its horizon like a tombstone's.
+            // The first clean in which its transaction has no batch left:
+            // stamp its horizon, so readers have delete.retention.ms from now.
+            let payload =
+                record_batch::records_bytes(header, batch, &mut self.bufs.inflated, limit)?;
             self.bufs.retained.clear();
             let mut at = 0;
             for rec in RecordIter::new(payload, header.records_count) {

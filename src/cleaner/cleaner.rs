@@ -11,7 +11,6 @@
 //! group's swap. Appends, fetches and retention run in between; the swap
 //! refuses (and the clean aborts) if a segment it read has changed.
 
-use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -249,9 +248,7 @@ impl Cleaner {
         let io = IoContext { throttler: &throttler, cancel, partition: &tp, grow_limit };
 
         // Step 1: the offset map over the dirty range.
-        let mut producer_last: HashMap<i64, i64> = HashMap::new();
-        let end =
-            self.build_offset_map(&snapshot, to_clean, &io, &mut stats, &mut producer_last)?;
+        let end = self.build_offset_map(&snapshot, to_clean, &io, &mut stats)?;
         stats.map_complete_ms = self.clock.now_ms();
         stats.map_entries = self.map.len() as u64;
         stats.map_max_entries = self.map.max_entries() as u64;
@@ -265,11 +262,6 @@ impl Cleaner {
             return Ok(CleanResult { end_offset: end, stats });
         }
 
-        // Producers' last batches outside the mapped range (headers only).
-        for seg in &snapshot.segments {
-            seg.note_producers_outside(to_clean.first_dirty_offset, end, &mut producer_last)?;
-        }
-
         // Steps 2 to 6: recopy from the log start through the end of the
         // mapped range, group by group, each swapped in as soon as it is written.
         let to_copy = snapshot.segments.iter().take_while(|s| s.snapshot.base_offset < end).count();
@@ -281,10 +273,11 @@ impl Cleaner {
         let mut recopy = Recopy {
             io: &io,
             end,
+            upper: snapshot.upper,
             now_ms,
             horizon_to_stamp: now_ms.saturating_add(snapshot.config.delete_retention_ms),
-            producer_last,
-            txn: CleanedTransactionMetadata::new(to_clean.aborted_transactions.clone()),
+            last_records: &snapshot.last_records,
+            txn: CleanedTransactionMetadata::new(snapshot.aborted_transactions(to_clean)),
             stats: &mut stats,
         };
         for group in groups {
@@ -364,12 +357,11 @@ impl Cleaner {
         let copied = self.clean_group(recopy, group, &mut writer);
         let mut cleaned = writer.segment;
         let finished = copied.and_then(|()| {
-            // The group's `.txnindex` entries are carried over unchanged, so no
-            // aborted transaction is forgotten while its data may remain. They
-            // are not yet pruned with the markers the recopy drops (the
-            // transaction rules of step 5 are still hooks), see `transactions`.
-            for txn in group.iter().flat_map(|s| &s.aborted_txns) {
-                cleaned.txn_index_mut().append(txn)?;
+            // The `.txnindex` keeps the entries of the ABORT markers kept
+            // because their dropped batches were in this clean; every other
+            // entry of the group goes with the data it described.
+            for txn in recopy.txn.take_kept_aborted() {
+                cleaned.txn_index_mut().append(&txn)?;
             }
             // Step 1 of the swap: the cleaned segment is complete and durable.
             cleaned.on_become_inactive()?;

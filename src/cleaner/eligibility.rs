@@ -28,7 +28,9 @@
 //!    eligible by rule 5.
 //! 7. Otherwise, why nothing can be cleaned: [`Ineligible::UnderRatio`] when
 //!    it has cleanable bytes, else [`Ineligible::NoDirtyRecords`] (the
-//!    checkpoint is at the log end), [`Ineligible::InsideMinCompactionLag`]
+//!    checkpoint is at the log end), [`Ineligible::OpenTransaction`] (the
+//!    first unstable offset bounds the range: an open transaction's data is
+//!    not judged before its marker), [`Ineligible::InsideMinCompactionLag`]
 //!    (the dirty records are younger than `min.compaction.lag.ms`) or
 //!    [`Ineligible::OnlyActiveSegmentDirty`].
 //!
@@ -42,7 +44,7 @@
 use std::path::{Path, PathBuf};
 
 use super::cleaning_state::LogCleaningState;
-use super::log_to_clean::LogToClean;
+use super::log_to_clean::{LogToClean, OpenTransaction};
 use super::manager::{log_dir_of, Inner, LogCleanerManager};
 use super::status::Ineligible;
 use crate::log::{Log, TopicPartition};
@@ -114,6 +116,9 @@ impl LogCleanerManager {
             Ineligible::UnderRatio { ratio, min_cleanable_dirty_ratio }
         } else if to_clean.first_dirty_offset >= log.log_end_offset() {
             Ineligible::NoDirtyRecords
+        } else if let Some(t) = to_clean.open_transaction {
+            let OpenTransaction { producer_id, first_offset, age_ms } = t;
+            Ineligible::OpenTransaction { producer_id, first_offset, age_ms }
         } else if to_clean.first_uncleanable_offset < log.active_segment().base_offset() {
             Ineligible::InsideMinCompactionLag
         } else {

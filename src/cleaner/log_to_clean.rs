@@ -9,6 +9,9 @@
 //!   segment is never cleaned.
 //! * A checkpoint outside `[log start, log end]` counts as missing: the dirty
 //!   region then starts at the log start (more work, never lost data).
+//! * Nothing at or past the first unstable offset is cleanable: a clean
+//!   must not decide on data whose transaction is still open (Kafka's
+//!   `firstUncleanableOffset` takes the minimum with it).
 //! * Everything here reads the log's *current* config, so a runtime config
 //!   change takes effect at the next measurement.
 
@@ -32,8 +35,49 @@ pub struct LogToClean {
     /// How long past `max.compaction.lag.ms` the oldest dirty record is (0:
     /// not overdue, or not measured). Kafka's `needCompactionNow` is `> 0`.
     pub compaction_delay_ms: i64,
-    /// Aborted transactions in the cleanable range (none until transactions exist).
+    /// Aborted transactions to drop besides those the clean reads from the
+    /// `.txnindex` of the range it cleans (Kafka's `collectAbortedTransactions`
+    /// at the start of each clean); empty when measured.
     pub aborted_transactions: Vec<AbortedTxn>,
+    /// The open transaction that holds cleaning back, when the first unstable
+    /// offset is what set `first_uncleanable_offset`.
+    pub open_transaction: Option<OpenTransaction>,
+}
+
+/// The oldest open transaction of a log, when it bounds the cleanable range.
+/// The log layer knows producer ids only: which transactional id owns one is
+/// the coordinator's, which `cleaner` does not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct OpenTransaction {
+    pub producer_id: i64,
+    /// Its first offset: the log's first unstable offset.
+    pub first_offset: i64,
+    /// Now minus the max timestamp of its first batch (`None`: that batch
+    /// has no timestamp or could not be read).
+    pub age_ms: Option<i64>,
+}
+
+impl OpenTransaction {
+    /// The oldest open transaction of `log`, if the first unstable offset
+    /// `fuo` is the first uncleanable offset `uncleanable` and holds back part
+    /// of the closed segments.
+    fn holding_back(log: &Log, fuo: Option<i64>, uncleanable: i64, now_ms: i64) -> Option<Self> {
+        let fuo = fuo?;
+        if fuo != uncleanable || fuo >= log.active_segment().base_offset() {
+            return None;
+        }
+        let (_, producer_id) = log.producer_state().ongoing_txns().next()?;
+        let first_batch = log
+            .segments()
+            .take_while(|s| s.base_offset() <= fuo)
+            .last()
+            .and_then(|s| s.translate_offset(fuo).ok().flatten());
+        let age_ms = first_batch
+            .map(|b| b.header.max_timestamp)
+            .filter(|t| *t >= 0)
+            .map(|t| now_ms.saturating_sub(t).max(0));
+        Some(Self { producer_id, first_offset: fuo, age_ms })
+    }
 }
 
 impl LogToClean {
@@ -60,16 +104,20 @@ impl LogToClean {
             total_bytes: log.size(),
             compaction_delay_ms: 0,
             aborted_transactions: Vec::new(),
+            open_transaction: None,
         }
     }
 
     /// Everything the manager decides on: the regions from the cleaner
-    /// `checkpoint` ([`cleanable_offsets`]) and the compaction delay
+    /// `checkpoint` and the log's first unstable offset ([`cleanable_offsets`]),
+    /// the open transaction that bounds them, if any, and the compaction delay
     /// ([`max_compaction_delay`]).
     pub fn measure(log: &Log, checkpoint: Option<i64>, now_ms: i64) -> Self {
-        let (first_dirty, first_uncleanable) = cleanable_offsets(log, checkpoint, None, now_ms);
+        let fuo = log.first_unstable_offset();
+        let (first_dirty, first_uncleanable) = cleanable_offsets(log, checkpoint, fuo, now_ms);
         Self {
             compaction_delay_ms: max_compaction_delay(log, first_dirty, now_ms),
+            open_transaction: OpenTransaction::holding_back(log, fuo, first_uncleanable, now_ms),
             ..Self::new(log, first_dirty, first_uncleanable)
         }
     }

@@ -423,6 +423,7 @@ impl CleaningControl for LogCleanerManager {
 
 #[cfg(test)]
 mod tests {
+    use super::super::log_to_clean::OpenTransaction;
     use super::super::status::Ineligible;
     use super::*;
     use crate::clock::{Clock, MockClock};
@@ -568,6 +569,44 @@ mod tests {
                 .collect();
         f.logs.alter_topic_config("t", overrides).unwrap();
         assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_some());
+    }
+
+    #[test]
+    fn an_open_transaction_bounds_cleaning_and_is_named() {
+        use crate::log::control_record::EndTransactionMarker;
+        let f = fixture();
+        let tp = compacted(&f, "txn", &[]);
+        append_closed(&f, &tp, &["k1", "k1"]);
+        let log = f.logs.get_log(&tp).unwrap();
+        let now = f.clock.now_ms();
+        let mut b = BatchBuilder::new(Compression::None, now - 5000).producer(42, 0, 0);
+        b.transactional = true;
+        b.append(now - 5000, Some(b"k1"), Some(b"uncommitted"));
+        log.write().append_as_leader(&mut b.build()).unwrap();
+        log.write().roll_if_not_empty().unwrap();
+        append_closed(&f, &tp, &["k2"]);
+        // The first segment was cleaned; the transaction starts the dirty range.
+        set_checkpoint(&f, &tp, 2);
+        let st = f.manager.status();
+        let p = &st.partitions[0];
+        assert_eq!(p.first_uncleanable_offset, 2, "the first unstable offset bounds the range");
+        let open = OpenTransaction { producer_id: 42, first_offset: 2, age_ms: Some(5000) };
+        assert_eq!(p.open_transaction, Some(open));
+        let why =
+            Ineligible::OpenTransaction { producer_id: 42, first_offset: 2, age_ms: Some(5000) };
+        assert_eq!(p.ineligible, Some(why));
+        let reason = p.reason.clone().unwrap();
+        assert!(reason.contains("producer id 42") && reason.contains("for 5s"), "{reason}");
+        assert!(reason.contains("transactional id not known"), "{reason}");
+        assert!(f.manager.grab_filthiest_compacted_log(now).is_none());
+        // Committed: the bound is the active segment again.
+        log.write().append_end_txn_marker(42, 0, EndTransactionMarker::commit(0)).unwrap();
+        log.write().roll_if_not_empty().unwrap();
+        let st = f.manager.status();
+        let p = &st.partitions[0];
+        assert_eq!(p.open_transaction, None);
+        assert_eq!(p.first_uncleanable_offset, log.read().active_segment().base_offset());
+        assert!(p.eligible, "{:?}", p.ineligible);
     }
 
     #[test]

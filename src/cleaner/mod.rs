@@ -18,7 +18,11 @@
 //! uncleanable offset is the smallest of the active segment's base, the first
 //! unstable offset and the first segment younger than `min.compaction.lag.ms`
 //! ([`cleanable_offsets`]). Nothing at or past it is read for the map or
-//! rewritten.
+//! changed. When the first unstable offset is what sets it,
+//! [`LogToClean::open_transaction`] names the oldest open transaction's
+//! producer id, first offset and age, and `cleaner-status` says so
+//! ([`Ineligible::OpenTransaction`] when nothing else is cleanable); the log
+//! does not know the transactional id.
 //!
 //! # One clean ([`Cleaner::clean`])
 //!
@@ -29,7 +33,8 @@
 //!    the mapped range `[first dirty, end)` always ends at a batch boundary, so
 //!    even one segment holding more keys than the map makes progress. `end` is
 //!    the new checkpoint. Control batches and aborted transactions' records are
-//!    not mapped.
+//!    not mapped; nothing at or past the first unstable offset is (an open
+//!    transaction may still abort).
 //! 2. **Recopy.** Every segment from the log start through the one holding
 //!    `end - 1` is rewritten, in groups of adjacent segments whose combined
 //!    size stays under `segment.bytes` and whose indexes stay under
@@ -43,7 +48,8 @@
 //!    survivors are written into a new batch that keeps the base offset, last
 //!    offset delta, producer id/epoch/base sequence, each record's offset
 //!    delta and timestamp, and the codec (recompressed). A producer's last
-//!    batch stays even when empty, so its sequence state survives.
+//!    data batch stays even when empty, so its sequence state survives
+//!    (step 5).
 //! 4. **Tombstones** (a key with a null value; an empty value is a value).
 //!    The first clean that keeps a tombstone stamps the batch's delete horizon,
 //!    `now + delete.retention.ms`, as KIP-534 does: attribute bit 0x40, horizon
@@ -52,11 +58,26 @@
 //!    unchanged. A later clean at or past the horizon drops the tombstone.
 //!    Consumers therefore have at least `delete.retention.ms` after the first
 //!    clean to see every deletion.
-//! 5. **Transactions** (hooks, not yet fed by the log's transactions, see
-//!    [`transactions`]): aborted transactions' records are removed, markers
-//!    stay while their transaction has batches and then until their horizon,
-//!    and cleaning never passes the first unstable offset. Meanwhile each
-//!    group's `.txnindex` entries are carried into its cleaned segment.
+//! 5. **Transactions** ([`transactions`], Kafka's `CleanedTransactionMetadata`).
+//!    The aborted transactions are the `.txnindex` entries of the log read
+//!    with the segments. A data batch of an aborted transaction is not mapped
+//!    and loses all its records whatever their keys; committed transactional
+//!    data is deduplicated like plain data. A marker (control batch) is
+//!    *needed* while a batch of its transaction was seen earlier in this
+//!    clean (an aborted one's batches count although dropped); the first
+//!    clean in which it is not needed stamps its delete horizon (as a
+//!    tombstone's), and a clean at or past it drops it, so a reader has
+//!    `delete.retention.ms` after the data went. A marker emptied before is
+//!    never needed. The cleaned segment's `.txnindex` receives, unchanged,
+//!    the entry of each ABORT marker kept because its batches were seen; the
+//!    other entries of the group go with the data they described.
+//!    A producer's last records stay, emptied if nothing else of them does
+//!    (Kafka's `lastRecordsOfActiveProducers`, from the producer state): the
+//!    batch holding its last cached data offset, or, with none cached, its
+//!    marker of the current epoch.
+//!    Batches at or past the first uncleanable offset (never past the first
+//!    unstable offset) that share a segment with cleaned ones are copied
+//!    unchanged.
 //! 6. **Swap**, per group, crash-safe at every step ([`Log::replace_segments`]):
 //!    write `<base>.log.cleaned` and its indexes, fsync; rename to `.swap`
 //!    (descending offsets); fsync the directory; rename the replaced segments
@@ -69,9 +90,12 @@
 //! * Offsets never change and order is kept: a record is kept or dropped,
 //!   never moved or renumbered; the log end offset is untouched (the active
 //!   segment is never cleaned).
-//! * For every key, the record with the highest offset is never removed
-//!   (except a tombstone past its horizon), and after a clean the range below
-//!   `end` holds at most one record per key.
+//! * For every key, the plain or committed record with the highest offset is
+//!   never removed (except a tombstone past its horizon), and after a clean
+//!   the range below `end` holds at most one record per key. No record of an
+//!   aborted transaction survives a clean that reaches it, and no aborted
+//!   record left in the log loses its `.txnindex` entry.
+//! * Nothing at or past the first unstable offset is changed.
 //! * Every batch written has a valid CRC and spans the same offsets as the
 //!   batch it replaces.
 //! * The output of a group always reaches into the group's last segment (an
@@ -136,7 +160,7 @@ pub use eligibility::CleaningCandidate;
 pub use log_cleaner::{
     CleanerThreadsStatus, LogCleaner, LogCleanerConfig, LogCleanerError, LogCleanerHandle,
 };
-pub use log_to_clean::{cleanable_offsets, max_compaction_delay, LogToClean};
+pub use log_to_clean::{cleanable_offsets, max_compaction_delay, LogToClean, OpenTransaction};
 pub use manager::{GrabbedLog, LogCleanerManager};
 pub use offset_map::OffsetMap;
 pub use stats::CleanerStats;

@@ -2,8 +2,7 @@
 //! the log's read lock, each with its own duplicated file descriptor, so the
 //! clean reads without the lock and keeps reading if a segment is renamed or
 //! deleted meanwhile. Also how they are grouped for the recopy (Kafka's
-//! `groupSegmentsBySize`) and the producers' last batches outside the mapped
-//! range.
+//! `groupSegmentsBySize`).
 //!
 //! Invariants:
 //! * Each [`SourceSegment`] remembers the size and base offset it was read at
@@ -15,14 +14,13 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::cleaner::CleanerError;
 use super::log_to_clean::LogToClean;
 use crate::log::error::LogError;
-use crate::log::record_batch::{BatchHeader, RECORD_BATCH_OVERHEAD};
+use crate::log::producer_state::LastRecord;
 use crate::log::segment::SegmentConfig;
 use crate::log::transaction_index::AbortedTxn;
 use crate::log::{Log, LogConfig, SegmentSnapshot};
@@ -51,9 +49,13 @@ pub(super) struct LogSnapshot {
     /// What the `.cleaned` segments are created with.
     pub(super) segment_config: SegmentConfig,
     pub(super) segments: Vec<SourceSegment>,
-    /// Nothing at or past this offset is read: the first uncleanable offset,
-    /// never past the active segment's base.
+    /// Nothing at or past this offset is mapped or changed: the first
+    /// uncleanable offset, never past the active segment's base nor the
+    /// first unstable offset.
     pub(super) upper: i64,
+    /// What each producer with state needs kept (its last data batch, else
+    /// its current epoch's marker), from the producer state at the snapshot.
+    pub(super) last_records: HashMap<i64, LastRecord>,
 }
 
 impl LogSnapshot {
@@ -68,7 +70,10 @@ impl LogSnapshot {
             return Err(CleanerError::NotCompacted { partition });
         }
         let active_base = log.active_segment().base_offset();
-        let upper = to_clean.first_uncleanable_offset.min(active_base);
+        // The first unstable offset again, under this lock: nothing of an open
+        // transaction is judged, whatever the caller measured.
+        let fuo = log.first_unstable_offset().unwrap_or(i64::MAX);
+        let upper = to_clean.first_uncleanable_offset.min(active_base).min(fuo);
         let first_dirty = to_clean.first_dirty_offset;
         let mut segments = Vec::with_capacity(log.segments().len());
         for seg in log.segments() {
@@ -97,43 +102,17 @@ impl LogSnapshot {
             segment_config: log.segment_config_for_cleaning(),
             segments,
             upper,
+            last_records: log.producer_state().last_records_of_active_producers(),
         })
     }
-}
 
-impl SourceSegment {
-    /// Note the last batch of every producer in this segment outside
-    /// `[map_start, map_end)` (inside it the map phase saw them), reading only
-    /// batch headers.
-    ///
-    /// # Errors
-    /// I/O errors and malformed headers, with the file and position.
-    pub(super) fn note_producers_outside(
-        &self,
-        map_start: i64,
-        map_end: i64,
-        producer_last: &mut HashMap<i64, i64>,
-    ) -> Result<(), CleanerError> {
-        if self.snapshot.base_offset >= map_start && self.next_offset <= map_end {
-            return Ok(());
-        }
-        let mut pos = 0u64;
-        let mut header = [0u8; RECORD_BATCH_OVERHEAD];
-        while pos + RECORD_BATCH_OVERHEAD as u64 <= self.snapshot.size {
-            self.file.read_exact_at(&mut header, pos).map_err(LogError::io(&self.path))?;
-            let h = BatchHeader::parse(&header).map_err(|source| CleanerError::Batch {
-                path: self.path.clone(),
-                position: pos,
-                source,
-            })?;
-            let inside = h.base_offset >= map_start && h.last_offset() < map_end;
-            if !inside && h.has_producer_id() {
-                let e = producer_last.entry(h.producer_id).or_insert(h.base_offset);
-                *e = (*e).max(h.base_offset);
-            }
-            pos += h.size_in_bytes() as u64;
-        }
-        Ok(())
+    /// The aborted transactions a clean walks with: every `.txnindex` entry
+    /// of the snapshot (the walk reaches only those whose data starts in the
+    /// range it reads, as Kafka's `collectAbortedTransactions` over the
+    /// cleaned range finds them) and those the caller adds.
+    pub(super) fn aborted_transactions(&self, to_clean: &LogToClean) -> Vec<AbortedTxn> {
+        let from_index = self.segments.iter().flat_map(|s| s.aborted_txns.iter().copied());
+        from_index.chain(to_clean.aborted_transactions.iter().copied()).collect()
     }
 }
 

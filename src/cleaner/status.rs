@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::cleaner::CleanResult;
-use super::log_to_clean::LogToClean;
+use super::log_to_clean::{LogToClean, OpenTransaction};
 use super::manager::{log_dir_of, LogCleanerManager};
 use crate::log::Log;
 
@@ -71,14 +71,32 @@ impl LastClean {
 #[serde(tag = "code", rename_all = "snake_case")]
 pub enum Ineligible {
     InProgress,
-    Paused { state: String },
-    LogDirOffline { cause: String },
-    Uncleanable { cause: String, retry_in_ms: i64 },
+    Paused {
+        state: String,
+    },
+    LogDirOffline {
+        cause: String,
+    },
+    Uncleanable {
+        cause: String,
+        retry_in_ms: i64,
+    },
     Empty,
     NoDirtyRecords,
     OnlyActiveSegmentDirty,
     InsideMinCompactionLag,
-    UnderRatio { ratio: f64, min_cleanable_dirty_ratio: f64 },
+    /// The dirty records start at or past the first unstable offset: an open
+    /// transaction (its producer id, first offset and age; the transactional
+    /// id is the coordinator's, unknown to the log) holds cleaning back.
+    OpenTransaction {
+        producer_id: i64,
+        first_offset: i64,
+        age_ms: Option<i64>,
+    },
+    UnderRatio {
+        ratio: f64,
+        min_cleanable_dirty_ratio: f64,
+    },
 }
 
 impl std::fmt::Display for Ineligible {
@@ -99,6 +117,14 @@ impl std::fmt::Display for Ineligible {
             Self::OnlyActiveSegmentDirty => write!(f, "only the active segment is dirty"),
             Self::InsideMinCompactionLag => {
                 write!(f, "dirty records are inside min.compaction.lag.ms")
+            }
+            Self::OpenTransaction { producer_id, first_offset, age_ms } => {
+                write!(f, "the dirty records are past the first unstable offset {first_offset}: producer id {producer_id} has a transaction open there")?;
+                match age_ms {
+                    Some(age) => write!(f, " for {}s", age / 1000)?,
+                    None => write!(f, " (age unknown)")?,
+                }
+                write!(f, " (transactional id not known to the log)")
             }
             Self::UnderRatio { ratio, min_cleanable_dirty_ratio } => {
                 write!(f, "dirty ratio {ratio:.3} is not above min.cleanable.dirty.ratio {min_cleanable_dirty_ratio}")
@@ -131,6 +157,9 @@ pub struct PartitionCleaningStatus {
     pub reason: Option<String>,
     pub uncleanable_cause: Option<String>,
     pub latest_delete_horizon_ms: Option<i64>,
+    /// The open transaction whose first offset (the first unstable offset)
+    /// is the first uncleanable offset, holding back closed segments.
+    pub open_transaction: Option<OpenTransaction>,
     pub last_clean: Option<LastClean>,
 }
 
@@ -164,6 +193,7 @@ impl PartitionCleaningStatus {
             ineligible,
             uncleanable_cause: None,
             latest_delete_horizon_ms: None,
+            open_transaction: to_clean.open_transaction,
             last_clean: None,
         }
     }

@@ -31,6 +31,14 @@ pub use super::producer_append_info::{
     ProducerStateEntry, NUM_BATCHES_TO_RETAIN,
 };
 
+/// A producer's last records, as the cleaner keeps them (Kafka's `LastRecord`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastRecord {
+    /// The last offset of its last data batch, if any is cached.
+    pub last_data_offset: Option<i64>,
+    pub producer_epoch: i16,
+}
+
 #[derive(Debug, Default, Clone)]
 pub struct ProducerStateManager {
     producers: HashMap<i64, ProducerStateEntry>,
@@ -71,6 +79,20 @@ impl ProducerStateManager {
     /// Open transactions, by first offset: (first offset, producer id).
     pub fn ongoing_txns(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
         self.ongoing_txns.iter().map(|(&first, &pid)| (first, pid))
+    }
+
+    /// What the cleaner must keep of each producer with state (Kafka's
+    /// `lastRecordsOfActiveProducers`): the last offset of its last data
+    /// batch still cached, and its epoch (whose marker is kept when no data
+    /// batch is cached).
+    pub fn last_records_of_active_producers(&self) -> HashMap<i64, LastRecord> {
+        self.producers
+            .iter()
+            .map(|(&pid, e)| {
+                let last_data_offset = e.batches().last().map(|b| b.last_offset);
+                (pid, LastRecord { last_data_offset, producer_epoch: e.epoch() })
+            })
+            .collect()
     }
 
     /// Check one batch of an append and account it in `info` (the producer's
