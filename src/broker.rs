@@ -11,14 +11,19 @@
 //! 5. The `group-loader` thread, rebuilding the groups from
 //!    `__consumer_offsets`; group requests answer COORDINATOR_LOAD_IN_PROGRESS
 //!    until it is done.
-//! 6. The metrics endpoint (when `metrics.listen` is set); "sediment started"
+//! 6. The `txn-coordinator` thread (`txn::TxnScheduler`): it loads
+//!    `__transaction_state`, completes the transactions found decided, then
+//!    runs the transaction timers; transaction requests answer
+//!    COORDINATOR_LOAD_IN_PROGRESS until its load is done.
+//! 7. The metrics endpoint (when `metrics.listen` is set); "sediment started"
 //!    is logged; the group ticker; the server, until `shutdown` completes.
 //!
 //! and stops:
 //! 1. The server stops accepting and drains its connections, each finishing the
 //!    request it is handling (`server::run`).
 //! 2. The ticker is aborted and the metrics endpoint stopped.
-//! 3. The `group-loader` thread is joined. It reads `__consumer_offsets` up to
+//! 3. The `txn-coordinator` thread is stopped and joined (a load or a
+//!    timer's round in progress ends first), then the `group-loader` thread. It reads `__consumer_offsets` up to
 //!    the end it saw when it started and then returns, so this waits at most
 //!    for the rest of that read (long only for a large, uncompacted topic
 //!    right after a start).
@@ -50,6 +55,10 @@ use crate::log::meta_properties::MetaProperties;
 use crate::log::producer_id_manager::ProducerIdManager;
 use crate::log::{LogError, LogManager};
 use crate::metrics::{Metrics, MetricsError, RequestMetrics};
+use crate::txn::{
+    AppendedHook, LogMarkerWriter, ProducerIdGenerator, TransactionCoordinator,
+    TransactionStateManager, TxnScheduler,
+};
 
 /// Everything a handler needs: the broker's identity, config and managers.
 #[derive(Debug)]
@@ -60,17 +69,21 @@ pub struct Broker {
     pub cluster_id: String,
     pub advertised: Listener,
     pub groups: Arc<GroupCoordinator>,
-    /// Bumped after every append so long-polling fetches wake up.
-    appended: watch::Sender<u64>,
-    producer_ids: Mutex<ProducerIdManager>,
+    /// The transaction coordinator (its state loads on the `txn-coordinator`
+    /// thread [`run`] starts).
+    pub txn: Arc<TransactionCoordinator>,
+    /// Bumped after every append (and marker) so long-polling fetches wake up.
+    appended: Arc<watch::Sender<u64>>,
+    producer_ids: Arc<Mutex<ProducerIdManager>>,
     /// Per-API counters and latency, updated by the server, exported by `metrics`.
     pub request_metrics: RequestMetrics,
 }
 
 impl Broker {
     /// Read or create `meta.properties` in every log dir and the producer id
-    /// block in the first, and build the group coordinator. The coordinator's
-    /// groups are not loaded: [`run`] starts the `group-loader` thread for that.
+    /// block in the first, and build the group and transaction coordinators.
+    /// Neither is loaded: [`run`] starts the `group-loader` and
+    /// `txn-coordinator` threads for that.
     ///
     /// # Errors
     /// I/O errors reading or creating `meta.properties` and the producer id file.
@@ -97,6 +110,9 @@ impl Broker {
             Arc::clone(&logs),
             logs.clock().clone(),
         ));
+        let producer_ids = Arc::new(Mutex::new(producer_ids));
+        let appended = Arc::new(watch::channel(0).0);
+        let txn = transaction_coordinator(&config, &logs, &producer_ids, &appended);
         Ok(Self {
             config,
             logs,
@@ -104,8 +120,9 @@ impl Broker {
             cluster_id: meta.cluster_id,
             advertised,
             groups,
-            appended: watch::channel(0).0,
-            producer_ids: Mutex::new(producer_ids),
+            txn,
+            appended,
+            producer_ids,
             request_metrics: RequestMetrics::new(),
         })
     }
@@ -129,6 +146,27 @@ impl Broker {
     pub fn topic_name_by_id(&self, id: &uuid::Uuid) -> Option<String> {
         self.logs.topic_name_by_id(id.as_bytes())
     }
+}
+
+/// The transaction coordinator over `logs`, writing markers into them (each
+/// marker wakes fetches, as it moves the last stable offset).
+fn transaction_coordinator(
+    config: &BrokerConfig,
+    logs: &Arc<LogManager>,
+    producer_ids: &Arc<Mutex<ProducerIdManager>>,
+    appended: &Arc<watch::Sender<u64>>,
+) -> Arc<TransactionCoordinator> {
+    let clock = logs.clock().clone();
+    let state = Arc::new(TransactionStateManager::new(
+        config.transaction_config(),
+        Arc::clone(logs),
+        clock.clone(),
+    ));
+    let appended = Arc::clone(appended);
+    let hook: AppendedHook = Arc::new(move || appended.send_modify(|n| *n = n.wrapping_add(1)));
+    let markers = Arc::new(LogMarkerWriter::new(Arc::clone(logs), hook));
+    let ids: Arc<dyn ProducerIdGenerator> = producer_ids.clone();
+    Arc::new(TransactionCoordinator::new(state, ids, markers, clock))
 }
 
 /// Why the broker could not start or stop cleanly.
@@ -182,10 +220,13 @@ pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(
     logs.start_scheduler();
     let mut cleaner = LogCleaner::start(config.cleaner_config(), Arc::clone(&logs), clock)
         .map_err(BrokerError::StartCleaner)?;
-    let mut group_loader = None;
-    let served = runtime.block_on(serve(config, &logs, &cleaner, &mut group_loader, shutdown));
+    let mut threads = CoordinatorThreads::default();
+    let served = runtime.block_on(serve(config, &logs, &cleaner, &mut threads, shutdown));
     // The server has drained: nothing reads the logs on a client's behalf any more.
-    if let Some(loader) = group_loader {
+    if let Some(txn) = threads.txn {
+        txn.shutdown();
+    }
+    if let Some(loader) = threads.group_loader {
         if loader.join().is_err() {
             tracing::error!("the group-loader thread panicked");
         }
@@ -196,13 +237,21 @@ pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(
     served.and(shut)
 }
 
-/// Start steps 4 to 6 and stop steps 1 and 2. The group loader, once started,
-/// is left in `group_loader` for the caller to join, also when a later step fails.
+/// The coordinators' threads, stopped by [`run`] after the server drained.
+#[derive(Default)]
+struct CoordinatorThreads {
+    group_loader: Option<JoinHandle<()>>,
+    txn: Option<TxnScheduler>,
+}
+
+/// Start steps 4 to 7 and stop steps 1 and 2. The coordinator threads, once
+/// started, are left in `threads` for the caller to stop, also when a later
+/// step fails.
 async fn serve(
     config: BrokerConfig,
     logs: &Arc<LogManager>,
     cleaner: &LogCleaner,
-    group_loader: &mut Option<JoinHandle<()>>,
+    threads: &mut CoordinatorThreads,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), BrokerError> {
     let addr = config.bind_addr()?;
@@ -215,7 +264,11 @@ async fn serve(
     let broker = Arc::new(
         Broker::new(config, Arc::clone(logs), advertised.clone()).map_err(BrokerError::Init)?,
     );
-    *group_loader = Some(spawn_group_loader(&broker.groups)?);
+    threads.group_loader = Some(spawn_group_loader(&broker.groups)?);
+    threads.txn = Some(
+        TxnScheduler::start(Arc::clone(&broker.txn))
+            .map_err(|source| BrokerError::Spawn { name: "txn-coordinator", source })?,
+    );
     let metrics = match metrics_listen {
         Some(addr) => {
             let metrics = Metrics::new(

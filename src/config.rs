@@ -97,6 +97,14 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     broker_def!("group.min.session.timeout.ms", Int, "6000", Some(0.0), "smallest session.timeout.ms a member may ask for"),
     broker_def!("group.max.session.timeout.ms", Int, "1800000", Some(0.0), "largest session.timeout.ms a member may ask for"),
     broker_def!("group.max.size", Int, "2147483647", Some(1.0), "largest number of members in a group"),
+    broker_def!("transaction.state.log.num.partitions", Int, "50", Some(1.0), "partitions of __transaction_state (fixed once the topic exists)"),
+    broker_def!("transaction.state.log.segment.bytes", Int, "104857600", Some(1.0), "segment.bytes of __transaction_state"),
+    broker_def!("transaction.state.log.replication.factor", Int, "1", Some(1.0), "replication factor of __transaction_state (only 1 is possible on one node)"),
+    broker_def!("transaction.state.log.min.isr", Int, "1", Some(1.0), "min.insync.replicas of __transaction_state (accepted; one node is always in sync)"),
+    broker_def!("transaction.max.timeout.ms", Int, "900000", Some(1.0), "largest transaction.timeout.ms a producer may ask for"),
+    broker_def!("transactional.id.expiration.ms", Int, "604800000", Some(1.0), "how long a transactional id with no transaction is kept after its last update"),
+    broker_def!("transaction.abort.timed.out.transaction.cleanup.interval.ms", Int, "10000", Some(1.0), "how often transactions past their timeout are looked for and aborted"),
+    broker_def!("transaction.remove.expired.transaction.cleanup.interval.ms", Int, "3600000", Some(1.0), "how often expired transactional ids are looked for and removed"),
 ];
 
 /// The resolved broker configuration.
@@ -270,6 +278,7 @@ const TEMPLATE_SECTIONS: &[TemplateSection] = &[
         |k| k.starts_with("log.cleaner."),
     ),
     ("Consumer groups", "", |k| k.starts_with("offsets.") || k.starts_with("offset.") || k.starts_with("group.")),
+    ("Transactions", "", |k| k.starts_with("transaction.") || k.starts_with("transactional.")),
     ("Other broker keys", "", |_| true),
 ];
 
@@ -613,6 +622,20 @@ impl BrokerConfig {
             max_session_timeout_ms: self.int("group.max.session.timeout.ms") as i32,
             max_size: self.int("group.max.size") as usize,
             offset_metadata_max_bytes: self.int("offset.metadata.max.bytes") as usize,
+        }
+    }
+
+    /// The transaction coordinator's settings.
+    pub fn transaction_config(&self) -> crate::txn::TransactionConfig {
+        crate::txn::TransactionConfig {
+            transaction_log_num_partitions: self.int("transaction.state.log.num.partitions") as i32,
+            transaction_log_segment_bytes: self.int("transaction.state.log.segment.bytes"),
+            transaction_max_timeout_ms: self.int("transaction.max.timeout.ms") as i32,
+            transactional_id_expiration_ms: self.int("transactional.id.expiration.ms"),
+            abort_timed_out_transactions_interval_ms: self
+                .int("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+            remove_expired_transactional_ids_interval_ms: self
+                .int("transaction.remove.expired.transaction.cleanup.interval.ms"),
         }
     }
 

@@ -1,6 +1,7 @@
 //! The one place Kafka error codes are chosen for this broker's typed errors:
-//! storage errors (`LogError`, `BatchError`) and group coordinator errors
-//! (`GroupError`). Handlers call these and never pick a code for such an
+//! storage errors (`LogError`, `BatchError`), group coordinator errors
+//! (`GroupError`) and transaction coordinator errors (`TxnError`, whose code
+//! also depends on the API and its version). Handlers call these and never pick a code for such an
 //! error themselves, so a given failure is answered with the same code by
 //! every API.
 //!
@@ -12,6 +13,7 @@ use kafka_protocol::error::ResponseError;
 use crate::group::GroupError;
 use crate::log::producer_state::ProducerError;
 use crate::log::{BatchError, LogError};
+use crate::txn::TxnError;
 
 /// A Kafka error code for a storage-layer error.
 pub fn error_code(e: &LogError) -> ResponseError {
@@ -86,4 +88,72 @@ pub fn group_error_code(e: GroupError) -> ResponseError {
 /// 0 for success, else the group error's code.
 pub fn group_code(e: Option<GroupError>) -> i16 {
     e.map_or(0, |e| group_error_code(e).code())
+}
+
+/// The transaction APIs whose answers 3.4 of docs/transactions.md downgrades.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxnApi {
+    FindCoordinator,
+    InitProducerId,
+    AddPartitionsToTxn,
+    AddOffsetsToTxn,
+    EndTxn,
+}
+
+/// Kafka's code for a transaction coordinator error answered by `api` at
+/// `version`: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for clients that
+/// predate it (InitProducerId < 4, the others < 2).
+pub fn txn_error_code(e: &TxnError, api: TxnApi, version: i16) -> ResponseError {
+    let fenced_since = if api == TxnApi::InitProducerId { 4 } else { 2 };
+    match e {
+        TxnError::CoordinatorLoadInProgress => ResponseError::CoordinatorLoadInProgress,
+        TxnError::CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
+        // Kafka's appendTransactionToLog: a failed write sends the client to
+        // rediscover its coordinator (this node) and retry.
+        TxnError::Storage(e) if matches!(**e, LogError::Batch(BatchError::TooLarge { .. })) => {
+            ResponseError::UnknownServerError
+        }
+        TxnError::Storage(_) => ResponseError::NotCoordinator,
+        TxnError::InvalidRequest(_) => ResponseError::InvalidRequest,
+        TxnError::InvalidTransactionTimeout { .. } => ResponseError::InvalidTransactionTimeout,
+        TxnError::InvalidProducerIdMapping { .. } => ResponseError::InvalidProducerIdMapping,
+        TxnError::ProducerFenced { .. } if version < fenced_since => {
+            ResponseError::InvalidProducerEpoch
+        }
+        TxnError::ProducerFenced { .. } => ResponseError::ProducerFenced,
+        TxnError::ConcurrentTransactions { .. } => ResponseError::ConcurrentTransactions,
+        TxnError::InvalidTxnState { .. } => ResponseError::InvalidTxnState,
+        TxnError::PartitionNotInTransaction { .. } => ResponseError::InvalidTxnState,
+        TxnError::IllegalState(_)
+        | TxnError::IllegalTransit { .. }
+        | TxnError::InvalidRecord(_)
+        | TxnError::Schema(_) => ResponseError::UnknownServerError,
+    }
+}
+
+/// Kafka's code for a failed verification of a transactional Produce at
+/// `version` (4.1.2's `ReplicaManager`): a partition not added is
+/// TRANSACTION_ABORTABLE from v11, INVALID_TXN_STATE before; a fenced
+/// producer INVALID_PRODUCER_EPOCH; a coordinator that cannot answer now,
+/// NOT_ENOUGH_REPLICAS, which every client retries.
+pub fn txn_produce_error_code(e: &TxnError, version: i16) -> ResponseError {
+    match e {
+        TxnError::PartitionNotInTransaction { .. } if version >= 11 => {
+            ResponseError::TransactionAbortable
+        }
+        TxnError::PartitionNotInTransaction { .. } => ResponseError::InvalidTxnState,
+        TxnError::InvalidProducerIdMapping { .. } => ResponseError::InvalidProducerIdMapping,
+        TxnError::ProducerFenced { .. } => ResponseError::InvalidProducerEpoch,
+        TxnError::CoordinatorLoadInProgress
+        | TxnError::CoordinatorNotAvailable
+        | TxnError::ConcurrentTransactions { .. }
+        | TxnError::Storage(_) => ResponseError::NotEnoughReplicas,
+        TxnError::InvalidRequest(_) => ResponseError::InvalidRequest,
+        TxnError::InvalidTransactionTimeout { .. }
+        | TxnError::InvalidTxnState { .. }
+        | TxnError::IllegalState(_)
+        | TxnError::IllegalTransit { .. }
+        | TxnError::InvalidRecord(_)
+        | TxnError::Schema(_) => ResponseError::UnknownServerError,
+    }
 }

@@ -1,6 +1,8 @@
-//! FindCoordinator: this node coordinates every consumer group (key type 0);
-//! there is no transaction coordinator (key type 1 gets
-//! COORDINATOR_NOT_AVAILABLE). v4+ asks for several keys at once.
+//! FindCoordinator: this node coordinates every consumer group (key type 0)
+//! and every transactional id (key type 1). The coordinator's topic is
+//! created on the first lookup, as Kafka does; a transactional id is answered
+//! COORDINATOR_LOAD_IN_PROGRESS until `__transaction_state` is loaded. Other
+//! key types get COORDINATOR_NOT_AVAILABLE. v4+ asks for several keys at once.
 //!
 //! NOTE: librdkafka (kcat, confluent-kafka) also derives its LZ4 support from
 //! FindCoordinator v0 being listed in ApiVersions (`rd_kafka_feature_map`).
@@ -10,23 +12,31 @@ use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::error::{txn_error_code, TxnApi};
 use super::str_bytes;
 use crate::broker::Broker;
 
 const KEY_TYPE_GROUP: i8 = 0;
+const KEY_TYPE_TRANSACTION: i8 = 1;
 
 fn lookup(broker: &Broker, key_type: i8) -> Result<(), (ResponseError, String)> {
-    if key_type != KEY_TYPE_GROUP {
-        return Err((
+    let unavailable =
+        |e: crate::log::LogError| (ResponseError::CoordinatorNotAvailable, e.to_string());
+    match key_type {
+        // Kafka creates the coordinator's topic on the first lookup.
+        KEY_TYPE_GROUP => broker.groups.ensure_offsets_topic().map_err(unavailable),
+        KEY_TYPE_TRANSACTION => {
+            let state = broker.txn.state_manager();
+            state.ensure_transaction_state_topic().map_err(unavailable)?;
+            state
+                .check_loaded()
+                .map_err(|e| (txn_error_code(&e, TxnApi::FindCoordinator, 0), e.to_string()))
+        }
+        other => Err((
             ResponseError::CoordinatorNotAvailable,
-            "sediment has no transaction coordinator".into(),
-        ));
+            format!("no coordinator of key type {other}"),
+        )),
     }
-    // Kafka creates the offsets topic on the first lookup.
-    broker
-        .groups
-        .ensure_offsets_topic()
-        .map_err(|e| (ResponseError::CoordinatorNotAvailable, e.to_string()))
 }
 
 pub fn handle(

@@ -1,17 +1,33 @@
-//! InitProducerId for idempotent producers: a fresh producer id, epoch 0.
-//! Transactions are not implemented: a transactional id is refused.
+//! InitProducerId. Without a transactional id (idempotent producers): a fresh
+//! producer id, epoch 0. With one: the transaction coordinator's answer
+//! (docs/transactions.md 2.3 and 3.2): the id's producer id with its epoch
+//! bumped, an ongoing transaction fenced and aborted, or an error. v3+ may
+//! name the producer id and epoch the client had (KIP-360), both or neither.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
+use super::error::{txn_error_code, TxnApi};
 use crate::broker::Broker;
+use crate::txn::{ProducerIdAndEpoch, TxnError};
 
-pub fn handle(broker: &Broker, request: &InitProducerIdRequest) -> InitProducerIdResponse {
+pub fn handle(
+    broker: &Broker,
+    request: &InitProducerIdRequest,
+    version: i16,
+) -> InitProducerIdResponse {
     let response =
         InitProducerIdResponse::default().with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
-    if request.transactional_id.is_some() {
-        // NOTE: no transaction coordinator exists; say so rather than pretend.
-        return response.with_error_code(ResponseError::UnsupportedVersion.code());
+    if let Some(id) = &request.transactional_id {
+        return match init_transactional(broker, id.as_str(), request) {
+            Ok(p) => {
+                response.with_producer_id(ProducerId(p.producer_id)).with_producer_epoch(p.epoch)
+            }
+            Err(e) => {
+                tracing::debug!(transactional_id = %id.as_str(), "InitProducerId: {e}");
+                response.with_error_code(txn_error_code(&e, TxnApi::InitProducerId, version).code())
+            }
+        };
     }
     match broker.next_producer_id() {
         // Kafka issues a new id to every non-transactional producer (also on an
@@ -22,4 +38,20 @@ pub fn handle(broker: &Broker, request: &InitProducerIdRequest) -> InitProducerI
             response.with_error_code(ResponseError::KafkaStorageError.code())
         }
     }
+}
+
+fn init_transactional(
+    broker: &Broker,
+    transactional_id: &str,
+    request: &InitProducerIdRequest,
+) -> Result<ProducerIdAndEpoch, TxnError> {
+    let expected = match (request.producer_id.0, request.producer_epoch) {
+        (-1, -1) => None,
+        (producer_id, epoch) if producer_id != -1 && epoch != -1 => {
+            Some(ProducerIdAndEpoch { producer_id, epoch })
+        }
+        // Kafka: both or neither.
+        _ => return Err(TxnError::InvalidRequest("producer id and epoch must both be set")),
+    };
+    broker.txn.init_producer_id(transactional_id, request.transaction_timeout_ms, expected)
 }

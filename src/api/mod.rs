@@ -11,6 +11,8 @@
 //! the connection for) anything outside it, so an API we do not implement is
 //! never answered with a fake success.
 
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
 pub mod alter_configs;
 pub mod api_versions;
 pub mod create_partitions;
@@ -22,6 +24,7 @@ pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_log_dirs;
+pub mod end_txn;
 pub mod error;
 pub mod fetch;
 pub mod find_coordinator;
@@ -88,6 +91,9 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::DescribeGroups, 0, 6),
     api(ApiKey::DeleteGroups, 0, 2),
     api(ApiKey::OffsetDelete, 0, 0),
+    api(ApiKey::AddPartitionsToTxn, 0, 3),
+    api(ApiKey::AddOffsetsToTxn, 0, 4),
+    api(ApiKey::EndTxn, 0, 4),
 ];
 
 /// The versions of `key` we handle, if we handle it at all.
@@ -167,7 +173,7 @@ pub async fn dispatch(
             ResponseKind::DeleteRecords(blocking(|| delete_records::handle(broker, r)))
         }
         RequestKind::InitProducerId(r) => {
-            ResponseKind::InitProducerId(init_producer_id::handle(broker, &r))
+            ResponseKind::InitProducerId(blocking(|| init_producer_id::handle(broker, &r, v)))
         }
         RequestKind::DescribeConfigs(r) => {
             ResponseKind::DescribeConfigs(describe_configs::handle(broker, r))
@@ -215,6 +221,13 @@ pub async fn dispatch(
         RequestKind::OffsetDelete(r) => {
             ResponseKind::OffsetDelete(blocking(|| offset_delete::handle(broker, &r)))
         }
+        RequestKind::AddPartitionsToTxn(r) => ResponseKind::AddPartitionsToTxn(blocking(|| {
+            add_partitions_to_txn::handle(broker, &r, v)
+        })),
+        RequestKind::AddOffsetsToTxn(r) => {
+            ResponseKind::AddOffsetsToTxn(blocking(|| add_offsets_to_txn::handle(broker, &r, v)))
+        }
+        RequestKind::EndTxn(r) => ResponseKind::EndTxn(blocking(|| end_txn::handle(broker, &r, v))),
         other => {
             tracing::warn!(api = ?ApiKey::try_from(header.request_api_key).ok(), "no handler for {:?}", std::mem::discriminant(&other));
             return Err(Close);

@@ -6,11 +6,17 @@
 //! acks=0 no response is sent; if a partition failed the connection is closed
 //! so the producer notices, as Kafka does.
 //!
-//! Transactions are not served yet: a request with a `transactional_id` is
-//! refused per partition, and one carrying a transactional batch without a
-//! `transactional_id` gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every
-//! partition (Kafka's answer), so no client can open a transaction that no
-//! coordinator would ever close.
+//! Transactions (docs/transactions.md 3.3): a request carrying a
+//! transactional batch without a `transactional_id` gets
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition (Kafka's
+//! answer). With one, a transactional batch of a producer that has no open
+//! transaction on the partition is verified with the transaction
+//! coordinator first (the partition must be in the id's Ongoing transaction,
+//! same producer id and epoch), so no batch opens a transaction that no
+//! coordinator would ever close; the refusal codes are `error`'s
+//! `txn_produce_error_code`. Each check is per partition and producer id:
+//! other producers are never affected. A control batch from a client stays
+//! INVALID_RECORD (the log's validator).
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_request::PartitionProduceData;
@@ -19,11 +25,12 @@ use kafka_protocol::messages::produce_response::{
 };
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 
-use super::error::error_code;
+use super::error::{error_code, txn_produce_error_code};
 use super::{str_bytes, Close};
 use crate::broker::Broker;
 use crate::log::record_batch::{
-    ATTRIBUTES_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, TRANSACTIONAL_FLAG_MASK,
+    ATTRIBUTES_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET,
+    TRANSACTIONAL_FLAG_MASK,
 };
 use crate::log::{BatchError, LogAppendInfo, LogError, TopicPartition};
 
@@ -38,8 +45,7 @@ pub fn handle(
     version: i16,
 ) -> Result<Option<ResponseKind>, Close> {
     let acks = request.acks;
-    let transactional = request.transactional_id.is_some();
-    if !transactional && has_transactional_records(&request) {
+    if request.transactional_id.is_none() && has_transactional_records(&request) {
         return Ok(refuse_transactional_records(request, acks));
     }
     let mut failed = false;
@@ -61,11 +67,9 @@ pub fn handle(
             let outcome = if !matches!(acks, -1..=1) {
                 Err(Refusal::new(ResponseError::InvalidRequiredAcks)
                     .because(format!("acks={acks} is not -1, 0 or 1")))
-            } else if transactional {
-                Err(Refusal::new(ResponseError::UnsupportedVersion)
-                    .because("transactions are not supported".into()))
             } else {
-                append_partition(broker, name.as_deref(), p)
+                let txn_id = request.transactional_id.as_ref().map(|id| id.as_str());
+                append_partition(broker, name.as_deref(), p, txn_id, version)
             };
             partitions.push(match outcome {
                 Ok(info) => {
@@ -103,23 +107,66 @@ pub fn handle(
 /// the validator.
 fn has_transactional_records(request: &ProduceRequest) -> bool {
     let batches = request.topic_data.iter().flat_map(|t| &t.partition_data);
-    batches.filter_map(|p| p.records.as_deref()).any(|records| {
-        let mut pos = 0usize;
-        while let Some(header) = records.get(pos..pos + ATTRIBUTES_OFFSET + 2) {
-            let attributes =
-                i16::from_be_bytes([header[ATTRIBUTES_OFFSET], header[ATTRIBUTES_OFFSET + 1]]);
-            if attributes & TRANSACTIONAL_FLAG_MASK != 0 {
-                return true;
-            }
-            let length = i32::from_be_bytes(
-                header[LENGTH_OFFSET..LENGTH_OFFSET + 4].try_into().expect("4 bytes"),
+    batches
+        .filter_map(|p| p.records.as_deref())
+        .any(|records| first_transactional(records).is_some())
+}
+
+/// The producer id and epoch of the first transactional batch in `records`,
+/// if any. Only the framing needed to walk the batches is read.
+fn first_transactional(records: &[u8]) -> Option<(i64, i16)> {
+    let mut pos = 0usize;
+    while let Some(header) = records.get(pos..pos + ATTRIBUTES_OFFSET + 2) {
+        let attributes =
+            i16::from_be_bytes([header[ATTRIBUTES_OFFSET], header[ATTRIBUTES_OFFSET + 1]]);
+        if attributes & TRANSACTIONAL_FLAG_MASK != 0 {
+            // A batch too short to hold its producer is left to the validator.
+            let producer = records.get(pos..pos + PRODUCER_EPOCH_OFFSET + 2)?;
+            let pid = i64::from_be_bytes(
+                producer[PRODUCER_ID_OFFSET..PRODUCER_ID_OFFSET + 8].try_into().ok()?,
             );
-            if length <= 0 {
-                return false;
-            }
-            pos += LOG_OVERHEAD + length as usize;
+            let epoch = i16::from_be_bytes([
+                producer[PRODUCER_EPOCH_OFFSET],
+                producer[PRODUCER_EPOCH_OFFSET + 1],
+            ]);
+            return Some((pid, epoch));
         }
-        false
+        let length = i32::from_be_bytes(header[LENGTH_OFFSET..LENGTH_OFFSET + 4].try_into().ok()?);
+        if length <= 0 {
+            return None;
+        }
+        pos += LOG_OVERHEAD + length as usize;
+    }
+    None
+}
+
+/// Whether `records`, sent under `transactional_id`, may be appended to
+/// `tp`: a transactional batch of a producer with no open transaction on the
+/// partition must be in the id's transaction (Kafka's verification). No log
+/// lock is held while the coordinator is asked (lock order: coordinator
+/// before log).
+fn verify_transactional(
+    broker: &Broker,
+    transactional_id: &str,
+    tp: &TopicPartition,
+    log: &crate::log::manager::SharedLog,
+    records: &[u8],
+    version: i16,
+) -> Result<(), Refusal> {
+    let Some((pid, epoch)) = first_transactional(records) else {
+        return Ok(());
+    };
+    let open = log
+        .read()
+        .producer_state()
+        .entry(pid)
+        .is_some_and(|e| e.epoch() == epoch && e.current_txn_first_offset().is_some());
+    if open {
+        return Ok(());
+    }
+    broker.txn.verify_partition(transactional_id, pid, epoch, tp).map_err(|e| {
+        tracing::debug!(partition = %tp, "transactional produce refused: {e}");
+        Refusal::new(txn_produce_error_code(&e, version)).because(e.to_string())
     })
 }
 
@@ -195,6 +242,8 @@ fn append_partition(
     broker: &Broker,
     topic: Option<&str>,
     p: PartitionProduceData,
+    transactional_id: Option<&str>,
+    version: i16,
 ) -> Result<LogAppendInfo, Refusal> {
     let Some(topic) = topic else {
         return Err(Refusal::new(ResponseError::UnknownTopicId));
@@ -211,6 +260,9 @@ fn append_partition(
     let Some(records) = p.records else {
         return Err(Refusal::new(ResponseError::CorruptMessage).because("no records".into()));
     };
+    if let Some(id) = transactional_id {
+        verify_transactional(broker, id, &tp, &log, &records, version)?;
+    }
     // The batches are rewritten in place (offsets, LogAppendTime), so the
     // request's shared bytes are copied once into a buffer we own.
     let mut buf = records.to_vec();

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::schema::SchemaError;
 use super::transaction_metadata::{LogValueError, TransactionState, TransactionStateError};
-use crate::log::LogError;
+use crate::log::{LogError, TopicPartition};
 
 /// Errors of the transaction coordinator.
 ///
@@ -49,6 +49,11 @@ pub enum TxnError {
     /// transaction (INVALID_TXN_STATE).
     #[error("transactional id {transactional_id}: {request} is invalid in state {state}")]
     InvalidTxnState { transactional_id: String, state: TransactionState, request: &'static str },
+    /// A transactional Produce to a partition that is not in the id's
+    /// Ongoing transaction (TRANSACTION_ABORTABLE, INVALID_TXN_STATE for old
+    /// clients).
+    #[error("transactional id {transactional_id}: partition {partition} was not added to the transaction")]
+    PartitionNotInTransaction { transactional_id: String, partition: TopicPartition },
     /// The coordinator attempted a state change its state machine forbids: a
     /// bug, refused rather than applied.
     #[error("{0}")]

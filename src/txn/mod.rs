@@ -2,9 +2,8 @@
 //! state (`TransactionStateManager`, `TransactionMetadata`), kept in the
 //! compacted internal topic `__transaction_state` in Kafka's record schemas,
 //! so Apache Kafka's `kafka-dump-log --transaction-log-decoder` reads it. The
-//! design, and what is still to come (the log-backed marker writer, the APIs,
-//! verification, the broker's threads), is `docs/transactions.md`; nothing
-//! here is served to clients yet.
+//! design, and what is still to come (transactional offsets, the admin
+//! APIs), is `docs/transactions.md`.
 //!
 //! * Every transactional id has one [`TransactionMetadata`], whose
 //!   [`TransactionState`] changes only along Kafka's transition table
@@ -37,7 +36,10 @@
 //! * `end_txn`: EndTxn, the coordinator's own aborts, markers and Complete.
 //! * `timers`: timeout aborts and transactional id expiry.
 //! * `marker_writer`: the [`TransactionMarkerWriter`] the coordinator writes
-//!   markers through.
+//!   markers through; `log_marker_writer`: the broker's, into the logs.
+//! * `verify`: whether a transactional Produce may open a transaction on a
+//!   partition (the partition was added to the id's transaction).
+//! * `scheduler`: the broker's `txn-coordinator` thread (load, then timers).
 //! * `error`: [`TxnError`].
 
 pub mod schema;
@@ -45,11 +47,14 @@ pub mod schema;
 mod coordinator;
 mod end_txn;
 mod error;
+mod log_marker_writer;
 mod marker_writer;
+mod scheduler;
 mod state_manager;
 mod timers;
 mod transaction_metadata;
 mod txn_transit_metadata;
+mod verify;
 
 #[cfg(test)]
 mod coordinator_epoch_tests;
@@ -63,9 +68,11 @@ mod test_support;
 pub use crate::log::coordinator_loader::LoadStats;
 pub use coordinator::{ProducerIdAndEpoch, ProducerIdGenerator, TransactionCoordinator};
 pub use error::TxnError;
+pub use log_marker_writer::{AppendedHook, LogMarkerWriter};
 pub use marker_writer::{
     MarkerWriteError, TransactionMarkerWriter, TransactionResult, TxnMarker, COORDINATOR_EPOCH,
 };
+pub use scheduler::TxnScheduler;
 pub use state_manager::{
     SharedTransactionMetadata, TransactionConfig, TransactionStateManager, TxnLoadOutcome,
     TRANSACTION_STATE_TOPIC,

@@ -1,0 +1,29 @@
+//! EndTxn: commit or abort the id's transaction (docs/transactions.md 2.4).
+//! The answer comes once the outcome is durable (PrepareCommit or
+//! PrepareAbort written); the markers and the Complete record follow, and a
+//! retry of the same outcome is answered NONE once complete. v5 (an epoch
+//! bump per transaction, KIP-890) is not served: the producer id and epoch
+//! answered are -1, as Kafka answers v4 and below.
+
+use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId};
+
+use super::error::{txn_error_code, TxnApi};
+use crate::broker::Broker;
+use crate::txn::TransactionResult;
+
+pub fn handle(broker: &Broker, request: &EndTxnRequest, version: i16) -> EndTxnResponse {
+    let id = request.transactional_id.as_str();
+    let result =
+        if request.committed { TransactionResult::Commit } else { TransactionResult::Abort };
+    let outcome =
+        broker.txn.end_transaction(id, request.producer_id.0, request.producer_epoch, result);
+    let response =
+        EndTxnResponse::default().with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
+    match outcome {
+        Ok(()) => response,
+        Err(e) => {
+            tracing::debug!(transactional_id = %id, "EndTxn: {e}");
+            response.with_error_code(txn_error_code(&e, TxnApi::EndTxn, version).code())
+        }
+    }
+}

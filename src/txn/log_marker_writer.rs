@@ -1,0 +1,152 @@
+//! The broker's [`TransactionMarkerWriter`]: a marker is a control batch
+//! appended, origin Coordinator, to the partition's own log through
+//! `Log::append_end_txn_marker`, for data partitions and `__consumer_offsets`
+//! alike (its pending transactional offsets come with TxnOffsetCommit).
+//!
+//! * The append is the log's: the producer state checks the marker (a
+//!   producer epoch below the partition's, or a coordinator epoch below one
+//!   recorded, is refused and reported as [`MarkerWriteError::Failed`]), and
+//!   a partition with no open transaction of the producer takes the marker
+//!   without a second completion, so rewriting markers after a crash is safe.
+//! * A marker moves the partition's last stable offset, so every successful
+//!   write calls `on_appended`, which wakes read_committed fetches waiting
+//!   for it.
+//! * A partition that does not exist (its topic was deleted) is
+//!   [`MarkerWriteError::UnknownTopicOrPartition`]; one that is offline is
+//!   `Failed` (retried).
+
+use std::sync::Arc;
+
+use super::marker_writer::{
+    MarkerWriteError, TransactionMarkerWriter, TransactionResult, TxnMarker,
+};
+use crate::log::control_record::EndTransactionMarker;
+use crate::log::{LogManager, TopicPartition};
+
+/// Called after a marker was appended.
+pub type AppendedHook = Arc<dyn Fn() + Send + Sync>;
+
+/// Writes markers into the logs of a [`LogManager`].
+pub struct LogMarkerWriter {
+    logs: Arc<LogManager>,
+    on_appended: AppendedHook,
+}
+
+impl std::fmt::Debug for LogMarkerWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogMarkerWriter").finish_non_exhaustive()
+    }
+}
+
+impl LogMarkerWriter {
+    pub fn new(logs: Arc<LogManager>, on_appended: AppendedHook) -> Self {
+        Self { logs, on_appended }
+    }
+}
+
+impl TransactionMarkerWriter for LogMarkerWriter {
+    fn write_marker(
+        &self,
+        partition: &TopicPartition,
+        marker: &TxnMarker,
+    ) -> Result<(), MarkerWriteError> {
+        let Some(log) = self.logs.get_log(partition) else {
+            if self.logs.offline_partitions().contains_key(partition) {
+                return Err(MarkerWriteError::Failed {
+                    partition: partition.clone(),
+                    reason: "the partition is offline".into(),
+                });
+            }
+            return Err(MarkerWriteError::UnknownTopicOrPartition(partition.clone()));
+        };
+        let control = match marker.result {
+            TransactionResult::Commit => EndTransactionMarker::commit(marker.coordinator_epoch),
+            TransactionResult::Abort => EndTransactionMarker::abort(marker.coordinator_epoch),
+        };
+        let appended =
+            log.write().append_end_txn_marker(marker.producer_id, marker.producer_epoch, control);
+        match appended {
+            Ok(_) => {
+                (self.on_appended)();
+                Ok(())
+            }
+            Err(e) => Err(MarkerWriteError::Failed {
+                partition: partition.clone(),
+                reason: e.to_string(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::clock::MockClock;
+    use crate::log::compression::Compression;
+    use crate::log::record_batch::BatchBuilder;
+    use crate::log::LogManagerConfig;
+
+    const PID: i64 = 7;
+
+    fn writer(dir: &std::path::Path) -> (Arc<LogManager>, LogMarkerWriter, Arc<AtomicUsize>) {
+        let clock = MockClock::new(1_700_000_000_000);
+        let logs = Arc::new(LogManager::open(LogManagerConfig::new(dir), clock).unwrap());
+        logs.create_topic("t", 1, Default::default()).unwrap();
+        let woken = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&woken);
+        let hook: AppendedHook = Arc::new(move || {
+            count.fetch_add(1, Ordering::SeqCst);
+        });
+        (Arc::clone(&logs), LogMarkerWriter::new(logs, hook), woken)
+    }
+
+    fn marker(epoch: i16, result: TransactionResult) -> TxnMarker {
+        TxnMarker { producer_id: PID, producer_epoch: epoch, coordinator_epoch: 0, result }
+    }
+
+    fn open_txn(logs: &LogManager, tp: &TopicPartition) {
+        let mut b = BatchBuilder::new(Compression::None, 1_700_000_000_000).producer(PID, 1, 0);
+        b.transactional = true;
+        b.append(1_700_000_000_000, Some(b"k"), Some(b"v"));
+        let mut bytes = b.build();
+        logs.get_log(tp).unwrap().write().append_as_leader(&mut bytes).unwrap();
+    }
+
+    #[test]
+    fn a_marker_closes_the_transaction_and_wakes_fetches() {
+        let dir = tempfile::tempdir().unwrap();
+        let (logs, w, woken) = writer(dir.path());
+        let tp = TopicPartition::new("t", 0);
+        open_txn(&logs, &tp);
+        assert_eq!(logs.get_log(&tp).unwrap().read().last_stable_offset(), 0);
+        w.write_marker(&tp, &marker(1, TransactionResult::Commit)).unwrap();
+        let log = logs.get_log(&tp).unwrap();
+        let log = log.read();
+        assert_eq!((log.log_end_offset(), log.last_stable_offset()), (2, 2));
+        assert_eq!(woken.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_stale_epoch_is_refused_and_wakes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (logs, w, woken) = writer(dir.path());
+        let tp = TopicPartition::new("t", 0);
+        open_txn(&logs, &tp);
+        let e = w.write_marker(&tp, &marker(0, TransactionResult::Abort)).unwrap_err();
+        assert!(matches!(e, MarkerWriteError::Failed { .. }), "{e:?}");
+        let log = logs.get_log(&tp).unwrap();
+        assert_eq!((log.read().log_end_offset(), log.read().last_stable_offset()), (1, 0));
+        assert_eq!(woken.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn an_unknown_partition_is_reported_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_logs, w, _) = writer(dir.path());
+        let tp = TopicPartition::new("gone", 0);
+        let e = w.write_marker(&tp, &marker(1, TransactionResult::Commit)).unwrap_err();
+        assert_eq!(e, MarkerWriteError::UnknownTopicOrPartition(tp));
+    }
+}
