@@ -29,3 +29,25 @@ fn java_producer_transactions_commit_abort_and_fence() {
         b.log()
     );
 }
+
+#[test]
+fn the_transaction_apis_are_advertised_as_served() {
+    let b = TestBroker::start(&[]);
+    let versions = kafka_tool(
+        &b,
+        "org.apache.kafka.tools.BrokerApiVersionsCommand",
+        &["--bootstrap-server", &b.bootstrap()],
+        None,
+    );
+    for served in [
+        "FindCoordinator(10): 0 to 6 [usable: 6]",
+        "InitProducerId(22): 0 to 5 [usable: 5]",
+        "AddPartitionsToTxn(24): 0 to 3 [usable: 3]",
+        "EndTxn(26): 0 to 4 [usable: 4]",
+        // Offsets in transactions are not served yet.
+        "AddOffsetsToTxn(25): UNSUPPORTED",
+        "TxnOffsetCommit(28): UNSUPPORTED",
+    ] {
+        assert!(versions.contains(served), "{served} in\n{versions}");
+    }
+}

@@ -63,7 +63,9 @@ const fn api(key: ApiKey, min: i16, max: i16) -> SupportedApi {
 
 /// Every API sediment implements. Produce is advertised from v0 as Apache
 /// Kafka 4.x does (older librdkafka disables compression otherwise), but
-/// versions below 3 are answered with UNSUPPORTED_VERSION.
+/// versions below 3 are answered with UNSUPPORTED_VERSION. AddOffsetsToTxn
+/// has a handler but is not listed until TxnOffsetCommit, its only purpose,
+/// is served: a client's `sendOffsetsToTransaction` then fails at once.
 pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::Produce, 0, 13),
     api(ApiKey::Fetch, 4, 18),
@@ -92,7 +94,6 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::DeleteGroups, 0, 2),
     api(ApiKey::OffsetDelete, 0, 0),
     api(ApiKey::AddPartitionsToTxn, 0, 3),
-    api(ApiKey::AddOffsetsToTxn, 0, 4),
     api(ApiKey::EndTxn, 0, 4),
 ];
 
