@@ -3,6 +3,9 @@
 //! request version where Kafka downgrades it), and that another producer's
 //! transaction, open on the same partitions meanwhile, still commits and
 //! leaves nothing open (the read_committed end offset reaches the log end).
+//! Also the broker's `txn-coordinator` thread: a timed-out transaction is
+//! aborted (its producer fenced), and an open transaction is loaded again
+//! after a restart.
 
 mod broker;
 
@@ -36,8 +39,19 @@ fn code(e: ResponseError) -> i16 {
 /// A broker with topic "t" (2 partitions) whose transaction coordinator is
 /// found and loaded.
 fn start() -> (TestBroker, Wire) {
-    let b = TestBroker::start(&[]);
+    start_with(&[])
+}
+
+fn start_with(overrides: &[&str]) -> (TestBroker, Wire) {
+    let b = TestBroker::start(overrides);
     create_topic(b.port, "t", 2, &[]);
+    let w = connect_loaded(&b);
+    (b, w)
+}
+
+/// A connection to `b` once FindCoordinator finds its transaction
+/// coordinator loaded.
+fn connect_loaded(b: &TestBroker) -> Wire {
     let mut w = Wire::connect(b.port);
     let find =
         FindCoordinatorRequest::default().with_key_type(1).with_coordinator_keys(vec![s("x")]);
@@ -47,7 +61,7 @@ fn start() -> (TestBroker, Wire) {
         let c = &r.coordinators[0];
         if c.error_code == 0 {
             assert_eq!((c.node_id, c.port), (BrokerId(1), b.port as i32));
-            return (b, w);
+            return w;
         }
         assert_eq!(c.error_code, code(ResponseError::CoordinatorLoadInProgress));
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -293,4 +307,53 @@ fn a_control_batch_from_a_client_is_refused() {
     assert!(end_offset(&mut w, 0, 1) < before, "the bystander's transaction is still open");
     assert_eq!(end(&mut w, "x", pid, epoch, false, 3), 0);
     by.commits(&mut w);
+}
+
+#[test]
+fn a_timed_out_transaction_is_aborted_and_its_producer_fenced() {
+    let (_b, mut w) =
+        start_with(&["transaction.abort.timed.out.transaction.cleanup.interval.ms=100"]);
+    let by = Bystander::open(&mut w);
+    let (_, pid, epoch) = init(&mut w, "x", 500, 4);
+    assert_eq!(add(&mut w, "x", pid, epoch, &[("t", 0)], 3), [0]);
+    assert_eq!(produce(&mut w, "x", 0, txn_batch(pid, epoch, 0), 9), 0);
+    // The bystander commits at once; x's transaction holds t-0's LSO back
+    // until the coordinator aborts it (bounded polling: the scheduler runs
+    // every 100 ms and the timeout is 500 ms).
+    assert_eq!(end(&mut w, "bystander", by.pid, by.epoch, true, 3), 0);
+    let mut aborted = false;
+    for _ in 0..200 {
+        if end_offset(&mut w, 0, 1) == end_offset(&mut w, 0, 0) {
+            aborted = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(aborted, "the timed-out transaction was never aborted");
+    // The abort bumped the epoch: the producer's late commit is fenced.
+    assert_eq!(end(&mut w, "x", pid, epoch, true, 3), code(ResponseError::ProducerFenced));
+    // Under the bumped epoch the transaction is CompleteAbort: a commit is
+    // refused, an abort is answered as a retry.
+    assert_eq!(end(&mut w, "x", pid, epoch + 1, true, 3), code(ResponseError::InvalidTxnState));
+    assert_eq!(end(&mut w, "x", pid, epoch + 1, false, 3), 0);
+}
+
+#[test]
+fn an_open_transaction_survives_a_restart_and_commits() {
+    let (mut b, mut w) = start();
+    let (_, pid, epoch) = init(&mut w, "x", TIMEOUT_MS, 4);
+    assert_eq!(add(&mut w, "x", pid, epoch, &[("t", 0)], 3), [0]);
+    assert_eq!(produce(&mut w, "x", 0, txn_batch(pid, epoch, 0), 9), 0);
+    assert_eq!(end_offset(&mut w, 0, 1), 0);
+    drop(w);
+    assert!(b.stop().success());
+    b.restart();
+    let mut w = connect_loaded(&b);
+    assert_eq!(end_offset(&mut w, 0, 1), 0, "still open after the restart");
+    // The loaded state knows the partition: more data, then the commit.
+    assert_eq!(produce(&mut w, "x", 0, txn_batch(pid, epoch, 1), 9), 0);
+    assert_eq!(end(&mut w, "x", pid, epoch, true, 3), 0);
+    let log_end = end_offset(&mut w, 0, 0);
+    assert_eq!(log_end, 3, "two records and the commit marker");
+    assert_eq!(end_offset(&mut w, 0, 1), log_end);
 }

@@ -157,3 +157,51 @@ pub fn txn_produce_error_code(e: &TxnError, version: i16) -> ResponseError {
         | TxnError::Schema(_) => ResponseError::UnknownServerError,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fenced() -> TxnError {
+        TxnError::ProducerFenced { transactional_id: "x".into() }
+    }
+
+    #[test]
+    fn producer_fenced_is_downgraded_for_old_versions() {
+        let cases = [
+            (TxnApi::InitProducerId, 3, ResponseError::InvalidProducerEpoch),
+            (TxnApi::InitProducerId, 4, ResponseError::ProducerFenced),
+            (TxnApi::AddPartitionsToTxn, 1, ResponseError::InvalidProducerEpoch),
+            (TxnApi::AddPartitionsToTxn, 2, ResponseError::ProducerFenced),
+            (TxnApi::AddOffsetsToTxn, 1, ResponseError::InvalidProducerEpoch),
+            (TxnApi::EndTxn, 2, ResponseError::ProducerFenced),
+        ];
+        for (api, version, code) in cases {
+            assert_eq!(txn_error_code(&fenced(), api, version), code, "{api:?} v{version}");
+        }
+        assert_eq!(txn_produce_error_code(&fenced(), 11), ResponseError::InvalidProducerEpoch);
+    }
+
+    #[test]
+    fn produce_verification_codes_follow_kafka() {
+        let not_added = TxnError::PartitionNotInTransaction {
+            transactional_id: "x".into(),
+            partition: crate::log::TopicPartition::new("t", 0),
+        };
+        assert_eq!(txn_produce_error_code(&not_added, 10), ResponseError::InvalidTxnState);
+        assert_eq!(txn_produce_error_code(&not_added, 11), ResponseError::TransactionAbortable);
+        for retriable in [
+            TxnError::CoordinatorLoadInProgress,
+            TxnError::ConcurrentTransactions { transactional_id: "x".into() },
+        ] {
+            assert_eq!(txn_produce_error_code(&retriable, 9), ResponseError::NotEnoughReplicas);
+        }
+    }
+
+    #[test]
+    fn a_failed_state_append_sends_the_client_to_rediscover() {
+        let io = LogError::Io { path: "p".into(), source: std::io::Error::other("disk") };
+        let e = TxnError::from(io);
+        assert_eq!(txn_error_code(&e, TxnApi::EndTxn, 4), ResponseError::NotCoordinator);
+    }
+}
