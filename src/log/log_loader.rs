@@ -98,7 +98,8 @@ pub(super) fn load(
     let snapshot_limit = recovered.iter().next().map_or(next_offset, |&b| b.min(next_offset));
     let (state, from) =
         restore_from_snapshot(dir, tp, &segments, log_start_offset, snapshot_limit)?;
-    let producers = rebuild_producer_state(&mut segments, state, from, log_start_offset, &recovered)?;
+    let producers =
+        rebuild_producer_state(&mut segments, state, from, log_start_offset, &recovered)?;
     Ok(LoadedLog { segments, log_start_offset, next_offset, recovery_point, producers })
 }
 
@@ -175,9 +176,9 @@ fn restore_from_snapshot(
         .keys()
         .copied()
         .filter(|&o| {
-            let stray = !segments.contains_key(&o)
-                && !(Some(o) == newest_stray && o > last_base);
-            o > limit || o <= log_start_offset || stray
+            // The newest stray above the last segment's base is the shutdown one.
+            let kept = segments.contains_key(&o) || Some(o) == newest_stray && o > last_base;
+            o > limit || o <= log_start_offset || !kept
         })
         .collect();
     for offset in doomed {
