@@ -308,3 +308,110 @@ fn kafka_dump_log_reads_our_snapshot() {
     assert!(before.producers.iter().any(|e| e.current_txn_first_offset >= 0));
     assert!(before.producers.iter().any(|e| e.last_offset >= 0 && e.offset_delta == 1));
 }
+
+mod model {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// An idempotent batch of producer `IDEMPOTENT[k]`.
+        Idempotent(usize),
+        /// A transactional batch of producer `TXN[k]`.
+        TxnData(usize),
+        /// A marker for `TXN[k]` (commit or abort).
+        Marker(usize, bool),
+        Roll,
+        /// Close cleanly (or crash) and reopen; damage the newest snapshot first.
+        Reopen {
+            clean: bool,
+            damage: u8,
+        },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0..IDEMPOTENT.len()).prop_map(Op::Idempotent),
+            4 => (0..TXN.len()).prop_map(Op::TxnData),
+            3 => ((0..TXN.len()), any::<bool>()).prop_map(|(k, c)| Op::Marker(k, c)),
+            1 => Just(Op::Roll),
+            1 => (any::<bool>(), 0..4u8).prop_map(|(clean, damage)| Op::Reopen { clean, damage }),
+        ]
+    }
+
+    fn damage_newest(dir: &Path, how: u8) {
+        let Some(p) = snapshots(dir).pop() else { return };
+        let mut b = std::fs::read(&p).unwrap();
+        match how {
+            1 => std::fs::remove_file(&p).unwrap(),
+            2 => std::fs::write(&p, &b[..b.len() / 2]).unwrap(),
+            3 => {
+                let n = b.len();
+                b[n - 1] ^= 1;
+                std::fs::write(&p, &b).unwrap();
+            }
+            _ => {}
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+        /// After any run of appends, rolls, clean and unclean restarts and
+        /// damaged snapshots, the reopened state is the full replay's, and
+        /// the last idempotent batch retried is a duplicate.
+        #[test]
+        fn reopened_state_is_the_full_replay(ops in proptest::collection::vec(op(), 1..60)) {
+            let clock: SharedClock = MockClock::new(NOW);
+            let dir = tempfile::tempdir().unwrap();
+            let mut log = open(dir.path(), fresh(), clock.clone());
+            let mut seqs = [0i32; 5];
+            let mut coordinator_epoch = 0;
+            let mut last: Option<Vec<u8>> = None;
+            for (i, op) in ops.into_iter().enumerate() {
+                match op {
+                    Op::Idempotent(k) => {
+                        let bytes = idempotent_batch(IDEMPOTENT[k], seqs[3 + k], i);
+                        seqs[3 + k] += 2;
+                        log.append_as_leader(&mut bytes.clone()).unwrap();
+                        last = Some(bytes);
+                    }
+                    Op::TxnData(k) => {
+                        let mut b = BatchBuilder::new(Compression::None, NOW).producer(TXN[k], 1, seqs[k]);
+                        b.transactional = true;
+                        b.append(NOW + i as i64, Some(b"t"), Some(b"x"));
+                        seqs[k] += 1;
+                        log.append_as_leader(&mut b.build()).unwrap();
+                    }
+                    Op::Marker(k, commit) => {
+                        coordinator_epoch += 1;
+                        let m = if commit {
+                            EndTransactionMarker::commit(coordinator_epoch)
+                        } else {
+                            EndTransactionMarker::abort(coordinator_epoch)
+                        };
+                        log.append_end_txn_marker(TXN[k], 1, m).unwrap();
+                    }
+                    Op::Roll => log.roll_if_not_empty().unwrap(),
+                    Op::Reopen { clean, damage } => {
+                        let before = state(&log);
+                        let load = if clean {
+                            log.close().unwrap();
+                            LoadParams { recovery_point: before.log_end, ..fresh() }
+                        } else {
+                            crashed(log.recovery_point())
+                        };
+                        drop(log);
+                        damage_newest(dir.path(), damage);
+                        log = open(dir.path(), load, clock.clone());
+                        prop_assert_eq!(&state(&log), &before);
+                        prop_assert_eq!(&full_replay(dir.path(), &clock), &before);
+                        if let Some(bytes) = &last {
+                            assert_retries_are_duplicates(&mut log, std::slice::from_ref(bytes));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -190,8 +190,6 @@ impl Log {
     /// I/O errors renaming the files; the segment is out of the set anyway.
     pub(super) fn retire_segment(&mut self, base: i64, due: i64) -> Result<()> {
         let mut seg = self.segments.remove(&base).expect("the caller listed a present segment");
-        // Kafka deletes the producer snapshot with its segment.
-        producer_snapshot::delete(&self.dir, base)?;
         seg.change_file_suffix(segment::DELETED_SUFFIX)?;
         self.pending_deletes.push((due, seg));
         Ok(())
@@ -583,6 +581,8 @@ impl Log {
             let size = self.segments[&base].size();
             tracing::info!(partition = %self.tp, base_offset = base, size, "deleting segment (retention)");
             self.retire_segment(base, due)?;
+            // Kafka deletes the producer snapshot with its segment.
+            producer_snapshot::delete(&self.dir, base)?;
         }
         let first = *self.segments.keys().next().expect("non-empty");
         self.log_start_offset = self.log_start_offset.max(first);
