@@ -307,6 +307,28 @@ fn kafka_dump_log_reads_our_snapshot() {
     }
     assert!(before.producers.iter().any(|e| e.current_txn_first_offset >= 0));
     assert!(before.producers.iter().any(|e| e.last_offset >= 0 && e.offset_delta == 1));
+
+    // Our dump tool prints the same lines; a flipped bit is a problem to it.
+    let opts = sediment::tools::dump_log::DumpOptions {
+        print_data_log: false,
+        deep_iteration: false,
+        max_batch_size: 1 << 20,
+    };
+    let mut ours = String::new();
+    let problems =
+        sediment::tools::dump_log::dump_files(std::slice::from_ref(&path), opts, &mut ours)
+            .unwrap();
+    assert_eq!(problems, 0);
+    let producer_lines = |s: &str| -> Vec<String> {
+        s.lines().filter(|l| l.starts_with("producerId:")).map(|l| l.trim_end().into()).collect()
+    };
+    assert_eq!(producer_lines(&ours), producer_lines(&out));
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[12] ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    let mut damaged = String::new();
+    assert_eq!(sediment::tools::dump_log::dump_files(&[path], opts, &mut damaged).unwrap(), 1);
+    assert!(damaged.contains("CRC"), "{damaged}");
 }
 
 mod model {
