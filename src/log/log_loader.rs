@@ -10,7 +10,8 @@
 //!    segment and any segment reaching past the recovery point) is scanned
 //!    after a crash and a torn or corrupt end is truncated; every segment
 //!    after a truncated one followed a hole and is deleted.
-//! 3. Producer snapshots are sorted out: with `R` = the base of the first
+//! 3. Producer snapshots are sorted out (a write a crash interrupted left a
+//!    `<offset>.tmp`, deleted): with `R` = the base of the first
 //!    segment recovered in step 2, else the log end (clean shutdown), those
 //!    above `R`, those at or below the log start, and strays (no segment at
 //!    their offset, other than the newest if it is above the last segment's
@@ -169,6 +170,7 @@ fn restore_from_snapshot(
     log_start_offset: i64,
     limit: i64,
 ) -> Result<(ProducerStateManager, i64)> {
+    producer_snapshot::remove_unfinished(dir)?;
     let mut snapshots = producer_snapshot::list(dir)?;
     let last_base = segments.keys().next_back().copied().unwrap_or(i64::MIN);
     let newest_stray = snapshots.keys().rev().find(|o| !segments.contains_key(o)).copied();

@@ -178,6 +178,28 @@ pub fn list(dir: &Path) -> Result<BTreeMap<i64, PathBuf>> {
     Ok(out)
 }
 
+/// Delete the temporary files of snapshot writes a crash interrupted
+/// (`<offset>.tmp`: `write_atomically` names its temporary file so, and no
+/// other file of a partition directory is written through one). Returns
+/// how many went.
+///
+/// # Errors
+/// I/O errors.
+pub fn remove_unfinished(dir: &Path) -> Result<usize> {
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).map_err(LogError::io(dir))? {
+        let entry = entry.map_err(LogError::io(dir))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".tmp") else { continue };
+        if stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()) {
+            let path = entry.path();
+            std::fs::remove_file(&path).map_err(LogError::io(&path))?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
 /// Delete the snapshot at `offset`, if any.
 ///
 /// # Errors
@@ -273,6 +295,12 @@ mod tests {
         assert!(matches!(read(&path), Err(LogError::Corrupt { .. })));
         delete(dir.path(), 120).unwrap();
         delete(dir.path(), 120).unwrap();
+        assert_eq!(list(dir.path()).unwrap().len(), 1);
+        // A write interrupted before its rename leaves a temporary file.
+        std::fs::write(dir.path().join("00000000000000000130.tmp"), b"\0\x01").unwrap();
+        std::fs::write(dir.path().join("partition.tmp"), b"").unwrap();
+        assert_eq!(remove_unfinished(dir.path()).unwrap(), 1);
+        assert!(dir.path().join("partition.tmp").exists());
         assert_eq!(list(dir.path()).unwrap().len(), 1);
     }
 }
