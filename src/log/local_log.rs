@@ -32,6 +32,7 @@ pub use super::log_read::{
     FetchDataInfo, FetchIsolation, FetchRegionInfo, EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP, MAX_TIMESTAMP,
 };
+use super::producer_snapshot;
 use super::producer_state::{
     AppendOrigin, BatchMetadata, ProducerAppendInfo, ProducerBatch, ProducerError,
     ProducerStateManager,
@@ -447,6 +448,9 @@ impl Log {
         // moves the recovery point so restart only scans the new active segment.
         old.flush()?;
         self.recovery_point = self.recovery_point.max(base);
+        // The state covers every offset below the new segment (Kafka's
+        // snapshot at roll), so a restart replays from here.
+        producer_snapshot::write(&self.dir, base, &self.producers.snapshot_entries())?;
         self.segments.insert(base, LogSegment::create(&self.dir, base, seg_config, "", now)?);
         Ok(())
     }
@@ -577,6 +581,8 @@ impl Log {
             let size = self.segments[&base].size();
             tracing::info!(partition = %self.tp, base_offset = base, size, "deleting segment (retention)");
             self.retire_segment(base, due)?;
+            // Kafka deletes the producer snapshot with its segment.
+            producer_snapshot::delete(&self.dir, base)?;
         }
         let first = *self.segments.keys().next().expect("non-empty");
         self.log_start_offset = self.log_start_offset.max(first);
@@ -623,6 +629,8 @@ impl Log {
     /// I/O errors.
     pub fn close(&mut self) -> Result<()> {
         self.flush()?;
+        // Lets the next start skip the replay (Kafka's snapshot at close).
+        producer_snapshot::write(&self.dir, self.next_offset, &self.producers.snapshot_entries())?;
         self.delete_expired_files(0, true)?;
         Ok(())
     }

@@ -10,12 +10,20 @@
 //!    segment and any segment reaching past the recovery point) is scanned
 //!    after a crash and a torn or corrupt end is truncated; every segment
 //!    after a truncated one followed a hole and is deleted.
-//! 3. The producer state is rebuilt by replaying every batch from the first
-//!    segment (origin Recovery: headers, plus the record of each control
-//!    batch). Every segment recovered in step 2 (or whose `.txnindex` failed
-//!    its check) gets its `.txnindex` reset and rebuilt from the aborted
-//!    transactions its markers complete during the replay, as Kafka's
-//!    recovery does; the other segments keep theirs.
+//! 3. Producer snapshots are sorted out (a write a crash interrupted left a
+//!    `<offset>.tmp`, deleted): with `R` = the base of the first
+//!    segment recovered in step 2, else the log end (clean shutdown), those
+//!    above `R`, those at or below the log start, and strays (no segment at
+//!    their offset, other than the newest if it is above the last segment's
+//!    base: the shutdown one) are deleted. The newest one that reads back
+//!    whole is the start; a corrupt one is deleted and the next older tried;
+//!    none means an empty state at the first segment.
+//! 4. The producer state is rebuilt by replaying every batch from there
+//!    (origin Recovery: headers, plus the record of each control batch).
+//!    Every segment recovered in step 2 (or whose `.txnindex` failed its
+//!    check) is at or above `R`, so wholly replayed: it gets its `.txnindex`
+//!    reset and rebuilt from the aborted transactions its markers complete,
+//!    as Kafka's recovery does; the other segments keep theirs.
 //!
 //! Invariants of what `load` returns (the segments `Log::open` starts from):
 //! * at least one segment, keyed by base offset; the last one is the active one;
@@ -23,7 +31,8 @@
 //! * nothing below the recovery point it was given was cut: damage there is
 //!   `Offline` with the file and position, never a silent truncation;
 //! * no `.cleaned`, `.swap` or `.deleted` file is left in the directory;
-//! * the producer state is the replay of every batch of the segments, and
+//! * the producer state equals (in its snapshot entries) the replay of every
+//!   batch of the segments, and
 //!   the `.txnindex` of every recovered segment is what appending its batches
 //!   would have written.
 
@@ -33,6 +42,7 @@ use std::path::{Path, PathBuf};
 use super::control_record;
 use super::error::{LogError, Result};
 use super::log_file_utils::segment_files;
+use super::producer_snapshot;
 use super::producer_state::{ProducerBatch, ProducerStateManager};
 use super::record_batch::BatchHeader;
 use super::segment::{LogSegment, SegmentConfig};
@@ -86,7 +96,11 @@ pub(super) fn load(
         .recovery_point
         .clamp(log_start_offset, next_offset)
         .max(truncated_at.unwrap_or(0).min(next_offset));
-    let producers = rebuild_producer_state(&mut segments, log_start_offset, &recovered)?;
+    let snapshot_limit = recovered.iter().next().map_or(next_offset, |&b| b.min(next_offset));
+    let (state, from) =
+        restore_from_snapshot(dir, tp, &segments, log_start_offset, snapshot_limit)?;
+    let producers =
+        rebuild_producer_state(&mut segments, state, from, log_start_offset, &recovered)?;
     Ok(LoadedLog { segments, log_start_offset, next_offset, recovery_point, producers })
 }
 
@@ -146,24 +160,72 @@ fn recover_segments(
     Ok((segments, truncated_at, recovered))
 }
 
-/// Rebuild the producer state by replaying every batch (step 3), and the
-/// `.txnindex` of each segment in `recovered`. One small read per batch
-/// header; a control batch is read whole (CRC checked) for its marker.
+/// Step 3: delete the snapshots the load may not use and return the state of
+/// the newest valid one at or below `limit` with its offset, else an empty
+/// state from the start of the log.
+fn restore_from_snapshot(
+    dir: &Path,
+    tp: &TopicPartition,
+    segments: &BTreeMap<i64, LogSegment>,
+    log_start_offset: i64,
+    limit: i64,
+) -> Result<(ProducerStateManager, i64)> {
+    producer_snapshot::remove_unfinished(dir)?;
+    let mut snapshots = producer_snapshot::list(dir)?;
+    let last_base = segments.keys().next_back().copied().unwrap_or(i64::MIN);
+    let newest_stray = snapshots.keys().rev().find(|o| !segments.contains_key(o)).copied();
+    let doomed: Vec<i64> = snapshots
+        .keys()
+        .copied()
+        .filter(|&o| {
+            // The newest stray above the last segment's base is the shutdown one.
+            let kept = segments.contains_key(&o) || Some(o) == newest_stray && o > last_base;
+            o > limit || o <= log_start_offset || !kept
+        })
+        .collect();
+    for offset in doomed {
+        snapshots.remove(&offset);
+        producer_snapshot::delete(dir, offset)?;
+    }
+    for (&offset, path) in snapshots.iter().rev() {
+        match producer_snapshot::read(path) {
+            Ok(entries) => {
+                tracing::info!(partition = %tp, offset, producers = entries.len(), "loading producer state from snapshot");
+                return Ok((ProducerStateManager::from_snapshot(&entries), offset));
+            }
+            Err(e @ LogError::Corrupt { .. }) => {
+                tracing::warn!(partition = %tp, offset, error = %e, "deleting unreadable producer snapshot");
+                producer_snapshot::delete(dir, offset)?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((ProducerStateManager::new(), i64::MIN))
+}
+
+/// Step 4: rebuild the producer state by replaying every batch from offset
+/// `from` on into `producers`, and the `.txnindex` of each segment in
+/// `recovered` (all of which start at or above `from`). One small read per
+/// batch header; a control batch is read whole (CRC checked) for its marker.
 fn rebuild_producer_state(
     segments: &mut BTreeMap<i64, LogSegment>,
+    mut producers: ProducerStateManager,
+    from: i64,
     log_start_offset: i64,
     recovered: &BTreeSet<i64>,
 ) -> Result<ProducerStateManager> {
-    let mut producers = ProducerStateManager::new();
     let (mut buf, mut scratch) = (Vec::new(), Vec::new());
     for (base, seg) in segments.iter_mut() {
         let rebuild = recovered.contains(base);
+        debug_assert!(!rebuild || *base >= from, "a recovered segment is replayed whole");
         if rebuild {
             seg.txn_index_mut().reset()?;
+        } else if seg.next_offset() <= from {
+            continue;
         }
         let mut pos = 0u64;
         while let Some(header) = seg.read_header_at(pos)? {
-            if header.has_producer_id() {
+            if header.has_producer_id() && header.last_offset() >= from {
                 let control = if header.is_control() {
                     Some(read_control(seg, &header, pos, &mut buf, &mut scratch)?)
                 } else {

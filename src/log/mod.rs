@@ -104,6 +104,7 @@ pub mod manager;
 pub mod meta_properties;
 pub mod producer_append_info;
 pub mod producer_id_manager;
+pub mod producer_snapshot;
 pub mod producer_state;
 pub mod record_batch;
 pub mod replace_segments;

@@ -28,7 +28,8 @@ use std::collections::VecDeque;
 
 use super::control_record::ControlBatch;
 use super::error::ProducerError;
-use super::record_batch::{BatchHeader, NO_TIMESTAMP};
+use super::producer_snapshot::SnapshotEntry;
+use super::record_batch::{BatchHeader, NO_SEQUENCE, NO_TIMESTAMP};
 
 /// Batches remembered per producer, as in Kafka (`max.in.flight` ≤ 5).
 pub const NUM_BATCHES_TO_RETAIN: usize = 5;
@@ -126,10 +127,58 @@ impl ProducerStateEntry {
         }
     }
 
+    /// What a snapshot keeps of this producer: its last cached batch only.
+    pub fn to_snapshot(&self, producer_id: i64) -> SnapshotEntry {
+        let last = self.batches.back();
+        SnapshotEntry {
+            producer_id,
+            epoch: self.epoch,
+            last_sequence: last.map_or(NO_SEQUENCE, |b| b.last_seq),
+            last_offset: last.map_or(-1, |b| b.last_offset),
+            // A batch holds at most i32::MAX offsets (its last offset delta is an i32).
+            offset_delta: last.map_or(0, |b| (b.last_offset - b.first_offset) as i32),
+            timestamp: self.last_timestamp,
+            coordinator_epoch: self.coordinator_epoch,
+            current_txn_first_offset: self.current_txn_first_offset.unwrap_or(-1),
+        }
+    }
+
+    /// The entry a snapshot's `e` restores (Kafka's `readSnapshot`): the
+    /// batch's timestamp is the producer's last timestamp.
+    pub fn from_snapshot(e: &SnapshotEntry) -> Self {
+        let mut batches = VecDeque::new();
+        if e.last_offset >= 0 {
+            batches.push_back(BatchMetadata {
+                first_seq: decrement_sequence(e.last_sequence, e.offset_delta),
+                last_seq: e.last_sequence,
+                first_offset: e.last_offset - e.offset_delta as i64,
+                last_offset: e.last_offset,
+                max_timestamp: e.timestamp,
+            });
+        }
+        Self {
+            epoch: e.epoch,
+            batches,
+            last_timestamp: e.timestamp,
+            coordinator_epoch: e.coordinator_epoch,
+            current_txn_first_offset: (e.current_txn_first_offset >= 0)
+                .then_some(e.current_txn_first_offset),
+        }
+    }
+
     /// Forget the cached batches below `offset`; the epoch and the open
     /// transaction stay.
     pub(super) fn truncate_below(&mut self, offset: i64) {
         self.batches.retain(|b| b.last_offset >= offset);
+    }
+}
+
+/// `seq - by`, wrapping below 0 to i32::MAX as Kafka's sequences do.
+fn decrement_sequence(seq: i32, by: i32) -> i32 {
+    if seq < by {
+        (i32::MAX as i64 - (by as i64 - seq as i64) + 1) as i32
+    } else {
+        seq - by
     }
 }
 

@@ -20,10 +20,16 @@
 //!   Kafka (its state may have been removed by retention).
 //!
 //! The state is derived from the log: after a restart the loader rebuilds it
-//! by replaying every batch header (and the record of every control batch),
-//! so it survives crashes without a snapshot file of its own.
+//! from the newest valid snapshot (`producer_snapshot`) and the batches after
+//! it, or by replaying every batch header (and the record of every control
+//! batch) when there is none. A snapshot keeps each producer's last batch
+//! only, so the state it restores equals a full replay's in
+//! [`ProducerStateManager::snapshot_entries`], and a retry of the last batch
+//! is still a duplicate.
 
 use std::collections::{BTreeMap, HashMap};
+
+use super::producer_snapshot::SnapshotEntry;
 
 pub use super::error::ProducerError;
 pub use super::producer_append_info::{
@@ -153,6 +159,27 @@ impl ProducerStateManager {
             return Vec::new();
         }
         self.update(info)
+    }
+
+    /// The state as a snapshot holds it, by producer id.
+    pub fn snapshot_entries(&self) -> Vec<SnapshotEntry> {
+        let mut out: Vec<SnapshotEntry> =
+            self.producers.iter().map(|(&pid, e)| e.to_snapshot(pid)).collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// The state a snapshot's entries restore (Kafka's `loadProducerEntry`).
+    pub fn from_snapshot(entries: &[SnapshotEntry]) -> Self {
+        let mut state = Self::new();
+        for e in entries {
+            let entry = ProducerStateEntry::from_snapshot(e);
+            if let Some(first) = entry.current_txn_first_offset() {
+                state.ongoing_txns.insert(first, e.producer_id);
+            }
+            state.producers.insert(e.producer_id, entry);
+        }
+        state
     }
 
     /// Forget every cached batch below `offset` (after truncation or log-start

@@ -130,6 +130,11 @@ impl Log {
         let due = self.file_delete_due_ms();
         for (i, snap) in old.iter().enumerate() {
             self.retire_segment(snap.base_offset, due)?;
+            // As Kafka, the snapshot of a replaced segment goes unless a new
+            // segment starts at its offset (the state there is unchanged).
+            if !new_segments.iter().any(|s| s.base_offset() == snap.base_offset) {
+                super::producer_snapshot::delete(self.dir(), snap.base_offset)?;
+            }
             if i == 0 && stop_at == Some(SwapStep::FirstDeletedRenamed) {
                 return Ok(SwapOutcome::StoppedAt(SwapStep::FirstDeletedRenamed));
             }
