@@ -50,14 +50,14 @@ use tokio::sync::{oneshot, watch};
 
 use crate::cleaner::{LogCleaner, LogCleanerError};
 use crate::config::{BrokerConfig, ConfigError, Listener};
-use crate::group::GroupCoordinator;
+use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
 use crate::log::meta_properties::MetaProperties;
 use crate::log::producer_id_manager::ProducerIdManager;
-use crate::log::{LogError, LogManager};
+use crate::log::{LogError, LogManager, TopicPartition};
 use crate::metrics::{Metrics, MetricsError, RequestMetrics};
 use crate::txn::{
     AppendedHook, LogMarkerWriter, ProducerIdGenerator, TransactionCoordinator,
-    TransactionStateManager, TxnScheduler,
+    TransactionStateManager, TxnCompletionListener, TxnScheduler,
 };
 
 /// Everything a handler needs: the broker's identity, config and managers.
@@ -112,7 +112,7 @@ impl Broker {
         ));
         let producer_ids = Arc::new(Mutex::new(producer_ids));
         let appended = Arc::new(watch::channel(0).0);
-        let txn = transaction_coordinator(&config, &logs, &producer_ids, &appended);
+        let txn = transaction_coordinator(&config, &logs, &producer_ids, &appended, &groups);
         Ok(Self {
             config,
             logs,
@@ -155,6 +155,7 @@ fn transaction_coordinator(
     logs: &Arc<LogManager>,
     producer_ids: &Arc<Mutex<ProducerIdManager>>,
     appended: &Arc<watch::Sender<u64>>,
+    groups: &Arc<GroupCoordinator>,
 ) -> Arc<TransactionCoordinator> {
     let clock = logs.clock().clone();
     let state = Arc::new(TransactionStateManager::new(
@@ -164,9 +165,22 @@ fn transaction_coordinator(
     ));
     let appended = Arc::clone(appended);
     let hook: AppendedHook = Arc::new(move || appended.send_modify(|n| *n = n.wrapping_add(1)));
-    let markers = Arc::new(LogMarkerWriter::new(Arc::clone(logs), hook));
+    let listener: Arc<dyn TxnCompletionListener> = Arc::new(GroupTxnListener(Arc::clone(groups)));
+    let markers = Arc::new(LogMarkerWriter::new(Arc::clone(logs), hook).with_listener(listener));
     let ids: Arc<dyn ProducerIdGenerator> = producer_ids.clone();
     Arc::new(TransactionCoordinator::new(state, ids, markers, clock))
+}
+
+/// Hands the markers landing on `__consumer_offsets` to the group
+/// coordinator, which completes the pending transactional offsets there.
+struct GroupTxnListener(Arc<GroupCoordinator>);
+
+impl TxnCompletionListener for GroupTxnListener {
+    fn on_transaction_completed(&self, partition: &TopicPartition, producer_id: i64, commit: bool) {
+        if partition.topic == OFFSETS_TOPIC {
+            self.0.on_transaction_completed(partition.partition, producer_id, commit);
+        }
+    }
 }
 
 /// Why the broker could not start or stop cleanly.

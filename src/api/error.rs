@@ -80,6 +80,7 @@ pub fn group_error_code(e: GroupError) -> ResponseError {
         GroupError::GroupIdNotFound => ResponseError::GroupIdNotFound,
         GroupError::GroupSubscribedToTopic => ResponseError::GroupSubscribedToTopic,
         GroupError::OffsetMetadataTooLarge => ResponseError::OffsetMetadataTooLarge,
+        GroupError::InvalidProducerEpoch => ResponseError::InvalidProducerEpoch,
         GroupError::Storage(_) => ResponseError::KafkaStorageError,
         GroupError::IllegalState(_) => ResponseError::UnknownServerError,
     }

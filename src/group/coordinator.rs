@@ -166,6 +166,9 @@ pub struct GroupCoordinator {
     groups: Mutex<HashMap<String, Group>>,
     pub(super) loaded: AtomicBool,
     pub(super) load_stats: Mutex<LoadStats>,
+    /// Transaction completions (offsets partition, producer id, commit) that
+    /// arrived while loading; applied when the load installs its groups.
+    pub(super) deferred_completions: Mutex<Vec<(i32, i64, bool)>>,
     next_member: AtomicU64,
     last_expiry_check: Mutex<i64>,
 }
@@ -179,6 +182,7 @@ impl GroupCoordinator {
             groups: Mutex::new(HashMap::new()),
             loaded: AtomicBool::new(false),
             load_stats: Mutex::new(LoadStats::default()),
+            deferred_completions: Mutex::new(Vec::new()),
             next_member: AtomicU64::new(1),
             last_expiry_check: Mutex::new(0),
         }

@@ -43,6 +43,10 @@ pub enum GroupError {
     GroupSubscribedToTopic,
     #[error("offset metadata too large")]
     OffsetMetadataTooLarge,
+    /// A transactional offset commit of a producer epoch older than the one
+    /// the offsets partition knows.
+    #[error("the producer's epoch is fenced")]
+    InvalidProducerEpoch,
     /// Writing (or creating) the offsets topic failed.
     #[error("storage error on the offsets topic: {0}")]
     Storage(#[source] Arc<LogError>),

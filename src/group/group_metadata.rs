@@ -26,6 +26,7 @@ use tokio::sync::oneshot;
 use super::coordinator::{JoinResult, SyncResult};
 use super::offsets::CommittedOffset;
 use super::schema::{GroupValue, MemberValue};
+use super::txn_offsets::PendingOffset;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupState {
@@ -147,6 +148,13 @@ pub(super) struct Group {
     /// Member ids handed out with MEMBER_ID_REQUIRED and not yet used.
     pub(super) pending: Vec<String>,
     pub(super) offsets: BTreeMap<(String, i32), CommittedOffset>,
+    /// The base offset in `__consumer_offsets` of the batch that wrote each
+    /// committed offset (absent when unknown), so a transactional commit that
+    /// completes later does not replace a plain commit written after it.
+    pub(super) offset_log_offsets: BTreeMap<(String, i32), i64>,
+    /// Transactional offsets per producer id, invisible until the producer's
+    /// COMMIT marker lands on the group's offsets partition.
+    pub(super) pending_txn_offsets: BTreeMap<i64, BTreeMap<(String, i32), PendingOffset>>,
     /// PreparingRebalance ends by then at the latest.
     pub(super) rebalance_deadline: i64,
     /// A round started from Empty waits until then (extended by each join).
@@ -166,6 +174,8 @@ impl Group {
             members: Vec::new(),
             pending: Vec::new(),
             offsets: BTreeMap::new(),
+            offset_log_offsets: BTreeMap::new(),
+            pending_txn_offsets: BTreeMap::new(),
             rebalance_deadline: 0,
             initial_delay_until: 0,
         }

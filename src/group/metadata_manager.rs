@@ -23,10 +23,13 @@ use super::error::GroupError;
 use super::group_metadata::Group;
 use super::offsets::{CommittedOffset, OffsetsRecord};
 use super::schema::{GroupValue, OffsetValue, RecordKey, SchemaError};
+use super::txn_offsets::PendingOffset;
 use crate::log::compression::Compression;
 pub use crate::log::coordinator_loader::LoadStats;
 use crate::log::coordinator_loader::{load_partition, CoordinatorRecordVisitor};
+use crate::log::producer_append_info::AppendOrigin;
 use crate::log::record_batch::{BatchBuilder, BatchHeader};
+use crate::log::topic_partition::coordinator_partition;
 use crate::log::{LogError, TopicPartition};
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -68,7 +71,12 @@ impl GroupCoordinator {
     /// with COORDINATOR_LOAD_IN_PROGRESS until this returns.
     pub fn load(&self) {
         let started = std::time::Instant::now();
-        let mut loader = GroupLoader { groups: HashMap::new(), now: self.now() };
+        let mut loader = GroupLoader {
+            groups: HashMap::new(),
+            now: self.now(),
+            partition: 0,
+            partitions: self.config.offsets_topic_partitions,
+        };
         let mut stats = LoadStats::default();
         if let Some(info) = self.logs.topic(OFFSETS_TOPIC) {
             for p in 0..info.partitions {
@@ -76,12 +84,21 @@ impl GroupCoordinator {
                     continue;
                 };
                 let log = log.read();
+                loader.partition = p;
                 load_partition(&log, MAX_BATCH_RECORDS_BYTES, &mut loader, &mut stats);
             }
         }
-        *self.lock() = loader.groups;
         *self.load_stats.lock() = stats;
-        self.loaded.store(true, Ordering::Release);
+        {
+            // A marker the walk may have missed was deferred: apply it with
+            // the groups installed, before anyone sees them.
+            let mut groups = self.lock();
+            *groups = loader.groups;
+            for (partition, producer_id, commit) in self.deferred_completions.lock().drain(..) {
+                self.complete_in(&mut groups, partition, producer_id, commit);
+            }
+            self.loaded.store(true, Ordering::Release);
+        }
         if stats.unreadable_batches + stats.unreadable_records > 0 {
             tracing::error!(
                 unreadable_batches = stats.unreadable_batches,
@@ -105,8 +122,21 @@ impl GroupCoordinator {
 
     /// Append records for `group` to its offsets partition.
     pub(super) fn append(&self, group: &str, records: &[OffsetsRecord]) -> Result<(), GroupError> {
+        self.append_batch(group, records, None).map(|_| ())
+    }
+
+    /// Append records for `group` to its offsets partition as one batch, a
+    /// transactional one of `producer` (id, epoch) if given (origin
+    /// Coordinator, base sequence 0, as Kafka writes TxnOffsetCommit). Returns
+    /// the batch's base offset (`None`: nothing to write).
+    pub(super) fn append_batch(
+        &self,
+        group: &str,
+        records: &[OffsetsRecord],
+        producer: Option<(i64, i16)>,
+    ) -> Result<Option<i64>, GroupError> {
         if records.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         self.ensure_offsets_topic().map_err(|e| {
             tracing::error!("creating {OFFSETS_TOPIC}: {e}");
@@ -119,13 +149,20 @@ impl GroupCoordinator {
         for (k, v) in records {
             builder.append(now, Some(k), v.as_deref());
         }
-        let mut batch = builder.build();
+        let (mut batch, origin) = match producer {
+            Some((id, epoch)) => {
+                builder.transactional = true;
+                builder = builder.producer(id, epoch, 0);
+                (builder.build(), AppendOrigin::Coordinator)
+            }
+            None => (builder.build(), AppendOrigin::Client),
+        };
         let mut log = log.write();
-        log.append_as_leader(&mut batch).map_err(|e| {
+        let info = log.append_with_origin(&mut batch, origin).map_err(|e| {
             tracing::error!(partition = %tp, "writing group records: {e}");
             GroupError::from(e)
         })?;
-        Ok(())
+        Ok(Some(info.first_offset))
     }
 
     /// Write the group's metadata (members, assignments, generation).
@@ -135,10 +172,13 @@ impl GroupCoordinator {
     }
 }
 
-/// One load in progress: the groups rebuilt so far.
+/// One load in progress: the groups rebuilt so far (with the transactional
+/// offsets still pending), and the partition being read.
 struct GroupLoader {
     groups: HashMap<String, Group>,
     now: i64,
+    partition: i32,
+    partitions: i32,
 }
 
 impl CoordinatorRecordVisitor for GroupLoader {
@@ -146,13 +186,21 @@ impl CoordinatorRecordVisitor for GroupLoader {
 
     fn record(
         &mut self,
-        _: &BatchHeader,
+        header: &BatchHeader,
         _: i64,
         key: Option<&[u8]>,
         value: Option<&[u8]>,
     ) -> Result<(), RecordError> {
         let key = key.ok_or(RecordError::Keyless)?;
-        apply_record(&mut self.groups, key, value, self.now)
+        apply_record(&mut self.groups, header, key, value, self.now)
+    }
+
+    fn end_txn_marker(&mut self, header: &BatchHeader, commit: bool) {
+        for group in self.groups.values_mut() {
+            if coordinator_partition(&group.id, self.partitions) == self.partition {
+                group.complete_pending_offsets(header.producer_id, commit);
+            }
+        }
     }
 }
 
@@ -166,30 +214,45 @@ enum RecordError {
 }
 
 /// Apply one `__consumer_offsets` record while loading.
+/// Apply one `__consumer_offsets` record of the batch `header` while
+/// loading: an offset of a transactional batch is pending for its producer.
 fn apply_record(
     groups: &mut HashMap<String, Group>,
+    header: &BatchHeader,
     key: &[u8],
     value: Option<&[u8]>,
     now: i64,
 ) -> Result<(), RecordError> {
     match RecordKey::decode(key)? {
         RecordKey::Offset { group, topic, partition } => match value {
+            None if header.is_transactional() => {
+                if let Some(g) = groups.get_mut(&group) {
+                    if let Some(p) = g.pending_txn_offsets.get_mut(&header.producer_id) {
+                        p.remove(&(topic, partition));
+                    }
+                }
+            }
             None => {
                 if let Some(g) = groups.get_mut(&group) {
-                    g.offsets.remove(&(topic, partition));
+                    g.remove_offset(&(topic, partition));
                 }
             }
             Some(value) => {
                 let v = OffsetValue::decode(value)?;
-                group_entry(groups, group, now).offsets.insert(
-                    (topic, partition),
-                    CommittedOffset {
-                        offset: v.offset,
-                        leader_epoch: v.leader_epoch,
-                        metadata: v.metadata,
-                        commit_timestamp: v.commit_timestamp,
-                    },
-                );
+                let offset = CommittedOffset {
+                    offset: v.offset,
+                    leader_epoch: v.leader_epoch,
+                    metadata: v.metadata,
+                    commit_timestamp: v.commit_timestamp,
+                };
+                let g = group_entry(groups, group, now);
+                let key = (topic, partition);
+                if header.is_transactional() {
+                    let pending = PendingOffset { offset, log_offset: header.base_offset };
+                    g.add_pending_offset(header.producer_id, key, pending);
+                } else {
+                    g.install_offset(key, offset, Some(header.base_offset));
+                }
             }
         },
         RecordKey::Group { group } => match value {

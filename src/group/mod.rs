@@ -40,6 +40,8 @@
 //! * `membership`: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, session
 //!   expiry and the join round (rebalance completion).
 //! * `offsets`: OffsetCommit, OffsetFetch, OffsetDelete, offset expiry.
+//! * `txn_offsets`: TxnOffsetCommit and its pending offsets, completed by the
+//!   transaction's marker on the group's offsets partition.
 //! * `metadata_manager`: `__consumer_offsets` itself (`GroupMetadataManager`):
 //!   creating it, appending to it, loading from it.
 //! * `schema`: its record formats. `error`: [`GroupError`].
@@ -52,6 +54,7 @@ mod group_metadata;
 mod membership;
 mod metadata_manager;
 mod offsets;
+mod txn_offsets;
 
 pub use coordinator::{
     spawn_ticker, GroupConfig, GroupCoordinator, GroupDescription, JoinRequest, JoinResult, Reply,

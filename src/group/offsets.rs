@@ -81,14 +81,16 @@ impl GroupCoordinator {
             };
             records.push((key.encode(), Some(value.encode())));
         }
-        if let Err(e) = self.append(group_id, &records) {
-            return all(e);
-        }
+        let log_offset = match self.append_batch(group_id, &records, None) {
+            Ok(at) => at,
+            Err(e) => return all(e),
+        };
         for (i, (topic, partition, o)) in offsets.iter().enumerate() {
             if results[i].is_none() {
-                group.offsets.insert(
+                group.install_offset(
                     (topic.clone(), *partition),
                     CommittedOffset { commit_timestamp: now, ..o.clone() },
+                    log_offset,
                 );
             }
         }
@@ -153,7 +155,7 @@ impl GroupCoordinator {
             }
             if self.append(&group.id, &records).is_ok() {
                 for k in &expired {
-                    group.offsets.remove(k);
+                    group.remove_offset(k);
                 }
                 tracing::info!(group = %group.id, offsets = expired.len(), "expired committed offsets");
                 // A refused transition is logged by `transition`; the group stays.
@@ -204,7 +206,7 @@ impl GroupCoordinator {
         }
         self.append(group_id, &records)?;
         for k in removing {
-            group.offsets.remove(&k);
+            group.remove_offset(&k);
         }
         Ok(results)
     }

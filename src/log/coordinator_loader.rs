@@ -15,11 +15,14 @@
 //! counted in [`LoadStats`]. A read error or a batch header that cannot be
 //! parsed ends the load of that partition (where the next batch starts is
 //! unknown), logged and counted the same way; the caller goes on with its
-//! other partitions. Control batches (transaction markers) are counted as
-//! batches and not handed to the visitor.
+//! other partitions. Control batches are counted as batches; a COMMIT or
+//! ABORT marker among them is handed to the visitor's `end_txn_marker` (a
+//! coordinator holding transactional records completes them there), an
+//! unreadable one is reported and counted like an unreadable batch.
 
 use std::fmt::Display;
 
+use super::control_record::{read_control_batch, ControlBatch};
 use super::error::LogError;
 use super::local_log::Log;
 use super::record_batch::{records_bytes, BatchHeader, RecordIter};
@@ -55,6 +58,12 @@ pub trait CoordinatorRecordVisitor {
         key: Option<&[u8]>,
         value: Option<&[u8]>,
     ) -> Result<(), Self::Error>;
+
+    /// A transaction marker of `header.producer_id` at `header.base_offset`:
+    /// `commit` true for COMMIT, false for ABORT. Ignored by default.
+    fn end_txn_marker(&mut self, header: &BatchHeader, commit: bool) {
+        let _ = (header, commit);
+    }
 }
 
 /// Where a batch was read from, for reports about it.
@@ -131,6 +140,15 @@ impl<V: CoordinatorRecordVisitor> Loader<'_, V> {
     fn load_batch(&mut self, h: &BatchHeader, batch: &[u8], at: BatchPosition) {
         self.stats.batches += 1;
         if h.is_control() {
+            let limit = self.max_batch_records_bytes;
+            match read_control_batch(h, batch, &mut self.scratch, limit) {
+                Ok(ControlBatch::Marker(m)) => self.visitor.end_txn_marker(h, !m.is_abort()),
+                Ok(ControlBatch::Empty | ControlBatch::Other(_)) => {}
+                Err(e) => {
+                    report(self.log, at, h.base_offset, "skipping an unreadable control batch", &e);
+                    self.stats.unreadable_batches += 1;
+                }
+            }
             return;
         }
         let count = h.records_count.max(0) as u64;

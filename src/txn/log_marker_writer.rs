@@ -11,6 +11,9 @@
 //! * A marker moves the partition's last stable offset, so every successful
 //!   write calls `on_appended`, which wakes read_committed fetches waiting
 //!   for it.
+//! * After a marker landed on a partition, the [`TxnCompletionListener`] (the
+//!   broker wires the group coordinator) learns of it, so pending
+//!   transactional offsets on `__consumer_offsets` are installed or dropped.
 //! * A partition that does not exist (its topic was deleted) is
 //!   [`MarkerWriteError::UnknownTopicOrPartition`]; one that is offline is
 //!   `Failed` (retried).
@@ -26,10 +29,19 @@ use crate::log::{LogManager, TopicPartition};
 /// Called after a marker was appended.
 pub type AppendedHook = Arc<dyn Fn() + Send + Sync>;
 
+/// Told of every marker appended (Kafka's `onTransactionCompleted` of the
+/// group coordinator).
+pub trait TxnCompletionListener: Send + Sync {
+    /// The marker of `producer_id` (`commit`: COMMIT, else ABORT) was
+    /// appended to `partition`.
+    fn on_transaction_completed(&self, partition: &TopicPartition, producer_id: i64, commit: bool);
+}
+
 /// Writes markers into the logs of a [`LogManager`].
 pub struct LogMarkerWriter {
     logs: Arc<LogManager>,
     on_appended: AppendedHook,
+    listener: Option<Arc<dyn TxnCompletionListener>>,
 }
 
 impl std::fmt::Debug for LogMarkerWriter {
@@ -40,7 +52,14 @@ impl std::fmt::Debug for LogMarkerWriter {
 
 impl LogMarkerWriter {
     pub fn new(logs: Arc<LogManager>, on_appended: AppendedHook) -> Self {
-        Self { logs, on_appended }
+        Self { logs, on_appended, listener: None }
+    }
+
+    /// Tell `listener` of every marker appended.
+    #[must_use]
+    pub fn with_listener(mut self, listener: Arc<dyn TxnCompletionListener>) -> Self {
+        self.listener = Some(listener);
+        self
     }
 }
 
@@ -68,6 +87,10 @@ impl TransactionMarkerWriter for LogMarkerWriter {
         match appended {
             Ok(_) => {
                 (self.on_appended)();
+                if let Some(listener) = &self.listener {
+                    let commit = marker.result == TransactionResult::Commit;
+                    listener.on_transaction_completed(partition, marker.producer_id, commit);
+                }
                 Ok(())
             }
             Err(e) => Err(MarkerWriteError::Failed {
@@ -148,5 +171,30 @@ mod tests {
         let tp = TopicPartition::new("gone", 0);
         let e = w.write_marker(&tp, &marker(1, TransactionResult::Commit)).unwrap_err();
         assert_eq!(e, MarkerWriteError::UnknownTopicOrPartition(tp));
+    }
+
+    /// Remembers what it was told.
+    #[derive(Default)]
+    struct Completions(parking_lot::Mutex<Vec<(TopicPartition, i64, bool)>>);
+
+    impl TxnCompletionListener for Completions {
+        fn on_transaction_completed(&self, tp: &TopicPartition, producer_id: i64, commit: bool) {
+            self.0.lock().push((tp.clone(), producer_id, commit));
+        }
+    }
+
+    #[test]
+    fn the_listener_hears_each_marker_appended_and_no_refused_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let (logs, w, _) = writer(dir.path());
+        let heard = Arc::new(Completions::default());
+        let w = w.with_listener(heard.clone());
+        let tp = TopicPartition::new("t", 0);
+        open_txn(&logs, &tp);
+        assert!(w.write_marker(&tp, &marker(0, TransactionResult::Abort)).is_err());
+        w.write_marker(&tp, &marker(1, TransactionResult::Abort)).unwrap();
+        w.write_marker(&tp, &marker(1, TransactionResult::Commit)).unwrap();
+        let expected = vec![(tp.clone(), PID, false), (tp, PID, true)];
+        assert_eq!(*heard.0.lock(), expected);
     }
 }

@@ -68,7 +68,7 @@ mod test_support;
 pub use crate::log::coordinator_loader::LoadStats;
 pub use coordinator::{ProducerIdAndEpoch, ProducerIdGenerator, TransactionCoordinator};
 pub use error::TxnError;
-pub use log_marker_writer::{AppendedHook, LogMarkerWriter};
+pub use log_marker_writer::{AppendedHook, LogMarkerWriter, TxnCompletionListener};
 pub use marker_writer::{
     MarkerWriteError, TransactionMarkerWriter, TransactionResult, TxnMarker, COORDINATOR_EPOCH,
 };

@@ -1,0 +1,365 @@
+//! Transactional offset commits (TxnOffsetCommit, Kafka's
+//! `pendingTransactionalOffsetCommits`).
+//!
+//! * TxnOffsetCommit writes its offsets to the group's `__consumer_offsets`
+//!   partition as one transactional batch of the producer (its id and epoch,
+//!   origin Coordinator), so the log's producer state fences a stale epoch and
+//!   the transaction's marker later closes the batch there.
+//! * Until the producer's COMMIT marker lands on that partition the offsets
+//!   are pending: kept per producer id, invisible to OffsetFetch, expiry and
+//!   describe. On COMMIT each replaces the committed offset unless that one
+//!   was written at a higher log offset (a later plain commit wins); on ABORT
+//!   they are dropped.
+//! * Loading applies the same rules in log order: a transactional batch's
+//!   offsets go to pending, a marker installs or drops them, and what is left
+//!   at the end (a still-open transaction) stays pending.
+
+use std::collections::HashMap;
+
+use super::coordinator::GroupCoordinator;
+use super::error::GroupError;
+use super::group_metadata::{Group, GroupState};
+use super::offsets::CommittedOffset;
+use super::schema::{OffsetValue, RecordKey};
+use crate::log::producer_state::ProducerError;
+use crate::log::LogError;
+
+/// A transactional offset not yet committed, with the base offset of the
+/// batch that wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct PendingOffset {
+    pub(super) offset: CommittedOffset,
+    pub(super) log_offset: i64,
+}
+
+impl Group {
+    /// Install a committed offset written by the batch at `log_offset`.
+    pub(super) fn install_offset(
+        &mut self,
+        key: (String, i32),
+        offset: CommittedOffset,
+        log_offset: Option<i64>,
+    ) {
+        match log_offset {
+            Some(at) => self.offset_log_offsets.insert(key.clone(), at),
+            None => self.offset_log_offsets.remove(&key),
+        };
+        self.offsets.insert(key, offset);
+    }
+
+    /// Forget a committed offset (its tombstone was written or read).
+    pub(super) fn remove_offset(&mut self, key: &(String, i32)) {
+        self.offsets.remove(key);
+        self.offset_log_offsets.remove(key);
+    }
+
+    /// Add a pending transactional offset of `producer_id`.
+    pub(super) fn add_pending_offset(
+        &mut self,
+        producer_id: i64,
+        key: (String, i32),
+        pending: PendingOffset,
+    ) {
+        self.pending_txn_offsets.entry(producer_id).or_default().insert(key, pending);
+    }
+
+    /// The transaction of `producer_id` ended: install its pending offsets
+    /// (COMMIT) unless a plain commit was written after them, or drop them.
+    pub(super) fn complete_pending_offsets(&mut self, producer_id: i64, commit: bool) {
+        let Some(pending) = self.pending_txn_offsets.remove(&producer_id) else {
+            return;
+        };
+        if !commit {
+            return;
+        }
+        for (key, p) in pending {
+            let newer_plain =
+                self.offset_log_offsets.get(&key).is_some_and(|&at| at > p.log_offset);
+            if !newer_plain {
+                self.install_offset(key, p.offset, Some(p.log_offset));
+            }
+        }
+    }
+
+    /// Whether some transaction holds a pending offset for the partition.
+    pub(super) fn has_pending_offset(&self, key: &(String, i32)) -> bool {
+        self.pending_txn_offsets.values().any(|m| m.contains_key(key))
+    }
+}
+
+impl GroupCoordinator {
+    /// TxnOffsetCommit (after the transaction coordinator verified that the
+    /// producer's transaction holds this group's offsets partition): append the
+    /// offsets as a transactional batch of the producer and keep them pending.
+    /// Per-partition results in request order.
+    #[allow(clippy::too_many_arguments)]
+    pub fn txn_commit(
+        &self,
+        group_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        offsets: &[(String, i32, CommittedOffset)],
+    ) -> Vec<Option<GroupError>> {
+        let all = |e: GroupError| vec![Some(e); offsets.len()];
+        if let Err(e) = self.check_ready() {
+            return all(e);
+        }
+        if group_id.is_empty() {
+            return all(GroupError::InvalidGroupId);
+        }
+        let now = self.now();
+        let mut groups = self.lock();
+        if !groups.contains_key(group_id) {
+            if generation >= 0 || !member_id.is_empty() {
+                return all(GroupError::IllegalGeneration);
+            }
+            groups.insert(group_id.to_string(), Group::new(group_id, now));
+        }
+        let group = groups.get_mut(group_id).expect("present");
+        if let Err(e) = check_txn_committer(group, generation, member_id, instance_id) {
+            return all(e);
+        }
+        let mut results = vec![None; offsets.len()];
+        let mut records = Vec::new();
+        for (i, (topic, partition, o)) in offsets.iter().enumerate() {
+            if o.metadata.len() > self.config.offset_metadata_max_bytes {
+                results[i] = Some(GroupError::OffsetMetadataTooLarge);
+                continue;
+            }
+            let key = RecordKey::Offset {
+                group: group_id.to_string(),
+                topic: topic.clone(),
+                partition: *partition,
+            };
+            let value = OffsetValue {
+                offset: o.offset,
+                leader_epoch: o.leader_epoch,
+                metadata: o.metadata.clone(),
+                commit_timestamp: now,
+            };
+            records.push((key.encode(), Some(value.encode())));
+        }
+        let log_offset =
+            match self.append_batch(group_id, &records, Some((producer_id, producer_epoch))) {
+                Ok(Some(at)) => at,
+                Ok(None) => return results,
+                Err(e) => return all(fenced_or(e)),
+            };
+        for (i, (topic, partition, o)) in offsets.iter().enumerate() {
+            if results[i].is_none() {
+                let offset = CommittedOffset { commit_timestamp: now, ..o.clone() };
+                let pending = PendingOffset { offset, log_offset };
+                group.add_pending_offset(producer_id, (topic.clone(), *partition), pending);
+            }
+        }
+        results
+    }
+
+    /// The marker of `producer_id`'s transaction was appended to
+    /// `__consumer_offsets` partition `partition`: complete the pending
+    /// offsets of every group of that partition.
+    ///
+    /// While loading, the completion is deferred until the load installs
+    /// its groups (the walk may have read that partition before the marker
+    /// landed); applying one the walk already saw changes nothing, since no
+    /// new transactional offset is accepted before the load ends.
+    pub fn on_transaction_completed(&self, partition: i32, producer_id: i64, commit: bool) {
+        let mut groups = self.lock();
+        if !self.is_loaded() {
+            self.deferred_completions.lock().push((partition, producer_id, commit));
+            return;
+        }
+        self.complete_in(&mut groups, partition, producer_id, commit);
+    }
+
+    pub(super) fn complete_in(
+        &self,
+        groups: &mut HashMap<String, Group>,
+        partition: i32,
+        producer_id: i64,
+        commit: bool,
+    ) {
+        for group in groups.values_mut() {
+            if self.partition_for(&group.id) == partition {
+                group.complete_pending_offsets(producer_id, commit);
+            }
+        }
+    }
+
+    /// Whether a transaction holds a pending offset of `group_id` for the
+    /// partition (OffsetFetch `require_stable` answers UNSTABLE_OFFSET_COMMIT).
+    pub fn has_pending_txn_offset(&self, group_id: &str, topic: &str, partition: i32) -> bool {
+        let groups = self.lock();
+        groups.get(group_id).is_some_and(|g| g.has_pending_offset(&(topic.to_string(), partition)))
+    }
+}
+
+/// A fenced producer epoch is INVALID_PRODUCER_EPOCH, not a storage error.
+fn fenced_or(e: GroupError) -> GroupError {
+    match &e {
+        GroupError::Storage(cause)
+            if matches!(
+                **cause,
+                LogError::Producer(ProducerError::InvalidProducerEpoch { .. })
+            ) =>
+        {
+            GroupError::InvalidProducerEpoch
+        }
+        _ => e,
+    }
+}
+
+/// Whether a transactional commit for `group` may proceed (Kafka's
+/// `validateOffsetCommit` with `isTransactional`): a simple commit while the
+/// group is empty, else a current member of the current generation; unlike a
+/// plain commit, CompletingRebalance does not refuse it.
+fn check_txn_committer(
+    group: &Group,
+    generation: i32,
+    member_id: &str,
+    instance_id: Option<&str>,
+) -> Result<(), GroupError> {
+    if group.state() == GroupState::Dead {
+        return Err(GroupError::CoordinatorNotAvailable);
+    }
+    if generation < 0 && group.state() == GroupState::Empty {
+        return Ok(());
+    }
+    if group.fences(instance_id, member_id) {
+        return Err(GroupError::FencedInstanceId);
+    }
+    if group.member(member_id).is_none() {
+        return Err(GroupError::UnknownMemberId);
+    }
+    if generation != group.generation {
+        return Err(GroupError::IllegalGeneration);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::membership::tests::coordinator;
+    use crate::group::OFFSETS_TOPIC;
+    use crate::log::control_record::EndTransactionMarker;
+    use crate::log::TopicPartition;
+
+    fn offset(offset: i64) -> Vec<(String, i32, CommittedOffset)> {
+        let o = CommittedOffset {
+            offset,
+            leader_epoch: -1,
+            metadata: String::new(),
+            commit_timestamp: 0,
+        };
+        vec![("t".to_string(), 0, o)]
+    }
+
+    fn txn_commit(c: &GroupCoordinator, group: &str, pid: i64, epoch: i16, at: i64) {
+        assert_eq!(c.txn_commit(group, pid, epoch, -1, "", None, &offset(at)), vec![None]);
+    }
+
+    fn fetched(c: &GroupCoordinator, group: &str) -> Option<i64> {
+        let list = [("t".to_string(), 0)];
+        let got = c.fetch_offsets(group, Some(&list)).expect("loaded");
+        got[0].2.as_ref().map(|o| o.offset)
+    }
+
+    /// Append the marker to the group's offsets partition (as the marker
+    /// writer does) and tell the coordinator.
+    fn end_txn(c: &GroupCoordinator, group: &str, pid: i64, epoch: i16, commit: bool) {
+        let partition = c.partition_for(group);
+        let log = c.logs.get_log(&TopicPartition::new(OFFSETS_TOPIC, partition)).expect("log");
+        let marker =
+            if commit { EndTransactionMarker::commit(0) } else { EndTransactionMarker::abort(0) };
+        log.write().append_end_txn_marker(pid, epoch, marker).expect("marker");
+        c.on_transaction_completed(partition, pid, commit);
+    }
+
+    #[test]
+    fn pending_offsets_are_invisible_until_the_commit_marker() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let c = coordinator(dir.path());
+        txn_commit(&c, "g", 7, 0, 42);
+        assert_eq!(fetched(&c, "g"), None);
+        assert!(c.has_pending_txn_offset("g", "t", 0));
+        assert!(!c.has_pending_txn_offset("g", "t", 1));
+        // Another producer's marker changes nothing.
+        c.on_transaction_completed(c.partition_for("g"), 8, true);
+        assert_eq!(fetched(&c, "g"), None);
+        end_txn(&c, "g", 7, 0, true);
+        assert_eq!(fetched(&c, "g"), Some(42));
+        assert!(!c.has_pending_txn_offset("g", "t", 0));
+    }
+
+    #[test]
+    fn an_abort_drops_the_pending_offsets() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let c = coordinator(dir.path());
+        assert_eq!(c.commit("g", -1, "", None, &offset(3)), vec![None]);
+        txn_commit(&c, "g", 7, 0, 42);
+        end_txn(&c, "g", 7, 0, false);
+        assert_eq!(fetched(&c, "g"), Some(3));
+        assert!(!c.has_pending_txn_offset("g", "t", 0));
+    }
+
+    #[test]
+    fn a_plain_commit_written_later_wins_one_written_earlier_loses() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let c = coordinator(dir.path());
+        txn_commit(&c, "g", 7, 0, 42);
+        assert_eq!(c.commit("g", -1, "", None, &offset(50)), vec![None]);
+        end_txn(&c, "g", 7, 0, true);
+        assert_eq!(fetched(&c, "g"), Some(50));
+
+        assert_eq!(c.commit("g2", -1, "", None, &offset(50)), vec![None]);
+        txn_commit(&c, "g2", 9, 0, 60);
+        end_txn(&c, "g2", 9, 0, true);
+        assert_eq!(fetched(&c, "g2"), Some(60));
+    }
+
+    #[test]
+    fn a_fenced_producer_epoch_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let c = coordinator(dir.path());
+        txn_commit(&c, "g", 7, 3, 42);
+        end_txn(&c, "g", 7, 3, true);
+        let refused = c.txn_commit("g", 7, 2, -1, "", None, &offset(50));
+        assert_eq!(refused, vec![Some(GroupError::InvalidProducerEpoch)]);
+        assert!(!c.has_pending_txn_offset("g", "t", 0));
+    }
+
+    #[test]
+    fn reload_applies_committed_drops_aborted_keeps_open_pending() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let c = coordinator(dir.path());
+        assert_eq!(c.commit("committed", -1, "", None, &offset(1)), vec![None]);
+        assert_eq!(c.commit("aborted", -1, "", None, &offset(1)), vec![None]);
+        assert_eq!(c.commit("open", -1, "", None, &offset(1)), vec![None]);
+        assert_eq!(c.commit("overtaken", -1, "", None, &offset(1)), vec![None]);
+        txn_commit(&c, "committed", 1, 0, 10);
+        txn_commit(&c, "aborted", 2, 0, 20);
+        txn_commit(&c, "open", 3, 0, 30);
+        txn_commit(&c, "overtaken", 4, 0, 40);
+        assert_eq!(c.commit("overtaken", -1, "", None, &offset(45)), vec![None]);
+        end_txn(&c, "committed", 1, 0, true);
+        end_txn(&c, "aborted", 2, 0, false);
+        end_txn(&c, "overtaken", 4, 0, true);
+
+        c.load();
+        assert_eq!(fetched(&c, "committed"), Some(10));
+        assert_eq!(fetched(&c, "aborted"), Some(1));
+        assert_eq!(fetched(&c, "open"), Some(1));
+        assert_eq!(fetched(&c, "overtaken"), Some(45));
+        assert!(c.has_pending_txn_offset("open", "t", 0));
+        for g in ["committed", "aborted", "overtaken"] {
+            assert!(!c.has_pending_txn_offset(g, "t", 0), "{g}");
+        }
+        // The open transaction still completes after the reload.
+        end_txn(&c, "open", 3, 0, true);
+        assert_eq!(fetched(&c, "open"), Some(30));
+    }
+}
