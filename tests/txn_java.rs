@@ -2,7 +2,10 @@
 //! (tests/java/TxnEndToEnd.java, run through scripts/kafka-tool.sh):
 //! initTransactions, commit and abort; a read_committed consumer sees exactly
 //! the committed records, a read_uncommitted one every record; a second
-//! producer with the same transactional.id fences the first.
+//! producer with the same transactional.id fences the first; a
+//! consume-transform-produce loop commits its consumer's offsets with
+//! `sendOffsetsToTransaction` (visible to OffsetFetch after the commit,
+//! unchanged by an aborted transaction).
 
 mod broker;
 
@@ -24,6 +27,10 @@ fn java_producer_transactions_commit_abort_and_fence() {
             "txn uncommitted=c1,c2,c3,a1,a2,c4 end=9 position=9",
             "fence committed=f2 end=4 position=4",
             "fence uncommitted=f1,f2 end=4 position=4",
+            "ctp consumed=c1,c2,c3,c4 position=9 committed=9",
+            "ctp after abort committed=9",
+            // C1..C4, the commit marker, X and the abort marker.
+            "out committed=C1,C2,C3,C4 end=7 position=7",
         ],
         "broker log:\n{}",
         b.log()
@@ -43,10 +50,10 @@ fn the_transaction_apis_are_advertised_as_served() {
         "FindCoordinator(10): 0 to 6 [usable: 6]",
         "InitProducerId(22): 0 to 5 [usable: 5]",
         "AddPartitionsToTxn(24): 0 to 3 [usable: 3]",
+        "AddOffsetsToTxn(25): 0 to 4 [usable: 4]",
         "EndTxn(26): 0 to 4 [usable: 4]",
-        // Offsets in transactions are not served yet.
-        "AddOffsetsToTxn(25): UNSUPPORTED",
-        "TxnOffsetCommit(28): UNSUPPORTED",
+        // v5 is TV2 (the coordinator adds the partition itself).
+        "TxnOffsetCommit(28): 0 to 4 [usable: 4]",
     ] {
         assert!(versions.contains(served), "{served} in\n{versions}");
     }

@@ -14,11 +14,15 @@ use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::txn_offset_commit_request::{
+    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+};
 use kafka_protocol::messages::{
-    AddPartitionsToTxnRequest, BrokerId, EndTxnRequest, FindCoordinatorRequest,
-    InitProducerIdRequest, ListOffsetsRequest, ProduceRequest, ProducerId, TopicName,
-    TransactionalId,
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, BrokerId, EndTxnRequest,
+    FindCoordinatorRequest, GroupId, InitProducerIdRequest, ListOffsetsRequest, OffsetFetchRequest,
+    ProduceRequest, ProducerId, TopicName, TransactionalId, TxnOffsetCommitRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use sediment::log::compression::Compression;
@@ -356,4 +360,102 @@ fn an_open_transaction_survives_a_restart_and_commits() {
     let log_end = end_offset(&mut w, 0, 0);
     assert_eq!(log_end, 3, "two records and the commit marker");
     assert_eq!(end_offset(&mut w, 0, 1), log_end);
+}
+
+/// OffsetFetch v7 of group "g", partition t-0: (partition code, offset),
+/// polling while the group coordinator loads.
+fn fetch_offset(w: &mut Wire, require_stable: bool) -> (i16, i64) {
+    let topic = OffsetFetchRequestTopic::default()
+        .with_name(TopicName(s("t")))
+        .with_partition_indexes(vec![0]);
+    let request = OffsetFetchRequest::default()
+        .with_group_id(GroupId(s("g")))
+        .with_topics(Some(vec![topic]))
+        .with_require_stable(require_stable);
+    for _ in 0..200 {
+        let r = w.call(7, &request);
+        if r.error_code == code(ResponseError::CoordinatorLoadInProgress) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            continue;
+        }
+        assert_eq!(r.error_code, 0);
+        let p = &r.topics[0].partitions[0];
+        return (p.error_code, p.committed_offset);
+    }
+    panic!("the group coordinator never loaded");
+}
+
+fn add_offsets(w: &mut Wire, id: &str, pid: i64, epoch: i16) -> i16 {
+    let r = w.call(
+        3,
+        &AddOffsetsToTxnRequest::default()
+            .with_transactional_id(TransactionalId(s(id)))
+            .with_producer_id(ProducerId(pid))
+            .with_producer_epoch(epoch)
+            .with_group_id(GroupId(s("g"))),
+    );
+    r.error_code
+}
+
+/// TxnOffsetCommit of offset `offset` for g / t-0, simple (no member).
+fn txn_offset_commit(w: &mut Wire, id: &str, pid: i64, epoch: i16, offset: i64, v: i16) -> i16 {
+    let partition = TxnOffsetCommitRequestPartition::default()
+        .with_partition_index(0)
+        .with_committed_offset(offset)
+        .with_committed_leader_epoch(-1);
+    let topic = TxnOffsetCommitRequestTopic::default()
+        .with_name(TopicName(s("t")))
+        .with_partitions(vec![partition]);
+    let r = w.call(
+        v,
+        &TxnOffsetCommitRequest::default()
+            .with_transactional_id(TransactionalId(s(id)))
+            .with_group_id(GroupId(s("g")))
+            .with_producer_id(ProducerId(pid))
+            .with_producer_epoch(epoch)
+            .with_generation_id(-1)
+            .with_topics(vec![topic]),
+    );
+    r.topics[0].partitions[0].error_code
+}
+
+#[test]
+fn txn_offsets_need_add_offsets_to_txn() {
+    let (_b, mut w) = start();
+    let (_, pid, epoch) = init(&mut w, "x", TIMEOUT_MS, 4);
+    assert_eq!(add(&mut w, "x", pid, epoch, &[("t", 0)], 3), [0]);
+    assert_eq!(
+        txn_offset_commit(&mut w, "x", pid, epoch, 5, 3),
+        code(ResponseError::InvalidTxnState)
+    );
+    assert_eq!(
+        txn_offset_commit(&mut w, "x", pid, epoch, 5, 4),
+        code(ResponseError::TransactionAbortable)
+    );
+    assert_eq!(fetch_offset(&mut w, true), (0, -1), "nothing was written");
+}
+
+#[test]
+fn require_stable_sees_unstable_offsets_until_the_commit() {
+    let (_b, mut w) = start();
+    assert_eq!(fetch_offset(&mut w, true), (0, -1));
+    let (_, pid, epoch) = init(&mut w, "x", TIMEOUT_MS, 4);
+    assert_eq!(add_offsets(&mut w, "x", pid, epoch), 0);
+    assert_eq!(txn_offset_commit(&mut w, "x", pid, epoch, 5, 3), 0);
+    let unstable = code(ResponseError::UnstableOffsetCommit);
+    assert_eq!(fetch_offset(&mut w, true), (unstable, -1));
+    assert_eq!(fetch_offset(&mut w, false), (0, -1), "the last committed offset: none");
+    assert_eq!(end(&mut w, "x", pid, epoch, true, 3), 0);
+    // The markers are written after EndTxn answers: bounded polling, as the
+    // consumer retries UNSTABLE_OFFSET_COMMIT.
+    for _ in 0..200 {
+        match fetch_offset(&mut w, true) {
+            (c, -1) if c == unstable => std::thread::sleep(std::time::Duration::from_millis(50)),
+            got => {
+                assert_eq!(got, (0, 5));
+                return;
+            }
+        }
+    }
+    panic!("the transactional offset never became stable");
 }

@@ -1,8 +1,7 @@
 //! AddOffsetsToTxn: add the group's `__consumer_offsets` partition (the one
 //! FindCoordinator's group key maps to) to the id's transaction, creating the
 //! offsets topic first if needed, as Kafka does. The offsets themselves come
-//! with TxnOffsetCommit; until it is served this API is not advertised
-//! (`SUPPORTED_APIS`), so the server never dispatches to it.
+//! with TxnOffsetCommit, which verifies that partition is in the transaction.
 
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 

@@ -159,6 +159,25 @@ pub fn txn_produce_error_code(e: &TxnError, version: i16) -> ResponseError {
     }
 }
 
+/// Kafka's code for a failed verification of a TxnOffsetCommit at `version`
+/// (4.1.2's verification guard, then `GroupCoordinatorService`'s mapping): an
+/// offsets partition not in the transaction is TRANSACTION_ABORTABLE from v4,
+/// INVALID_TXN_STATE before; a fenced producer INVALID_PRODUCER_EPOCH; a
+/// coordinator that cannot answer now COORDINATOR_NOT_AVAILABLE, which the
+/// producer retries after looking its group coordinator up again.
+pub fn txn_offset_commit_error_code(e: &TxnError, version: i16) -> ResponseError {
+    match e {
+        TxnError::PartitionNotInTransaction { .. } if version >= 4 => {
+            ResponseError::TransactionAbortable
+        }
+        TxnError::PartitionNotInTransaction { .. } => ResponseError::InvalidTxnState,
+        e => match txn_produce_error_code(e, version) {
+            ResponseError::NotEnoughReplicas => ResponseError::CoordinatorNotAvailable,
+            code => code,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,6 +216,25 @@ mod tests {
         ] {
             assert_eq!(txn_produce_error_code(&retriable, 9), ResponseError::NotEnoughReplicas);
         }
+    }
+
+    #[test]
+    fn txn_offset_commit_verification_codes_follow_kafka() {
+        let not_added = TxnError::PartitionNotInTransaction {
+            transactional_id: "x".into(),
+            partition: crate::log::TopicPartition::new("__consumer_offsets", 0),
+        };
+        assert_eq!(txn_offset_commit_error_code(&not_added, 3), ResponseError::InvalidTxnState);
+        assert_eq!(
+            txn_offset_commit_error_code(&not_added, 4),
+            ResponseError::TransactionAbortable
+        );
+        assert_eq!(txn_offset_commit_error_code(&fenced(), 4), ResponseError::InvalidProducerEpoch);
+        let concurrent = TxnError::ConcurrentTransactions { transactional_id: "x".into() };
+        assert_eq!(
+            txn_offset_commit_error_code(&concurrent, 4),
+            ResponseError::CoordinatorNotAvailable
+        );
     }
 
     #[test]

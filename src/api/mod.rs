@@ -40,6 +40,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod produce;
 pub mod sync_group;
+pub mod txn_offset_commit;
 
 use std::sync::Arc;
 
@@ -63,9 +64,8 @@ const fn api(key: ApiKey, min: i16, max: i16) -> SupportedApi {
 
 /// Every API sediment implements. Produce is advertised from v0 as Apache
 /// Kafka 4.x does (older librdkafka disables compression otherwise), but
-/// versions below 3 are answered with UNSUPPORTED_VERSION. AddOffsetsToTxn
-/// has a handler but is not listed until TxnOffsetCommit, its only purpose,
-/// is served: a client's `sendOffsetsToTransaction` then fails at once.
+/// versions below 3 are answered with UNSUPPORTED_VERSION. TxnOffsetCommit
+/// stops at v4: v5 means the coordinator adds the partition itself (TV2).
 pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::Produce, 0, 13),
     api(ApiKey::Fetch, 4, 18),
@@ -94,7 +94,9 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::DeleteGroups, 0, 2),
     api(ApiKey::OffsetDelete, 0, 0),
     api(ApiKey::AddPartitionsToTxn, 0, 3),
+    api(ApiKey::AddOffsetsToTxn, 0, 4),
     api(ApiKey::EndTxn, 0, 4),
+    api(ApiKey::TxnOffsetCommit, 0, 4),
 ];
 
 /// The versions of `key` we handle, if we handle it at all.
@@ -229,6 +231,9 @@ pub async fn dispatch(
             ResponseKind::AddOffsetsToTxn(blocking(|| add_offsets_to_txn::handle(broker, &r, v)))
         }
         RequestKind::EndTxn(r) => ResponseKind::EndTxn(blocking(|| end_txn::handle(broker, &r, v))),
+        RequestKind::TxnOffsetCommit(r) => {
+            ResponseKind::TxnOffsetCommit(blocking(|| txn_offset_commit::handle(broker, &r, v)))
+        }
         other => {
             tracing::warn!(api = ?ApiKey::try_from(header.request_api_key).ok(), "no handler for {:?}", std::mem::discriminant(&other));
             return Err(Close);

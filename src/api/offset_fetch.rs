@@ -1,5 +1,8 @@
 //! OffsetFetch: one group (v1–7) or several (v8+); all of a group's offsets
 //! when no topics are named. A partition without a commit gets offset -1.
+//! With `require_stable` (v7+), a partition a transaction holds a pending
+//! offset for gets offset -1 and UNSTABLE_OFFSET_COMMIT (the consumer
+//! retries); without it, the last committed offset is answered.
 
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
 use kafka_protocol::messages::offset_fetch_response::{
@@ -7,6 +10,7 @@ use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
 };
 use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse};
+use kafka_protocol::ResponseError;
 use std::collections::BTreeMap;
 
 use super::error::group_code;
@@ -25,10 +29,62 @@ fn by_topic(
 }
 
 pub fn handle(broker: &Broker, request: &OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
+    let stable = version >= 7 && request.require_stable;
     if version >= 8 {
-        let groups = request.groups.iter().map(|g| fetch_group(broker, g)).collect();
+        let groups = request
+            .groups
+            .iter()
+            .map(|g| {
+                let mut out = fetch_group(broker, g);
+                if stable {
+                    mark_unstable_groups(broker, &mut out);
+                }
+                out
+            })
+            .collect();
         return OffsetFetchResponse::default().with_groups(groups);
     }
+    let mut response = fetch_one(broker, request, version);
+    if stable {
+        mark_unstable(broker, request.group_id.0.as_str(), &mut response);
+    }
+    response
+}
+
+/// A pending transactional offset makes a partition unstable.
+fn unstable(broker: &Broker, group: &str, topic: &str, partition: i32) -> bool {
+    broker.groups.has_pending_txn_offset(group, topic, partition)
+}
+
+fn mark_unstable(broker: &Broker, group: &str, response: &mut OffsetFetchResponse) {
+    for t in &mut response.topics {
+        for p in &mut t.partitions {
+            if p.error_code == 0 && unstable(broker, group, t.name.0.as_str(), p.partition_index) {
+                p.committed_offset = -1;
+                p.committed_leader_epoch = -1;
+                p.metadata = Some(str_bytes(""));
+                p.error_code = ResponseError::UnstableOffsetCommit.code();
+            }
+        }
+    }
+}
+
+fn mark_unstable_groups(broker: &Broker, out: &mut OffsetFetchResponseGroup) {
+    let group = out.group_id.0.to_string();
+    for t in &mut out.topics {
+        for p in &mut t.partitions {
+            if p.error_code == 0 && unstable(broker, &group, t.name.0.as_str(), p.partition_index) {
+                p.committed_offset = -1;
+                p.committed_leader_epoch = -1;
+                p.metadata = Some(str_bytes(""));
+                p.error_code = ResponseError::UnstableOffsetCommit.code();
+            }
+        }
+    }
+}
+
+/// The single group of a v1–v7 request.
+fn fetch_one(broker: &Broker, request: &OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
     let wanted = request.topics.as_ref().map(|ts| {
         ts.iter()
             .flat_map(|t| t.partition_indexes.iter().map(move |p| (t.name.0.to_string(), *p)))

@@ -6,7 +6,13 @@
 //   with the same transactional.id, which commits f2; the first producer's
 //   commit must then fail with ProducerFencedException.
 // Then a read_committed and a read_uncommitted consumer read both topics to
-// their end offsets. Prints one line per finding, key=value.
+// their end offsets. Last, consume-transform-produce (producer "ctp-id",
+// group "ctp" with an assigned consumer): "txn" is read, its values sent
+// upper-cased to "out" with the consumer's position given to
+// sendOffsetsToTransaction, and committed; a second transaction sending
+// offset 2 aborts. The group's committed offset is read after each through a
+// read_committed consumer (OffsetFetch require_stable). Prints one line per
+// finding, key=value.
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,6 +23,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
@@ -66,11 +73,61 @@ public class TxnEndToEnd {
         }
     }
 
+    static KafkaConsumer<String, String> groupConsumer(String bootstrap) {
+        Properties c = new Properties();
+        c.put("bootstrap.servers", bootstrap);
+        c.put("group.id", "ctp");
+        c.put("isolation.level", "read_committed");
+        c.put("enable.auto.commit", "false");
+        c.put("key.deserializer", StringDeserializer.class.getName());
+        c.put("value.deserializer", StringDeserializer.class.getName());
+        return new KafkaConsumer<>(c);
+    }
+
+    static String committed(String bootstrap, TopicPartition tp) {
+        try (KafkaConsumer<String, String> c = groupConsumer(bootstrap)) {
+            OffsetAndMetadata o = c.committed(java.util.Set.of(tp), Duration.ofSeconds(30)).get(tp);
+            return o == null ? "none" : Long.toString(o.offset());
+        }
+    }
+
+    static void consumeTransformProduce(String bootstrap) throws Exception {
+        TopicPartition tp = new TopicPartition("txn", 0);
+        try (KafkaConsumer<String, String> consumer = groupConsumer(bootstrap);
+             KafkaProducer<String, String> p = producer(bootstrap, "ctp-id")) {
+            p.initTransactions();
+            consumer.assign(List.of(tp));
+            consumer.seekToBeginning(List.of(tp));
+            long end = consumer.endOffsets(List.of(tp)).get(tp);
+            List<String> values = new ArrayList<>();
+            long deadline = System.currentTimeMillis() + 30000;
+            p.beginTransaction();
+            while (consumer.position(tp) < end && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(500))) {
+                    values.add(r.value());
+                    p.send(new ProducerRecord<>("out", 0, r.key(), r.value().toUpperCase())).get();
+                }
+            }
+            long position = consumer.position(tp);
+            p.sendOffsetsToTransaction(Map.of(tp, new OffsetAndMetadata(position)),
+                consumer.groupMetadata());
+            p.commitTransaction();
+            System.out.println("ctp consumed=" + String.join(",", values) + " position=" + position
+                + " committed=" + committed(bootstrap, tp));
+            p.beginTransaction();
+            send(p, "out", "X");
+            p.sendOffsetsToTransaction(Map.of(tp, new OffsetAndMetadata(2)), consumer.groupMetadata());
+            p.abortTransaction();
+            System.out.println("ctp after abort committed=" + committed(bootstrap, tp));
+        }
+        System.out.println("out committed=" + read(bootstrap, "read_committed", "out"));
+    }
+
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
             admin.createTopics(List.of(new NewTopic("txn", 1, (short) 1),
-                new NewTopic("fence", 1, (short) 1))).all().get();
+                new NewTopic("fence", 1, (short) 1), new NewTopic("out", 1, (short) 1))).all().get();
         }
         try (KafkaProducer<String, String> p = producer(bootstrap, "e2e")) {
             p.initTransactions();
@@ -110,5 +167,6 @@ public class TxnEndToEnd {
         System.out.println("txn uncommitted=" + read(bootstrap, "read_uncommitted", "txn"));
         System.out.println("fence committed=" + read(bootstrap, "read_committed", "fence"));
         System.out.println("fence uncommitted=" + read(bootstrap, "read_uncommitted", "fence"));
+        consumeTransformProduce(bootstrap);
     }
 }

@@ -1,0 +1,110 @@
+//! TxnOffsetCommit (v0–4): offsets committed inside a transaction.
+//!
+//! * The producer's transaction must already hold the group's offsets
+//!   partition (AddOffsetsToTxn): the transaction coordinator verifies it, as
+//!   Kafka's verification guard does, before anything is written; a failure
+//!   answers every partition.
+//! * The group coordinator appends the offsets as a transactional batch of the
+//!   producer and keeps them pending until the transaction's marker lands on
+//!   that partition (`group::txn_offsets`).
+//! * A partition of an unknown topic is UNKNOWN_TOPIC_OR_PARTITION and not
+//!   written, as Kafka's `KafkaApis` filters it.
+
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
+use kafka_protocol::ResponseError;
+
+use super::error::{group_code, txn_offset_commit_error_code};
+use crate::broker::Broker;
+use crate::group::{CommittedOffset, OFFSETS_TOPIC};
+use crate::log::TopicPartition;
+
+pub fn handle(
+    broker: &Broker,
+    request: &TxnOffsetCommitRequest,
+    version: i16,
+) -> TxnOffsetCommitResponse {
+    let group = request.group_id.0.as_str();
+    let (pid, epoch) = (request.producer_id.0, request.producer_epoch);
+    let known = |t: &str, p: i32| broker.logs.topic(t).is_some_and(|i| p >= 0 && p < i.partitions);
+    let mut offsets = Vec::new();
+    for t in &request.topics {
+        for p in t.partitions.iter().filter(|p| known(t.name.0.as_str(), p.partition_index)) {
+            offsets.push((
+                t.name.0.to_string(),
+                p.partition_index,
+                CommittedOffset {
+                    offset: p.committed_offset,
+                    leader_epoch: if version >= 2 { p.committed_leader_epoch } else { -1 },
+                    metadata: p
+                        .committed_metadata
+                        .as_ref()
+                        .map(|m| m.to_string())
+                        .unwrap_or_default(),
+                    commit_timestamp: 0,
+                },
+            ));
+        }
+    }
+    let codes: Vec<i16> = match verify(broker, request, group, version) {
+        Err(code) => vec![code; offsets.len()],
+        Ok(()) => {
+            let (generation, member, instance) = if version >= 3 {
+                let instance = request.group_instance_id.as_ref().map(|s| s.to_string());
+                (request.generation_id, request.member_id.to_string(), instance)
+            } else {
+                (-1, String::new(), None)
+            };
+            broker
+                .groups
+                .txn_commit(group, pid, epoch, generation, &member, instance.as_deref(), &offsets)
+                .into_iter()
+                .map(group_code)
+                .collect()
+        }
+    };
+    let mut codes = codes.into_iter();
+    let topics = request
+        .topics
+        .iter()
+        .map(|t| {
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let code = if known(t.name.0.as_str(), p.partition_index) {
+                        codes.next().unwrap_or(0)
+                    } else {
+                        ResponseError::UnknownTopicOrPartition.code()
+                    };
+                    TxnOffsetCommitResponsePartition::default()
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(code)
+                })
+                .collect();
+            TxnOffsetCommitResponseTopic::default()
+                .with_name(t.name.clone())
+                .with_partitions(partitions)
+        })
+        .collect();
+    TxnOffsetCommitResponse::default().with_topics(topics)
+}
+
+/// The transaction of the request's producer must hold the group's
+/// offsets partition; the error code for every partition if not.
+fn verify(
+    broker: &Broker,
+    request: &TxnOffsetCommitRequest,
+    group: &str,
+    version: i16,
+) -> Result<(), i16> {
+    let tp = TopicPartition::new(OFFSETS_TOPIC, broker.groups.partition_for(group));
+    let id = request.transactional_id.as_str();
+    let (pid, epoch) = (request.producer_id.0, request.producer_epoch);
+    broker.txn.verify_partition(id, pid, epoch, &tp).map_err(|e| {
+        tracing::debug!(transactional_id = %id, group, "TxnOffsetCommit: {e}");
+        txn_offset_commit_error_code(&e, version).code()
+    })
+}
