@@ -362,4 +362,20 @@ mod tests {
         end_txn(&c, "open", 3, 0, true);
         assert_eq!(fetched(&c, "open"), Some(30));
     }
+
+    #[test]
+    fn a_completion_during_the_load_is_applied_when_the_load_ends() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let c = coordinator(dir.path());
+        txn_commit(&c, "g", 7, 0, 42);
+        let clock: crate::clock::SharedClock = crate::clock::MockClock::new(1_000_000);
+        let loading =
+            GroupCoordinator::new(c.config.clone(), std::sync::Arc::clone(&c.logs), clock);
+        // The walk reads no marker: this completion arrives before it ends.
+        loading.on_transaction_completed(loading.partition_for("g"), 7, true);
+        assert!(!loading.is_loaded());
+        loading.load();
+        assert_eq!(fetched(&loading, "g"), Some(42));
+        assert!(!loading.has_pending_txn_offset("g", "t", 0));
+    }
 }
