@@ -69,7 +69,12 @@ public class StreamsEosCount {
             // record 999 (k3's 250th count) to reach the broker.
             Map<String, List<Long>> all = new TreeMap<>();
             try (KafkaConsumer<String, Long> consumer = countsConsumer(bootstrap, "read_uncommitted")) {
+                long deadline = System.currentTimeMillis() + 60_000;
                 while (!all.getOrDefault("k3", List.of()).contains(250L)) {
+                    if (System.currentTimeMillis() > deadline) {
+                        System.out.println("no output for record 999: " + all);
+                        System.exit(1);
+                    }
                     poll(consumer, all);
                 }
             }
