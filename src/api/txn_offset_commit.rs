@@ -18,7 +18,7 @@ use kafka_protocol::ResponseError;
 
 use super::error::{group_code, txn_offset_commit_error_code};
 use crate::broker::Broker;
-use crate::group::{CommittedOffset, OFFSETS_TOPIC};
+use crate::group::{CommittedOffset, TxnProducer, OFFSETS_TOPIC};
 use crate::log::TopicPartition;
 
 pub fn handle(
@@ -59,7 +59,14 @@ pub fn handle(
             };
             broker
                 .groups
-                .txn_commit(group, pid, epoch, generation, &member, instance.as_deref(), &offsets)
+                .txn_commit(
+                    group,
+                    TxnProducer { id: pid, epoch },
+                    generation,
+                    &member,
+                    instance.as_deref(),
+                    &offsets,
+                )
                 .into_iter()
                 .map(group_code)
                 .collect()

@@ -64,3 +64,4 @@ pub use error::GroupError;
 pub use group_metadata::{GroupState, GroupStateError};
 pub use metadata_manager::{LoadStats, OFFSETS_TOPIC};
 pub use offsets::CommittedOffset;
+pub use txn_offsets::TxnProducer;

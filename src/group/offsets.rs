@@ -10,6 +10,9 @@
 //!   later of the commit and the moment the group became empty (Kafka 2.1+);
 //!   a group left with no offsets is deleted (Dead).
 
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
 use super::coordinator::GroupCoordinator;
 use super::error::GroupError;
 use super::group_metadata::{Group, GroupState};
@@ -46,18 +49,12 @@ impl GroupCoordinator {
         if let Err(e) = self.check_ready() {
             return all(e);
         }
-        if group_id.is_empty() {
-            return all(GroupError::InvalidGroupId);
-        }
         let now = self.now();
         let mut groups = self.lock();
-        if !groups.contains_key(group_id) {
-            if generation >= 0 || !member_id.is_empty() {
-                return all(GroupError::IllegalGeneration);
-            }
-            groups.insert(group_id.to_string(), Group::new(group_id, now));
-        }
-        let group = groups.get_mut(group_id).expect("present");
+        let group = match group_for_commit(&mut groups, group_id, generation, member_id, now) {
+            Ok(group) => group,
+            Err(e) => return all(e),
+        };
         if let Err(e) = check_committer(group, generation, member_id, instance_id, now) {
             return all(e);
         }
@@ -215,6 +212,28 @@ impl GroupCoordinator {
 /// Whether a commit for `group` may proceed: a simple (groupless) commit only
 /// while the group is empty, else a current member of the current generation,
 /// outside CompletingRebalance. A member's commit counts as a heartbeat.
+/// The group an offset commit goes to. A commit from outside any generation
+/// (a standalone consumer: generation -1, no member id) creates it Empty, as
+/// Kafka does; any other commit to an unknown group is of a stale generation.
+pub(super) fn group_for_commit<'a>(
+    groups: &'a mut HashMap<String, Group>,
+    group_id: &str,
+    generation: i32,
+    member_id: &str,
+    now: i64,
+) -> Result<&'a mut Group, GroupError> {
+    if group_id.is_empty() {
+        return Err(GroupError::InvalidGroupId);
+    }
+    match groups.entry(group_id.to_string()) {
+        Entry::Occupied(e) => Ok(e.into_mut()),
+        Entry::Vacant(_) if generation >= 0 || !member_id.is_empty() => {
+            Err(GroupError::IllegalGeneration)
+        }
+        Entry::Vacant(e) => Ok(e.insert(Group::new(group_id, now))),
+    }
+}
+
 fn check_committer(
     group: &mut Group,
     generation: i32,

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use super::coordinator::GroupCoordinator;
 use super::error::GroupError;
 use super::group_metadata::{Group, GroupState};
-use super::offsets::CommittedOffset;
+use super::offsets::{group_for_commit, CommittedOffset};
 use super::schema::{OffsetValue, RecordKey};
 use crate::log::producer_state::ProducerError;
 use crate::log::LogError;
@@ -87,17 +87,22 @@ impl Group {
     }
 }
 
+/// The transactional producer a TxnOffsetCommit comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnProducer {
+    pub id: i64,
+    pub epoch: i16,
+}
+
 impl GroupCoordinator {
     /// TxnOffsetCommit (after the transaction coordinator verified that the
     /// producer's transaction holds this group's offsets partition): append the
     /// offsets as a transactional batch of the producer and keep them pending.
     /// Per-partition results in request order.
-    #[allow(clippy::too_many_arguments)]
     pub fn txn_commit(
         &self,
         group_id: &str,
-        producer_id: i64,
-        producer_epoch: i16,
+        producer: TxnProducer,
         generation: i32,
         member_id: &str,
         instance_id: Option<&str>,
@@ -107,18 +112,12 @@ impl GroupCoordinator {
         if let Err(e) = self.check_ready() {
             return all(e);
         }
-        if group_id.is_empty() {
-            return all(GroupError::InvalidGroupId);
-        }
         let now = self.now();
         let mut groups = self.lock();
-        if !groups.contains_key(group_id) {
-            if generation >= 0 || !member_id.is_empty() {
-                return all(GroupError::IllegalGeneration);
-            }
-            groups.insert(group_id.to_string(), Group::new(group_id, now));
-        }
-        let group = groups.get_mut(group_id).expect("present");
+        let group = match group_for_commit(&mut groups, group_id, generation, member_id, now) {
+            Ok(group) => group,
+            Err(e) => return all(e),
+        };
         if let Err(e) = check_txn_committer(group, generation, member_id, instance_id) {
             return all(e);
         }
@@ -143,7 +142,7 @@ impl GroupCoordinator {
             records.push((key.encode(), Some(value.encode())));
         }
         let log_offset =
-            match self.append_batch(group_id, &records, Some((producer_id, producer_epoch))) {
+            match self.append_batch(group_id, &records, Some((producer.id, producer.epoch))) {
                 Ok(Some(at)) => at,
                 Ok(None) => return results,
                 Err(e) => return all(fenced_or(e)),
@@ -152,7 +151,7 @@ impl GroupCoordinator {
             if results[i].is_none() {
                 let offset = CommittedOffset { commit_timestamp: now, ..o.clone() };
                 let pending = PendingOffset { offset, log_offset };
-                group.add_pending_offset(producer_id, (topic.clone(), *partition), pending);
+                group.add_pending_offset(producer.id, (topic.clone(), *partition), pending);
             }
         }
         results
@@ -259,7 +258,10 @@ mod tests {
     }
 
     fn txn_commit(c: &GroupCoordinator, group: &str, pid: i64, epoch: i16, at: i64) {
-        assert_eq!(c.txn_commit(group, pid, epoch, -1, "", None, &offset(at)), vec![None]);
+        assert_eq!(
+            c.txn_commit(group, TxnProducer { id: pid, epoch }, -1, "", None, &offset(at)),
+            vec![None]
+        );
     }
 
     fn fetched(c: &GroupCoordinator, group: &str) -> Option<i64> {
@@ -327,7 +329,7 @@ mod tests {
         let c = coordinator(dir.path());
         txn_commit(&c, "g", 7, 3, 42);
         end_txn(&c, "g", 7, 3, true);
-        let refused = c.txn_commit("g", 7, 2, -1, "", None, &offset(50));
+        let refused = c.txn_commit("g", TxnProducer { id: 7, epoch: 2 }, -1, "", None, &offset(50));
         assert_eq!(refused, vec![Some(GroupError::InvalidProducerEpoch)]);
         assert!(!c.has_pending_txn_offset("g", "t", 0));
     }
