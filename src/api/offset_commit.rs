@@ -18,20 +18,10 @@ pub fn handle(
     let mut offsets = Vec::new();
     for t in &request.topics {
         for p in &t.partitions {
-            offsets.push((
-                t.name.0.to_string(),
-                p.partition_index,
-                CommittedOffset {
-                    offset: p.committed_offset,
-                    leader_epoch: if version >= 6 { p.committed_leader_epoch } else { -1 },
-                    metadata: p
-                        .committed_metadata
-                        .as_ref()
-                        .map(|m| m.to_string())
-                        .unwrap_or_default(),
-                    commit_timestamp: 0,
-                },
-            ));
+            let leader_epoch = if version >= 6 { p.committed_leader_epoch } else { -1 };
+            let metadata = p.committed_metadata.as_deref();
+            let o = CommittedOffset::requested(p.committed_offset, leader_epoch, metadata);
+            offsets.push((t.name.0.to_string(), p.partition_index, o));
         }
     }
     let instance =

@@ -26,6 +26,15 @@ pub struct CommittedOffset {
     pub commit_timestamp: i64,
 }
 
+impl CommittedOffset {
+    /// An offset as a commit request carries it; the coordinator stamps the
+    /// commit time when it writes it.
+    pub fn requested(offset: i64, leader_epoch: i32, metadata: Option<&str>) -> Self {
+        let metadata = metadata.unwrap_or_default().to_string();
+        Self { offset, leader_epoch, metadata, commit_timestamp: 0 }
+    }
+}
+
 /// A key and value (`None`: a tombstone) for the offsets topic.
 pub(super) type OffsetsRecord = (Vec<u8>, Option<Vec<u8>>);
 
