@@ -31,7 +31,9 @@ pub fn error_code(e: &LogError) -> ResponseError {
             ResponseError::OutOfOrderSequenceNumber
         }
         LogError::Producer(ProducerError::InvalidSequence { .. }) => ResponseError::InvalidRecord,
-        LogError::Producer(ProducerError::InvalidTxnState { .. }) => ResponseError::InvalidTxnState,
+        LogError::Producer(
+            ProducerError::InvalidTxnState { .. } | ProducerError::UnverifiedTransaction { .. },
+        ) => ResponseError::InvalidTxnState,
         LogError::Producer(ProducerError::TransactionCoordinatorFenced { .. }) => {
             ResponseError::TransactionCoordinatorFenced
         }

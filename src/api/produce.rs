@@ -28,6 +28,7 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 use super::error::{error_code, txn_produce_error_code};
 use super::{str_bytes, Close};
 use crate::broker::Broker;
+use crate::log::producer_state::VerificationGuard;
 use crate::log::record_batch::{
     ATTRIBUTES_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET,
     TRANSACTIONAL_FLAG_MASK,
@@ -144,7 +145,8 @@ fn first_transactional(records: &[u8]) -> Option<(i64, i16)> {
 /// `tp`: a transactional batch of a producer with no open transaction on the
 /// partition must be in the id's transaction (Kafka's verification). No log
 /// lock is held while the coordinator is asked (lock order: coordinator
-/// before log).
+/// before log); the guard taken before asking is what the append checks, so
+/// a transaction ended in between cannot be reopened by this batch.
 fn verify_transactional(
     broker: &Broker,
     transactional_id: &str,
@@ -152,22 +154,19 @@ fn verify_transactional(
     log: &crate::log::manager::SharedLog,
     records: &[u8],
     version: i16,
-) -> Result<(), Refusal> {
+) -> Result<Option<VerificationGuard>, Refusal> {
     let Some((pid, epoch)) = first_transactional(records) else {
-        return Ok(());
+        return Ok(None);
     };
-    let open = log
-        .read()
-        .producer_state()
-        .entry(pid)
-        .is_some_and(|e| e.epoch() == epoch && e.current_txn_first_offset().is_some());
-    if open {
-        return Ok(());
-    }
+    let Some(guard) = log.write().maybe_start_verification(pid) else {
+        return Ok(None);
+    };
     broker.txn.verify_partition(transactional_id, pid, epoch, tp).map_err(|e| {
+        log.write().end_verification(pid, guard);
         tracing::debug!(partition = %tp, "transactional produce refused: {e}");
         Refusal::new(txn_produce_error_code(&e, version)).because(e.to_string())
-    })
+    })?;
+    Ok(Some(guard))
 }
 
 /// Kafka's answer to transactional records without a transactional id: the
@@ -260,9 +259,10 @@ fn append_partition(
     let Some(records) = p.records else {
         return Err(Refusal::new(ResponseError::CorruptMessage).because("no records".into()));
     };
-    if let Some(id) = transactional_id {
-        verify_transactional(broker, id, &tp, &log, &records, version)?;
-    }
+    let guard = match transactional_id {
+        Some(id) => Some(verify_transactional(broker, id, &tp, &log, &records, version)?),
+        None => None,
+    };
     // The batches are rewritten in place (offsets, LogAppendTime), so the
     // request's shared bytes are copied once into a buffer we own.
     let mut buf = records.to_vec();
@@ -271,10 +271,15 @@ fn append_partition(
     // append that may fsync (a roll, a flush policy) lets the runtime move
     // this worker's other tasks elsewhere first. Handing every append to
     // block_in_place cost a thread handoff per request.
-    let appended = if log.append_may_sync(buf.len()) {
-        tokio::task::block_in_place(|| log.append_as_leader(&mut buf))
+    let append = |log: &mut crate::log::Log, buf: &mut [u8]| match guard {
+        Some(guard) => log.append_as_leader_verified(buf, guard),
+        None => log.append_as_leader(buf),
+    };
+    let may_sync = log.append_may_sync(buf.len());
+    let appended = if may_sync {
+        tokio::task::block_in_place(|| append(&mut log, &mut buf))
     } else {
-        log.append_as_leader(&mut buf)
+        append(&mut log, &mut buf)
     };
     appended.map_err(|e| {
         let record_index = match &e {

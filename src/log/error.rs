@@ -49,6 +49,11 @@ pub enum ProducerError {
     /// A non-transactional batch while the producer's transaction is open here.
     #[error("producer {producer_id}: non-transactional batch at offset {offset} while its transaction from offset {txn_first_offset} is open")]
     InvalidTxnState { producer_id: i64, offset: i64, txn_first_offset: i64 },
+    /// A transactional batch that would open a transaction without a
+    /// verification that still holds (a marker ended the transaction it was
+    /// verified against, or it was never verified).
+    #[error("producer {producer_id}: transactional batch is not part of an ongoing transaction")]
+    UnverifiedTransaction { producer_id: i64 },
     /// A marker from a coordinator older than the one of the producer's last marker.
     #[error("producer {producer_id}: marker of coordinator epoch {coordinator_epoch} after one of epoch {current}")]
     TransactionCoordinatorFenced { producer_id: i64, coordinator_epoch: i32, current: i32 },

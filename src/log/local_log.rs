@@ -35,7 +35,7 @@ pub use super::log_read::{
 use super::producer_snapshot;
 use super::producer_state::{
     AppendOrigin, BatchMetadata, ProducerAppendInfo, ProducerBatch, ProducerError,
-    ProducerStateManager,
+    ProducerStateManager, VerificationGuard,
 };
 use super::record_batch::{self, BatchHeader, TimestampType, NO_TIMESTAMP};
 use super::segment::{self, LogSegment, RollParams, SegmentConfig};
@@ -236,6 +236,33 @@ impl Log {
         self.append_with_origin(records, AppendOrigin::Client)
     }
 
+    /// [`Log::append_as_leader`] for a Produce whose transactional batches
+    /// were verified with the coordinator under `guard` (from
+    /// [`Log::maybe_start_verification`]): a batch that opens a transaction
+    /// is refused unless the guard still holds.
+    ///
+    /// # Errors
+    /// As [`Log::append_as_leader`]; `UnverifiedTransaction` when a marker
+    /// for the producer came since the guard was taken.
+    pub fn append_as_leader_verified(
+        &mut self,
+        records: &mut [u8],
+        guard: Option<VerificationGuard>,
+    ) -> Result<LogAppendInfo> {
+        self.append_checked(records, AppendOrigin::Client, TxnCheck::Verified(guard))
+    }
+
+    /// Start verifying a transactional batch of `producer_id` (see
+    /// `producer_state`); `None` when its transaction is already open here.
+    pub fn maybe_start_verification(&mut self, producer_id: i64) -> Option<VerificationGuard> {
+        self.producers.maybe_start_verification(producer_id)
+    }
+
+    /// The coordinator refused the batch verified under `guard`.
+    pub fn end_verification(&mut self, producer_id: i64, guard: VerificationGuard) {
+        self.producers.end_verification(producer_id, Some(guard));
+    }
+
     /// Append a COMMIT or ABORT marker of `producer_id` at `producer_epoch`,
     /// timestamped now (origin `Coordinator`). A marker completing a
     /// transaction of the producer moves the LSO; an ABORT also adds the
@@ -250,7 +277,11 @@ impl Log {
         marker: EndTransactionMarker,
     ) -> Result<LogAppendInfo> {
         let mut batch = marker.build_batch(producer_id, producer_epoch, self.clock.now_ms());
-        self.append_with_origin(&mut batch, AppendOrigin::Coordinator)
+        let appended = self.append_with_origin(&mut batch, AppendOrigin::Coordinator)?;
+        // Whatever was verified against the transaction this marker ends
+        // may no longer open one.
+        self.producers.end_verification(producer_id, None);
+        Ok(appended)
     }
 
     /// Validate batches, check them against the producer state, assign
@@ -267,6 +298,15 @@ impl Log {
         &mut self,
         records: &mut [u8],
         origin: AppendOrigin,
+    ) -> Result<LogAppendInfo> {
+        self.append_checked(records, origin, TxnCheck::Unverified)
+    }
+
+    fn append_checked(
+        &mut self,
+        records: &mut [u8],
+        origin: AppendOrigin,
+        txn_check: TxnCheck,
     ) -> Result<LogAppendInfo> {
         assert!(origin != AppendOrigin::Recovery, "recovery replays, it does not append");
         let now = self.clock.now_ms();
@@ -287,7 +327,13 @@ impl Log {
             first_offset,
             origin,
         ) {
-            Ok(ProducerCheck::Append(info)) => info,
+            Ok(ProducerCheck::Append(info)) => match txn_check.refusal(&self.producers, &info) {
+                None => info,
+                Some(e) => {
+                    self.validated = validated;
+                    return Err(e.into());
+                }
+            },
             Ok(ProducerCheck::Duplicate(meta)) => {
                 self.validated = validated;
                 tracing::debug!(partition = %self.tp, first_seq = meta.first_seq, "duplicate batch; answering with its original offsets");
@@ -645,6 +691,30 @@ enum ProducerCheck {
 
 /// Check every batch against the producer state, with the offsets they will
 /// get from `first_offset` on.
+/// Whether batches that open a transaction must show a verification.
+enum TxnCheck {
+    /// Not asked (the coordinator's own appends, or verification disabled).
+    Unverified,
+    /// Verified with the coordinator under this guard (`None`: no guard was
+    /// taken because the producer's transaction was open then).
+    Verified(Option<VerificationGuard>),
+}
+
+impl TxnCheck {
+    fn refusal(
+        &self,
+        producers: &ProducerStateManager,
+        info: &ProducerAppendInfo,
+    ) -> Option<ProducerError> {
+        let TxnCheck::Verified(guard) = *self else { return None };
+        info.started
+            .iter()
+            .map(|&(_, pid)| pid)
+            .find(|&pid| !producers.verification_holds(pid, guard))
+            .map(|producer_id| ProducerError::UnverifiedTransaction { producer_id })
+    }
+}
+
 fn check_producers(
     producers: &ProducerStateManager,
     validated: &[ValidatedBatch],

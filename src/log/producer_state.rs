@@ -19,6 +19,15 @@
 //! * A producer the partition has never seen may start at any sequence, as in
 //!   Kafka (its state may have been removed by retention).
 //!
+//! * A Produce that may open a transaction asks the coordinator first, holding
+//!   no log lock. A [`VerificationGuard`] taken before that question and
+//!   checked at the append closes the window in which the transaction is
+//!   ended meanwhile: every marker for the producer drops its guard, so a
+//!   batch verified against a transaction that has since ended cannot open a
+//!   new one no marker would close (Kafka's `VerificationStateEntry`). Guards
+//!   are not part of a snapshot; one lost to a reload refuses one append,
+//!   which the client retries.
+//!
 //! The state is derived from the log: after a restart the loader rebuilds it
 //! from the newest valid snapshot (`producer_snapshot`) and the batches after
 //! it, or by replaying every batch header (and the record of every control
@@ -45,11 +54,19 @@ pub struct LastRecord {
     pub producer_epoch: i16,
 }
 
+/// Handed to a Produce before it asks the coordinator whether a batch may
+/// open a transaction; the append that opens it must show the same guard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerificationGuard(u64);
+
 #[derive(Debug, Default, Clone)]
 pub struct ProducerStateManager {
     producers: HashMap<i64, ProducerStateEntry>,
     /// Open transactions: first offset → producer id.
     ongoing_txns: BTreeMap<i64, i64>,
+    /// Producers being verified with the coordinator: producer id → guard.
+    verification_guards: HashMap<i64, VerificationGuard>,
+    next_guard: u64,
 }
 
 impl ProducerStateManager {
@@ -129,8 +146,41 @@ impl ProducerStateManager {
         }
         for (first_offset, pid) in info.started {
             self.ongoing_txns.insert(first_offset, pid);
+            self.verification_guards.remove(&pid);
         }
         info.completed
+    }
+
+    /// The guard a Produce holds while it asks the coordinator about a batch
+    /// of `producer_id` that would open a transaction here; `None` when the
+    /// producer's transaction is already open (nothing to verify). Concurrent
+    /// requests of one producer share a guard.
+    pub fn maybe_start_verification(&mut self, producer_id: i64) -> Option<VerificationGuard> {
+        if self.producers.get(&producer_id).is_some_and(|e| e.current_txn_first_offset().is_some())
+        {
+            return None;
+        }
+        if let Some(&guard) = self.verification_guards.get(&producer_id) {
+            return Some(guard);
+        }
+        self.next_guard += 1;
+        let guard = VerificationGuard(self.next_guard);
+        self.verification_guards.insert(producer_id, guard);
+        Some(guard)
+    }
+
+    /// Whether `guard` is still the producer's: no marker for it came since.
+    pub fn verification_holds(&self, producer_id: i64, guard: Option<VerificationGuard>) -> bool {
+        guard.is_some() && self.verification_guards.get(&producer_id) == guard.as_ref()
+    }
+
+    /// Drop the producer's guard: a marker for it was written (the
+    /// transaction it was verified against has ended), or the coordinator
+    /// refused the batch (`guard` given: only that guard is dropped).
+    pub fn end_verification(&mut self, producer_id: i64, guard: Option<VerificationGuard>) {
+        if guard.is_none() || self.verification_guards.get(&producer_id) == guard.as_ref() {
+            self.verification_guards.remove(&producer_id);
+        }
     }
 
     /// The LSO right after `completed`'s marker, before it is completed: the
