@@ -11,6 +11,9 @@ Phases, per broker:
   produce   ProducerPerformance, 1 KiB records, acks=all, to a 1- and an
             8-partition topic: records/s, MB/s, avg/p50/p99/max latency.
   consume   ConsumerPerformance (with a consumer group) reads both topics back.
+  txn       ProducerPerformance in transactional mode (--transactional-id,
+            --transaction-duration-ms, default 100: a commit every 100 ms) to
+            fresh topics of the same partition counts.
   compact   keyed records (RECORDS over KEYS keys, 1 KiB values) to a compacted
             topic created with min.cleanable.dirty.ratio=1.0, so the cleaner
             leaves it alone while it is written; right after the last
@@ -193,10 +196,14 @@ PRODUCER_RE = re.compile(
 )
 
 
-def producer_perf(tools: Tools, bootstrap: str, topic: str, records: int, name: str) -> dict:
+def producer_perf(tools: Tools, bootstrap: str, topic: str, records: int, name: str,
+                  txn: tuple[str, int] | None = None) -> dict:
+    """`txn`: (transactional id, transaction duration ms) for ProducerPerformance's
+    transactional mode (a commit every duration)."""
+    extra = ["--transactional-id", txn[0], "--transaction-duration-ms", str(txn[1])] if txn else []
     out = tools.java(
         "org.apache.kafka.tools.ProducerPerformance",
-        ["--topic", topic, "--num-records", str(records), "--record-size", "1024", "--throughput", "-1",
+        ["--topic", topic, "--num-records", str(records), "--record-size", "1024", "--throughput", "-1", *extra,
          "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all"],
         name,
     )
@@ -538,6 +545,16 @@ def run_stage(stage: str, broker: Broker, tools: Tools, args, res: dict, compact
                 r = producer_perf(tools, broker.bootstrap, topic, args.records, f"{broker.name}-produce-{topic}")
             record_run(res, f"produce_p{parts}", f"produce {parts}p", r, ph)
             log(f"{broker.name}: {r}")
+    elif name == "txn":
+        for parts in args.partitions:
+            topic = f"bench-txn-p{parts}-{rep}"
+            tools.client(["create", broker.bootstrap, topic, str(parts)], f"{broker.name}-create-{topic}")
+            log(f"{broker.name}: transactional produce {args.records} x 1 KiB to {topic}, a commit every {args.txn_duration_ms} ms")
+            with Phase(broker.pid) as ph:
+                r = producer_perf(tools, broker.bootstrap, topic, args.records, f"{broker.name}-txn-{topic}",
+                                  txn=(f"bench-txn-{parts}-{rep}", args.txn_duration_ms))
+            record_run(res, f"txn_produce_p{parts}", f"txn produce {parts}p", r, ph)
+            log(f"{broker.name}: {r}")
     elif name == "consume":
         for parts in args.partitions:
             topic = f"bench-p{parts}-{rep}"
@@ -590,6 +607,9 @@ def main() -> int:
     ap.add_argument("--compact-records", type=int, default=5_000_000)
     ap.add_argument("--compact-keys", type=int, default=500_000)
     ap.add_argument("--no-compaction", action="store_true")
+    ap.add_argument("--txn-duration-ms", type=int, default=100,
+                    help="transactional produce phase: ProducerPerformance commits every this many ms")
+    ap.add_argument("--no-txn", action="store_true", help="skip the transactional produce phase")
     ap.add_argument("--clean-timeout", type=float, default=240)
     ap.add_argument("--disk-mb", type=int, default=2048)
     ap.add_argument("--keep-data", action="store_true")
@@ -618,6 +638,7 @@ def main() -> int:
         "records": args.records, "partitions": args.partitions,
         "compact_records": args.compact_records, "compact_keys": args.compact_keys,
         "label": args.label, "sequential": args.sequential, "repeat": args.repeat,
+        "txn_duration_ms": None if args.no_txn else args.txn_duration_ms,
     }
     # A private copy: other builds into target/ must not swap the binary mid-run.
     private = args.workdir / "sediment"
@@ -657,7 +678,8 @@ def main() -> int:
         results[name] = {"phases": {}}
     # A round produces to fresh topics and reads them back; the report takes
     # the median of the rounds. Compaction runs once.
-    rounds = [[f"produce#{r}", f"consume#{r}"] for r in range(args.repeat)] + [["compaction"]]
+    txn = [] if args.no_txn else ["txn#{r}"]
+    rounds = [[f"produce#{r}", f"consume#{r}", *(t.format(r=r) for t in txn)] for r in range(args.repeat)] + [["compaction"]]
     if args.sequential:
         # Each broker once, all stages in a row.
         sessions = [(name, [stage for group in rounds for stage in group]) for name in brokers]

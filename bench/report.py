@@ -118,6 +118,25 @@ def render(r: dict) -> str:
         w(f"| group join ms | {fmt(kc.get('rebalance_ms'), 0)} | {fmt(sc.get('rebalance_ms'), 0)} | | |")
     w("")
 
+    # Transactional produce.
+    if env.get("txn_duration_ms"):
+        w(f"## Transactional produce: ProducerPerformance --transactional-id, a commit every {env['txn_duration_ms']} ms, "
+          f"{n:,} records of 1 KiB, acks=all\n")
+        w("| | Kafka | sediment | ratio |\n|---|---:|---:|---:|")
+        for p in env["partitions"]:
+            key = f"txn_produce_p{p}"
+            kp, sp = k.get(key, {}), s.get(key, {})
+            w(f"| **{p} partition{'s' if p > 1 else ''}**: records/s | {fmt(kp.get('records_per_s'))} | {fmt(sp.get('records_per_s'))} | {ratio(sp.get('records_per_s'), kp.get('records_per_s'))} |")
+            w(f"| MB/s | {fmt(kp.get('mb_per_s'))} | {fmt(sp.get('mb_per_s'))} | {ratio(sp.get('mb_per_s'), kp.get('mb_per_s'))} |")
+            w(f"| MB/s, each run | {each(k, key, 'mb_per_s')} | {each(s, key, 'mb_per_s')} | |")
+            for lat, name in (("avg_ms", "avg latency ms"), ("p99_ms", "p99 latency ms")):
+                w(f"| {name} | {fmt(kp.get(lat))} | {fmt(sp.get(lat))} | {ratio(sp.get(lat), kp.get(lat))} |")
+            kph, sph = k.get("phases", {}).get(f"txn produce {p}p", {}), s.get("phases", {}).get(f"txn produce {p}p", {})
+            gb = n * 1024 / 2**30
+            kcpu, scpu = (ph.get("cpu_s") and ph["cpu_s"] / gb for ph in (kph, sph))
+            w(f"| broker CPU s per GB produced | {fmt(kcpu)} | {fmt(scpu)} | {ratio(scpu, kcpu)} |")
+        w("")
+
     # Compaction.
     kc, sc = k.get("compaction"), s.get("compaction")
     if kc or sc:

@@ -2,7 +2,8 @@
 # Usage: bench/run.sh [options]
 #
 # Side-by-side benchmark of Apache Kafka 4.1.2 and sediment on this machine:
-# raw disk, produce (1 and 8 partitions), consume, compaction, and
+# raw disk, produce (1 and 8 partitions), consume, transactional produce,
+# compaction, and
 # each broker's peak RSS and CPU per phase. Brokers run one at a time. Writes a
 # markdown report to bench/results/<date>-<commit>.md (and the raw numbers
 # next to it as .json) and prints it. About 11 minutes with the defaults.
@@ -15,6 +16,9 @@
 #   --compact-records N    keyed records for the compaction phase (default 5000000)
 #   --compact-keys N       distinct keys for the compaction phase (default 500000)
 #   --no-compaction        skip the compaction phase
+#   --txn-duration-ms N    transactional produce phase: ProducerPerformance with a
+#                          transactional id, a commit every N ms (default 100)
+#   --no-txn               skip the transactional produce phase
 #   --brokers LIST         kafka,sediment (default both, in that order)
 #   --disk-mb N            size of the raw disk test file (default 2048)
 #   --label TEXT           put TEXT in the report title (e.g. before/after)
