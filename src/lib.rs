@@ -12,8 +12,7 @@
 //! * `api`: one handler per Kafka API, and the only place Kafka error codes
 //!   are chosen.
 //! * `group`: the consumer group coordinator over `__consumer_offsets`.
-//! * `txn`: the transaction coordinator's state over `__transaction_state`
-//!   (not yet served by any API).
+//! * `txn`: the transaction coordinator over `__transaction_state`.
 //! * `metrics`: Prometheus metrics and the cleaner status over HTTP.
 //! * `cleaner`: compaction of the logs.
 //! * `log`: partitions in Kafka's on-disk format, and the broker's other
@@ -25,7 +24,8 @@
 //! they use it and never start or stop anything.
 //!
 //! Beside the layers: `config` reads the broker's TOML; `tools` holds the
-//! operator commands built on the log.
+//! operator commands built on the log; `readable` reads the coordinators'
+//! record schemas (used by `group` and `txn`).
 
 #![warn(clippy::too_many_lines)]
 
@@ -37,6 +37,7 @@ pub mod config;
 pub mod group;
 pub mod log;
 pub mod metrics;
+pub mod readable;
 pub mod server;
 pub mod tools;
 pub mod txn;

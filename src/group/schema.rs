@@ -15,7 +15,9 @@
 //! A null value is a tombstone: the offset (or the group) was deleted.
 //! Decoding checks every length against the bytes present.
 
-use bytes::{Buf, BufMut, Bytes};
+use bytes::{BufMut, Bytes};
+
+use crate::readable::{ReadError, Readable};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecordKey {
@@ -57,6 +59,12 @@ pub struct GroupValue {
 #[error("malformed __consumer_offsets record: {0}")]
 pub struct SchemaError(String);
 
+impl From<ReadError> for SchemaError {
+    fn from(e: ReadError) -> Self {
+        SchemaError(e.0)
+    }
+}
+
 fn put_string(out: &mut Vec<u8>, s: &str) {
     out.put_i16(s.len() as i16);
     out.put_slice(s.as_bytes());
@@ -72,55 +80,6 @@ fn put_nullable(out: &mut Vec<u8>, s: Option<&str>) {
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.put_i32(b.len() as i32);
     out.put_slice(b);
-}
-
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn need(&self, n: usize) -> Result<(), SchemaError> {
-        if self.0.len() < n {
-            return Err(SchemaError(format!("need {n} bytes, {} left", self.0.len())));
-        }
-        Ok(())
-    }
-    fn i16(&mut self) -> Result<i16, SchemaError> {
-        self.need(2)?;
-        Ok(self.0.get_i16())
-    }
-    fn i32(&mut self) -> Result<i32, SchemaError> {
-        self.need(4)?;
-        Ok(self.0.get_i32())
-    }
-    fn i64(&mut self) -> Result<i64, SchemaError> {
-        self.need(8)?;
-        Ok(self.0.get_i64())
-    }
-    fn take(&mut self, n: usize) -> Result<&'a [u8], SchemaError> {
-        self.need(n)?;
-        let (head, tail) = self.0.split_at(n);
-        self.0 = tail;
-        Ok(head)
-    }
-    fn nullable(&mut self) -> Result<Option<String>, SchemaError> {
-        let n = self.i16()?;
-        if n < 0 {
-            return Ok(None);
-        }
-        let b = self.take(n as usize)?;
-        String::from_utf8(b.to_vec())
-            .map(Some)
-            .map_err(|_| SchemaError("string is not UTF-8".into()))
-    }
-    fn string(&mut self) -> Result<String, SchemaError> {
-        self.nullable()?.ok_or_else(|| SchemaError("null string".into()))
-    }
-    fn bytes(&mut self) -> Result<Bytes, SchemaError> {
-        let n = self.i32()?;
-        if n < 0 {
-            return Ok(Bytes::new());
-        }
-        Ok(Bytes::copy_from_slice(self.take(n as usize)?))
-    }
 }
 
 impl RecordKey {
@@ -144,14 +103,14 @@ impl RecordKey {
     /// # Errors
     /// Truncated or unknown-version keys.
     pub fn decode(bytes: &[u8]) -> Result<Self, SchemaError> {
-        let mut r = Reader(bytes);
+        let mut r = Readable::new(bytes);
         match r.i16()? {
             0 | 1 => Ok(RecordKey::Offset {
-                group: r.string()?,
-                topic: r.string()?,
+                group: r.string(false)?,
+                topic: r.string(false)?,
                 partition: r.i32()?,
             }),
-            2 => Ok(RecordKey::Group { group: r.string()? }),
+            2 => Ok(RecordKey::Group { group: r.string(false)? }),
             v => Err(SchemaError(format!("unknown key version {v}"))),
         }
     }
@@ -171,19 +130,19 @@ impl OffsetValue {
     /// # Errors
     /// Truncated values or versions other than 1 and 3.
     pub fn decode(bytes: &[u8]) -> Result<Self, SchemaError> {
-        let mut r = Reader(bytes);
+        let mut r = Readable::new(bytes);
         match r.i16()? {
             // v1 also had an expire timestamp; v2 dropped it; v3 added the leader epoch.
             1 => {
                 let offset = r.i64()?;
-                let metadata = r.string()?;
+                let metadata = r.string(false)?;
                 let commit_timestamp = r.i64()?;
                 Ok(Self { offset, leader_epoch: -1, metadata, commit_timestamp })
             }
             3 => Ok(Self {
                 offset: r.i64()?,
                 leader_epoch: r.i32()?,
-                metadata: r.string()?,
+                metadata: r.string(false)?,
                 commit_timestamp: r.i64()?,
             }),
             v => Err(SchemaError(format!("unsupported offset value version {v}"))),
@@ -217,32 +176,29 @@ impl GroupValue {
     /// # Errors
     /// Truncated values or versions other than 3.
     pub fn decode(bytes: &[u8]) -> Result<Self, SchemaError> {
-        let mut r = Reader(bytes);
+        let mut r = Readable::new(bytes);
         let version = r.i16()?;
         if version != 3 {
             return Err(SchemaError(format!("unsupported group value version {version}")));
         }
-        let protocol_type = r.string()?;
+        let protocol_type = r.string(false)?;
         let generation = r.i32()?;
-        let protocol = r.nullable()?;
-        let leader = r.nullable()?;
+        let protocol = r.nullable_string(false)?;
+        let leader = r.nullable_string(false)?;
         let current_state_timestamp = r.i64()?;
-        let count = r.i32()?;
-        // Every member takes at least 24 bytes: bound the count by what is left.
-        if count < 0 || count as usize > r.0.len() / 24 {
-            return Err(SchemaError(format!("member count {count} does not fit the record")));
-        }
-        let mut members = Vec::with_capacity(count as usize);
+        // Every member takes at least 24 bytes: the count is bounded by what is left.
+        let count = r.count(false, 24)?.ok_or_else(|| SchemaError("null member array".into()))?;
+        let mut members = Vec::with_capacity(count);
         for _ in 0..count {
             members.push(MemberValue {
-                member_id: r.string()?,
-                group_instance_id: r.nullable()?,
-                client_id: r.string()?,
-                client_host: r.string()?,
+                member_id: r.string(false)?,
+                group_instance_id: r.nullable_string(false)?,
+                client_id: r.string(false)?,
+                client_host: r.string(false)?,
                 rebalance_timeout: r.i32()?,
                 session_timeout: r.i32()?,
-                subscription: r.bytes()?,
-                assignment: r.bytes()?,
+                subscription: Bytes::copy_from_slice(r.bytes()?),
+                assignment: Bytes::copy_from_slice(r.bytes()?),
             });
         }
         Ok(Self { protocol_type, generation, protocol, leader, current_state_timestamp, members })

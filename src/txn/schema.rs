@@ -35,7 +35,9 @@
 //! unknown tags are skipped by their size; anything that does not parse
 //! exactly, trailing bytes included, is a [`SchemaError`].
 
-use bytes::{Buf, BufMut};
+use bytes::BufMut;
+
+use crate::readable::{ReadError, Readable};
 
 /// The only key version (and Kafka 4.x's coordinator record type of the
 /// transaction log).
@@ -97,6 +99,12 @@ pub struct TransactionLogValue {
 #[error("malformed __transaction_state record: {0}")]
 pub struct SchemaError(String);
 
+impl From<ReadError> for SchemaError {
+    fn from(e: ReadError) -> Self {
+        SchemaError(e.0)
+    }
+}
+
 fn err<T>(what: impl Into<String>) -> Result<T, SchemaError> {
     Err(SchemaError(what.into()))
 }
@@ -117,7 +125,7 @@ impl TransactionLogKey {
     /// Another version (record type), a truncated or null id, bytes after it,
     /// an id that is not UTF-8.
     pub fn decode(bytes: &[u8]) -> Result<Self, SchemaError> {
-        let mut r = Reader(bytes);
+        let mut r = Readable::new(bytes);
         let version = r.i16()?;
         if version != KEY_VERSION {
             return err(format!("key version (record type) {version}, expected {KEY_VERSION}"));
@@ -208,7 +216,7 @@ impl TransactionLogValue {
     /// bytes left; a null where the schema has no null; a known tagged field
     /// of the wrong size; bytes after the value; strings that are not UTF-8.
     pub fn decode(bytes: &[u8]) -> Result<Self, SchemaError> {
-        let mut r = Reader(bytes);
+        let mut r = Readable::new(bytes);
         let flexible = match r.i16()? {
             0 => false,
             1 => true,
@@ -222,7 +230,7 @@ impl TransactionLogValue {
             next_producer_epoch: NO_PRODUCER_EPOCH,
             transaction_timeout_ms: r.i32()?,
             transaction_status: r.i8()?,
-            transaction_partitions: r.partitions(flexible)?,
+            transaction_partitions: read_partitions(&mut r, flexible)?,
             transaction_last_update_timestamp_ms: r.i64()?,
             transaction_start_timestamp_ms: r.i64()?,
             client_transaction_version: 0,
@@ -237,7 +245,7 @@ impl TransactionLogValue {
     /// Apply one top-level tagged field; unknown tags are skipped (a later
     /// Kafka may add some).
     fn read_tagged(&mut self, tag: u32, data: &[u8]) -> Result<(), SchemaError> {
-        let mut r = Reader(data);
+        let mut r = Readable::new(data);
         match tag {
             TAG_PREVIOUS_PRODUCER_ID => self.previous_producer_id = r.i64()?,
             TAG_NEXT_PRODUCER_ID => self.next_producer_id = r.i64()?,
@@ -245,7 +253,7 @@ impl TransactionLogValue {
             TAG_NEXT_PRODUCER_EPOCH => self.next_producer_epoch = r.i16()?,
             _ => return Ok(()),
         }
-        if !r.0.is_empty() {
+        if r.remaining() != 0 {
             return err(format!("tagged field {tag} has {} bytes", data.len()));
         }
         Ok(())
@@ -289,128 +297,32 @@ fn put_array_len(out: &mut Vec<u8>, len: Option<usize>, flexible: bool) -> Resul
     Ok(())
 }
 
-/// The bytes not read yet; every read checks that they are there.
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn need(&self, n: usize) -> Result<(), SchemaError> {
-        if self.0.len() < n {
-            return err(format!("need {n} bytes, {} left", self.0.len()));
+/// The partitions of a transaction, grouped by topic.
+fn read_partitions(
+    r: &mut Readable<'_>,
+    flexible: bool,
+) -> Result<Option<Vec<PartitionsSchema>>, SchemaError> {
+    let min = if flexible { MIN_PARTITIONS_ENTRY_V1 } else { MIN_PARTITIONS_ENTRY_V0 };
+    let Some(n) = r.count(flexible, min)? else {
+        return Ok(None);
+    };
+    let mut entries = Vec::with_capacity(n);
+    for _ in 0..n {
+        let topic = r.string(flexible)?;
+        let Some(ids) = r.count(flexible, 4)? else {
+            return err(format!("null partition ids of topic {topic}"));
+        };
+        let mut partition_ids = Vec::with_capacity(ids);
+        for _ in 0..ids {
+            partition_ids.push(r.i32()?);
         }
-        Ok(())
-    }
-    fn i8(&mut self) -> Result<i8, SchemaError> {
-        self.need(1)?;
-        Ok(self.0.get_i8())
-    }
-    fn i16(&mut self) -> Result<i16, SchemaError> {
-        self.need(2)?;
-        Ok(self.0.get_i16())
-    }
-    fn i32(&mut self) -> Result<i32, SchemaError> {
-        self.need(4)?;
-        Ok(self.0.get_i32())
-    }
-    fn i64(&mut self) -> Result<i64, SchemaError> {
-        self.need(8)?;
-        Ok(self.0.get_i64())
-    }
-    fn take(&mut self, n: usize) -> Result<&'a [u8], SchemaError> {
-        self.need(n)?;
-        let (head, tail) = self.0.split_at(n);
-        self.0 = tail;
-        Ok(head)
-    }
-    fn finish(&self) -> Result<(), SchemaError> {
-        if !self.0.is_empty() {
-            return err(format!("{} bytes after the end", self.0.len()));
-        }
-        Ok(())
-    }
-
-    /// An unsigned varint of at most 5 bytes that fits 32 bits, as Kafka's
-    /// `ByteUtils.readUnsignedVarint` reads it.
-    fn uvarint(&mut self) -> Result<u32, SchemaError> {
-        let mut value = 0u64;
-        for i in 0..5 {
-            let b = self.take(1)?[0];
-            value |= u64::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                return u32::try_from(value).or_else(|_| err("varint over 32 bits"));
-            }
-        }
-        err("varint longer than 5 bytes")
-    }
-
-    /// A length or count: v1 a varint of n + 1 (0 = null), v0 an i32 (or i16
-    /// for strings), negative = null. `None` is null.
-    fn length(&mut self, flexible: bool, short: bool) -> Result<Option<usize>, SchemaError> {
         if flexible {
-            return Ok(self.uvarint()?.checked_sub(1).map(|n| n as usize));
+            // No tagged field is defined for an entry: all are skipped.
+            r.tagged_fields(|_, _| Ok::<(), SchemaError>(()))?;
         }
-        let n = if short { i32::from(self.i16()?) } else { self.i32()? };
-        Ok(usize::try_from(n).ok())
+        entries.push(PartitionsSchema { topic, partition_ids });
     }
-
-    fn string(&mut self, flexible: bool) -> Result<String, SchemaError> {
-        let Some(n) = self.length(flexible, true)? else {
-            return err("null string where the schema has none");
-        };
-        let bytes = self.take(n)?;
-        std::str::from_utf8(bytes).map(str::to_owned).or_else(|_| err("string is not UTF-8"))
-    }
-
-    /// An array count, checked against the bytes left for elements of at
-    /// least `min_size` bytes before anything is allocated.
-    fn count(&mut self, flexible: bool, min_size: usize) -> Result<Option<usize>, SchemaError> {
-        let Some(n) = self.length(flexible, false)? else {
-            return Ok(None);
-        };
-        if n > self.0.len() / min_size {
-            return err(format!("{n} entries cannot fit in {} bytes", self.0.len()));
-        }
-        Ok(Some(n))
-    }
-
-    fn partitions(&mut self, flexible: bool) -> Result<Option<Vec<PartitionsSchema>>, SchemaError> {
-        let min = if flexible { MIN_PARTITIONS_ENTRY_V1 } else { MIN_PARTITIONS_ENTRY_V0 };
-        let Some(n) = self.count(flexible, min)? else {
-            return Ok(None);
-        };
-        let mut entries = Vec::with_capacity(n);
-        for _ in 0..n {
-            let topic = self.string(flexible)?;
-            let Some(ids) = self.count(flexible, 4)? else {
-                return err(format!("null partition ids of topic {topic}"));
-            };
-            let mut partition_ids = Vec::with_capacity(ids);
-            for _ in 0..ids {
-                partition_ids.push(self.i32()?);
-            }
-            if flexible {
-                // No tagged field is defined for an entry: all are skipped.
-                self.tagged_fields(|_, _| Ok(()))?;
-            }
-            entries.push(PartitionsSchema { topic, partition_ids });
-        }
-        Ok(Some(entries))
-    }
-
-    /// A tagged-field section: hand each field's tag and bytes to `field`.
-    fn tagged_fields(
-        &mut self,
-        mut field: impl FnMut(u32, &[u8]) -> Result<(), SchemaError>,
-    ) -> Result<(), SchemaError> {
-        // Each field takes at least 2 bytes, so a huge count fails on the data.
-        let count = self.uvarint()?;
-        for _ in 0..count {
-            let tag = self.uvarint()?;
-            let size = self.uvarint()? as usize;
-            let data = self.take(size)?;
-            field(tag, data)?;
-        }
-        Ok(())
-    }
+    Ok(Some(entries))
 }
 
 #[cfg(test)]
