@@ -14,7 +14,11 @@
 //! logs at each scrape (one scrape at a time), on a blocking thread: reading
 //! them takes the logs' read locks. Request metrics are updated by the server
 //! as requests complete. Per-partition series of deleted partitions vanish at
-//! the next scrape.
+//! the next scrape, and so does a partition's
+//! `sediment_log_oldest_open_transaction_age_seconds` once its last open
+//! transaction ends: the series exists exactly while one is open (a 0 would
+//! read as a transaction just opened), so `max by (topic)` or an alert on it
+//! sees only real transactions.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -205,6 +209,7 @@ struct LogGauges {
     last_clean_size_reduction: GaugeVec,
     eligible: IntGaugeVec,
     uncleanable: IntGaugeVec,
+    oldest_open_transaction_age: GaugeVec,
 }
 
 /// The registry and what it reads.
@@ -398,6 +403,12 @@ impl LogGauges {
                 "1 when the partition's last clean failed",
                 TP,
             )?,
+            oldest_open_transaction_age: gauge_vec(
+                r,
+                "sediment_log_oldest_open_transaction_age_seconds",
+                "Age of the partition's oldest open transaction, the one its last stable offset and the cleaner wait for (absent: none open)",
+                TP,
+            )?,
         })
     }
 }
@@ -482,9 +493,11 @@ impl Metrics {
             &g.logs.dirty_ratio,
             &g.logs.seconds_since_last_clean,
             &g.logs.last_clean_size_reduction,
+            &g.logs.oldest_open_transaction_age,
         ] {
             v.reset();
         }
+        let now = self.logs.clock().now_ms();
         for (tp, log) in self.logs.all_logs() {
             let log = log.read();
             let labels = [tp.topic.as_str(), &tp.partition.to_string()];
@@ -492,6 +505,15 @@ impl Metrics {
             g.logs.log_start.with_label_values(&labels).set(log.log_start_offset());
             g.logs.log_end.with_label_values(&labels).set(log.log_end_offset());
             g.logs.log_segments.with_label_values(&labels).set(log.segments().len() as i64);
+            // The producer state's first entry: no I/O under the read lock. The
+            // loader dates every open transaction, so the start is known.
+            if let Some(txn) = log.producer_state().oldest_ongoing_txn() {
+                let age_ms = now.saturating_sub(txn.start_timestamp_ms.max(0)).max(0);
+                g.logs
+                    .oldest_open_transaction_age
+                    .with_label_values(&labels)
+                    .set(age_ms as f64 / 1000.0);
+            }
         }
         for p in &status.partitions {
             let labels = [p.topic.as_str(), &p.partition.to_string()];

@@ -281,7 +281,7 @@ impl Log {
         // epoch or a batch outside its transaction refuses the whole request
         // before anything is written.
         let first_offset = self.next_offset;
-        let producer_append = match check_producers(
+        let mut producer_append = match check_producers(
             &self.producers,
             &validated,
             first_offset,
@@ -325,6 +325,7 @@ impl Log {
         self.segments.values_mut().next_back().expect("active").append(records)?;
         self.next_offset = last_offset + 1;
         self.unflushed_messages += count;
+        producer_append.set_append_time(now);
         self.complete_transactions(producer_append)?;
         if self.flush_before_ack || self.unflushed_messages >= self.config.flush_messages {
             self.flush()?;
