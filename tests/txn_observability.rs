@@ -86,6 +86,20 @@ impl Holder {
     }
 }
 
+/// What `promtool check metrics` says of `text`.
+fn promtool_check_metrics(text: &str) -> String {
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus)");
+    promtool.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = promtool.wait_with_output().unwrap();
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
 fn ledger_status(b: &TestBroker) -> serde_json::Value {
     let status = b.cleaner_status();
     status["manager"]["partitions"]
@@ -148,6 +162,9 @@ fn an_open_transaction_is_named_and_aged_until_it_commits() {
     // The age: present for this partition only, and growing.
     let first = b.wait_for(10, "the age series", || ledger_age(&b));
     assert!(first >= 0.0, "{first}");
+    // promtool's lint has nothing to say about it (a `_ms` name would fail it).
+    let lint = promtool_check_metrics(&b.metrics());
+    assert!(!lint.contains(AGE), "promtool check metrics:\n{lint}");
     let later = b.wait_for(10, "the age to grow", || ledger_age(&b).filter(|a| *a > first + 0.2));
     assert!(later < first + 30.0, "{first} -> {later}");
 

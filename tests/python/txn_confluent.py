@@ -13,10 +13,11 @@ Prints one line per check and exits non-zero at the first failed one.
    (its records flushed to the log first, so the abort has data to undo) and
    commits a third, over a 2-partition topic.
 2. consume-transform-produce: a read_committed consumer in a group reads an
-   input topic; a transaction produces the transformed records and sends the
-   consumer's positions with its group metadata (send_offsets_to_transaction);
-   aborted once, the group's committed() offsets are unchanged; committed,
-   committed() returns them.
+   input topic, two records per transaction; each transaction produces the
+   transformed records and sends the consumer's positions with its group
+   metadata (send_offsets_to_transaction). The first one aborts: committed()
+   is unchanged and the consumer rewinds; after each commit committed()
+   returns the new position, also to another consumer of the group.
 3. fencing: a second producer with the same transactional.id initialises
    while the first has a transaction open; the first one's next operation
    fails with a fatal error (librdkafka's _FENCED), its open transaction is
@@ -144,8 +145,25 @@ def committed_offset(c):
     return tp.offset
 
 
+def take(c, n, what):
+    """The next `n` input values `c` reads (each a transform's input)."""
+    got = []
+    deadline = time.monotonic() + TIMEOUT
+    while len(got) < n:
+        if time.monotonic() > deadline:
+            raise CheckFailed(f"{what}: got only {got}")
+        for m in c.consume(num_messages=n - len(got), timeout=0.2):
+            if m.error():
+                raise CheckFailed(f"{what}: {m.error()}")
+            got.append(m.value().decode())
+    return got
+
+
 def consume_transform_produce(p):
-    """Returns (committed values, aborted values) it produced to OUT."""
+    """Reads IN in a group, two records per transaction, producing each
+    transformed to OUT with the consumer's positions; the first transaction
+    aborts and the consumer rewinds to the committed offset, as an
+    application does. Returns (committed values, aborted values) in OUT."""
     plain = Producer({"bootstrap.servers": BOOTSTRAP})
     inputs = [f"in-{i}" for i in range(N)]
     produce_all(plain, IN, inputs, 1)
@@ -157,36 +175,32 @@ def consume_transform_produce(p):
         "auto.offset.reset": "earliest",
     })
     c.subscribe([IN])
-    got = []
-    deadline = time.monotonic() + TIMEOUT
-    while len(got) < N:
-        if time.monotonic() > deadline:
-            raise CheckFailed(f"consume {IN}: got {got}")
-        m = c.poll(0.2)
-        if m is None:
-            continue
-        if m.error():
-            raise CheckFailed(f"consume {IN}: {m.error()}")
-        got.append(m.value().decode())
-    check(got == inputs, f"the group's consumer read the {N} input records", str(got))
-    positions = c.position(c.assignment())
-    check([tp.offset for tp in positions] == [N], "its position is past them", str(positions))
 
+    first = take(c, 2, "the first two input records")
     p.begin_transaction()
-    aborted = [f"ctp-aborted-{v}" for v in got]
+    aborted = [f"ctp-aborted-{v}" for v in first]
     produce_all(p, OUT, aborted, 2)
-    p.send_offsets_to_transaction(positions, c.consumer_group_metadata(), TIMEOUT)
+    p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), TIMEOUT)
     p.abort_transaction(TIMEOUT)
     check(committed_offset(c) == OFFSET_INVALID, "aborted: send_offsets_to_transaction left no committed offset")
+    c.seek(TopicPartition(IN, 0, 0))
 
-    p.begin_transaction()
-    done = [v.upper() for v in got]
-    produce_all(p, OUT, done, 2)
-    p.send_offsets_to_transaction(positions, c.consumer_group_metadata(), TIMEOUT)
-    p.commit_transaction(TIMEOUT)
-    check(committed_offset(c) == N, f"committed: committed() returns {N}")
+    done, read = [], []
+    while len(read) < N:
+        got = take(c, 2, f"input records from {len(read)}")
+        read += got
+        p.begin_transaction()
+        out = [v.upper() for v in got]
+        produce_all(p, OUT, out, 2)
+        positions = c.position(c.assignment())
+        check([tp.offset for tp in positions] == [len(read)], f"the position is {len(read)}", str(positions))
+        p.send_offsets_to_transaction(positions, c.consumer_group_metadata(), TIMEOUT)
+        p.commit_transaction(TIMEOUT)
+        done += out
+        check(committed_offset(c) == len(read), f"committed: committed() returns {len(read)}")
+    check(read == inputs, f"after the rewind the loop read the {N} input records once each", str(read))
     c.close()
-    # Another member of the group starts where the transaction committed.
+    # Another member of the group starts where the last transaction committed.
     c2 = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": GROUP, "enable.auto.commit": False})
     check(committed_offset(c2) == N, "a new consumer of the group sees the committed offset")
     c2.close()
