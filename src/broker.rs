@@ -296,11 +296,13 @@ async fn serve(
     );
     let metrics = match metrics_listen {
         Some(addr) => {
+            let max_timeout = broker.config.transaction_config().transaction_max_timeout_ms;
             let metrics = Metrics::new(
                 Arc::clone(logs),
                 Arc::clone(cleaner.handle()),
                 &broker.request_metrics,
-            )?;
+            )?
+            .with_max_transaction_timeout_ms(i64::from(max_timeout));
             Some(MetricsEndpoint::start(&addr, metrics).await?)
         }
         None => None,
