@@ -5,7 +5,9 @@
 //! 1. The async runtime (`sediment-net` workers) for the network edge.
 //! 2. The `LogManager` over `log.dirs`: every log recovered or, if it cannot
 //!    load, taken offline (and logged); then its scheduler thread.
-//! 3. The `LogCleaner` threads.
+//! 3. The `LogCleaner` threads; their manager is given the transaction state
+//!    manager (built here, loaded in step 6) to name the transactional id of
+//!    an open transaction that holds cleaning back.
 //! 4. The Kafka listener, then the [`Broker`] built for its advertised address
 //!    (`meta.properties`, the producer id block, the group coordinator).
 //! 5. The `group-loader` thread, rebuilding the groups from
@@ -48,7 +50,7 @@ use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 
-use crate::cleaner::{LogCleaner, LogCleanerError};
+use crate::cleaner::{LogCleaner, LogCleanerError, ProducerIdResolver};
 use crate::config::{BrokerConfig, ConfigError, Listener};
 use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
 use crate::log::meta_properties::MetaProperties;
@@ -81,7 +83,8 @@ pub struct Broker {
 
 impl Broker {
     /// Read or create `meta.properties` in every log dir and the producer id
-    /// block in the first, and build the group and transaction coordinators.
+    /// block in the first, and build the group and transaction coordinators
+    /// (the latter over `txn_state`, which the cleaner was given before).
     /// Neither is loaded: [`run`] starts the `group-loader` and
     /// `txn-coordinator` threads for that.
     ///
@@ -91,6 +94,7 @@ impl Broker {
         config: BrokerConfig,
         logs: Arc<LogManager>,
         advertised: Listener,
+        txn_state: Arc<TransactionStateManager>,
     ) -> Result<Self, LogError> {
         let dirs = config.log_dirs();
         let first = dirs.first().cloned().unwrap_or_else(|| PathBuf::from("data"));
@@ -112,7 +116,7 @@ impl Broker {
         ));
         let producer_ids = Arc::new(Mutex::new(producer_ids));
         let appended = Arc::new(watch::channel(0).0);
-        let txn = transaction_coordinator(&config, &logs, &producer_ids, &appended, &groups);
+        let txn = transaction_coordinator(txn_state, &logs, &producer_ids, &appended, &groups);
         Ok(Self {
             config,
             logs,
@@ -148,21 +152,16 @@ impl Broker {
     }
 }
 
-/// The transaction coordinator over `logs`, writing markers into them (each
-/// marker wakes fetches, as it moves the last stable offset).
+/// The transaction coordinator over `state` and `logs`, writing markers into
+/// them (each marker wakes fetches, as it moves the last stable offset).
 fn transaction_coordinator(
-    config: &BrokerConfig,
+    state: Arc<TransactionStateManager>,
     logs: &Arc<LogManager>,
     producer_ids: &Arc<Mutex<ProducerIdManager>>,
     appended: &Arc<watch::Sender<u64>>,
     groups: &Arc<GroupCoordinator>,
 ) -> Arc<TransactionCoordinator> {
     let clock = logs.clock().clone();
-    let state = Arc::new(TransactionStateManager::new(
-        config.transaction_config(),
-        Arc::clone(logs),
-        clock.clone(),
-    ));
     let appended = Arc::clone(appended);
     let hook: AppendedHook = Arc::new(move || appended.send_modify(|n| *n = n.wrapping_add(1)));
     let listener: Arc<dyn TxnCompletionListener> = Arc::new(GroupTxnListener(Arc::clone(groups)));
@@ -232,10 +231,20 @@ pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(
         tracing::error!(partition = %tp, "partition offline: {reason}");
     }
     logs.start_scheduler();
-    let mut cleaner = LogCleaner::start(config.cleaner_config(), Arc::clone(&logs), clock)
-        .map_err(BrokerError::StartCleaner)?;
+    // Built before the cleaner, which names open transactions by it; loaded
+    // later, by the `txn-coordinator` thread.
+    let txn_state = Arc::new(TransactionStateManager::new(
+        config.transaction_config(),
+        Arc::clone(&logs),
+        Arc::clone(&clock),
+    ));
+    let resolver: Arc<dyn ProducerIdResolver> = txn_state.clone();
+    let mut cleaner =
+        LogCleaner::start(config.cleaner_config(), Arc::clone(&logs), clock, Some(resolver))
+            .map_err(BrokerError::StartCleaner)?;
     let mut threads = CoordinatorThreads::default();
-    let served = runtime.block_on(serve(config, &logs, &cleaner, &mut threads, shutdown));
+    let served =
+        runtime.block_on(serve(config, &logs, txn_state, &cleaner, &mut threads, shutdown));
     // The server has drained: nothing reads the logs on a client's behalf any more.
     if let Some(txn) = threads.txn {
         txn.shutdown();
@@ -264,6 +273,7 @@ struct CoordinatorThreads {
 async fn serve(
     config: BrokerConfig,
     logs: &Arc<LogManager>,
+    txn_state: Arc<TransactionStateManager>,
     cleaner: &LogCleaner,
     threads: &mut CoordinatorThreads,
     shutdown: impl Future<Output = ()>,
@@ -276,7 +286,8 @@ async fn serve(
     let advertised = config.advertised(bound.port())?;
     let metrics_listen = config.metrics_listen();
     let broker = Arc::new(
-        Broker::new(config, Arc::clone(logs), advertised.clone()).map_err(BrokerError::Init)?,
+        Broker::new(config, Arc::clone(logs), advertised.clone(), txn_state)
+            .map_err(BrokerError::Init)?,
     );
     threads.group_loader = Some(spawn_group_loader(&broker.groups)?);
     threads.txn = Some(
@@ -285,11 +296,13 @@ async fn serve(
     );
     let metrics = match metrics_listen {
         Some(addr) => {
+            let max_timeout = broker.config.transaction_config().transaction_max_timeout_ms;
             let metrics = Metrics::new(
                 Arc::clone(logs),
                 Arc::clone(cleaner.handle()),
                 &broker.request_metrics,
-            )?;
+            )?
+            .with_max_transaction_timeout_ms(i64::from(max_timeout));
             Some(MetricsEndpoint::start(&addr, metrics).await?)
         }
         None => None,

@@ -251,10 +251,19 @@ fn cleaner_status(addr: &str, json: bool) -> anyhow::Result<String> {
         let open = &p["open_transaction"];
         if open.is_object() && p["ineligible"]["code"] != "open_transaction" {
             let age = open["age_ms"].as_i64().map_or("?".to_string(), |a| (a / 1000).to_string());
+            let owner = match open["transactional_id"].as_str() {
+                Some(id) => {
+                    format!("transactional id {id:?} (producer id {})", open["producer_id"])
+                }
+                None => format!(
+                    "producer id {} (no transactional id known for it)",
+                    open["producer_id"]
+                ),
+            };
             writeln!(
                 out,
-                "{:<32} cleaning stops at the first unstable offset {}: producer id {} has a transaction open there for {age}s",
-                "", open["first_offset"], open["producer_id"]
+                "{:<32} cleaning stops at the first unstable offset {}: {owner} has a transaction open there for {age}s",
+                "", open["first_offset"]
             )?;
         }
         let last = &p["last_clean"];

@@ -14,7 +14,11 @@
 //! logs at each scrape (one scrape at a time), on a blocking thread: reading
 //! them takes the logs' read locks. Request metrics are updated by the server
 //! as requests complete. Per-partition series of deleted partitions vanish at
-//! the next scrape.
+//! the next scrape, and so does a partition's
+//! `sediment_log_oldest_open_transaction_age_seconds` once its last open
+//! transaction ends: the series exists exactly while one is open (a 0 would
+//! read as a transaction just opened), so `max by (topic)` or an alert on it
+//! sees only real transactions.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -34,7 +38,7 @@ use tokio::task::JoinSet;
 
 use crate::cleaner::LogCleanerHandle;
 use crate::log::disk::disk_space;
-use crate::log::LogManager;
+use crate::log::{Log, LogManager};
 
 /// Errors building the registry or rendering it.
 #[derive(Debug, thiserror::Error)]
@@ -167,6 +171,21 @@ pub fn response_error_codes(r: &ResponseKind) -> Vec<i16> {
 struct Gauges {
     cleaner: CleanerGauges,
     logs: LogGauges,
+    late_transactions: IntGauge,
+}
+
+/// Kafka's `ProducerStateManager.LATE_TRANSACTION_BUFFER_MS`: how far past
+/// `transaction.max.timeout.ms` an open transaction counts as late.
+pub const LATE_TRANSACTION_BUFFER_MS: i64 = 5 * 60 * 1000;
+
+/// Kafka's `hasLateTransaction`: the oldest open transaction's producer last
+/// wrote (its entry's last timestamp, a batch's max timestamp) longer ago
+/// than the longest timeout a transaction may have plus the buffer; the
+/// coordinator would have aborted it by then, so it hangs.
+fn has_late_transaction(log: &Log, now_ms: i64, max_timeout_ms: i64) -> bool {
+    let Some(txn) = log.producer_state().oldest_ongoing_txn() else { return false };
+    let last = log.producer_state().entry(txn.producer_id).map_or(-1, |e| e.last_timestamp());
+    last > 0 && now_ms.saturating_sub(last) > max_timeout_ms + LATE_TRANSACTION_BUFFER_MS
 }
 
 /// The cleaner's own gauges (Kafka's LogCleaner and LogCleanerManager MBeans).
@@ -205,6 +224,7 @@ struct LogGauges {
     last_clean_size_reduction: GaugeVec,
     eligible: IntGaugeVec,
     uncleanable: IntGaugeVec,
+    oldest_open_transaction_age: GaugeVec,
 }
 
 /// The registry and what it reads.
@@ -216,6 +236,8 @@ pub struct Metrics {
     cleaner: Arc<LogCleanerHandle>,
     /// One refresh-and-gather at a time, so concurrent scrapes see whole states.
     scrape: Mutex<()>,
+    /// `transaction.max.timeout.ms`, for the late transactions count.
+    max_transaction_timeout_ms: i64,
 }
 
 fn int_gauge(r: &Registry, name: &str, help: &str) -> Result<IntGauge, prometheus::Error> {
@@ -398,6 +420,12 @@ impl LogGauges {
                 "1 when the partition's last clean failed",
                 TP,
             )?,
+            oldest_open_transaction_age: gauge_vec(
+                r,
+                "sediment_log_oldest_open_transaction_age_seconds",
+                "Age of the partition's oldest open transaction, the one its last stable offset and the cleaner wait for (absent: none open)",
+                TP,
+            )?,
         })
     }
 }
@@ -418,9 +446,32 @@ impl Metrics {
         r.register(Box::new(requests.latency.clone()))?;
         #[cfg(target_os = "linux")]
         r.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))?;
-        let gauges =
-            Gauges { cleaner: CleanerGauges::register(&r)?, logs: LogGauges::register(&r)? };
-        Ok(Self { registry: r, gauges, logs, cleaner, scrape: Mutex::new(()) })
+        let late_transactions = int_gauge(
+            &r,
+            "kafka_server_replicamanager_partitionswithlatetransactionscount",
+            "Partitions whose oldest open transaction's producer last wrote more than transaction.max.timeout.ms + 5 minutes ago (KIP-664): hanging transactions",
+        )?;
+        let gauges = Gauges {
+            cleaner: CleanerGauges::register(&r)?,
+            logs: LogGauges::register(&r)?,
+            late_transactions,
+        };
+        Ok(Self {
+            registry: r,
+            gauges,
+            logs,
+            cleaner,
+            scrape: Mutex::new(()),
+            max_transaction_timeout_ms: 900_000,
+        })
+    }
+
+    /// Count a transaction as late past `ms` (`transaction.max.timeout.ms`,
+    /// Kafka's default 900000 otherwise) plus the buffer.
+    #[must_use]
+    pub fn with_max_transaction_timeout_ms(mut self, ms: i64) -> Self {
+        self.max_transaction_timeout_ms = ms;
+        self
     }
 
     fn refresh(&self) {
@@ -482,9 +533,12 @@ impl Metrics {
             &g.logs.dirty_ratio,
             &g.logs.seconds_since_last_clean,
             &g.logs.last_clean_size_reduction,
+            &g.logs.oldest_open_transaction_age,
         ] {
             v.reset();
         }
+        let now = self.logs.clock().now_ms();
+        let mut late = 0;
         for (tp, log) in self.logs.all_logs() {
             let log = log.read();
             let labels = [tp.topic.as_str(), &tp.partition.to_string()];
@@ -492,7 +546,18 @@ impl Metrics {
             g.logs.log_start.with_label_values(&labels).set(log.log_start_offset());
             g.logs.log_end.with_label_values(&labels).set(log.log_end_offset());
             g.logs.log_segments.with_label_values(&labels).set(log.segments().len() as i64);
+            // The producer state's first entry: no I/O under the read lock. The
+            // loader dates every open transaction, so the start is known.
+            if let Some(txn) = log.producer_state().oldest_ongoing_txn() {
+                let age_ms = now.saturating_sub(txn.start_timestamp_ms.max(0)).max(0);
+                g.logs
+                    .oldest_open_transaction_age
+                    .with_label_values(&labels)
+                    .set(age_ms as f64 / 1000.0);
+            }
+            late += i64::from(has_late_transaction(&log, now, self.max_transaction_timeout_ms));
         }
+        g.late_transactions.set(late);
         for p in &status.partitions {
             let labels = [p.topic.as_str(), &p.partition.to_string()];
             g.logs.dirty_ratio.with_label_values(&labels).set(p.dirty_ratio);
@@ -616,6 +681,49 @@ pub async fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The open-transaction series over a log with a mock clock: the age
+    /// exactly, and the late count past `transaction.max.timeout.ms` + 5 min.
+    #[test]
+    fn open_transactions_are_aged_and_late_ones_counted() {
+        use crate::cleaner::{LogCleaner, LogCleanerConfig};
+        use crate::clock::{Clock, MockClock};
+        use crate::log::compression::Compression;
+        use crate::log::control_record::EndTransactionMarker;
+        use crate::log::record_batch::BatchBuilder;
+        use crate::log::{LogManagerConfig, TopicPartition};
+        let dir = tempfile::tempdir().unwrap();
+        let clock = MockClock::new(1_000_000);
+        let logs =
+            Arc::new(LogManager::open(LogManagerConfig::new(dir.path()), clock.clone()).unwrap());
+        let config = LogCleanerConfig { enable: false, ..Default::default() };
+        let cleaner = LogCleaner::start(config, Arc::clone(&logs), clock.clone(), None).unwrap();
+        let metrics =
+            Metrics::new(Arc::clone(&logs), Arc::clone(cleaner.handle()), &RequestMetrics::new())
+                .unwrap()
+                .with_max_transaction_timeout_ms(1_000);
+        logs.create_topic("t", 2, Default::default()).unwrap();
+        let log = logs.get_log(&TopicPartition::new("t", 1)).unwrap();
+        let value = |series: &str| {
+            let text = metrics.render().unwrap();
+            text.lines().find_map(|l| l.strip_prefix(series)?.trim().parse::<f64>().ok())
+        };
+        let age = "sediment_log_oldest_open_transaction_age_seconds{partition=\"1\",topic=\"t\"}";
+        let late = "kafka_server_replicamanager_partitionswithlatetransactionscount";
+        assert_eq!((value(age), value(late)), (None, Some(0.0)), "nothing open");
+        let mut b = BatchBuilder::new(Compression::None, clock.now_ms()).producer(7, 0, 0);
+        b.transactional = true;
+        b.append(clock.now_ms(), Some(b"k"), Some(b"v"));
+        log.write().append_as_leader(&mut b.build()).unwrap();
+        assert_eq!((value(age), value(late)), (Some(0.0), Some(0.0)));
+        clock.advance(301_000);
+        assert_eq!((value(age), value(late)), (Some(301.0), Some(0.0)), "not past the buffer yet");
+        clock.advance(1);
+        assert_eq!((value(age), value(late)), (Some(301.001), Some(1.0)), "late");
+        log.write().append_end_txn_marker(7, 0, EndTransactionMarker::commit(0)).unwrap();
+        assert_eq!((value(age), value(late)), (None, Some(0.0)), "committed: the series is gone");
+        assert!(!metrics.render().unwrap().contains("sediment_log_oldest_open_transaction_age"));
+    }
 
     #[test]
     fn error_names_follow_kafka() {

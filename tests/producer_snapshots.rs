@@ -195,6 +195,41 @@ fn a_clean_reopen_starts_from_the_shutdown_snapshot() {
     assert!(log.producer_state().snapshot_entries().contains(&ghost));
 }
 
+/// An open transaction is aged from the broker's time of its first append;
+/// after a reopen (from the shutdown snapshot, which holds no start time, or
+/// by a full replay) from its first batch's max timestamp.
+#[test]
+fn an_open_transaction_keeps_a_start_time_across_a_reopen() {
+    let clock = MockClock::new(NOW + 60_000);
+    let shared: SharedClock = clock.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), fresh(), shared.clone());
+    log.append_as_leader(&mut idempotent_batch(IDEMPOTENT[0], 0, 0)).unwrap();
+    let mut b = BatchBuilder::new(Compression::None, NOW).producer(TXN[0], 0, 0);
+    b.transactional = true;
+    b.append(NOW, Some(b"k"), Some(b"open"));
+    b.append(NOW + 7, Some(b"k"), Some(b"open"));
+    log.append_as_leader(&mut b.build()).unwrap();
+    let started = |log: &Log| {
+        let t = log.producer_state().oldest_ongoing_txn().expect("open");
+        (t.producer_id, t.first_offset, t.start_timestamp_ms)
+    };
+    assert_eq!(started(&log), (TXN[0], 2, NOW + 60_000), "the broker's clock, not the batch's");
+    let end = log.log_end_offset();
+    log.close().unwrap();
+    drop(log);
+    clock.advance(1_000);
+    let from_snapshot = LoadParams { recovery_point: end, ..fresh() };
+    let log = open(dir.path(), from_snapshot, shared.clone());
+    assert_eq!(started(&log), (TXN[0], 2, NOW + 7), "the first batch's max timestamp");
+    drop(log);
+    for s in snapshots(dir.path()) {
+        std::fs::remove_file(s).unwrap();
+    }
+    let log = open(dir.path(), crashed(0), shared);
+    assert_eq!(started(&log), (TXN[0], 2, NOW + 7), "the same from a full replay");
+}
+
 #[test]
 fn damaged_or_missing_snapshots_fall_back_to_the_same_state() {
     let clock: SharedClock = MockClock::new(NOW);

@@ -44,7 +44,7 @@
 use std::path::{Path, PathBuf};
 
 use super::cleaning_state::LogCleaningState;
-use super::log_to_clean::{LogToClean, OpenTransaction};
+use super::log_to_clean::LogToClean;
 use super::manager::{log_dir_of, Inner, LogCleanerManager};
 use super::status::Ineligible;
 use crate::log::{Log, TopicPartition};
@@ -116,9 +116,8 @@ impl LogCleanerManager {
             Ineligible::UnderRatio { ratio, min_cleanable_dirty_ratio }
         } else if to_clean.first_dirty_offset >= log.log_end_offset() {
             Ineligible::NoDirtyRecords
-        } else if let Some(t) = to_clean.open_transaction {
-            let OpenTransaction { producer_id, first_offset, age_ms } = t;
-            Ineligible::OpenTransaction { producer_id, first_offset, age_ms }
+        } else if let Some(t) = &to_clean.open_transaction {
+            Ineligible::OpenTransaction(t.clone())
         } else if to_clean.first_uncleanable_offset < log.active_segment().base_offset() {
             Ineligible::InsideMinCompactionLag
         } else {

@@ -27,7 +27,7 @@ use parking_lot::{Condvar, Mutex};
 use super::cleaner::{Cleaner, CleanerConfig, CleanerError};
 use super::manager::{GrabbedLog, LogCleanerManager};
 use super::stats::CleanerStats;
-use super::status::ManagerStatus;
+use super::status::{ManagerStatus, ProducerIdResolver};
 use super::throttler::{thread_sleeper, Throttler, DEFAULT_CHECK_INTERVAL_MS};
 use crate::clock::SharedClock;
 use crate::log::{LogError, LogManager, TopicPartition};
@@ -270,8 +270,9 @@ pub enum LogCleanerError {
 }
 
 impl LogCleaner {
-    /// Create the manager, register it with the log layer and, when enabled,
-    /// start the threads.
+    /// Create the manager (naming open transactions by `resolver`, if
+    /// given), register it with the log layer and, when enabled, start the
+    /// threads.
     ///
     /// # Errors
     /// A dedupe share too small for one entry or a bad load factor; a thread
@@ -280,6 +281,7 @@ impl LogCleaner {
         config: LogCleanerConfig,
         logs: Arc<LogManager>,
         clock: SharedClock,
+        resolver: Option<Arc<dyn ProducerIdResolver>>,
     ) -> Result<Self, LogCleanerError> {
         let throttler = Arc::new(Throttler::new(
             config.max_io_bytes_per_second,
@@ -287,7 +289,7 @@ impl LogCleaner {
             Arc::clone(&clock),
             thread_sleeper(),
         ));
-        Self::start_with(config, logs, clock, throttler)
+        Self::start_with(config, logs, clock, throttler, resolver)
     }
 
     /// [`LogCleaner::start`] with a given throttle (tests).
@@ -299,12 +301,17 @@ impl LogCleaner {
         logs: Arc<LogManager>,
         clock: SharedClock,
         throttler: Arc<Throttler>,
+        resolver: Option<Arc<dyn ProducerIdResolver>>,
     ) -> Result<Self, LogCleanerError> {
-        let manager = Arc::new(LogCleanerManager::new(
+        let mut manager = LogCleanerManager::new(
             Arc::clone(&logs),
             Arc::clone(&clock),
             config.uncleanable_retry_backoff_ms,
-        ));
+        );
+        if let Some(resolver) = resolver {
+            manager = manager.with_producer_id_resolver(resolver);
+        }
+        let manager = Arc::new(manager);
         let threads_wanted = if config.enable { config.num_threads } else { 0 };
         // Build every cleaner first: a bad config fails before any thread runs.
         let cleaners = (0..threads_wanted)

@@ -46,37 +46,42 @@ pub struct LogToClean {
 
 /// The oldest open transaction of a log, when it bounds the cleanable range.
 /// The log layer knows producer ids only: which transactional id owns one is
-/// the coordinator's, which `cleaner` does not read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// the coordinator's, which `cleaner` does not read; the manager asks its
+/// [`ProducerIdResolver`] for it.
+///
+/// [`ProducerIdResolver`]: super::status::ProducerIdResolver
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct OpenTransaction {
     pub producer_id: i64,
     /// Its first offset: the log's first unstable offset.
     pub first_offset: i64,
-    /// Now minus the max timestamp of its first batch (`None`: that batch
-    /// has no timestamp or could not be read).
+    /// Now minus its start time in the producer state (the broker's time of
+    /// its first append; see `log::producer_state`). `None`: not known.
     pub age_ms: Option<i64>,
+    /// The transactional id whose producer id this is, when the transaction
+    /// coordinator knows one (`None` also when measured, before the manager
+    /// asked; a transaction opened without the coordinator has none).
+    pub transactional_id: Option<String>,
 }
 
 impl OpenTransaction {
     /// The oldest open transaction of `log`, if the first unstable offset
     /// `fuo` is the first uncleanable offset `uncleanable` and holds back part
-    /// of the closed segments.
+    /// of the closed segments. Reads only the producer state (no I/O).
     fn holding_back(log: &Log, fuo: Option<i64>, uncleanable: i64, now_ms: i64) -> Option<Self> {
         let fuo = fuo?;
         if fuo != uncleanable || fuo >= log.active_segment().base_offset() {
             return None;
         }
-        let (_, producer_id) = log.producer_state().ongoing_txns().next()?;
-        let first_batch = log
-            .segments()
-            .take_while(|s| s.base_offset() <= fuo)
-            .last()
-            .and_then(|s| s.translate_offset(fuo).ok().flatten());
-        let age_ms = first_batch
-            .map(|b| b.header.max_timestamp)
-            .filter(|t| *t >= 0)
-            .map(|t| now_ms.saturating_sub(t).max(0));
-        Some(Self { producer_id, first_offset: fuo, age_ms })
+        let txn = log.producer_state().oldest_ongoing_txn()?;
+        let age_ms = (txn.start_timestamp_ms >= 0)
+            .then(|| now_ms.saturating_sub(txn.start_timestamp_ms).max(0));
+        Some(Self {
+            producer_id: txn.producer_id,
+            first_offset: fuo,
+            age_ms,
+            transactional_id: None,
+        })
     }
 }
 

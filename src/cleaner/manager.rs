@@ -63,7 +63,7 @@ use super::cleaner::{CancellationToken, CleanResult};
 use super::cleaning_state::{CleaningStateError, LogCleaningState};
 use super::eligibility::CleaningCandidate;
 use super::log_to_clean::LogToClean;
-use super::status::LastClean;
+use super::status::{LastClean, ProducerIdResolver};
 use crate::clock::SharedClock;
 use crate::log::manager::{CleaningControl, SharedLog};
 use crate::log::{Log, LogManager, TopicPartition};
@@ -131,6 +131,8 @@ pub struct LogCleanerManager {
     inner: Mutex<Inner>,
     /// Signalled whenever a state leaves `Aborted` (abort_and_pause waits on it).
     state_changed: Condvar,
+    /// Names the transactional id of an open transaction in the status.
+    resolver: Option<Arc<dyn ProducerIdResolver>>,
 }
 
 impl LogCleanerManager {
@@ -147,7 +149,19 @@ impl LogCleanerManager {
             uncleanable_retry_backoff_ms,
             inner: Mutex::new(inner),
             state_changed: Condvar::new(),
+            resolver: None,
         }
+    }
+
+    /// This manager, naming open transactions in its status by `resolver`.
+    #[must_use]
+    pub fn with_producer_id_resolver(mut self, resolver: Arc<dyn ProducerIdResolver>) -> Self {
+        self.resolver = Some(resolver);
+        self
+    }
+
+    pub(super) fn producer_id_resolver(&self) -> Option<&dyn ProducerIdResolver> {
+        self.resolver.as_deref()
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -571,38 +585,66 @@ mod tests {
         assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_some());
     }
 
+    /// The coordinator as the status sees it: one transactional id, for pid 42.
+    #[derive(Debug)]
+    struct OneTxnId;
+
+    impl ProducerIdResolver for OneTxnId {
+        fn transactional_id(&self, producer_id: i64) -> Option<String> {
+            (producer_id == 42).then(|| "app-7".to_string())
+        }
+    }
+
     #[test]
     fn an_open_transaction_bounds_cleaning_and_is_named() {
         use crate::log::control_record::EndTransactionMarker;
         let f = fixture();
+        let named = LogCleanerManager::new(Arc::clone(&f.logs), f.clock.clone(), 60_000)
+            .with_producer_id_resolver(Arc::new(OneTxnId));
         let tp = compacted(&f, "txn", &[]);
         append_closed(&f, &tp, &["k1", "k1"]);
         let log = f.logs.get_log(&tp).unwrap();
-        let now = f.clock.now_ms();
-        let mut b = BatchBuilder::new(Compression::None, now - 5000).producer(42, 0, 0);
+        // The age counts from the broker's append, not the batch's timestamp.
+        let mut b = BatchBuilder::new(Compression::None, 0).producer(42, 0, 0);
         b.transactional = true;
-        b.append(now - 5000, Some(b"k1"), Some(b"uncommitted"));
+        b.append(0, Some(b"k1"), Some(b"uncommitted"));
         log.write().append_as_leader(&mut b.build()).unwrap();
         log.write().roll_if_not_empty().unwrap();
         append_closed(&f, &tp, &["k2"]);
-        // The first segment was cleaned; the transaction starts the dirty range.
+        f.clock.advance(5000);
+        // The transaction opens the dirty range: it is why nothing is cleaned.
         set_checkpoint(&f, &tp, 2);
-        let st = f.manager.status();
-        let p = &st.partitions[0];
-        assert_eq!(p.first_uncleanable_offset, 2, "the first unstable offset bounds the range");
-        let open = OpenTransaction { producer_id: 42, first_offset: 2, age_ms: Some(5000) };
-        assert_eq!(p.open_transaction, Some(open));
-        let why =
-            Ineligible::OpenTransaction { producer_id: 42, first_offset: 2, age_ms: Some(5000) };
-        assert_eq!(p.ineligible, Some(why));
-        let reason = p.reason.clone().unwrap();
-        assert!(reason.contains("producer id 42") && reason.contains("for 5s"), "{reason}");
-        assert!(reason.contains("transactional id not known"), "{reason}");
-        assert!(f.manager.grab_filthiest_compacted_log(now).is_none());
+        let open = |id: Option<&str>| OpenTransaction {
+            producer_id: 42,
+            first_offset: 2,
+            age_ms: Some(5000),
+            transactional_id: id.map(str::to_string),
+        };
+        for (manager, id) in [(&f.manager, None), (&named, Some("app-7"))] {
+            let st = manager.status();
+            let p = &st.partitions[0];
+            assert_eq!(p.first_uncleanable_offset, 2, "the first unstable offset bounds the range");
+            assert_eq!(p.open_transaction, Some(open(id)));
+            assert_eq!(p.ineligible, Some(Ineligible::OpenTransaction(open(id))));
+            let reason = p.reason.clone().unwrap();
+            assert!(reason.contains("producer id 42") && reason.contains("for 5s"), "{reason}");
+            match id {
+                None => assert!(reason.contains("no transactional id known"), "{reason}"),
+                Some(_) => assert!(reason.contains("transactional id \"app-7\""), "{reason}"),
+            }
+        }
+        assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_none());
+        // Dirty data below it: cleanable up to it, and the holder still named.
+        set_checkpoint(&f, &tp, 0);
+        let named = LogCleanerManager::new(Arc::clone(&f.logs), f.clock.clone(), 60_000)
+            .with_producer_id_resolver(Arc::new(OneTxnId));
+        let st = named.status();
+        assert!(st.partitions[0].eligible, "{:?}", st.partitions[0].ineligible);
+        assert_eq!(st.partitions[0].open_transaction, Some(open(Some("app-7"))));
         // Committed: the bound is the active segment again.
         log.write().append_end_txn_marker(42, 0, EndTransactionMarker::commit(0)).unwrap();
         log.write().roll_if_not_empty().unwrap();
-        let st = f.manager.status();
+        let st = named.status();
         let p = &st.partitions[0];
         assert_eq!(p.open_transaction, None);
         assert_eq!(p.first_uncleanable_offset, log.read().active_segment().base_offset());

@@ -21,8 +21,9 @@
 //! changed. When the first unstable offset is what sets it,
 //! [`LogToClean::open_transaction`] names the oldest open transaction's
 //! producer id, first offset and age, and `cleaner-status` says so
-//! ([`Ineligible::OpenTransaction`] when nothing else is cleanable); the log
-//! does not know the transactional id.
+//! ([`Ineligible::OpenTransaction`] when nothing else is cleanable), with
+//! the transactional id, which the log does not know: the manager asks the
+//! [`ProducerIdResolver`] the broker gave it (the transaction coordinator).
 //!
 //! # One clean ([`Cleaner::clean`])
 //!
@@ -166,5 +167,6 @@ pub use offset_map::OffsetMap;
 pub use stats::CleanerStats;
 pub use status::{
     Ineligible, LastClean, LogDirCleaningStatus, ManagerStatus, PartitionCleaningStatus,
+    ProducerIdResolver,
 };
 pub use throttler::Throttler;

@@ -21,6 +21,16 @@ use super::log_to_clean::{LogToClean, OpenTransaction};
 use super::manager::{log_dir_of, LogCleanerManager};
 use crate::log::Log;
 
+/// Who owns a producer id: the transactional id the transaction coordinator
+/// has for it. The log knows producer ids only; the broker gives the manager
+/// one of these (the coordinator's state), so `cleaner` imports nothing of
+/// `txn`. Asked with no lock of the cleaner or of a log held.
+pub trait ProducerIdResolver: Send + Sync + std::fmt::Debug {
+    /// The transactional id whose producer id (current, else previous) is
+    /// `producer_id`, if the coordinator knows one.
+    fn transactional_id(&self, producer_id: i64) -> Option<String>;
+}
+
 /// What the last successful clean of a partition did.
 #[derive(Debug, Clone, Serialize)]
 pub struct LastClean {
@@ -86,13 +96,9 @@ pub enum Ineligible {
     OnlyActiveSegmentDirty,
     InsideMinCompactionLag,
     /// The dirty records start at or past the first unstable offset: an open
-    /// transaction (its producer id, first offset and age; the transactional
-    /// id is the coordinator's, unknown to the log) holds cleaning back.
-    OpenTransaction {
-        producer_id: i64,
-        first_offset: i64,
-        age_ms: Option<i64>,
-    },
+    /// transaction (its producer id, first offset, age and, when the
+    /// coordinator knows it, transactional id) holds cleaning back.
+    OpenTransaction(OpenTransaction),
     UnderRatio {
         ratio: f64,
         min_cleanable_dirty_ratio: f64,
@@ -118,13 +124,27 @@ impl std::fmt::Display for Ineligible {
             Self::InsideMinCompactionLag => {
                 write!(f, "dirty records are inside min.compaction.lag.ms")
             }
-            Self::OpenTransaction { producer_id, first_offset, age_ms } => {
-                write!(f, "the dirty records are past the first unstable offset {first_offset}: producer id {producer_id} has a transaction open there")?;
-                match age_ms {
-                    Some(age) => write!(f, " for {}s", age / 1000)?,
-                    None => write!(f, " (age unknown)")?,
+            Self::OpenTransaction(t) => {
+                write!(
+                    f,
+                    "the dirty records are past the first unstable offset {}: ",
+                    t.first_offset
+                )?;
+                match &t.transactional_id {
+                    Some(id) => {
+                        write!(f, "transactional id {id:?} (producer id {})", t.producer_id)?
+                    }
+                    None => write!(
+                        f,
+                        "producer id {} (no transactional id known for it)",
+                        t.producer_id
+                    )?,
                 }
-                write!(f, " (transactional id not known to the log)")
+                write!(f, " has a transaction open there")?;
+                match t.age_ms {
+                    Some(age) => write!(f, " for {}s", age / 1000),
+                    None => write!(f, " (age unknown)"),
+                }
             }
             Self::UnderRatio { ratio, min_cleanable_dirty_ratio } => {
                 write!(f, "dirty ratio {ratio:.3} is not above min.cleanable.dirty.ratio {min_cleanable_dirty_ratio}")
@@ -193,7 +213,7 @@ impl PartitionCleaningStatus {
             ineligible,
             uncleanable_cause: None,
             latest_delete_horizon_ms: None,
-            open_transaction: to_clean.open_transaction,
+            open_transaction: to_clean.open_transaction.clone(),
             last_clean: None,
         }
     }
@@ -266,13 +286,30 @@ impl LogCleanerManager {
                 d.offline_cause = Some(cause.clone());
             }
         }
-        ManagerStatus {
+        let status = ManagerStatus {
             now_ms: now,
             max_dirty_percent: (100.0 * inner.dirtiest_ratio) as i64,
             time_since_last_run_ms: (now - inner.time_of_last_run_ms).max(0),
             max_compaction_delay_ms: inner.max_compaction_delay_ms,
             log_dirs: dirs.into_values().collect(),
             partitions,
+        };
+        drop(inner);
+        self.name_open_transactions(status)
+    }
+
+    /// `status` with the transactional id of every open transaction it shows,
+    /// from the resolver, asked with no lock held (it takes the coordinator's).
+    fn name_open_transactions(&self, mut status: ManagerStatus) -> ManagerStatus {
+        let Some(resolver) = self.producer_id_resolver() else { return status };
+        for p in &mut status.partitions {
+            let Some(open) = &mut p.open_transaction else { continue };
+            open.transactional_id = resolver.transactional_id(open.producer_id);
+            if let Some(Ineligible::OpenTransaction(t)) = &mut p.ineligible {
+                t.transactional_id.clone_from(&open.transactional_id);
+                p.reason = p.ineligible.as_ref().map(ToString::to_string);
+            }
         }
+        status
     }
 }

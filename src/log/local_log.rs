@@ -321,7 +321,7 @@ impl Log {
         // epoch or a batch outside its transaction refuses the whole request
         // before anything is written.
         let first_offset = self.next_offset;
-        let producer_append = match check_producers(
+        let mut producer_append = match check_producers(
             &self.producers,
             &validated,
             first_offset,
@@ -371,6 +371,7 @@ impl Log {
         self.segments.values_mut().next_back().expect("active").append(records)?;
         self.next_offset = last_offset + 1;
         self.unflushed_messages += count;
+        producer_append.set_append_time(now);
         self.complete_transactions(producer_append)?;
         if self.flush_before_ack || self.unflushed_messages >= self.config.flush_messages {
             self.flush()?;
@@ -709,7 +710,7 @@ impl TxnCheck {
         let TxnCheck::Verified(guard) = *self else { return None };
         info.started
             .iter()
-            .map(|&(_, pid)| pid)
+            .map(|txn| txn.producer_id)
             .find(|&pid| !producers.verification_holds(pid, guard))
             .map(|producer_id| ProducerError::UnverifiedTransaction { producer_id })
     }

@@ -24,6 +24,9 @@
 //!    check) is at or above `R`, so wholly replayed: it gets its `.txnindex`
 //!    reset and rebuilt from the aborted transactions its markers complete,
 //!    as Kafka's recovery does; the other segments keep theirs.
+//! 5. Each open transaction without a start time (restored from a snapshot,
+//!    which holds none) is dated by its first batch's max timestamp (else the
+//!    load time); nothing is written.
 //!
 //! Invariants of what `load` returns (the segments `Log::open` starts from):
 //! * at least one segment, keyed by base offset; the last one is the active one;
@@ -99,8 +102,9 @@ pub(super) fn load(
     let snapshot_limit = recovered.iter().next().map_or(next_offset, |&b| b.min(next_offset));
     let (state, from) =
         restore_from_snapshot(dir, tp, &segments, log_start_offset, snapshot_limit)?;
-    let producers =
+    let mut producers =
         rebuild_producer_state(&mut segments, state, from, log_start_offset, &recovered)?;
+    date_open_transactions(&segments, &mut producers, now);
     Ok(LoadedLog { segments, log_start_offset, next_offset, recovery_point, producers })
 }
 
@@ -253,6 +257,27 @@ fn rebuild_producer_state(
     }
     producers.truncate_below(log_start_offset);
     Ok(producers)
+}
+
+/// Step 5: give the open transactions that have no start time (restored
+/// from a snapshot, or whose first batch has no timestamp) the max timestamp
+/// of their first batch, one header read each, else the load time `now`: an
+/// age measured from it is never too high.
+fn date_open_transactions(
+    segments: &BTreeMap<i64, LogSegment>,
+    producers: &mut ProducerStateManager,
+    now: i64,
+) {
+    producers.date_ongoing_txns(|first_offset| {
+        let (_, seg) = match segments.range(..=first_offset).next_back() {
+            Some(s) => s,
+            None => return now,
+        };
+        match seg.translate_offset(first_offset) {
+            Ok(Some(b)) if b.header.max_timestamp >= 0 => b.header.max_timestamp,
+            _ => now,
+        }
+    });
 }
 
 /// The marker of the control batch at `pos`, read whole and checked.

@@ -77,6 +77,20 @@ pub struct CompletedTxn {
     pub is_aborted: bool,
 }
 
+/// A transaction open in the partition (Kafka's `TxnMetadata` of its
+/// `ProducerStateManager`), by its first offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OngoingTxn {
+    pub producer_id: i64,
+    /// Offset of the transaction's first batch here.
+    pub first_offset: i64,
+    /// When that batch was appended: the broker's clock for an append
+    /// ([`ProducerAppendInfo::set_append_time`]); for a replay the batch's max
+    /// timestamp, else (none, or restored from a snapshot) what the loader
+    /// dates it to; `NO_TIMESTAMP` until then.
+    pub start_timestamp_ms: i64,
+}
+
 /// What the partition knows of one producer (Kafka's `ProducerStateEntry`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerStateEntry {
@@ -202,8 +216,8 @@ pub struct ProducerAppendInfo {
     origin: AppendOrigin,
     /// The producers touched, with their entries after the append.
     pub(super) updated: Vec<(i64, ProducerStateEntry)>,
-    /// Transactions the append opens: (first offset, producer id).
-    pub(super) started: Vec<(i64, i64)>,
+    /// Transactions the append opens.
+    pub(super) started: Vec<OngoingTxn>,
     /// Transactions its markers complete, in offset order.
     pub(super) completed: Vec<CompletedTxn>,
 }
@@ -220,6 +234,15 @@ impl ProducerAppendInfo {
     /// The transactions this append's markers complete.
     pub fn completed(&self) -> &[CompletedTxn] {
         &self.completed
+    }
+
+    /// Date the transactions this append opens at `now_ms`, the broker's
+    /// time of the append (their age is measured from it, not from a
+    /// client's clock); a replay keeps the batches' max timestamps.
+    pub fn set_append_time(&mut self, now_ms: i64) {
+        for txn in &mut self.started {
+            txn.start_timestamp_ms = now_ms;
+        }
     }
 
     /// The entry of `pid` as this append has left it so far, if it touched it.
@@ -348,7 +371,11 @@ impl ProducerAppendInfo {
         entry.last_timestamp = header.max_timestamp;
         if header.is_transactional() && entry.current_txn_first_offset.is_none() {
             entry.current_txn_first_offset = Some(header.base_offset);
-            self.started.push((header.base_offset, pid));
+            self.started.push(OngoingTxn {
+                producer_id: pid,
+                first_offset: header.base_offset,
+                start_timestamp_ms: header.max_timestamp,
+            });
         }
         Ok(None)
     }

@@ -18,6 +18,10 @@
 //!   unreplicated transactions is always empty here).
 //! * A producer the partition has never seen may start at any sequence, as in
 //!   Kafka (its state may have been removed by retention).
+//! * Every open transaction has a start time, what its age (metrics,
+//!   `cleaner-status`) is measured from: the broker's time of the append
+//!   that opened it; after a restart the max timestamp of its first batch,
+//!   or the load time when that batch has none (an age then never too high).
 //!
 //! * A Produce that may open a transaction asks the coordinator first, holding
 //!   no log lock. A [`VerificationGuard`] taken before that question and
@@ -42,9 +46,10 @@ use super::producer_snapshot::SnapshotEntry;
 
 pub use super::error::ProducerError;
 pub use super::producer_append_info::{
-    AppendOrigin, BatchMetadata, CompletedTxn, ProducerAppendInfo, ProducerBatch,
+    AppendOrigin, BatchMetadata, CompletedTxn, OngoingTxn, ProducerAppendInfo, ProducerBatch,
     ProducerStateEntry, NUM_BATCHES_TO_RETAIN,
 };
+use super::record_batch::NO_TIMESTAMP;
 
 /// A producer's last records, as the cleaner keeps them (Kafka's `LastRecord`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,8 +67,8 @@ pub struct VerificationGuard(u64);
 #[derive(Debug, Default, Clone)]
 pub struct ProducerStateManager {
     producers: HashMap<i64, ProducerStateEntry>,
-    /// Open transactions: first offset → producer id.
-    ongoing_txns: BTreeMap<i64, i64>,
+    /// Open transactions by first offset.
+    ongoing_txns: BTreeMap<i64, OngoingTxn>,
     /// Producers being verified with the coordinator: producer id → guard.
     verification_guards: HashMap<i64, VerificationGuard>,
     next_guard: u64,
@@ -101,7 +106,24 @@ impl ProducerStateManager {
 
     /// Open transactions, by first offset: (first offset, producer id).
     pub fn ongoing_txns(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
-        self.ongoing_txns.iter().map(|(&first, &pid)| (first, pid))
+        self.ongoing_txns.iter().map(|(&first, t)| (first, t.producer_id))
+    }
+
+    /// The open transaction with the smallest first offset: the one the first
+    /// unstable offset belongs to, and the oldest.
+    pub fn oldest_ongoing_txn(&self) -> Option<OngoingTxn> {
+        self.ongoing_txns.values().next().copied()
+    }
+
+    /// Date every open transaction with no start time yet (restored from a
+    /// snapshot, or replayed from a batch without a timestamp) by
+    /// `start(first_offset)`.
+    pub fn date_ongoing_txns(&mut self, mut start: impl FnMut(i64) -> i64) {
+        for txn in self.ongoing_txns.values_mut() {
+            if txn.start_timestamp_ms == NO_TIMESTAMP {
+                txn.start_timestamp_ms = start(txn.first_offset);
+            }
+        }
     }
 
     /// What the cleaner must keep of each producer with state (Kafka's
@@ -144,9 +166,9 @@ impl ProducerStateManager {
         for (pid, entry) in info.updated {
             self.producers.insert(pid, entry);
         }
-        for (first_offset, pid) in info.started {
-            self.ongoing_txns.insert(first_offset, pid);
-            self.verification_guards.remove(&pid);
+        for txn in info.started {
+            self.verification_guards.remove(&txn.producer_id);
+            self.ongoing_txns.insert(txn.first_offset, txn);
         }
         info.completed
     }
@@ -189,14 +211,18 @@ impl ProducerStateManager {
     pub fn last_stable_offset(&self, completed: &CompletedTxn) -> i64 {
         self.ongoing_txns
             .iter()
-            .find(|(_, &pid)| pid != completed.producer_id)
+            .find(|(_, t)| t.producer_id != completed.producer_id)
             .map_or(completed.last_offset + 1, |(&first, _)| first)
     }
 
     /// Mark a transaction returned by [`ProducerStateManager::update`] complete.
     pub fn complete_txn(&mut self, completed: &CompletedTxn) {
         let removed = self.ongoing_txns.remove(&completed.first_offset);
-        debug_assert_eq!(removed, Some(completed.producer_id), "{completed:?} was not open");
+        debug_assert_eq!(
+            removed.map(|t| t.producer_id),
+            Some(completed.producer_id),
+            "{completed:?} was not open"
+        );
     }
 
     /// Replay one batch read back from the log (origin Recovery): the
@@ -225,7 +251,13 @@ impl ProducerStateManager {
         for e in entries {
             let entry = ProducerStateEntry::from_snapshot(e);
             if let Some(first) = entry.current_txn_first_offset() {
-                state.ongoing_txns.insert(first, e.producer_id);
+                // A snapshot holds no start time: the loader dates it.
+                let txn = OngoingTxn {
+                    producer_id: e.producer_id,
+                    first_offset: first,
+                    start_timestamp_ms: NO_TIMESTAMP,
+                };
+                state.ongoing_txns.insert(first, txn);
             }
             state.producers.insert(e.producer_id, entry);
         }
@@ -348,6 +380,34 @@ mod tests {
             check(&s, &data(8, 0, -1, 1, 0)),
             Err(ProducerError::InvalidSequence { .. })
         ));
+    }
+
+    #[test]
+    fn open_transactions_are_dated_by_append_replay_or_the_loader() {
+        let mut s = ProducerStateManager::new();
+        // An append: the broker's time (max timestamps here equal base offsets).
+        let mut info = ProducerAppendInfo::new(AppendOrigin::Client);
+        s.append_batch(&mut info, &txn_data(1, 0, 0, 2, 10)).unwrap();
+        info.set_append_time(5_000);
+        s.update(info);
+        // A replay: the batch's max timestamp.
+        s.replay(&txn_data(2, 0, 0, 1, 12));
+        let started = |s: &ProducerStateManager| -> Vec<(i64, i64)> {
+            s.ongoing_txns.values().map(|t| (t.producer_id, t.start_timestamp_ms)).collect()
+        };
+        let oldest = s.oldest_ongoing_txn().unwrap();
+        assert_eq!((oldest.producer_id, oldest.first_offset), (1, 10));
+        assert_eq!(started(&s), vec![(1, 5_000), (2, 12)]);
+        // A snapshot holds no start time; dating fills only those missing.
+        let mut restored = ProducerStateManager::from_snapshot(&s.snapshot_entries());
+        assert_eq!(started(&restored), vec![(1, NO_TIMESTAMP), (2, NO_TIMESTAMP)]);
+        restored.date_ongoing_txns(|first| first * 100);
+        restored.date_ongoing_txns(|_| unreachable!("all dated"));
+        assert_eq!(started(&restored), vec![(1, 1_000), (2, 1_200)]);
+        s.replay(&marker(1, 0, 13, EndTransactionMarker::commit(0)))
+            .iter()
+            .for_each(|c| s.complete_txn(c));
+        assert_eq!(s.oldest_ongoing_txn().map(|t| t.producer_id), Some(2));
     }
 
     #[test]

@@ -39,6 +39,7 @@ use parking_lot::{Mutex, RwLock};
 use super::error::TxnError;
 use super::schema::{SchemaError, TransactionLogKey, TransactionLogValue};
 use super::transaction_metadata::{LogValueError, TransactionMetadata, TransactionState};
+use crate::cleaner::ProducerIdResolver;
 use crate::clock::SharedClock;
 use crate::log::compression::Compression;
 use crate::log::coordinator_loader::{load_partition, CoordinatorRecordVisitor, LoadStats};
@@ -398,6 +399,31 @@ impl TransactionStateManager {
     }
 }
 
+/// The cleaner's status names the transactional id of an open transaction
+/// holding cleaning back by its producer id. An id's current producer id wins
+/// over another id's previous one (a producer id is current for one id at a
+/// time). Before the load finished nothing is known. Takes the cache's lock,
+/// then each metadata's mutex, as everywhere (module doc).
+impl ProducerIdResolver for TransactionStateManager {
+    fn transactional_id(&self, producer_id: i64) -> Option<String> {
+        if !self.is_loaded() || producer_id < 0 {
+            return None;
+        }
+        let transactions = self.transactions.read();
+        let mut previous = None;
+        for (id, metadata) in transactions.iter() {
+            let m = metadata.lock();
+            if m.producer_id == producer_id {
+                return Some(id.clone());
+            }
+            if m.prev_producer_id == producer_id {
+                previous = Some(id.clone());
+            }
+        }
+        previous
+    }
+}
+
 /// One load in progress: the metadata rebuilt so far.
 #[derive(Default)]
 struct TxnLoader {
@@ -541,6 +567,24 @@ mod tests {
         let again = manager.put_transaction_state_if_not_exists(other).expect("put");
         assert!(Arc::ptr_eq(&cached, &again), "the first metadata stays");
         assert_eq!(*again.lock(), m);
+    }
+
+    #[test]
+    fn a_producer_id_resolves_to_its_transactional_id() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let manager = open(dir.path(), &MockClock::new(NOW));
+        assert_eq!(manager.transactional_id(7), None, "nothing before the load");
+        manager.load();
+        let mut rotated = TransactionMetadata::new("rotated", 9, 0, 1000, NOW);
+        rotated.prev_producer_id = 7;
+        manager.put_transaction_state_if_not_exists(rotated).expect("put");
+        assert_eq!(manager.transactional_id(7).as_deref(), Some("rotated"), "a previous id");
+        let current = TransactionMetadata::new("current", 7, 3, 1000, NOW);
+        manager.put_transaction_state_if_not_exists(current).expect("put");
+        assert_eq!(manager.transactional_id(7).as_deref(), Some("current"), "current wins");
+        assert_eq!(manager.transactional_id(9).as_deref(), Some("rotated"));
+        assert_eq!(manager.transactional_id(8), None);
+        assert_eq!(manager.transactional_id(-1), None);
     }
 
     #[test]
