@@ -4,14 +4,17 @@
 //! (record cache off, commit every 100 ms), written to an output topic. The
 //! read_committed output must hold, for each key, exactly the counts 1..n
 //! with no gap or repeat, also when the application is SIGKILLed in the
-//! middle of a transaction and restarted on the same state directory.
+//! middle of a transaction and restarted on the same state directory, and
+//! when the broker is SIGKILLed while the app has a transaction open and
+//! restarted on the same data dir and port.
 
 mod broker;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use broker::{kafka_tool, repo_root, TestBroker};
+use broker::txn::end_offset;
+use broker::{kafka_tool, repo_root, TestBroker, Wire};
 
 const KEYS: usize = 4;
 
@@ -36,6 +39,11 @@ fn exact_counts(records: usize) -> Vec<String> {
 fn count_and_check(b: &TestBroker, state: &str, records: usize) -> u64 {
     let n = records.to_string();
     let out = kafka_tool(b, &program(), &[&b.bootstrap(), state, &n, "count"], None);
+    check_output(b, &out, records)
+}
+
+/// Checks the output of `count` or `steady` mode; returns the aborted records.
+fn check_output(b: &TestBroker, out: &str, records: usize) -> u64 {
     let lines: Vec<&str> = out.lines().collect();
     let mut want = exact_counts(records);
     want.extend([
@@ -90,4 +98,60 @@ fn streams_exactly_once_v2_survives_sigkill_mid_transaction() {
     println!("the killed app's open transaction held {open} output records");
     let aborted = count_and_check(&b, &state, 2000);
     assert_eq!(aborted, open, "broker log:\n{}", b.log());
+}
+
+#[test]
+fn streams_exactly_once_v2_survives_a_broker_sigkill() {
+    const RECORDS: usize = 3000;
+    let mut b = TestBroker::start(&[]);
+    let state = tempfile::tempdir().expect("tempdir");
+    let state = state.path().display().to_string();
+    let n = RECORDS.to_string();
+    kafka_tool(&b, &program(), &[&b.bootstrap(), &state, &n, "produce"], None);
+    // The app runs with 2 ms of work per record (about 6 s of input) and
+    // commits every 100 ms, so it nearly always has a transaction open.
+    let logs = tempfile::tempdir().expect("tempdir");
+    let (out_path, err_path) = (logs.path().join("stdout"), logs.path().join("stderr"));
+    let mut app = broker::Reaper(
+        Command::new("bash")
+            .arg(repo_root().join("scripts/kafka-tool.sh"))
+            .args([program().as_str(), &b.bootstrap(), &state, &n, "steady"])
+            .env("KAFKA_HEAP_OPTS", "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out_path).expect("stdout file"))
+            .stderr(std::fs::File::create(&err_path).expect("stderr file"))
+            .spawn()
+            .expect("scripts/kafka-tool.sh (needs Java 17 and Maven)"),
+    );
+    // Kill once "counts" holds committed output and a transaction holds
+    // more: the app is mid-transaction, mid-run.
+    b.wait_for(120, "committed output and an open transaction on counts", || {
+        let mut w = Wire::connect(b.port);
+        let (stable, end) =
+            (end_offset(&mut w, "counts", 0, true), end_offset(&mut w, "counts", 0, false));
+        (stable > 0 && end > stable && (end as usize) < RECORDS).then_some(())
+    });
+    b.kill();
+    b.restart();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(200);
+    let status = loop {
+        if let Some(status) = app.0.try_wait().expect("try_wait") {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "the app did not finish");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let out = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+    let states: Vec<&str> = err.lines().filter(|l| l.starts_with("app state ")).collect();
+    println!("app states: {states:?}");
+    if out.starts_with("app state=ERROR") {
+        // Reported, then the app is restarted on its state directory.
+        println!("the app went to ERROR after the broker restart; restarted:\n{err}");
+        count_and_check(&b, &state, RECORDS);
+    } else {
+        assert!(status.success(), "app failed ({status}):\n{out}\n{err}\nbroker:\n{}", b.log());
+        let aborted = check_output(&b, &out, RECORDS);
+        println!("the app carried on; {aborted} output records were aborted");
+    }
 }

@@ -10,6 +10,10 @@
 //     key=c1,c2,..., then the changelog topic's cleanup.policy, the
 //     application's committed offset on "words", whether "counts" holds
 //     markers, and how many of its records only read_uncommitted sees.
+//   steady: as count, with 2 ms of work per record and up to 150 s for the
+//     output (the broker is SIGKILLed and restarted meanwhile); if the app
+//     reaches state ERROR instead, print "app state=ERROR" and exit 3. Its
+//     state changes go to stderr.
 //   slow: run the app with 2 ms of work per record, blocking for ever
 //     before record 1000; once the output of record 999 is on the broker,
 //     print "running open=N", N the output records of the transaction the
@@ -62,7 +66,9 @@ public class StreamsEosCount {
             return;
         }
         boolean slow = mode.equals("slow");
-        KafkaStreams streams = app(bootstrap, stateDir, slow);
+        boolean steady = mode.equals("steady");
+        KafkaStreams streams = app(bootstrap, stateDir, slow || steady ? 2 : 0, slow);
+        streams.setStateListener((now, before) -> System.err.println("app state " + before + " -> " + now));
         streams.start();
         if (slow) {
             // The app blocks before record 1000; wait for the output of
@@ -93,8 +99,14 @@ public class StreamsEosCount {
         }
         Map<String, List<Long>> seen = new TreeMap<>();
         try (KafkaConsumer<String, Long> consumer = countsConsumer(bootstrap, "read_committed")) {
-            long deadline = System.currentTimeMillis() + 60_000;
+            long deadline = System.currentTimeMillis() + (steady ? 150_000 : 60_000);
             while (!done(seen, records) && System.currentTimeMillis() < deadline) {
+                if (streams.state() == KafkaStreams.State.ERROR) {
+                    System.out.println("app state=ERROR");
+                    System.out.flush();
+                    streams.close(Duration.ofSeconds(10));
+                    System.exit(3);
+                }
                 poll(consumer, seen);
             }
         }
@@ -163,13 +175,14 @@ public class StreamsEosCount {
         }
     }
 
-    static KafkaStreams app(String bootstrap, String stateDir, boolean slow) {
+    // workMs: the work per record; block: block for ever before record 1000.
+    static KafkaStreams app(String bootstrap, String stateDir, int workMs, boolean block) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream("words", Consumed.with(Serdes.String(), Serdes.String()))
                 .peek((k, v) -> {
-                    if (slow) {
+                    if (workMs > 0) {
                         try {
-                            Thread.sleep(v.equals("v1000") ? Long.MAX_VALUE : 2);
+                            Thread.sleep(block && v.equals("v1000") ? Long.MAX_VALUE : workMs);
                         } catch (InterruptedException e) {
                             Thread.currentThread().interrupt();
                         }
