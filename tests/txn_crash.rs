@@ -8,7 +8,9 @@
 //! partition holds exactly one marker of it, the transactional offset is
 //! installed on commit and dropped on abort, read_committed readers see the
 //! committed records once and no aborted one, and the client's retried EndTxn
-//! is answered NONE. A second restart finds the same.
+//! is answered NONE. A second restart finds the same. The same for the abort
+//! the coordinator starts when a second instance fences the producer (the
+//! fenced producer's EndTxn is then PRODUCER_FENCED).
 //!
 //! Also the broker SIGKILLed from outside during the clean of a compacted
 //! partition that holds committed, aborted and still-open transactions.
@@ -19,7 +21,7 @@ use std::os::unix::process::ExitStatusExt;
 
 use broker::txn::{
     connect_loaded, end_offset, fetch_offset, offsets_partition, read_partition, TxnProducer,
-    INVALID_TXN_STATE, NONE,
+    INVALID_TXN_STATE, NONE, PRODUCER_FENCED,
 };
 use broker::{cleaner_checkpoint, create_topic, dump_log, now_ms, produce, TestBroker, Wire};
 
@@ -37,13 +39,23 @@ fn markers_on_disk(b: &TestBroker, topic: &str, partition: i32) -> usize {
     dump_log(&segment).matches("isControl: true").count()
 }
 
+/// How the transaction ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Commit,
+    Abort,
+    /// A second instance's InitProducerId fences the producer: the
+    /// coordinator aborts the transaction with the epoch bumped.
+    Fence,
+}
+
 /// One transaction over `topics` (partition 0 each, two records per
-/// partition) plus a transactional offset for `GROUP`, ended with `commit`
+/// partition) plus a transactional offset for `GROUP`, ended as `ending`
 /// by a broker started with `SEDIMENT_TXN_CRASH_POINT=point`; the broker
-/// kills itself before answering EndTxn. `marked_before` is how many of the
+/// kills itself before answering. `marked_before` is how many of the
 /// partitions (in topic/partition order, `__consumer_offsets` among them)
 /// had their marker when it died.
-fn crash_then_restart(point: &str, topics: &[&str], commit: bool, marked_before: usize) {
+fn crash_then_restart(point: &str, topics: &[&str], ending: Ending, marked_before: usize) {
     let mut b = TestBroker::start_with_env(&[], &[("SEDIMENT_TXN_CRASH_POINT", point)]);
     for t in topics {
         create_topic(b.port, t, 1, &[]);
@@ -59,7 +71,14 @@ fn crash_then_restart(point: &str, topics: &[&str], commit: bool, marked_before:
         assert_eq!(p.produce(&mut w, (t, 0), ts, &records), Some(NONE));
     }
     assert_eq!(p.commit_offset(&mut w, GROUP, (topics[0], 0), OFFSET), Some(NONE));
-    p.send_end(&mut w, commit).expect("EndTxn sent");
+    let commit = ending == Ending::Commit;
+    match ending {
+        Ending::Commit | Ending::Abort => p.send_end(&mut w, commit).expect("EndTxn sent"),
+        Ending::Fence => {
+            let mut other = connect_loaded(b.port);
+            TxnProducer::send_init(&mut other, ID, 60_000).expect("InitProducerId sent")
+        }
+    };
     let status = b.wait_exit(30);
     assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}; broker log:\n{}", b.log());
     assert!(b.log().contains("SIGKILL at"), "the crash point fired: {}", b.log());
@@ -78,17 +97,24 @@ fn crash_then_restart(point: &str, topics: &[&str], commit: bool, marked_before:
     b.set_env(&[]);
     b.restart();
     let mut w = connect_loaded(b.port);
-    // The client's retried EndTxn: the outcome stands.
-    assert_eq!(p.end_retrying(&mut w, commit), Some(NONE), "broker log:\n{}", b.log());
-    assert_eq!(p.end(&mut w, !commit), Some(INVALID_TXN_STATE), "the other outcome");
+    if ending == Ending::Fence {
+        // The fenced producer's commit is refused; the abort stands.
+        assert_eq!(p.end_retrying(&mut w, true), Some(PRODUCER_FENCED), "{}", b.log());
+    } else {
+        // The client's retried EndTxn: the outcome stands.
+        assert_eq!(p.end_retrying(&mut w, commit), Some(NONE), "broker log:\n{}", b.log());
+        assert_eq!(p.end(&mut w, !commit), Some(INVALID_TXN_STATE), "the other outcome");
+    }
     check_completed(&mut w, &p, topics, commit);
     assert!(b.stop().success());
     b.restart();
     let mut w = connect_loaded(b.port);
     check_completed(&mut w, &p, topics, commit);
-    // The producer carries on with a bumped epoch.
+    // The producer (or, after a fence, the new instance retrying its
+    // InitProducerId: old epoch + 2, as on Kafka) carries on.
     let next = TxnProducer::init(&mut w, ID, 60_000).expect("init");
-    assert_eq!((next.pid, next.epoch), (p.pid, p.epoch + 1));
+    let bump = if ending == Ending::Fence { 2 } else { 1 };
+    assert_eq!((next.pid, next.epoch), (p.pid, p.epoch + bump));
     p = next;
     assert_eq!(p.add(&mut w, &tps[..1]).expect("add"), [NONE]);
     assert_eq!(p.end(&mut w, true), Some(NONE));
@@ -120,28 +146,34 @@ fn check_completed(w: &mut Wire, p: &TxnProducer, topics: &[&str], commit: bool)
 
 #[test]
 fn sigkill_after_the_prepare_record() {
-    crash_then_restart("after-prepare", &["a", "b"], true, 0);
-    crash_then_restart("after-prepare", &["a", "b"], false, 0);
+    crash_then_restart("after-prepare", &["a", "b"], Ending::Commit, 0);
+    crash_then_restart("after-prepare", &["a", "b"], Ending::Abort, 0);
 }
 
 #[test]
 fn sigkill_after_some_markers_the_offsets_partition_among_the_marked() {
     // Order: Alpha-0, __consumer_offsets-n, b-0 ('A' < '_' < 'b').
-    crash_then_restart("after-markers:2", &["Alpha", "b"], true, 2);
+    crash_then_restart("after-markers:2", &["Alpha", "b"], Ending::Commit, 2);
     // Order: __consumer_offsets-n, a-0, b-0.
-    crash_then_restart("after-markers:1", &["a", "b"], false, 1);
+    crash_then_restart("after-markers:1", &["a", "b"], Ending::Abort, 1);
 }
 
 #[test]
 fn sigkill_after_some_markers_the_offsets_partition_among_the_unmarked() {
-    crash_then_restart("after-markers:1", &["Alpha", "b"], true, 1);
-    crash_then_restart("after-markers:1", &["Alpha", "b"], false, 1);
+    crash_then_restart("after-markers:1", &["Alpha", "b"], Ending::Commit, 1);
+    crash_then_restart("after-markers:1", &["Alpha", "b"], Ending::Abort, 1);
 }
 
 #[test]
 fn sigkill_after_every_marker_before_the_complete_record() {
-    crash_then_restart("after-markers", &["a", "b"], true, 3);
-    crash_then_restart("after-markers", &["a", "b"], false, 3);
+    crash_then_restart("after-markers", &["a", "b"], Ending::Commit, 3);
+    crash_then_restart("after-markers", &["a", "b"], Ending::Abort, 3);
+}
+
+#[test]
+fn sigkill_in_the_middle_of_a_fence() {
+    crash_then_restart("after-prepare", &["a", "b"], Ending::Fence, 0);
+    crash_then_restart("after-markers:1", &["Alpha", "b"], Ending::Fence, 1);
 }
 
 const KEYS: usize = 2000;

@@ -33,6 +33,7 @@ pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 pub const NOT_COORDINATOR: i16 = 16;
 pub const CONCURRENT_TRANSACTIONS: i16 = 51;
 pub const INVALID_TXN_STATE: i16 = 48;
+pub const PRODUCER_FENCED: i16 = 90;
 
 pub fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.into())
@@ -153,6 +154,17 @@ impl TxnProducer {
             }
         }
         panic!("InitProducerId {id}: still CONCURRENT_TRANSACTIONS");
+    }
+
+    /// Send InitProducerId v4 for `id` without waiting for the answer (a
+    /// second instance fencing the first); `None` if the write failed.
+    pub fn send_init(w: &mut Wire, id: &str, timeout_ms: i32) -> Option<i32> {
+        let request = InitProducerIdRequest::default()
+            .with_transactional_id(Some(TransactionalId(s(id))))
+            .with_transaction_timeout_ms(timeout_ms)
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1);
+        w.send_checked(4, &request)
     }
 
     /// AddPartitionsToTxn v3: the code of each partition.
