@@ -102,8 +102,27 @@ fn streams_exactly_once_v2_survives_sigkill_mid_transaction() {
 
 #[test]
 fn streams_exactly_once_v2_survives_a_broker_sigkill() {
+    broker_sigkill_mid_run(None);
+}
+
+/// The broker stays down past the app's transaction timeout (2 s), so once
+/// restarted its coordinator may abort the open transaction and fence the
+/// app's producer before the app commits it (whichever comes first).
+#[test]
+fn streams_exactly_once_v2_survives_a_broker_down_past_the_transaction_timeout() {
+    broker_sigkill_mid_run(Some(2_000));
+}
+
+/// Runs the app in `steady` mode (transaction timeout `txn_timeout_ms`, or
+/// Streams' default), SIGKILLs the broker once the app has committed output
+/// and holds a transaction open with more, restarts it on the same data dir
+/// and port (after the transaction timeout, when one is given), and checks
+/// the app's output is exact; if the app went to ERROR instead, it is
+/// restarted and its output checked.
+fn broker_sigkill_mid_run(txn_timeout_ms: Option<u64>) {
     const RECORDS: usize = 3000;
-    let mut b = TestBroker::start(&[]);
+    let overrides = ["transaction.abort.timed.out.transaction.cleanup.interval.ms=200"];
+    let mut b = TestBroker::start(&overrides);
     let state = tempfile::tempdir().expect("tempdir");
     let state = state.path().display().to_string();
     let n = RECORDS.to_string();
@@ -112,10 +131,13 @@ fn streams_exactly_once_v2_survives_a_broker_sigkill() {
     // commits every 100 ms, so it nearly always has a transaction open.
     let logs = tempfile::tempdir().expect("tempdir");
     let (out_path, err_path) = (logs.path().join("stdout"), logs.path().join("stderr"));
+    let timeout = txn_timeout_ms.map(|t| t.to_string());
+    let mut args = vec![program(), b.bootstrap(), state.clone(), n.clone(), "steady".into()];
+    args.extend(timeout);
     let mut app = broker::Reaper(
         Command::new("bash")
             .arg(repo_root().join("scripts/kafka-tool.sh"))
-            .args([program().as_str(), &b.bootstrap(), &state, &n, "steady"])
+            .args(&args)
             .env("KAFKA_HEAP_OPTS", "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&out_path).expect("stdout file"))
@@ -125,13 +147,24 @@ fn streams_exactly_once_v2_survives_a_broker_sigkill() {
     );
     // Kill once "counts" holds committed output and a transaction holds
     // more: the app is mid-transaction, mid-run.
-    b.wait_for(120, "committed output and an open transaction on counts", || {
-        let mut w = Wire::connect(b.port);
-        let (stable, end) =
-            (end_offset(&mut w, "counts", 0, true), end_offset(&mut w, "counts", 0, false));
-        (stable > 0 && end > stable && (end as usize) < RECORDS).then_some(())
-    });
+    let (stable, end) =
+        b.wait_for(120, "committed output and an open transaction on counts", || {
+            let mut w = Wire::connect(b.port);
+            let stable = end_offset(&mut w, "counts", 0, true);
+            let end = end_offset(&mut w, "counts", 0, false);
+            (stable > 0 && end > stable && (end as usize) < RECORDS).then_some((stable, end))
+        });
     b.kill();
+    println!("broker killed with counts at LSO {stable}, log end {end}");
+    if let Some(t) = txn_timeout_ms {
+        // The outage itself is the scenario: down until the app's open
+        // transaction has timed out.
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(t + 500);
+        while std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    b.set_overrides(&overrides);
     b.restart();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(200);
     let status = loop {

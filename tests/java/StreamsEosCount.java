@@ -10,8 +10,9 @@
 //     key=c1,c2,..., then the changelog topic's cleanup.policy, the
 //     application's committed offset on "words", whether "counts" holds
 //     markers, and how many of its records only read_uncommitted sees.
-//   steady: as count, with 2 ms of work per record and up to 150 s for the
-//     output (the broker is SIGKILLed and restarted meanwhile); if the app
+//   steady [txn-timeout-ms]: as count, with 2 ms of work per record and up
+//     to 150 s for the output (the broker is SIGKILLed and restarted
+//     meanwhile), the producer's transaction.timeout.ms if given; if the app
 //     reaches state ERROR instead, print "app state=ERROR" and exit 3. Its
 //     state changes go to stderr.
 //   slow: run the app with 2 ms of work per record, blocking for ever
@@ -67,7 +68,8 @@ public class StreamsEosCount {
         }
         boolean slow = mode.equals("slow");
         boolean steady = mode.equals("steady");
-        KafkaStreams streams = app(bootstrap, stateDir, slow || steady ? 2 : 0, slow);
+        int txnTimeoutMs = args.length > 4 ? Integer.parseInt(args[4]) : 0;
+        KafkaStreams streams = app(bootstrap, stateDir, slow || steady ? 2 : 0, slow, txnTimeoutMs);
         streams.setStateListener((now, before) -> System.err.println("app state " + before + " -> " + now));
         streams.start();
         if (slow) {
@@ -176,7 +178,8 @@ public class StreamsEosCount {
     }
 
     // workMs: the work per record; block: block for ever before record 1000.
-    static KafkaStreams app(String bootstrap, String stateDir, int workMs, boolean block) {
+    static KafkaStreams app(String bootstrap, String stateDir, int workMs, boolean block,
+            int txnTimeoutMs) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream("words", Consumed.with(Serdes.String(), Serdes.String()))
                 .peek((k, v) -> {
@@ -205,6 +208,9 @@ public class StreamsEosCount {
         // A killed instance's member leaves the group after this; the broker's
         // group.min.session.timeout.ms is 6 s.
         s.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 6000);
+        if (txnTimeoutMs > 0) {
+            s.put(StreamsConfig.producerPrefix("transaction.timeout.ms"), txnTimeoutMs);
+        }
         KafkaStreams streams = new KafkaStreams(builder.build(), s);
         streams.setUncaughtExceptionHandler(e -> {
             System.err.println("streams failed: " + e);
