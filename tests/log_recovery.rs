@@ -355,4 +355,12 @@ fn a_topic_creation_cut_by_a_crash_is_completed_at_start() {
     let manager = system_manager(dir.path());
     assert_eq!(manager.topic("t").expect("topic t").partitions, 6);
     assert!(dir.path().join("t-0").join("partition.metadata").exists());
+    manager.shutdown().unwrap();
+    drop(manager);
+    // A deletion cut by a crash (highest partitions first) leaves a prefix:
+    // nothing is created back.
+    std::fs::remove_dir_all(dir.path().join("t-5")).unwrap();
+    let manager = system_manager(dir.path());
+    assert_eq!(manager.topic("t").expect("topic t").partitions, 5);
+    assert!(!dir.path().join("t-5").exists());
 }

@@ -17,7 +17,9 @@
 //! into place only once complete, from the highest partition down. A start
 //! deletes `.creating` leftovers and creates every partition missing below a
 //! topic's highest one, which is what a crash in the middle leaves; so the
-//! topic ends with all its partitions, never a prefix of them.
+//! topic ends with all its partitions, never a prefix of them. Deleting
+//! goes from the highest partition down too, so a deletion a crash cut
+//! leaves a prefix, never mistaken for a cut creation.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -441,7 +443,9 @@ impl LogManager {
             .write()
             .remove(name)
             .ok_or_else(|| LogError::UnknownTopicOrPartition(name.into()))?;
-        for p in 0..info.partitions {
+        // Highest first, so a crash in the middle leaves a prefix, which no
+        // start mistakes for a cut creation (module doc).
+        for p in (0..info.partitions).rev() {
             let tp = TopicPartition::new(name, p);
             self.offline.write().remove(&tp);
             // Stop a clean of this partition before its files go (the cleaner
