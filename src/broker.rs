@@ -59,7 +59,7 @@ use crate::log::{LogError, LogManager, TopicPartition};
 use crate::metrics::{Metrics, MetricsError, RequestMetrics};
 use crate::txn::{
     AppendedHook, LogMarkerWriter, ProducerIdGenerator, TransactionCoordinator,
-    TransactionStateManager, TxnCompletionListener, TxnScheduler,
+    TransactionStateManager, TxnCompletionListener, TxnCrashPoint, TxnScheduler,
 };
 
 /// Everything a handler needs: the broker's identity, config and managers.
@@ -167,7 +167,8 @@ fn transaction_coordinator(
     let listener: Arc<dyn TxnCompletionListener> = Arc::new(GroupTxnListener(Arc::clone(groups)));
     let markers = Arc::new(LogMarkerWriter::new(Arc::clone(logs), hook).with_listener(listener));
     let ids: Arc<dyn ProducerIdGenerator> = producer_ids.clone();
-    Arc::new(TransactionCoordinator::new(state, ids, markers, clock))
+    let crash_point = TxnCrashPoint::from_env();
+    Arc::new(TransactionCoordinator::new(state, ids, markers, clock).with_crash_point(crash_point))
 }
 
 /// Hands the markers landing on `__consumer_offsets` to the group

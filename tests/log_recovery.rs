@@ -319,3 +319,48 @@ fn flush_ms_flushes_on_the_periodic_task() {
     manager.run_periodic_tasks(false, false).unwrap();
     assert_eq!(log.read().recovery_point(), 1, "fsynced once flush.ms passed");
 }
+
+/// What a crash in the middle of creating a topic leaves (partitions are
+/// created from the highest down, each staged as `<tp>.creating` and renamed
+/// into place): the highest partitions, a staged one, none below. The next
+/// start completes the topic with the same id and config.
+#[test]
+fn a_topic_creation_cut_by_a_crash_is_completed_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let manager = system_manager(dir.path());
+    let created =
+        manager.create_topic("t", 6, common::overrides(&[("cleanup.policy", "compact")])).unwrap();
+    manager.shutdown().unwrap();
+    drop(manager);
+    for p in 0..3 {
+        std::fs::remove_dir_all(dir.path().join(format!("t-{p}"))).unwrap();
+    }
+    // The partition being staged when the process died: partial files only.
+    let staged = dir.path().join("t-2.creating");
+    std::fs::create_dir_all(&staged).unwrap();
+    std::fs::write(staged.join("partition.metadata"), b"version: 0\n").unwrap();
+
+    let manager = system_manager(dir.path());
+    assert!(manager.offline_partitions().is_empty(), "{:?}", manager.offline_partitions());
+    let info = manager.topic("t").expect("topic t");
+    assert_eq!((info.partitions, info.id), (6, created.id));
+    for p in 0..6 {
+        let log = manager.get_log(&TopicPartition::new("t", p)).expect("every partition");
+        assert!(log.read().config().compact, "t-{p}: the topic config");
+    }
+    assert!(!staged.exists(), "the staged leftover is gone");
+    manager.shutdown().unwrap();
+    drop(manager);
+    // Nothing more to do at the next start; the partitions are real directories.
+    let manager = system_manager(dir.path());
+    assert_eq!(manager.topic("t").expect("topic t").partitions, 6);
+    assert!(dir.path().join("t-0").join("partition.metadata").exists());
+    manager.shutdown().unwrap();
+    drop(manager);
+    // A deletion cut by a crash (highest partitions first) leaves a prefix:
+    // nothing is created back.
+    std::fs::remove_dir_all(dir.path().join("t-5")).unwrap();
+    let manager = system_manager(dir.path());
+    assert_eq!(manager.topic("t").expect("topic t").partitions, 5);
+    assert!(!dir.path().join("t-5").exists());
+}

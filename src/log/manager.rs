@@ -11,6 +11,15 @@
 //! ```
 //! Each partition directory describes itself (topic id and overrides), so a
 //! restart rebuilds the topic table from the directories alone.
+//!
+//! Creating a topic (or partitions) survives a crash: each partition's files
+//! are written in `<topic>-<partition>.creating` and the directory renamed
+//! into place only once complete, from the highest partition down. A start
+//! deletes `.creating` leftovers and creates every partition missing below a
+//! topic's highest one, which is what a crash in the middle leaves; so the
+//! topic ends with all its partitions, never a prefix of them. Deleting
+//! goes from the highest partition down too, so a deletion a crash cut
+//! leaves a prefix, never mistaken for a cut creation.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,6 +45,8 @@ use crate::clock::SharedClock;
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
 pub const TOPIC_CONFIG_FILE: &str = "topic.properties";
+/// Suffix of a partition directory being created.
+const CREATING_SUFFIX: &str = ".creating";
 
 /// Broker-level settings of the log layer.
 #[derive(Debug, Clone)]
@@ -133,7 +144,24 @@ impl LogManager {
         for dir in manager.config.log_dirs.clone() {
             manager.load_dir(&dir)?;
         }
+        manager.complete_interrupted_creations()?;
         Ok(manager)
+    }
+
+    /// Create the partitions missing below each topic's highest one: the
+    /// creation a crash interrupted (see the module doc).
+    fn complete_interrupted_creations(&self) -> Result<()> {
+        let topics: Vec<TopicInfo> = self.topics.read().values().cloned().collect();
+        for info in topics {
+            for p in (0..info.partitions).rev() {
+                let tp = TopicPartition::new(&info.name, p);
+                if self.get_log(&tp).is_none() && !self.offline.read().contains_key(&tp) {
+                    tracing::warn!(partition = %tp, "creating a partition missing below the topic's highest: its creation was interrupted");
+                    self.create_partition(&info, p)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn load_dir(&self, dir: &Path) -> Result<()> {
@@ -153,8 +181,9 @@ impl LogManager {
                 continue;
             }
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name.ends_with("-delete") {
-                // A topic deleted while the broker was down mid-way: finish the job.
+            if name.ends_with("-delete") || name.ends_with(CREATING_SUFFIX) {
+                // A topic deleted while the broker was down mid-way: finish
+                // the job; a partition whose creation was cut: start again.
                 let _ = std::fs::remove_dir_all(&path);
                 continue;
             }
@@ -328,7 +357,7 @@ impl LogManager {
             return Err(LogError::TopicExists(name.into()));
         }
         let info = TopicInfo { name: name.into(), id: random_topic_id(), partitions, config };
-        for p in 0..partitions {
+        for p in (0..partitions).rev() {
             self.create_partition(&info, p)?;
         }
         topics.insert(name.into(), info.clone());
@@ -353,7 +382,7 @@ impl LogManager {
             });
         }
         let snapshot = info.clone();
-        for p in snapshot.partitions..new_total {
+        for p in (snapshot.partitions..new_total).rev() {
             self.create_partition(&snapshot, p)?;
         }
         info.partitions = new_total;
@@ -362,13 +391,19 @@ impl LogManager {
 
     fn create_partition(&self, info: &TopicInfo, partition: i32) -> Result<()> {
         let tp = TopicPartition::new(&info.name, partition);
-        let dir = self.pick_log_dir().join(tp.to_string());
-        std::fs::create_dir_all(&dir).map_err(LogError::io(&dir))?;
-        write_partition_metadata(&dir, &info.id)?;
+        let parent = self.pick_log_dir();
+        let (dir, staged) =
+            (parent.join(tp.to_string()), parent.join(format!("{tp}{CREATING_SUFFIX}")));
+        if staged.exists() {
+            std::fs::remove_dir_all(&staged).map_err(LogError::io(&staged))?;
+        }
+        std::fs::create_dir_all(&staged).map_err(LogError::io(&staged))?;
+        write_partition_metadata(&staged, &info.id)?;
         checkpoint::write_atomically(
-            &dir.join(TOPIC_CONFIG_FILE),
+            &staged.join(TOPIC_CONFIG_FILE),
             info.config.overrides_to_properties().as_bytes(),
         )?;
+        std::fs::rename(&staged, &dir).map_err(LogError::io(&dir))?;
         let load = LoadParams { recovery_point: 0, log_start_offset: 0, clean_shutdown: true };
         let log = Log::open(
             &dir,
@@ -408,7 +443,9 @@ impl LogManager {
             .write()
             .remove(name)
             .ok_or_else(|| LogError::UnknownTopicOrPartition(name.into()))?;
-        for p in 0..info.partitions {
+        // Highest first, so a crash in the middle leaves a prefix, which no
+        // start mistakes for a cut creation (module doc).
+        for p in (0..info.partitions).rev() {
             let tp = TopicPartition::new(name, p);
             self.offline.write().remove(&tp);
             // Stop a clean of this partition before its files go (the cleaner

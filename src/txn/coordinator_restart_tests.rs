@@ -228,3 +228,25 @@ fn a_loaded_prepare_commit_answers_by_state_until_it_is_completed() {
     assert_eq!(node.writer.written().len(), 3);
     assert_eq!(cached(&node, ID).state(), CompleteCommit);
 }
+
+#[test]
+fn recovery_skips_the_partitions_whose_transaction_is_already_closed() {
+    let (live, image) =
+        (tempfile::tempdir().expect("tempdir"), tempfile::tempdir().expect("tempdir"));
+    let clock = MockClock::new(NOW);
+    let node = open(live.path(), &clock);
+    let p = begin(&node, ID, &PARTITIONS);
+    node.writer.crash_after(1, live.path(), image.path());
+    node.coordinator.end_transaction(ID, p.producer_id, p.epoch, Abort).expect("decided");
+    drop(node);
+    let node = open_unloaded(image.path(), &clock);
+    // The first partition's marker landed before the crash: its producer
+    // state has no open transaction, so recovery writes only the other two.
+    let (first, _) = PARTITIONS[0];
+    node.writer.close(tp(first, PARTITIONS[0].1));
+    node.coordinator.load();
+    let rest: Vec<_> = PARTITIONS[1..].iter().map(|(t, n)| (tp(t, *n), marker(p, Abort))).collect();
+    assert_eq!(node.writer.written(), rest);
+    assert_eq!(cached(&node, ID).state(), CompleteAbort);
+    assert_eq!(states(&node, ID).last(), Some(&Some(CompleteAbort)));
+}

@@ -28,9 +28,13 @@
 //!    for [`TransactionCoordinator::retry_pending_completions`], which
 //!    rewrites only the failed ones; the client has its answer (the outcome
 //!    is decided) and the id answers CONCURRENT_TRANSACTIONS meanwhile.
-//!    *Crash after k of n markers:* as after step 2; recovery rewrites all n,
-//!    and the k partitions that had theirs ignore the second one (the marker
-//!    writer's contract).
+//!    *Crash after k of n markers:* as after step 2, except that recovery
+//!    writes a marker only where the producer still has an open transaction
+//!    (the marker writer's `has_open_transaction`): the k partitions that
+//!    had theirs, and any the transaction wrote nothing to, are skipped, so
+//!    every partition ends with exactly one marker of the transaction (Kafka
+//!    resends all n, and a partition appends a second, inert marker; the
+//!    skipped ones change no offset, index or group either way).
 //! 4. Append the Complete record (no partitions, start time kept) and
 //!    complete the transition. A failed append keeps the transaction pending
 //!    with no marker left, so the retry writes only the Complete record.
@@ -210,8 +214,13 @@ impl TransactionCoordinator {
     /// it completed.
     fn complete_transaction(&self, transactional_id: String, mut pc: PendingCompletion) -> bool {
         let mut failed = BTreeSet::new();
-        for tp in std::mem::take(&mut pc.remaining) {
-            match self.markers.write_marker(&tp, &pc.marker) {
+        let remaining = std::mem::take(&mut pc.remaining);
+        let total = remaining.len();
+        self.maybe_crash(&transactional_id, 0, total);
+        for (i, tp) in remaining.into_iter().enumerate() {
+            let written = self.markers.write_marker(&tp, &pc.marker);
+            self.maybe_crash(&transactional_id, i + 1, total);
+            match written {
                 Ok(()) => {}
                 Err(MarkerWriteError::UnknownTopicOrPartition(_)) => {
                     tracing::info!(transactional_id, partition = %tp, "no marker for a deleted partition");
@@ -239,8 +248,17 @@ impl TransactionCoordinator {
         true
     }
 
+    /// Test-only crash injection (`crash_point`): die here if this step,
+    /// `written` of `total` markers, is the configured one.
+    fn maybe_crash(&self, transactional_id: &str, written: usize, total: usize) {
+        if let Some(point) = self.crash_point.filter(|p| p.is_reached(written, total)) {
+            point.crash(transactional_id);
+        }
+    }
+
     /// Complete a transaction the load found in PrepareCommit/PrepareAbort:
-    /// every marker again, then the Complete record.
+    /// the markers of the partitions where the producer's transaction is
+    /// still open (step 3 of the module doc), then the Complete record.
     pub(super) fn complete_loaded_transaction(&self, transactional_id: &str) {
         let Ok(Some(shared)) = self.state.get_transaction_state(transactional_id) else {
             return;
@@ -254,7 +272,17 @@ impl TransactionCoordinator {
                 return;
             }
             match self.prepare_completion(&shared, &mut m) {
-                Ok(c) => c,
+                Ok(mut c) => {
+                    let pid = c.marker.producer_id;
+                    c.remaining.retain(|tp| {
+                        let skip = self.markers.has_open_transaction(tp, pid) == Some(false);
+                        if skip {
+                            tracing::info!(transactional_id, partition = %tp, "no open transaction of the producer: marker already written, or nothing written; skipped");
+                        }
+                        !skip
+                    });
+                    c
+                }
                 Err(e) => {
                     tracing::error!(transactional_id, "completing a loaded transaction: {e}");
                     return;

@@ -99,6 +99,12 @@ impl TransactionMarkerWriter for LogMarkerWriter {
             }),
         }
     }
+
+    fn has_open_transaction(&self, partition: &TopicPartition, producer_id: i64) -> Option<bool> {
+        let log = self.logs.get_log(partition)?;
+        let open = log.read().producer_state().ongoing_txns().any(|(_, pid)| pid == producer_id);
+        Some(open)
+    }
 }
 
 #[cfg(test)]
@@ -171,6 +177,20 @@ mod tests {
         let tp = TopicPartition::new("gone", 0);
         let e = w.write_marker(&tp, &marker(1, TransactionResult::Commit)).unwrap_err();
         assert_eq!(e, MarkerWriteError::UnknownTopicOrPartition(tp));
+    }
+
+    #[test]
+    fn an_open_transaction_is_seen_until_its_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let (logs, w, _) = writer(dir.path());
+        let tp = TopicPartition::new("t", 0);
+        assert_eq!(w.has_open_transaction(&tp, PID), Some(false));
+        open_txn(&logs, &tp);
+        assert_eq!(w.has_open_transaction(&tp, PID), Some(true));
+        assert_eq!(w.has_open_transaction(&tp, PID + 1), Some(false), "another producer");
+        w.write_marker(&tp, &marker(1, TransactionResult::Commit)).unwrap();
+        assert_eq!(w.has_open_transaction(&tp, PID), Some(false));
+        assert_eq!(w.has_open_transaction(&TopicPartition::new("gone", 0), PID), None);
     }
 
     /// Remembers what it was told.

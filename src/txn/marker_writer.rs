@@ -71,4 +71,12 @@ pub trait TransactionMarkerWriter: Send + Sync + std::fmt::Debug {
         partition: &TopicPartition,
         marker: &TxnMarker,
     ) -> Result<(), MarkerWriteError>;
+
+    /// Whether `producer_id` has an open transaction on `partition`: `None`
+    /// when the writer cannot tell (the partition is not here). Recovery
+    /// skips a partition answering `Some(false)` (`end_txn`, step 3).
+    fn has_open_transaction(&self, partition: &TopicPartition, producer_id: i64) -> Option<bool> {
+        let _ = (partition, producer_id);
+        None
+    }
 }

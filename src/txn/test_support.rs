@@ -47,6 +47,8 @@ pub(super) struct FakeMarkerWriter {
     crash: Mutex<Option<CrashPlan>>,
     crashed: Mutex<bool>,
     hook: Mutex<Option<Hook>>,
+    /// Partitions reported with no open transaction (`has_open_transaction`).
+    closed: Mutex<BTreeSet<TopicPartition>>,
 }
 
 impl std::fmt::Debug for FakeMarkerWriter {
@@ -67,6 +69,11 @@ impl FakeMarkerWriter {
     /// Writes to `tp` fail until [`FakeMarkerWriter::heal`].
     pub fn fail(&self, tp: TopicPartition) {
         self.failing.lock().insert(tp);
+    }
+
+    /// Report `tp` as holding no open transaction (its marker landed before a crash).
+    pub fn close(&self, tp: TopicPartition) {
+        self.closed.lock().insert(tp);
     }
 
     pub fn heal(&self) {
@@ -124,6 +131,10 @@ impl TransactionMarkerWriter for FakeMarkerWriter {
             }
         }
         Ok(())
+    }
+
+    fn has_open_transaction(&self, tp: &TopicPartition, _producer_id: i64) -> Option<bool> {
+        self.closed.lock().contains(tp).then_some(false)
     }
 }
 

@@ -3,6 +3,8 @@
 //! data dir, and the broker's log kept in a file for failure messages.
 #![allow(dead_code)]
 
+pub mod txn;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -16,6 +18,9 @@ pub struct TestBroker {
     pub metrics_port: u16,
     pub dir: tempfile::TempDir,
     overrides: Vec<String>,
+    /// Environment variables of the next launch (test-only switches such as
+    /// `SEDIMENT_TXN_CRASH_POINT`).
+    env: Vec<(String, String)>,
     log_path: PathBuf,
 }
 
@@ -31,10 +36,56 @@ impl TestBroker {
             metrics_port: 0,
             dir,
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
+            env: Vec::new(),
             log_path,
         };
         b.launch(0);
         b
+    }
+
+    /// Start a broker, as [`TestBroker::start`], with `env` set in its environment.
+    pub fn start_with_env(overrides: &[&str], env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log_path = dir.path().join("broker.log");
+        let mut b = Self {
+            child: None,
+            port: 0,
+            metrics_port: 0,
+            dir,
+            overrides: overrides.iter().map(|s| s.to_string()).collect(),
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            log_path,
+        };
+        b.launch(0);
+        b
+    }
+
+    /// Replace the environment variables of the next [`TestBroker::restart`].
+    pub fn set_env(&mut self, env: &[(&str, &str)]) {
+        self.env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    }
+
+    /// The running broker's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// Wait up to `secs` for the broker to exit on its own; its exit status.
+    pub fn wait_exit(&mut self, secs: u64) -> std::process::ExitStatus {
+        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+        let child = self.child.as_mut().expect("running");
+        loop {
+            if let Some(status) = child.try_wait().expect("try_wait") {
+                self.child = None;
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the broker did not exit within {secs}s; its log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     pub fn data_dir(&self) -> PathBuf {
@@ -53,6 +104,7 @@ impl TestBroker {
         for o in &self.overrides {
             cmd.arg("--override").arg(o);
         }
+        cmd.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         let mut child = cmd
             .env("RUST_LOG", std::env::var("SEDIMENT_TEST_LOG").unwrap_or_else(|_| "info".into()))
             .stdout(Stdio::null())

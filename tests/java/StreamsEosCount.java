@@ -10,6 +10,11 @@
 //     key=c1,c2,..., then the changelog topic's cleanup.policy, the
 //     application's committed offset on "words", whether "counts" holds
 //     markers, and how many of its records only read_uncommitted sees.
+//   steady [txn-timeout-ms]: as count, with 2 ms of work per record and up
+//     to 150 s for the output (the broker is SIGKILLed and restarted
+//     meanwhile), the producer's transaction.timeout.ms if given; if the app
+//     reaches state ERROR instead, print "app state=ERROR" and exit 3. Its
+//     state changes go to stderr.
 //   slow: run the app with 2 ms of work per record, blocking for ever
 //     before record 1000; once the output of record 999 is on the broker,
 //     print "running open=N", N the output records of the transaction the
@@ -62,7 +67,10 @@ public class StreamsEosCount {
             return;
         }
         boolean slow = mode.equals("slow");
-        KafkaStreams streams = app(bootstrap, stateDir, slow);
+        boolean steady = mode.equals("steady");
+        int txnTimeoutMs = args.length > 4 ? Integer.parseInt(args[4]) : 0;
+        KafkaStreams streams = app(bootstrap, stateDir, slow || steady ? 2 : 0, slow, txnTimeoutMs);
+        streams.setStateListener((now, before) -> System.err.println("app state " + before + " -> " + now));
         streams.start();
         if (slow) {
             // The app blocks before record 1000; wait for the output of
@@ -93,8 +101,14 @@ public class StreamsEosCount {
         }
         Map<String, List<Long>> seen = new TreeMap<>();
         try (KafkaConsumer<String, Long> consumer = countsConsumer(bootstrap, "read_committed")) {
-            long deadline = System.currentTimeMillis() + 60_000;
+            long deadline = System.currentTimeMillis() + (steady ? 150_000 : 60_000);
             while (!done(seen, records) && System.currentTimeMillis() < deadline) {
+                if (streams.state() == KafkaStreams.State.ERROR) {
+                    System.out.println("app state=ERROR");
+                    System.out.flush();
+                    streams.close(Duration.ofSeconds(10));
+                    System.exit(3);
+                }
                 poll(consumer, seen);
             }
         }
@@ -163,13 +177,15 @@ public class StreamsEosCount {
         }
     }
 
-    static KafkaStreams app(String bootstrap, String stateDir, boolean slow) {
+    // workMs: the work per record; block: block for ever before record 1000.
+    static KafkaStreams app(String bootstrap, String stateDir, int workMs, boolean block,
+            int txnTimeoutMs) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream("words", Consumed.with(Serdes.String(), Serdes.String()))
                 .peek((k, v) -> {
-                    if (slow) {
+                    if (workMs > 0) {
                         try {
-                            Thread.sleep(v.equals("v1000") ? Long.MAX_VALUE : 2);
+                            Thread.sleep(block && v.equals("v1000") ? Long.MAX_VALUE : workMs);
                         } catch (InterruptedException e) {
                             Thread.currentThread().interrupt();
                         }
@@ -192,6 +208,9 @@ public class StreamsEosCount {
         // A killed instance's member leaves the group after this; the broker's
         // group.min.session.timeout.ms is 6 s.
         s.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 6000);
+        if (txnTimeoutMs > 0) {
+            s.put(StreamsConfig.producerPrefix("transaction.timeout.ms"), txnTimeoutMs);
+        }
         KafkaStreams streams = new KafkaStreams(builder.build(), s);
         streams.setUncaughtExceptionHandler(e -> {
             System.err.println("streams failed: " + e);
