@@ -72,6 +72,9 @@ pub struct Broker {
     /// The transaction coordinator (its state loads on the `txn-coordinator`
     /// thread [`run`] starts).
     pub txn: Arc<TransactionCoordinator>,
+    /// The coordinator's marker writer, also used by WriteTxnMarkers (the
+    /// admin abort path) so both append markers the same way.
+    pub markers: Arc<LogMarkerWriter>,
     /// Bumped after every append (and marker) so long-polling fetches wake up.
     appended: Arc<watch::Sender<u64>>,
     producer_ids: Arc<Mutex<ProducerIdManager>>,
@@ -112,7 +115,8 @@ impl Broker {
         ));
         let producer_ids = Arc::new(Mutex::new(producer_ids));
         let appended = Arc::new(watch::channel(0).0);
-        let txn = transaction_coordinator(&config, &logs, &producer_ids, &appended, &groups);
+        let (txn, markers) =
+            transaction_coordinator(&config, &logs, &producer_ids, &appended, &groups);
         Ok(Self {
             config,
             logs,
@@ -121,6 +125,7 @@ impl Broker {
             advertised,
             groups,
             txn,
+            markers,
             appended,
             producer_ids,
             request_metrics: RequestMetrics::new(),
@@ -148,15 +153,16 @@ impl Broker {
     }
 }
 
-/// The transaction coordinator over `logs`, writing markers into them (each
-/// marker wakes fetches, as it moves the last stable offset).
+/// The transaction coordinator over `logs`, and the marker writer it writes
+/// markers into them with (each marker wakes fetches, as it moves the last
+/// stable offset).
 fn transaction_coordinator(
     config: &BrokerConfig,
     logs: &Arc<LogManager>,
     producer_ids: &Arc<Mutex<ProducerIdManager>>,
     appended: &Arc<watch::Sender<u64>>,
     groups: &Arc<GroupCoordinator>,
-) -> Arc<TransactionCoordinator> {
+) -> (Arc<TransactionCoordinator>, Arc<LogMarkerWriter>) {
     let clock = logs.clock().clone();
     let state = Arc::new(TransactionStateManager::new(
         config.transaction_config(),
@@ -168,7 +174,8 @@ fn transaction_coordinator(
     let listener: Arc<dyn TxnCompletionListener> = Arc::new(GroupTxnListener(Arc::clone(groups)));
     let markers = Arc::new(LogMarkerWriter::new(Arc::clone(logs), hook).with_listener(listener));
     let ids: Arc<dyn ProducerIdGenerator> = producer_ids.clone();
-    Arc::new(TransactionCoordinator::new(state, ids, markers, clock))
+    let coordinator = TransactionCoordinator::new(state, ids, markers.clone(), clock);
+    (Arc::new(coordinator), markers)
 }
 
 /// Hands the markers landing on `__consumer_offsets` to the group

@@ -24,6 +24,8 @@ pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_log_dirs;
+pub mod describe_producers;
+pub mod describe_transactions;
 pub mod end_txn;
 pub mod error;
 pub mod fetch;
@@ -34,6 +36,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
@@ -41,6 +44,7 @@ pub mod offset_fetch;
 pub mod produce;
 pub mod sync_group;
 pub mod txn_offset_commit;
+pub mod write_txn_markers;
 
 use std::sync::Arc;
 
@@ -66,6 +70,7 @@ const fn api(key: ApiKey, min: i16, max: i16) -> SupportedApi {
 /// Kafka 4.x does (older librdkafka disables compression otherwise), but
 /// versions below 3 are answered with UNSUPPORTED_VERSION. TxnOffsetCommit
 /// stops at v4: v5 means the coordinator adds the partition itself (TV2).
+/// ListTransactions stops at v1: v2 filters by a Java regular expression.
 pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::Produce, 0, 13),
     api(ApiKey::Fetch, 4, 18),
@@ -97,6 +102,10 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::AddOffsetsToTxn, 0, 4),
     api(ApiKey::EndTxn, 0, 4),
     api(ApiKey::TxnOffsetCommit, 0, 4),
+    api(ApiKey::WriteTxnMarkers, 1, 1),
+    api(ApiKey::DescribeProducers, 0, 0),
+    api(ApiKey::DescribeTransactions, 0, 0),
+    api(ApiKey::ListTransactions, 0, 1),
 ];
 
 /// The versions of `key` we handle, if we handle it at all.
@@ -233,6 +242,18 @@ pub async fn dispatch(
         RequestKind::EndTxn(r) => ResponseKind::EndTxn(blocking(|| end_txn::handle(broker, &r, v))),
         RequestKind::TxnOffsetCommit(r) => {
             ResponseKind::TxnOffsetCommit(blocking(|| txn_offset_commit::handle(broker, &r, v)))
+        }
+        RequestKind::WriteTxnMarkers(r) => {
+            ResponseKind::WriteTxnMarkers(blocking(|| write_txn_markers::handle(broker, &r)))
+        }
+        RequestKind::DescribeProducers(r) => {
+            ResponseKind::DescribeProducers(describe_producers::handle(broker, &r))
+        }
+        RequestKind::DescribeTransactions(r) => {
+            ResponseKind::DescribeTransactions(describe_transactions::handle(broker, &r, v))
+        }
+        RequestKind::ListTransactions(r) => {
+            ResponseKind::ListTransactions(list_transactions::handle(broker, &r, v))
         }
         other => {
             tracing::warn!(api = ?ApiKey::try_from(header.request_api_key).ok(), "no handler for {:?}", std::mem::discriminant(&other));

@@ -144,7 +144,10 @@ fn first_transactional(records: &[u8]) -> Option<(i64, i16)> {
 /// `tp`: a transactional batch of a producer with no open transaction on the
 /// partition must be in the id's transaction (Kafka's verification). No log
 /// lock is held while the coordinator is asked (lock order: coordinator
-/// before log).
+/// before log). With `transaction.partition.verification.enable=false`
+/// nothing is asked, as on Kafka: a batch of a producer the coordinator does
+/// not know then opens a transaction no marker will close (a hanging
+/// transaction, which `kafka-transactions abort` ends).
 fn verify_transactional(
     broker: &Broker,
     transactional_id: &str,
@@ -153,6 +156,9 @@ fn verify_transactional(
     records: &[u8],
     version: i16,
 ) -> Result<(), Refusal> {
+    if !broker.config.transaction_partition_verification_enable() {
+        return Ok(());
+    }
     let Some((pid, epoch)) = first_transactional(records) else {
         return Ok(());
     };
