@@ -304,6 +304,23 @@ fn kafka_transactions_lists_describes_finds_and_aborts_a_hanging_transaction() {
     let p = cleaner_partition(&b, "t", 0);
     assert!(p["open_transaction"].is_null(), "{p}");
 
+    // The four APIs are advertised at Kafka 4.1.2's versions, but
+    // ListTransactions v2 (a regular expression filter).
+    let versions = kafka_tool(
+        &b,
+        "org.apache.kafka.tools.BrokerApiVersionsCommand",
+        &["--bootstrap-server", &bs],
+        None,
+    );
+    for served in [
+        "WriteTxnMarkers(27): 1 [usable: 1]",
+        "DescribeProducers(61): 0 [usable: 0]",
+        "DescribeTransactions(65): 0 [usable: 0]",
+        "ListTransactions(66): 0 to 1 [usable: 1]",
+    ] {
+        assert!(versions.contains(served), "{served} in\n{versions}");
+    }
+
     // The live transaction was never disturbed: it commits.
     end_txn(&mut w, "live", pid, epoch, true);
     b.wait_for(10, "the live transaction's marker", || {
