@@ -184,9 +184,6 @@ pub async fn dispatch(
         RequestKind::DeleteRecords(r) => {
             ResponseKind::DeleteRecords(blocking(|| delete_records::handle(broker, r)))
         }
-        RequestKind::InitProducerId(r) => {
-            ResponseKind::InitProducerId(blocking(|| init_producer_id::handle(broker, &r, v)))
-        }
         RequestKind::DescribeConfigs(r) => {
             ResponseKind::DescribeConfigs(describe_configs::handle(broker, r))
         }
@@ -233,6 +230,23 @@ pub async fn dispatch(
         RequestKind::OffsetDelete(r) => {
             ResponseKind::OffsetDelete(blocking(|| offset_delete::handle(broker, &r)))
         }
+        other => transaction_api(broker, header, other).ok_or(Close)?,
+    };
+    Ok(Some(Reply::from(response)))
+}
+
+/// The producer id and transaction APIs (docs/transactions.md 3.1); `None`
+/// (logged) for a request that is none of them and has no handler.
+fn transaction_api(
+    broker: &Arc<Broker>,
+    header: &RequestHeader,
+    request: RequestKind,
+) -> Option<ResponseKind> {
+    let v = header.request_api_version;
+    Some(match request {
+        RequestKind::InitProducerId(r) => {
+            ResponseKind::InitProducerId(blocking(|| init_producer_id::handle(broker, &r, v)))
+        }
         RequestKind::AddPartitionsToTxn(r) => ResponseKind::AddPartitionsToTxn(blocking(|| {
             add_partitions_to_txn::handle(broker, &r, v)
         })),
@@ -257,10 +271,9 @@ pub async fn dispatch(
         }
         other => {
             tracing::warn!(api = ?ApiKey::try_from(header.request_api_key).ok(), "no handler for {:?}", std::mem::discriminant(&other));
-            return Err(Close);
+            return None;
         }
-    };
-    Ok(Some(Reply::from(response)))
+    })
 }
 
 /// The connection must be closed without a response.
