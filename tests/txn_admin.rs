@@ -251,6 +251,10 @@ fn kafka_transactions_lists_describes_finds_and_aborts_a_hanging_transaction() {
     assert_eq!(p["open_transaction"]["producer_id"], GHOST_PID, "{p}");
 
     // list and describe: the live transaction.
+    let by_pattern = tool(&["list", "--transactional-id-pattern", "l.*"]);
+    assert_eq!(rows(&by_pattern, &["live"]).len(), 1, "{by_pattern}");
+    let by_pattern = tool(&["list", "--transactional-id-pattern", "x.*"]);
+    assert!(rows(&by_pattern, &["live"]).is_empty(), "{by_pattern}");
     let listed = tool(&["list"]);
     let live = rows(&listed, &["live"]);
     assert_eq!(live.len(), 1, "{listed}");
@@ -304,8 +308,7 @@ fn kafka_transactions_lists_describes_finds_and_aborts_a_hanging_transaction() {
     let p = cleaner_partition(&b, "t", 0);
     assert!(p["open_transaction"].is_null(), "{p}");
 
-    // The four APIs are advertised at Kafka 4.1.2's versions, but
-    // ListTransactions v2 (a regular expression filter).
+    // The four APIs are advertised at Kafka 4.1.2's versions.
     let versions = kafka_tool(
         &b,
         "org.apache.kafka.tools.BrokerApiVersionsCommand",
@@ -316,7 +319,7 @@ fn kafka_transactions_lists_describes_finds_and_aborts_a_hanging_transaction() {
         "WriteTxnMarkers(27): 1 [usable: 1]",
         "DescribeProducers(61): 0 [usable: 0]",
         "DescribeTransactions(65): 0 [usable: 0]",
-        "ListTransactions(66): 0 to 1 [usable: 1]",
+        "ListTransactions(66): 0 to 2 [usable: 2]",
     ] {
         assert!(versions.contains(served), "{served} in\n{versions}");
     }
@@ -493,7 +496,26 @@ fn admin_apis_answer_bad_input_with_kafkas_codes() {
         let listed = list(&mut w, 1, &["Ongoing"], &[known_pid], 20).1;
         (!listed.is_empty()).then_some(listed)
     });
-    assert_eq!(listed, vec![known_ongoing]);
+    assert_eq!(listed, vec![known_ongoing.clone()]);
+
+    // v2: a pattern matching whole ids (RE2 syntax, as Kafka's RE2/J); one
+    // that does not parse is INVALID_REGULAR_EXPRESSION.
+    let by_pattern = |w: &mut Wire, pattern: &str| {
+        let r = w.call(
+            2,
+            &ListTransactionsRequest::default()
+                .with_duration_filter(-1)
+                .with_transactional_id_pattern(Some(s(pattern))),
+        );
+        let ids: Vec<String> =
+            r.transaction_states.iter().map(|t| t.transactional_id.to_string()).collect();
+        (r.error_code, ids)
+    };
+    assert_eq!(by_pattern(&mut w, "kn.wn"), (0, vec!["known".to_string()]));
+    assert_eq!(by_pattern(&mut w, ""), (0, vec!["known".to_string()]), "empty: no filter");
+    assert_eq!(by_pattern(&mut w, "kn"), (0, vec![]), "the whole id must match");
+    let invalid = code(ResponseError::InvalidRegularExpression);
+    assert_eq!(by_pattern(&mut w, "kn(own"), (invalid, vec![]));
 }
 
 /// A TxnOffsetCommit of producer `pid` (unknown to the coordinator; verification is off) is

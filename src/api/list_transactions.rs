@@ -1,4 +1,4 @@
-//! ListTransactions (v0–1): the transactional ids the coordinator holds, with
+//! ListTransactions (v0–2): the transactional ids the coordinator holds, with
 //! their producer id and state, filtered as Kafka's
 //! `TransactionStateManager.listTransactionStates`:
 //! * state filters: the names of `TransactionState`; a name that is not one
@@ -6,28 +6,47 @@
 //! * producer id filters: only those producer ids;
 //! * (v1) `duration_filter` >= 0: only transactions running longer than it,
 //!   counted from the transaction's start time;
+//! * (v2) `transactional_id_pattern`, unless null or empty: only ids the
+//!   whole of which it matches. Kafka compiles it with RE2/J; RE2's syntax is
+//!   the one `regex-syntax` parses. One that does not parse, or compiles to
+//!   more than `PATTERN_SIZE_LIMIT` bytes, is INVALID_REGULAR_EXPRESSION;
 //! * Dead ids (being expired) are never listed.
 //!
-//! COORDINATOR_LOAD_IN_PROGRESS until `__transaction_state` is loaded. v2
-//! (a `TransactionalIdPattern`, a Java regular expression) is not served.
+//! COORDINATOR_LOAD_IN_PROGRESS until `__transaction_state` is loaded.
 
 use std::collections::BTreeSet;
 
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::list_transactions_response::TransactionState as ListedTransaction;
 use kafka_protocol::messages::{
     ListTransactionsRequest, ListTransactionsResponse, ProducerId, TransactionalId,
 };
+
+use regex_automata::meta::Regex;
+use regex_syntax::hir::{Hir, Look};
 
 use super::error::{txn_error_code, TxnApi};
 use super::str_bytes;
 use crate::broker::Broker;
 use crate::txn::{TransactionMetadata, TransactionState};
 
+/// The most memory a compiled id pattern may take (its NFA).
+const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+
 pub fn handle(
     broker: &Broker,
     request: &ListTransactionsRequest,
     version: i16,
 ) -> ListTransactionsResponse {
+    let pattern = request.transactional_id_pattern.as_ref().filter(|_| version >= 2);
+    let id_pattern = match IdPattern::new(pattern.map(|p| p.as_str())) {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::debug!("ListTransactions: {e}");
+            let code = ResponseError::InvalidRegularExpression.code();
+            return ListTransactionsResponse::default().with_error_code(code);
+        }
+    };
     let transactions = match broker.txn.state_manager().snapshot() {
         Ok(t) => t,
         Err(e) => {
@@ -54,7 +73,7 @@ pub fn handle(
     };
     let listed = transactions
         .values()
-        .filter(|t| filter.includes(t))
+        .filter(|t| filter.includes(t) && id_pattern.matches(&t.transactional_id))
         .map(|t| {
             ListedTransaction::default()
                 .with_transactional_id(TransactionalId(str_bytes(t.transactional_id.clone())))
@@ -65,6 +84,34 @@ pub fn handle(
     ListTransactionsResponse::default()
         .with_unknown_state_filters(unknown)
         .with_transaction_states(listed)
+}
+
+/// A v2 transactional id pattern, matching whole ids (RE2/J's `matches`).
+struct IdPattern(Option<Regex>);
+
+impl IdPattern {
+    /// `None` or an empty pattern matches every id.
+    fn new(pattern: Option<&str>) -> Result<Self, String> {
+        let Some(pattern) = pattern.filter(|p| !p.is_empty()) else {
+            return Ok(Self(None));
+        };
+        let hir = regex_syntax::ParserBuilder::new()
+            .build()
+            .parse(pattern)
+            .map_err(|e| format!("pattern {pattern:?}: {e}"))?;
+        // Anchored on both sides as a tree, so no text of the pattern (a
+        // comment, an unbalanced group) can escape the anchors.
+        let whole = Hir::concat(vec![Hir::look(Look::Start), hir, Hir::look(Look::End)]);
+        Regex::builder()
+            .configure(Regex::config().nfa_size_limit(Some(PATTERN_SIZE_LIMIT)))
+            .build_from_hir(&whole)
+            .map(|re| Self(Some(re)))
+            .map_err(|e| format!("pattern {pattern:?}: {e}"))
+    }
+
+    fn matches(&self, id: &str) -> bool {
+        self.0.as_ref().is_none_or(|re| re.is_match(id))
+    }
 }
 
 struct Filter {
@@ -117,6 +164,19 @@ mod tests {
         // Running 6000 ms: longer than 5999, not longer than 6000.
         assert!(filter(&[], &[], 5_999).includes(&t));
         assert!(!filter(&[], &[], 6_000).includes(&t));
+    }
+
+    #[test]
+    fn an_id_pattern_matches_whole_ids() {
+        let p = IdPattern::new(Some("app-[0-9]+|other")).unwrap();
+        assert!(p.matches("app-12") && p.matches("other"));
+        assert!(!p.matches("my-app-12") && !p.matches("app-12x") && !p.matches("others"));
+        for every in [None, Some("")] {
+            assert!(IdPattern::new(every).unwrap().matches("anything"));
+        }
+        for invalid in ["app-(", "a)|(b", "[z-a]", "a{5000}{5000}"] {
+            assert!(IdPattern::new(Some(invalid)).is_err(), "{invalid}");
+        }
     }
 
     #[test]

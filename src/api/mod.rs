@@ -70,7 +70,6 @@ const fn api(key: ApiKey, min: i16, max: i16) -> SupportedApi {
 /// Kafka 4.x does (older librdkafka disables compression otherwise), but
 /// versions below 3 are answered with UNSUPPORTED_VERSION. TxnOffsetCommit
 /// stops at v4: v5 means the coordinator adds the partition itself (TV2).
-/// ListTransactions stops at v1: v2 filters by a Java regular expression.
 pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::Produce, 0, 13),
     api(ApiKey::Fetch, 4, 18),
@@ -105,7 +104,7 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::WriteTxnMarkers, 1, 1),
     api(ApiKey::DescribeProducers, 0, 0),
     api(ApiKey::DescribeTransactions, 0, 0),
-    api(ApiKey::ListTransactions, 0, 1),
+    api(ApiKey::ListTransactions, 0, 2),
 ];
 
 /// The versions of `key` we handle, if we handle it at all.
