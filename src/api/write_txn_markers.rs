@@ -13,8 +13,12 @@
 //! for a partition that does not exist; INVALID_PRODUCER_EPOCH for a producer
 //! epoch below the partition's; TRANSACTION_COORDINATOR_FENCED for a
 //! coordinator epoch below the one the partition recorded; KAFKA_STORAGE_ERROR
-//! for an offline partition or a failed write. Markers are written in request
-//! order, and one refused partition does not stop the others.
+//! for an offline partition or a failed write (Kafka answers
+//! UNKNOWN_TOPIC_OR_PARTITION for an offline one, which the coordinator would
+//! take as "nothing to mark"). Markers are written in request order, and one
+//! refused partition does not stop the others. A coordinator epoch above this
+//! node's (always 0) is logged: the partition keeps it, and fences this
+//! coordinator's own later markers of the producer there.
 
 use kafka_protocol::messages::write_txn_markers_request::WritableTxnMarker;
 use kafka_protocol::messages::write_txn_markers_response::{
@@ -25,7 +29,7 @@ use kafka_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 use super::error::error_code;
 use crate::broker::Broker;
 use crate::log::TopicPartition;
-use crate::txn::{TransactionResult, TxnMarker};
+use crate::txn::{TransactionResult, TxnMarker, COORDINATOR_EPOCH};
 
 pub fn handle(broker: &Broker, request: &WriteTxnMarkersRequest) -> WriteTxnMarkersResponse {
     let markers = request.markers.iter().map(|m| write_marker(broker, m)).collect();
@@ -33,6 +37,16 @@ pub fn handle(broker: &Broker, request: &WriteTxnMarkersRequest) -> WriteTxnMark
 }
 
 fn write_marker(broker: &Broker, request: &WritableTxnMarker) -> WritableTxnMarkerResult {
+    if request.coordinator_epoch > COORDINATOR_EPOCH {
+        // The partitions record it, and refuse this node's coordinator (whose
+        // epoch is fixed) any later marker of the producer there.
+        tracing::warn!(
+            producer_id = request.producer_id.0,
+            coordinator_epoch = request.coordinator_epoch,
+            "WriteTxnMarkers with a coordinator epoch above this node's ({COORDINATOR_EPOCH}): \
+             the coordinator's own markers for this producer on these partitions will be fenced"
+        );
+    }
     let marker = TxnMarker {
         producer_id: request.producer_id.0,
         producer_epoch: request.producer_epoch,
