@@ -21,7 +21,9 @@ mod broker;
 use broker::{cleaner_checkpoint, create_topic, fetch_all, kafka_tool, now_ms, TestBroker, Wire};
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use kafka_protocol::messages::add_partitions_to_txn_request::{
+    AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
+};
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
@@ -516,6 +518,73 @@ fn admin_apis_answer_bad_input_with_kafkas_codes() {
     assert_eq!(by_pattern(&mut w, "kn"), (0, vec![]), "the whole id must match");
     let invalid = code(ResponseError::InvalidRegularExpression);
     assert_eq!(by_pattern(&mut w, "kn(own"), (invalid, vec![]));
+
+    add_partitions_batched(&mut w, known_pid, known_epoch);
+}
+
+/// AddPartitionsToTxn v4-5, the brokers' batched form: per transaction,
+/// verify-only answers without writing; a plain add adds.
+fn add_partitions_batched(w: &mut Wire, pid: i64, epoch: i16) {
+    let txn = |id: &str, pid: i64, epoch: i16, verify_only: bool, tps: &[(&str, i32)]| {
+        AddPartitionsToTxnTransaction::default()
+            .with_transactional_id(TransactionalId(s(id)))
+            .with_producer_id(ProducerId(pid))
+            .with_producer_epoch(epoch)
+            .with_verify_only(verify_only)
+            .with_topics(
+                tps.iter()
+                    .map(|(t, p)| {
+                        AddPartitionsToTxnTopic::default()
+                            .with_name(TopicName(s(t)))
+                            .with_partitions(vec![*p])
+                    })
+                    .collect(),
+            )
+    };
+    let call = |w: &mut Wire, version: i16, txns| {
+        let r = w.call(version, &AddPartitionsToTxnRequest::default().with_transactions(txns));
+        assert_eq!(r.error_code, 0);
+        r.results_by_transaction
+            .iter()
+            .map(|t| {
+                let codes = t
+                    .topic_results
+                    .iter()
+                    .flat_map(|r| r.results_by_partition.iter().map(|p| p.partition_error_code))
+                    .collect::<Vec<_>>();
+                (t.transactional_id.to_string(), codes)
+            })
+            .collect::<Vec<_>>()
+    };
+    let c = code;
+    let got = call(
+        w,
+        5,
+        vec![
+            txn("known", pid, epoch, true, &[("w", 1), ("w", 0)]),
+            txn("known", pid, epoch - 1, true, &[("w", 1)]),
+            txn("unknown", pid, epoch, true, &[("w", 1)]),
+            txn("", pid, epoch, true, &[("w", 1)]),
+        ],
+    );
+    let expected = [
+        ("known", vec![0, c(ResponseError::TransactionAbortable)]),
+        ("known", vec![c(ResponseError::ProducerFenced)]),
+        ("unknown", vec![c(ResponseError::InvalidProducerIdMapping)]),
+        ("", vec![c(ResponseError::InvalidRequest)]),
+    ]
+    .map(|(id, codes)| (id.to_string(), codes));
+    assert_eq!(got, expected);
+    // A partition of a missing topic fails its transaction; nothing is added.
+    let got = call(w, 4, vec![txn("known", pid, epoch, false, &[("w", 0), ("nope", 0)])]);
+    let not_attempted = c(ResponseError::OperationNotAttempted);
+    let unknown = c(ResponseError::UnknownTopicOrPartition);
+    assert_eq!(got, [("known".to_string(), vec![not_attempted, unknown])]);
+    let verified = call(w, 5, vec![txn("known", pid, epoch, true, &[("w", 0)])]);
+    assert_eq!(verified[0].1, [c(ResponseError::TransactionAbortable)]);
+    // A plain add at v4 adds, as v3 does.
+    assert_eq!(call(w, 4, vec![txn("known", pid, epoch, false, &[("w", 0)])])[0].1, [0]);
+    assert_eq!(call(w, 5, vec![txn("known", pid, epoch, true, &[("w", 0)])])[0].1, [0]);
 }
 
 /// A TxnOffsetCommit of producer `pid` (unknown to the coordinator; verification is off) is
