@@ -21,7 +21,6 @@ use kafka_protocol::messages::list_transactions_response::TransactionState as Li
 use kafka_protocol::messages::{
     ListTransactionsRequest, ListTransactionsResponse, ProducerId, TransactionalId,
 };
-
 use regex_automata::meta::Regex;
 use regex_syntax::hir::{Hir, Look};
 
@@ -38,6 +37,14 @@ pub fn handle(
     request: &ListTransactionsRequest,
     version: i16,
 ) -> ListTransactionsResponse {
+    // Kafka answers a load in progress before it looks at the pattern.
+    let transactions = match broker.txn.state_manager().snapshot() {
+        Ok(t) => t,
+        Err(e) => {
+            let code = txn_error_code(&e, TxnApi::ListTransactions, version);
+            return ListTransactionsResponse::default().with_error_code(code.code());
+        }
+    };
     let pattern = request.transactional_id_pattern.as_ref().filter(|_| version >= 2);
     let id_pattern = match IdPattern::new(pattern.map(|p| p.as_str())) {
         Ok(p) => p,
@@ -45,13 +52,6 @@ pub fn handle(
             tracing::debug!("ListTransactions: {e}");
             let code = ResponseError::InvalidRegularExpression.code();
             return ListTransactionsResponse::default().with_error_code(code);
-        }
-    };
-    let transactions = match broker.txn.state_manager().snapshot() {
-        Ok(t) => t,
-        Err(e) => {
-            let code = txn_error_code(&e, TxnApi::ListTransactions, version);
-            return ListTransactionsResponse::default().with_error_code(code.code());
         }
     };
     let mut states = BTreeSet::new();
