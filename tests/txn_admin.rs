@@ -25,6 +25,7 @@ use kafka_protocol::messages::add_partitions_to_txn_request::{
     AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
 };
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -36,7 +37,7 @@ use kafka_protocol::messages::write_txn_markers_request::{
 };
 use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, BrokerId, DescribeProducersRequest, DescribeProducersResponse,
-    DescribeTransactionsRequest, EndTxnRequest, FindCoordinatorRequest, GroupId,
+    DescribeTransactionsRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest, GroupId,
     InitProducerIdRequest, ListOffsetsRequest, ListTransactionsRequest, OffsetFetchRequest,
     ProduceRequest, ProducerId, TopicName, TransactionalId, TxnOffsetCommitRequest,
     WriteTxnMarkersRequest,
@@ -376,6 +377,22 @@ fn write_markers(w: &mut Wire, markers: Vec<WritableTxnMarker>) -> Vec<Vec<(Stri
         .collect()
 }
 
+/// Fetch v11 at `topic`-`partition` offset 0, read_committed, waiting up to `max_wait_ms` for a byte.
+fn committed_fetch(topic: &str, partition: i32, max_wait_ms: i32) -> FetchRequest {
+    FetchRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_isolation_level(1)
+        .with_topics(vec![FetchTopic::default().with_topic(TopicName(s(topic))).with_partitions(
+            vec![FetchPartition::default()
+                .with_partition(partition)
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(1 << 20)],
+        )])
+}
+
 fn pr(topic: &str) -> String {
     topic.to_string()
 }
@@ -425,10 +442,23 @@ fn admin_apis_answer_bad_input_with_kafkas_codes() {
     assert_eq!(r.topics[0].partitions[1].error_code, unknown);
     assert_eq!(r.topics[1].partitions[0].error_code, unknown);
 
-    // An admin abort with coordinator epoch 5 closes the transaction; later
-    // markers of an older coordinator epoch are fenced.
+    // An admin abort with coordinator epoch 5 closes the transaction and
+    // wakes a read_committed fetch waiting at the LSO; later markers of an
+    // older coordinator epoch are fenced.
+    let mut waiting = Wire::connect(b.port);
+    let started = std::time::Instant::now();
+    let fetch = waiting.send(11, &committed_fetch("w", 0, 30_000));
     let got = write_markers(&mut w, vec![marker(pid, 3, 5, false, &[("w", &[0])])]);
     assert_eq!(got, [vec![(pr("w"), 0, 0)]]);
+    let (correlation, body) = waiting.recv_frame().expect("fetch response");
+    assert_eq!(correlation, fetch);
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "the marker woke the fetch");
+    let r = Wire::decode::<FetchRequest>(11, body);
+    let p = &r.responses[0].partitions[0];
+    assert_eq!((p.error_code, p.last_stable_offset), (0, 2));
+    let aborted: Vec<i64> =
+        p.aborted_transactions.iter().flatten().map(|a| a.producer_id.0).collect();
+    assert_eq!(aborted, [pid], "the aborted batch comes with its transaction");
     assert_eq!(end_offset(&mut w, "w", 0, 1), end_offset(&mut w, "w", 0, 0));
     open(&mut w, 3, 1);
     let got = write_markers(&mut w, vec![marker(pid, 3, 4, true, &[("w", &[0])])]);
