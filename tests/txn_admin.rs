@@ -12,9 +12,11 @@
 //! `describe-producers` are checked against a live transaction meanwhile.
 //!
 //! The wire test sends each bad input of WriteTxnMarkers, DescribeProducers,
-//! ListTransactions and DescribeTransactions and asserts Kafka's code, and
-//! that a marker on `__consumer_offsets` installs the pending transactional
-//! offsets of its producer.
+//! ListTransactions (every filter, v2's pattern), DescribeTransactions and
+//! AddPartitionsToTxn v4-5 (verify-only) and asserts Kafka's code; that an
+//! admin abort wakes a read_committed fetch waiting at the LSO; and that a
+//! marker on `__consumer_offsets` installs the pending transactional offsets
+//! of its producer.
 
 mod broker;
 
