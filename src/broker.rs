@@ -74,6 +74,9 @@ pub struct Broker {
     /// The transaction coordinator (its state loads on the `txn-coordinator`
     /// thread [`run`] starts).
     pub txn: Arc<TransactionCoordinator>,
+    /// The coordinator's marker writer, also used by WriteTxnMarkers (the
+    /// admin abort path) so both append markers the same way.
+    pub markers: Arc<LogMarkerWriter>,
     /// Bumped after every append (and marker) so long-polling fetches wake up.
     appended: Arc<watch::Sender<u64>>,
     producer_ids: Arc<Mutex<ProducerIdManager>>,
@@ -116,7 +119,8 @@ impl Broker {
         ));
         let producer_ids = Arc::new(Mutex::new(producer_ids));
         let appended = Arc::new(watch::channel(0).0);
-        let txn = transaction_coordinator(txn_state, &logs, &producer_ids, &appended, &groups);
+        let (txn, markers) =
+            transaction_coordinator(txn_state, &logs, &producer_ids, &appended, &groups);
         Ok(Self {
             config,
             logs,
@@ -125,6 +129,7 @@ impl Broker {
             advertised,
             groups,
             txn,
+            markers,
             appended,
             producer_ids,
             request_metrics: RequestMetrics::new(),
@@ -152,15 +157,16 @@ impl Broker {
     }
 }
 
-/// The transaction coordinator over `state` and `logs`, writing markers into
-/// them (each marker wakes fetches, as it moves the last stable offset).
+/// The transaction coordinator over `state` and `logs`, and the marker
+/// writer it writes markers into them with (each marker wakes fetches, as it
+/// moves the last stable offset).
 fn transaction_coordinator(
     state: Arc<TransactionStateManager>,
     logs: &Arc<LogManager>,
     producer_ids: &Arc<Mutex<ProducerIdManager>>,
     appended: &Arc<watch::Sender<u64>>,
     groups: &Arc<GroupCoordinator>,
-) -> Arc<TransactionCoordinator> {
+) -> (Arc<TransactionCoordinator>, Arc<LogMarkerWriter>) {
     let clock = logs.clock().clone();
     let appended = Arc::clone(appended);
     let hook: AppendedHook = Arc::new(move || appended.send_modify(|n| *n = n.wrapping_add(1)));
@@ -168,7 +174,9 @@ fn transaction_coordinator(
     let markers = Arc::new(LogMarkerWriter::new(Arc::clone(logs), hook).with_listener(listener));
     let ids: Arc<dyn ProducerIdGenerator> = producer_ids.clone();
     let crash_point = TxnCrashPoint::from_env();
-    Arc::new(TransactionCoordinator::new(state, ids, markers, clock).with_crash_point(crash_point))
+    let coordinator = TransactionCoordinator::new(state, ids, markers.clone(), clock)
+        .with_crash_point(crash_point);
+    (Arc::new(coordinator), markers)
 }
 
 /// Hands the markers landing on `__consumer_offsets` to the group

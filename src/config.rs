@@ -105,6 +105,8 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     broker_def!("transactional.id.expiration.ms", Int, "604800000", Some(1.0), "how long a transactional id with no transaction is kept after its last update"),
     broker_def!("transaction.abort.timed.out.transaction.cleanup.interval.ms", Int, "10000", Some(1.0), "how often transactions past their timeout are looked for and aborted"),
     broker_def!("transaction.remove.expired.transaction.cleanup.interval.ms", Int, "3600000", Some(1.0), "how often expired transactional ids are looked for and removed"),
+    broker_def!("transaction.partition.verification.enable", Boolean, "true", None,
+        "check with the transaction coordinator that a partition is in the transaction before a transactional Produce or TxnOffsetCommit opens one there"),
 ];
 
 /// The resolved broker configuration.
@@ -455,6 +457,13 @@ impl BrokerConfig {
 
     fn boolean(&self, key: &str) -> bool {
         self.get(key).is_some_and(|v| v == "true")
+    }
+
+    /// `transaction.partition.verification.enable`: whether transactional
+    /// Produce and TxnOffsetCommit ask the coordinator before opening a
+    /// transaction on a partition.
+    pub fn transaction_partition_verification_enable(&self) -> bool {
+        self.boolean("transaction.partition.verification.enable")
     }
 
     pub fn node_id(&self) -> i32 {

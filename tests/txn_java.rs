@@ -49,7 +49,7 @@ fn the_transaction_apis_are_advertised_as_served() {
     for served in [
         "FindCoordinator(10): 0 to 6 [usable: 6]",
         "InitProducerId(22): 0 to 5 [usable: 5]",
-        "AddPartitionsToTxn(24): 0 to 3 [usable: 3]",
+        "AddPartitionsToTxn(24): 0 to 5 [usable: 5]",
         "AddOffsetsToTxn(25): 0 to 4 [usable: 4]",
         "EndTxn(26): 0 to 4 [usable: 4]",
         // v5 is TV2 (the coordinator adds the partition itself).

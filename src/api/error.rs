@@ -101,6 +101,8 @@ pub enum TxnApi {
     AddPartitionsToTxn,
     AddOffsetsToTxn,
     EndTxn,
+    ListTransactions,
+    DescribeTransactions,
 }
 
 /// Kafka's code for a transaction coordinator error answered by `api` at

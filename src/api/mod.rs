@@ -24,6 +24,8 @@ pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_log_dirs;
+pub mod describe_producers;
+pub mod describe_transactions;
 pub mod end_txn;
 pub mod error;
 pub mod fetch;
@@ -34,6 +36,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
@@ -41,6 +44,7 @@ pub mod offset_fetch;
 pub mod produce;
 pub mod sync_group;
 pub mod txn_offset_commit;
+pub mod write_txn_markers;
 
 use std::sync::Arc;
 
@@ -93,10 +97,14 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::DescribeGroups, 0, 6),
     api(ApiKey::DeleteGroups, 0, 2),
     api(ApiKey::OffsetDelete, 0, 0),
-    api(ApiKey::AddPartitionsToTxn, 0, 3),
+    api(ApiKey::AddPartitionsToTxn, 0, 5),
     api(ApiKey::AddOffsetsToTxn, 0, 4),
     api(ApiKey::EndTxn, 0, 4),
     api(ApiKey::TxnOffsetCommit, 0, 4),
+    api(ApiKey::WriteTxnMarkers, 1, 1),
+    api(ApiKey::DescribeProducers, 0, 0),
+    api(ApiKey::DescribeTransactions, 0, 0),
+    api(ApiKey::ListTransactions, 0, 2),
 ];
 
 /// The versions of `key` we handle, if we handle it at all.
@@ -175,9 +183,6 @@ pub async fn dispatch(
         RequestKind::DeleteRecords(r) => {
             ResponseKind::DeleteRecords(blocking(|| delete_records::handle(broker, r)))
         }
-        RequestKind::InitProducerId(r) => {
-            ResponseKind::InitProducerId(blocking(|| init_producer_id::handle(broker, &r, v)))
-        }
         RequestKind::DescribeConfigs(r) => {
             ResponseKind::DescribeConfigs(describe_configs::handle(broker, r))
         }
@@ -224,6 +229,23 @@ pub async fn dispatch(
         RequestKind::OffsetDelete(r) => {
             ResponseKind::OffsetDelete(blocking(|| offset_delete::handle(broker, &r)))
         }
+        other => transaction_api(broker, header, other).ok_or(Close)?,
+    };
+    Ok(Some(Reply::from(response)))
+}
+
+/// The producer id and transaction APIs (docs/transactions.md 3.1); `None`
+/// (logged) for a request that is none of them and has no handler.
+fn transaction_api(
+    broker: &Arc<Broker>,
+    header: &RequestHeader,
+    request: RequestKind,
+) -> Option<ResponseKind> {
+    let v = header.request_api_version;
+    Some(match request {
+        RequestKind::InitProducerId(r) => {
+            ResponseKind::InitProducerId(blocking(|| init_producer_id::handle(broker, &r, v)))
+        }
         RequestKind::AddPartitionsToTxn(r) => ResponseKind::AddPartitionsToTxn(blocking(|| {
             add_partitions_to_txn::handle(broker, &r, v)
         })),
@@ -234,12 +256,23 @@ pub async fn dispatch(
         RequestKind::TxnOffsetCommit(r) => {
             ResponseKind::TxnOffsetCommit(blocking(|| txn_offset_commit::handle(broker, &r, v)))
         }
+        RequestKind::WriteTxnMarkers(r) => {
+            ResponseKind::WriteTxnMarkers(blocking(|| write_txn_markers::handle(broker, &r)))
+        }
+        RequestKind::DescribeProducers(r) => {
+            ResponseKind::DescribeProducers(describe_producers::handle(broker, &r))
+        }
+        RequestKind::DescribeTransactions(r) => {
+            ResponseKind::DescribeTransactions(describe_transactions::handle(broker, &r, v))
+        }
+        RequestKind::ListTransactions(r) => {
+            ResponseKind::ListTransactions(list_transactions::handle(broker, &r, v))
+        }
         other => {
             tracing::warn!(api = ?ApiKey::try_from(header.request_api_key).ok(), "no handler for {:?}", std::mem::discriminant(&other));
-            return Err(Close);
+            return None;
         }
-    };
-    Ok(Some(Reply::from(response)))
+    })
 }
 
 /// The connection must be closed without a response.

@@ -259,9 +259,15 @@ fn append_partition(
     let Some(records) = p.records else {
         return Err(Refusal::new(ResponseError::CorruptMessage).because("no records".into()));
     };
+    // With `transaction.partition.verification.enable=false` nothing is
+    // asked, as on Kafka: a batch of a producer the coordinator does not know
+    // then opens a transaction no marker will close (a hanging transaction,
+    // which `kafka-transactions abort` ends).
     let guard = match transactional_id {
-        Some(id) => Some(verify_transactional(broker, id, &tp, &log, &records, version)?),
-        None => None,
+        Some(id) if broker.config.transaction_partition_verification_enable() => {
+            Some(verify_transactional(broker, id, &tp, &log, &records, version)?)
+        }
+        _ => None,
     };
     // The batches are rewritten in place (offsets, LogAppendTime), so the
     // request's shared bytes are copied once into a buffer we own.

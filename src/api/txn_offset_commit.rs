@@ -90,13 +90,17 @@ pub fn handle(
 }
 
 /// The transaction of the request's producer must hold the group's
-/// offsets partition; the error code for every partition if not.
+/// offsets partition; the error code for every partition if not. Skipped
+/// when `transaction.partition.verification.enable` is false, as Kafka does.
 fn verify(
     broker: &Broker,
     request: &TxnOffsetCommitRequest,
     group: &str,
     version: i16,
 ) -> Result<(), i16> {
+    if !broker.config.transaction_partition_verification_enable() {
+        return Ok(());
+    }
     let tp = TopicPartition::new(OFFSETS_TOPIC, broker.groups.partition_for(group));
     let id = request.transactional_id.as_str();
     let (pid, epoch) = (request.producer_id.0, request.producer_epoch);

@@ -129,6 +129,11 @@ impl ProducerStateEntry {
     pub fn current_txn_first_offset(&self) -> Option<i64> {
         self.current_txn_first_offset
     }
+    /// The last sequence number of the producer's last cached batch, -1
+    /// (Kafka's `NO_SEQUENCE`) when none is cached.
+    pub fn last_seq(&self) -> i32 {
+        self.batches.back().map_or(NO_SEQUENCE, |b| b.last_seq)
+    }
     /// The cached batches, oldest first.
     pub fn batches(&self) -> impl Iterator<Item = &BatchMetadata> {
         self.batches.iter()

@@ -98,6 +98,12 @@ impl ProducerStateManager {
         self.producers.get(&producer_id)
     }
 
+    /// Every producer with state, by producer id (Kafka's `activeProducers`,
+    /// what DescribeProducers reports).
+    pub fn active_producers(&self) -> impl Iterator<Item = (i64, &ProducerStateEntry)> + '_ {
+        self.producers.iter().map(|(&pid, e)| (pid, e))
+    }
+
     /// The smallest first offset of an open transaction (Kafka's
     /// `firstUndecidedOffset`).
     pub fn first_undecided_offset(&self) -> Option<i64> {

@@ -17,6 +17,9 @@
 //! * A partition that does not exist (its topic was deleted) is
 //!   [`MarkerWriteError::UnknownTopicOrPartition`]; one that is offline is
 //!   `Failed` (retried).
+//! * WriteTxnMarkers (the admin abort path) appends through
+//!   [`LogMarkerWriter::append_marker`], the same steps with the log's typed
+//!   error kept, so the request gets Kafka's per-partition code.
 
 use std::sync::Arc;
 
@@ -24,7 +27,7 @@ use super::marker_writer::{
     MarkerWriteError, TransactionMarkerWriter, TransactionResult, TxnMarker,
 };
 use crate::log::control_record::EndTransactionMarker;
-use crate::log::{LogManager, TopicPartition};
+use crate::log::{LogError, LogManager, TopicPartition};
 
 /// Called after a marker was appended.
 pub type AppendedHook = Arc<dyn Fn() + Send + Sync>;
@@ -63,35 +66,50 @@ impl LogMarkerWriter {
     }
 }
 
+impl LogMarkerWriter {
+    /// Append `marker` to `partition`, wake fetches and tell the listener, as
+    /// [`TransactionMarkerWriter::write_marker`] does.
+    ///
+    /// # Errors
+    /// `UnknownTopicOrPartition` for a partition that does not exist,
+    /// `Offline` for one that cannot be read, else the append's error (a
+    /// fenced producer or coordinator epoch, I/O); nothing was appended.
+    pub fn append_marker(
+        &self,
+        partition: &TopicPartition,
+        marker: &TxnMarker,
+    ) -> Result<(), LogError> {
+        let Some(log) = self.logs.get_log(partition) else {
+            if let Some(reason) = self.logs.offline_partitions().remove(partition) {
+                return Err(LogError::Offline { partition: partition.to_string(), reason });
+            }
+            return Err(LogError::UnknownTopicOrPartition(partition.to_string()));
+        };
+        let control = match marker.result {
+            TransactionResult::Commit => EndTransactionMarker::commit(marker.coordinator_epoch),
+            TransactionResult::Abort => EndTransactionMarker::abort(marker.coordinator_epoch),
+        };
+        log.write().append_end_txn_marker(marker.producer_id, marker.producer_epoch, control)?;
+        // The log lock is released: the listener may take the group's locks.
+        (self.on_appended)();
+        if let Some(listener) = &self.listener {
+            let commit = marker.result == TransactionResult::Commit;
+            listener.on_transaction_completed(partition, marker.producer_id, commit);
+        }
+        Ok(())
+    }
+}
+
 impl TransactionMarkerWriter for LogMarkerWriter {
     fn write_marker(
         &self,
         partition: &TopicPartition,
         marker: &TxnMarker,
     ) -> Result<(), MarkerWriteError> {
-        let Some(log) = self.logs.get_log(partition) else {
-            if self.logs.offline_partitions().contains_key(partition) {
-                return Err(MarkerWriteError::Failed {
-                    partition: partition.clone(),
-                    reason: "the partition is offline".into(),
-                });
-            }
-            return Err(MarkerWriteError::UnknownTopicOrPartition(partition.clone()));
-        };
-        let control = match marker.result {
-            TransactionResult::Commit => EndTransactionMarker::commit(marker.coordinator_epoch),
-            TransactionResult::Abort => EndTransactionMarker::abort(marker.coordinator_epoch),
-        };
-        let appended =
-            log.write().append_end_txn_marker(marker.producer_id, marker.producer_epoch, control);
-        match appended {
-            Ok(_) => {
-                (self.on_appended)();
-                if let Some(listener) = &self.listener {
-                    let commit = marker.result == TransactionResult::Commit;
-                    listener.on_transaction_completed(partition, marker.producer_id, commit);
-                }
-                Ok(())
+        match self.append_marker(partition, marker) {
+            Ok(()) => Ok(()),
+            Err(LogError::UnknownTopicOrPartition(_)) => {
+                Err(MarkerWriteError::UnknownTopicOrPartition(partition.clone()))
             }
             Err(e) => Err(MarkerWriteError::Failed {
                 partition: partition.clone(),
