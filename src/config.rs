@@ -68,6 +68,10 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     broker_def!("log.retention.check.interval.ms", Long, "300000", Some(1.0), "how often retention runs"),
     broker_def!("log.flush.scheduler.interval.ms", Long, "9223372036854775807", Some(1.0),
         "accepted for compatibility with Kafka and not used: sediment checks flush.ms every second"),
+    broker_def!("producer.id.expiration.ms", Int, "86400000", Some(1.0),
+        "how long a producer's state (epoch, last sequences) is kept after its last write when it has no open transaction"),
+    broker_def!("producer.id.expiration.check.interval.ms", Int, "600000", Some(1.0),
+        "how often producer state past producer.id.expiration.ms is removed"),
     broker_def!("log.flush.offset.checkpoint.interval.ms", Int, "60000", Some(0.0), "how often the recovery point is checkpointed"),
     broker_def!("log.flush.start.offset.checkpoint.interval.ms", Int, "60000", Some(0.0), "how often log start offsets are checkpointed"),
     broker_def!("log.retention.hours", Int, "168", None, "retention.ms default in hours, when log.retention.ms and .minutes are unset"),
@@ -616,6 +620,9 @@ impl BrokerConfig {
         c.flush_offset_checkpoint_interval_ms = self.int("log.flush.offset.checkpoint.interval.ms");
         c.flush_start_offset_checkpoint_interval_ms =
             self.int("log.flush.start.offset.checkpoint.interval.ms");
+        c.producer_id_expiration_ms = self.int("producer.id.expiration.ms");
+        c.producer_id_expiration_check_interval_ms =
+            self.int("producer.id.expiration.check.interval.ms");
         c
     }
 

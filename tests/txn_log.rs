@@ -274,3 +274,34 @@ fn a_marker_between_verification_and_append_refuses_the_batch() {
     let err = log.append_as_leader_verified(&mut txn_batch(1, 2, 1), other).unwrap_err();
     assert!(matches!(err, LogError::Producer(ProducerError::UnverifiedTransaction { .. })));
 }
+
+/// Producer state expires as in Kafka (`producer.id.expiration.ms`): a
+/// producer with no open transaction whose last batch is old enough is
+/// forgotten, one with an open transaction is kept whatever its age.
+#[test]
+fn idle_producers_expire_unless_their_transaction_is_open() {
+    const EXPIRATION: i64 = 60_000;
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), &[], MockClock::new(NOW));
+    let mut idempotent = BatchBuilder::new(Compression::None, NOW).producer(5, 0, 0);
+    idempotent.append(NOW, Some(b"k"), Some(b"v"));
+    let idempotent = idempotent.build();
+    log.append_as_leader(&mut idempotent.clone()).unwrap();
+    log.append_as_leader(&mut txn_batch(6, 0, 1)).unwrap();
+
+    assert_eq!(log.remove_expired_producers(NOW + EXPIRATION - 1, EXPIRATION), 0);
+    // A retry of the cached batch is still answered as a duplicate.
+    let retry = log.append_as_leader(&mut idempotent.clone()).unwrap();
+    assert_eq!((retry.first_offset, retry.records_count), (0, 0));
+
+    assert_eq!(log.remove_expired_producers(NOW + EXPIRATION, EXPIRATION), 1);
+    assert!(log.producer_state().entry(5).is_none(), "idle idempotent producer expired");
+    assert!(log.producer_state().entry(6).is_some(), "open transaction kept");
+    // Forgotten: the same batch is now appended again, as Kafka would.
+    let again = log.append_as_leader(&mut idempotent.clone()).unwrap();
+    assert_eq!(again.records_count, 1);
+
+    log.append_end_txn_marker(6, 0, EndTransactionMarker::commit(0)).unwrap();
+    assert_eq!(log.remove_expired_producers(NOW + 10 * EXPIRATION, EXPIRATION), 2);
+    assert!(log.producer_state().is_empty());
+}

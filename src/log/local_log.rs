@@ -252,6 +252,12 @@ impl Log {
         self.append_checked(records, AppendOrigin::Client, TxnCheck::Verified(guard))
     }
 
+    /// Forget the producers with no open transaction whose last write is at
+    /// least `expiration_ms` before `now_ms`; returns how many.
+    pub fn remove_expired_producers(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        self.producers.remove_expired(now_ms, expiration_ms)
+    }
+
     /// Start verifying a transactional batch of `producer_id` (see
     /// `producer_state`); `None` when its transaction is already open here.
     pub fn maybe_start_verification(&mut self, producer_id: i64) -> Option<VerificationGuard> {

@@ -60,6 +60,10 @@ pub struct LogManagerConfig {
     pub flush_scheduler_interval_ms: i64,
     pub flush_offset_checkpoint_interval_ms: i64,
     pub flush_start_offset_checkpoint_interval_ms: i64,
+    /// A producer with no open transaction whose last write is older than
+    /// this is forgotten (Kafka's `producer.id.expiration.ms`).
+    pub producer_id_expiration_ms: i64,
+    pub producer_id_expiration_check_interval_ms: i64,
 }
 
 impl LogManagerConfig {
@@ -73,6 +77,8 @@ impl LogManagerConfig {
             flush_scheduler_interval_ms: i64::MAX,
             flush_offset_checkpoint_interval_ms: 60_000,
             flush_start_offset_checkpoint_interval_ms: 60_000,
+            producer_id_expiration_ms: 86_400_000,
+            producer_id_expiration_check_interval_ms: 600_000,
         }
     }
 }
@@ -522,6 +528,21 @@ impl LogManager {
         Ok(())
     }
 
+    /// Forget, in every log, the producers with no open transaction whose
+    /// last write is older than `producer.id.expiration.ms` (Kafka's
+    /// `removeExpiredProducers`): their state is what lets a retry be answered
+    /// as a duplicate, and without expiry it grows with every producer ever
+    /// seen. Returns how many were removed.
+    pub fn remove_expired_producers(&self) -> usize {
+        let now = self.clock.now_ms();
+        let expiration = self.config.producer_id_expiration_ms;
+        let mut removed = 0;
+        for (_, log) in self.all_logs() {
+            removed += log.write().remove_expired_producers(now, expiration);
+        }
+        removed
+    }
+
     /// One pass of the periodic work: retention, time-based flushes, removal of
     /// `.deleted` files, checkpoints. The scheduler thread calls it; tests call it
     /// directly with a mock clock.
@@ -584,7 +605,7 @@ impl LogManager {
     fn scheduler_loop(&self) {
         let tick_ms = 1000.min(self.config.retention_check_interval_ms.max(1));
         let start = self.clock.now_ms();
-        let (mut last_retention, mut last_checkpoint) = (start, start);
+        let (mut last_retention, mut last_checkpoint, mut last_expiry) = (start, start, start);
         let checkpoint_every = self
             .config
             .flush_offset_checkpoint_interval_ms
@@ -609,6 +630,13 @@ impl LogManager {
             }
             if let Err(e) = self.run_periodic_tasks(retention, checkpoints) {
                 tracing::error!(error = %e, "log scheduler task failed");
+            }
+            if now - last_expiry >= self.config.producer_id_expiration_check_interval_ms {
+                last_expiry = now;
+                let removed = self.remove_expired_producers();
+                if removed > 0 {
+                    tracing::debug!(removed, "expired producer state removed");
+                }
             }
         }
     }

@@ -179,6 +179,24 @@ impl ProducerStateManager {
         info.completed
     }
 
+    /// Remove the producers with no open transaction whose last batch's
+    /// timestamp is at least `expiration_ms` before `now_ms` (Kafka's
+    /// `isProducerExpired`: the client's timestamp, as the entry keeps it), and
+    /// their verification guards; returns how many were removed.
+    pub fn remove_expired(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        let before = self.producers.len();
+        let guards = &mut self.verification_guards;
+        self.producers.retain(|pid, e| {
+            let expired = e.current_txn_first_offset().is_none()
+                && now_ms.saturating_sub(e.last_timestamp()) >= expiration_ms;
+            if expired {
+                guards.remove(pid);
+            }
+            !expired
+        });
+        before - self.producers.len()
+    }
+
     /// The guard a Produce holds while it asks the coordinator about a batch
     /// of `producer_id` that would open a transaction here; `None` when the
     /// producer's transaction is already open (nothing to verify). Concurrent
