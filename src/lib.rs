@@ -38,6 +38,7 @@ pub mod group;
 pub mod log;
 pub mod metrics;
 pub mod readable;
+pub mod security;
 pub mod server;
 pub mod tools;
 pub mod txn;

@@ -17,9 +17,17 @@
 //! * One connection's bad input never affects another: each connection is its
 //!   own task and nothing here panics on client bytes.
 //!
-//! Shutdown is a future passed to `run` (mini-redis's pattern): the listener
+//! Listeners: `run` is given every bound listener and runs one accept loop
+//! per listener, each with its own set of connection tasks. A connection
+//! carries a [`Session`] naming its listener from accept to close; every
+//! request is dispatched with it (`api::RequestContext`), so answers that
+//! name this broker's address (Metadata, DescribeCluster, FindCoordinator)
+//! give the endpoint advertised for that listener.
+//!
+//! Shutdown is a future passed to `run` (mini-redis's pattern): every listener
 //! stops accepting, every connection finishes the request it is handling and
-//! closes, and `run` returns once all connection tasks are done.
+//! closes, and `run` returns once all connection tasks of all listeners are
+//! done.
 //!
 //! Fetch responses are written without copying their records: the response is
 //! encoded into a [`ResponseBuf`] that keeps, in place of each record
@@ -42,44 +50,72 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::api::{self, api_versions, Close};
+use crate::api::{self, api_versions, Close, RequestContext};
 use crate::broker::Broker;
+use crate::security::{SecurityProtocol, Session};
 
 /// Size of the fixed part of every request header: key, version, correlation id.
 const MIN_FRAME: usize = 8;
 
-/// Serve until `shutdown` completes, then drain the connections.
-pub async fn run(listener: TcpListener, broker: Arc<Broker>, shutdown: impl Future<Output = ()>) {
+/// A bound socket of one listener of `listeners`.
+#[derive(Debug)]
+pub struct BoundListener {
+    /// Upper case, as in `listener.security.protocol.map`.
+    pub name: String,
+    pub protocol: SecurityProtocol,
+    pub listener: TcpListener,
+}
+
+/// Serve every listener until `shutdown` completes, then drain the connections.
+pub async fn run(
+    listeners: Vec<BoundListener>,
+    broker: Arc<Broker>,
+    shutdown: impl Future<Output = ()>,
+) {
     let (stop_tx, stop_rx) = watch::channel(false);
+    let mut accept_loops = JoinSet::new();
+    for listener in listeners {
+        accept_loops.spawn(accept_loop(listener, Arc::clone(&broker), stop_rx.clone()));
+    }
+    shutdown.await;
+    tracing::info!("shutting down: finishing in-flight requests");
+    let _ = stop_tx.send(true);
+    // Long-polling fetches re-check on an append notification; wake them now.
+    broker.notify_appended();
+    while accept_loops.join_next().await.is_some() {}
+}
+
+/// Accept on one listener until `stop`, then wait for its connections. The
+/// loop awaits nothing but `accept`: each connection is its own task.
+async fn accept_loop(bound: BoundListener, broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
     let mut connections = JoinSet::new();
-    tokio::pin!(shutdown);
+    let name = bound.name;
     loop {
         tokio::select! {
-            accepted = listener.accept() => match accepted {
+            accepted = bound.listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
                     let broker = Arc::clone(&broker);
-                    let stop = stop_rx.clone();
+                    let conn_stop = stop.clone();
+                    let session = Session::plaintext(name.clone(), peer.ip());
                     connections.spawn(async move {
-                        if let Err(e) = serve_connection(stream, &broker, stop, format!("/{}", peer.ip())).await {
+                        if let Err(e) = serve_connection(stream, &broker, conn_stop, session).await {
                             tracing::debug!(%peer, "connection closed: {e}");
                         }
                     });
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: back off instead of spinning.
-                    tracing::warn!("accept failed: {e}");
+                    tracing::warn!(listener = %name, "accept failed: {e}");
                     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 }
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            () = &mut shutdown => break,
+            // A dropped sender also means stop.
+            _ = stop.changed() => break,
         }
     }
-    tracing::info!(connections = connections.len(), "shutting down: finishing in-flight requests");
-    let _ = stop_tx.send(true);
-    // Long-polling fetches re-check on an append notification; wake them now.
-    broker.notify_appended();
+    tracing::debug!(listener = %name, connections = connections.len(), "listener closed; draining");
     while connections.join_next().await.is_some() {}
 }
 
@@ -96,7 +132,7 @@ async fn serve_connection(
     stream: TcpStream,
     broker: &Arc<Broker>,
     mut stop: watch::Receiver<bool>,
-    client_host: String,
+    session: Session,
 ) -> Result<(), ConnError> {
     let max = broker.config.socket_request_max_bytes();
     let (reader, mut writer) = stream.into_split();
@@ -112,14 +148,20 @@ async fn serve_connection(
             _ = stop.changed() => return Ok(()),
         };
         if size < MIN_FRAME as i32 || size as usize > max {
+            // A TLS record header (handshake type 0x16, version 3.x) read as a size.
+            let hint = if (size as u32) >> 16 == 0x1603 {
+                "; looks like TLS on a PLAINTEXT listener"
+            } else {
+                ""
+            };
             return Err(ConnError::Protocol(format!(
-                "frame size {size} outside [{MIN_FRAME}, {max}] (socket.request.max.bytes)"
+                "frame size {size} outside [{MIN_FRAME}, {max}] (socket.request.max.bytes){hint}"
             )));
         }
         let mut frame = vec![0u8; size as usize];
         reader.read_exact(&mut frame).await?;
         out.clear();
-        match handle_frame_into(broker, Bytes::from(frame), &mut out, &client_host).await {
+        match handle_frame_into(broker, Bytes::from(frame), &mut out, &session).await {
             Ok(true) => out.write_to(&mut writer).await?,
             Ok(false) => {}
             Err(e) => return Err(e),
@@ -201,10 +243,10 @@ pub async fn handle_frame(
     broker: &Arc<Broker>,
     frame: Bytes,
     out: &mut BytesMut,
-    client_host: &str,
+    session: &Session,
 ) -> Result<bool, ConnError> {
     let mut buf = ResponseBuf::default();
-    let owed = handle_frame_into(broker, frame, &mut buf, client_host).await?;
+    let owed = handle_frame_into(broker, frame, &mut buf, session).await?;
     buf.read_into(out)?;
     Ok(owed)
 }
@@ -218,7 +260,7 @@ pub async fn handle_frame_into(
     broker: &Arc<Broker>,
     frame: Bytes,
     out: &mut ResponseBuf,
-    client_host: &str,
+    session: &Session,
 ) -> Result<bool, ConnError> {
     match parse_frame(frame).map_err(ConnError::Protocol)? {
         Frame::ApiVersionsTooNew { correlation_id } => {
@@ -241,7 +283,9 @@ pub async fn handle_frame_into(
         Frame::Request { api_key, header, request } => {
             let version = header.request_api_version;
             let started = std::time::Instant::now();
-            let outcome = api::dispatch(broker, &header, *request, client_host).await;
+            let ctx = RequestContext { header, session };
+            let outcome = api::dispatch(broker, &ctx, *request).await;
+            let header = ctx.header;
             let api_name = format!("{api_key:?}");
             let elapsed = started.elapsed().as_secs_f64();
             match outcome {
