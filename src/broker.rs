@@ -8,8 +8,8 @@
 //! 3. The `LogCleaner` threads; their manager is given the transaction state
 //!    manager (built here, loaded in step 6) to name the transactional id of
 //!    an open transaction that holds cleaning back.
-//! 4. Every Kafka listener of `listeners` is bound (all or none: a failed bind
-//!    fails the start), then the [`Broker`] built for their advertised
+//! 4. Every Kafka listener of `listeners` is bound (all or none: a failed bind,
+//!    or an SSL listener whose key or trust store does not load, fails the start), then the [`Broker`] built for their advertised
 //!    endpoints (`meta.properties`, the producer id block, the group coordinator).
 //! 5. The `group-loader` thread, rebuilding the groups from
 //!    `__consumer_offsets`; group requests answer COORDINATOR_LOAD_IN_PROGRESS
@@ -58,6 +58,7 @@ use crate::log::meta_properties::MetaProperties;
 use crate::log::producer_id_manager::ProducerIdManager;
 use crate::log::{LogError, LogManager, TopicPartition};
 use crate::metrics::{Metrics, MetricsError, RequestMetrics};
+use crate::security::SecurityProtocol;
 use crate::server::BoundListener;
 use crate::txn::{
     AppendedHook, LogMarkerWriter, ProducerIdGenerator, TransactionCoordinator,
@@ -297,6 +298,13 @@ async fn serve(
     let mut bound = Vec::new();
     let mut advertised = Vec::new();
     for l in config.listeners()? {
+        // Built before binding: a key store that does not load fails the start.
+        let tls = match l.protocol {
+            SecurityProtocol::Ssl => {
+                Some((config.tls_config(&l.name)?, config.ssl_handshake_timeout(&l.name)))
+            }
+            _ => None,
+        };
         let addr = config.bind_addr(&l)?;
         let listener = TcpListener::bind(addr)
             .await
@@ -306,7 +314,7 @@ async fn serve(
         let shown = format!("{}:{}", endpoint.host, endpoint.port);
         tracing::info!(listener = %l.name, protocol = %l.protocol, bound = %local, advertised = %shown, "listener bound");
         advertised.push((l.name.clone(), endpoint));
-        bound.push((BoundListener { name: l.name, protocol: l.protocol, listener }, local));
+        bound.push((BoundListener { name: l.name, protocol: l.protocol, listener, tls }, local));
     }
     let metrics_listen = config.metrics_listen();
     let broker = Arc::new(

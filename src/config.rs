@@ -72,7 +72,7 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     broker_def!("advertised.listeners", String, "", None,
         "the NAME://host:port clients of each listener are told to connect to; a listener not named: its own (localhost when it binds all interfaces)"),
     broker_def!("listener.security.protocol.map", String, DEFAULT_PROTOCOL_MAP, None,
-        "NAME:PROTOCOL for every listener name; only PLAINTEXT listeners are served so far"),
+        "NAME:PROTOCOL for every listener name; PLAINTEXT and SSL listeners are served, SASL ones not yet"),
     broker_def!("log.dirs", String, "data", None, "comma-separated directories that hold the partitions"),
     broker_def!("num.partitions", Int, "1", Some(1.0), "partitions of an auto-created topic or a CreateTopics without a count"),
     broker_def!("default.replication.factor", Int, "1", Some(1.0), "replication factor of auto-created topics (only 1 is possible on one node)"),
@@ -122,7 +122,7 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     broker_def!("transaction.abort.timed.out.transaction.cleanup.interval.ms", Int, "10000", Some(1.0), "how often transactions past their timeout are looked for and aborted"),
     broker_def!("transaction.remove.expired.transaction.cleanup.interval.ms", Int, "3600000", Some(1.0), "how often expired transactional ids are looked for and removed"),
     broker_def!("ssl.keystore.type", String, "JKS", None, &["JKS", "PKCS12", "PEM"],
-        "format of an SSL listener's key store; sediment reads PEM only (SSL listeners are not served yet)"),
+        "format of an SSL listener's key store; sediment reads PEM only (JKS and PKCS12 are refused with the command that converts them)"),
     broker_def!("ssl.keystore.location", String, "", None,
         "PEM file holding an SSL listener's private key (PKCS#8) and certificate chain"),
     broker_def!("ssl.keystore.key", Password, "", None,
@@ -131,7 +131,7 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "the certificate chain in PEM, given inline with ssl.keystore.key"),
     broker_def!("ssl.keystore.password", Password, "", None,
         "password of a JKS or PKCS12 key store; must not be set with PEM (secret)"),
-    broker_def!("ssl.key.password", Password, "", None, "password of an encrypted private key (secret)"),
+    broker_def!("ssl.key.password", Password, "", None, "password of an encrypted private key (secret); encrypted keys are not yet supported"),
     broker_def!("ssl.truststore.type", String, "JKS", None, &["JKS", "PKCS12", "PEM"],
         "format of the trust store that checks client certificates; sediment reads PEM only"),
     broker_def!("ssl.truststore.location", String, "", None,
@@ -430,7 +430,31 @@ impl BrokerConfig {
     /// # Errors
     /// The first rule broken, naming the key.
     pub fn check(&self) -> Result<(), ConfigError> {
-        self.listeners().map(|_| ())
+        for l in self.listeners()? {
+            if l.protocol == crate::security::SecurityProtocol::Ssl {
+                self.tls_config(&l.name)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The TLS config of SSL listener `listener` (`security::tls`).
+    ///
+    /// # Errors
+    /// A key store, trust store or TLS key that does not work, naming the key.
+    pub fn tls_config(
+        &self,
+        listener: &str,
+    ) -> Result<std::sync::Arc<rustls::ServerConfig>, ConfigError> {
+        let settings = listeners::tls_settings(self, listener);
+        crate::security::tls::server_config(&settings)
+            .map_err(|e| ConfigError::Invalid { key: e.key, reason: e.reason })
+    }
+
+    /// `ssl.handshake.timeout.ms` of `listener`.
+    pub fn ssl_handshake_timeout(&self, listener: &str) -> std::time::Duration {
+        let (v, _) = listeners::listener_value(self, listener, "ssl.handshake.timeout.ms");
+        std::time::Duration::from_millis(v.and_then(|v| v.parse().ok()).unwrap_or(10_000))
     }
 
     /// The address to bind for `l`.

@@ -174,12 +174,12 @@ fn check_config_refuses_protocols_not_yet_served_and_hides_secrets() {
     let out = Command::new(sediment)
         .args(["check-config", &repo_root().join("config/dev.toml").display().to_string()])
         .args(["--override", "listeners=PLAINTEXT://:9092,SECURE://:9093"])
-        .args(["--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SECURE:SSL"])
+        .args(["--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("listener SECURE: SSL is not yet supported"), "{stderr}");
+    assert!(stderr.contains("listener SECURE: SASL_SSL is not yet supported"), "{stderr}");
 
     let out = Command::new(sediment)
         .args(["check-config", &repo_root().join("config/dev.toml").display().to_string()])

@@ -18,13 +18,16 @@
 //!   name must be a configured listener's.
 //!
 //! sediment adds one rule of its own: a listener name is letters, digits,
-//! `_` and `-` (a dot would make `listener.name.` keys ambiguous). Only
-//! PLAINTEXT listeners are served so far; a listener of another protocol is
-//! refused here, before anything binds.
+//! `_` and `-` (a dot would make `listener.name.` keys ambiguous). PLAINTEXT
+//! and SSL listeners are served; a SASL listener is refused here, before
+//! anything binds. An SSL listener's keys are resolved per listener
+//! ([`tls_settings`]) and its TLS config is built by `BrokerConfig::check`,
+//! so a bad key file fails `check-config` and the start alike.
 
 use std::collections::BTreeMap;
 
 use super::{invalid, BrokerConfig, ConfigError, Listener};
+use crate::security::tls::TlsSettings;
 use crate::security::SecurityProtocol;
 
 /// Kafka's default `listener.security.protocol.map`.
@@ -139,10 +142,13 @@ pub fn resolve(config: &BrokerConfig) -> Result<Vec<ListenerConfig>, ConfigError
                 format!("listener {} has no security protocol; add {}:PLAINTEXT", e.name, e.name),
             )
         })?;
-        if protocol != SecurityProtocol::Plaintext {
+        if !matches!(protocol, SecurityProtocol::Plaintext | SecurityProtocol::Ssl) {
             return Err(invalid(
                 "listeners",
-                format!("listener {}: {protocol} is not yet supported (only PLAINTEXT)", e.name),
+                format!(
+                    "listener {}: {protocol} is not yet supported (only PLAINTEXT and SSL)",
+                    e.name
+                ),
             ));
         }
         if e.port != 0 {
@@ -179,6 +185,64 @@ pub fn resolve(config: &BrokerConfig) -> Result<Vec<ListenerConfig>, ConfigError
         }
     }
     Ok(out)
+}
+
+/// The value of `key` for one listener: `listener.name.<lower-case name>.<key>`
+/// when set, else the broker-wide value (or its default); and whether it was
+/// the per-listener one.
+pub fn listener_value(config: &BrokerConfig, listener: &str, key: &str) -> (Option<String>, bool) {
+    let prefixed = format!("{LISTENER_PREFIX}{}.{key}", listener.to_lowercase());
+    match config.explicit(&prefixed) {
+        Some(v) => (Some(v.to_string()), true),
+        None => (config.get(key), false),
+    }
+}
+
+/// The SSL keys of `listener`, each resolved per listener.
+pub fn tls_settings(config: &BrokerConfig, listener: &str) -> TlsSettings {
+    let mut s = TlsSettings {
+        prefix: format!("{LISTENER_PREFIX}{}.", listener.to_lowercase()),
+        ..TlsSettings::default()
+    };
+    let mut get = |key: &'static str| {
+        let (v, prefixed) = listener_value(config, listener, key);
+        if prefixed {
+            s.prefixed.push(key);
+        }
+        v.filter(|v| !v.trim().is_empty())
+    };
+    let keystore_type = get("ssl.keystore.type").unwrap_or_default();
+    let keystore_location = get("ssl.keystore.location");
+    let keystore_key = get("ssl.keystore.key");
+    let keystore_certificate_chain = get("ssl.keystore.certificate.chain");
+    let keystore_password_set = get("ssl.keystore.password").is_some();
+    let key_password_set = get("ssl.key.password").is_some();
+    let truststore_type = get("ssl.truststore.type").unwrap_or_default();
+    let truststore_location = get("ssl.truststore.location");
+    let truststore_certificates = get("ssl.truststore.certificates");
+    let truststore_password_set = get("ssl.truststore.password").is_some();
+    let client_auth = get("ssl.client.auth").unwrap_or_else(|| "none".into());
+    let enabled_protocols = get("ssl.enabled.protocols")
+        .unwrap_or_default()
+        .split(',')
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect();
+    TlsSettings {
+        keystore_type,
+        keystore_location,
+        keystore_key,
+        keystore_certificate_chain,
+        keystore_password_set,
+        key_password_set,
+        truststore_type,
+        truststore_location,
+        truststore_certificates,
+        truststore_password_set,
+        client_auth,
+        enabled_protocols,
+        ..s
+    }
 }
 
 /// The endpoint clients are told to use for `listener`, given the port it
@@ -295,14 +359,13 @@ mod tests {
     }
 
     #[test]
-    fn other_protocols_are_refused_until_served() {
+    fn sasl_is_refused_until_served_and_ssl_needs_its_keys() {
         for pairs in [
-            &["listeners=SSL://:9093"][..],
-            &["listeners=SASL_PLAINTEXT://:9093"],
+            &["listeners=SASL_PLAINTEXT://:9093"][..],
             &["listeners=SASL_SSL://:9093"],
             &[
                 "listeners=PLAINTEXT://:9092,EXT://:9093",
-                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,EXT:SSL",
+                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,EXT:SASL_SSL",
             ],
         ] {
             match config(pairs) {
@@ -315,5 +378,24 @@ mod tests {
         }
         // A name may map to PLAINTEXT whatever it is called.
         config(&["listeners=SSL://:9093", "listener.security.protocol.map=SSL:PLAINTEXT"]).unwrap();
+        // SSL: Kafka's default JKS is refused with the conversion, then the
+        // missing key store; a per-listener key is named as written.
+        let ssl = "listeners=SSL://:9093";
+        let pem = "ssl.keystore.type=PEM";
+        for (pairs, key) in [
+            (&[ssl][..], "ssl.keystore.type"),
+            (&[ssl, pem], "ssl.keystore.location"),
+            (
+                &[ssl, pem, "listener.name.ssl.ssl.keystore.location=/nonexistent/ks.pem"],
+                "listener.name.ssl.ssl.keystore.location",
+            ),
+            (&[ssl, pem, "ssl.keystore.key=x"], "ssl.keystore.key"),
+            (
+                &[ssl, pem, "ssl.keystore.location=/k", "ssl.keystore.password=p"],
+                "ssl.keystore.password",
+            ),
+        ] {
+            assert_eq!(error_key(pairs), key, "{pairs:?}");
+        }
     }
 }

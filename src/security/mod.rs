@@ -10,11 +10,16 @@
 //! * A session is built once per connection and never shared between
 //!   connections; requests on one connection run one at a time, so it needs
 //!   no lock.
-//! * Only PLAINTEXT listeners exist so far (`config` refuses the other
-//!   protocols), so every principal is `User:ANONYMOUS`, Kafka's principal for
-//!   an unauthenticated connection.
+//! * PLAINTEXT and SSL listeners exist so far (`config` refuses the SASL
+//!   protocols). The principal is `User:ANONYMOUS` (Kafka's principal for an
+//!   unauthenticated connection) on PLAINTEXT and on SSL without a client
+//!   certificate, and `User:<subject DN, RFC 2253>` for a verified client
+//!   certificate (`principal`), Kafka's DEFAULT `ssl.principal.mapping.rules`.
 //! * A listener name is upper case (Kafka's `ListenerName.normalised`); the
 //!   `listener.name.<name>.` key prefix uses its lower-case form.
+
+pub mod principal;
+pub mod tls;
 
 use std::fmt;
 use std::net::IpAddr;
@@ -99,6 +104,17 @@ impl Session {
             peer,
             principal: KafkaPrincipal::anonymous(),
         }
+    }
+
+    /// A session on an SSL listener; `subject` is the verified client
+    /// certificate's subject, if the client sent one.
+    pub fn ssl(listener: impl Into<String>, peer: IpAddr, subject: Option<String>) -> Self {
+        let mut s = Self::plaintext(listener, peer);
+        s.protocol = SecurityProtocol::Ssl;
+        if let Some(dn) = subject {
+            s.principal = KafkaPrincipal { principal_type: "User".into(), name: dn };
+        }
+        s
     }
 
     /// The peer as Kafka writes a member's `client_host` ("/127.0.0.1").

@@ -34,6 +34,7 @@
 //! placeholder, the segment file region it stands for, and the writer sends
 //! the encoded bytes and the regions in order, the regions with `sendfile`.
 
+mod connection;
 mod legacy_produce;
 mod response;
 
@@ -45,8 +46,7 @@ use std::sync::Arc;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable};
-use tokio::io::{AsyncReadExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -55,7 +55,7 @@ use crate::broker::Broker;
 use crate::security::{SecurityProtocol, Session};
 
 /// Size of the fixed part of every request header: key, version, correlation id.
-const MIN_FRAME: usize = 8;
+pub(crate) const MIN_FRAME: usize = 8;
 
 /// A bound socket of one listener of `listeners`.
 #[derive(Debug)]
@@ -64,6 +64,8 @@ pub struct BoundListener {
     pub name: String,
     pub protocol: SecurityProtocol,
     pub listener: TcpListener,
+    /// SSL listeners: the TLS config and `ssl.handshake.timeout.ms`.
+    pub tls: Option<(Arc<rustls::ServerConfig>, std::time::Duration)>,
 }
 
 /// Serve every listener until `shutdown` completes, then drain the connections.
@@ -75,7 +77,7 @@ pub async fn run(
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut accept_loops = JoinSet::new();
     for listener in listeners {
-        accept_loops.spawn(accept_loop(listener, Arc::clone(&broker), stop_rx.clone()));
+        accept_loops.spawn(connection::accept_loop(listener, Arc::clone(&broker), stop_rx.clone()));
     }
     shutdown.await;
     tracing::info!("shutting down: finishing in-flight requests");
@@ -85,40 +87,6 @@ pub async fn run(
     while accept_loops.join_next().await.is_some() {}
 }
 
-/// Accept on one listener until `stop`, then wait for its connections. The
-/// loop awaits nothing but `accept`: each connection is its own task.
-async fn accept_loop(bound: BoundListener, broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
-    let mut connections = JoinSet::new();
-    let name = bound.name;
-    loop {
-        tokio::select! {
-            accepted = bound.listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    let broker = Arc::clone(&broker);
-                    let conn_stop = stop.clone();
-                    let session = Session::plaintext(name.clone(), peer.ip());
-                    connections.spawn(async move {
-                        if let Err(e) = serve_connection(stream, &broker, conn_stop, session).await {
-                            tracing::debug!(%peer, "connection closed: {e}");
-                        }
-                    });
-                }
-                Err(e) => {
-                    // Out of file descriptors and the like: back off instead of spinning.
-                    tracing::warn!(listener = %name, "accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                }
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            // A dropped sender also means stop.
-            _ = stop.changed() => break,
-        }
-    }
-    tracing::debug!(listener = %name, connections = connections.len(), "listener closed; draining");
-    while connections.join_next().await.is_some() {}
-}
-
 /// Why a connection ends.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnError {
@@ -126,51 +94,6 @@ pub enum ConnError {
     Io(#[from] std::io::Error),
     #[error("{0}")]
     Protocol(String),
-}
-
-async fn serve_connection(
-    stream: TcpStream,
-    broker: &Arc<Broker>,
-    mut stop: watch::Receiver<bool>,
-    session: Session,
-) -> Result<(), ConnError> {
-    let max = broker.config.socket_request_max_bytes();
-    let (reader, mut writer) = stream.into_split();
-    let mut reader = BufReader::with_capacity(64 * 1024, reader);
-    let mut out = ResponseBuf::with_capacity(64 * 1024);
-    loop {
-        let size = tokio::select! {
-            size = reader.read_i32() => match size {
-                Ok(s) => s,
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-                Err(e) => return Err(e.into()),
-            },
-            _ = stop.changed() => return Ok(()),
-        };
-        if size < MIN_FRAME as i32 || size as usize > max {
-            // A TLS record header (handshake type 0x16, version 3.x) read as a size.
-            let hint = if (size as u32) >> 16 == 0x1603 {
-                "; looks like TLS on a PLAINTEXT listener"
-            } else {
-                ""
-            };
-            return Err(ConnError::Protocol(format!(
-                "frame size {size} outside [{MIN_FRAME}, {max}] (socket.request.max.bytes){hint}"
-            )));
-        }
-        let mut frame = vec![0u8; size as usize];
-        reader.read_exact(&mut frame).await?;
-        out.clear();
-        match handle_frame_into(broker, Bytes::from(frame), &mut out, &session).await {
-            Ok(true) => out.write_to(&mut writer).await?,
-            Ok(false) => {}
-            Err(e) => return Err(e),
-        }
-        if out.capacity() > 1 << 20 {
-            // Do not keep a large response's buffer alive per idle connection.
-            out = ResponseBuf::with_capacity(64 * 1024);
-        }
-    }
 }
 
 /// What a frame asks for, decoded.
