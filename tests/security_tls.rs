@@ -491,6 +491,24 @@ fn bad_input_on_tls_ports_ends_only_that_connection() {
         .and_then(|mut t| t.try_call(3, &ApiVersionsRequest::default()).map(|_| ()));
     assert!(rogue.is_err(), "a certificate that does not verify must be refused");
     still_working(&mut good);
+    // Each failure counted by listener and reason.
+    let count = |listener: &str, reason: &str| {
+        let series = format!(
+            "sediment_tls_handshake_failures_total{{listener=\"{listener}\",reason=\"{reason}\"}}"
+        );
+        b.metric(&series).unwrap_or(0.0)
+    };
+    // (A client may see the alert before the broker's task counts it.)
+    for (listener, reason, n) in [
+        ("SSL", "not_tls", 1.0),
+        ("SSL", "timeout", 1.0),
+        ("MTLS", "bad_certificate", 2.0),
+        ("SSL", "bad_certificate", 1.0),
+    ] {
+        b.wait_for(10, &format!("{n} {listener} {reason} failures"), || {
+            (count(listener, reason) == n).then_some(())
+        });
+    }
     assert!(!b.log().contains("panicked"), "{}", b.log());
 }
 

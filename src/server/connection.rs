@@ -85,6 +85,18 @@ impl ConnWriter {
     }
 }
 
+/// The `reason` label of a failed handshake: bytes that are not TLS records,
+/// a client certificate that was missing or did not verify, or anything else
+/// the peer got wrong (including closing midway).
+fn handshake_failure(e: &std::io::Error) -> &'static str {
+    use rustls::Error as E;
+    match e.get_ref().and_then(|inner| inner.downcast_ref::<E>()) {
+        Some(E::InvalidMessage(_)) => "not_tls",
+        Some(E::InvalidCertificate(_) | E::NoCertificatesPresented) => "bad_certificate",
+        _ => "protocol",
+    }
+}
+
 /// Run the handshake if the listener is SSL, then serve the connection.
 async fn open(
     stream: TcpStream,
@@ -104,10 +116,13 @@ async fn open(
         r = tokio::time::timeout(timeout, accept) => match r {
             Ok(Ok(tls)) => tls,
             Ok(Err(e)) => {
-                tracing::debug!(%peer, %listener, "TLS handshake failed: {e}");
+                let reason = handshake_failure(&e);
+                broker.request_metrics.tls_handshake_failed(&listener, reason);
+                tracing::debug!(%peer, %listener, reason, "TLS handshake failed: {e}");
                 return Ok(());
             }
             Err(_) => {
+                broker.request_metrics.tls_handshake_failed(&listener, "timeout");
                 tracing::debug!(%peer, %listener, ?timeout, "TLS handshake timed out (ssl.handshake.timeout.ms)");
                 return Ok(());
             }
