@@ -148,6 +148,10 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "accepted for compatibility with Kafka: the highest of ssl.enabled.protocols is negotiated"),
     broker_def!("ssl.handshake.timeout.ms", Long, "10000", Some(1.0),
         "sediment: how long an SSL listener waits for a client to finish the TLS handshake"),
+    broker_def!("ssl.principal.mapping.rules", String, "DEFAULT", None, &["DEFAULT"],
+        "how a client certificate's subject becomes the principal; DEFAULT (the RFC 2253 subject) only, RULE: mappings are not yet supported"),
+    broker_def!("ssl.endpoint.identification.algorithm", String, "https", None,
+        "accepted for compatibility with Kafka: a client-side host name check, no effect on a broker"),
 ];
 
 /// The keys Kafka allows per listener, as `listener.name.<name>.<key>`.

@@ -531,6 +531,21 @@ fn check_config_loads_the_key_store() {
         let out = cmd.output().unwrap();
         (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
     };
+    // The README's example, with its two files made here.
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let example = readme
+        .split("Several listeners, one of them TLS")
+        .nth(1)
+        .and_then(|rest| rest.split("```toml\n").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README's listener example");
+    let example = example
+        .replace("/etc/sediment/broker.pem", &pki.s("server.pem"))
+        .replace("/etc/sediment/clients-ca.pem", &pki.s("ca.pem"));
+    std::fs::write(pki.path("example.toml"), example).unwrap();
+    let out =
+        Command::new(sediment).args(["check-config", &pki.s("example.toml")]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let ks = format!("ssl.keystore.location={}", pki.s("server.pem"));
     let (ok, stderr) = run(std::slice::from_ref(&ks));
     assert!(ok, "{stderr}");
