@@ -6,7 +6,7 @@
 //! `listener.name.mtls.ssl.client.auth=required`.
 //!
 //! Real clients produce and consume over SSL, with and without client
-//! certificates: kcat, confluent-kafka-python, and Kafka 4.1.2's console
+//! certificates: kcat, confluent-kafka-python, kafka-python, and Kafka 4.1.2's console
 //! producer and consumer with `--producer.config`/`--consumer.config`. The
 //! mTLS principal is the subject in RFC 2253 form (from the connection's
 //! debug log line). A multi-MB fetch over TLS is byte-identical to the same
@@ -271,11 +271,11 @@ fn run_kcat(b: &TestBroker, base: &[String], extra: &[&str], stdin: &str) -> Str
     stdout
 }
 
-fn python_tls(b: &TestBroker, port: u16, topic: &str, args: &[String]) {
+fn python_tls(b: &TestBroker, script: &str, port: u16, topic: &str, args: &[String]) {
     let out = Command::new("timeout")
         .args(["--kill-after=5", "90"])
         .arg(python())
-        .arg(repo_root().join("tests/python/tls_confluent.py"))
+        .arg(repo_root().join("tests/python").join(script))
         .arg(format!("127.0.0.1:{port}"))
         .arg(topic)
         .args(args)
@@ -286,7 +286,7 @@ fn python_tls(b: &TestBroker, port: u16, topic: &str, args: &[String]) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.contains("done"),
-        "tls_confluent.py {topic}\n{stdout}\n{}\nbroker:\n{}",
+        "{script} {topic}\n{stdout}\n{}\nbroker:\n{}",
         String::from_utf8_lossy(&out.stderr),
         b.log()
     );
@@ -320,14 +320,13 @@ fn real_clients_over_ssl_with_and_without_client_certificates() {
     assert!(log.contains(&format!("principal=User:{ALICE_DN}")), "{log}");
     assert!(log.contains("principal=User:ANONYMOUS"), "{log}");
 
-    // confluent-kafka-python, with and without a client certificate.
-    python_tls(&b, ssl, "tls-python", &[pki.s("ca.pem")]);
-    python_tls(
-        &b,
-        mtls,
-        "tls-python-mtls",
-        &[pki.s("ca.pem"), pki.s("client.crt"), pki.s("client.key")],
-    );
+    // confluent-kafka-python and kafka-python, with and without a client certificate.
+    let ca_only = [pki.s("ca.pem")];
+    let with_client = [pki.s("ca.pem"), pki.s("client.crt"), pki.s("client.key")];
+    python_tls(&b, "tls_confluent.py", ssl, "tls-confluent", &ca_only);
+    python_tls(&b, "tls_confluent.py", mtls, "tls-confluent-mtls", &with_client);
+    python_tls(&b, "tls_kafka_python.py", ssl, "tls-kafka-python", &ca_only);
+    python_tls(&b, "tls_kafka_python.py", mtls, "tls-kafka-python-mtls", &with_client);
 
     // Kafka's console tools with PEM stores in their config files.
     let common = |keystore: bool| {
