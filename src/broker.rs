@@ -8,8 +8,9 @@
 //! 3. The `LogCleaner` threads; their manager is given the transaction state
 //!    manager (built here, loaded in step 6) to name the transactional id of
 //!    an open transaction that holds cleaning back.
-//! 4. The Kafka listener, then the [`Broker`] built for its advertised address
-//!    (`meta.properties`, the producer id block, the group coordinator).
+//! 4. Every Kafka listener of `listeners` is bound (all or none: a failed bind,
+//!    or an SSL listener whose key or trust store does not load, fails the start), then the [`Broker`] built for their advertised
+//!    endpoints (`meta.properties`, the producer id block, the group coordinator).
 //! 5. The `group-loader` thread, rebuilding the groups from
 //!    `__consumer_offsets`; group requests answer COORDINATOR_LOAD_IN_PROGRESS
 //!    until it is done.
@@ -57,6 +58,8 @@ use crate::log::meta_properties::MetaProperties;
 use crate::log::producer_id_manager::ProducerIdManager;
 use crate::log::{LogError, LogManager, TopicPartition};
 use crate::metrics::{Metrics, MetricsError, RequestMetrics};
+use crate::security::SecurityProtocol;
+use crate::server::BoundListener;
 use crate::txn::{
     AppendedHook, LogMarkerWriter, ProducerIdGenerator, TransactionCoordinator,
     TransactionStateManager, TxnCompletionListener, TxnCrashPoint, TxnScheduler,
@@ -69,7 +72,9 @@ pub struct Broker {
     pub logs: Arc<LogManager>,
     pub node_id: i32,
     pub cluster_id: String,
-    pub advertised: Listener,
+    /// Each listener's advertised endpoint, by upper-case listener name, in
+    /// the order of `listeners`.
+    pub advertised: Vec<(String, Listener)>,
     pub groups: Arc<GroupCoordinator>,
     /// The transaction coordinator (its state loads on the `txn-coordinator`
     /// thread [`run`] starts).
@@ -96,7 +101,7 @@ impl Broker {
     pub fn new(
         config: BrokerConfig,
         logs: Arc<LogManager>,
-        advertised: Listener,
+        advertised: Vec<(String, Listener)>,
         txn_state: Arc<TransactionStateManager>,
     ) -> Result<Self, LogError> {
         let dirs = config.log_dirs();
@@ -134,6 +139,18 @@ impl Broker {
             producer_ids,
             request_metrics: RequestMetrics::new(),
         })
+    }
+
+    /// The endpoint advertised to clients of `listener`. Every session's
+    /// listener is one of ours; the first listener's endpoint stands in for a
+    /// name that is not (a broker built by hand, as in the fuzz target).
+    pub fn endpoint(&self, listener: &str) -> &Listener {
+        static NONE: Listener = Listener { host: String::new(), port: 0 };
+        self.advertised
+            .iter()
+            .find(|(name, _)| name == listener)
+            .or_else(|| self.advertised.first())
+            .map_or(&NONE, |(_, l)| l)
     }
 
     /// Wake fetches waiting for data.
@@ -287,12 +304,27 @@ async fn serve(
     threads: &mut CoordinatorThreads,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), BrokerError> {
-    let addr = config.bind_addr()?;
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|source| BrokerError::Bind { addr: addr.to_string(), source })?;
-    let bound = listener.local_addr().map_err(BrokerError::LocalAddr)?;
-    let advertised = config.advertised(bound.port())?;
+    let mut bound = Vec::new();
+    let mut advertised = Vec::new();
+    for l in config.listeners()? {
+        // Built before binding: a key store that does not load fails the start.
+        let tls = match l.protocol {
+            SecurityProtocol::Ssl => {
+                Some((config.tls_config(&l.name)?, config.ssl_handshake_timeout(&l.name)))
+            }
+            _ => None,
+        };
+        let addr = config.bind_addr(&l)?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| BrokerError::Bind { addr: addr.to_string(), source })?;
+        let local = listener.local_addr().map_err(BrokerError::LocalAddr)?;
+        let endpoint = config.advertised(&l, local.port())?;
+        let shown = format!("{}:{}", endpoint.host, endpoint.port);
+        tracing::info!(listener = %l.name, protocol = %l.protocol, bound = %local, advertised = %shown, "listener bound");
+        advertised.push((l.name.clone(), endpoint));
+        bound.push((BoundListener { name: l.name, protocol: l.protocol, listener, tls }, local));
+    }
     let metrics_listen = config.metrics_listen();
     let broker = Arc::new(
         Broker::new(config, Arc::clone(logs), advertised.clone(), txn_state)
@@ -316,11 +348,15 @@ async fn serve(
         }
         None => None,
     };
-    let advertised = format!("{}:{}", advertised.host, advertised.port);
+    // The first listener's addresses, as before there were several (scripts
+    // and tests read `listening=`); each listener's are in its own line above.
+    let (first, first_bound) = (&advertised[0].1, bound[0].1);
+    let advertised = format!("{}:{}", first.host, first.port);
     let cluster_id = &broker.cluster_id;
-    tracing::info!(listening = %bound, %advertised, %cluster_id, "sediment started");
+    tracing::info!(listening = %first_bound, %advertised, %cluster_id, "sediment started");
     let ticker = crate::group::spawn_ticker(Arc::clone(&broker.groups));
-    crate::server::run(listener, broker, shutdown).await;
+    let listeners = bound.into_iter().map(|(l, _)| l).collect();
+    crate::server::run(listeners, broker, shutdown).await;
     ticker.abort();
     if let Some(metrics) = metrics {
         metrics.stop().await;

@@ -21,6 +21,17 @@ use std::path::{Path, PathBuf};
 use crate::log::config::{self as log_config, ConfigDef, ConfigType, LOG_CONFIGS};
 use crate::log::LogManagerConfig;
 
+mod listeners;
+mod secrets;
+mod template;
+
+pub use listeners::{
+    parse_endpoints, parse_protocol_map, split_listener_key, EndpointEntry, ListenerConfig,
+    DEFAULT_PROTOCOL_MAP, LISTENER_PREFIX,
+};
+pub use secrets::{is_sensitive, Password, HIDDEN};
+pub use template::config_template;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read {path}: {source}")]
@@ -37,6 +48,9 @@ fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
 
 macro_rules! broker_def {
     ($name:literal, $kind:ident, $default:expr, $min:expr, $doc:literal) => {
+        broker_def!($name, $kind, $default, $min, &[], $doc)
+    };
+    ($name:literal, $kind:ident, $default:expr, $min:expr, $one_of:expr, $doc:literal) => {
         ConfigDef {
             name: $name,
             broker_key: $name,
@@ -44,7 +58,7 @@ macro_rules! broker_def {
             default: $default,
             min: $min,
             max: None,
-            one_of: &[],
+            one_of: $one_of,
             doc: $doc,
         }
     };
@@ -54,9 +68,11 @@ macro_rules! broker_def {
 pub const BROKER_CONFIGS: &[ConfigDef] = &[
     broker_def!("node.id", Int, "1", Some(0.0), "this broker's id, reported in Metadata and DescribeCluster"),
     broker_def!("listeners", String, "PLAINTEXT://:9092", None,
-        "where the broker listens: PLAINTEXT://host:port (empty host: all interfaces)"),
+        "where the broker listens: comma-separated NAME://host:port listeners (empty host: all interfaces)"),
     broker_def!("advertised.listeners", String, "", None,
-        "the address clients are told to connect to; empty: the listener's (localhost when it binds all interfaces)"),
+        "the NAME://host:port clients of each listener are told to connect to; a listener not named: its own (localhost when it binds all interfaces)"),
+    broker_def!("listener.security.protocol.map", String, DEFAULT_PROTOCOL_MAP, None,
+        "NAME:PROTOCOL for every listener name; PLAINTEXT and SSL listeners are served, SASL ones not yet"),
     broker_def!("log.dirs", String, "data", None, "comma-separated directories that hold the partitions"),
     broker_def!("num.partitions", Int, "1", Some(1.0), "partitions of an auto-created topic or a CreateTopics without a count"),
     broker_def!("default.replication.factor", Int, "1", Some(1.0), "replication factor of auto-created topics (only 1 is possible on one node)"),
@@ -111,38 +127,67 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     broker_def!("transaction.remove.expired.transaction.cleanup.interval.ms", Int, "3600000", Some(1.0), "how often expired transactional ids are looked for and removed"),
     broker_def!("transaction.partition.verification.enable", Boolean, "true", None,
         "check with the transaction coordinator that a partition is in the transaction before a transactional Produce or TxnOffsetCommit opens one there"),
+    broker_def!("ssl.keystore.type", String, "JKS", None, &["JKS", "PKCS12", "PEM"],
+        "format of an SSL listener's key store; sediment reads PEM only (JKS and PKCS12 are refused with the command that converts them)"),
+    broker_def!("ssl.keystore.location", String, "", None,
+        "PEM file holding an SSL listener's private key (PKCS#8) and certificate chain"),
+    broker_def!("ssl.keystore.key", Password, "", None,
+        "the private key in PEM, given inline instead of ssl.keystore.location (secret)"),
+    broker_def!("ssl.keystore.certificate.chain", Password, "", None,
+        "the certificate chain in PEM, given inline with ssl.keystore.key"),
+    broker_def!("ssl.keystore.password", Password, "", None,
+        "password of a JKS or PKCS12 key store; must not be set with PEM (secret)"),
+    broker_def!("ssl.key.password", Password, "", None, "password of an encrypted private key (secret); encrypted keys are not yet supported"),
+    broker_def!("ssl.truststore.type", String, "JKS", None, &["JKS", "PKCS12", "PEM"],
+        "format of the trust store that checks client certificates; sediment reads PEM only"),
+    broker_def!("ssl.truststore.location", String, "", None,
+        "PEM file of the CA certificates that client certificates must chain to"),
+    broker_def!("ssl.truststore.certificates", Password, "", None,
+        "the trusted CA certificates in PEM, given inline instead of ssl.truststore.location"),
+    broker_def!("ssl.truststore.password", Password, "", None,
+        "password of a JKS or PKCS12 trust store; must not be set with PEM (secret)"),
+    broker_def!("ssl.client.auth", String, "none", None, &["required", "requested", "none"],
+        "whether an SSL listener asks clients for a certificate"),
+    broker_def!("ssl.enabled.protocols", List, "TLSv1.2,TLSv1.3", None, &["TLSv1.2", "TLSv1.3"],
+        "TLS versions an SSL listener accepts"),
+    broker_def!("ssl.protocol", String, "TLSv1.3", None, &["TLS", "TLSv1.2", "TLSv1.3"],
+        "accepted for compatibility with Kafka: the highest of ssl.enabled.protocols is negotiated"),
+    broker_def!("ssl.handshake.timeout.ms", Long, "10000", Some(1.0),
+        "sediment: how long an SSL listener waits for a client to finish the TLS handshake"),
+    broker_def!("ssl.principal.mapping.rules", String, "DEFAULT", None, &["DEFAULT"],
+        "how a client certificate's subject becomes the principal; DEFAULT (the RFC 2253 subject) only, RULE: mappings are not yet supported"),
+    broker_def!("ssl.endpoint.identification.algorithm", String, "https", None,
+        "accepted for compatibility with Kafka: a client-side host name check, no effect on a broker"),
 ];
 
+/// The keys Kafka allows per listener, as `listener.name.<name>.<key>`.
+pub fn is_listener_key(key: &str) -> bool {
+    key.starts_with("ssl.") && lookup(key).is_some_and(|(_, topic)| topic.is_none())
+}
+
 /// The resolved broker configuration.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct BrokerConfig {
     /// Every key set explicitly (file or override), validated, in Kafka syntax.
     explicit: BTreeMap<String, String>,
 }
 
-/// A PLAINTEXT listener.
+impl std::fmt::Debug for BrokerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown: BTreeMap<&str, &str> = self
+            .explicit
+            .iter()
+            .map(|(k, v)| (k.as_str(), if is_sensitive(k) { HIDDEN } else { v.as_str() }))
+            .collect();
+        f.debug_struct("BrokerConfig").field("explicit", &shown).finish()
+    }
+}
+
+/// A host and port clients are told to connect to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listener {
     pub host: String,
     pub port: u16,
-}
-
-impl Listener {
-    /// Parse `PLAINTEXT://host:port` (the first entry of a list).
-    ///
-    /// # Errors
-    /// A protocol other than PLAINTEXT or a bad port, naming `key`.
-    pub fn parse(key: &str, value: &str) -> Result<Self, ConfigError> {
-        let first = value.split(',').next().unwrap_or("").trim();
-        let rest = first.strip_prefix("PLAINTEXT://").ok_or_else(|| {
-            invalid(key, format!("{first:?}: only PLAINTEXT://host:port listeners are supported"))
-        })?;
-        let (host, port) =
-            rest.rsplit_once(':').ok_or_else(|| invalid(key, format!("{first:?} has no port")))?;
-        let port = port.parse::<u16>().map_err(|_| invalid(key, format!("{first:?}: bad port")))?;
-        let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
-        Ok(Self { host, port })
-    }
 }
 
 fn lookup(key: &str) -> Option<(&'static ConfigDef, Option<&'static str>)> {
@@ -157,6 +202,17 @@ fn lookup(key: &str) -> Option<(&'static ConfigDef, Option<&'static str>)> {
 /// # Errors
 /// Unknown key, wrong type, out of range — naming the key.
 pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
+    if let Some(rest) = key.strip_prefix(LISTENER_PREFIX) {
+        let (_, base) = split_listener_key(key)
+            .ok_or_else(|| invalid(key, format!("{rest:?} is not <listener name>.<key>")))?;
+        if !is_listener_key(base) {
+            return Err(invalid(key, format!("{base} cannot be set per listener")));
+        }
+        return validate(base, value).map_err(|e| match e {
+            ConfigError::Invalid { reason, .. } => invalid(key, reason),
+            other => other,
+        });
+    }
     let (def, topic_key) = lookup(key).ok_or_else(|| invalid(key, "unknown config key"))?;
     if let Some(topic_key) = topic_key {
         return log_config::validate_value(topic_key, value)
@@ -194,9 +250,29 @@ pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
                 return Err(invalid(key, format!("{v} must be above 0 and at most 1")));
             }
         }
+        ConfigType::Password => {}
         ConfigType::String | ConfigType::List => {
-            if key == "listeners" || (key == "advertised.listeners" && !v.is_empty()) {
-                Listener::parse(key, v)?;
+            let items: Vec<&str> = if def.kind == ConfigType::List {
+                v.split(',').map(str::trim).filter(|s| !s.is_empty()).collect()
+            } else {
+                vec![v]
+            };
+            if let Some(bad) =
+                items.iter().find(|i| !def.one_of.is_empty() && !def.one_of.contains(i))
+            {
+                return Err(invalid(
+                    key,
+                    format!("{bad:?} is not one of {}", def.one_of.join(", ")),
+                ));
+            }
+            if key == "listeners" && parse_endpoints(key, v)?.is_empty() {
+                return Err(invalid(key, "at least one listener is needed"));
+            }
+            if key == "advertised.listeners" {
+                parse_endpoints(key, v)?;
+            }
+            if key == "listener.security.protocol.map" {
+                parse_protocol_map(key, v)?;
             }
             if key == "metrics.listen" && !v.is_empty() {
                 use std::net::ToSocketAddrs;
@@ -246,138 +322,6 @@ fn flatten(
         }
     }
     Ok(())
-}
-
-/// A key's default as a TOML value (strings quoted, numbers and booleans bare).
-fn toml_literal(kind: ConfigType, value: &str) -> String {
-    match kind {
-        ConfigType::Boolean | ConfigType::Int | ConfigType::Long | ConfigType::Double => {
-            value.to_string()
-        }
-        ConfigType::String | ConfigType::List => toml::Value::String(value.to_string()).to_string(),
-    }
-}
-
-fn kind_name(kind: ConfigType) -> &'static str {
-    match kind {
-        ConfigType::Boolean => "boolean",
-        ConfigType::Int => "int",
-        ConfigType::Long => "long",
-        ConfigType::Double => "double",
-        ConfigType::String => "string",
-        ConfigType::List => "list",
-    }
-}
-
-/// A section of [`config_template`]: a title, a note, and which broker keys
-/// belong there (the first section that claims a key gets it).
-type TemplateSection = (&'static str, &'static str, fn(&str) -> bool);
-
-const TEMPLATE_SECTIONS: &[TemplateSection] = &[
-    ("Broker and network", "", |k| matches!(k, "node.id" | "listeners" | "advertised.listeners" | "socket.request.max.bytes")),
-    ("Metrics", "", |k| k == "metrics.listen"),
-    ("Topics", "", |k| matches!(k, "num.partitions" | "default.replication.factor" | "auto.create.topics.enable" | "delete.topic.enable")),
-    ("Storage", "", |k| k == "log.dirs" || (k.starts_with("log.") && !k.starts_with("log.cleaner."))),
-    (
-        "Log cleaner",
-        "The cleaner threads. The per-topic knobs of compaction (min.cleanable.dirty.ratio,\n# min/max.compaction.lag.ms, delete.retention.ms) are topic defaults, below.",
-        |k| k.starts_with("log.cleaner."),
-    ),
-    ("Consumer groups", "", |k| k.starts_with("offsets.") || k.starts_with("offset.") || k.starts_with("group.")),
-    ("Transactions", "", |k| k.starts_with("transaction.") || k.starts_with("transactional.")),
-    ("Other broker keys", "", |_| true),
-];
-
-/// A TOML file listing every key the broker knows (`BROKER_CONFIGS` and the
-/// `log.*` defaults of every topic key in `LOG_CONFIGS`), each with its doc,
-/// type, default and, commented out, a line setting it to the default: as it
-/// is, the file runs the broker on the defaults. `config/server.toml` is this
-/// text (`sediment config-template`).
-pub fn config_template() -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    out.push_str(
-        "# sediment: every broker key, with its Kafka name, default and meaning.\n\
-         #\n\
-         # Generated by `sediment config-template > config/server.toml`; a test\n\
-         # (tests/ops_files.rs) fails when this file and the broker's keys differ.\n\
-         # Every key is commented out, so as it is this file runs the broker on the\n\
-         # defaults; uncomment a line to change a key. Keys have Kafka's names (as in\n\
-         # server.properties). In TOML the dots nest tables, so `log.dirs = \"/data\"`\n\
-         # and `[log]` + `dirs = \"/data\"` are the same key. Strings and lists are\n\
-         # quoted (\"compact,delete\"); numbers and booleans are bare.\n\
-         #\n\
-         #   sediment check-config config/server.toml    # validate, print the effective config\n\
-         #   sediment serve --config config/server.toml [--override key=value]...\n\
-         #\n\
-         # $SEDIMENT_CONFIG names the file when --config is absent; $SEDIMENT_OVERRIDES\n\
-         # (whitespace-separated key=value) applies after the file, --override last.\n\
-         # An unknown key, a wrong type or a value out of range is an error naming the key.\n",
-    );
-    let entry = |out: &mut String, def: &ConfigDef, key: &str, topic_key: Option<&str>| {
-        let _ = writeln!(out);
-        let _ = write!(out, "# {}", def.doc);
-        if let Some(t) = topic_key {
-            let _ = write!(out, " [topic key: {t}]");
-        }
-        let _ = writeln!(out);
-        let mut facts = vec![kind_name(def.kind).to_string()];
-        if def.default.is_empty() {
-            facts.push("unset by default".to_string());
-        } else {
-            facts.push(format!("default {}", def.default));
-        }
-        match (def.min, def.max) {
-            (Some(min), Some(max)) => facts.push(format!("from {min} to {max}")),
-            (Some(min), None) => facts.push(format!("at least {min}")),
-            (None, Some(max)) => facts.push(format!("at most {max}")),
-            (None, None) => {}
-        }
-        if !def.one_of.is_empty() {
-            facts.push(format!("one of {}", def.one_of.join(", ")));
-        }
-        let _ = writeln!(out, "# {}", facts.join("; "));
-        if def.default.is_empty() && !matches!(def.kind, ConfigType::String | ConfigType::List) {
-            let _ = writeln!(out, "#{key} = <{}>", kind_name(def.kind));
-        } else {
-            let _ = writeln!(out, "#{key} = {}", toml_literal(def.kind, def.default));
-        }
-    };
-    let rule = |out: &mut String, title: &str, note: &str| {
-        let _ = writeln!(out, "\n# {}\n# {title}\n# {}", "=".repeat(76), "=".repeat(76));
-        if !note.is_empty() {
-            let _ = writeln!(out, "# {note}");
-        }
-    };
-    let mut placed: Vec<&str> = Vec::new();
-    for (title, note, belongs) in TEMPLATE_SECTIONS {
-        let defs: Vec<&ConfigDef> = BROKER_CONFIGS
-            .iter()
-            .filter(|d| !placed.contains(&d.name) && belongs(d.name))
-            .collect();
-        if defs.is_empty() {
-            continue;
-        }
-        rule(&mut out, title, note);
-        for def in defs {
-            placed.push(def.name);
-            entry(&mut out, def, def.name, None);
-        }
-    }
-    rule(
-        &mut out,
-        "Topic defaults",
-        "The broker's default for a topic-level key (in brackets); a topic's own config\n\
-         # (kafka-topics --create --config, kafka-configs --alter) overrides it.",
-    );
-    for def in LOG_CONFIGS {
-        if placed.contains(&def.broker_key) {
-            continue;
-        }
-        placed.push(def.broker_key);
-        entry(&mut out, def, def.broker_key, Some(def.name));
-    }
-    out
 }
 
 impl BrokerConfig {
@@ -490,20 +434,51 @@ impl BrokerConfig {
         self.int("socket.request.max.bytes") as usize
     }
 
-    /// The listener to bind.
+    /// The listeners to bind, checked across keys (`config::listeners`).
     ///
     /// # Errors
-    /// A malformed `listeners` value.
-    pub fn listener(&self) -> Result<Listener, ConfigError> {
-        Listener::parse("listeners", &self.get("listeners").unwrap_or_default())
+    /// The first listener rule broken, naming the key.
+    pub fn listeners(&self) -> Result<Vec<ListenerConfig>, ConfigError> {
+        listeners::resolve(self)
     }
 
-    /// The address to bind.
+    /// Every rule that spans several keys; `set` checks each key alone.
     ///
     /// # Errors
-    /// A malformed listener or an unresolvable host.
-    pub fn bind_addr(&self) -> Result<SocketAddr, ConfigError> {
-        let l = self.listener()?;
+    /// The first rule broken, naming the key.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        for l in self.listeners()? {
+            if l.protocol == crate::security::SecurityProtocol::Ssl {
+                self.tls_config(&l.name)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The TLS config of SSL listener `listener` (`security::tls`).
+    ///
+    /// # Errors
+    /// A key store, trust store or TLS key that does not work, naming the key.
+    pub fn tls_config(
+        &self,
+        listener: &str,
+    ) -> Result<std::sync::Arc<rustls::ServerConfig>, ConfigError> {
+        let settings = listeners::tls_settings(self, listener);
+        crate::security::tls::server_config(&settings)
+            .map_err(|e| ConfigError::Invalid { key: e.key, reason: e.reason })
+    }
+
+    /// `ssl.handshake.timeout.ms` of `listener`.
+    pub fn ssl_handshake_timeout(&self, listener: &str) -> std::time::Duration {
+        let (v, _) = listeners::listener_value(self, listener, "ssl.handshake.timeout.ms");
+        std::time::Duration::from_millis(v.and_then(|v| v.parse().ok()).unwrap_or(10_000))
+    }
+
+    /// The address to bind for `l`.
+    ///
+    /// # Errors
+    /// An unresolvable host.
+    pub fn bind_addr(&self, l: &ListenerConfig) -> Result<SocketAddr, ConfigError> {
         let host = if l.host.is_empty() { "0.0.0.0".to_string() } else { l.host.clone() };
         let text = if host.contains(':') {
             format!("[{host}]:{}", l.port)
@@ -517,24 +492,13 @@ impl BrokerConfig {
             .ok_or_else(|| invalid("listeners", format!("cannot resolve {text}")))
     }
 
-    /// Host and port clients are told to use; `bound_port` replaces a port of 0.
+    /// Host and port clients of listener `l` are told to use; `bound_port`
+    /// replaces a port of 0.
     ///
     /// # Errors
-    /// A malformed listener.
-    pub fn advertised(&self, bound_port: u16) -> Result<Listener, ConfigError> {
-        if let Some(a) = self.explicit("advertised.listeners").filter(|v| !v.is_empty()) {
-            let mut l = Listener::parse("advertised.listeners", a)?;
-            if l.port == 0 {
-                l.port = bound_port;
-            }
-            return Ok(l);
-        }
-        let mut l = self.listener()?;
-        if l.host.is_empty() || l.host == "0.0.0.0" || l.host == "::" {
-            l.host = "localhost".to_string();
-        }
-        l.port = bound_port;
-        Ok(l)
+    /// A malformed `advertised.listeners`.
+    pub fn advertised(&self, l: &ListenerConfig, bound_port: u16) -> Result<Listener, ConfigError> {
+        listeners::advertised(self, l, bound_port)
     }
 
     pub fn log_dirs(&self) -> Vec<PathBuf> {
@@ -666,7 +630,18 @@ impl BrokerConfig {
             }
             let explicit = self.explicit.get(key);
             let value = explicit.cloned().unwrap_or_else(|| def.default.to_string());
+            let value = if def.kind == ConfigType::Password && !value.is_empty() {
+                HIDDEN.to_string()
+            } else {
+                value
+            };
             out.push((key.to_string(), value, explicit.is_some(), def.doc, def.kind));
+        }
+        for (key, value) in &self.explicit {
+            if let Some((def, _)) = split_listener_key(key).and_then(|(_, base)| lookup(base)) {
+                let value = if is_sensitive(key) { HIDDEN.to_string() } else { value.clone() };
+                out.push((key.clone(), value, true, def.doc, def.kind));
+            }
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
@@ -686,7 +661,8 @@ mod tests {
         let d = c.topic_defaults();
         assert_eq!(d["cleanup.policy"], "compact");
         assert_eq!(d["segment.bytes"], "2048");
-        assert_eq!(c.listener().unwrap(), Listener { host: "127.0.0.1".into(), port: 0 });
+        let l = &c.listeners().unwrap()[0];
+        assert_eq!((l.name.as_str(), l.host.as_str(), l.port), ("PLAINTEXT", "127.0.0.1", 0));
     }
 
     #[test]
@@ -696,7 +672,6 @@ mod tests {
             ("num.partitions = \"many\"", "num.partitions"),
             ("num.partitions = 0", "num.partitions"),
             ("log.cleanup.policy = \"shred\"", "log.cleanup.policy"),
-            ("listeners = \"SSL://:9093\"", "listeners"),
             ("log.segment.bytes = 3", "log.segment.bytes"),
         ] {
             match BrokerConfig::from_toml(text, Path::new("t.toml")) {
@@ -740,12 +715,16 @@ mod tests {
     #[test]
     fn defaults_and_overrides() {
         let mut c = BrokerConfig::default();
-        assert_eq!(c.listener().unwrap().port, 9092);
+        let l = c.listeners().unwrap().remove(0);
+        assert_eq!(l.port, 9092);
         assert_eq!(c.socket_request_max_bytes(), 104_857_600);
         c.apply_overrides(["log.retention.hours=1", "auto.create.topics.enable=false"]).unwrap();
         assert_eq!(c.topic_defaults()["retention.ms"], "3600000");
         assert!(!c.auto_create_topics());
         assert!(c.apply_overrides(["novalue"]).is_err());
-        assert_eq!(c.advertised(1234).unwrap(), Listener { host: "localhost".into(), port: 1234 });
+        assert_eq!(
+            c.advertised(&l, 1234).unwrap(),
+            Listener { host: "localhost".into(), port: 1234 }
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! Layers, top to bottom; a module imports only from layers below it:
 //!
 //! ```text
-//! main → broker → server → api → (group, txn, metrics) → cleaner → log → clock
+//! main → broker → server → api → (group, txn, security, metrics) → cleaner → log → clock
 //! ```
 //!
 //! * `broker`: the composition root; builds the managers, starts and joins
@@ -13,6 +13,8 @@
 //!   are chosen.
 //! * `group`: the consumer group coordinator over `__consumer_offsets`.
 //! * `txn`: the transaction coordinator over `__transaction_state`.
+//! * `security`: who a connection is (session, principal) and the TLS
+//!   configuration of SSL listeners.
 //! * `metrics`: Prometheus metrics and the cleaner status over HTTP.
 //! * `cleaner`: compaction of the logs.
 //! * `log`: partitions in Kafka's on-disk format, and the broker's other
@@ -38,6 +40,7 @@ pub mod group;
 pub mod log;
 pub mod metrics;
 pub mod readable;
+pub mod security;
 pub mod server;
 pub mod tools;
 pub mod txn;

@@ -169,6 +169,8 @@ fn load_config(file: Option<PathBuf>, overrides: &[String]) -> anyhow::Result<Br
         config.apply_overrides(env.split_whitespace()).context("in $SEDIMENT_OVERRIDES")?;
     }
     config.apply_overrides(overrides.iter().map(String::as_str))?;
+    // The rules across keys (listeners and their protocols) once all are set.
+    config.check()?;
     Ok(config)
 }
 

@@ -51,12 +51,14 @@ pub enum MetricsError {
     Json(#[from] serde_json::Error),
 }
 
-/// Per-API request counters and latency (Kafka's `kafka.network:type=RequestMetrics`).
+/// Per-API request counters and latency (Kafka's `kafka.network:type=RequestMetrics`),
+/// and the connections of SSL listeners that failed their TLS handshake.
 #[derive(Debug, Clone)]
 pub struct RequestMetrics {
     requests: IntCounterVec,
     errors: IntCounterVec,
     latency: HistogramVec,
+    tls_handshake_failures: IntCounterVec,
 }
 
 impl Default for RequestMetrics {
@@ -95,7 +97,20 @@ impl RequestMetrics {
             &["request"],
         )
         .expect("valid metric");
-        Self { requests, errors, latency }
+        let tls_handshake_failures = IntCounterVec::new(
+            Opts::new(
+                "sediment_tls_handshake_failures_total",
+                "Connections to an SSL listener closed before the TLS handshake completed, per listener and reason (not_tls, timeout, bad_certificate, protocol)",
+            ),
+            &["listener", "reason"],
+        )
+        .expect("valid metric");
+        Self { requests, errors, latency, tls_handshake_failures }
+    }
+
+    /// Count a connection of `listener` whose TLS handshake failed for `reason`.
+    pub fn tls_handshake_failed(&self, listener: &str, reason: &str) {
+        self.tls_handshake_failures.with_label_values(&[listener, reason]).inc();
     }
 
     /// Record a request that owes no response (acks=0 produce).
@@ -444,6 +459,7 @@ impl Metrics {
         r.register(Box::new(requests.requests.clone()))?;
         r.register(Box::new(requests.errors.clone()))?;
         r.register(Box::new(requests.latency.clone()))?;
+        r.register(Box::new(requests.tls_handshake_failures.clone()))?;
         #[cfg(target_os = "linux")]
         r.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))?;
         let late_transactions = int_gauge(

@@ -497,7 +497,7 @@ fn the_dockerfile_start_command_serves_clients_outside_docker() {
     assert_ne!(user.trim(), "root");
     assert!(dockerfile.contains("VOLUME [\"/var/lib/sediment\"]"));
     let docker_toml = sediment::config::BrokerConfig::load(&path("config/docker.toml")).unwrap();
-    let kafka_port = docker_toml.listener().unwrap().port;
+    let kafka_port = docker_toml.listeners().unwrap()[0].port;
     let metrics_port =
         docker_toml.metrics_listen().unwrap().rsplit(':').next().unwrap().to_string();
     assert_eq!(

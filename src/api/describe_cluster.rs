@@ -1,14 +1,19 @@
-//! DescribeCluster: this single node is the whole cluster and its controller.
+//! DescribeCluster: this single node is the whole cluster and its controller,
+//! at the advertised endpoint of the listener the request came in on.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 
-use super::str_bytes;
+use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
 
 /// Endpoint type 1: brokers; 2: controllers (KIP-919). One node is both.
-pub fn handle(broker: &Broker, request: &DescribeClusterRequest) -> DescribeClusterResponse {
+pub fn handle(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    request: &DescribeClusterRequest,
+) -> DescribeClusterResponse {
     let response = DescribeClusterResponse::default()
         .with_endpoint_type(request.endpoint_type)
         .with_cluster_id(str_bytes(broker.cluster_id.clone()));
@@ -20,10 +25,11 @@ pub fn handle(broker: &Broker, request: &DescribeClusterRequest) -> DescribeClus
                 request.endpoint_type
             ))));
     }
+    let endpoint = broker.endpoint(&ctx.session.listener);
     let node = DescribeClusterBroker::default()
         .with_broker_id(BrokerId(broker.node_id))
-        .with_host(str_bytes(broker.advertised.host.clone()))
-        .with_port(broker.advertised.port as i32);
+        .with_host(str_bytes(endpoint.host.clone()))
+        .with_port(endpoint.port as i32);
     response
         .with_controller_id(BrokerId(broker.node_id))
         .with_brokers(vec![node])

@@ -1,5 +1,6 @@
 //! DescribeConfigs for topics (every topic key with its value and where it
-//! comes from) and for this broker (every broker key, read-only).
+//! comes from) and for this broker (every broker key, read-only; secrets and
+//! per-listener keys with a null value, marked sensitive).
 
 use std::collections::BTreeMap;
 
@@ -11,6 +12,7 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
 use super::str_bytes;
 use crate::broker::Broker;
+use crate::config::LISTENER_PREFIX;
 use crate::log::config::{ConfigSource, ConfigType, LOG_CONFIGS};
 use crate::log::LogConfig;
 
@@ -31,6 +33,7 @@ pub fn type_code(kind: ConfigType) -> i8 {
         ConfigType::Long => 5,
         ConfigType::Double => 6,
         ConfigType::List => 7,
+        ConfigType::Password => 9,
     }
 }
 
@@ -77,6 +80,18 @@ pub fn topic_entries(
             })
         })
         .collect()
+}
+
+/// A secret, or a key Kafka cannot type (a per-listener one, Kafka's
+/// `maybeSensitive`): described with a null value and `is_sensitive`, as
+/// Kafka does, also in its synonyms.
+fn hide_value(mut e: DescribeConfigsResourceResult) -> DescribeConfigsResourceResult {
+    e.value = None;
+    e.is_sensitive = true;
+    for s in &mut e.synonyms {
+        s.value = None;
+    }
+    e
 }
 
 pub fn handle(broker: &Broker, request: DescribeConfigsRequest) -> DescribeConfigsResponse {
@@ -160,7 +175,12 @@ pub fn handle(broker: &Broker, request: DescribeConfigsRequest) -> DescribeConfi
                             let source =
                                 if explicit { SOURCE_STATIC_BROKER } else { SOURCE_DEFAULT };
                             let synonyms = vec![(k.clone(), v.clone(), source)];
-                            entry(&k, v, true, source, kind, doc, synonyms)
+                            let e = entry(&k, v, true, source, kind, doc, synonyms);
+                            if crate::config::is_sensitive(&k) || k.starts_with(LISTENER_PREFIX) {
+                                hide_value(e)
+                            } else {
+                                e
+                            }
                         })
                         .collect();
                     result.with_configs(configs)

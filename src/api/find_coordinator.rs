@@ -13,7 +13,7 @@ use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinator
 use kafka_protocol::protocol::StrBytes;
 
 use super::error::{txn_error_code, TxnApi};
-use super::str_bytes;
+use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
 
 const KEY_TYPE_GROUP: i8 = 0;
@@ -41,12 +41,15 @@ fn lookup(broker: &Broker, key_type: i8) -> Result<(), (ResponseError, String)> 
 
 pub fn handle(
     broker: &Broker,
+    ctx: &RequestContext<'_>,
     request: &FindCoordinatorRequest,
     version: i16,
 ) -> FindCoordinatorResponse {
     let node = BrokerId(broker.node_id);
-    let host = str_bytes(broker.advertised.host.clone());
-    let port = broker.advertised.port as i32;
+    // The coordinator is this node, reached through the request's listener.
+    let endpoint = broker.endpoint(&ctx.session.listener);
+    let host = str_bytes(endpoint.host.clone());
+    let port = endpoint.port as i32;
     let outcome = lookup(broker, request.key_type);
     if version >= 4 {
         let coordinators = request

@@ -1,6 +1,8 @@
 //! Metadata: this node as the only broker and controller, and every requested
 //! topic with its id and partitions (led by this node). Unknown topics are
 //! created when both the client and `auto.create.topics.enable` allow it.
+//! The broker is described at the advertised endpoint of the listener the
+//! request came in on, as Kafka does, so each network sees its own address.
 
 use std::collections::BTreeMap;
 
@@ -11,7 +13,7 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 
 use super::error::error_code;
-use super::{str_bytes, topic_name, uuid_of};
+use super::{str_bytes, topic_name, uuid_of, RequestContext};
 use crate::broker::Broker;
 use crate::log::{LogError, LogManager, TopicInfo, TopicPartition};
 
@@ -49,7 +51,12 @@ fn error_topic(name: Option<String>, id: uuid::Uuid, code: ResponseError) -> Met
         .with_topic_authorized_operations(i32::MIN)
 }
 
-pub fn handle(broker: &Broker, request: MetadataRequest, version: i16) -> MetadataResponse {
+pub fn handle(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    request: MetadataRequest,
+    version: i16,
+) -> MetadataResponse {
     // v0: an empty list means every topic; v1+: null means every topic.
     let requested = match request.topics {
         Some(t) if !(version == 0 && t.is_empty()) => Some(t),
@@ -90,10 +97,11 @@ pub fn handle(broker: &Broker, request: MetadataRequest, version: i16) -> Metada
                 .collect()
         }
     };
+    let endpoint = broker.endpoint(&ctx.session.listener);
     let node = MetadataResponseBroker::default()
         .with_node_id(BrokerId(broker.node_id))
-        .with_host(str_bytes(broker.advertised.host.clone()))
-        .with_port(broker.advertised.port as i32);
+        .with_host(str_bytes(endpoint.host.clone()))
+        .with_port(endpoint.port as i32);
     MetadataResponse::default()
         .with_brokers(vec![node])
         .with_cluster_id(Some(str_bytes(broker.cluster_id.clone())))

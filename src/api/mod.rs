@@ -53,6 +53,15 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::Broker;
 use crate::log::segment::FileRegion;
+use crate::security::Session;
+
+/// One request as a handler sees it: its header and the connection's session
+/// (listener, peer, principal).
+#[derive(Debug)]
+pub struct RequestContext<'a> {
+    pub header: RequestHeader,
+    pub session: &'a Session,
+}
 
 /// An API this broker serves, with the versions it handles.
 #[derive(Debug, Clone, Copy)]
@@ -145,12 +154,11 @@ impl From<ResponseKind> for Reply {
 /// API that reached dispatch without a handler).
 pub async fn dispatch(
     broker: &Arc<Broker>,
-    header: &RequestHeader,
+    ctx: &RequestContext<'_>,
     request: RequestKind,
-    client_host: &str,
 ) -> Result<Option<Reply>, Close> {
-    let v = header.request_api_version;
-    let client_id = header.client_id.as_ref().map_or("", |c| c.as_str());
+    let v = ctx.header.request_api_version;
+    let client_id = ctx.header.client_id.as_ref().map_or("", |c| c.as_str());
     let response = match request {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(&r, v)),
         // Runs on this worker: the append itself moves to `block_in_place` only
@@ -169,7 +177,7 @@ pub async fn dispatch(
             ResponseKind::ListOffsets(blocking(|| list_offsets::handle(broker, r, v)))
         }
         RequestKind::Metadata(r) => {
-            ResponseKind::Metadata(blocking(|| metadata::handle(broker, r, v)))
+            ResponseKind::Metadata(blocking(|| metadata::handle(broker, ctx, r, v)))
         }
         RequestKind::CreateTopics(r) => {
             ResponseKind::CreateTopics(blocking(|| create_topics::handle(broker, r, v)))
@@ -198,13 +206,14 @@ pub async fn dispatch(
             ResponseKind::DescribeLogDirs(blocking(|| describe_log_dirs::handle(broker, r)))
         }
         RequestKind::DescribeCluster(r) => {
-            ResponseKind::DescribeCluster(describe_cluster::handle(broker, &r))
+            ResponseKind::DescribeCluster(describe_cluster::handle(broker, ctx, &r))
         }
         RequestKind::FindCoordinator(r) => {
-            ResponseKind::FindCoordinator(blocking(|| find_coordinator::handle(broker, &r, v)))
+            ResponseKind::FindCoordinator(blocking(|| find_coordinator::handle(broker, ctx, &r, v)))
         }
         RequestKind::JoinGroup(r) => {
-            ResponseKind::JoinGroup(join_group::handle(broker, r, v, client_id, client_host).await)
+            let client_host = ctx.session.client_host();
+            ResponseKind::JoinGroup(join_group::handle(broker, r, v, client_id, &client_host).await)
         }
         RequestKind::SyncGroup(r) => {
             ResponseKind::SyncGroup(sync_group::handle(broker, r, v).await)
@@ -229,7 +238,7 @@ pub async fn dispatch(
         RequestKind::OffsetDelete(r) => {
             ResponseKind::OffsetDelete(blocking(|| offset_delete::handle(broker, &r)))
         }
-        other => transaction_api(broker, header, other).ok_or(Close)?,
+        other => transaction_api(broker, &ctx.header, other).ok_or(Close)?,
     };
     Ok(Some(Reply::from(response)))
 }

@@ -20,6 +20,8 @@ pub enum ConfigType {
     Double,
     String,
     List,
+    /// A secret: never printed, described with a null value (broker keys only).
+    Password,
 }
 
 /// One topic-level key.
@@ -160,6 +162,7 @@ pub fn validate_value(name: &str, value: &str) -> Result<()> {
             }
             check_range(v)?;
         }
+        ConfigType::Password => {}
         ConfigType::String => {
             if !def.one_of.is_empty() && !def.one_of.contains(&value) {
                 return Err(invalid(

@@ -17,15 +17,24 @@
 //! * One connection's bad input never affects another: each connection is its
 //!   own task and nothing here panics on client bytes.
 //!
-//! Shutdown is a future passed to `run` (mini-redis's pattern): the listener
+//! Listeners: `run` is given every bound listener and runs one accept loop
+//! per listener, each with its own set of connection tasks. A connection
+//! carries a [`Session`] naming its listener from accept to close; every
+//! request is dispatched with it (`api::RequestContext`), so answers that
+//! name this broker's address (Metadata, DescribeCluster, FindCoordinator)
+//! give the endpoint advertised for that listener.
+//!
+//! Shutdown is a future passed to `run` (mini-redis's pattern): every listener
 //! stops accepting, every connection finishes the request it is handling and
-//! closes, and `run` returns once all connection tasks are done.
+//! closes, and `run` returns once all connection tasks of all listeners are
+//! done.
 //!
 //! Fetch responses are written without copying their records: the response is
 //! encoded into a [`ResponseBuf`] that keeps, in place of each record
 //! placeholder, the segment file region it stands for, and the writer sends
 //! the encoded bytes and the regions in order, the regions with `sendfile`.
 
+mod connection;
 mod legacy_produce;
 mod response;
 
@@ -37,50 +46,45 @@ use std::sync::Arc;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::{Decodable, Encodable};
-use tokio::io::{AsyncReadExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::api::{self, api_versions, Close};
+use crate::api::{self, api_versions, Close, RequestContext};
 use crate::broker::Broker;
+use crate::security::{SecurityProtocol, Session};
 
 /// Size of the fixed part of every request header: key, version, correlation id.
-const MIN_FRAME: usize = 8;
+pub(crate) const MIN_FRAME: usize = 8;
 
-/// Serve until `shutdown` completes, then drain the connections.
-pub async fn run(listener: TcpListener, broker: Arc<Broker>, shutdown: impl Future<Output = ()>) {
+/// A bound socket of one listener of `listeners`.
+#[derive(Debug)]
+pub struct BoundListener {
+    /// Upper case, as in `listener.security.protocol.map`.
+    pub name: String,
+    pub protocol: SecurityProtocol,
+    pub listener: TcpListener,
+    /// SSL listeners: the TLS config and `ssl.handshake.timeout.ms`.
+    pub tls: Option<(Arc<rustls::ServerConfig>, std::time::Duration)>,
+}
+
+/// Serve every listener until `shutdown` completes, then drain the connections.
+pub async fn run(
+    listeners: Vec<BoundListener>,
+    broker: Arc<Broker>,
+    shutdown: impl Future<Output = ()>,
+) {
     let (stop_tx, stop_rx) = watch::channel(false);
-    let mut connections = JoinSet::new();
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    let broker = Arc::clone(&broker);
-                    let stop = stop_rx.clone();
-                    connections.spawn(async move {
-                        if let Err(e) = serve_connection(stream, &broker, stop, format!("/{}", peer.ip())).await {
-                            tracing::debug!(%peer, "connection closed: {e}");
-                        }
-                    });
-                }
-                Err(e) => {
-                    // Out of file descriptors and the like: back off instead of spinning.
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                }
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            () = &mut shutdown => break,
-        }
+    let mut accept_loops = JoinSet::new();
+    for listener in listeners {
+        accept_loops.spawn(connection::accept_loop(listener, Arc::clone(&broker), stop_rx.clone()));
     }
-    tracing::info!(connections = connections.len(), "shutting down: finishing in-flight requests");
+    shutdown.await;
+    tracing::info!("shutting down: finishing in-flight requests");
     let _ = stop_tx.send(true);
     // Long-polling fetches re-check on an append notification; wake them now.
     broker.notify_appended();
-    while connections.join_next().await.is_some() {}
+    while accept_loops.join_next().await.is_some() {}
 }
 
 /// Why a connection ends.
@@ -90,45 +94,6 @@ pub enum ConnError {
     Io(#[from] std::io::Error),
     #[error("{0}")]
     Protocol(String),
-}
-
-async fn serve_connection(
-    stream: TcpStream,
-    broker: &Arc<Broker>,
-    mut stop: watch::Receiver<bool>,
-    client_host: String,
-) -> Result<(), ConnError> {
-    let max = broker.config.socket_request_max_bytes();
-    let (reader, mut writer) = stream.into_split();
-    let mut reader = BufReader::with_capacity(64 * 1024, reader);
-    let mut out = ResponseBuf::with_capacity(64 * 1024);
-    loop {
-        let size = tokio::select! {
-            size = reader.read_i32() => match size {
-                Ok(s) => s,
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-                Err(e) => return Err(e.into()),
-            },
-            _ = stop.changed() => return Ok(()),
-        };
-        if size < MIN_FRAME as i32 || size as usize > max {
-            return Err(ConnError::Protocol(format!(
-                "frame size {size} outside [{MIN_FRAME}, {max}] (socket.request.max.bytes)"
-            )));
-        }
-        let mut frame = vec![0u8; size as usize];
-        reader.read_exact(&mut frame).await?;
-        out.clear();
-        match handle_frame_into(broker, Bytes::from(frame), &mut out, &client_host).await {
-            Ok(true) => out.write_to(&mut writer).await?,
-            Ok(false) => {}
-            Err(e) => return Err(e),
-        }
-        if out.capacity() > 1 << 20 {
-            // Do not keep a large response's buffer alive per idle connection.
-            out = ResponseBuf::with_capacity(64 * 1024);
-        }
-    }
 }
 
 /// What a frame asks for, decoded.
@@ -201,10 +166,10 @@ pub async fn handle_frame(
     broker: &Arc<Broker>,
     frame: Bytes,
     out: &mut BytesMut,
-    client_host: &str,
+    session: &Session,
 ) -> Result<bool, ConnError> {
     let mut buf = ResponseBuf::default();
-    let owed = handle_frame_into(broker, frame, &mut buf, client_host).await?;
+    let owed = handle_frame_into(broker, frame, &mut buf, session).await?;
     buf.read_into(out)?;
     Ok(owed)
 }
@@ -218,7 +183,7 @@ pub async fn handle_frame_into(
     broker: &Arc<Broker>,
     frame: Bytes,
     out: &mut ResponseBuf,
-    client_host: &str,
+    session: &Session,
 ) -> Result<bool, ConnError> {
     match parse_frame(frame).map_err(ConnError::Protocol)? {
         Frame::ApiVersionsTooNew { correlation_id } => {
@@ -241,7 +206,9 @@ pub async fn handle_frame_into(
         Frame::Request { api_key, header, request } => {
             let version = header.request_api_version;
             let started = std::time::Instant::now();
-            let outcome = api::dispatch(broker, &header, *request, client_host).await;
+            let ctx = RequestContext { header, session };
+            let outcome = api::dispatch(broker, &ctx, *request).await;
+            let header = ctx.header;
             let api_name = format!("{api_key:?}");
             let elapsed = started.elapsed().as_secs_f64();
             match outcome {

@@ -24,7 +24,7 @@ use std::os::fd::AsRawFd;
 use bytes::buf::UninitSlice;
 use bytes::{BufMut, BytesMut};
 use kafka_protocol::protocol::buf::ByteBufMut;
-use tokio::io::{AsyncWriteExt, Interest};
+use tokio::io::{AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 
@@ -124,6 +124,47 @@ impl ResponseBuf {
             at = *pos;
         }
         writer.write_all(&self.head[at..]).await
+    }
+}
+
+/// Bytes of a file region read at a time for a stream that cannot take
+/// `sendfile` (TLS), as Kafka's `SslTransportLayer` does.
+pub const REGION_CHUNK: usize = 64 * 1024;
+
+impl ResponseBuf {
+    /// Write the response through a stream that must see every byte (TLS):
+    /// the regions are read in [`REGION_CHUNK`] pieces into `chunk` (reused
+    /// across responses) and written after the encoded pieces, in order;
+    /// the stream is flushed at the end.
+    ///
+    /// # Errors
+    /// Stream errors, and `UnexpectedEof` if a segment file is shorter than a
+    /// region.
+    pub async fn write_to_stream<W: AsyncWrite + Unpin>(
+        &self,
+        writer: &mut W,
+        chunk: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let mut at = 0;
+        for (pos, region) in &self.splices {
+            if *pos > at {
+                writer.write_all(&self.head[at..*pos]).await?;
+            }
+            let mut done = 0;
+            while done < region.len() {
+                let n = (region.len() - done).min(REGION_CHUNK);
+                chunk.resize(n, 0);
+                let position = region.position() + done as u64;
+                tokio::task::block_in_place(|| {
+                    std::os::unix::fs::FileExt::read_exact_at(region.file(), chunk, position)
+                })?;
+                writer.write_all(chunk).await?;
+                done += n;
+            }
+            at = *pos;
+        }
+        writer.write_all(&self.head[at..]).await?;
+        writer.flush().await
     }
 }
 

@@ -1,0 +1,401 @@
+//! Kafka's listener keys: `listeners`, `advertised.listeners`,
+//! `listener.security.protocol.map` and the per-listener family
+//! `listener.name.<name>.<key>`.
+//!
+//! Rules (Kafka's, checked across keys by [`resolve`] once every key is set):
+//! * `listeners` is a comma-separated list of `NAME://host:port`; names are
+//!   unique after upper-casing (Kafka's `ListenerName.normalised`); an empty
+//!   host binds every interface; port 0 takes any free port.
+//! * Every name maps to a protocol through `listener.security.protocol.map`,
+//!   whose default maps PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL to
+//!   themselves.
+//! * `advertised.listeners` names a subset of `listeners`; a listener missing
+//!   from it advertises its own host (`localhost` when it binds every
+//!   interface) and the port it bound.
+//! * Two listeners may not bind the same non-zero port.
+//! * `listener.name.<lower-case name>.<key>` overrides `<key>` for one
+//!   listener; the key must be one that Kafka allows per listener, and the
+//!   name must be a configured listener's.
+//!
+//! sediment adds one rule of its own: a listener name is letters, digits,
+//! `_` and `-` (a dot would make `listener.name.` keys ambiguous). PLAINTEXT
+//! and SSL listeners are served; a SASL listener is refused here, before
+//! anything binds. An SSL listener's keys are resolved per listener
+//! ([`tls_settings`]) and its TLS config is built by `BrokerConfig::check`,
+//! so a bad key file fails `check-config` and the start alike.
+
+use std::collections::BTreeMap;
+
+use super::{invalid, BrokerConfig, ConfigError, Listener};
+use crate::security::tls::TlsSettings;
+use crate::security::SecurityProtocol;
+
+/// Kafka's default `listener.security.protocol.map`.
+pub const DEFAULT_PROTOCOL_MAP: &str =
+    "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL";
+
+/// The prefix of the per-listener keys.
+pub const LISTENER_PREFIX: &str = "listener.name.";
+
+/// One listener to bind, with its protocol resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenerConfig {
+    /// Upper case.
+    pub name: String,
+    pub protocol: SecurityProtocol,
+    /// Empty: every interface.
+    pub host: String,
+    pub port: u16,
+}
+
+/// One `NAME://host:port` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointEntry {
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+}
+
+/// Parse a listener list (`listeners` or `advertised.listeners`).
+///
+/// # Errors
+/// An entry without `://` or a port, a bad port, a bad or repeated name,
+/// naming `key`.
+pub fn parse_endpoints(key: &str, value: &str) -> Result<Vec<EndpointEntry>, ConfigError> {
+    let mut out: Vec<EndpointEntry> = Vec::new();
+    for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, rest) = entry
+            .split_once("://")
+            .ok_or_else(|| invalid(key, format!("{entry:?} is not NAME://host:port")))?;
+        if name.is_empty()
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(invalid(
+                key,
+                format!("{entry:?}: a listener name is letters, digits, '_' and '-'"),
+            ));
+        }
+        let name = name.to_ascii_uppercase();
+        let (host, port) =
+            rest.rsplit_once(':').ok_or_else(|| invalid(key, format!("{entry:?} has no port")))?;
+        let port = port.parse::<u16>().map_err(|_| invalid(key, format!("{entry:?}: bad port")))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        if out.iter().any(|e| e.name == name) {
+            return Err(invalid(key, format!("listener name {name} appears twice")));
+        }
+        out.push(EndpointEntry { name, host, port });
+    }
+    Ok(out)
+}
+
+/// Parse `listener.security.protocol.map` (`NAME:PROTOCOL,...`).
+///
+/// # Errors
+/// An entry without `:`, an unknown protocol, a repeated name.
+pub fn parse_protocol_map(
+    key: &str,
+    value: &str,
+) -> Result<BTreeMap<String, SecurityProtocol>, ConfigError> {
+    let mut out = BTreeMap::new();
+    for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, protocol) = entry
+            .split_once(':')
+            .ok_or_else(|| invalid(key, format!("{entry:?} is not NAME:PROTOCOL")))?;
+        let protocol = SecurityProtocol::from_name(protocol.trim()).ok_or_else(|| {
+            invalid(
+                key,
+                format!(
+                    "{entry:?}: unknown security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)"
+                ),
+            )
+        })?;
+        let name = name.trim().to_ascii_uppercase();
+        if out.insert(name.clone(), protocol).is_some() {
+            return Err(invalid(key, format!("listener name {name} is mapped twice")));
+        }
+    }
+    Ok(out)
+}
+
+/// Split `listener.name.<name>.<key>` into the lower-case name and the key.
+pub fn split_listener_key(key: &str) -> Option<(&str, &str)> {
+    key.strip_prefix(LISTENER_PREFIX)?.split_once('.')
+}
+
+/// The listeners of `config`, checked across keys (the rules of the module doc).
+///
+/// # Errors
+/// The first rule broken, naming the key.
+pub fn resolve(config: &BrokerConfig) -> Result<Vec<ListenerConfig>, ConfigError> {
+    let value = config.get("listeners").unwrap_or_default();
+    let entries = parse_endpoints("listeners", &value)?;
+    if entries.is_empty() {
+        return Err(invalid("listeners", "at least one listener is needed"));
+    }
+    let map_value = config.get("listener.security.protocol.map").unwrap_or_default();
+    let map = parse_protocol_map("listener.security.protocol.map", &map_value)?;
+    let mut out: Vec<ListenerConfig> = Vec::new();
+    for e in entries {
+        let protocol = *map.get(&e.name).ok_or_else(|| {
+            invalid(
+                "listener.security.protocol.map",
+                format!("listener {} has no security protocol; add {}:PLAINTEXT", e.name, e.name),
+            )
+        })?;
+        if !matches!(protocol, SecurityProtocol::Plaintext | SecurityProtocol::Ssl) {
+            return Err(invalid(
+                "listeners",
+                format!(
+                    "listener {}: {protocol} is not yet supported (only PLAINTEXT and SSL)",
+                    e.name
+                ),
+            ));
+        }
+        if e.port != 0 {
+            if let Some(other) = out.iter().find(|o| o.port == e.port) {
+                return Err(invalid(
+                    "listeners",
+                    format!("listeners {} and {} both use port {}", other.name, e.name, e.port),
+                ));
+            }
+        }
+        out.push(ListenerConfig { name: e.name, protocol, host: e.host, port: e.port });
+    }
+    if let Some(adv) = config.explicit("advertised.listeners") {
+        for a in parse_endpoints("advertised.listeners", adv)? {
+            if !out.iter().any(|l| l.name == a.name) {
+                return Err(invalid(
+                    "advertised.listeners",
+                    format!("{} is not a listener of `listeners`", a.name),
+                ));
+            }
+        }
+    }
+    for key in config.explicit_keys().keys() {
+        if let Some((name, _)) = split_listener_key(key) {
+            if !out.iter().any(|l| l.name.to_lowercase() == name) {
+                return Err(invalid(
+                    key,
+                    format!(
+                        "no listener named {} (the name is written in lower case)",
+                        name.to_uppercase()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The value of `key` for one listener: `listener.name.<lower-case name>.<key>`
+/// when set, else the broker-wide value (or its default); and whether it was
+/// the per-listener one.
+pub fn listener_value(config: &BrokerConfig, listener: &str, key: &str) -> (Option<String>, bool) {
+    let prefixed = format!("{LISTENER_PREFIX}{}.{key}", listener.to_lowercase());
+    match config.explicit(&prefixed) {
+        Some(v) => (Some(v.to_string()), true),
+        None => (config.get(key), false),
+    }
+}
+
+/// The SSL keys of `listener`, each resolved per listener.
+pub fn tls_settings(config: &BrokerConfig, listener: &str) -> TlsSettings {
+    let mut s = TlsSettings {
+        prefix: format!("{LISTENER_PREFIX}{}.", listener.to_lowercase()),
+        ..TlsSettings::default()
+    };
+    let mut get = |key: &'static str| {
+        let (v, prefixed) = listener_value(config, listener, key);
+        if prefixed {
+            s.prefixed.push(key);
+        }
+        v.filter(|v| !v.trim().is_empty())
+    };
+    let keystore_type = get("ssl.keystore.type").unwrap_or_default();
+    let keystore_location = get("ssl.keystore.location");
+    let keystore_key = get("ssl.keystore.key");
+    let keystore_certificate_chain = get("ssl.keystore.certificate.chain");
+    let keystore_password_set = get("ssl.keystore.password").is_some();
+    let key_password_set = get("ssl.key.password").is_some();
+    let truststore_type = get("ssl.truststore.type").unwrap_or_default();
+    let truststore_location = get("ssl.truststore.location");
+    let truststore_certificates = get("ssl.truststore.certificates");
+    let truststore_password_set = get("ssl.truststore.password").is_some();
+    let client_auth = get("ssl.client.auth").unwrap_or_else(|| "none".into());
+    let enabled_protocols = get("ssl.enabled.protocols")
+        .unwrap_or_default()
+        .split(',')
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect();
+    TlsSettings {
+        keystore_type,
+        keystore_location,
+        keystore_key,
+        keystore_certificate_chain,
+        keystore_password_set,
+        key_password_set,
+        truststore_type,
+        truststore_location,
+        truststore_certificates,
+        truststore_password_set,
+        client_auth,
+        enabled_protocols,
+        ..s
+    }
+}
+
+/// The endpoint clients are told to use for `listener`, given the port it
+/// bound (which replaces a port of 0).
+///
+/// # Errors
+/// A malformed `advertised.listeners`.
+pub fn advertised(
+    config: &BrokerConfig,
+    listener: &ListenerConfig,
+    bound_port: u16,
+) -> Result<Listener, ConfigError> {
+    let adv = config.explicit("advertised.listeners").unwrap_or("");
+    if let Some(a) =
+        parse_endpoints("advertised.listeners", adv)?.into_iter().find(|a| a.name == listener.name)
+    {
+        let port = if a.port == 0 { bound_port } else { a.port };
+        return Ok(Listener { host: a.host, port });
+    }
+    let host = match listener.host.as_str() {
+        "" | "0.0.0.0" | "::" => "localhost".to_string(),
+        h => h.to_string(),
+    };
+    Ok(Listener { host, port: bound_port })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[&str]) -> Result<BrokerConfig, ConfigError> {
+        let mut c = BrokerConfig::default();
+        c.apply_overrides(pairs.iter().copied())?;
+        c.check()?;
+        Ok(c)
+    }
+
+    fn error_key(pairs: &[&str]) -> String {
+        match config(pairs) {
+            Err(ConfigError::Invalid { key, .. }) => key,
+            other => panic!("{pairs:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn several_named_listeners_with_their_own_advertised_endpoints() {
+        let c = config(&[
+            "listeners=PLAINTEXT://127.0.0.1:0,internal://:9093",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+            "advertised.listeners=INTERNAL://broker.internal:0",
+        ])
+        .unwrap();
+        let ls = c.listeners().unwrap();
+        let names: Vec<&str> = ls.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["PLAINTEXT", "INTERNAL"]);
+        assert!(ls.iter().all(|l| l.protocol == crate::security::SecurityProtocol::Plaintext));
+        // Named in advertised.listeners: its host, the bound port for port 0.
+        let internal = c.advertised(&ls[1], 4321).unwrap();
+        assert_eq!(internal, Listener { host: "broker.internal".into(), port: 4321 });
+        // Not named: its own host and bound port.
+        let plain = c.advertised(&ls[0], 1234).unwrap();
+        assert_eq!(plain, Listener { host: "127.0.0.1".into(), port: 1234 });
+        assert_eq!(c.advertised(&ls[1], 9093).unwrap().host, "broker.internal");
+        // IPv6 hosts in brackets.
+        let c = config(&["listeners=PLAINTEXT://[::1]:9092"]).unwrap();
+        assert_eq!(c.listeners().unwrap()[0].host, "::1");
+    }
+
+    #[test]
+    fn each_listener_rule_names_its_key() {
+        for (pairs, key) in [
+            (&["listeners="][..], "listeners"),
+            (&["listeners=PLAINTEXT:9092"], "listeners"),
+            (&["listeners=PLAINTEXT://:http"], "listeners"),
+            (&["listeners=PLAIN.TEXT://:1"], "listeners"),
+            (&["listeners=PLAINTEXT://:1,plaintext://:2"], "listeners"),
+            (
+                &[
+                    "listeners=PLAINTEXT://:1,B://:1",
+                    "listener.security.protocol.map=B:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                ],
+                "listeners",
+            ),
+            (&["listeners=INTERNAL://:1"], "listener.security.protocol.map"),
+            (&["listener.security.protocol.map=A:TLS"], "listener.security.protocol.map"),
+            (&["listener.security.protocol.map=A"], "listener.security.protocol.map"),
+            (
+                &["listener.security.protocol.map=A:SSL,a:PLAINTEXT"],
+                "listener.security.protocol.map",
+            ),
+            (&["advertised.listeners=OTHER://h:1"], "advertised.listeners"),
+            (&["advertised.listeners=h:1"], "advertised.listeners"),
+            (&["listener.name.other.ssl.client.auth=none"], "listener.name.other.ssl.client.auth"),
+            (
+                &["listener.name.PLAINTEXT.ssl.client.auth=none"],
+                "listener.name.PLAINTEXT.ssl.client.auth",
+            ),
+            (
+                &["listener.name.plaintext.ssl.client.auth=always"],
+                "listener.name.plaintext.ssl.client.auth",
+            ),
+            (
+                &["listener.name.plaintext.num.partitions=3"],
+                "listener.name.plaintext.num.partitions",
+            ),
+            (&["listener.name.plaintext=x"], "listener.name.plaintext"),
+            (&["ssl.client.auth=maybe"], "ssl.client.auth"),
+            (&["ssl.enabled.protocols=TLSv1.2,TLSv1.1"], "ssl.enabled.protocols"),
+            (&["ssl.keystore.type=JCEKS"], "ssl.keystore.type"),
+            (&["ssl.handshake.timeout.ms=0"], "ssl.handshake.timeout.ms"),
+        ] {
+            assert_eq!(error_key(pairs), key, "{pairs:?}");
+        }
+    }
+
+    #[test]
+    fn sasl_is_refused_until_served_and_ssl_needs_its_keys() {
+        for pairs in [
+            &["listeners=SASL_PLAINTEXT://:9093"][..],
+            &["listeners=SASL_SSL://:9093"],
+            &[
+                "listeners=PLAINTEXT://:9092,EXT://:9093",
+                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,EXT:SASL_SSL",
+            ],
+        ] {
+            match config(pairs) {
+                Err(ConfigError::Invalid { key, reason }) => {
+                    assert_eq!(key, "listeners", "{pairs:?}");
+                    assert!(reason.contains("not yet supported"), "{reason}");
+                }
+                other => panic!("{pairs:?}: {other:?}"),
+            }
+        }
+        // A name may map to PLAINTEXT whatever it is called.
+        config(&["listeners=SSL://:9093", "listener.security.protocol.map=SSL:PLAINTEXT"]).unwrap();
+        // SSL: Kafka's default JKS is refused with the conversion, then the
+        // missing key store; a per-listener key is named as written.
+        let ssl = "listeners=SSL://:9093";
+        let pem = "ssl.keystore.type=PEM";
+        for (pairs, key) in [
+            (&[ssl][..], "ssl.keystore.type"),
+            (&[ssl, pem], "ssl.keystore.location"),
+            (
+                &[ssl, pem, "listener.name.ssl.ssl.keystore.location=/nonexistent/ks.pem"],
+                "listener.name.ssl.ssl.keystore.location",
+            ),
+            (&[ssl, pem, "ssl.keystore.key=x"], "ssl.keystore.key"),
+            (
+                &[ssl, pem, "ssl.keystore.location=/k", "ssl.keystore.password=p"],
+                "ssl.keystore.password",
+            ),
+        ] {
+            assert_eq!(error_key(pairs), key, "{pairs:?}");
+        }
+    }
+}

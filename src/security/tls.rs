@@ -1,0 +1,276 @@
+//! An SSL listener's keys, with Kafka's PEM rules, turned into a rustls
+//! `ServerConfig` (ring provider).
+//!
+//! Kafka's rules (`DefaultSslEngineFactory`), all checked before anything binds:
+//! * `ssl.keystore.type` must be PEM here (Kafka's default JKS and PKCS12 are
+//!   refused with the command that converts them). The key store is either
+//!   `ssl.keystore.location`, one file holding the private key and the
+//!   certificate chain, or the inline `ssl.keystore.key` with
+//!   `ssl.keystore.certificate.chain`; never both, never a key without a
+//!   chain. `ssl.keystore.password` must not be set with PEM.
+//! * Exactly one private key, PKCS#8 (`BEGIN PRIVATE KEY`); PKCS#1 and SEC1
+//!   keys do not work in Kafka either, and the error says how to convert.
+//!   Encrypted keys (`ssl.key.password`) are not supported yet. The key must
+//!   match the leaf certificate.
+//! * The trust store (`ssl.truststore.location` or the inline
+//!   `ssl.truststore.certificates`, PEM, at least one certificate) is needed
+//!   when `ssl.client.auth` is `requested` or `required`; given with `none`
+//!   it is still loaded, so its errors show.
+//! * Only TLSv1.2 and TLSv1.3 (`ssl.enabled.protocols`).
+//!
+//! `ssl.client.auth`: `none` asks for no certificate; `requested` asks and
+//! accepts a client without one (a certificate that is sent must verify);
+//! `required` refuses a client without a valid certificate.
+
+use std::sync::Arc;
+
+use rustls::crypto::CryptoProvider;
+use rustls::server::WebPkiClientVerifier;
+use rustls::{RootCertStore, ServerConfig, SupportedProtocolVersion};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+/// A listener's TLS key, named as the operator wrote it.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid config {key}: {reason}")]
+pub struct TlsError {
+    pub key: String,
+    pub reason: String,
+}
+
+/// The SSL keys of one listener, each resolved (per-listener value first).
+/// Holds secrets: deliberately not `Debug`.
+#[derive(Default, Clone)]
+pub struct TlsSettings {
+    /// `listener.name.<l>.` when a key was given per listener, to name it in errors.
+    pub prefix: String,
+    /// The keys that were given with the prefix.
+    pub prefixed: Vec<&'static str>,
+    pub keystore_type: String,
+    pub keystore_location: Option<String>,
+    pub keystore_key: Option<String>,
+    pub keystore_certificate_chain: Option<String>,
+    pub keystore_password_set: bool,
+    pub key_password_set: bool,
+    pub truststore_type: String,
+    pub truststore_location: Option<String>,
+    pub truststore_certificates: Option<String>,
+    pub truststore_password_set: bool,
+    pub client_auth: String,
+    pub enabled_protocols: Vec<String>,
+}
+
+impl TlsSettings {
+    fn error(&self, key: &'static str, reason: impl Into<String>) -> TlsError {
+        let key = if self.prefixed.contains(&key) {
+            format!("{}{key}", self.prefix)
+        } else {
+            key.to_string()
+        };
+        TlsError { key, reason: reason.into() }
+    }
+}
+
+fn convert_hint(kind: &str) -> String {
+    format!(
+        "sediment reads PEM only (ssl.keystore.type=PEM, ssl.truststore.type=PEM); convert a {kind} \
+         store with `openssl pkcs12 -in store.p12 -nodes -out store.pem` (a JKS store first with \
+         `keytool -importkeystore -srckeystore store.jks -destkeystore store.p12 -deststoretype PKCS12`)"
+    )
+}
+
+fn read_pem(
+    s: &TlsSettings,
+    location_key: &'static str,
+    location: Option<&String>,
+    inline: Option<&String>,
+) -> Result<Option<Vec<u8>>, TlsError> {
+    match (location, inline) {
+        (Some(path), _) => std::fs::read(path)
+            .map(Some)
+            .map_err(|e| s.error(location_key, format!("cannot read {path}: {e}"))),
+        (None, Some(text)) => Ok(Some(text.as_bytes().to_vec())),
+        (None, None) => Ok(None),
+    }
+}
+
+fn certificates(
+    s: &TlsSettings,
+    key: &'static str,
+    pem: &[u8],
+) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let certs: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(pem).collect();
+    let certs = certs.map_err(|e| s.error(key, format!("bad PEM certificate: {e}")))?;
+    if certs.is_empty() {
+        return Err(s.error(key, "no certificate (BEGIN CERTIFICATE) found"));
+    }
+    Ok(certs)
+}
+
+/// The key store: the chain and its one PKCS#8 key.
+fn key_store(
+    s: &TlsSettings,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
+    if s.keystore_type != "PEM" {
+        return Err(s.error("ssl.keystore.type", convert_hint(&s.keystore_type)));
+    }
+    if s.keystore_password_set {
+        return Err(s.error("ssl.keystore.password", "must not be set with a PEM key store"));
+    }
+    if s.key_password_set {
+        return Err(s.error("ssl.key.password", "encrypted private keys are not yet supported"));
+    }
+    let loc = s.keystore_location.as_ref();
+    let (key_text, chain_text) = (s.keystore_key.as_ref(), s.keystore_certificate_chain.as_ref());
+    if loc.is_some() && (key_text.is_some() || chain_text.is_some()) {
+        return Err(s.error(
+            "ssl.keystore.location",
+            "set either a location or ssl.keystore.key and ssl.keystore.certificate.chain, not both",
+        ));
+    }
+    let (key_pem, chain_pem, key_name, chain_name) = match (loc, key_text, chain_text) {
+        (Some(path), _, _) => {
+            let pem = read_pem(s, "ssl.keystore.location", Some(path), None)?.unwrap_or_default();
+            (pem.clone(), pem, "ssl.keystore.location", "ssl.keystore.location")
+        }
+        (None, Some(k), Some(c)) => (
+            k.as_bytes().to_vec(),
+            c.as_bytes().to_vec(),
+            "ssl.keystore.key",
+            "ssl.keystore.certificate.chain",
+        ),
+        (None, Some(_), None) => {
+            return Err(s.error("ssl.keystore.key", "needs ssl.keystore.certificate.chain"))
+        }
+        (None, None, Some(_)) => {
+            return Err(s.error("ssl.keystore.certificate.chain", "needs ssl.keystore.key"))
+        }
+        (None, None, None) => {
+            return Err(s.error(
+                "ssl.keystore.location",
+                "an SSL listener needs a key store: ssl.keystore.location, or ssl.keystore.key \
+                 and ssl.keystore.certificate.chain",
+            ))
+        }
+    };
+    let text = String::from_utf8_lossy(&key_pem);
+    for other in ["RSA PRIVATE KEY", "EC PRIVATE KEY", "DSA PRIVATE KEY"] {
+        if text.contains(&format!("-----BEGIN {other}-----")) {
+            return Err(s.error(
+                key_name,
+                format!(
+                    "a {other} (not PKCS#8) key: Kafka reads PKCS#8 only; convert with \
+                     `openssl pkcs8 -topk8 -nocrypt -in key.pem -out key-pkcs8.pem`"
+                ),
+            ));
+        }
+    }
+    if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
+        return Err(s.error(key_name, "encrypted private keys are not yet supported"));
+    }
+    let keys: Result<Vec<_>, _> = PrivatePkcs8KeyDer::pem_slice_iter(&key_pem).collect();
+    let mut keys = keys.map_err(|e| s.error(key_name, format!("bad PEM private key: {e}")))?;
+    if keys.len() != 1 {
+        return Err(s.error(
+            key_name,
+            format!("exactly one private key (BEGIN PRIVATE KEY) is needed, found {}", keys.len()),
+        ));
+    }
+    let chain = certificates(s, chain_name, &chain_pem)?;
+    Ok((chain, PrivateKeyDer::Pkcs8(keys.remove(0))))
+}
+
+/// The trust store, if one is configured.
+fn trust_store(s: &TlsSettings) -> Result<Option<RootCertStore>, TlsError> {
+    let loc = s.truststore_location.as_ref();
+    let inline = s.truststore_certificates.as_ref();
+    if loc.is_none() && inline.is_none() {
+        return Ok(None);
+    }
+    if s.truststore_type != "PEM" {
+        return Err(s.error("ssl.truststore.type", convert_hint(&s.truststore_type)));
+    }
+    if s.truststore_password_set {
+        return Err(s.error("ssl.truststore.password", "must not be set with a PEM trust store"));
+    }
+    if loc.is_some() && inline.is_some() {
+        return Err(s.error(
+            "ssl.truststore.location",
+            "set either a location or ssl.truststore.certificates, not both",
+        ));
+    }
+    let key = if loc.is_some() { "ssl.truststore.location" } else { "ssl.truststore.certificates" };
+    let pem = read_pem(s, "ssl.truststore.location", loc, inline)?.unwrap_or_default();
+    let mut roots = RootCertStore::empty();
+    for cert in certificates(s, key, &pem)? {
+        roots.add(cert).map_err(|e| s.error(key, format!("unusable CA certificate: {e}")))?;
+    }
+    Ok(Some(roots))
+}
+
+fn versions(s: &TlsSettings) -> Result<Vec<&'static SupportedProtocolVersion>, TlsError> {
+    let mut out = Vec::new();
+    for p in &s.enabled_protocols {
+        out.push(match p.as_str() {
+            "TLSv1.2" => &rustls::version::TLS12,
+            "TLSv1.3" => &rustls::version::TLS13,
+            other => {
+                return Err(s.error("ssl.enabled.protocols", format!("{other} is not supported")))
+            }
+        });
+    }
+    if out.is_empty() {
+        return Err(s.error("ssl.enabled.protocols", "no TLS version enabled"));
+    }
+    Ok(out)
+}
+
+/// Build the listener's `ServerConfig` (the rules of the module doc).
+///
+/// # Errors
+/// The first rule broken, naming its key.
+pub fn server_config(s: &TlsSettings) -> Result<Arc<ServerConfig>, TlsError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let (chain, key) = key_store(s)?;
+    let roots = trust_store(s)?;
+    let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(&versions(s)?)
+        .map_err(|e| s.error("ssl.enabled.protocols", e.to_string()))?;
+    let builder = match (s.client_auth.as_str(), roots) {
+        ("none", _) => builder.with_no_client_auth(),
+        (_, None) => {
+            return Err(s.error(
+                "ssl.truststore.location",
+                format!("ssl.client.auth={} needs a trust store", s.client_auth),
+            ))
+        }
+        (mode, Some(roots)) => {
+            let verifier = client_verifier(roots, provider, mode == "requested")
+                .map_err(|e| s.error("ssl.truststore.location", e.to_string()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let config = builder.with_single_cert(chain, key).map_err(|e| {
+        let key = if s.keystore_location.is_some() {
+            "ssl.keystore.location"
+        } else {
+            "ssl.keystore.key"
+        };
+        s.error(key, format!("the key and the certificate chain do not work together: {e}"))
+    })?;
+    Ok(Arc::new(config))
+}
+
+fn client_verifier(
+    roots: RootCertStore,
+    provider: Arc<CryptoProvider>,
+    optional: bool,
+) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, rustls::server::VerifierBuilderError>
+{
+    let builder = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+    if optional {
+        builder.allow_unauthenticated().build()
+    } else {
+        builder.build()
+    }
+}

@@ -1,0 +1,188 @@
+//! One listener's accept loop and its connections: the TLS handshake (SSL
+//! listeners), the session, and the request loop.
+//!
+//! Invariants:
+//! * The accept loop awaits nothing but `accept`; the TLS handshake runs in
+//!   the connection's own task, bounded by `ssl.handshake.timeout.ms`, so a
+//!   client that stalls or sends garbage (plaintext on the TLS port, half a
+//!   ClientHello) ends only its own task, at the latest at that timeout.
+//! * A session's principal is fixed once the handshake is done: the subject
+//!   of the verified client certificate, else `User:ANONYMOUS`.
+//! * On plaintext sockets fetched records go out with `sendfile`; through TLS
+//!   they are read in 64 KiB chunks into one buffer per connection and
+//!   written through the stream, so the memory a connection holds stays
+//!   bounded (that chunk, the read buffer and rustls's buffers).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncReadExt, BufReader, WriteHalf};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio_rustls::server::TlsStream;
+use tokio_rustls::TlsAcceptor;
+
+use super::{handle_frame_into, BoundListener, ConnError, ResponseBuf, MIN_FRAME};
+use crate::broker::Broker;
+use crate::security::{principal, Session};
+
+/// Accept on one listener until `stop`, then wait for its connections. The
+/// loop awaits nothing but `accept`: each connection is its own task.
+pub(super) async fn accept_loop(
+    bound: BoundListener,
+    broker: Arc<Broker>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut connections = JoinSet::new();
+    let name = bound.name;
+    loop {
+        tokio::select! {
+            accepted = bound.listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    let broker = Arc::clone(&broker);
+                    let conn_stop = stop.clone();
+                    let name = name.clone();
+                    let tls = bound.tls.clone();
+                    connections.spawn(async move {
+                        if let Err(e) = open(stream, peer, name, tls, &broker, conn_stop).await {
+                            tracing::debug!(%peer, "connection closed: {e}");
+                        }
+                    });
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(listener = %name, "accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            // A dropped sender also means stop.
+            _ = stop.changed() => break,
+        }
+    }
+    tracing::debug!(listener = %name, connections = connections.len(), "listener closed; draining");
+    while connections.join_next().await.is_some() {}
+}
+
+/// Where responses go: the socket itself (regions by `sendfile`) or the TLS
+/// stream (regions read and written through it).
+enum ConnWriter {
+    Plain(OwnedWriteHalf),
+    Tls(Box<WriteHalf<TlsStream<TcpStream>>>, Vec<u8>),
+}
+
+impl ConnWriter {
+    async fn write(&mut self, out: &ResponseBuf) -> std::io::Result<()> {
+        match self {
+            Self::Plain(w) => out.write_to(w).await,
+            Self::Tls(w, chunk) => out.write_to_stream(w.as_mut(), chunk).await,
+        }
+    }
+}
+
+/// The `reason` label of a failed handshake: bytes that are not TLS records,
+/// a client certificate that was missing or did not verify, or anything else
+/// the peer got wrong (including closing midway).
+fn handshake_failure(e: &std::io::Error) -> &'static str {
+    use rustls::Error as E;
+    match e.get_ref().and_then(|inner| inner.downcast_ref::<E>()) {
+        Some(E::InvalidMessage(_)) => "not_tls",
+        Some(E::InvalidCertificate(_) | E::NoCertificatesPresented) => "bad_certificate",
+        _ => "protocol",
+    }
+}
+
+/// Run the handshake if the listener is SSL, then serve the connection.
+async fn open(
+    stream: TcpStream,
+    peer: SocketAddr,
+    listener: String,
+    tls: Option<(Arc<rustls::ServerConfig>, Duration)>,
+    broker: &Arc<Broker>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), ConnError> {
+    let Some((config, timeout)) = tls else {
+        let session = Session::plaintext(listener, peer.ip());
+        let (reader, writer) = stream.into_split();
+        return serve_connection(reader, ConnWriter::Plain(writer), broker, stop, session).await;
+    };
+    let accept = TlsAcceptor::from(config).accept(stream);
+    let tls = tokio::select! {
+        r = tokio::time::timeout(timeout, accept) => match r {
+            Ok(Ok(tls)) => tls,
+            Ok(Err(e)) => {
+                let reason = handshake_failure(&e);
+                broker.request_metrics.tls_handshake_failed(&listener, reason);
+                tracing::debug!(%peer, %listener, reason, "TLS handshake failed: {e}");
+                return Ok(());
+            }
+            Err(_) => {
+                broker.request_metrics.tls_handshake_failed(&listener, "timeout");
+                tracing::debug!(%peer, %listener, ?timeout, "TLS handshake timed out (ssl.handshake.timeout.ms)");
+                return Ok(());
+            }
+        },
+        _ = stop.changed() => return Ok(()),
+    };
+    let subject = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|certs| certs.first())
+        .and_then(|leaf| principal::subject_of(leaf));
+    let session = Session::ssl(listener, peer.ip(), subject);
+    tracing::debug!(%peer, principal = %session.principal, "TLS session established");
+    let (reader, writer) = tokio::io::split(tls);
+    let writer = ConnWriter::Tls(Box::new(writer), Vec::new());
+    serve_connection(reader, writer, broker, stop, session).await
+}
+
+async fn serve_connection<R: AsyncRead + Unpin>(
+    reader: R,
+    mut writer: ConnWriter,
+    broker: &Arc<Broker>,
+    mut stop: watch::Receiver<bool>,
+    session: Session,
+) -> Result<(), ConnError> {
+    let max = broker.config.socket_request_max_bytes();
+    let mut reader = BufReader::with_capacity(64 * 1024, reader);
+    let mut out = ResponseBuf::with_capacity(64 * 1024);
+    loop {
+        let size = tokio::select! {
+            size = reader.read_i32() => match size {
+                Ok(s) => s,
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+                Err(e) => return Err(e.into()),
+            },
+            _ = stop.changed() => return Ok(()),
+        };
+        if size < MIN_FRAME as i32 || size as usize > max {
+            // A TLS record header (handshake type 0x16, version 3.x) read as a size.
+            let hint = if (size as u32) >> 16 == 0x1603 {
+                "; looks like TLS on a PLAINTEXT listener"
+            } else {
+                ""
+            };
+            return Err(ConnError::Protocol(format!(
+                "frame size {size} outside [{MIN_FRAME}, {max}] (socket.request.max.bytes){hint}"
+            )));
+        }
+        let mut frame = vec![0u8; size as usize];
+        reader.read_exact(&mut frame).await?;
+        out.clear();
+        match handle_frame_into(broker, Bytes::from(frame), &mut out, &session).await {
+            Ok(true) => writer.write(&out).await?,
+            Ok(false) => {}
+            Err(e) => return Err(e),
+        }
+        if out.capacity() > 1 << 20 {
+            // Do not keep a large response's buffer alive per idle connection.
+            out = ResponseBuf::with_capacity(64 * 1024);
+        }
+    }
+}
