@@ -648,6 +648,15 @@ impl BrokerConfig {
     }
 }
 
+/// A configuration from `key=value` pairs, checked as at start (tests).
+#[cfg(test)]
+pub(crate) fn checked(pairs: &[&str]) -> Result<BrokerConfig, ConfigError> {
+    let mut c = BrokerConfig::default();
+    c.apply_overrides(pairs.iter().copied())?;
+    c.check()?;
+    Ok(c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

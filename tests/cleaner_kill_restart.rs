@@ -7,26 +7,15 @@ mod broker;
 
 use std::collections::BTreeMap;
 
-use broker::{cleaner_checkpoint, create_topic, fetch_all, now_ms, produce, TestBroker, Wire};
+use broker::{cleaner_checkpoint, fetch_all, now_ms, produce, TestBroker, Wire};
 
 const KEYS: usize = 2000;
 const ROUNDS: usize = 4;
 
 #[test]
 fn sigkill_mid_clean_loses_no_key() {
-    // A 2 MB/s throttle makes the ~8 MB clean last seconds, long enough to be caught.
-    let overrides = ["log.cleaner.backoff.ms=100", "log.cleaner.io.max.bytes.per.second=2000000"];
-    let mut b = TestBroker::start(&overrides);
-    create_topic(
-        b.port,
-        "state",
-        1,
-        &[
-            ("cleanup.policy", "compact"),
-            ("segment.ms", "1000"),
-            ("min.cleanable.dirty.ratio", "0.01"),
-        ],
-    );
+    // The ~8 MB clean lasts seconds under the slow cleaner's throttle.
+    let mut b = TestBroker::start_with_slow_cleaner();
     let mut w = Wire::connect(b.port);
     let t = now_ms() - 60_000;
     let pad = "x".repeat(1000);
@@ -64,7 +53,6 @@ fn sigkill_mid_clean_loses_no_key() {
         "killed before the clean finished"
     );
 
-    b.set_overrides(&overrides);
     b.restart();
     let check = |records: &[(i64, Option<String>, Option<String>)]| {
         let mut seen: BTreeMap<String, String> = BTreeMap::new();

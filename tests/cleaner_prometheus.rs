@@ -5,11 +5,12 @@
 
 mod broker;
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use broker::{cleaner_checkpoint, create_topic, now_ms, produce, Prometheus, TestBroker, Wire};
+use broker::{
+    cleaner_checkpoint, create_topic, now_ms, produce, promtool_check_metrics, Prometheus,
+    TestBroker, Wire,
+};
 
 /// The value of an instant query with exactly one series, once Prometheus has one.
 fn query(prometheus: &Prometheus, promql: &str) -> Option<f64> {
@@ -19,19 +20,6 @@ fn query(prometheus: &Prometheus, promql: &str) -> Option<f64> {
     }
     assert_eq!(result.len(), 1, "{promql}: one series expected: {result:?}");
     result[0]["value"][1].as_str()?.parse().ok()
-}
-
-/// `promtool check metrics` on `text`.
-fn promtool_check_metrics(text: &str) -> Output {
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian package prometheus)");
-    promtool.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    promtool.wait_with_output().unwrap()
 }
 
 #[test]
@@ -75,9 +63,7 @@ fn prometheus_scrapes_the_cleaner_gauges() {
     // alerts carry over (`_ms`, `logDirectory`, `_count` on a gauge); any
     // other finding fails the test.
     let text = b.metrics();
-    let out = promtool_check_metrics(&text);
-    let report =
-        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let (_, report) = promtool_check_metrics(&text);
     let mut findings: Vec<&str> = report.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     findings.sort_unstable();
     assert_eq!(
@@ -101,13 +87,8 @@ fn prometheus_scrapes_the_cleaner_gauges() {
         .filter(|l| !kafka_named.iter().any(|n| l.contains(n)))
         .map(|l| format!("{l}\n"))
         .collect();
-    let out = promtool_check_metrics(&rest);
-    assert!(
-        out.status.success(),
-        "promtool check metrics:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (passed, report) = promtool_check_metrics(&rest);
+    assert!(passed, "promtool check metrics:\n{report}");
 
     // A real Prometheus scraping every second.
     let prometheus = Prometheus::start(&format!(

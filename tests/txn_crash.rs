@@ -180,19 +180,8 @@ const KEYS: usize = 2000;
 
 #[test]
 fn sigkill_mid_clean_of_a_partition_with_open_transactions() {
-    // A 2 MB/s throttle makes the clean of ~8 MB last seconds.
-    let overrides = ["log.cleaner.backoff.ms=100", "log.cleaner.io.max.bytes.per.second=2000000"];
-    let mut b = TestBroker::start(&overrides);
-    create_topic(
-        b.port,
-        "state",
-        1,
-        &[
-            ("cleanup.policy", "compact"),
-            ("segment.ms", "1000"),
-            ("min.cleanable.dirty.ratio", "0.01"),
-        ],
-    );
+    // The ~8 MB clean lasts seconds under the slow cleaner's throttle.
+    let mut b = TestBroker::start_with_slow_cleaner();
     let mut w = connect_loaded(b.port);
     let t = now_ms() - 60_000;
     let pad = "x".repeat(1000);
@@ -240,7 +229,6 @@ fn sigkill_mid_clean_of_a_partition_with_open_transactions() {
     b.kill();
     assert_eq!(cleaner_checkpoint(&b.data_dir(), "state", 0), None, "killed mid-clean");
 
-    b.set_overrides(&overrides);
     b.restart();
     let mut w = connect_loaded(b.port);
     assert_eq!(

@@ -15,7 +15,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use broker::{
-    cleaner_checkpoint, create_topic, now_ms, produce, python, repo_root, Reaper, TestBroker, Wire,
+    cleaner_checkpoint, create_topic, now_ms, produce, promtool_check_metrics, python, repo_root,
+    Reaper, TestBroker, Wire,
 };
 
 const TOPIC: &str = "ledger";
@@ -86,20 +87,6 @@ impl Holder {
     }
 }
 
-/// What `promtool check metrics` says of `text`.
-fn promtool_check_metrics(text: &str) -> String {
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian package prometheus)");
-    promtool.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    let out = promtool.wait_with_output().unwrap();
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
 fn ledger_status(b: &TestBroker) -> serde_json::Value {
     let status = b.cleaner_status();
     status["manager"]["partitions"]
@@ -163,7 +150,7 @@ fn an_open_transaction_is_named_and_aged_until_it_commits() {
     let first = b.wait_for(10, "the age series", || ledger_age(&b));
     assert!(first >= 0.0, "{first}");
     // promtool's lint has nothing to say about it (a `_ms` name would fail it).
-    let lint = promtool_check_metrics(&b.metrics());
+    let (_, lint) = promtool_check_metrics(&b.metrics());
     assert!(!lint.contains(AGE), "promtool check metrics:\n{lint}");
     let later = b.wait_for(10, "the age to grow", || ledger_age(&b).filter(|a| *a > first + 0.2));
     assert!(later < first + 30.0, "{first} -> {later}");

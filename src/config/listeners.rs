@@ -273,12 +273,7 @@ pub fn advertised(
 mod tests {
     use super::*;
 
-    fn config(pairs: &[&str]) -> Result<BrokerConfig, ConfigError> {
-        let mut c = BrokerConfig::default();
-        c.apply_overrides(pairs.iter().copied())?;
-        c.check()?;
-        Ok(c)
-    }
+    use crate::config::checked as config;
 
     fn error_key(pairs: &[&str]) -> String {
         match config(pairs) {

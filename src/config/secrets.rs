@@ -51,14 +51,8 @@ impl BrokerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ConfigError;
 
-    fn config(pairs: &[&str]) -> Result<BrokerConfig, ConfigError> {
-        let mut c = BrokerConfig::default();
-        c.apply_overrides(pairs.iter().copied())?;
-        c.check()?;
-        Ok(c)
-    }
+    use crate::config::checked as config;
 
     #[test]
     fn passwords_are_never_shown() {

@@ -28,19 +28,7 @@ impl TestBroker {
     /// Start a broker with `key=value` overrides on top of a loopback listener
     /// and a temporary log dir.
     pub fn start(overrides: &[&str]) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let log_path = dir.path().join("broker.log");
-        let mut b = Self {
-            child: None,
-            port: 0,
-            metrics_port: 0,
-            dir,
-            overrides: overrides.iter().map(|s| s.to_string()).collect(),
-            env: Vec::new(),
-            log_path,
-        };
-        b.launch(0);
-        b
+        Self::start_with_env(overrides, &[])
     }
 
     /// Start a broker, as [`TestBroker::start`], with `env` set in its environment.
@@ -57,6 +45,27 @@ impl TestBroker {
             log_path,
         };
         b.launch(0);
+        b
+    }
+
+    /// A broker whose cleaner reads at 2 MB/s, so a clean of a few MB lasts
+    /// seconds (long enough to be caught mid-way), with a compacted topic
+    /// `state` (one partition) that rolls every second and is cleaned as soon
+    /// as anything is dirty.
+    pub fn start_with_slow_cleaner() -> Self {
+        let overrides =
+            ["log.cleaner.backoff.ms=100", "log.cleaner.io.max.bytes.per.second=2000000"];
+        let b = Self::start(&overrides);
+        create_topic(
+            b.port,
+            "state",
+            1,
+            &[
+                ("cleanup.policy", "compact"),
+                ("segment.ms", "1000"),
+                ("min.cleanable.dirty.ratio", "0.01"),
+            ],
+        );
         b
     }
 
@@ -707,4 +716,22 @@ pub fn run_python_script(b: &TestBroker, script: &str, args: &[&str], done: &str
         b.log()
     );
     stdout
+}
+
+/// `promtool check metrics` on `text` (Debian's `prometheus` package): whether
+/// it passed, and what it printed (stdout, then stderr).
+pub fn promtool_check_metrics(text: &str) -> (bool, String) {
+    use std::io::Write;
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus)");
+    promtool.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = promtool.wait_with_output().unwrap();
+    let report =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), report)
 }
