@@ -39,13 +39,7 @@ fn sigkill_mid_clean_loses_no_key() {
     drop(w);
 
     let dir = b.data_dir().join("state-0");
-    b.wait_for(30, "a .cleaned segment being written", || {
-        std::fs::read_dir(&dir)
-            .ok()?
-            .filter_map(Result::ok)
-            .any(|e| e.file_name().to_string_lossy().ends_with(".cleaned"))
-            .then_some(())
-    });
+    b.wait_for_clean_in_progress(&dir, 30);
     b.kill();
     assert_eq!(
         cleaner_checkpoint(&b.data_dir(), "state", 0),

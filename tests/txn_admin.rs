@@ -20,6 +20,7 @@
 
 mod broker;
 
+use broker::txn::end_offset;
 use broker::{cleaner_checkpoint, create_topic, fetch_all, kafka_tool, now_ms, TestBroker, Wire};
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
@@ -28,7 +29,6 @@ use kafka_protocol::messages::add_partitions_to_txn_request::{
 };
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::txn_offset_commit_request::{
@@ -40,9 +40,8 @@ use kafka_protocol::messages::write_txn_markers_request::{
 use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, BrokerId, DescribeProducersRequest, DescribeProducersResponse,
     DescribeTransactionsRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest, GroupId,
-    InitProducerIdRequest, ListOffsetsRequest, ListTransactionsRequest, OffsetFetchRequest,
-    ProduceRequest, ProducerId, TopicName, TransactionalId, TxnOffsetCommitRequest,
-    WriteTxnMarkersRequest,
+    InitProducerIdRequest, ListTransactionsRequest, OffsetFetchRequest, ProduceRequest, ProducerId,
+    TopicName, TransactionalId, TxnOffsetCommitRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use sediment::log::compression::Compression;
@@ -171,24 +170,6 @@ fn produce(
     r.responses[0].partition_responses[0].error_code
 }
 
-/// ListOffsets LATEST of `topic`-`partition` at `isolation` (0 uncommitted, 1 committed).
-fn end_offset(w: &mut Wire, topic: &str, partition: i32, isolation: i8) -> i64 {
-    let r = w.call(
-        7,
-        &ListOffsetsRequest::default()
-            .with_replica_id(BrokerId(-1))
-            .with_isolation_level(isolation)
-            .with_topics(vec![ListOffsetsTopic::default()
-                .with_name(TopicName(s(topic)))
-                .with_partitions(vec![ListOffsetsPartition::default()
-                    .with_partition_index(partition)
-                    .with_timestamp(-1)])]),
-    );
-    let p = &r.topics[0].partitions[0];
-    assert_eq!(p.error_code, 0, "ListOffsets {topic}-{partition}");
-    p.offset
-}
-
 /// The rows of a table the tool printed whose first `key.len()` columns are `key`.
 fn rows<'a>(out: &'a str, key: &[&str]) -> Vec<Vec<&'a str>> {
     out.lines()
@@ -244,8 +225,8 @@ fn kafka_transactions_lists_describes_finds_and_aborts_a_hanging_transaction() {
     assert_eq!(produce(&mut w, Some("ghost"), "t", 0, ghost), 0, "verification is off");
     assert_eq!(produce(&mut w, None, "t", 0, batch(None, now - 10 * MINUTE, &[("k1", "c")])), 0);
     assert_eq!(produce(&mut w, None, "t", 0, batch(None, now, &[("k2", "x")])), 0);
-    assert_eq!(end_offset(&mut w, "t", 0, 0), 5);
-    assert_eq!(end_offset(&mut w, "t", 0, 1), 2, "the hanging transaction holds the LSO");
+    assert_eq!(end_offset(&mut w, "t", 0, false), 5);
+    assert_eq!(end_offset(&mut w, "t", 0, true), 2, "the hanging transaction holds the LSO");
 
     // The cleaner stops at the first unstable offset and names the producer.
     b.wait_for(30, "a clean up to the open transaction", || {
@@ -289,8 +270,8 @@ fn kafka_transactions_lists_describes_finds_and_aborts_a_hanging_transaction() {
 
     // abort: the LSO reaches the log end (the marker included).
     tool(&["abort", "--topic", "t", "--partition", "0", "--start-offset", "2"]);
-    assert_eq!(end_offset(&mut w, "t", 0, 0), 6, "one ABORT marker appended");
-    assert_eq!(end_offset(&mut w, "t", 0, 1), 6, "the LSO is released");
+    assert_eq!(end_offset(&mut w, "t", 0, false), 6, "one ABORT marker appended");
+    assert_eq!(end_offset(&mut w, "t", 0, true), 6, "the LSO is released");
     let producers = tool(&["describe-producers", "--topic", "t", "--partition", "0"]);
     let ghost_row = rows(&producers, &[&GHOST_PID.to_string()]);
     assert_eq!(ghost_row[0][1..3], ["0", "0"], "{producers}");
@@ -332,7 +313,7 @@ fn kafka_transactions_lists_describes_finds_and_aborts_a_hanging_transaction() {
     // The live transaction was never disturbed: it commits.
     end_txn(&mut w, "live", pid, epoch, true);
     b.wait_for(10, "the live transaction's marker", || {
-        (end_offset(&mut w, "u", 1, 1) == 2).then_some(())
+        (end_offset(&mut w, "u", 1, true) == 2).then_some(())
     });
     let listed = tool(&["list"]);
     assert_eq!(rows(&listed, &["live"])[0][3], "CompleteCommit", "{listed}");
@@ -421,7 +402,7 @@ fn admin_apis_answer_bad_input_with_kafkas_codes() {
         assert_eq!(produce(w, Some("ghost"), "w", 0, records), 0);
     };
     open(&mut w, 3, 0);
-    assert_eq!(end_offset(&mut w, "w", 0, 1), 0);
+    assert_eq!(end_offset(&mut w, "w", 0, true), 0);
 
     // WriteTxnMarkers: an unknown topic, and a partition past the topic's
     // count, are refused; w-1 (no transaction there) takes its marker.
@@ -432,7 +413,7 @@ fn admin_apis_answer_bad_input_with_kafkas_codes() {
     // A producer epoch below the partition's is refused; the LSO stays.
     let got = write_markers(&mut w, vec![marker(pid, 2, 0, false, &[("w", &[0])])]);
     assert_eq!(got, [vec![(pr("w"), 0, code(ResponseError::InvalidProducerEpoch))]]);
-    assert_eq!(end_offset(&mut w, "w", 0, 1), 0);
+    assert_eq!(end_offset(&mut w, "w", 0, true), 0);
 
     // DescribeProducers: the open transaction, and unknown partitions.
     let r = describe_producers(&mut w, &[("w", &[0, 9]), ("nope", &[0])]);
@@ -461,7 +442,7 @@ fn admin_apis_answer_bad_input_with_kafkas_codes() {
     let aborted: Vec<i64> =
         p.aborted_transactions.iter().flatten().map(|a| a.producer_id.0).collect();
     assert_eq!(aborted, [pid], "the aborted batch comes with its transaction");
-    assert_eq!(end_offset(&mut w, "w", 0, 1), end_offset(&mut w, "w", 0, 0));
+    assert_eq!(end_offset(&mut w, "w", 0, true), end_offset(&mut w, "w", 0, false));
     open(&mut w, 3, 1);
     let got = write_markers(&mut w, vec![marker(pid, 3, 4, true, &[("w", &[0])])]);
     assert_eq!(got, [vec![(pr("w"), 0, code(ResponseError::TransactionCoordinatorFenced))]]);
@@ -471,7 +452,7 @@ fn admin_apis_answer_bad_input_with_kafkas_codes() {
     assert_eq!(state.current_txn_start_offset, 2, "still open after the fenced marker");
     let got = write_markers(&mut w, vec![marker(pid, 3, 5, true, &[("w", &[0])])]);
     assert_eq!(got, [vec![(pr("w"), 0, 0)]]);
-    assert_eq!(end_offset(&mut w, "w", 0, 1), end_offset(&mut w, "w", 0, 0));
+    assert_eq!(end_offset(&mut w, "w", 0, true), end_offset(&mut w, "w", 0, false));
 
     // A COMMIT marker on __consumer_offsets installs the producer's pending
     // transactional offsets (the group coordinator is told, as for the

@@ -20,8 +20,8 @@ mod broker;
 use std::os::unix::process::ExitStatusExt;
 
 use broker::txn::{
-    connect_loaded, end_offset, fetch_offset, offsets_partition, read_partition, TxnProducer,
-    INVALID_TXN_STATE, NONE, PRODUCER_FENCED,
+    connect_loaded, end_offset, fetch_offset, offsets_partition, read_partition, transaction_state,
+    TxnProducer, INVALID_TXN_STATE, NONE, PRODUCER_FENCED,
 };
 use broker::{cleaner_checkpoint, create_topic, dump_log, now_ms, produce, TestBroker, Wire};
 
@@ -98,15 +98,21 @@ fn crash_then_restart(point: &str, topics: &[&str], ending: Ending, marked_befor
     b.restart();
     let mut w = connect_loaded(b.port);
     if ending == Ending::Fence {
-        // The fenced producer's commit is refused; the abort stands.
+        // The fenced producer's commit is refused; the abort stands. The
+        // refusal needs only the new epoch, so the abort's markers may still
+        // be on their way: what follows waits for its Complete record.
         assert_eq!(p.end_retrying(&mut w, true), Some(PRODUCER_FENCED), "{}", b.log());
+        b.wait_for(30, "the fence's abort to complete", || {
+            (transaction_state(&mut w, ID)? == "CompleteAbort").then_some(())
+        });
     } else {
         // The client's retried EndTxn: the outcome stands.
         assert_eq!(p.end_retrying(&mut w, commit), Some(NONE), "broker log:\n{}", b.log());
         assert_eq!(p.end(&mut w, !commit), Some(INVALID_TXN_STATE), "the other outcome");
     }
     check_completed(&mut w, &p, topics, commit);
-    assert!(b.stop().success());
+    let stopped = b.stop();
+    assert!(stopped.success(), "{stopped:?}; broker log:\n{}", b.log());
     b.restart();
     let mut w = connect_loaded(b.port);
     check_completed(&mut w, &p, topics, commit);
@@ -219,13 +225,7 @@ fn sigkill_mid_clean_of_a_partition_with_open_transactions() {
     drop(w);
 
     let dir = b.data_dir().join("state-0");
-    b.wait_for(60, "a .cleaned segment being written", || {
-        std::fs::read_dir(&dir)
-            .ok()?
-            .filter_map(Result::ok)
-            .any(|e| e.file_name().to_string_lossy().ends_with(".cleaned"))
-            .then_some(())
-    });
+    b.wait_for_clean_in_progress(&dir, 60);
     b.kill();
     assert_eq!(cleaner_checkpoint(&b.data_dir(), "state", 0), None, "killed mid-clean");
 

@@ -353,6 +353,18 @@ impl TestBroker {
         serde_json::from_str(&body).expect("JSON")
     }
 
+    /// Wait until a `.cleaned` file appears in the partition directory
+    /// `dir`: a clean is under way.
+    pub fn wait_for_clean_in_progress(&self, dir: &Path, secs: u64) {
+        self.wait_for(secs, "a .cleaned segment being written", || {
+            std::fs::read_dir(dir)
+                .ok()?
+                .filter_map(Result::ok)
+                .any(|e| e.file_name().to_string_lossy().ends_with(".cleaned"))
+                .then_some(())
+        });
+    }
+
     /// Poll `f` every 50 ms until it returns `Some`, or fail after `secs` with `what` and the broker's log.
     pub fn wait_for<T>(&self, secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
         let deadline = std::time::Instant::now() + Duration::from_secs(secs);
@@ -413,6 +425,15 @@ impl Wire {
 
     /// Send a request without waiting; returns its correlation id.
     pub fn send<R: kafka_protocol::protocol::Request>(&mut self, version: i16, request: &R) -> i32 {
+        self.send_checked(version, request).expect("write")
+    }
+
+    /// As [`Wire::send`], but `None` instead of a panic if the write fails.
+    pub fn send_checked<R: kafka_protocol::protocol::Request>(
+        &mut self,
+        version: i16,
+        request: &R,
+    ) -> Option<i32> {
         use kafka_protocol::messages::{ApiKey, RequestHeader};
         use kafka_protocol::protocol::Encodable;
         let correlation = self.next_correlation;
@@ -430,8 +451,8 @@ impl Wire {
         request.encode(&mut body, version).expect("body");
         let mut frame = (body.len() as i32).to_be_bytes().to_vec();
         frame.extend_from_slice(&body);
-        self.write_raw(&frame).expect("write");
-        correlation
+        self.write_raw(&frame).ok()?;
+        Some(correlation)
     }
 
     /// Read one response frame: (correlation id, bytes after it).

@@ -88,33 +88,6 @@ pub fn try_call<R: kafka_protocol::protocol::Request>(
     Some(Wire::decode::<R>(version, body))
 }
 
-impl Wire {
-    /// As [`Wire::send`], but `None` instead of a panic if the write fails.
-    pub fn send_checked<R: kafka_protocol::protocol::Request>(
-        &mut self,
-        version: i16,
-        request: &R,
-    ) -> Option<i32> {
-        use kafka_protocol::messages::{ApiKey, RequestHeader};
-        use kafka_protocol::protocol::Encodable;
-        let correlation = self.next_correlation;
-        self.next_correlation += 1;
-        let key = ApiKey::try_from(R::KEY).expect("key");
-        let header = RequestHeader::default()
-            .with_request_api_key(R::KEY)
-            .with_request_api_version(version)
-            .with_correlation_id(correlation)
-            .with_client_id(Some(s("sediment-test")));
-        let mut body = bytes::BytesMut::new();
-        header.encode(&mut body, key.request_header_version(version)).expect("header");
-        request.encode(&mut body, version).expect("body");
-        let mut frame = (body.len() as i32).to_be_bytes().to_vec();
-        frame.extend_from_slice(&body);
-        self.write_raw(&frame).ok()?;
-        Some(correlation)
-    }
-}
-
 /// One transactional producer: its id, producer id, epoch and the next
 /// sequence per partition.
 #[derive(Debug, Clone)]
@@ -451,4 +424,15 @@ pub fn read_partition(w: &mut Wire, topic: &str, partition: i32, committed: bool
             return out;
         }
     }
+}
+
+/// The state DescribeTransactions gives `transactional_id` (Kafka's name,
+/// e.g. `Ongoing`, `CompleteAbort`), or `None` when the call fails.
+pub fn transaction_state(w: &mut Wire, transactional_id: &str) -> Option<String> {
+    use kafka_protocol::messages::{DescribeTransactionsRequest, TransactionalId};
+    let request = DescribeTransactionsRequest::default()
+        .with_transactional_ids(vec![TransactionalId(s(transactional_id))]);
+    let r = try_call(w, 0, &request)?;
+    let t = r.transaction_states.first()?;
+    (t.error_code == 0).then(|| t.transaction_state.to_string())
 }
