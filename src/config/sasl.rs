@@ -43,7 +43,12 @@ pub fn is_jaas_key(key: &str) -> bool {
 /// # Errors
 /// A broker-wide key, a per-listener key without a mechanism, text that does
 /// not parse (the message never quotes it).
-pub fn validate_jaas(key: &str, base: &str, per_listener: bool, value: &str) -> Result<(), ConfigError> {
+pub fn validate_jaas(
+    key: &str,
+    base: &str,
+    per_listener: bool,
+    value: &str,
+) -> Result<(), ConfigError> {
     if value.trim().is_empty() {
         return Ok(());
     }
@@ -102,7 +107,10 @@ pub fn sasl_listener(config: &BrokerConfig, listener: &str) -> Result<SaslListen
                 ));
             }
             other => {
-                return Err(invalid(&key, format!("unknown SASL mechanism {other:?} (PLAIN is served)")))
+                return Err(invalid(
+                    &key,
+                    format!("unknown SASL mechanism {other:?} (PLAIN is served)"),
+                ))
             }
         }
     }
@@ -158,8 +166,15 @@ mod tests {
         assert_eq!(row.1, HIDDEN);
         assert!(crate::config::is_sensitive("listener.name.sasl_plaintext.plain.sasl.jaas.config"));
         // The broker-wide mechanism list serves too.
-        let c = config(&["listeners=SASL_SSL://:0", "ssl.keystore.type=PEM", "sasl.enabled.mechanisms=PLAIN"]);
-        assert!(matches!(c, Err(ConfigError::Invalid { ref key, .. }) if key == "ssl.keystore.location"), "{c:?}");
+        let c = config(&[
+            "listeners=SASL_SSL://:0",
+            "ssl.keystore.type=PEM",
+            "sasl.enabled.mechanisms=PLAIN",
+        ]);
+        assert!(
+            matches!(c, Err(ConfigError::Invalid { ref key, .. }) if key == "ssl.keystore.location"),
+            "{c:?}"
+        );
     }
 
     #[test]

@@ -23,7 +23,9 @@
 //!   authentication (Kafka: "invalid receive size").
 //! * "Failed" is answered (if it has an answer) and closed only after
 //!   `connection.failed.authentication.delay.ms`, slept in the connection's
-//!   own task: other connections never wait for it.
+//!   own task: other connections never wait for it. An answered failure then
+//!   waits up to one second for the client to close first, so a client that
+//!   drops data arriving together with the close still reads the error.
 //! * A frame that is not a well-formed request (short, unknown key, a body
 //!   that does not decode, an unserved version) closes the connection at once
 //!   without an answer, as Kafka closes on a parse error, and is counted as
@@ -37,14 +39,14 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::{Buf, BufMut, Bytes};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsResponse, ProduceRequest, ProduceResponse, RequestKind, ResponseKind, SaslAuthenticateResponse,
-    SaslHandshakeResponse,
+    ApiKey, ApiVersionsResponse, ProduceRequest, ProduceResponse, RequestKind, ResponseKind,
+    SaslAuthenticateResponse, SaslHandshakeResponse,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, BufReader};
 use tokio::sync::watch;
@@ -64,7 +66,10 @@ enum SaslState {
     Handshake,
     /// A mechanism was chosen; `headers`: tokens come in SaslAuthenticate
     /// requests (handshake v1), else raw (v0).
-    Authenticate { server: Box<dyn SaslServer>, headers: bool },
+    Authenticate {
+        server: Box<dyn SaslServer>,
+        headers: bool,
+    },
     Complete,
     Failed,
 }
@@ -176,7 +181,10 @@ impl Authenticator {
 
     fn handshake(&mut self, frame: Bytes, versions_seen: bool) -> AuthStep {
         if frame.len() < MIN_FRAME {
-            return AuthStep::Close(format!("frame of {} bytes before authentication", frame.len()));
+            return AuthStep::Close(format!(
+                "frame of {} bytes before authentication",
+                frame.len()
+            ));
         }
         let key = (&frame[..2]).get_i16();
         let Ok(api_key) = ApiKey::try_from(key) else {
@@ -205,7 +213,10 @@ impl Authenticator {
         match *request {
             RequestKind::ApiVersions(r) => {
                 self.state = SaslState::Handshake;
-                AuthStep::Reply(answer(head, ResponseKind::ApiVersions(api_versions::handle(&r, version))))
+                AuthStep::Reply(answer(
+                    head,
+                    ResponseKind::ApiVersions(api_versions::handle(&r, version)),
+                ))
             }
             RequestKind::SaslHandshake(r) => {
                 let mechanisms = &self.listener.mechanisms;
@@ -250,7 +261,10 @@ impl Authenticator {
     fn authenticate(&mut self, mut server: Box<dyn SaslServer>, frame: Bytes) -> AuthStep {
         let mechanism = Some(server.mechanism());
         if frame.len() < MIN_FRAME {
-            return AuthStep::Close(format!("frame of {} bytes during authentication", frame.len()));
+            return AuthStep::Close(format!(
+                "frame of {} bytes during authentication",
+                frame.len()
+            ));
         }
         let (api_key, header, request) = match parse_frame(frame) {
             Err(e) => return AuthStep::Close(e),
@@ -335,6 +349,29 @@ async fn send(writer: &mut ConnWriter, out: &mut ResponseBuf, reply: Out) -> Res
     Ok(())
 }
 
+/// How long a failed connection that was answered stays open for the client
+/// to read the answer and close first.
+const FAILED_LINGER: Duration = Duration::from_secs(1);
+
+/// Wait (bounded by [`FAILED_LINGER`]) for the client to close after reading
+/// a failure answer, discarding anything it still sends. A client that reads
+/// in a loop until EOF and drops what came with the EOF (kafka-python 3 does)
+/// would otherwise see "socket disconnected" instead of the error.
+async fn linger<R: AsyncRead + Unpin>(reader: &mut BufReader<R>, stop: &mut watch::Receiver<bool>) {
+    let drain = async {
+        let mut scratch = [0u8; 512];
+        while let Ok(n) = reader.read(&mut scratch).await {
+            if n == 0 {
+                break;
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::time::timeout(FAILED_LINGER, drain) => {}
+        _ = stop.changed() => {}
+    }
+}
+
 /// Authenticate the connection: `Some(principal)` once the client proved who
 /// it is, `None` when the connection must close (failed, malformed, or the
 /// broker is stopping). Failures are counted and answered here, after the delay.
@@ -389,12 +426,15 @@ pub(super) async fn authenticate<R: AsyncRead + Unpin>(
                 }
                 if let Some(reply) = reply {
                     send(writer, &mut out, reply).await?;
+                    linger(reader, stop).await;
                 }
                 return Ok(None);
             }
             AuthStep::Close(why) => {
                 metrics.auth.malformed(&session.listener);
-                return Err(ConnError::Protocol(format!("closing during SASL authentication: {why}")));
+                return Err(ConnError::Protocol(format!(
+                    "closing during SASL authentication: {why}"
+                )));
             }
         }
     }
@@ -410,10 +450,10 @@ mod tests {
         SaslHandshakeRequest,
     };
     use kafka_protocol::protocol::Encodable;
-    use std::time::Duration;
 
     fn listener() -> Arc<SaslListener> {
-        let text = "org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"pw\";";
+        let text =
+            "org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"pw\";";
         let users = PlainUsers::from_jaas(&jaas::parse(text).unwrap()).unwrap();
         Arc::new(SaslListener {
             mechanisms: vec!["PLAIN".into()],
@@ -436,7 +476,11 @@ mod tests {
     }
 
     fn handshake(m: &str, v: i16) -> Bytes {
-        frame(ApiKey::SaslHandshake, v, &SaslHandshakeRequest::default().with_mechanism(str_bytes(m)))
+        frame(
+            ApiKey::SaslHandshake,
+            v,
+            &SaslHandshakeRequest::default().with_mechanism(str_bytes(m)),
+        )
     }
 
     fn sasl_auth(token: &[u8], v: i16) -> Bytes {
@@ -509,7 +553,11 @@ mod tests {
         let step = a.on_frame(handshake("SCRAM-SHA-256", 1));
         assert_eq!(code(&step), Some(33));
         match step {
-            AuthStep::Fail { reason: "unsupported_mechanism", reply: Some(Out::Kafka(ans)), .. } => {
+            AuthStep::Fail {
+                reason: "unsupported_mechanism",
+                reply: Some(Out::Kafka(ans)),
+                ..
+            } => {
                 let ResponseKind::SaslHandshake(r) = ans.response else { panic!() };
                 assert_eq!(r.mechanisms, vec![str_bytes("PLAIN")]);
             }
@@ -555,7 +603,10 @@ mod tests {
         // Garbage: short frames, unknown keys, bodies that do not decode.
         for junk in [&b"\0\0"[..], b"\x7f\x7f\0\0\0\0\0\0", b"\0\x11\0\x01\0\0\0\x07\xff\xff"] {
             let mut a = Authenticator::new(listener());
-            assert!(matches!(a.on_frame(Bytes::copy_from_slice(junk)), AuthStep::Close(_)), "{junk:?}");
+            assert!(
+                matches!(a.on_frame(Bytes::copy_from_slice(junk)), AuthStep::Close(_)),
+                "{junk:?}"
+            );
         }
     }
 }

@@ -103,7 +103,8 @@ fn handshake_failure(e: &std::io::Error) -> &'static str {
 }
 
 /// A listener's protocol, TLS config and SASL settings, as each connection needs them.
-type Security = (SecurityProtocol, Option<(Arc<rustls::ServerConfig>, Duration)>, Option<Arc<SaslListener>>);
+type Security =
+    (SecurityProtocol, Option<(Arc<rustls::ServerConfig>, Duration)>, Option<Arc<SaslListener>>);
 
 /// Run the TLS handshake if the listener has TLS, authenticate if it is a
 /// SASL listener, then serve the connection.

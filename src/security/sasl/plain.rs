@@ -69,7 +69,9 @@ impl PlainUsers {
         let users: BTreeMap<String, Digest> = entry
             .options
             .iter()
-            .filter_map(|(k, v)| Some((k.strip_prefix(USER_PREFIX)?.to_string(), sha256(v.as_bytes()))))
+            .filter_map(|(k, v)| {
+                Some((k.strip_prefix(USER_PREFIX)?.to_string(), sha256(v.as_bytes())))
+            })
             .filter(|(name, _)| !name.is_empty())
             .collect();
         if users.is_empty() {
