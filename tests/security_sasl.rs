@@ -21,8 +21,9 @@
 //! awaited for it), a raw v0 exchange (good: the user is the principal;
 //! bad: closed without an answer), SaslHandshake after authentication (34,
 //! the connection stays open), SaslHandshake on the PLAINTEXT listener (34).
-//! The counters of each failure, and that no password reaches the log or
-//! `/metrics`.
+//! The counters of each failure; 200 parallel bad-password connections
+//! while the good client's produce p99 stays within 2x its baseline; and
+//! that no password reaches the log or `/metrics`.
 
 mod broker;
 
@@ -528,6 +529,51 @@ fn bad_sasl_input_ends_only_that_connection() {
     });
     let failed = st.count("kafka_server_socket_server_metrics_failed_authentication_total{listener=\"SASL_PLAINTEXT\"}");
     assert_eq!(failed, 7.0);
+
+    // 200 parallel bad-password connections, each answered after the delay in
+    // its own task: the good client's produce p99 meanwhile stays within 2x its
+    // baseline (with a 50 ms floor for a loaded machine; a delay slept anywhere
+    // shared would add 400 ms per failure).
+    create_topic(st.plain, "load", 1, &[]);
+    let produce_once = |good: &mut Wire, i: usize| {
+        let started = Instant::now();
+        let rec = [(format!("k{i}"), Some("v".to_string()))];
+        broker::produce(good, "load", 0, broker::now_ms(), &rec);
+        started.elapsed()
+    };
+    let p99 = |mut l: Vec<Duration>| {
+        l.sort();
+        l[l.len() * 99 / 100]
+    };
+    let baseline = p99((0..200).map(|i| produce_once(&mut good, i)).collect());
+    let flood: Vec<_> = (0..200)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut w = Wire::connect(port);
+                assert_eq!(handshake(&mut w, "PLAIN", 1).0, 0);
+                let token = plain_token("alice", "wrong-pw");
+                w.call(2, &SaslAuthenticateRequest::default().with_auth_bytes(token)).error_code
+            })
+        })
+        .collect();
+    let mut during = Vec::new();
+    while during.len() < 200 || flood.iter().any(|t| !t.is_finished()) {
+        during.push(produce_once(&mut good, during.len()));
+    }
+    let codes: Vec<i16> = flood.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(codes.iter().all(|c| *c == 58), "{codes:?}");
+    let (n, during) = (during.len(), p99(during));
+    let bound = (baseline * 2).max(Duration::from_millis(50));
+    assert!(
+        during <= bound,
+        "produce p99 {during:?} during the flood ({n} produces), baseline {baseline:?}"
+    );
+    eprintln!("produce p99: baseline {baseline:?}, during 200 failing connections {during:?} ({n} produces)");
+    b.wait_for(10, "the 200 failures counted", || {
+        let series = "kafka_server_socket_server_metrics_failed_authentication_total{listener=\"SASL_PLAINTEXT\"}";
+        (st.count(series) == 207.0).then_some(())
+    });
+    still_working(&mut good);
     st.assert_no_secret_leaked();
 }
 
