@@ -497,7 +497,18 @@ impl BrokerConfig {
         &self,
         listener: &str,
     ) -> Result<std::sync::Arc<rustls::ServerConfig>, ConfigError> {
-        let settings = listeners::tls_settings(self, listener);
+        let mut settings = listeners::tls_settings(self, listener);
+        // Kafka applies ssl.client.auth on SASL_SSL only when set per listener
+        // (the principal comes from SASL there); the broker-wide value is ignored.
+        let sasl_ssl = self.listeners()?.iter().any(|l| {
+            l.name == listener && l.protocol == crate::security::SecurityProtocol::SaslSsl
+        });
+        if sasl_ssl && !settings.prefixed.contains(&"ssl.client.auth") {
+            if settings.client_auth != "none" {
+                tracing::warn!(listener, "ssl.client.auth is ignored on a SASL_SSL listener unless set as listener.name.<listener>.ssl.client.auth");
+            }
+            settings.client_auth = "none".into();
+        }
         crate::security::tls::server_config(&settings)
             .map_err(|e| ConfigError::Invalid { key: e.key, reason: e.reason })
     }

@@ -220,6 +220,35 @@ mod tests {
             assert!(reason.contains(says), "{pairs:?}: {reason}");
             assert!(!reason.contains("secret") && !reason.contains("alice-pw"), "{reason}");
         }
+        // On SASL_SSL the broker-wide ssl.client.auth is ignored (Kafka's rule):
+        // `required` without a trust store passes; set per listener, it applies.
+        let dir = tempfile::tempdir().unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let pem = dir.path().join("server.pem");
+        std::fs::write(&pem, format!("{}{}", key.serialize_pem(), cert.pem())).unwrap();
+        let ks = format!("ssl.keystore.location={}", pem.display());
+        let base = [
+            "listeners=SASL_SSL://:0",
+            "ssl.keystore.type=PEM",
+            &ks,
+            "sasl.enabled.mechanisms=PLAIN",
+        ];
+        let jaas = format!("listener.name.sasl_ssl.plain.sasl.jaas.config={USERS}");
+        let with = |extra: &str| {
+            let mut pairs = base.to_vec();
+            pairs.extend([jaas.as_str(), extra]);
+            config(&pairs)
+        };
+        with("ssl.client.auth=required").unwrap();
+        let refused = with("listener.name.sasl_ssl.ssl.client.auth=required");
+        assert!(
+            matches!(refused, Err(ConfigError::Invalid { ref key, .. }) if key == "ssl.truststore.location"),
+            "{refused:?}"
+        );
         // Mechanism keys are ignored on listeners that are not SASL.
         config(&["listeners=PLAINTEXT://:0", "sasl.enabled.mechanisms=GSSAPI"]).unwrap();
     }
