@@ -21,7 +21,8 @@
 //! awaited for it), a raw v0 exchange (good: the user is the principal;
 //! bad: closed without an answer), SaslHandshake after authentication (34,
 //! the connection stays open), SaslHandshake on the PLAINTEXT listener (34).
-//! The counters of each failure; 200 parallel bad-password connections
+//! DescribeConfigs answers the JAAS keys null and sensitive. The counters
+//! of each failure; 200 parallel bad-password connections
 //! while the good client's produce p99 stays within 2x its baseline; and
 //! that no password reaches the log or `/metrics`.
 
@@ -34,10 +35,11 @@ use std::time::{Duration, Instant};
 
 use broker::{create_topic, kafka_tool, kafka_tool_output, python, repo_root, TestBroker, Wire};
 use bytes::Bytes;
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{
-    ApiVersionsRequest, FetchRequest, MetadataRequest, ProduceRequest, SaslAuthenticateRequest,
-    SaslHandshakeRequest, TopicName,
+    ApiVersionsRequest, DescribeConfigsRequest, FetchRequest, MetadataRequest, ProduceRequest,
+    SaslAuthenticateRequest, SaslHandshakeRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rcgen::{
@@ -506,6 +508,22 @@ fn bad_sasl_input_ends_only_that_connection() {
     );
     assert_eq!(r.error_code, 34);
     still_working(&mut good);
+    // DescribeConfigs shows the JAAS keys as Kafka shows secrets: null, sensitive.
+    let described = good.call(
+        4,
+        &DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
+            .with_resource_type(4)
+            .with_resource_name(s("1"))
+            .with_configuration_keys(None)]),
+    );
+    let jaas: Vec<_> = described.results[0]
+        .configs
+        .iter()
+        .filter(|c| c.name.ends_with("plain.sasl.jaas.config"))
+        .map(|c| (c.name.to_string(), c.value.clone(), c.is_sensitive))
+        .collect();
+    assert_eq!(jaas.len(), 2, "{jaas:?}");
+    assert!(jaas.iter().all(|(_, v, sensitive)| v.is_none() && *sensitive), "{jaas:?}");
     // On a listener without SASL too.
     let mut w = Wire::connect(st.plain);
     assert_eq!(handshake(&mut w, "PLAIN", 1).0, 34);
