@@ -309,8 +309,14 @@ async fn serve(
     for l in config.listeners()? {
         // Built before binding: a key store that does not load fails the start.
         let tls = match l.protocol {
-            SecurityProtocol::Ssl => {
+            SecurityProtocol::Ssl | SecurityProtocol::SaslSsl => {
                 Some((config.tls_config(&l.name)?, config.ssl_handshake_timeout(&l.name)))
+            }
+            _ => None,
+        };
+        let sasl = match l.protocol {
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl => {
+                Some(Arc::new(config.sasl_listener(&l.name)?))
             }
             _ => None,
         };
@@ -323,7 +329,8 @@ async fn serve(
         let shown = format!("{}:{}", endpoint.host, endpoint.port);
         tracing::info!(listener = %l.name, protocol = %l.protocol, bound = %local, advertised = %shown, "listener bound");
         advertised.push((l.name.clone(), endpoint));
-        bound.push((BoundListener { name: l.name, protocol: l.protocol, listener, tls }, local));
+        let (name, protocol) = (l.name, l.protocol);
+        bound.push((BoundListener { name, protocol, listener, tls, sasl }, local));
     }
     let metrics_listen = config.metrics_listen();
     let broker = Arc::new(

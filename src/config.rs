@@ -22,6 +22,7 @@ use crate::log::config::{self as log_config, ConfigDef, ConfigType, LOG_CONFIGS}
 use crate::log::LogManagerConfig;
 
 mod listeners;
+mod sasl;
 mod secrets;
 mod template;
 
@@ -72,7 +73,7 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     broker_def!("advertised.listeners", String, "", None,
         "the NAME://host:port clients of each listener are told to connect to; a listener not named: its own (localhost when it binds all interfaces)"),
     broker_def!("listener.security.protocol.map", String, DEFAULT_PROTOCOL_MAP, None,
-        "NAME:PROTOCOL for every listener name; PLAINTEXT and SSL listeners are served, SASL ones not yet"),
+        "NAME:PROTOCOL for every listener name: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
     broker_def!("log.dirs", String, "data", None, "comma-separated directories that hold the partitions"),
     broker_def!("num.partitions", Int, "1", Some(1.0), "partitions of an auto-created topic or a CreateTopics without a count"),
     broker_def!("default.replication.factor", Int, "1", Some(1.0), "replication factor of auto-created topics (only 1 is possible on one node)"),
@@ -158,11 +159,21 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "how a client certificate's subject becomes the principal; DEFAULT (the RFC 2253 subject) only, RULE: mappings are not yet supported"),
     broker_def!("ssl.endpoint.identification.algorithm", String, "https", None,
         "accepted for compatibility with Kafka: a client-side host name check, no effect on a broker"),
+    broker_def!("sasl.enabled.mechanisms", List, "GSSAPI", None,
+        "SASL mechanisms a SASL listener offers (also per listener); sediment serves PLAIN, so a SASL listener must set it"),
+    broker_def!("sasl.jaas.config", Password, "", None,
+        "a SASL listener's JAAS config, set per listener and mechanism as listener.name.<listener>.<mechanism>.sasl.jaas.config; PLAIN's users are its user_<name>=\"<password>\" options (secret)"),
+    broker_def!("sasl.server.max.receive.size", Int, "524288", Some(1.0),
+        "largest frame a SASL listener reads before authentication completes; bigger frames fail authentication"),
+    broker_def!("connection.failed.authentication.delay.ms", Int, "100", Some(0.0),
+        "how long a connection that failed authentication waits before it is answered and closed"),
 ];
 
 /// The keys Kafka allows per listener, as `listener.name.<name>.<key>`.
 pub fn is_listener_key(key: &str) -> bool {
-    key.starts_with("ssl.") && lookup(key).is_some_and(|(_, topic)| topic.is_none())
+    let listener_family =
+        key.starts_with("ssl.") || key == "sasl.enabled.mechanisms" || sasl::is_jaas_key(key);
+    listener_family && lookup(key).is_some_and(|(_, topic)| topic.is_none())
 }
 
 /// The resolved broker configuration.
@@ -191,6 +202,8 @@ pub struct Listener {
 }
 
 fn lookup(key: &str) -> Option<(&'static ConfigDef, Option<&'static str>)> {
+    // `<mechanism>.sasl.jaas.config` is typed as `sasl.jaas.config` (Password).
+    let key = if sasl::is_jaas_key(key) { sasl::JAAS_CONFIG } else { key };
     if let Some(def) = BROKER_CONFIGS.iter().find(|d| d.name == key) {
         return Some((def, None));
     }
@@ -208,10 +221,16 @@ pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
         if !is_listener_key(base) {
             return Err(invalid(key, format!("{base} cannot be set per listener")));
         }
+        if sasl::is_jaas_key(base) {
+            return sasl::validate_jaas(key, base, true, value);
+        }
         return validate(base, value).map_err(|e| match e {
             ConfigError::Invalid { reason, .. } => invalid(key, reason),
             other => other,
         });
+    }
+    if sasl::is_jaas_key(key) {
+        return sasl::validate_jaas(key, key, false, value);
     }
     let (def, topic_key) = lookup(key).ok_or_else(|| invalid(key, "unknown config key"))?;
     if let Some(topic_key) = topic_key {
@@ -447,12 +466,27 @@ impl BrokerConfig {
     /// # Errors
     /// The first rule broken, naming the key.
     pub fn check(&self) -> Result<(), ConfigError> {
+        use crate::security::SecurityProtocol as P;
         for l in self.listeners()? {
-            if l.protocol == crate::security::SecurityProtocol::Ssl {
+            if matches!(l.protocol, P::Ssl | P::SaslSsl) {
                 self.tls_config(&l.name)?;
+            }
+            if matches!(l.protocol, P::SaslPlaintext | P::SaslSsl) {
+                self.sasl_listener(&l.name)?;
             }
         }
         Ok(())
+    }
+
+    /// The SASL settings of SASL listener `listener` (`config::sasl`).
+    ///
+    /// # Errors
+    /// A mechanism not served, PLAIN without users, naming the key.
+    pub fn sasl_listener(
+        &self,
+        listener: &str,
+    ) -> Result<crate::security::sasl::SaslListener, ConfigError> {
+        sasl::sasl_listener(self, listener)
     }
 
     /// The TLS config of SSL listener `listener` (`security::tls`).
@@ -463,7 +497,18 @@ impl BrokerConfig {
         &self,
         listener: &str,
     ) -> Result<std::sync::Arc<rustls::ServerConfig>, ConfigError> {
-        let settings = listeners::tls_settings(self, listener);
+        let mut settings = listeners::tls_settings(self, listener);
+        // Kafka applies ssl.client.auth on SASL_SSL only when set per listener
+        // (the principal comes from SASL there); the broker-wide value is ignored.
+        let sasl_ssl = self.listeners()?.iter().any(|l| {
+            l.name == listener && l.protocol == crate::security::SecurityProtocol::SaslSsl
+        });
+        if sasl_ssl && !settings.prefixed.contains(&"ssl.client.auth") {
+            if settings.client_auth != "none" {
+                tracing::warn!(listener, "ssl.client.auth is ignored on a SASL_SSL listener unless set as listener.name.<listener>.ssl.client.auth");
+            }
+            settings.client_auth = "none".into();
+        }
         crate::security::tls::server_config(&settings)
             .map_err(|e| ConfigError::Invalid { key: e.key, reason: e.reason })
     }

@@ -36,6 +36,10 @@ use prometheus::{
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
+mod auth;
+
+pub use auth::AuthMetrics;
+
 use crate::cleaner::LogCleanerHandle;
 use crate::log::disk::disk_space;
 use crate::log::{Log, LogManager};
@@ -52,13 +56,15 @@ pub enum MetricsError {
 }
 
 /// Per-API request counters and latency (Kafka's `kafka.network:type=RequestMetrics`),
-/// and the connections of SSL listeners that failed their TLS handshake.
+/// the connections of SSL listeners that failed their TLS handshake, and
+/// SASL authentication outcomes (`auth`).
 #[derive(Debug, Clone)]
 pub struct RequestMetrics {
     requests: IntCounterVec,
     errors: IntCounterVec,
     latency: HistogramVec,
     tls_handshake_failures: IntCounterVec,
+    pub auth: AuthMetrics,
 }
 
 impl Default for RequestMetrics {
@@ -105,7 +111,7 @@ impl RequestMetrics {
             &["listener", "reason"],
         )
         .expect("valid metric");
-        Self { requests, errors, latency, tls_handshake_failures }
+        Self { requests, errors, latency, tls_handshake_failures, auth: AuthMetrics::default() }
     }
 
     /// Count a connection of `listener` whose TLS handshake failed for `reason`.
@@ -460,6 +466,7 @@ impl Metrics {
         r.register(Box::new(requests.errors.clone()))?;
         r.register(Box::new(requests.latency.clone()))?;
         r.register(Box::new(requests.tls_handshake_failures.clone()))?;
+        requests.auth.register(&r)?;
         #[cfg(target_os = "linux")]
         r.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))?;
         let late_transactions = int_gauge(

@@ -5,8 +5,8 @@
 //! 4.1.2's Java AdminClient (tests/java/ListenerEndpoints.java); records
 //! produced through one listener are read through the other; a Password key
 //! is described by `kafka-configs` as sensitive with a null value and
-//! appears nowhere in the log or `/metrics`; `check-config` refuses the
-//! protocols not yet served.
+//! appears nowhere in the log or `/metrics`; `check-config` refuses a SASL
+//! mechanism not yet served.
 
 mod broker;
 
@@ -169,17 +169,21 @@ fn each_listener_advertises_its_own_endpoint_to_every_client() {
 }
 
 #[test]
-fn check_config_refuses_protocols_not_yet_served_and_hides_secrets() {
+fn check_config_refuses_mechanisms_not_yet_served_and_hides_secrets() {
     let sediment = env!("CARGO_BIN_EXE_sediment");
     let out = Command::new(sediment)
         .args(["check-config", &repo_root().join("config/dev.toml").display().to_string()])
         .args(["--override", "listeners=PLAINTEXT://:9092,SECURE://:9093"])
-        .args(["--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL"])
+        .args([
+            "--override",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SECURE:SASL_PLAINTEXT",
+        ])
+        .args(["--override", "listener.name.secure.sasl.enabled.mechanisms=SCRAM-SHA-256"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("listener SECURE: SASL_SSL is not yet supported"), "{stderr}");
+    assert!(stderr.contains("SCRAM-SHA-256 is not yet supported"), "{stderr}");
 
     let out = Command::new(sediment)
         .args(["check-config", &repo_root().join("config/dev.toml").display().to_string()])

@@ -42,6 +42,7 @@ pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
 pub mod produce;
+pub mod sasl;
 pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod write_txn_markers;
@@ -114,6 +115,8 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::DescribeProducers, 0, 0),
     api(ApiKey::DescribeTransactions, 0, 0),
     api(ApiKey::ListTransactions, 0, 2),
+    api(ApiKey::SaslHandshake, 0, 1),
+    api(ApiKey::SaslAuthenticate, 0, 2),
 ];
 
 /// The versions of `key` we handle, if we handle it at all.
@@ -238,6 +241,9 @@ pub async fn dispatch(
         RequestKind::OffsetDelete(r) => {
             ResponseKind::OffsetDelete(blocking(|| offset_delete::handle(broker, &r)))
         }
+        // Reached only after authentication, or on a listener without SASL.
+        RequestKind::SaslHandshake(_) => ResponseKind::SaslHandshake(sasl::handshake()),
+        RequestKind::SaslAuthenticate(_) => ResponseKind::SaslAuthenticate(sasl::authenticate()),
         other => transaction_api(broker, &ctx.header, other).ok_or(Close)?,
     };
     Ok(Some(Reply::from(response)))

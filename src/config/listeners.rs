@@ -18,11 +18,12 @@
 //!   name must be a configured listener's.
 //!
 //! sediment adds one rule of its own: a listener name is letters, digits,
-//! `_` and `-` (a dot would make `listener.name.` keys ambiguous). PLAINTEXT
-//! and SSL listeners are served; a SASL listener is refused here, before
-//! anything binds. An SSL listener's keys are resolved per listener
-//! ([`tls_settings`]) and its TLS config is built by `BrokerConfig::check`,
-//! so a bad key file fails `check-config` and the start alike.
+//! `_` and `-` (a dot would make `listener.name.` keys ambiguous). All four
+//! protocols are served. An SSL or SASL_SSL listener's keys are resolved per
+//! listener ([`tls_settings`]) and its TLS config is built by
+//! `BrokerConfig::check`, as are a SASL listener's mechanisms
+//! (`config::sasl`), so a bad key file or mechanism fails `check-config` and
+//! the start alike.
 
 use std::collections::BTreeMap;
 
@@ -142,15 +143,6 @@ pub fn resolve(config: &BrokerConfig) -> Result<Vec<ListenerConfig>, ConfigError
                 format!("listener {} has no security protocol; add {}:PLAINTEXT", e.name, e.name),
             )
         })?;
-        if !matches!(protocol, SecurityProtocol::Plaintext | SecurityProtocol::Ssl) {
-            return Err(invalid(
-                "listeners",
-                format!(
-                    "listener {}: {protocol} is not yet supported (only PLAINTEXT and SSL)",
-                    e.name
-                ),
-            ));
-        }
         if e.port != 0 {
             if let Some(other) = out.iter().find(|o| o.port == e.port) {
                 return Err(invalid(
@@ -354,22 +346,20 @@ mod tests {
     }
 
     #[test]
-    fn sasl_is_refused_until_served_and_ssl_needs_its_keys() {
-        for pairs in [
-            &["listeners=SASL_PLAINTEXT://:9093"][..],
-            &["listeners=SASL_SSL://:9093"],
-            &[
-                "listeners=PLAINTEXT://:9092,EXT://:9093",
-                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,EXT:SASL_SSL",
-            ],
+    fn sasl_listeners_need_their_mechanisms_and_ssl_its_keys() {
+        for (pairs, key) in [
+            (&["listeners=SASL_PLAINTEXT://:9093"][..], "sasl.enabled.mechanisms"),
+            (&["listeners=SASL_SSL://:9093", "sasl.enabled.mechanisms=PLAIN"], "ssl.keystore.type"),
+            (
+                &[
+                    "listeners=PLAINTEXT://:9092,EXT://:9093",
+                    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,EXT:SASL_PLAINTEXT",
+                    "listener.name.ext.sasl.enabled.mechanisms=SCRAM-SHA-256",
+                ],
+                "listener.name.ext.sasl.enabled.mechanisms",
+            ),
         ] {
-            match config(pairs) {
-                Err(ConfigError::Invalid { key, reason }) => {
-                    assert_eq!(key, "listeners", "{pairs:?}");
-                    assert!(reason.contains("not yet supported"), "{reason}");
-                }
-                other => panic!("{pairs:?}: {other:?}"),
-            }
+            assert_eq!(error_key(pairs), key, "{pairs:?}");
         }
         // A name may map to PLAINTEXT whatever it is called.
         config(&["listeners=SSL://:9093", "listener.security.protocol.map=SSL:PLAINTEXT"]).unwrap();

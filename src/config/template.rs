@@ -39,6 +39,11 @@ const TEMPLATE_SECTIONS: &[TemplateSection] = &[
         "Keys of SSL listeners; each may also be set for one listener as\n# listener.name.<lower-case listener name>.<key>. Secrets are never printed.",
         |k| k.starts_with("ssl."),
     ),
+    (
+        "SASL",
+        "Keys of SASL_PLAINTEXT and SASL_SSL listeners. PLAIN's users go in\n# listener.name.<listener>.plain.sasl.jaas.config; secrets are never printed.",
+        |k| k.starts_with("sasl.") || k == "connection.failed.authentication.delay.ms",
+    ),
     ("Metrics", "", |k| k == "metrics.listen"),
     ("Topics", "", |k| matches!(k, "num.partitions" | "default.replication.factor" | "auto.create.topics.enable" | "delete.topic.enable")),
     ("Storage", "", |k| k == "log.dirs" || (k.starts_with("log.") && !k.starts_with("log.cleaner."))),

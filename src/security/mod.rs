@@ -10,15 +10,19 @@
 //! * A session is built once per connection and never shared between
 //!   connections; requests on one connection run one at a time, so it needs
 //!   no lock.
-//! * PLAINTEXT and SSL listeners exist so far (`config` refuses the SASL
-//!   protocols). The principal is `User:ANONYMOUS` (Kafka's principal for an
+//! * The principal is `User:ANONYMOUS` (Kafka's principal for an
 //!   unauthenticated connection) on PLAINTEXT and on SSL without a client
 //!   certificate, and `User:<subject DN, RFC 2253>` for a verified client
 //!   certificate (`principal`), Kafka's DEFAULT `ssl.principal.mapping.rules`.
+//!   On SASL_PLAINTEXT and SASL_SSL it is `User:<authorization id>` of the
+//!   SASL exchange (`sasl`; a client certificate on SASL_SSL does not name
+//!   the principal, as on Kafka), set once authentication completes and
+//!   before the first request is dispatched.
 //! * A listener name is upper case (Kafka's `ListenerName.normalised`); the
 //!   `listener.name.<name>.` key prefix uses its lower-case form.
 
 pub mod principal;
+pub mod sasl;
 pub mod tls;
 
 use std::fmt;

@@ -1,13 +1,16 @@
 //! One listener's accept loop and its connections: the TLS handshake (SSL
-//! listeners), the session, and the request loop.
+//! and SASL_SSL listeners), SASL authentication (SASL listeners,
+//! `authenticator`), the session, and the request loop.
 //!
 //! Invariants:
 //! * The accept loop awaits nothing but `accept`; the TLS handshake runs in
 //!   the connection's own task, bounded by `ssl.handshake.timeout.ms`, so a
 //!   client that stalls or sends garbage (plaintext on the TLS port, half a
 //!   ClientHello) ends only its own task, at the latest at that timeout.
-//! * A session's principal is fixed once the handshake is done: the subject
-//!   of the verified client certificate, else `User:ANONYMOUS`.
+//! * A session's principal is fixed before the first request is dispatched:
+//!   on SASL listeners the authenticated user (nothing is dispatched before
+//!   authentication completes), else the subject of the verified client
+//!   certificate, else `User:ANONYMOUS`.
 //! * On plaintext sockets fetched records go out with `sendfile`; through TLS
 //!   they are read in 64 KiB chunks into one buffer per connection and
 //!   written through the stream, so the memory a connection holds stays
@@ -26,9 +29,11 @@ use tokio::task::JoinSet;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
+use super::authenticator::authenticate;
 use super::{handle_frame_into, BoundListener, ConnError, ResponseBuf, MIN_FRAME};
 use crate::broker::Broker;
-use crate::security::{principal, Session};
+use crate::security::sasl::SaslListener;
+use crate::security::{principal, SecurityProtocol, Session};
 
 /// Accept on one listener until `stop`, then wait for its connections. The
 /// loop awaits nothing but `accept`: each connection is its own task.
@@ -47,9 +52,9 @@ pub(super) async fn accept_loop(
                     let broker = Arc::clone(&broker);
                     let conn_stop = stop.clone();
                     let name = name.clone();
-                    let tls = bound.tls.clone();
+                    let security = (bound.protocol, bound.tls.clone(), bound.sasl.clone());
                     connections.spawn(async move {
-                        if let Err(e) = open(stream, peer, name, tls, &broker, conn_stop).await {
+                        if let Err(e) = open(stream, peer, name, security, &broker, conn_stop).await {
                             tracing::debug!(%peer, "connection closed: {e}");
                         }
                     });
@@ -71,13 +76,13 @@ pub(super) async fn accept_loop(
 
 /// Where responses go: the socket itself (regions by `sendfile`) or the TLS
 /// stream (regions read and written through it).
-enum ConnWriter {
+pub(super) enum ConnWriter {
     Plain(OwnedWriteHalf),
     Tls(Box<WriteHalf<TlsStream<TcpStream>>>, Vec<u8>),
 }
 
 impl ConnWriter {
-    async fn write(&mut self, out: &ResponseBuf) -> std::io::Result<()> {
+    pub(super) async fn write(&mut self, out: &ResponseBuf) -> std::io::Result<()> {
         match self {
             Self::Plain(w) => out.write_to(w).await,
             Self::Tls(w, chunk) => out.write_to_stream(w.as_mut(), chunk).await,
@@ -97,19 +102,26 @@ fn handshake_failure(e: &std::io::Error) -> &'static str {
     }
 }
 
-/// Run the handshake if the listener is SSL, then serve the connection.
+/// A listener's protocol, TLS config and SASL settings, as each connection needs them.
+type Security =
+    (SecurityProtocol, Option<(Arc<rustls::ServerConfig>, Duration)>, Option<Arc<SaslListener>>);
+
+/// Run the TLS handshake if the listener has TLS, authenticate if it is a
+/// SASL listener, then serve the connection.
 async fn open(
     stream: TcpStream,
     peer: SocketAddr,
     listener: String,
-    tls: Option<(Arc<rustls::ServerConfig>, Duration)>,
+    (protocol, tls, sasl): Security,
     broker: &Arc<Broker>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), ConnError> {
     let Some((config, timeout)) = tls else {
-        let session = Session::plaintext(listener, peer.ip());
+        let mut session = Session::plaintext(listener, peer.ip());
+        session.protocol = protocol;
         let (reader, writer) = stream.into_split();
-        return serve_connection(reader, ConnWriter::Plain(writer), broker, stop, session).await;
+        return serve_connection(reader, ConnWriter::Plain(writer), broker, stop, session, sasl)
+            .await;
     };
     let accept = TlsAcceptor::from(config).accept(stream);
     let tls = tokio::select! {
@@ -129,17 +141,22 @@ async fn open(
         },
         _ = stop.changed() => return Ok(()),
     };
-    let subject = tls
-        .get_ref()
-        .1
-        .peer_certificates()
-        .and_then(|certs| certs.first())
-        .and_then(|leaf| principal::subject_of(leaf));
-    let session = Session::ssl(listener, peer.ip(), subject);
+    // On SASL_SSL the principal comes from SASL, not from a client certificate.
+    let subject = match protocol {
+        SecurityProtocol::Ssl => tls
+            .get_ref()
+            .1
+            .peer_certificates()
+            .and_then(|certs| certs.first())
+            .and_then(|leaf| principal::subject_of(leaf)),
+        _ => None,
+    };
+    let mut session = Session::ssl(listener, peer.ip(), subject);
+    session.protocol = protocol;
     tracing::debug!(%peer, principal = %session.principal, "TLS session established");
     let (reader, writer) = tokio::io::split(tls);
     let writer = ConnWriter::Tls(Box::new(writer), Vec::new());
-    serve_connection(reader, writer, broker, stop, session).await
+    serve_connection(reader, writer, broker, stop, session, sasl).await
 }
 
 async fn serve_connection<R: AsyncRead + Unpin>(
@@ -147,10 +164,20 @@ async fn serve_connection<R: AsyncRead + Unpin>(
     mut writer: ConnWriter,
     broker: &Arc<Broker>,
     mut stop: watch::Receiver<bool>,
-    session: Session,
+    mut session: Session,
+    sasl: Option<Arc<SaslListener>>,
 ) -> Result<(), ConnError> {
     let max = broker.config.socket_request_max_bytes();
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
+    if let Some(sasl) = sasl {
+        let metrics = &broker.request_metrics;
+        let authenticated =
+            authenticate(&mut reader, &mut writer, &sasl, &session, metrics, &mut stop).await?;
+        match authenticated {
+            Some(principal) => session.principal = principal,
+            None => return Ok(()),
+        }
+    }
     let mut out = ResponseBuf::with_capacity(64 * 1024);
     loop {
         let size = tokio::select! {

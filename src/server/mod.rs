@@ -34,6 +34,7 @@
 //! placeholder, the segment file region it stands for, and the writer sends
 //! the encoded bytes and the regions in order, the regions with `sendfile`.
 
+pub mod authenticator;
 mod connection;
 mod legacy_produce;
 mod response;
@@ -64,8 +65,10 @@ pub struct BoundListener {
     pub name: String,
     pub protocol: SecurityProtocol,
     pub listener: TcpListener,
-    /// SSL listeners: the TLS config and `ssl.handshake.timeout.ms`.
+    /// SSL and SASL_SSL listeners: the TLS config and `ssl.handshake.timeout.ms`.
     pub tls: Option<(Arc<rustls::ServerConfig>, std::time::Duration)>,
+    /// SASL_PLAINTEXT and SASL_SSL listeners: what authentication offers.
+    pub sasl: Option<Arc<crate::security::sasl::SaslListener>>,
 }
 
 /// Serve every listener until `shutdown` completes, then drain the connections.

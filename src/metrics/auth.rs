@@ -1,0 +1,64 @@
+//! Authentication counters of SASL listeners. Labels never carry a
+//! principal, a user name or a client-chosen string: the mechanism label is
+//! one sediment serves or `none`.
+
+use prometheus::{IntCounterVec, Opts, Registry};
+
+/// Kafka's `successful-authentication-total` and `failed-authentication-total`
+/// (under the JMX exporter's names) and sediment's failures by reason.
+#[derive(Debug, Clone)]
+pub struct AuthMetrics {
+    successful: IntCounterVec,
+    failed: IntCounterVec,
+    failures: IntCounterVec,
+}
+
+fn counter(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric")
+}
+
+impl Default for AuthMetrics {
+    fn default() -> Self {
+        Self {
+            successful: counter(
+                "kafka_server_socket_server_metrics_successful_authentication_total",
+                "Connections that completed SASL authentication, per listener (Kafka's successful-authentication-total)",
+                &["listener"],
+            ),
+            failed: counter(
+                "kafka_server_socket_server_metrics_failed_authentication_total",
+                "Connections that failed SASL authentication, per listener (Kafka's failed-authentication-total)",
+                &["listener"],
+            ),
+            failures: counter(
+                "sediment_authentication_failures_total",
+                "Connections of SASL listeners closed before authentication completed, per listener, mechanism and reason (bad_credentials, unsupported_mechanism, illegal_state, oversized, malformed)",
+                &["listener", "mechanism", "reason"],
+            ),
+        }
+    }
+}
+
+impl AuthMetrics {
+    pub(super) fn register(&self, r: &Registry) -> Result<(), prometheus::Error> {
+        r.register(Box::new(self.successful.clone()))?;
+        r.register(Box::new(self.failed.clone()))?;
+        r.register(Box::new(self.failures.clone()))
+    }
+
+    pub fn authenticated(&self, listener: &str) {
+        self.successful.with_label_values(&[listener]).inc();
+    }
+
+    /// A failed authentication (Kafka counts it too).
+    pub fn failed(&self, listener: &str, mechanism: &str, reason: &str) {
+        self.failed.with_label_values(&[listener]).inc();
+        self.failures.with_label_values(&[listener, mechanism, reason]).inc();
+    }
+
+    /// A frame that was not a well-formed request during authentication:
+    /// closed at once; Kafka does not count it as a failed authentication.
+    pub fn malformed(&self, listener: &str) {
+        self.failures.with_label_values(&[listener, "none", "malformed"]).inc();
+    }
+}
