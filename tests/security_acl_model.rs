@@ -212,7 +212,7 @@ fn requester(q: &Query) -> Requester {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    #![proptest_config(ProptestConfig::with_cases(1000))]
 
     #[test]
     fn index_agrees_with_linear_scan(
