@@ -21,6 +21,9 @@
 //! * A listener name is upper case (Kafka's `ListenerName.normalised`); the
 //!   `listener.name.<name>.` key prefix uses its lower-case form.
 
+pub mod acl;
+pub mod acl_cache;
+pub mod authorizer;
 pub mod principal;
 pub mod sasl;
 pub mod tls;
