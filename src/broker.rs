@@ -58,8 +58,10 @@ use crate::log::meta_properties::MetaProperties;
 use crate::log::producer_id_manager::ProducerIdManager;
 use crate::log::{LogError, LogManager, TopicPartition};
 use crate::metrics::{Metrics, MetricsError, RequestMetrics};
+use crate::security::tls::LiveTlsConfig;
 use crate::security::SecurityProtocol;
-use crate::server::BoundListener;
+use crate::server::tls_reloader::TlsWatch;
+use crate::server::{BoundListener, ListenerTls};
 use crate::txn::{
     AppendedHook, LogMarkerWriter, ProducerIdGenerator, TransactionCoordinator,
     TransactionStateManager, TxnCompletionListener, TxnCrashPoint, TxnScheduler,
@@ -310,7 +312,13 @@ async fn serve(
         // Built before binding: a key store that does not load fails the start.
         let tls = match l.protocol {
             SecurityProtocol::Ssl | SecurityProtocol::SaslSsl => {
-                Some((config.tls_config(&l.name)?, config.ssl_handshake_timeout(&l.name)))
+                let (loaded, settings) = config.tls_config(&l.name)?;
+                let (interval, allow_dn_changes, allow_san_changes) = config.ssl_reload(&l.name);
+                Some(ListenerTls {
+                    live: Arc::new(LiveTlsConfig::new(loaded)),
+                    handshake_timeout: config.ssl_handshake_timeout(&l.name),
+                    reload: TlsWatch { settings, interval, allow_dn_changes, allow_san_changes },
+                })
             }
             _ => None,
         };

@@ -155,6 +155,10 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "accepted for compatibility with Kafka: the highest of ssl.enabled.protocols is negotiated"),
     broker_def!("ssl.handshake.timeout.ms", Long, "10000", Some(1.0),
         "sediment: how long an SSL listener waits for a client to finish the TLS handshake"),
+    broker_def!("ssl.allow.dn.changes", Boolean, "false", None, "whether a reloaded key store may serve a certificate with another subject DN"),
+    broker_def!("ssl.allow.san.changes", Boolean, "false", None, "whether a reloaded key store may serve a certificate with other subject alternative names"),
+    broker_def!("ssl.reload.interval.ms", Long, "5000", Some(0.0),
+        "sediment: how often an SSL listener's key and trust store files are checked for changes (0: never)"),
     broker_def!("ssl.principal.mapping.rules", String, "DEFAULT", None, &["DEFAULT"],
         "how a client certificate's subject becomes the principal; DEFAULT (the RFC 2253 subject) only, RULE: mappings are not yet supported"),
     broker_def!("ssl.endpoint.identification.algorithm", String, "https", None,
@@ -487,36 +491,6 @@ impl BrokerConfig {
         listener: &str,
     ) -> Result<crate::security::sasl::SaslListener, ConfigError> {
         sasl::sasl_listener(self, listener)
-    }
-
-    /// The TLS config of SSL listener `listener` (`security::tls`).
-    ///
-    /// # Errors
-    /// A key store, trust store or TLS key that does not work, naming the key.
-    pub fn tls_config(
-        &self,
-        listener: &str,
-    ) -> Result<std::sync::Arc<rustls::ServerConfig>, ConfigError> {
-        let mut settings = listeners::tls_settings(self, listener);
-        // Kafka applies ssl.client.auth on SASL_SSL only when set per listener
-        // (the principal comes from SASL there); the broker-wide value is ignored.
-        let sasl_ssl = self.listeners()?.iter().any(|l| {
-            l.name == listener && l.protocol == crate::security::SecurityProtocol::SaslSsl
-        });
-        if sasl_ssl && !settings.prefixed.contains(&"ssl.client.auth") {
-            if settings.client_auth != "none" {
-                tracing::warn!(listener, "ssl.client.auth is ignored on a SASL_SSL listener unless set as listener.name.<listener>.ssl.client.auth");
-            }
-            settings.client_auth = "none".into();
-        }
-        crate::security::tls::server_config(&settings)
-            .map_err(|e| ConfigError::Invalid { key: e.key, reason: e.reason })
-    }
-
-    /// `ssl.handshake.timeout.ms` of `listener`.
-    pub fn ssl_handshake_timeout(&self, listener: &str) -> std::time::Duration {
-        let (v, _) = listeners::listener_value(self, listener, "ssl.handshake.timeout.ms");
-        std::time::Duration::from_millis(v.and_then(|v| v.parse().ok()).unwrap_or(10_000))
     }
 
     /// The address to bind for `l`.

@@ -37,8 +37,10 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 mod auth;
+mod tls;
 
 pub use auth::AuthMetrics;
+pub use tls::TlsMetrics;
 
 use crate::cleaner::LogCleanerHandle;
 use crate::log::disk::disk_space;
@@ -57,7 +59,7 @@ pub enum MetricsError {
 
 /// Per-API request counters and latency (Kafka's `kafka.network:type=RequestMetrics`),
 /// the connections of SSL listeners that failed their TLS handshake, and
-/// SASL authentication outcomes (`auth`).
+/// SASL authentication outcomes (`auth`), TLS reloads (`tls`).
 #[derive(Debug, Clone)]
 pub struct RequestMetrics {
     requests: IntCounterVec,
@@ -65,6 +67,7 @@ pub struct RequestMetrics {
     latency: HistogramVec,
     tls_handshake_failures: IntCounterVec,
     pub auth: AuthMetrics,
+    pub tls: TlsMetrics,
 }
 
 impl Default for RequestMetrics {
@@ -111,7 +114,8 @@ impl RequestMetrics {
             &["listener", "reason"],
         )
         .expect("valid metric");
-        Self { requests, errors, latency, tls_handshake_failures, auth: AuthMetrics::default() }
+        let (auth, tls) = (AuthMetrics::default(), TlsMetrics::default());
+        Self { requests, errors, latency, tls_handshake_failures, auth, tls }
     }
 
     /// Count a connection of `listener` whose TLS handshake failed for `reason`.
@@ -467,6 +471,7 @@ impl Metrics {
         r.register(Box::new(requests.latency.clone()))?;
         r.register(Box::new(requests.tls_handshake_failures.clone()))?;
         requests.auth.register(&r)?;
+        requests.tls.register(&r)?;
         #[cfg(target_os = "linux")]
         r.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))?;
         let late_transactions = int_gauge(

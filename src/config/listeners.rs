@@ -237,6 +237,53 @@ pub fn tls_settings(config: &BrokerConfig, listener: &str) -> TlsSettings {
     }
 }
 
+impl BrokerConfig {
+    /// The TLS config of SSL listener `listener` (`security::tls`), and the
+    /// settings it was built from (what its reloader rebuilds it with).
+    ///
+    /// # Errors
+    /// A key store, trust store or TLS key that does not work, naming the key.
+    pub fn tls_config(
+        &self,
+        listener: &str,
+    ) -> Result<(crate::security::tls::Loaded, TlsSettings), ConfigError> {
+        let mut settings = tls_settings(self, listener);
+        // Kafka applies ssl.client.auth on SASL_SSL only when set per listener
+        // (the principal comes from SASL there); the broker-wide value is ignored.
+        let sasl_ssl = self.listeners()?.iter().any(|l| {
+            l.name == listener && l.protocol == crate::security::SecurityProtocol::SaslSsl
+        });
+        if sasl_ssl && !settings.prefixed.contains(&"ssl.client.auth") {
+            if settings.client_auth != "none" {
+                tracing::warn!(listener, "ssl.client.auth is ignored on a SASL_SSL listener unless set as listener.name.<listener>.ssl.client.auth");
+            }
+            settings.client_auth = "none".into();
+        }
+        let loaded = crate::security::tls::load(&settings)
+            .map_err(|e| ConfigError::Invalid { key: e.key, reason: e.reason })?;
+        Ok((loaded, settings))
+    }
+
+    /// `ssl.handshake.timeout.ms` of `listener`.
+    pub fn ssl_handshake_timeout(&self, listener: &str) -> std::time::Duration {
+        std::time::Duration::from_millis(self.listener_long(listener, "ssl.handshake.timeout.ms"))
+    }
+
+    /// `listener`'s `ssl.reload.interval.ms` (0: no reload),
+    /// `ssl.allow.dn.changes` and `ssl.allow.san.changes`.
+    pub fn ssl_reload(&self, listener: &str) -> (std::time::Duration, bool, bool) {
+        let flag = |k| listener_value(self, listener, k).0.is_some_and(|v| v == "true");
+        let interval = self.listener_long(listener, "ssl.reload.interval.ms");
+        let interval = std::time::Duration::from_millis(interval);
+        (interval, flag("ssl.allow.dn.changes"), flag("ssl.allow.san.changes"))
+    }
+
+    fn listener_long(&self, listener: &str, key: &str) -> u64 {
+        let (v, _) = listener_value(self, listener, key);
+        v.and_then(|v| v.parse().ok()).unwrap_or(0)
+    }
+}
+
 /// The endpoint clients are told to use for `listener`, given the port it
 /// bound (which replaces a port of 0).
 ///

@@ -27,6 +27,7 @@ pub mod authorizer;
 pub mod principal;
 pub mod sasl;
 pub mod tls;
+pub mod tls_identity;
 
 use std::fmt;
 use std::net::IpAddr;

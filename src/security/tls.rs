@@ -18,6 +18,12 @@
 //!   it is still loaded, so its errors show.
 //! * Only TLSv1.2 and TLSv1.3 (`ssl.enabled.protocols`).
 //!
+//! A change of the key or trust store file is picked up by the listener's
+//! reloader (`server::tls_reloader`), which builds the new config with
+//! [`load`], the same code as at start, and installs it in the listener's
+//! [`LiveTlsConfig`] only if it passes every rule here and the identity rule
+//! of `tls_identity`.
+//!
 //! `ssl.client.auth`: `none` asks for no certificate; `requested` asks and
 //! accepts a client without one (a certificate that is sent must verify);
 //! `required` refuses a client without a valid certificate.
@@ -225,13 +231,55 @@ fn versions(s: &TlsSettings) -> Result<Vec<&'static SupportedProtocolVersion>, T
     Ok(out)
 }
 
+/// A listener's `ServerConfig` and the leaf certificate it serves (what a
+/// reload compares the new one with).
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub config: Arc<ServerConfig>,
+    pub leaf: CertificateDer<'static>,
+}
+
+/// The TLS config a listener serves now. The reloader replaces it whole;
+/// each handshake takes the one current at its accept, so a connection keeps
+/// the config it started with and a replacement never touches open sessions.
+#[derive(Debug)]
+pub struct LiveTlsConfig(parking_lot::RwLock<Loaded>);
+
+impl LiveTlsConfig {
+    pub fn new(loaded: Loaded) -> Self {
+        Self(parking_lot::RwLock::new(loaded))
+    }
+
+    /// The config for a new connection.
+    pub fn current(&self) -> Arc<ServerConfig> {
+        Arc::clone(&self.0.read().config)
+    }
+
+    pub fn loaded(&self) -> Loaded {
+        self.0.read().clone()
+    }
+
+    pub fn replace(&self, loaded: Loaded) {
+        *self.0.write() = loaded;
+    }
+}
+
 /// Build the listener's `ServerConfig` (the rules of the module doc).
 ///
 /// # Errors
 /// The first rule broken, naming its key.
 pub fn server_config(s: &TlsSettings) -> Result<Arc<ServerConfig>, TlsError> {
+    load(s).map(|l| l.config)
+}
+
+/// [`server_config`] with the leaf certificate it serves.
+///
+/// # Errors
+/// The first rule broken, naming its key.
+pub fn load(s: &TlsSettings) -> Result<Loaded, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let (chain, key) = key_store(s)?;
+    let leaf = chain[0].clone();
     let roots = trust_store(s)?;
     let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&versions(s)?)
@@ -258,7 +306,7 @@ pub fn server_config(s: &TlsSettings) -> Result<Arc<ServerConfig>, TlsError> {
         };
         s.error(key, format!("the key and the certificate chain do not work together: {e}"))
     })?;
-    Ok(Arc::new(config))
+    Ok(Loaded { config: Arc::new(config), leaf })
 }
 
 fn client_verifier(

@@ -33,6 +33,7 @@ use super::authenticator::authenticate;
 use super::{handle_frame_into, BoundListener, ConnError, ResponseBuf, MIN_FRAME};
 use crate::broker::Broker;
 use crate::security::sasl::SaslListener;
+use crate::security::tls::LiveTlsConfig;
 use crate::security::{principal, SecurityProtocol, Session};
 
 /// Accept on one listener until `stop`, then wait for its connections. The
@@ -52,7 +53,8 @@ pub(super) async fn accept_loop(
                     let broker = Arc::clone(&broker);
                     let conn_stop = stop.clone();
                     let name = name.clone();
-                    let security = (bound.protocol, bound.tls.clone(), bound.sasl.clone());
+                    let tls = bound.tls.as_ref().map(|t| (Arc::clone(&t.live), t.handshake_timeout));
+                    let security = (bound.protocol, tls, bound.sasl.clone());
                     connections.spawn(async move {
                         if let Err(e) = open(stream, peer, name, security, &broker, conn_stop).await {
                             tracing::debug!(%peer, "connection closed: {e}");
@@ -104,7 +106,7 @@ fn handshake_failure(e: &std::io::Error) -> &'static str {
 
 /// A listener's protocol, TLS config and SASL settings, as each connection needs them.
 type Security =
-    (SecurityProtocol, Option<(Arc<rustls::ServerConfig>, Duration)>, Option<Arc<SaslListener>>);
+    (SecurityProtocol, Option<(Arc<LiveTlsConfig>, Duration)>, Option<Arc<SaslListener>>);
 
 /// Run the TLS handshake if the listener has TLS, authenticate if it is a
 /// SASL listener, then serve the connection.
@@ -116,14 +118,15 @@ async fn open(
     broker: &Arc<Broker>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), ConnError> {
-    let Some((config, timeout)) = tls else {
+    let Some((live, timeout)) = tls else {
         let mut session = Session::plaintext(listener, peer.ip());
         session.protocol = protocol;
         let (reader, writer) = stream.into_split();
         return serve_connection(reader, ConnWriter::Plain(writer), broker, stop, session, sasl)
             .await;
     };
-    let accept = TlsAcceptor::from(config).accept(stream);
+    // The config current now: a reload later does not touch this session.
+    let accept = TlsAcceptor::from(live.current()).accept(stream);
     let tls = tokio::select! {
         r = tokio::time::timeout(timeout, accept) => match r {
             Ok(Ok(tls)) => tls,

@@ -24,6 +24,10 @@
 //! name this broker's address (Metadata, DescribeCluster, FindCoordinator)
 //! give the endpoint advertised for that listener.
 //!
+//! An SSL listener's TLS config is replaced by its reloader
+//! (`tls_reloader`) when its key or trust store file changes; each handshake
+//! uses the config current at its accept.
+//!
 //! Shutdown is a future passed to `run` (mini-redis's pattern): every listener
 //! stops accepting, every connection finishes the request it is handling and
 //! closes, and `run` returns once all connection tasks of all listeners are
@@ -38,6 +42,7 @@ pub mod authenticator;
 mod connection;
 mod legacy_produce;
 mod response;
+pub mod tls_reloader;
 
 pub use response::ResponseBuf;
 
@@ -65,10 +70,20 @@ pub struct BoundListener {
     pub name: String,
     pub protocol: SecurityProtocol,
     pub listener: TcpListener,
-    /// SSL and SASL_SSL listeners: the TLS config and `ssl.handshake.timeout.ms`.
-    pub tls: Option<(Arc<rustls::ServerConfig>, std::time::Duration)>,
+    /// SSL and SASL_SSL listeners: the TLS config, `ssl.handshake.timeout.ms`
+    /// and what reloads the config.
+    pub tls: Option<ListenerTls>,
     /// SASL_PLAINTEXT and SASL_SSL listeners: what authentication offers.
     pub sasl: Option<Arc<crate::security::sasl::SaslListener>>,
+}
+
+/// An SSL or SASL_SSL listener's TLS: the config served now (replaced by
+/// its reloader), `ssl.handshake.timeout.ms`, and what the reloader watches.
+#[derive(Debug)]
+pub struct ListenerTls {
+    pub live: Arc<crate::security::tls::LiveTlsConfig>,
+    pub handshake_timeout: std::time::Duration,
+    pub reload: tls_reloader::TlsWatch,
 }
 
 /// Serve every listener until `shutdown` completes, then drain the connections.
@@ -80,6 +95,15 @@ pub async fn run(
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut accept_loops = JoinSet::new();
     for listener in listeners {
+        if let Some(tls) = &listener.tls {
+            accept_loops.spawn(tls_reloader::run(
+                listener.name.clone(),
+                Arc::clone(&tls.live),
+                tls.reload.clone(),
+                broker.request_metrics.tls.clone(),
+                stop_rx.clone(),
+            ));
+        }
         accept_loops.spawn(connection::accept_loop(listener, Arc::clone(&broker), stop_rx.clone()));
     }
     shutdown.await;
