@@ -8,8 +8,8 @@
 //! In order, on the same broker: a key store replaced by rename is served to
 //! new connections (its serial) while a connection opened before keeps
 //! producing and fetching on its old session; a garbage file and a half
-//! written one keep the old certificate and count a failure each, and the
-//! next good file is loaded; a trust store that adds a second CA makes that
+//! written one and a key that is not the certificate's keep the old
+//! certificate and count a failure each, and the next good file is loaded; a trust store that adds a second CA makes that
 //! CA's client certificate accepted on new connections; a certificate with
 //! another subject DN is refused on `SSL` and accepted on `DNOK`. Every wait
 //! polls a metric or a handshake.
@@ -265,11 +265,18 @@ fn key_and_trust_stores_reload_without_dropping_connections() {
     wait_reloads(&b, "SSL", "failure", 2.0);
     assert_eq!(serial_seen(&anonymous, ssl), [2]);
     assert!(b.log().contains("not reloaded, the previous one stays in use"), "{}", b.log());
+    // A private key that is not the certificate's: refused too.
+    let other_key = KeyPair::generate().unwrap().serialize_pem();
+    let cert_only = &good[good.find("-----BEGIN CERTIFICATE-----").unwrap()..];
+    replace(&keystore, &format!("{other_key}{cert_only}"));
+    wait_reloads(&b, "SSL", "failure", 3.0);
+    assert_eq!(serial_seen(&anonymous, ssl), [2]);
+    assert!(b.log().contains("do not work together"), "{}", b.log());
     // The next change is tried again.
     replace(&keystore, &good);
     wait_reloads(&b, "SSL", "success", 2.0);
     assert_eq!(serial_seen(&anonymous, ssl), [3]);
-    assert_eq!(reloads(&b, "SSL", "failure"), 2.0);
+    assert_eq!(reloads(&b, "SSL", "failure"), 3.0);
     open.produce_and_fetch("reload", 3);
 
     // A client of the second CA is refused until the trust store adds that CA.
@@ -287,7 +294,7 @@ fn key_and_trust_stores_reload_without_dropping_connections() {
 
     // Another subject DN: refused on SSL (ssl.allow.dn.changes=false) ...
     replace(&keystore, &server_pem(&server_ca, "impostor", 5));
-    wait_reloads(&b, "SSL", "failure", 3.0);
+    wait_reloads(&b, "SSL", "failure", 4.0);
     assert_eq!(serial_seen(&anonymous, ssl), [3]);
     assert!(b.log().contains("ssl.allow.dn.changes"), "{}", b.log());
     // ... and accepted on DNOK, which allows it.
