@@ -19,7 +19,8 @@
 //!    runs the transaction timers; transaction requests answer
 //!    COORDINATOR_LOAD_IN_PROGRESS until its load is done.
 //! 7. The metrics endpoint (when `metrics.listen` is set); "sediment started"
-//!    is logged; the group ticker; the server, until `shutdown` completes.
+//!    is logged; the group ticker; the server (with a TLS store reloader per
+//!    SSL listener), until `shutdown` completes.
 //!
 //! and stops:
 //! 1. The server stops accepting and drains its connections, each finishing the
