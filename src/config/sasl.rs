@@ -119,6 +119,7 @@ pub fn sasl_listener(config: &BrokerConfig, listener: &str) -> Result<SaslListen
     Ok(SaslListener {
         mechanisms,
         plain,
+        scram: None,
         max_receive_size,
         failed_authentication_delay: Duration::from_millis(delay),
     })
