@@ -14,9 +14,10 @@
 //!   recomputed from the proof equals the stored one (constant-time compare,
 //!   `subtle`). Every other path is an error, which fails authentication.
 //! * Stricter than Kafka where no real client is affected: `c=` must decode
-//!   to the client-first gs2 header byte for byte, the final nonce must be
-//!   exactly client nonce + server nonce, and a proof of the wrong length
-//!   fails like a wrong proof.
+//!   to the client-first gs2 header byte for byte, and a proof of the wrong
+//!   length fails like a wrong proof. The final nonce must end with the
+//!   server-first nonce (client nonce + server nonce), Kafka's rule: librdkafka
+//!   sends its client nonce in front of that again, so equality would refuse it.
 //! * The server nonce is fresh per exchange (24 random bytes, base64), so a
 //!   client-final replayed on another connection cannot match.
 //! * Failure messages never say whether the user exists.
@@ -120,7 +121,11 @@ impl ScramSaslServer {
     fn client_final(&self, done: &FirstDone, token: &[u8]) -> Result<SaslStep, SaslError> {
         let m = self.mechanism;
         let fin = ClientFinal::parse(token).ok_or_else(|| fail(m))?;
-        if fin.channel_binding != done.gs2_header.as_bytes() || fin.nonce != done.nonce {
+        // Kafka's rule: the final nonce ends with the server-first nonce.
+        // librdkafka sends client nonce + the whole server-first nonce (which
+        // already starts with the client nonce); the fresh server part is
+        // what makes a replay fail.
+        if fin.channel_binding != done.gs2_header.as_bytes() || !fin.nonce.ends_with(&done.nonce) {
             return Err(fail(m));
         }
         let auth_message =

@@ -85,6 +85,30 @@ fn sha512_round_trip_and_server_signature() {
 }
 
 #[test]
+fn librdkafkas_final_nonce_with_the_client_nonce_in_front_is_accepted() {
+    // librdkafka sends r=<client nonce><server-first nonce>; the proof covers
+    // the message as sent, so it is a valid proof of that message.
+    let m = ScramMechanism::Sha256;
+    let mut s = rfc_server();
+    let bare = "n=user,r=rOprNGfwEbeRWgbNEkqO";
+    let sf = challenge(s.evaluate_response(RFC_CLIENT_FIRST.as_bytes()));
+    let doubled = sf.replacen("r=", "r=rOprNGfwEbeRWgbNEkqO", 1);
+    let fin = client_final(m, "pencil", bare, &sf, "n,,");
+    let fin = fin.replacen("r=", "r=rOprNGfwEbeRWgbNEkqO", 1);
+    assert!(doubled.starts_with("r=rOprNGfwEbeRWgbNEkqOrOprNGfwEbeRWgbNEkqO%"));
+    // The proof must be over the doubled message: recompute it so.
+    let (without_proof, _) = fin.rsplit_once(",p=").expect("p");
+    let auth = format!("{bare},{sf},{without_proof}");
+    let salt = B64.decode(RFC_SALT).expect("salt");
+    let salted = m.salted_password(b"pencil", &salt, iters(4096));
+    let client_key = m.hmac(&salted, b"Client Key");
+    let sig = m.hmac(&m.hash(&client_key), auth.as_bytes());
+    let proof: Vec<u8> = client_key.iter().zip(&sig).map(|(a, b)| a ^ b).collect();
+    let fin = format!("{without_proof},p={}", B64.encode(proof));
+    assert!(matches!(s.evaluate_response(fin.as_bytes()), Ok(SaslStep::Complete { .. })));
+}
+
+#[test]
 fn authzid_equal_to_the_user_and_escaped_names_are_accepted() {
     let m = ScramMechanism::Sha256;
     let creds = table(&[("a,b=c", m, "pw")]);
