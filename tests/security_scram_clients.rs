@@ -3,14 +3,21 @@
 //! PLAINTEXT listener: kcat produces and consumes; Kafka 4.1.2's console
 //! producer and `kafka-topics` with `--producer.config`/`--command-config`;
 //! a wrong password fails with an authentication error, and no password
-//! reaches the log.
+//! reaches the log. Over SASL_SSL (PEM key store made with rcgen) and
+//! SASL_PLAINTEXT: kcat, confluent-kafka-python and kafka-python with
+//! SCRAM-SHA-256 and SCRAM-SHA-512, and both Python clients' wrong-password
+//! errors carrying the broker's message.
 
 mod broker;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use broker::{create_topic, kafka_tool, kafka_tool_output, TestBroker};
+use broker::{create_topic, kafka_tool, kafka_tool_output, python, repo_root, TestBroker};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
+    ExtendedKeyUsagePurpose, IsCa, KeyPair,
+};
 
 const ALICE_PW: &str = "alice-Scram-Secret-1";
 
@@ -148,6 +155,107 @@ fn kcat_and_java_clients_authenticate_with_scram_sha_256_and_512() {
         "",
     );
     assert!(ok && out.lines().filter(|l| *l == "java-1").count() == 2, "{out}{err}");
+    for secret in [ALICE_PW, "wrong-pw"] {
+        assert!(!b.log().contains(secret), "{secret} logged");
+    }
+}
+
+/// ca.pem and server.pem (PKCS#8 key + chain for 127.0.0.1 and localhost).
+fn make_pki() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name = DistinguishedName::new();
+    params.distinguished_name.push(DnType::CommonName, "sediment SCRAM test CA");
+    let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().expect("key")).expect("ca");
+    std::fs::write(dir.path().join("ca.pem"), ca.pem()).expect("write");
+    let key = KeyPair::generate().expect("key");
+    let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+    let mut params = CertificateParams::new(names).expect("params");
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let cert = params.signed_by(&key, &ca).expect("cert");
+    let pem = format!("{}{}", key.serialize_pem(), cert.pem());
+    std::fs::write(dir.path().join("server.pem"), pem).expect("write");
+    dir
+}
+
+/// One Python client script against one listener with one mechanism.
+struct Py<'a> {
+    b: &'a TestBroker,
+    port: u16,
+    protocol: &'a str,
+    mechanism: &'a str,
+    ca: &'a str,
+}
+
+impl Py<'_> {
+    fn run(&self, script: &str, topic: &str, password: &str, mode: &str) {
+        let out = Command::new("timeout")
+            .args(["--kill-after=5", "90"])
+            .arg(python())
+            .arg(repo_root().join("tests/python").join(script))
+            .arg(format!("127.0.0.1:{}", self.port))
+            .args([topic, self.protocol, "alice", password, self.ca, mode, self.mechanism])
+            .env("PYTHONUNBUFFERED", "1")
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .output()
+            .expect("python");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("done"),
+            "{script} {} {} {mode}\n{stdout}\n{}\nbroker:\n{}",
+            self.protocol,
+            self.mechanism,
+            String::from_utf8_lossy(&out.stderr),
+            self.b.log()
+        );
+    }
+}
+
+#[test]
+fn python_clients_and_kcat_use_scram_over_sasl_ssl_and_sasl_plaintext() {
+    let pki = make_pki();
+    let b = TestBroker::start(&[
+        "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+        "sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256",
+        "ssl.keystore.type=PEM",
+        &format!("ssl.keystore.location={}", pki.path().join("server.pem").display()),
+    ]);
+    let (sasl, sasl_ssl) = (listener_port(&b, "SASL_PLAINTEXT"), listener_port(&b, "SASL_SSL"));
+    let ca = pki.path().join("ca.pem").display().to_string();
+    for m in ["SCRAM-SHA-256", "SCRAM-SHA-512"] {
+        configs(
+            &b,
+            &[
+                "--alter",
+                "--entity-type",
+                "users",
+                "--entity-name",
+                "alice",
+                "--add-config",
+                &format!("{m}=[password={ALICE_PW}]"),
+            ],
+        );
+    }
+    let mut args = kcat_args(sasl_ssl, "SCRAM-SHA-512", ALICE_PW, &["-L"]);
+    args[3] = "security.protocol=sasl_ssl".into();
+    args.extend(["-X".into(), format!("ssl.ca.location={ca}")]);
+    let (ok, out, err) = kcat(&args, "");
+    assert!(ok && out.contains("broker"), "kcat SASL_SSL SCRAM-SHA-512: {out}{err}");
+    let cases = [
+        ("sasl_confluent.py", "SCRAM-SHA-256", true),
+        ("sasl_confluent.py", "SCRAM-SHA-512", false),
+        ("sasl_kafka_python.py", "SCRAM-SHA-512", true),
+        ("sasl_kafka_python.py", "SCRAM-SHA-256", false),
+    ];
+    for (i, (script, m, ssl)) in cases.into_iter().enumerate() {
+        let (port, protocol) = if ssl { (sasl_ssl, "SASL_SSL") } else { (sasl, "SASL_PLAINTEXT") };
+        let topic = format!("scram-py-{i}");
+        create_topic(b.port, &topic, 1, &[]);
+        let py = Py { b: &b, port, protocol, mechanism: m, ca: &ca };
+        py.run(script, &topic, ALICE_PW, "good");
+        py.run(script, &topic, "wrong-pw", "bad");
+    }
     for secret in [ALICE_PW, "wrong-pw"] {
         assert!(!b.log().contains(secret), "{secret} logged");
     }
