@@ -68,11 +68,11 @@ impl ScramMechanism {
         }
     }
 
-    pub(crate) fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
+    pub fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
         hmac::sign(&hmac::Key::new(self.hmac_alg(), key), data).as_ref().to_vec()
     }
 
-    pub(crate) fn hash(self, data: &[u8]) -> Vec<u8> {
+    pub fn hash(self, data: &[u8]) -> Vec<u8> {
         let alg = match self {
             ScramMechanism::Sha256 => &digest::SHA256,
             ScramMechanism::Sha512 => &digest::SHA512,
