@@ -242,3 +242,43 @@ fn credential_debug_shows_no_key_material() {
     )
     .is_err());
 }
+
+/// Computed with Apache Kafka 4.1.2's `ScramFormatter` (kafka-clients jar):
+/// password "pencil", salt "sediment-salt", 4096 iterations.
+#[test]
+fn keys_and_a_sha512_exchange_match_kafkas_scram_formatter() {
+    let salt = b"sediment-salt".to_vec();
+    for (m, stored, server) in [
+        (
+            ScramMechanism::Sha512,
+            "KqXhQxbltadpCAE9MKR0fvTHMHPbv6JSk3MAsUC3Q4ENQyMmDbEGgAn6vpLI2fcA8tFEAzXCDF1BYejvynh4Sg==",
+            "v535H9W+Ck+kbTUAEHfuIYmAMCTzFvkvyqjgf5DEZN+HrTTS8YyNS7lHO/ebNXe2UqZD1mBVp5Z9qsNdJxIa3w==",
+        ),
+        (
+            ScramMechanism::Sha256,
+            "pvtdyqSkntxOr3QpKGnatY8KX3ZzgtSPme9ss/M3Jrk=",
+            "JxMooxEYprCABp0/XQMzu5/tkDof9TKb2wof2jcSLAA=",
+        ),
+    ] {
+        let c = ScramCredential::from_password(m, "pencil", salt.clone(), iters(4096));
+        assert_eq!((B64.encode(&c.stored_key), B64.encode(&c.server_key)), (stored.into(), server.into()));
+    }
+    let m = ScramMechanism::Sha512;
+    let c = ScramCredential::from_password(m, "pencil", salt, iters(4096));
+    let creds: Arc<dyn CredentialLookup> =
+        Arc::new(Table([(("user".to_string(), m), c)].into_iter().collect()));
+    let mut s = ScramSaslServer::with_server_nonce(m, creds, "servernonce".into());
+    let sf = challenge(s.evaluate_response(b"n,,n=user,r=clientnonce"));
+    assert_eq!(sf, "r=clientnonceservernonce,s=c2VkaW1lbnQtc2FsdA==,i=4096");
+    let fin = "c=biws,r=clientnonceservernonce,p=SrBaaTY5zxxQm5c+A3LDv8BtRHp2ZwrP6z9y+KXsAIIwB8fA48qDcc0gedFRPF7YtY1YDEz0qSstoFPT3Vg68g==";
+    match s.evaluate_response(fin.as_bytes()) {
+        Ok(SaslStep::Complete { last, id }) => {
+            assert_eq!(
+                String::from_utf8(last).expect("ascii"),
+                "v=tNb1MCna2h5LeUT2b55OpcD8fphuefGcTqRf0mGT0n0EGD1qWLO4LPKSIPKSSKoHlosi6R1ZR69M+t84B7LGDQ=="
+            );
+            assert_eq!(id.authorization_id(), "user");
+        }
+        other => panic!("expected completion, got {other:?}"),
+    }
+}
