@@ -59,6 +59,7 @@ use crate::log::meta_properties::MetaProperties;
 use crate::log::producer_id_manager::ProducerIdManager;
 use crate::log::{LogError, LogManager, TopicPartition};
 use crate::metrics::{Metrics, MetricsError, RequestMetrics};
+use crate::security::credentials::{CredentialStore, StoreError};
 use crate::security::tls::LiveTlsConfig;
 use crate::security::SecurityProtocol;
 use crate::server::tls_reloader::TlsWatch;
@@ -90,6 +91,8 @@ pub struct Broker {
     producer_ids: Arc<Mutex<ProducerIdManager>>,
     /// Per-API counters and latency, updated by the server, exported by `metrics`.
     pub request_metrics: RequestMetrics,
+    /// SCRAM credentials (`sediment-scram-credentials.json` in the first log dir).
+    pub scram: Arc<CredentialStore>,
 }
 
 impl Broker {
@@ -120,6 +123,10 @@ impl Broker {
             .max()
             .map_or(0, |m| m + 1);
         let producer_ids = ProducerIdManager::load(&first, max_pid)?;
+        let scram = Arc::new(CredentialStore::open(&first).map_err(|e| match e {
+            StoreError::Io { path, source } => LogError::Io { path, source },
+            StoreError::Damaged { path, reason } => LogError::Corrupt { path, position: 0, reason },
+        })?);
         let groups = Arc::new(GroupCoordinator::new(
             config.group_config(),
             Arc::clone(&logs),
@@ -141,6 +148,7 @@ impl Broker {
             appended,
             producer_ids,
             request_metrics: RequestMetrics::new(),
+            scram,
         })
     }
 
@@ -346,6 +354,12 @@ async fn serve(
         Broker::new(config, Arc::clone(logs), advertised.clone(), txn_state)
             .map_err(BrokerError::Init)?,
     );
+    // SCRAM exchanges look users up in the store the broker just loaded.
+    for (b, _) in &mut bound {
+        if let Some(sasl) = b.sasl.as_mut() {
+            Arc::make_mut(sasl).scram = Some(Arc::clone(&broker.scram) as _);
+        }
+    }
     threads.group_loader = Some(spawn_group_loader(&broker.groups)?);
     threads.txn = Some(
         TxnScheduler::start(Arc::clone(&broker.txn))

@@ -16,6 +16,7 @@ fuzz_target!(|frames: Vec<Vec<u8>>| {
     let listener = Arc::new(SaslListener {
         mechanisms: vec!["PLAIN".into()],
         plain: Some(Arc::new(users)),
+        scram: None,
         max_receive_size: 524_288,
         failed_authentication_delay: Duration::ZERO,
     });

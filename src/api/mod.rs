@@ -43,6 +43,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod produce;
 pub mod sasl;
+pub mod scram_credentials;
 pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod write_txn_markers;
@@ -117,6 +118,9 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::ListTransactions, 0, 2),
     api(ApiKey::SaslHandshake, 0, 1),
     api(ApiKey::SaslAuthenticate, 0, 2),
+    api(ApiKey::DescribeClientQuotas, 0, 1),
+    api(ApiKey::DescribeUserScramCredentials, 0, 0),
+    api(ApiKey::AlterUserScramCredentials, 0, 0),
 ];
 
 /// The versions of `key` we handle, if we handle it at all.
@@ -282,6 +286,29 @@ fn transaction_api(
         }
         RequestKind::ListTransactions(r) => {
             ResponseKind::ListTransactions(list_transactions::handle(broker, &r, v))
+        }
+        other => return security_api(broker, header, other),
+    })
+}
+
+/// The SCRAM credential APIs and DescribeClientQuotas (docs/security.md 6);
+/// `None` (logged) for a request that has no handler.
+fn security_api(
+    broker: &Arc<Broker>,
+    header: &RequestHeader,
+    request: RequestKind,
+) -> Option<ResponseKind> {
+    Some(match request {
+        RequestKind::AlterUserScramCredentials(r) => {
+            ResponseKind::AlterUserScramCredentials(blocking(|| {
+                scram_credentials::alter(&broker.scram, &r)
+            }))
+        }
+        RequestKind::DescribeUserScramCredentials(r) => ResponseKind::DescribeUserScramCredentials(
+            scram_credentials::describe(&broker.scram, &r),
+        ),
+        RequestKind::DescribeClientQuotas(r) => {
+            ResponseKind::DescribeClientQuotas(scram_credentials::describe_client_quotas(&r))
         }
         other => {
             tracing::warn!(api = ?ApiKey::try_from(header.request_api_key).ok(), "no handler for {:?}", std::mem::discriminant(&other));

@@ -401,7 +401,7 @@ mod tests {
                 &[
                     "listeners=PLAINTEXT://:9092,EXT://:9093",
                     "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,EXT:SASL_PLAINTEXT",
-                    "listener.name.ext.sasl.enabled.mechanisms=SCRAM-SHA-256",
+                    "listener.name.ext.sasl.enabled.mechanisms=GSSAPI",
                 ],
                 "listener.name.ext.sasl.enabled.mechanisms",
             ),

@@ -2,9 +2,11 @@
 //!
 //! Rules (Kafka's, with sediment's mechanisms):
 //! * `sasl.enabled.mechanisms` (also per listener) must name, on every SASL
-//!   listener, only mechanisms sediment serves: PLAIN. SCRAM-SHA-256 and
-//!   SCRAM-SHA-512 are refused as not yet supported; GSSAPI (Kafka's
-//!   default) and OAUTHBEARER are not supported at all.
+//!   listener, only mechanisms sediment serves: PLAIN, SCRAM-SHA-256 and
+//!   SCRAM-SHA-512 (whose users live in the credential store, managed with
+//!   AlterUserScramCredentials; a JAAS config for them is parsed and
+//!   otherwise unused on one node); GSSAPI (Kafka's default) and
+//!   OAUTHBEARER are not supported at all.
 //! * The server's JAAS config is read only from
 //!   `listener.name.<listener>.<mechanism>.sasl.jaas.config` (Kafka's
 //!   `JaasContext.loadServerContext`); a broker-wide `sasl.jaas.config` or
@@ -97,19 +99,18 @@ pub fn sasl_listener(config: &BrokerConfig, listener: &str) -> Result<SaslListen
                 let users = PlainUsers::from_jaas(&entries).map_err(|e| invalid(&jaas_key, e))?;
                 plain = Some(Arc::new(users));
             }
-            "SCRAM-SHA-256" | "SCRAM-SHA-512" => {
-                return Err(invalid(&key, format!("{m} is not yet supported (PLAIN is)")));
-            }
+            // Users come from the credential store once the broker loads it.
+            "SCRAM-SHA-256" | "SCRAM-SHA-512" => {}
             "GSSAPI" | "OAUTHBEARER" => {
                 return Err(invalid(
                     &key,
-                    format!("{m} is not supported by sediment (PLAIN is; GSSAPI is Kafka's default, so set the key)"),
+                    format!("{m} is not supported by sediment (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are; GSSAPI is Kafka's default, so set the key)"),
                 ));
             }
             other => {
                 return Err(invalid(
                     &key,
-                    format!("unknown SASL mechanism {other:?} (PLAIN is served)"),
+                    format!("unknown SASL mechanism {other:?} (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are served)"),
                 ))
             }
         }
@@ -119,6 +120,7 @@ pub fn sasl_listener(config: &BrokerConfig, listener: &str) -> Result<SaslListen
     Ok(SaslListener {
         mechanisms,
         plain,
+        scram: None,
         max_receive_size,
         failed_authentication_delay: Duration::from_millis(delay),
     })
@@ -183,11 +185,10 @@ mod tests {
         let l = "listeners=SASL_PLAINTEXT://:0";
         for (pairs, key, says) in [
             (&[l][..], "sasl.enabled.mechanisms", "GSSAPI is not supported"),
-            (&[l, "sasl.enabled.mechanisms=SCRAM-SHA-256", &jaas], "sasl.enabled.mechanisms", "not yet supported"),
             (
-                &[l, "listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512", &jaas],
+                &[l, "listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN,OAUTHBEARER", &jaas],
                 "listener.name.sasl_plaintext.sasl.enabled.mechanisms",
-                "not yet supported",
+                "OAUTHBEARER is not supported",
             ),
             (&[l, "sasl.enabled.mechanisms=DIGEST-MD5"], "sasl.enabled.mechanisms", "unknown"),
             (&[l, "sasl.enabled.mechanisms="], "sasl.enabled.mechanisms", "no mechanism"),

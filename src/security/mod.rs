@@ -24,6 +24,7 @@
 pub mod acl;
 pub mod acl_cache;
 pub mod authorizer;
+pub mod credentials;
 pub mod principal;
 pub mod sasl;
 pub mod tls;

@@ -443,7 +443,11 @@ pub(super) async fn authenticate<R: AsyncRead + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::security::sasl::{jaas, PlainUsers};
+    use base64::engine::general_purpose::STANDARD as B64;
+    use base64::Engine;
+
+    use crate::security::sasl::scram_credential::ScramCredential;
+    use crate::security::sasl::{jaas, scram, CredentialLookup, PlainUsers, ScramMechanism};
     use bytes::BytesMut;
     use kafka_protocol::messages::{
         ApiVersionsRequest, MetadataRequest, RequestHeader, SaslAuthenticateRequest,
@@ -458,6 +462,7 @@ mod tests {
         Arc::new(SaslListener {
             mechanisms: vec!["PLAIN".into()],
             plain: Some(Arc::new(users)),
+            scram: None,
             max_receive_size: 524_288,
             failed_authentication_delay: Duration::from_millis(100),
         })
@@ -608,5 +613,80 @@ mod tests {
                 "{junk:?}"
             );
         }
+    }
+
+    struct OneUser(crate::security::sasl::scram_credential::ScramCredential);
+
+    impl CredentialLookup for OneUser {
+        fn lookup(&self, user: &str, m: ScramMechanism) -> Option<ScramCredential> {
+            (user == "alice" && m == self.0.mechanism).then(|| self.0.clone())
+        }
+    }
+
+    fn scram_listener(m: ScramMechanism) -> Arc<SaslListener> {
+        let n = std::num::NonZeroU32::new(4096).unwrap();
+        let c = ScramCredential::from_password(m, "alice-secret", b"pepper".to_vec(), n);
+        let mut l = (*listener()).clone();
+        l.mechanisms.push(m.name().into());
+        l.scram = Some(Arc::new(OneUser(c)));
+        Arc::new(l)
+    }
+
+    /// Runs a SCRAM exchange over SaslAuthenticate v2; `tamper` changes the
+    /// client-final. Returns the last step and the client-final sent.
+    fn scram_exchange(m: ScramMechanism, tamper: impl Fn(String) -> String) -> (AuthStep, String) {
+        let mut a = Authenticator::new(scram_listener(m));
+        assert_eq!(code(&a.on_frame(handshake(m.name(), 1))), Some(0));
+        let bare = "n=alice,r=clientnonce";
+        let first = a.on_frame(sasl_auth(format!("n,,{bare}").as_bytes(), 2));
+        let AuthStep::Reply(Out::Kafka(ans)) = first else { panic!("{first:?}") };
+        let ResponseKind::SaslAuthenticate(r) = ans.response else { panic!() };
+        let server_first = String::from_utf8(r.auth_bytes.to_vec()).unwrap();
+        let fin = tamper(scram::client_final(m, "alice-secret", bare, &server_first, "n,,"));
+        (a.on_frame(sasl_auth(fin.as_bytes(), 2)), fin)
+    }
+
+    #[test]
+    fn scram_authenticates_and_every_bad_final_fails_with_58() {
+        for m in ScramMechanism::ALL {
+            let (step, good) = scram_exchange(m, |f| f);
+            match step {
+                AuthStep::Done { principal, mechanism, .. } => {
+                    assert_eq!(
+                        (principal.to_string().as_str(), mechanism),
+                        ("User:alice", m.name())
+                    );
+                }
+                other => panic!("{other:?}"),
+            }
+            // The same client-final on a new connection: another server nonce.
+            let (replay, _) = scram_exchange(m, |_| good.clone());
+            assert_eq!(code(&replay), Some(58));
+            assert!(matches!(replay, AuthStep::Fail { reason: "bad_credentials", .. }));
+            let flip = |f: String| {
+                let (head, p) = f.rsplit_once(",p=").unwrap();
+                let mut proof = B64.decode(p).unwrap();
+                proof[3] ^= 0x10;
+                format!("{head},p={}", B64.encode(proof))
+            };
+            let truncate = |f: String| f[..f.len() - 8].to_string();
+            let nonce = |f: String| f.replacen("r=clientnonce", "r=clientnoncf", 1);
+            let binding = |f: String| f.replacen("c=biws", "c=eSws", 1);
+            for tamper in [&flip as &dyn Fn(String) -> String, &truncate, &nonce, &binding] {
+                let (step, _) = scram_exchange(m, tamper);
+                assert_eq!(code(&step), Some(58));
+                assert!(matches!(step, AuthStep::Fail { reason: "bad_credentials", .. }));
+            }
+        }
+        // Unknown user: failed at the first message.
+        let mut a = Authenticator::new(scram_listener(ScramMechanism::Sha256));
+        a.on_frame(handshake("SCRAM-SHA-256", 1));
+        let step = a.on_frame(sasl_auth(b"n,,n=mallory,r=abc", 2));
+        assert_eq!(code(&step), Some(58));
+        // SCRAM is served only with a store, even when enabled.
+        let mut l = (*listener()).clone();
+        l.mechanisms.push("SCRAM-SHA-512".into());
+        let mut a = Authenticator::new(Arc::new(l));
+        assert_eq!(code(&a.on_frame(handshake("SCRAM-SHA-512", 1))), Some(33));
     }
 }

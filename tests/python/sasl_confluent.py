@@ -1,6 +1,7 @@
-"""confluent-kafka-python with SASL/PLAIN, for tests/security_sasl.rs.
+"""confluent-kafka-python with SASL/PLAIN or SCRAM, for tests/security_sasl.rs and
+tests/security_scram_clients.rs.
 
-Usage: sasl_confluent.py BOOTSTRAP TOPIC PROTOCOL USER PASSWORD CA|- good|bad
+Usage: sasl_confluent.py BOOTSTRAP TOPIC PROTOCOL USER PASSWORD CA|- good|bad [MECHANISM]
 PROTOCOL is SASL_PLAINTEXT or SASL_SSL (then CA checks the server). "good":
 produces five keyed records to TOPIC and reads them back over the same
 listener. "bad": the password is wrong, and librdkafka must report an
@@ -17,13 +18,18 @@ import common
 from common import BOOTSTRAP, check
 
 TOPIC, PROTOCOL, USER, PASSWORD, CA, MODE = sys.argv[2:8]
+# Optional: PLAIN (the default), SCRAM-SHA-256 or SCRAM-SHA-512.
+MECHANISM = sys.argv[8] if len(sys.argv) > 8 else "PLAIN"
+# The broker's failure message for the mechanism (PLAIN's, or Kafka's generic one).
+FAILURE = ("Invalid username or password" if MECHANISM == "PLAIN"
+           else f"invalid credentials with SASL mechanism {MECHANISM}")
 
 
 def conf():
     c = {
         "bootstrap.servers": BOOTSTRAP,
         "security.protocol": PROTOCOL,
-        "sasl.mechanism": "PLAIN",
+        "sasl.mechanism": MECHANISM,
         "sasl.username": USER,
         "sasl.password": PASSWORD,
     }
@@ -64,7 +70,7 @@ def bad():
         check(time.monotonic() < deadline, "an authentication error within 30 s", str(errors))
         producer.poll(0.2)
     auth = [e for e in errors if e.code() == KafkaError._AUTHENTICATION][0]
-    check("Invalid username or password" in auth.str(), "the broker's message reaches the client", auth.str())
+    check(FAILURE in auth.str(), "the broker's message reaches the client", auth.str())
     producer.flush(10)
 
 

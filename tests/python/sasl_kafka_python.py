@@ -1,6 +1,7 @@
-"""kafka-python with SASL/PLAIN, for tests/security_sasl.rs.
+"""kafka-python with SASL/PLAIN or SCRAM, for tests/security_sasl.rs and
+tests/security_scram_clients.rs.
 
-Usage: sasl_kafka_python.py BOOTSTRAP TOPIC PROTOCOL USER PASSWORD CA|- good|bad
+Usage: sasl_kafka_python.py BOOTSTRAP TOPIC PROTOCOL USER PASSWORD CA|- good|bad [MECHANISM]
 "good": produces three records to TOPIC and reads them back over the same
 listener. "bad": the password is wrong; the client must fail with
 SaslAuthenticationFailedError carrying the broker's message (raised, or
@@ -17,13 +18,18 @@ import common
 from common import BOOTSTRAP, check
 
 TOPIC, PROTOCOL, USER, PASSWORD, CA, MODE = sys.argv[2:8]
+# Optional: PLAIN (the default), SCRAM-SHA-256 or SCRAM-SHA-512.
+MECHANISM = sys.argv[8] if len(sys.argv) > 8 else "PLAIN"
+# The broker's failure message for the mechanism (PLAIN's, or Kafka's generic one).
+FAILURE = ("Invalid username or password" if MECHANISM == "PLAIN"
+           else f"invalid credentials with SASL mechanism {MECHANISM}")
 
 
 def conf():
     c = {
         "bootstrap_servers": BOOTSTRAP,
         "security_protocol": PROTOCOL,
-        "sasl_mechanism": "PLAIN",
+        "sasl_mechanism": MECHANISM,
         "sasl_plain_username": USER,
         "sasl_plain_password": PASSWORD,
     }
@@ -73,7 +79,7 @@ def bad():
         raised = e
     check(raised is not None, "nothing is produced with a wrong password")
     seen = isinstance(raised, SaslAuthenticationFailedError) or any(
-        "SaslAuthenticationFailedError" in l or "Invalid username or password" in l for l in capture.lines)
+        "SaslAuthenticationFailedError" in l or FAILURE in l for l in capture.lines)
     check(seen, "SaslAuthenticationFailedError with the broker's message",
           f"{raised!r}; log: {[l[:300] for l in capture.lines if 'ApiVersions' not in l and 'Send:' not in l][:12]}")
 

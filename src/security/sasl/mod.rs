@@ -20,6 +20,8 @@
 
 pub mod jaas;
 pub mod plain;
+pub mod scram;
+pub mod scram_credential;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +29,7 @@ use std::time::Duration;
 use super::KafkaPrincipal;
 
 pub use plain::PlainUsers;
+pub use scram_credential::{CredentialLookup, ScramMechanism};
 
 /// The mechanism names sediment serves.
 pub const PLAIN: &str = "PLAIN";
@@ -83,19 +86,34 @@ pub trait SaslServer: Send {
 }
 
 /// What a SASL listener offers, resolved from its keys by `config`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SaslListener {
     /// `sasl.enabled.mechanisms` of the listener, in its order (sent in every
     /// SaslHandshake answer).
     pub mechanisms: Vec<String>,
     /// PLAIN's users, when PLAIN is enabled.
     pub plain: Option<Arc<PlainUsers>>,
+    /// The SCRAM credential store, set by the broker once it is loaded; a
+    /// SCRAM mechanism is served only when it is set and enabled.
+    pub scram: Option<Arc<dyn CredentialLookup>>,
     /// `sasl.server.max.receive.size`: the largest frame read before
     /// authentication completes.
     pub max_receive_size: usize,
     /// `connection.failed.authentication.delay.ms`: how long a failed
     /// connection waits before it is answered and closed.
     pub failed_authentication_delay: Duration,
+}
+
+impl std::fmt::Debug for SaslListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SaslListener")
+            .field("mechanisms", &self.mechanisms)
+            .field("plain", &self.plain)
+            .field("scram", &self.scram.is_some())
+            .field("max_receive_size", &self.max_receive_size)
+            .field("failed_authentication_delay", &self.failed_authentication_delay)
+            .finish()
+    }
 }
 
 impl SaslListener {
@@ -110,7 +128,12 @@ impl SaslListener {
                 let users = Arc::clone(self.plain.as_ref()?);
                 Some(Box::new(plain::PlainSaslServer::new(users)))
             }
-            _ => None,
+            name => {
+                let mechanism = ScramMechanism::from_name(name)?;
+                let credentials = Arc::clone(self.scram.as_ref()?);
+                let server = scram::ScramSaslServer::new(mechanism, credentials).ok()?;
+                Some(Box::new(server))
+            }
         }
     }
 }

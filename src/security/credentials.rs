@@ -1,0 +1,305 @@
+//! The durable SCRAM credential store: `sediment-scram-credentials.json`
+//! (mode 0600) in the first log dir, next to `sediment-producer-id-block`.
+//!
+//! Invariants:
+//! * The file holds salts, StoredKeys, ServerKeys and iterations: never a
+//!   password or a SaltedPassword.
+//! * A change is written atomically (tmp, fsync, rename, fsync dir) under the
+//!   writer mutex **before** the in-memory snapshot is swapped and before the
+//!   request is answered; a failed write leaves memory unchanged. Readers
+//!   clone an `Arc` snapshot and hold no lock afterwards.
+//! * Loading refuses (and so stops the start) a file that does not parse,
+//!   has a version other than 1, an unknown field, a duplicate entry, an
+//!   unknown mechanism, iterations outside 4096..=16384 or keys of the wrong
+//!   length, naming the entry. A missing file is an empty store; a leftover
+//!   `.tmp` is never read. A file over 64 MiB is refused before it is read.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use parking_lot::{Mutex, RwLock};
+use serde::{Deserialize, Serialize};
+
+use super::sasl::scram_credential::{
+    CredentialLookup, ScramCredential, ScramMechanism, MAX_ITERATIONS, MIN_ITERATIONS,
+};
+use crate::log::checkpoint::fsync_dir;
+
+pub const SCRAM_CREDENTIALS_FILE: &str = "sediment-scram-credentials.json";
+const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// user → mechanism → credential.
+pub type CredentialMap = BTreeMap<String, BTreeMap<ScramMechanism, ScramCredential>>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {reason}")]
+    Damaged { path: PathBuf, reason: String },
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileForm {
+    version: u32,
+    credentials: Vec<Entry>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    user: String,
+    mechanism: String,
+    salt: String,
+    stored_key: String,
+    server_key: String,
+    iterations: u32,
+}
+
+pub struct CredentialStore {
+    path: PathBuf,
+    current: RwLock<Arc<CredentialMap>>,
+    writer: Mutex<()>,
+}
+
+impl std::fmt::Debug for CredentialStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CredentialStore({})", self.path.display())
+    }
+}
+
+fn entry_to_credential(e: &Entry) -> Result<ScramCredential, String> {
+    let mechanism = ScramMechanism::from_name(&e.mechanism)
+        .ok_or_else(|| format!("unknown mechanism {:?}", e.mechanism))?;
+    if !(MIN_ITERATIONS..=MAX_ITERATIONS).contains(&e.iterations) {
+        return Err(format!(
+            "iterations {} outside {MIN_ITERATIONS}..={MAX_ITERATIONS}",
+            e.iterations
+        ));
+    }
+    let decode = |field: &str, v: &str| B64.decode(v).map_err(|err| format!("{field}: {err}"));
+    let salt = decode("salt", &e.salt)?;
+    if salt.is_empty() {
+        return Err("empty salt".into());
+    }
+    ScramCredential::from_keys(
+        mechanism,
+        salt,
+        decode("stored_key", &e.stored_key)?,
+        decode("server_key", &e.server_key)?,
+        e.iterations,
+    )
+}
+
+/// Parse the file's text into the map.
+fn parse(text: &[u8]) -> Result<CredentialMap, String> {
+    let form: FileForm = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+    if form.version != 1 {
+        return Err(format!("version {} (only 1 is known)", form.version));
+    }
+    let mut map = CredentialMap::new();
+    for (i, e) in form.credentials.iter().enumerate() {
+        let name = || format!("entry {i} (user {:?}, {})", e.user, e.mechanism);
+        if e.user.is_empty() {
+            return Err(format!("{}: empty user name", name()));
+        }
+        let c = entry_to_credential(e).map_err(|r| format!("{}: {r}", name()))?;
+        if map.entry(e.user.clone()).or_default().insert(c.mechanism, c).is_some() {
+            return Err(format!("{}: duplicate", name()));
+        }
+    }
+    Ok(map)
+}
+
+fn render(map: &CredentialMap) -> Vec<u8> {
+    let credentials = map
+        .iter()
+        .flat_map(|(user, by_mech)| {
+            by_mech.values().map(move |c| Entry {
+                user: user.clone(),
+                mechanism: c.mechanism.name().to_string(),
+                salt: B64.encode(&c.salt),
+                stored_key: B64.encode(&c.stored_key),
+                server_key: B64.encode(&c.server_key),
+                iterations: c.iterations,
+            })
+        })
+        .collect();
+    let mut out =
+        serde_json::to_vec_pretty(&FileForm { version: 1, credentials }).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+impl CredentialStore {
+    /// Load the store of `dir` (empty when the file does not exist).
+    ///
+    /// # Errors
+    /// I/O errors, or a damaged file (the entry named).
+    pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        let path = dir.join(SCRAM_CREDENTIALS_FILE);
+        let io = |source| StoreError::Io { path: path.clone(), source };
+        let map = match std::fs::metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => CredentialMap::new(),
+            Err(e) => return Err(io(e)),
+            Ok(m) if m.len() > MAX_FILE_BYTES => {
+                return Err(StoreError::Damaged {
+                    path,
+                    reason: format!("{} bytes, more than the {MAX_FILE_BYTES} allowed", m.len()),
+                })
+            }
+            Ok(_) => {
+                let text = std::fs::read(&path).map_err(io)?;
+                parse(&text).map_err(|reason| StoreError::Damaged { path: path.clone(), reason })?
+            }
+        };
+        Ok(Self { path, current: RwLock::new(Arc::new(map)), writer: Mutex::new(()) })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn snapshot(&self) -> Arc<CredentialMap> {
+        Arc::clone(&self.current.read())
+    }
+
+    /// Apply `change` to a copy of the current map, write it durably, then
+    /// make it current. `change` returns what the caller answers; nothing is
+    /// written when it reports no change (`false`).
+    ///
+    /// # Errors
+    /// The write failed; memory is unchanged.
+    pub fn update<T>(
+        &self,
+        change: impl FnOnce(&mut CredentialMap) -> (T, bool),
+    ) -> Result<T, StoreError> {
+        let _writer = self.writer.lock();
+        let mut next = (**self.current.read()).clone();
+        let (answer, changed) = change(&mut next);
+        if changed {
+            self.write(&render(&next))?;
+            *self.current.write() = Arc::new(next);
+        }
+        Ok(answer)
+    }
+
+    fn write(&self, bytes: &[u8]) -> Result<(), StoreError> {
+        let tmp = self.path.with_extension("json.tmp");
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| StoreError::Io { path, source }
+        };
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(io(&tmp))?;
+        f.write_all(bytes).map_err(io(&tmp))?;
+        f.sync_all().map_err(io(&tmp))?;
+        drop(f);
+        std::fs::rename(&tmp, &self.path).map_err(io(&self.path))?;
+        if let Some(dir) = self.path.parent() {
+            fsync_dir(dir).map_err(|e| StoreError::Damaged {
+                path: dir.to_path_buf(),
+                reason: format!("fsync of the directory failed: {e}"),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl CredentialLookup for CredentialStore {
+    fn lookup(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential> {
+        self.current.read().get(user)?.get(&mechanism).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU32;
+
+    use super::*;
+
+    fn cred(m: ScramMechanism, password: &str, iterations: u32) -> ScramCredential {
+        let n = NonZeroU32::new(iterations).expect("non-zero");
+        ScramCredential::from_password(m, password, b"salty".to_vec(), n)
+    }
+
+    #[test]
+    fn a_change_survives_reopening_and_the_file_holds_no_password() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let store = CredentialStore::open(dir.path()).expect("open");
+        assert!(store.snapshot().is_empty());
+        let c = cred(ScramMechanism::Sha256, "alice-secret", 8192);
+        store
+            .update(|m| {
+                m.entry("alice".into()).or_default().insert(c.mechanism, c.clone());
+                ((), true)
+            })
+            .expect("write");
+        assert_eq!(store.lookup("alice", ScramMechanism::Sha256), Some(c.clone()));
+        let text = std::fs::read_to_string(store.path()).expect("read");
+        assert!(!text.contains("alice-secret"), "{text}");
+        let mode = std::fs::metadata(store.path()).expect("meta").permissions();
+        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o600);
+        let again = CredentialStore::open(dir.path()).expect("reopen");
+        assert_eq!(again.lookup("alice", ScramMechanism::Sha256), Some(c));
+        assert_eq!(again.lookup("alice", ScramMechanism::Sha512), None);
+    }
+
+    #[test]
+    fn a_leftover_tmp_is_ignored() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::write(dir.path().join("sediment-scram-credentials.json.tmp"), "junk")
+            .expect("write");
+        assert!(CredentialStore::open(dir.path()).expect("open").snapshot().is_empty());
+    }
+
+    #[test]
+    fn a_damaged_file_stops_the_load_naming_the_entry() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let store = CredentialStore::open(dir.path()).expect("open");
+        let c = cred(ScramMechanism::Sha512, "pw", 4096);
+        store
+            .update(|m| {
+                m.entry("bob".into()).or_default().insert(c.mechanism, c.clone());
+                ((), true)
+            })
+            .expect("write");
+        let good = std::fs::read_to_string(store.path()).expect("read");
+        let cases = [
+            (good.replace("\"iterations\": 4096", "\"iterations\": 100"), "entry 0 (user \"bob\""),
+            (good.replace("SCRAM-SHA-512", "SCRAM-MD5"), "unknown mechanism"),
+            (good.replace("\"version\": 1", "\"version\": 2"), "version 2"),
+            (good.replace("\"user\"", "\"extra\": 1, \"user\""), "unknown field"),
+            (good[..good.len() / 2].to_string(), "EOF"),
+        ];
+        for (text, expected) in cases {
+            std::fs::write(store.path(), &text).expect("write");
+            let err = CredentialStore::open(dir.path()).expect_err("damaged").to_string();
+            assert!(err.contains(expected) && err.contains(SCRAM_CREDENTIALS_FILE), "{err}");
+        }
+        // Keys of the wrong length.
+        let short = good.replace(&B64.encode(&c.stored_key), &B64.encode(&c.stored_key[..32]));
+        std::fs::write(store.path(), short).expect("write");
+        let err = CredentialStore::open(dir.path()).expect_err("short key").to_string();
+        assert!(err.contains("64 bytes"), "{err}");
+    }
+
+    #[test]
+    fn no_change_writes_nothing() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let store = CredentialStore::open(dir.path()).expect("open");
+        store.update(|_| ((), false)).expect("noop");
+        assert!(!store.path().exists());
+    }
+}
