@@ -16,7 +16,6 @@
 
 mod broker;
 
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -129,29 +128,8 @@ impl TlsWire {
         version: i16,
         request: &R,
     ) -> std::io::Result<R::Response> {
-        use kafka_protocol::messages::{ApiKey, RequestHeader};
-        use kafka_protocol::protocol::{Decodable, Encodable};
-        let key = ApiKey::try_from(R::KEY).unwrap();
-        let header = RequestHeader::default()
-            .with_request_api_key(R::KEY)
-            .with_request_api_version(version)
-            .with_correlation_id(self.next);
         self.next += 1;
-        let mut body = bytes::BytesMut::new();
-        header.encode(&mut body, key.request_header_version(version)).unwrap();
-        request.encode(&mut body, version).unwrap();
-        self.s.write_all(&(body.len() as i32).to_be_bytes())?;
-        self.s.write_all(&body)?;
-        self.s.flush()?;
-        let mut size = [0u8; 4];
-        self.s.read_exact(&mut size)?;
-        let mut buf = vec![0u8; i32::from_be_bytes(size) as usize];
-        self.s.read_exact(&mut buf)?;
-        let mut b = bytes::Bytes::from(buf).slice(4..);
-        if key.response_header_version(version) >= 1 {
-            bytes::Buf::get_u8(&mut b);
-        }
-        Ok(R::Response::decode(&mut b, version).unwrap())
+        broker::call_over(&mut self.s, self.next - 1, version, request)
     }
 
     /// Produce one record and fetch the partition back: the high watermark

@@ -756,3 +756,36 @@ pub fn promtool_check_metrics(text: &str) -> (bool, String) {
         format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     (out.status.success(), report)
 }
+
+/// One request and its response over any byte stream (the security tests'
+/// TLS streams): `correlation` is the caller's; the response header is
+/// skipped.
+pub fn call_over<S: std::io::Read + std::io::Write, R: kafka_protocol::protocol::Request>(
+    stream: &mut S,
+    correlation: i32,
+    version: i16,
+    request: &R,
+) -> std::io::Result<R::Response> {
+    use kafka_protocol::messages::{ApiKey, RequestHeader};
+    use kafka_protocol::protocol::{Decodable, Encodable};
+    let key = ApiKey::try_from(R::KEY).unwrap();
+    let header = RequestHeader::default()
+        .with_request_api_key(R::KEY)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation);
+    let mut body = bytes::BytesMut::new();
+    header.encode(&mut body, key.request_header_version(version)).unwrap();
+    request.encode(&mut body, version).unwrap();
+    stream.write_all(&(body.len() as i32).to_be_bytes())?;
+    stream.write_all(&body)?;
+    stream.flush()?;
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size)?;
+    let mut buf = vec![0u8; i32::from_be_bytes(size) as usize];
+    stream.read_exact(&mut buf)?;
+    let mut b = bytes::Bytes::from(buf).slice(4..);
+    if key.response_header_version(version) >= 1 {
+        bytes::Buf::get_u8(&mut b);
+    }
+    Ok(R::Response::decode(&mut b, version).unwrap())
+}
