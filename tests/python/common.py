@@ -48,3 +48,15 @@ def confluent_admin():
     from confluent_kafka.admin import AdminClient
 
     return AdminClient({"bootstrap.servers": BOOTSTRAP})
+
+
+def sasl_args():
+    """The arguments of the SASL client scripts (sasl_*.py): TOPIC, PROTOCOL,
+    USER, PASSWORD, CA, MODE, then MECHANISM (PLAIN, SCRAM-SHA-256 or
+    SCRAM-SHA-512; PLAIN when absent) and the failure message the broker
+    gives for that mechanism (PLAIN's, or Kafka's generic SCRAM one)."""
+    topic, protocol, user, password, ca, mode = sys.argv[2:8]
+    mechanism = sys.argv[8] if len(sys.argv) > 8 else "PLAIN"
+    failure = ("Invalid username or password" if mechanism == "PLAIN"
+               else f"invalid credentials with SASL mechanism {mechanism}")
+    return topic, protocol, user, password, ca, mode, mechanism, failure

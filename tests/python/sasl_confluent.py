@@ -9,7 +9,6 @@ authentication error (_AUTHENTICATION) carrying the broker's message.
 Prints "done" at the end.
 """
 
-import sys
 import time
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -17,12 +16,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 import common
 from common import BOOTSTRAP, check
 
-TOPIC, PROTOCOL, USER, PASSWORD, CA, MODE = sys.argv[2:8]
-# Optional: PLAIN (the default), SCRAM-SHA-256 or SCRAM-SHA-512.
-MECHANISM = sys.argv[8] if len(sys.argv) > 8 else "PLAIN"
-# The broker's failure message for the mechanism (PLAIN's, or Kafka's generic one).
-FAILURE = ("Invalid username or password" if MECHANISM == "PLAIN"
-           else f"invalid credentials with SASL mechanism {MECHANISM}")
+TOPIC, PROTOCOL, USER, PASSWORD, CA, MODE, MECHANISM, FAILURE = common.sasl_args()
 
 
 def conf():
