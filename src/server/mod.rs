@@ -92,6 +92,15 @@ pub async fn run(
     broker: Arc<Broker>,
     shutdown: impl Future<Output = ()>,
 ) {
+    // Polled once before anything is accepted: the process's signal handlers
+    // are installed on the shutdown future's first poll, and a SIGTERM that
+    // came before it would kill the process instead of draining it.
+    let mut shutdown = std::pin::pin!(shutdown);
+    let stopped_early = tokio::select! {
+        biased;
+        () = &mut shutdown => true,
+        () = std::future::ready(()) => false,
+    };
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut accept_loops = JoinSet::new();
     for listener in listeners {
@@ -106,7 +115,9 @@ pub async fn run(
         }
         accept_loops.spawn(connection::accept_loop(listener, Arc::clone(&broker), stop_rx.clone()));
     }
-    shutdown.await;
+    if !stopped_early {
+        shutdown.await;
+    }
     tracing::info!("shutting down: finishing in-flight requests");
     let _ = stop_tx.send(true);
     // Long-polling fetches re-check on an append notification; wake them now.
