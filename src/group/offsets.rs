@@ -67,26 +67,8 @@ impl GroupCoordinator {
         if let Err(e) = check_committer(group, generation, member_id, instance_id, now) {
             return all(e);
         }
-        let mut results = vec![None; offsets.len()];
-        let mut records = Vec::new();
-        for (i, (topic, partition, o)) in offsets.iter().enumerate() {
-            if o.metadata.len() > self.config.offset_metadata_max_bytes {
-                results[i] = Some(GroupError::OffsetMetadataTooLarge);
-                continue;
-            }
-            let key = RecordKey::Offset {
-                group: group_id.to_string(),
-                topic: topic.clone(),
-                partition: *partition,
-            };
-            let value = OffsetValue {
-                offset: o.offset,
-                leader_epoch: o.leader_epoch,
-                metadata: o.metadata.clone(),
-                commit_timestamp: now,
-            };
-            records.push((key.encode(), Some(value.encode())));
-        }
+        let (results, records) =
+            offset_records(group_id, offsets, now, self.config.offset_metadata_max_bytes);
         let log_offset = match self.append_batch(group_id, &records, None) {
             Ok(at) => at,
             Err(e) => return all(e),
@@ -224,6 +206,38 @@ impl GroupCoordinator {
 /// The group an offset commit goes to. A commit from outside any generation
 /// (a standalone consumer: generation -1, no member id) creates it Empty, as
 /// Kafka does; any other commit to an unknown group is of a stale generation.
+/// The records of a commit (plain or transactional) of `offsets` to
+/// `group_id` at `now`, and per offset the error that keeps it out
+/// (metadata over `max_metadata` bytes), in request order.
+pub(super) fn offset_records(
+    group_id: &str,
+    offsets: &[(String, i32, CommittedOffset)],
+    now: i64,
+    max_metadata: usize,
+) -> (Vec<Option<GroupError>>, Vec<OffsetsRecord>) {
+    let mut results = vec![None; offsets.len()];
+    let mut records = Vec::new();
+    for (i, (topic, partition, o)) in offsets.iter().enumerate() {
+        if o.metadata.len() > max_metadata {
+            results[i] = Some(GroupError::OffsetMetadataTooLarge);
+            continue;
+        }
+        let key = RecordKey::Offset {
+            group: group_id.to_string(),
+            topic: topic.clone(),
+            partition: *partition,
+        };
+        let value = OffsetValue {
+            offset: o.offset,
+            leader_epoch: o.leader_epoch,
+            metadata: o.metadata.clone(),
+            commit_timestamp: now,
+        };
+        records.push((key.encode(), Some(value.encode())));
+    }
+    (results, records)
+}
+
 pub(super) fn group_for_commit<'a>(
     groups: &'a mut HashMap<String, Group>,
     group_id: &str,

@@ -19,8 +19,7 @@ use std::collections::HashMap;
 use super::coordinator::GroupCoordinator;
 use super::error::GroupError;
 use super::group_metadata::{Group, GroupState};
-use super::offsets::{group_for_commit, CommittedOffset};
-use super::schema::{OffsetValue, RecordKey};
+use super::offsets::{group_for_commit, offset_records, CommittedOffset};
 use crate::log::producer_state::ProducerError;
 use crate::log::LogError;
 
@@ -121,26 +120,8 @@ impl GroupCoordinator {
         if let Err(e) = check_txn_committer(group, generation, member_id, instance_id) {
             return all(e);
         }
-        let mut results = vec![None; offsets.len()];
-        let mut records = Vec::new();
-        for (i, (topic, partition, o)) in offsets.iter().enumerate() {
-            if o.metadata.len() > self.config.offset_metadata_max_bytes {
-                results[i] = Some(GroupError::OffsetMetadataTooLarge);
-                continue;
-            }
-            let key = RecordKey::Offset {
-                group: group_id.to_string(),
-                topic: topic.clone(),
-                partition: *partition,
-            };
-            let value = OffsetValue {
-                offset: o.offset,
-                leader_epoch: o.leader_epoch,
-                metadata: o.metadata.clone(),
-                commit_timestamp: now,
-            };
-            records.push((key.encode(), Some(value.encode())));
-        }
+        let (results, records) =
+            offset_records(group_id, offsets, now, self.config.offset_metadata_max_bytes);
         let log_offset =
             match self.append_batch(group_id, &records, Some((producer.id, producer.epoch))) {
                 Ok(Some(at)) => at,
