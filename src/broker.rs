@@ -59,7 +59,9 @@ use crate::log::meta_properties::MetaProperties;
 use crate::log::producer_id_manager::ProducerIdManager;
 use crate::log::{LogError, LogManager, TopicPartition};
 use crate::metrics::{Metrics, MetricsError, RequestMetrics};
-use crate::security::credentials::{CredentialStore, StoreError};
+use crate::security::acl_store::AclStore;
+use crate::security::credentials::CredentialStore;
+use crate::security::store::StoreError;
 use crate::security::tls::LiveTlsConfig;
 use crate::security::SecurityProtocol;
 use crate::server::tls_reloader::TlsWatch;
@@ -93,6 +95,16 @@ pub struct Broker {
     pub request_metrics: RequestMetrics,
     /// SCRAM credentials (`sediment-scram-credentials.json` in the first log dir).
     pub scram: Arc<CredentialStore>,
+    /// The authorizer and its ACLs (`sediment-acls.json`), when
+    /// `authorizer.class.name` is set; `None`: every request is allowed.
+    pub acls: Option<Arc<AclStore>>,
+}
+
+fn store_error(e: StoreError) -> LogError {
+    match e {
+        StoreError::Io { path, source } => LogError::Io { path, source },
+        StoreError::Damaged { path, reason } => LogError::Corrupt { path, position: 0, reason },
+    }
 }
 
 impl Broker {
@@ -123,10 +135,13 @@ impl Broker {
             .max()
             .map_or(0, |m| m + 1);
         let producer_ids = ProducerIdManager::load(&first, max_pid)?;
-        let scram = Arc::new(CredentialStore::open(&first).map_err(|e| match e {
-            StoreError::Io { path, source } => LogError::Io { path, source },
-            StoreError::Damaged { path, reason } => LogError::Corrupt { path, position: 0, reason },
-        })?);
+        let scram = Arc::new(CredentialStore::open(&first).map_err(store_error)?);
+        let acls = match config.authorizer() {
+            Some(authorizer) => {
+                Some(Arc::new(AclStore::open(&first, authorizer).map_err(store_error)?))
+            }
+            None => None,
+        };
         let groups = Arc::new(GroupCoordinator::new(
             config.group_config(),
             Arc::clone(&logs),
@@ -149,6 +164,7 @@ impl Broker {
             producer_ids,
             request_metrics: RequestMetrics::new(),
             scram,
+            acls,
         })
     }
 

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use crate::log::config::{self as log_config, ConfigDef, ConfigType, LOG_CONFIGS};
 use crate::log::LogManagerConfig;
 
+mod authorization;
 mod listeners;
 mod sasl;
 mod secrets;
@@ -171,6 +172,11 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "largest frame a SASL listener reads before authentication completes; bigger frames fail authentication"),
     broker_def!("connection.failed.authentication.delay.ms", Int, "100", Some(0.0),
         "how long a connection that failed authentication waits before it is answered and closed"),
+    broker_def!("authorizer.class.name", String, "", None,
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns on ACLs (kept in sediment-acls.json); empty: every request is allowed"),
+    broker_def!("super.users", String, "", None, "principals allowed everything, before any ACL, as User:name;User:other"),
+    broker_def!("allow.everyone.if.no.acl.found", Boolean, "false", None,
+        "whether a resource that no ACL applies to at all is open to everyone"),
 ];
 
 /// The keys Kafka allows per listener, as `listener.name.<name>.<key>`.
@@ -242,6 +248,7 @@ pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
             .map_err(|e| invalid(key, e.to_string()));
     }
     let v = value.trim();
+    authorization::validate(key, v)?;
     match def.kind {
         ConfigType::Boolean => {
             v.parse::<bool>().map_err(|_| invalid(key, format!("{v:?} is not true or false")))?;

@@ -15,6 +15,7 @@ pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod alter_configs;
 pub mod api_versions;
+pub mod auth;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
@@ -55,14 +56,31 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::Broker;
 use crate::log::segment::FileRegion;
+use crate::security::acl_store::AclStore;
+use crate::security::authorizer::Requester;
 use crate::security::Session;
 
-/// One request as a handler sees it: its header and the connection's session
-/// (listener, peer, principal).
+/// One request as a handler sees it: its header, the connection's session
+/// (listener, peer, principal) and, when authorization is on, the
+/// authorizer with the requester it checks (`auth`).
 #[derive(Debug)]
 pub struct RequestContext<'a> {
     pub header: RequestHeader,
     pub session: &'a Session,
+    pub authorizer: Option<&'a AclStore>,
+    /// Built from the session when there is an authorizer.
+    pub requester: Option<Requester>,
+}
+
+impl<'a> RequestContext<'a> {
+    pub fn new(
+        header: RequestHeader,
+        session: &'a Session,
+        authorizer: Option<&'a AclStore>,
+    ) -> Self {
+        let requester = authorizer.map(|_| Requester::from_session(session));
+        Self { header, session, authorizer, requester }
+    }
 }
 
 /// An API this broker serves, with the versions it handles.

@@ -15,8 +15,6 @@
 //!   `.tmp` is never read. A file over 64 MiB is refused before it is read.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -28,21 +26,13 @@ use serde::{Deserialize, Serialize};
 use super::sasl::scram_credential::{
     CredentialLookup, ScramCredential, ScramMechanism, MAX_ITERATIONS, MIN_ITERATIONS,
 };
-use crate::log::checkpoint::fsync_dir;
+pub use super::store::StoreError;
+use super::store::{read_bounded, write_atomically};
 
 pub const SCRAM_CREDENTIALS_FILE: &str = "sediment-scram-credentials.json";
-const MAX_FILE_BYTES: u64 = 64 << 20;
 
 /// user → mechanism → credential.
 pub type CredentialMap = BTreeMap<String, BTreeMap<ScramMechanism, ScramCredential>>;
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
-    #[error("{path}: {reason}")]
-    Damaged { path: PathBuf, reason: String },
-}
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -144,18 +134,9 @@ impl CredentialStore {
     /// I/O errors, or a damaged file (the entry named).
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
         let path = dir.join(SCRAM_CREDENTIALS_FILE);
-        let io = |source| StoreError::Io { path: path.clone(), source };
-        let map = match std::fs::metadata(&path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => CredentialMap::new(),
-            Err(e) => return Err(io(e)),
-            Ok(m) if m.len() > MAX_FILE_BYTES => {
-                return Err(StoreError::Damaged {
-                    path,
-                    reason: format!("{} bytes, more than the {MAX_FILE_BYTES} allowed", m.len()),
-                })
-            }
-            Ok(_) => {
-                let text = std::fs::read(&path).map_err(io)?;
+        let map = match read_bounded(&path)? {
+            None => CredentialMap::new(),
+            Some(text) => {
                 parse(&text).map_err(|reason| StoreError::Damaged { path: path.clone(), reason })?
             }
         };
@@ -184,36 +165,10 @@ impl CredentialStore {
         let mut next = (**self.current.read()).clone();
         let (answer, changed) = change(&mut next);
         if changed {
-            self.write(&render(&next))?;
+            write_atomically(&self.path, &render(&next), 0o600)?;
             *self.current.write() = Arc::new(next);
         }
         Ok(answer)
-    }
-
-    fn write(&self, bytes: &[u8]) -> Result<(), StoreError> {
-        let tmp = self.path.with_extension("json.tmp");
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| StoreError::Io { path, source }
-        };
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(io(&tmp))?;
-        f.write_all(bytes).map_err(io(&tmp))?;
-        f.sync_all().map_err(io(&tmp))?;
-        drop(f);
-        std::fs::rename(&tmp, &self.path).map_err(io(&self.path))?;
-        if let Some(dir) = self.path.parent() {
-            fsync_dir(dir).map_err(|e| StoreError::Damaged {
-                path: dir.to_path_buf(),
-                reason: format!("fsync of the directory failed: {e}"),
-            })?;
-        }
-        Ok(())
     }
 }
 

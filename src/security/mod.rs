@@ -23,10 +23,12 @@
 
 pub mod acl;
 pub mod acl_cache;
+pub mod acl_store;
 pub mod authorizer;
 pub mod credentials;
 pub mod principal;
 pub mod sasl;
+pub mod store;
 pub mod tls;
 pub mod tls_identity;
 
