@@ -172,6 +172,8 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "largest frame a SASL listener reads before authentication completes; bigger frames fail authentication"),
     broker_def!("connection.failed.authentication.delay.ms", Int, "100", Some(0.0),
         "how long a connection that failed authentication waits before it is answered and closed"),
+    broker_def!("connections.max.reauth.ms", Long, "0", Some(0.0),
+        "lifetime of a SASL session: a client must re-authenticate on its connection before it ends or is disconnected (0: sessions never expire; also per listener and per listener and mechanism)"),
     broker_def!("authorizer.class.name", String, "", None,
         "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns on ACLs (kept in sediment-acls.json); empty: every request is allowed"),
     broker_def!("super.users", String, "", None, "principals allowed everything, before any ACL, as User:name;User:other"),
@@ -181,8 +183,10 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
 
 /// The keys Kafka allows per listener, as `listener.name.<name>.<key>`.
 pub fn is_listener_key(key: &str) -> bool {
-    let listener_family =
-        key.starts_with("ssl.") || key == "sasl.enabled.mechanisms" || sasl::is_jaas_key(key);
+    let listener_family = key.starts_with("ssl.")
+        || key == "sasl.enabled.mechanisms"
+        || sasl::is_jaas_key(key)
+        || sasl::is_reauth_key(key);
     listener_family && lookup(key).is_some_and(|(_, topic)| topic.is_none())
 }
 
@@ -212,12 +216,37 @@ pub struct Listener {
 }
 
 fn lookup(key: &str) -> Option<(&'static ConfigDef, Option<&'static str>)> {
-    // `<mechanism>.sasl.jaas.config` is typed as `sasl.jaas.config` (Password).
-    let key = if sasl::is_jaas_key(key) { sasl::JAAS_CONFIG } else { key };
+    // `<mechanism>.sasl.jaas.config` is typed as `sasl.jaas.config` (Password),
+    // `<mechanism>.connections.max.reauth.ms` as `connections.max.reauth.ms`.
+    let key = if sasl::is_jaas_key(key) {
+        sasl::JAAS_CONFIG
+    } else if sasl::is_reauth_key(key) {
+        sasl::REAUTH_MS
+    } else {
+        key
+    };
     if let Some(def) = BROKER_CONFIGS.iter().find(|d| d.name == key) {
         return Some((def, None));
     }
     LOG_CONFIGS.iter().find(|d| d.broker_key == key).map(|d| (d, Some(d.name)))
+}
+
+/// Validate `listener.name.<listener>.<key>` (`rest`: after the prefix).
+fn validate_listener_key(key: &str, rest: &str, value: &str) -> Result<(), ConfigError> {
+    let (_, base) = split_listener_key(key)
+        .ok_or_else(|| invalid(key, format!("{rest:?} is not <listener name>.<key>")))?;
+    if !is_listener_key(base) {
+        return Err(invalid(key, format!("{base} cannot be set per listener")));
+    }
+    if sasl::is_jaas_key(base) {
+        return sasl::validate_jaas(key, base, true, value);
+    }
+    // `<mechanism>.connections.max.reauth.ms` is typed as the broker key.
+    let base = if sasl::is_reauth_key(base) { sasl::REAUTH_MS } else { base };
+    validate(base, value).map_err(|e| match e {
+        ConfigError::Invalid { reason, .. } => invalid(key, reason),
+        other => other,
+    })
 }
 
 /// Validate one broker key's value.
@@ -226,21 +255,16 @@ fn lookup(key: &str) -> Option<(&'static ConfigDef, Option<&'static str>)> {
 /// Unknown key, wrong type, out of range — naming the key.
 pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
     if let Some(rest) = key.strip_prefix(LISTENER_PREFIX) {
-        let (_, base) = split_listener_key(key)
-            .ok_or_else(|| invalid(key, format!("{rest:?} is not <listener name>.<key>")))?;
-        if !is_listener_key(base) {
-            return Err(invalid(key, format!("{base} cannot be set per listener")));
-        }
-        if sasl::is_jaas_key(base) {
-            return sasl::validate_jaas(key, base, true, value);
-        }
-        return validate(base, value).map_err(|e| match e {
-            ConfigError::Invalid { reason, .. } => invalid(key, reason),
-            other => other,
-        });
+        return validate_listener_key(key, rest, value);
     }
     if sasl::is_jaas_key(key) {
         return sasl::validate_jaas(key, key, false, value);
+    }
+    if sasl::is_reauth_key(key) && key != sasl::REAUTH_MS {
+        return Err(invalid(
+            key,
+            "set per listener: listener.name.<listener>.<mechanism>.connections.max.reauth.ms",
+        ));
     }
     let (def, topic_key) = lookup(key).ok_or_else(|| invalid(key, "unknown config key"))?;
     if let Some(topic_key) = topic_key {

@@ -19,6 +19,7 @@ fuzz_target!(|frames: Vec<Vec<u8>>| {
         scram: None,
         max_receive_size: 524_288,
         failed_authentication_delay: Duration::ZERO,
+        max_reauth: std::collections::HashMap::new(),
     });
     let mut auth = Authenticator::new(listener);
     for f in frames {

@@ -5,9 +5,10 @@
 //! API list does not depend on the listener's protocol); the exchange itself
 //! runs before dispatch, in `server::authenticator`.
 //!
-//! A SaslHandshake after authentication would start a re-authentication
-//! (KIP-368) only when `connections.max.reauth.ms` is set, which sediment
-//! does not serve yet, so it is always this error here; the connection stays
+//! A SaslHandshake after authentication starts a re-authentication
+//! (KIP-368) in `server::connection` when the session has a lifetime
+//! (`connections.max.reauth.ms`) and none started in the last second; any
+//! other reaches this handler and gets this error, and the connection stays
 //! open, as on Kafka.
 
 use kafka_protocol::error::ResponseError;

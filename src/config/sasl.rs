@@ -40,6 +40,37 @@ pub fn is_jaas_key(key: &str) -> bool {
             .is_some_and(|m| JAAS_MECHANISMS.contains(&m))
 }
 
+/// `connections.max.reauth.ms`, broker-wide or per listener.
+pub const REAUTH_MS: &str = "connections.max.reauth.ms";
+
+/// Whether `key` (without a listener prefix) is `connections.max.reauth.ms`
+/// or `<mechanism>.connections.max.reauth.ms` (Kafka's per-mechanism form,
+/// meaningful only under a listener prefix).
+pub fn is_reauth_key(key: &str) -> bool {
+    key == REAUTH_MS
+        || key
+            .strip_suffix(REAUTH_MS)
+            .and_then(|m| m.strip_suffix('.'))
+            .is_some_and(|m| JAAS_MECHANISMS.contains(&m))
+}
+
+/// The session lifetime of `mechanism` on `listener`, as Kafka's
+/// `SaslChannelBuilder` picks it: the listener and mechanism key, else the
+/// listener key, else the broker key; 0 means sessions never expire.
+fn reauth_ms(config: &BrokerConfig, listener: &str, mechanism: &str) -> u64 {
+    let per_mechanism = format!(
+        "{LISTENER_PREFIX}{}.{}.{REAUTH_MS}",
+        listener.to_lowercase(),
+        mechanism.to_lowercase()
+    );
+    let value = match config.explicit(&per_mechanism) {
+        Some(v) => Some(v.to_string()),
+        None => listener_value(config, listener, REAUTH_MS).0,
+    };
+    // Validated on set: a non-negative integer.
+    value.and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}
+
 /// Validate a JAAS key as set: per listener and mechanism, a text that parses.
 ///
 /// # Errors
@@ -117,7 +148,13 @@ pub fn sasl_listener(config: &BrokerConfig, listener: &str) -> Result<SaslListen
     }
     let max_receive_size = config.int("sasl.server.max.receive.size").max(1) as usize;
     let delay = config.int("connection.failed.authentication.delay.ms").max(0) as u64;
+    let max_reauth = mechanisms
+        .iter()
+        .map(|m| (m.clone(), Duration::from_millis(reauth_ms(config, listener, m))))
+        .filter(|(_, d)| !d.is_zero())
+        .collect();
     Ok(SaslListener {
+        max_reauth,
         mechanisms,
         plain,
         scram: None,
@@ -252,5 +289,36 @@ mod tests {
         );
         // Mechanism keys are ignored on listeners that are not SASL.
         config(&["listeners=PLAINTEXT://:0", "sasl.enabled.mechanisms=GSSAPI"]).unwrap();
+    }
+
+    #[test]
+    fn session_lifetimes_resolve_per_mechanism_then_listener_then_broker() {
+        let jaas = format!("listener.name.sasl_plaintext.plain.sasl.jaas.config={USERS}");
+        let base = [
+            "listeners=SASL_PLAINTEXT://:0,INTERNAL://:0",
+            "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,INTERNAL:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256",
+            &jaas,
+            "listener.name.internal.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_x=\"y\";",
+        ];
+        let lifetimes = |extra: &[&str], listener: &str| {
+            let pairs: Vec<&str> = base.iter().copied().chain(extra.iter().copied()).collect();
+            let l = sasl_listener(&config(&pairs).unwrap(), listener).unwrap();
+            let ms = |m: &str| l.max_reauth.get(m).map(|d| d.as_millis());
+            (ms("PLAIN"), ms("SCRAM-SHA-256"))
+        };
+        assert_eq!(lifetimes(&[], "SASL_PLAINTEXT"), (None, None));
+        let set = [
+            "connections.max.reauth.ms=60000",
+            "listener.name.sasl_plaintext.connections.max.reauth.ms=30000",
+            "listener.name.sasl_plaintext.scram-sha-256.connections.max.reauth.ms=5000",
+        ];
+        assert_eq!(lifetimes(&set, "SASL_PLAINTEXT"), (Some(30000), Some(5000)));
+        assert_eq!(lifetimes(&set, "INTERNAL"), (Some(60000), Some(60000)));
+        let (key, reason) = error(&["plain.connections.max.reauth.ms=1000"]);
+        assert_eq!(key, "plain.connections.max.reauth.ms");
+        assert!(reason.contains("listener.name."), "{reason}");
+        let (key, _) = error(&["listener.name.sasl_plaintext.connections.max.reauth.ms=-1"]);
+        assert_eq!(key, "listener.name.sasl_plaintext.connections.max.reauth.ms");
     }
 }

@@ -11,6 +11,8 @@ pub struct AuthMetrics {
     successful: IntCounterVec,
     failed: IntCounterVec,
     failures: IntCounterVec,
+    reauthentications: IntCounterVec,
+    expired: IntCounterVec,
 }
 
 fn counter(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -35,6 +37,16 @@ impl Default for AuthMetrics {
                 "Connections of SASL listeners closed before authentication completed, per listener, mechanism and reason (bad_credentials, unsupported_mechanism, illegal_state, oversized, malformed)",
                 &["listener", "mechanism", "reason"],
             ),
+            reauthentications: counter(
+                "sediment_reauthentications_total",
+                "SASL re-authentications on open connections (KIP-368), per listener, mechanism and result (success, failure)",
+                &["listener", "mechanism", "result"],
+            ),
+            expired: counter(
+                "sediment_expired_sessions_closed_total",
+                "Connections closed because their SASL session expired without a re-authentication (Kafka's expired-connections-killed-count)",
+                &["listener"],
+            ),
         }
     }
 }
@@ -43,7 +55,20 @@ impl AuthMetrics {
     pub(super) fn register(&self, r: &Registry) -> Result<(), prometheus::Error> {
         r.register(Box::new(self.successful.clone()))?;
         r.register(Box::new(self.failed.clone()))?;
-        r.register(Box::new(self.failures.clone()))
+        r.register(Box::new(self.failures.clone()))?;
+        r.register(Box::new(self.reauthentications.clone()))?;
+        r.register(Box::new(self.expired.clone()))
+    }
+
+    /// A re-authentication ended; `ok` whether it succeeded.
+    pub fn reauthenticated(&self, listener: &str, mechanism: &str, ok: bool) {
+        let result = if ok { "success" } else { "failure" };
+        self.reauthentications.with_label_values(&[listener, mechanism, result]).inc();
+    }
+
+    /// A connection was closed at a request after its session expired.
+    pub fn session_expired(&self, listener: &str) {
+        self.expired.with_label_values(&[listener]).inc();
     }
 
     pub fn authenticated(&self, listener: &str) {

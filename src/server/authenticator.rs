@@ -39,7 +39,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::{Buf, BufMut, Bytes};
 use kafka_protocol::error::ResponseError;
@@ -70,6 +70,10 @@ enum SaslState {
         server: Box<dyn SaslServer>,
         headers: bool,
     },
+    /// Re-authentication asked for another mechanism than the session's:
+    /// the handshake was answered, the next frame fails (Kafka's
+    /// REAUTH_BAD_MECHANISM, which answers nothing).
+    ReauthBadMechanism,
     Complete,
     Failed,
 }
@@ -97,7 +101,13 @@ pub enum AuthStep {
     /// Send and read the next frame.
     Reply(Out),
     /// Authenticated: send the mechanism's last bytes, then serve requests.
-    Done { principal: KafkaPrincipal, mechanism: &'static str, reply: Out },
+    /// `lifetime`: `connections.max.reauth.ms` of the mechanism, if set.
+    Done {
+        principal: KafkaPrincipal,
+        mechanism: &'static str,
+        lifetime: Option<Duration>,
+        reply: Out,
+    },
     /// Authentication failed: after the delay, send `reply` if any, close.
     Fail { reason: &'static str, mechanism: Option<&'static str>, reply: Option<Out> },
     /// Not a well-formed request (or a second ApiVersions): close now.
@@ -109,6 +119,9 @@ pub enum AuthStep {
 pub struct Authenticator {
     listener: Arc<SaslListener>,
     state: SaslState,
+    /// Re-authenticating: the session's principal and mechanism, which the
+    /// new exchange must not change.
+    previous: Option<(KafkaPrincipal, &'static str)>,
 }
 
 fn answer(header: (i32, ApiKey, i16), response: ResponseKind) -> Out {
@@ -158,7 +171,18 @@ fn produce_error(request: &ProduceRequest, code: i16) -> ResponseKind {
 
 impl Authenticator {
     pub fn new(listener: Arc<SaslListener>) -> Self {
-        Self { listener, state: SaslState::HandshakeOrVersions }
+        Self { listener, state: SaslState::HandshakeOrVersions, previous: None }
+    }
+
+    /// Re-authentication of an authenticated session (KIP-368): it starts
+    /// at a SaslHandshake (no ApiVersions), must use the session's
+    /// mechanism and must end with the same principal.
+    pub fn reauthenticate(
+        listener: Arc<SaslListener>,
+        principal: KafkaPrincipal,
+        mechanism: &'static str,
+    ) -> Self {
+        Self { listener, state: SaslState::Handshake, previous: Some((principal, mechanism)) }
     }
 
     /// Whether authentication completed.
@@ -173,6 +197,11 @@ impl Authenticator {
             SaslState::Handshake => self.handshake(frame, true),
             SaslState::Authenticate { server, headers: false } => self.raw_token(server, &frame),
             SaslState::Authenticate { server, headers: true } => self.authenticate(server, frame),
+            SaslState::ReauthBadMechanism => AuthStep::Fail {
+                reason: "unsupported_mechanism",
+                mechanism: self.previous.as_ref().map(|p| p.1),
+                reply: None,
+            },
             SaslState::Complete | SaslState::Failed => {
                 AuthStep::Close("a frame after authentication ended".into())
             }
@@ -222,7 +251,12 @@ impl Authenticator {
                 let mechanisms = &self.listener.mechanisms;
                 match self.listener.server(r.mechanism.as_str()) {
                     Some(server) => {
-                        self.state = SaslState::Authenticate { server, headers: version >= 1 };
+                        self.state = match &self.previous {
+                            Some((_, m)) if *m != server.mechanism() => {
+                                SaslState::ReauthBadMechanism
+                            }
+                            _ => SaslState::Authenticate { server, headers: version >= 1 },
+                        };
                         AuthStep::Reply(answer(head, handshake_response(0, mechanisms)))
                     }
                     None => {
@@ -247,9 +281,14 @@ impl Authenticator {
                 AuthStep::Reply(Out::Raw(bytes))
             }
             Ok(SaslStep::Complete { last, id }) => {
+                let principal = id.principal();
+                if self.principal_changed(&principal) {
+                    return AuthStep::Fail { reason: "bad_credentials", mechanism, reply: None };
+                }
                 self.state = SaslState::Complete;
                 AuthStep::Done {
-                    principal: id.principal(),
+                    lifetime: self.lifetime(server.mechanism()),
+                    principal,
                     mechanism: server.mechanism(),
                     reply: Out::Raw(last),
                 }
@@ -299,24 +338,55 @@ impl Authenticator {
                 AuthStep::Reply(answer(head, ResponseKind::SaslAuthenticate(response)))
             }
             Ok(SaslStep::Complete { last, id }) => {
+                let principal = id.principal();
+                if let Some((before, _)) =
+                    self.previous.as_ref().filter(|_| self.principal_changed(&principal))
+                {
+                    let why = format!("Cannot change principals during re-authentication from {before}: {principal}");
+                    return authentication_failed(head, mechanism, why);
+                }
                 self.state = SaslState::Complete;
-                // session_lifetime_ms 0: no re-authentication (connections.max.reauth.ms=0).
-                let response = SaslAuthenticateResponse::default().with_auth_bytes(last.into());
+                let lifetime = self.lifetime(server.mechanism());
+                // 0: the session never expires (connections.max.reauth.ms=0);
+                // absent from v0, whose clients cannot re-authenticate.
+                let ms = lifetime.map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+                let response = SaslAuthenticateResponse::default()
+                    .with_auth_bytes(last.into())
+                    .with_session_lifetime_ms(ms);
                 AuthStep::Done {
-                    principal: id.principal(),
+                    principal,
                     mechanism: server.mechanism(),
+                    lifetime,
                     reply: answer(head, ResponseKind::SaslAuthenticate(response)),
                 }
             }
-            Err(e) => {
-                let response = SaslAuthenticateResponse::default()
-                    .with_error_code(ResponseError::SaslAuthenticationFailed.code())
-                    .with_error_message(Some(str_bytes(e.0)));
-                let reply = Some(answer(head, ResponseKind::SaslAuthenticate(response)));
-                AuthStep::Fail { reason: "bad_credentials", mechanism, reply }
-            }
+            Err(e) => authentication_failed(head, mechanism, e.0),
         }
     }
+}
+
+impl Authenticator {
+    /// Re-authenticating as another principal than the session's.
+    fn principal_changed(&self, principal: &KafkaPrincipal) -> bool {
+        self.previous.as_ref().is_some_and(|(before, _)| before != principal)
+    }
+
+    fn lifetime(&self, mechanism: &str) -> Option<Duration> {
+        self.listener.max_reauth.get(mechanism).copied()
+    }
+}
+
+/// SASL_AUTHENTICATION_FAILED with `why`, then close.
+fn authentication_failed(
+    head: (i32, ApiKey, i16),
+    mechanism: Option<&'static str>,
+    why: String,
+) -> AuthStep {
+    let response = SaslAuthenticateResponse::default()
+        .with_error_code(ResponseError::SaslAuthenticationFailed.code())
+        .with_error_message(Some(str_bytes(why)));
+    let reply = Some(answer(head, ResponseKind::SaslAuthenticate(response)));
+    AuthStep::Fail { reason: "bad_credentials", mechanism, reply }
 }
 
 /// At most one INFO line per second for failed authentications (a client
@@ -372,61 +442,164 @@ async fn linger<R: AsyncRead + Unpin>(reader: &mut BufReader<R>, stop: &mut watc
     }
 }
 
-/// Authenticate the connection: `Some(principal)` once the client proved who
-/// it is, `None` when the connection must close (failed, malformed, or the
-/// broker is stopping). Failures are counted and answered here, after the delay.
+/// An authenticated SASL session of a connection.
+#[derive(Debug)]
+pub(super) struct SaslSession {
+    pub principal: KafkaPrincipal,
+    pub mechanism: &'static str,
+    /// When the session ends (`connections.max.reauth.ms`), if it does.
+    pub expires_at: Option<Instant>,
+    /// When the last re-authentication started.
+    pub last_reauth: Option<Instant>,
+}
+
+/// Kafka's shortest interval between two re-authentications of a connection.
+const MIN_REAUTH_INTERVAL: Duration = Duration::from_secs(1);
+
+impl SaslSession {
+    /// Past its lifetime: the connection is closed at its next request.
+    pub fn expired(&self, now: Instant) -> bool {
+        self.expires_at.is_some_and(|at| now > at)
+    }
+
+    /// Whether a SaslHandshake arriving `now` starts a re-authentication
+    /// (Kafka's `maybeBeginServerReauthentication`): only on a session that
+    /// expires, and at most once a second. Otherwise the handshake is an
+    /// ordinary request, answered ILLEGAL_SASL_STATE.
+    pub fn may_reauthenticate(&self, now: Instant) -> bool {
+        self.expires_at.is_some()
+            && self.last_reauth.is_none_or(|at| now.duration_since(at) >= MIN_REAUTH_INTERVAL)
+    }
+}
+
+/// Whether a request frame is a SaslHandshake.
+pub(super) fn is_sasl_handshake(frame: &[u8]) -> bool {
+    frame.len() >= 2 && i16::from_be_bytes([frame[0], frame[1]]) == ApiKey::SaslHandshake as i16
+}
+
+/// The connection an exchange runs on.
+pub(super) struct SaslIo<'a, R> {
+    pub reader: &'a mut BufReader<R>,
+    pub writer: &'a mut ConnWriter,
+    pub listener: &'a Arc<SaslListener>,
+    pub session: &'a Session,
+    pub metrics: &'a RequestMetrics,
+    pub stop: &'a mut watch::Receiver<bool>,
+}
+
+/// Authenticate the connection: `Some` once the client proved who it is,
+/// `None` when the connection must close (failed, malformed, or the broker
+/// is stopping). Failures are counted and answered here, after the delay.
 ///
 /// # Errors
 /// Socket errors.
 pub(super) async fn authenticate<R: AsyncRead + Unpin>(
-    reader: &mut BufReader<R>,
-    writer: &mut ConnWriter,
-    listener: &Arc<SaslListener>,
-    session: &Session,
-    metrics: &RequestMetrics,
-    stop: &mut watch::Receiver<bool>,
-) -> Result<Option<KafkaPrincipal>, ConnError> {
-    let mut auth = Authenticator::new(Arc::clone(listener));
+    io: SaslIo<'_, R>,
+) -> Result<Option<SaslSession>, ConnError> {
+    let auth = Authenticator::new(Arc::clone(io.listener));
+    let Some((principal, mechanism, lifetime)) = exchange(io, auth, None).await? else {
+        return Ok(None);
+    };
+    let expires_at = lifetime.map(|d| Instant::now() + d);
+    Ok(Some(SaslSession { principal, mechanism, expires_at, last_reauth: None }))
+}
+
+/// Re-authenticate `previous` on its connection, starting at the SaslHandshake
+/// `handshake` (KIP-368): `Some` with the renewed session, `None` when the
+/// connection must close (the exchange failed, or changed mechanism or
+/// principal).
+///
+/// # Errors
+/// Socket errors.
+pub(super) async fn reauthenticate<R: AsyncRead + Unpin>(
+    io: SaslIo<'_, R>,
+    previous: &SaslSession,
+    handshake: Bytes,
+) -> Result<Option<SaslSession>, ConnError> {
+    let started = Instant::now();
+    let (listener, metrics) = (io.session.listener.clone(), io.metrics);
+    let auth = Authenticator::reauthenticate(
+        Arc::clone(io.listener),
+        previous.principal.clone(),
+        previous.mechanism,
+    );
+    let renewed = exchange(io, auth, Some(handshake)).await?;
+    metrics.auth.reauthenticated(&listener, previous.mechanism, renewed.is_some());
+    Ok(renewed.map(|(principal, mechanism, lifetime)| SaslSession {
+        principal,
+        mechanism,
+        expires_at: lifetime.map(|d| Instant::now() + d),
+        last_reauth: Some(started),
+    }))
+}
+
+/// The next frame of an exchange as a step; `None` at end of stream or stop.
+async fn next_step<R: AsyncRead + Unpin>(
+    io: &mut SaslIo<'_, R>,
+    auth: &mut Authenticator,
+) -> Result<Option<AuthStep>, ConnError> {
+    let size = tokio::select! {
+        size = io.reader.read_i32() => match size {
+            Ok(s) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) => return Err(e.into()),
+        },
+        _ = io.stop.changed() => return Ok(None),
+    };
+    Ok(Some(match usize::try_from(size) {
+        Ok(size) if size <= io.listener.max_receive_size => {
+            let mut frame = vec![0u8; size];
+            io.reader.read_exact(&mut frame).await?;
+            auth.on_frame(Bytes::from(frame))
+        }
+        // Refused before anything is allocated for it.
+        _ => AuthStep::Fail { reason: "oversized", mechanism: None, reply: None },
+    }))
+}
+
+type Exchanged = (KafkaPrincipal, &'static str, Option<Duration>);
+
+/// Run `auth` over the connection, from `first` (an already read frame) if
+/// given: the principal, mechanism and session lifetime once it completes.
+async fn exchange<R: AsyncRead + Unpin>(
+    mut io: SaslIo<'_, R>,
+    mut auth: Authenticator,
+    mut first: Option<Bytes>,
+) -> Result<Option<Exchanged>, ConnError> {
+    let reauth = auth.previous.is_some();
     let mut out = ResponseBuf::with_capacity(1024);
-    let max = listener.max_receive_size;
+    let (session, metrics) = (io.session, io.metrics);
     loop {
-        let size = tokio::select! {
-            size = reader.read_i32() => match size {
-                Ok(s) => s,
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-                Err(e) => return Err(e.into()),
+        let step = match first.take() {
+            Some(frame) => auth.on_frame(frame),
+            None => match next_step(&mut io, &mut auth).await? {
+                Some(step) => step,
+                None => return Ok(None),
             },
-            _ = stop.changed() => return Ok(None),
-        };
-        let step = match usize::try_from(size) {
-            Ok(size) if size <= max => {
-                let mut frame = vec![0u8; size];
-                reader.read_exact(&mut frame).await?;
-                auth.on_frame(Bytes::from(frame))
-            }
-            // Refused before anything is allocated for it.
-            _ => AuthStep::Fail { reason: "oversized", mechanism: None, reply: None },
         };
         match step {
-            AuthStep::Reply(reply) => send(writer, &mut out, reply).await?,
-            AuthStep::Done { principal, mechanism, reply } => {
-                send(writer, &mut out, reply).await?;
-                metrics.auth.authenticated(&session.listener);
-                tracing::debug!(peer = %session.peer, listener = %session.listener, mechanism, %principal, "authenticated");
-                return Ok(Some(principal));
+            AuthStep::Reply(reply) => send(io.writer, &mut out, reply).await?,
+            AuthStep::Done { principal, mechanism, lifetime, reply } => {
+                send(io.writer, &mut out, reply).await?;
+                if !reauth {
+                    metrics.auth.authenticated(&session.listener);
+                }
+                tracing::debug!(peer = %session.peer, listener = %session.listener, mechanism, %principal, reauth, "authenticated");
+                return Ok(Some((principal, mechanism, lifetime)));
             }
             AuthStep::Fail { reason, mechanism, reply } => {
                 let mechanism = mechanism.unwrap_or("none");
-                metrics.auth.failed(&session.listener, mechanism, reason);
+                if !reauth {
+                    metrics.auth.failed(&session.listener, mechanism, reason);
+                }
                 log_failure(session, mechanism, reason);
-                let delay = listener.failed_authentication_delay;
                 tokio::select! {
-                    _ = tokio::time::sleep(delay) => {}
-                    _ = stop.changed() => return Ok(None),
+                    _ = tokio::time::sleep(io.listener.failed_authentication_delay) => {}
+                    _ = io.stop.changed() => return Ok(None),
                 }
                 if let Some(reply) = reply {
-                    send(writer, &mut out, reply).await?;
-                    linger(reader, stop).await;
+                    send(io.writer, &mut out, reply).await?;
+                    linger(io.reader, io.stop).await;
                 }
                 return Ok(None);
             }
@@ -441,252 +614,5 @@ pub(super) async fn authenticate<R: AsyncRead + Unpin>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use base64::engine::general_purpose::STANDARD as B64;
-    use base64::Engine;
-
-    use crate::security::sasl::scram_credential::ScramCredential;
-    use crate::security::sasl::{jaas, scram, CredentialLookup, PlainUsers, ScramMechanism};
-    use bytes::BytesMut;
-    use kafka_protocol::messages::{
-        ApiVersionsRequest, MetadataRequest, RequestHeader, SaslAuthenticateRequest,
-        SaslHandshakeRequest,
-    };
-    use kafka_protocol::protocol::Encodable;
-
-    fn listener() -> Arc<SaslListener> {
-        let text =
-            "org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"pw\";";
-        let users = PlainUsers::from_jaas(&jaas::parse(text).unwrap()).unwrap();
-        Arc::new(SaslListener {
-            mechanisms: vec!["PLAIN".into()],
-            plain: Some(Arc::new(users)),
-            scram: None,
-            max_receive_size: 524_288,
-            failed_authentication_delay: Duration::from_millis(100),
-        })
-    }
-
-    fn frame<T: Encodable>(key: ApiKey, version: i16, body: &T) -> Bytes {
-        let mut b = BytesMut::new();
-        RequestHeader::default()
-            .with_request_api_key(key as i16)
-            .with_request_api_version(version)
-            .with_correlation_id(7)
-            .encode(&mut b, key.request_header_version(version))
-            .unwrap();
-        body.encode(&mut b, version).unwrap();
-        b.freeze()
-    }
-
-    fn handshake(m: &str, v: i16) -> Bytes {
-        frame(
-            ApiKey::SaslHandshake,
-            v,
-            &SaslHandshakeRequest::default().with_mechanism(str_bytes(m)),
-        )
-    }
-
-    fn sasl_auth(token: &[u8], v: i16) -> Bytes {
-        let r = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::copy_from_slice(token));
-        frame(ApiKey::SaslAuthenticate, v, &r)
-    }
-
-    fn code(step: &AuthStep) -> Option<i16> {
-        let out = match step {
-            AuthStep::Reply(o) | AuthStep::Done { reply: o, .. } => o,
-            AuthStep::Fail { reply: Some(o), .. } => o,
-            _ => return None,
-        };
-        let Out::Kafka(a) = out else { return None };
-        match &a.response {
-            ResponseKind::SaslHandshake(r) => Some(r.error_code),
-            ResponseKind::SaslAuthenticate(r) => Some(r.error_code),
-            ResponseKind::ApiVersions(r) => Some(r.error_code),
-            ResponseKind::Produce(r) => Some(r.responses[0].partition_responses[0].error_code),
-            _ => None,
-        }
-    }
-
-    #[test]
-    fn plain_with_headers_completes_with_the_user_as_principal() {
-        let mut a = Authenticator::new(listener());
-        let versions = a.on_frame(frame(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()));
-        assert_eq!(code(&versions), Some(0));
-        match a.on_frame(handshake("PLAIN", 1)) {
-            AuthStep::Reply(Out::Kafka(ans)) => {
-                let ResponseKind::SaslHandshake(r) = ans.response else { panic!() };
-                assert_eq!((r.error_code, r.mechanisms.len()), (0, 1));
-            }
-            other => panic!("{other:?}"),
-        }
-        assert!(!a.is_complete());
-        for v in [0, 1, 2] {
-            let mut a = Authenticator::new(listener());
-            a.on_frame(handshake("PLAIN", 1));
-            match a.on_frame(sasl_auth(b"\0alice\0pw", v)) {
-                AuthStep::Done { principal, .. } => assert_eq!(principal.to_string(), "User:alice"),
-                other => panic!("v{v}: {other:?}"),
-            }
-            assert!(a.is_complete());
-            assert!(matches!(a.on_frame(sasl_auth(b"\0alice\0pw", v)), AuthStep::Close(_)));
-        }
-    }
-
-    #[test]
-    fn raw_tokens_after_a_v0_handshake() {
-        let mut a = Authenticator::new(listener());
-        assert_eq!(code(&a.on_frame(handshake("PLAIN", 0))), Some(0));
-        // A raw token is any bytes, shorter than a request header too.
-        match a.on_frame(Bytes::from_static(b"\0alice\0pw")) {
-            AuthStep::Done { reply: Out::Raw(last), principal, .. } => {
-                assert!(last.is_empty());
-                assert_eq!(principal.name, "alice");
-            }
-            other => panic!("{other:?}"),
-        }
-        let mut a = Authenticator::new(listener());
-        a.on_frame(handshake("PLAIN", 0));
-        let step = a.on_frame(Bytes::from_static(b"\0alice\0nope"));
-        assert!(matches!(step, AuthStep::Fail { reason: "bad_credentials", reply: None, .. }));
-    }
-
-    #[test]
-    fn every_wrong_move_fails_or_closes() {
-        let mut a = Authenticator::new(listener());
-        let step = a.on_frame(handshake("SCRAM-SHA-256", 1));
-        assert_eq!(code(&step), Some(33));
-        match step {
-            AuthStep::Fail {
-                reason: "unsupported_mechanism",
-                reply: Some(Out::Kafka(ans)),
-                ..
-            } => {
-                let ResponseKind::SaslHandshake(r) = ans.response else { panic!() };
-                assert_eq!(r.mechanisms, vec![str_bytes("PLAIN")]);
-            }
-            other => panic!("{other:?}"),
-        }
-        // Mechanism names are exact, as Kafka compares them.
-        let mut a = Authenticator::new(listener());
-        assert_eq!(code(&a.on_frame(handshake("plain", 1))), Some(33));
-        // Metadata before authentication: no answer.
-        let mut a = Authenticator::new(listener());
-        let step = a.on_frame(frame(ApiKey::Metadata, 12, &MetadataRequest::default()));
-        assert!(matches!(step, AuthStep::Fail { reason: "illegal_state", reply: None, .. }));
-        // A second ApiVersions closes at once.
-        let mut a = Authenticator::new(listener());
-        a.on_frame(frame(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()));
-        let again = a.on_frame(frame(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()));
-        assert!(matches!(again, AuthStep::Close(_)));
-        // A second handshake, ApiVersions and Metadata after the handshake.
-        for (second, expected) in [
-            (handshake("PLAIN", 1), Some(34)),
-            (frame(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()), Some(34)),
-            (frame(ApiKey::Metadata, 12, &MetadataRequest::default()), None),
-        ] {
-            let mut a = Authenticator::new(listener());
-            a.on_frame(handshake("PLAIN", 1));
-            let step = a.on_frame(second);
-            assert!(matches!(step, AuthStep::Fail { reason: "illegal_state", .. }), "{step:?}");
-            assert_eq!(code(&step), expected);
-        }
-        // A bad password: 58 with Kafka's message.
-        let mut a = Authenticator::new(listener());
-        a.on_frame(handshake("PLAIN", 1));
-        match a.on_frame(sasl_auth(b"\0alice\0pW", 2)) {
-            AuthStep::Fail { reason: "bad_credentials", reply: Some(Out::Kafka(ans)), .. } => {
-                let ResponseKind::SaslAuthenticate(r) = ans.response else { panic!() };
-                assert_eq!(r.error_code, 58);
-                let msg = r.error_message.unwrap();
-                assert_eq!(msg.as_str(), "Authentication failed: Invalid username or password");
-            }
-            other => panic!("{other:?}"),
-        }
-        assert!(!a.is_complete());
-        // Garbage: short frames, unknown keys, bodies that do not decode.
-        for junk in [&b"\0\0"[..], b"\x7f\x7f\0\0\0\0\0\0", b"\0\x11\0\x01\0\0\0\x07\xff\xff"] {
-            let mut a = Authenticator::new(listener());
-            assert!(
-                matches!(a.on_frame(Bytes::copy_from_slice(junk)), AuthStep::Close(_)),
-                "{junk:?}"
-            );
-        }
-    }
-
-    struct OneUser(crate::security::sasl::scram_credential::ScramCredential);
-
-    impl CredentialLookup for OneUser {
-        fn lookup(&self, user: &str, m: ScramMechanism) -> Option<ScramCredential> {
-            (user == "alice" && m == self.0.mechanism).then(|| self.0.clone())
-        }
-    }
-
-    fn scram_listener(m: ScramMechanism) -> Arc<SaslListener> {
-        let n = std::num::NonZeroU32::new(4096).unwrap();
-        let c = ScramCredential::from_password(m, "alice-secret", b"pepper".to_vec(), n);
-        let mut l = (*listener()).clone();
-        l.mechanisms.push(m.name().into());
-        l.scram = Some(Arc::new(OneUser(c)));
-        Arc::new(l)
-    }
-
-    /// Runs a SCRAM exchange over SaslAuthenticate v2; `tamper` changes the
-    /// client-final. Returns the last step and the client-final sent.
-    fn scram_exchange(m: ScramMechanism, tamper: impl Fn(String) -> String) -> (AuthStep, String) {
-        let mut a = Authenticator::new(scram_listener(m));
-        assert_eq!(code(&a.on_frame(handshake(m.name(), 1))), Some(0));
-        let bare = "n=alice,r=clientnonce";
-        let first = a.on_frame(sasl_auth(format!("n,,{bare}").as_bytes(), 2));
-        let AuthStep::Reply(Out::Kafka(ans)) = first else { panic!("{first:?}") };
-        let ResponseKind::SaslAuthenticate(r) = ans.response else { panic!() };
-        let server_first = String::from_utf8(r.auth_bytes.to_vec()).unwrap();
-        let fin = tamper(scram::client_final(m, "alice-secret", bare, &server_first, "n,,"));
-        (a.on_frame(sasl_auth(fin.as_bytes(), 2)), fin)
-    }
-
-    #[test]
-    fn scram_authenticates_and_every_bad_final_fails_with_58() {
-        for m in ScramMechanism::ALL {
-            let (step, good) = scram_exchange(m, |f| f);
-            match step {
-                AuthStep::Done { principal, mechanism, .. } => {
-                    assert_eq!(
-                        (principal.to_string().as_str(), mechanism),
-                        ("User:alice", m.name())
-                    );
-                }
-                other => panic!("{other:?}"),
-            }
-            // The same client-final on a new connection: another server nonce.
-            let (replay, _) = scram_exchange(m, |_| good.clone());
-            assert_eq!(code(&replay), Some(58));
-            assert!(matches!(replay, AuthStep::Fail { reason: "bad_credentials", .. }));
-            let flip = |f: String| {
-                let (head, p) = f.rsplit_once(",p=").unwrap();
-                let mut proof = B64.decode(p).unwrap();
-                proof[3] ^= 0x10;
-                format!("{head},p={}", B64.encode(proof))
-            };
-            let truncate = |f: String| f[..f.len() - 8].to_string();
-            let nonce = |f: String| f.replacen("r=clientnonce", "r=clientnoncf", 1);
-            let binding = |f: String| f.replacen("c=biws", "c=eSws", 1);
-            for tamper in [&flip as &dyn Fn(String) -> String, &truncate, &nonce, &binding] {
-                let (step, _) = scram_exchange(m, tamper);
-                assert_eq!(code(&step), Some(58));
-                assert!(matches!(step, AuthStep::Fail { reason: "bad_credentials", .. }));
-            }
-        }
-        // Unknown user: failed at the first message.
-        let mut a = Authenticator::new(scram_listener(ScramMechanism::Sha256));
-        a.on_frame(handshake("SCRAM-SHA-256", 1));
-        let step = a.on_frame(sasl_auth(b"n,,n=mallory,r=abc", 2));
-        assert_eq!(code(&step), Some(58));
-        // SCRAM is served only with a store, even when enabled.
-        let mut l = (*listener()).clone();
-        l.mechanisms.push("SCRAM-SHA-512".into());
-        let mut a = Authenticator::new(Arc::new(l));
-        assert_eq!(code(&a.on_frame(handshake("SCRAM-SHA-512", 1))), Some(33));
-    }
-}
+#[path = "authenticator_tests.rs"]
+mod tests;

@@ -18,7 +18,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt, BufReader, WriteHalf};
@@ -29,7 +29,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
-use super::authenticator::authenticate;
+use super::authenticator::{authenticate, is_sasl_handshake, reauthenticate, SaslIo};
 use super::{handle_frame_into, BoundListener, ConnError, ResponseBuf, MIN_FRAME};
 use crate::broker::Broker;
 use crate::security::sasl::SaslListener;
@@ -172,12 +172,22 @@ async fn serve_connection<R: AsyncRead + Unpin>(
 ) -> Result<(), ConnError> {
     let max = broker.config.socket_request_max_bytes();
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
-    if let Some(sasl) = sasl {
-        let metrics = &broker.request_metrics;
-        let authenticated =
-            authenticate(&mut reader, &mut writer, &sasl, &session, metrics, &mut stop).await?;
-        match authenticated {
-            Some(principal) => session.principal = principal,
+    let metrics = &broker.request_metrics;
+    let mut sasl_session = None;
+    if let Some(sasl) = &sasl {
+        let io = SaslIo {
+            reader: &mut reader,
+            writer: &mut writer,
+            listener: sasl,
+            session: &session,
+            metrics,
+            stop: &mut stop,
+        };
+        match authenticate(io).await? {
+            Some(s) => {
+                session.principal = s.principal.clone();
+                sasl_session = Some(s);
+            }
             None => return Ok(()),
         }
     }
@@ -204,6 +214,29 @@ async fn serve_connection<R: AsyncRead + Unpin>(
         }
         let mut frame = vec![0u8; size as usize];
         reader.read_exact(&mut frame).await?;
+        if let (Some(listener), Some(current)) = (&sasl, &mut sasl_session) {
+            let now = Instant::now();
+            if is_sasl_handshake(&frame) && current.may_reauthenticate(now) {
+                let io = SaslIo {
+                    reader: &mut reader,
+                    writer: &mut writer,
+                    listener,
+                    session: &session,
+                    metrics,
+                    stop: &mut stop,
+                };
+                match reauthenticate(io, current, Bytes::from(frame)).await? {
+                    Some(renewed) => *current = renewed,
+                    None => return Ok(()),
+                }
+                continue;
+            }
+            if current.expired(now) {
+                metrics.auth.session_expired(&session.listener);
+                tracing::debug!(peer = %session.peer, listener = %session.listener, "SASL session expired (connections.max.reauth.ms); closing");
+                return Ok(());
+            }
+        }
         out.clear();
         match handle_frame_into(broker, Bytes::from(frame), &mut out, &session).await {
             Ok(true) => writer.write(&out).await?,

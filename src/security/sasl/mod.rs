@@ -23,6 +23,7 @@ pub mod plain;
 pub mod scram;
 pub mod scram_credential;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -102,6 +103,10 @@ pub struct SaslListener {
     /// `connection.failed.authentication.delay.ms`: how long a failed
     /// connection waits before it is answered and closed.
     pub failed_authentication_delay: Duration,
+    /// `connections.max.reauth.ms` per mechanism, where it is above 0: how
+    /// long a session of that mechanism lasts before the client must
+    /// re-authenticate (KIP-368). A mechanism not listed never expires.
+    pub max_reauth: HashMap<String, Duration>,
 }
 
 impl std::fmt::Debug for SaslListener {
@@ -112,6 +117,7 @@ impl std::fmt::Debug for SaslListener {
             .field("scram", &self.scram.is_some())
             .field("max_receive_size", &self.max_receive_size)
             .field("failed_authentication_delay", &self.failed_authentication_delay)
+            .field("max_reauth", &self.max_reauth)
             .finish()
     }
 }
