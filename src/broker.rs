@@ -341,6 +341,7 @@ async fn serve(
                 let (interval, allow_dn_changes, allow_san_changes) = config.ssl_reload(&l.name);
                 Some(ListenerTls {
                     live: Arc::new(LiveTlsConfig::new(loaded)),
+                    principal_mapper: Arc::new(config.principal_mapper(&l.name)),
                     handshake_timeout: config.ssl_handshake_timeout(&l.name),
                     reload: TlsWatch { settings, interval, allow_dn_changes, allow_san_changes },
                 })

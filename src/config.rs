@@ -139,7 +139,7 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "the certificate chain in PEM, given inline with ssl.keystore.key"),
     broker_def!("ssl.keystore.password", Password, "", None,
         "password of a JKS or PKCS12 key store; must not be set with PEM (secret)"),
-    broker_def!("ssl.key.password", Password, "", None, "password of an encrypted private key (secret); encrypted keys are not yet supported"),
+    broker_def!("ssl.key.password", Password, "", None, "password of the key store's encrypted PKCS#8 private key (BEGIN ENCRYPTED PRIVATE KEY) (secret)"),
     broker_def!("ssl.truststore.type", String, "JKS", None, &["JKS", "PKCS12", "PEM"],
         "format of the trust store that checks client certificates; sediment reads PEM only"),
     broker_def!("ssl.truststore.location", String, "", None,
@@ -152,6 +152,8 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "whether an SSL listener asks clients for a certificate"),
     broker_def!("ssl.enabled.protocols", List, "TLSv1.2,TLSv1.3", None, &["TLSv1.2", "TLSv1.3"],
         "TLS versions an SSL listener accepts"),
+    broker_def!("ssl.cipher.suites", List, "", None,
+        "TLS cipher suites an SSL listener offers, by IANA name (TLS_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, ...); empty: rustls's defaults"),
     broker_def!("ssl.protocol", String, "TLSv1.3", None, &["TLS", "TLSv1.2", "TLSv1.3"],
         "accepted for compatibility with Kafka: the highest of ssl.enabled.protocols is negotiated"),
     broker_def!("ssl.handshake.timeout.ms", Long, "10000", Some(1.0),
@@ -160,8 +162,8 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     broker_def!("ssl.allow.san.changes", Boolean, "false", None, "whether a reloaded key store may serve a certificate with other subject alternative names"),
     broker_def!("ssl.reload.interval.ms", Long, "5000", Some(0.0),
         "sediment: how often an SSL listener's key and trust store files are checked for changes (0: never)"),
-    broker_def!("ssl.principal.mapping.rules", String, "DEFAULT", None, &["DEFAULT"],
-        "how a client certificate's subject becomes the principal; DEFAULT (the RFC 2253 subject) only, RULE: mappings are not yet supported"),
+    broker_def!("ssl.principal.mapping.rules", String, "DEFAULT", None,
+        "how a client certificate's subject becomes the principal: DEFAULT (the RFC 2253 subject) and RULE:<pattern>/<replacement>/[LU] rules, comma separated, first that applies wins"),
     broker_def!("ssl.endpoint.identification.algorithm", String, "https", None,
         "accepted for compatibility with Kafka: a client-side host name check, no effect on a broker"),
     broker_def!("sasl.enabled.mechanisms", List, "GSSAPI", None,
@@ -273,6 +275,10 @@ pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
     }
     let v = value.trim();
     authorization::validate(key, v)?;
+    if key == "ssl.principal.mapping.rules" {
+        crate::security::principal_mapper::SslPrincipalMapper::from_rules(v)
+            .map_err(|e| invalid(key, e))?;
+    }
     match def.kind {
         ConfigType::Boolean => {
             v.parse::<bool>().map_err(|_| invalid(key, format!("{v:?} is not true or false")))?;

@@ -100,6 +100,7 @@ fn make_pki() -> Pki {
         ],
     );
     client("rogue", &self::ca("another CA"), &[(DnType::CommonName, "mallory")]);
+    client("bob", &ca, &[(DnType::CommonName, "bob")]);
     pki
 }
 
@@ -108,8 +109,12 @@ fn start(pki: &Pki) -> (TestBroker, u16, u16, u16) {
     // The principal and the handshake failures are logged at debug.
     std::env::set_var("SEDIMENT_TEST_LOG", "info,sediment::server=debug");
     let b = TestBroker::start(&[
-        "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,MTLS://127.0.0.1:0",
-        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL",
+        "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,MTLS://127.0.0.1:0,MAPPED://127.0.0.1:0",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,MAPPED:SSL",
+        "listener.name.mapped.ssl.client.auth=required",
+        // Only subjects with an O get a principal, their CN upper-cased.
+        "listener.name.mapped.ssl.principal.mapping.rules=RULE:^CN=([^,]*),O=.*$/$1/U",
+        "listener.name.mapped.ssl.cipher.suites=TLS_CHACHA20_POLY1305_SHA256",
         "ssl.keystore.type=PEM",
         &format!("ssl.keystore.location={}", pki.s("server.pem")),
         "ssl.truststore.type=PEM",
@@ -298,6 +303,7 @@ fn real_clients_over_ssl_with_and_without_client_certificates() {
     let log = b.log();
     assert!(log.contains(&format!("principal=User:{ALICE_DN}")), "{log}");
     assert!(log.contains("principal=User:ANONYMOUS"), "{log}");
+    principal_mapping_rules(&b, &pki);
 
     // confluent-kafka-python and kafka-python, with and without a client certificate.
     let ca_only = [pki.s("ca.pem")];
@@ -372,6 +378,31 @@ fn real_clients_over_ssl_with_and_without_client_certificates() {
     let tls_bytes = over_tls.responses[0].partitions[0].records.clone().unwrap();
     assert!(plain_bytes.len() > 3_900_000, "{}", plain_bytes.len());
     assert!(plain_bytes == tls_bytes, "TLS fetch differs from PLAINTEXT");
+}
+
+/// `ssl.principal.mapping.rules` of the MAPPED listener: alice's subject
+/// maps to `ALICE`; bob's has no O, no rule applies, and the connection is
+/// closed after the handshake (Kafka fails its authentication).
+fn principal_mapping_rules(b: &TestBroker, pki: &Pki) {
+    let log = b.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("listener bound") && l.contains("listener=MAPPED "))
+        .unwrap_or_else(|| panic!("MAPPED not bound:\n{log}"));
+    let addr = line.split("bound=").nth(1).unwrap().split_whitespace().next().unwrap();
+    let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    let mut alice = TlsWire::connect(client_config(pki, Some("client")), port).unwrap();
+    alice.alive();
+    wait_for_log(b, "principal=User:ALICE");
+    // The listener's ssl.cipher.suites is what was negotiated.
+    let suite = alice.s.conn.negotiated_cipher_suite().map(|c| c.suite());
+    assert_eq!(suite, Some(rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256));
+    let refused = TlsWire::connect(client_config(pki, Some("bob")), port)
+        .and_then(|mut w| w.try_call(3, &ApiVersionsRequest::default()));
+    assert!(refused.is_err(), "bob has no principal on MAPPED: {refused:?}");
+    let series =
+        "sediment_tls_handshake_failures_total{listener=\"MAPPED\",reason=\"no_principal_rule\"}";
+    assert_eq!(b.metric(series), Some(1.0), "{}", b.metrics());
 }
 
 /// Wait (up to 10 s) until the broker's log holds `text`.
@@ -544,5 +575,47 @@ fn check_config_loads_the_key_store() {
     ] {
         let (ok, stderr) = run(&extra);
         assert!(!ok && stderr.contains(expect), "{extra:?}: {stderr}");
+    }
+    encrypted_keys(&pki, &run, &pem, cert_part);
+    let (ok, stderr) = run(&[
+        ks.clone(),
+        "ssl.cipher.suites=TLS_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384".into(),
+    ]);
+    assert!(ok, "{stderr}");
+    let (ok, stderr) = run(&[ks.clone(), "ssl.cipher.suites=TLS_RSA_WITH_RC4_128_MD5".into()]);
+    assert!(
+        !ok && stderr.contains("ssl.cipher.suites") && stderr.contains("TLS_AES_256_GCM_SHA384"),
+        "{stderr}"
+    );
+    let (ok, stderr) = run(&[ks, "ssl.principal.mapping.rules=RULE:(a)\\1/x/".into()]);
+    assert!(!ok && stderr.contains("ssl.principal.mapping.rules"), "{stderr}");
+}
+
+/// The key store's key encrypted by openssl (PBES2, AES-256-CBC), as Kafka
+/// operators keep PEM key stores with `ssl.key.password`.
+fn encrypted_keys(pki: &Pki, run: &dyn Fn(&[String]) -> (bool, String), pem: &str, cert: &str) {
+    let key = &pem[..pem.find("-----BEGIN CERTIFICATE").unwrap()];
+    std::fs::write(pki.path("plain.key"), key).unwrap();
+    let out = Command::new("openssl")
+        .args(["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-passout", "pass:key-Secret-9", "-in"])
+        .arg(pki.path("plain.key"))
+        .output()
+        .expect("openssl");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let encrypted = String::from_utf8(out.stdout).unwrap();
+    assert!(encrypted.contains("BEGIN ENCRYPTED PRIVATE KEY"), "{encrypted}");
+    std::fs::write(pki.path("encrypted.pem"), format!("{encrypted}{cert}")).unwrap();
+    let enc = format!("ssl.keystore.location={}", pki.s("encrypted.pem"));
+    let plain = format!("ssl.keystore.location={}", pki.s("server.pem"));
+    let (ok, stderr) = run(&[enc.clone(), "ssl.key.password=key-Secret-9".into()]);
+    assert!(ok, "{stderr}");
+    for (extra, expect) in [
+        (vec![enc.clone(), "ssl.key.password=wrong".into()], "could not decrypt"),
+        (vec![enc.clone()], "set ssl.key.password"),
+        (vec![plain, "ssl.key.password=key-Secret-9".into()], "not encrypted"),
+    ] {
+        let (ok, stderr) = run(&extra);
+        assert!(!ok && stderr.contains(expect), "{extra:?}: {stderr}");
+        assert!(!stderr.contains("key-Secret-9"), "the password leaked: {stderr}");
     }
 }

@@ -208,31 +208,35 @@ pub fn tls_settings(config: &BrokerConfig, listener: &str) -> TlsSettings {
     let keystore_key = get("ssl.keystore.key");
     let keystore_certificate_chain = get("ssl.keystore.certificate.chain");
     let keystore_password_set = get("ssl.keystore.password").is_some();
-    let key_password_set = get("ssl.key.password").is_some();
+    let key_password = get("ssl.key.password");
     let truststore_type = get("ssl.truststore.type").unwrap_or_default();
     let truststore_location = get("ssl.truststore.location");
     let truststore_certificates = get("ssl.truststore.certificates");
     let truststore_password_set = get("ssl.truststore.password").is_some();
     let client_auth = get("ssl.client.auth").unwrap_or_else(|| "none".into());
-    let enabled_protocols = get("ssl.enabled.protocols")
-        .unwrap_or_default()
-        .split(',')
-        .map(|p| p.trim().to_string())
-        .filter(|p| !p.is_empty())
-        .collect();
+    let list = |v: Option<String>| -> Vec<String> {
+        v.unwrap_or_default()
+            .split(',')
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty())
+            .collect()
+    };
+    let enabled_protocols = list(get("ssl.enabled.protocols"));
+    let cipher_suites = list(get("ssl.cipher.suites"));
     TlsSettings {
         keystore_type,
         keystore_location,
         keystore_key,
         keystore_certificate_chain,
         keystore_password_set,
-        key_password_set,
+        key_password,
         truststore_type,
         truststore_location,
         truststore_certificates,
         truststore_password_set,
         client_auth,
         enabled_protocols,
+        cipher_suites,
         ..s
     }
 }
@@ -267,6 +271,19 @@ impl BrokerConfig {
     /// `ssl.handshake.timeout.ms` of `listener`.
     pub fn ssl_handshake_timeout(&self, listener: &str) -> std::time::Duration {
         std::time::Duration::from_millis(self.listener_long(listener, "ssl.handshake.timeout.ms"))
+    }
+
+    /// `listener`'s `ssl.principal.mapping.rules` (validated on set).
+    pub fn principal_mapper(
+        &self,
+        listener: &str,
+    ) -> crate::security::principal_mapper::SslPrincipalMapper {
+        let rules = listener_value(self, listener, "ssl.principal.mapping.rules").0;
+        rules
+            .and_then(|r| {
+                crate::security::principal_mapper::SslPrincipalMapper::from_rules(&r).ok()
+            })
+            .unwrap_or_default()
     }
 
     /// `listener`'s `ssl.reload.interval.ms` (0: no reload),

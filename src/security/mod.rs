@@ -27,6 +27,7 @@ pub mod acl_store;
 pub mod authorizer;
 pub mod credentials;
 pub mod principal;
+pub mod principal_mapper;
 pub mod sasl;
 pub mod store;
 pub mod tls;

@@ -10,8 +10,10 @@
 //!   chain. `ssl.keystore.password` must not be set with PEM.
 //! * Exactly one private key, PKCS#8 (`BEGIN PRIVATE KEY`); PKCS#1 and SEC1
 //!   keys do not work in Kafka either, and the error says how to convert.
-//!   Encrypted keys (`ssl.key.password`) are not supported yet. The key must
-//!   match the leaf certificate.
+//!   With `ssl.key.password` the key must be an encrypted PKCS#8 (`BEGIN
+//!   ENCRYPTED PRIVATE KEY`, PBES2: what `openssl pkcs8 -topk8 -v2` writes)
+//!   and is decrypted with it; without, it must not be encrypted. The key
+//!   must match the leaf certificate.
 //! * The trust store (`ssl.truststore.location` or the inline
 //!   `ssl.truststore.certificates`, PEM, at least one certificate) is needed
 //!   when `ssl.client.auth` is `requested` or `required`; given with `none`
@@ -57,13 +59,16 @@ pub struct TlsSettings {
     pub keystore_key: Option<String>,
     pub keystore_certificate_chain: Option<String>,
     pub keystore_password_set: bool,
-    pub key_password_set: bool,
+    /// `ssl.key.password`: the key is an encrypted PKCS#8 (a secret).
+    pub key_password: Option<String>,
     pub truststore_type: String,
     pub truststore_location: Option<String>,
     pub truststore_certificates: Option<String>,
     pub truststore_password_set: bool,
     pub client_auth: String,
     pub enabled_protocols: Vec<String>,
+    /// `ssl.cipher.suites`: IANA names; empty means the provider's defaults.
+    pub cipher_suites: Vec<String>,
 }
 
 impl TlsSettings {
@@ -123,9 +128,6 @@ fn key_store(
     if s.keystore_password_set {
         return Err(s.error("ssl.keystore.password", "must not be set with a PEM key store"));
     }
-    if s.key_password_set {
-        return Err(s.error("ssl.key.password", "encrypted private keys are not yet supported"));
-    }
     let loc = s.keystore_location.as_ref();
     let (key_text, chain_text) = (s.keystore_key.as_ref(), s.keystore_certificate_chain.as_ref());
     if loc.is_some() && (key_text.is_some() || chain_text.is_some()) {
@@ -171,19 +173,68 @@ fn key_store(
             ));
         }
     }
-    if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
-        return Err(s.error(key_name, "encrypted private keys are not yet supported"));
-    }
-    let keys: Result<Vec<_>, _> = PrivatePkcs8KeyDer::pem_slice_iter(&key_pem).collect();
-    let mut keys = keys.map_err(|e| s.error(key_name, format!("bad PEM private key: {e}")))?;
-    if keys.len() != 1 {
+    let key = private_key(s, key_name, &key_pem)?;
+    let chain = certificates(s, chain_name, &chain_pem)?;
+    Ok((chain, PrivateKeyDer::Pkcs8(key)))
+}
+
+const ENCRYPTED_BEGIN: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----";
+const ENCRYPTED_END: &str = "-----END ENCRYPTED PRIVATE KEY-----";
+
+/// The one PKCS#8 key of `pem`: plain (`BEGIN PRIVATE KEY`) without
+/// `ssl.key.password`, encrypted (`BEGIN ENCRYPTED PRIVATE KEY`, PBES2) and
+/// decrypted with it otherwise, as Kafka's `PemStore` reads it.
+fn private_key(
+    s: &TlsSettings,
+    key_name: &'static str,
+    pem: &[u8],
+) -> Result<PrivatePkcs8KeyDer<'static>, TlsError> {
+    let text = String::from_utf8_lossy(pem);
+    let encrypted: Vec<&str> = text
+        .split(ENCRYPTED_BEGIN)
+        .skip(1)
+        .map(|rest| rest.split(ENCRYPTED_END).next().unwrap_or_default())
+        .collect();
+    let plain: Result<Vec<_>, _> = PrivatePkcs8KeyDer::pem_slice_iter(pem).collect();
+    let plain = plain.map_err(|e| s.error(key_name, format!("bad PEM private key: {e}")))?;
+    let found = plain.len() + encrypted.len();
+    if found != 1 {
         return Err(s.error(
             key_name,
-            format!("exactly one private key (BEGIN PRIVATE KEY) is needed, found {}", keys.len()),
+            format!("exactly one private key (BEGIN PRIVATE KEY or BEGIN ENCRYPTED PRIVATE KEY) is needed, found {found}"),
         ));
     }
-    let chain = certificates(s, chain_name, &chain_pem)?;
-    Ok((chain, PrivateKeyDer::Pkcs8(keys.remove(0))))
+    match (s.key_password.as_deref(), plain.into_iter().next(), encrypted.first()) {
+        (None, Some(key), _) => Ok(key),
+        (None, None, _) => Err(s.error(key_name, "the private key is encrypted: set ssl.key.password")),
+        (Some(_), Some(_), _) => Err(s.error(
+            "ssl.key.password",
+            "is set but the private key is not encrypted (BEGIN PRIVATE KEY); Kafka reads such a key only without a password",
+        )),
+        (Some(password), None, Some(body)) => decrypt(s, key_name, body, password),
+        (Some(_), None, None) => Err(s.error(key_name, "no private key found")),
+    }
+}
+
+/// Decrypt the base64 body of an `ENCRYPTED PRIVATE KEY` block.
+fn decrypt(
+    s: &TlsSettings,
+    key_name: &'static str,
+    body: &str,
+    password: &str,
+) -> Result<PrivatePkcs8KeyDer<'static>, TlsError> {
+    use base64::Engine;
+    let b64: String = body.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .map_err(|e| s.error(key_name, format!("bad PEM encrypted private key: {e}")))?;
+    let info = pkcs8::EncryptedPrivateKeyInfo::try_from(der.as_slice())
+        .map_err(|e| s.error(key_name, format!("bad encrypted private key: {e}")))?;
+    // A wrong password and a damaged key are one error: PBES2 cannot tell.
+    let document = info.decrypt(password.as_bytes()).map_err(|e| {
+        s.error("ssl.key.password", format!("could not decrypt the private key ({e}); PBES2 keys (openssl pkcs8 -topk8 -v2 aes-256-cbc) are read"))
+    })?;
+    Ok(PrivatePkcs8KeyDer::from(document.as_bytes().to_vec()))
 }
 
 /// The trust store, if one is configured.
@@ -229,6 +280,36 @@ fn versions(s: &TlsSettings) -> Result<Vec<&'static SupportedProtocolVersion>, T
         return Err(s.error("ssl.enabled.protocols", "no TLS version enabled"));
     }
     Ok(out)
+}
+
+/// The IANA name of a suite (Kafka's, from Java): rustls writes the TLS 1.3
+/// suites `TLS13_...` where IANA writes `TLS_...`.
+fn iana_name(suite: rustls::SupportedCipherSuite) -> String {
+    let name =
+        suite.suite().as_str().map_or_else(|| format!("{:?}", suite.suite()), str::to_string);
+    match name.strip_prefix("TLS13_") {
+        Some(rest) => format!("TLS_{rest}"),
+        None => name,
+    }
+}
+
+/// The ring provider, its suites limited to `ssl.cipher.suites` when set.
+fn provider(s: &TlsSettings) -> Result<CryptoProvider, TlsError> {
+    let mut provider = rustls::crypto::ring::default_provider();
+    if s.cipher_suites.is_empty() {
+        return Ok(provider);
+    }
+    let known = provider.cipher_suites.clone();
+    let mut chosen = Vec::new();
+    for name in &s.cipher_suites {
+        let suite = known.iter().copied().find(|k| iana_name(*k) == *name).ok_or_else(|| {
+            let names: Vec<String> = known.iter().map(|k| iana_name(*k)).collect();
+            s.error("ssl.cipher.suites", format!("{name} is not one of {}", names.join(", ")))
+        })?;
+        chosen.push(suite);
+    }
+    provider.cipher_suites = chosen;
+    Ok(provider)
 }
 
 /// A listener's `ServerConfig` and the leaf certificate it serves (what a
@@ -277,7 +358,7 @@ pub fn server_config(s: &TlsSettings) -> Result<Arc<ServerConfig>, TlsError> {
 /// # Errors
 /// The first rule broken, naming its key.
 pub fn load(s: &TlsSettings) -> Result<Loaded, TlsError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(provider(s)?);
     let (chain, key) = key_store(s)?;
     let leaf = chain[0].clone();
     let roots = trust_store(s)?;

@@ -32,6 +32,7 @@ use tokio_rustls::TlsAcceptor;
 use super::authenticator::{authenticate, is_sasl_handshake, reauthenticate, SaslIo};
 use super::{handle_frame_into, BoundListener, ConnError, ResponseBuf, MIN_FRAME};
 use crate::broker::Broker;
+use crate::security::principal_mapper::SslPrincipalMapper;
 use crate::security::sasl::SaslListener;
 use crate::security::tls::LiveTlsConfig;
 use crate::security::{principal, SecurityProtocol, Session};
@@ -53,7 +54,11 @@ pub(super) async fn accept_loop(
                     let broker = Arc::clone(&broker);
                     let conn_stop = stop.clone();
                     let name = name.clone();
-                    let tls = bound.tls.as_ref().map(|t| (Arc::clone(&t.live), t.handshake_timeout));
+                    let tls = bound.tls.as_ref().map(|t| ListenerTlsParts {
+                        live: Arc::clone(&t.live),
+                        timeout: t.handshake_timeout,
+                        mapper: Arc::clone(&t.principal_mapper),
+                    });
                     let security = (bound.protocol, tls, bound.sasl.clone());
                     connections.spawn(async move {
                         if let Err(e) = open(stream, peer, name, security, &broker, conn_stop).await {
@@ -104,9 +109,16 @@ fn handshake_failure(e: &std::io::Error) -> &'static str {
     }
 }
 
+/// What a connection of a TLS listener needs: the config current at accept,
+/// the handshake timeout and the principal mapping rules.
+struct ListenerTlsParts {
+    live: Arc<LiveTlsConfig>,
+    timeout: Duration,
+    mapper: Arc<SslPrincipalMapper>,
+}
+
 /// A listener's protocol, TLS config and SASL settings, as each connection needs them.
-type Security =
-    (SecurityProtocol, Option<(Arc<LiveTlsConfig>, Duration)>, Option<Arc<SaslListener>>);
+type Security = (SecurityProtocol, Option<ListenerTlsParts>, Option<Arc<SaslListener>>);
 
 /// Run the TLS handshake if the listener has TLS, authenticate if it is a
 /// SASL listener, then serve the connection.
@@ -118,7 +130,7 @@ async fn open(
     broker: &Arc<Broker>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), ConnError> {
-    let Some((live, timeout)) = tls else {
+    let Some(ListenerTlsParts { live, timeout, mapper }) = tls else {
         let mut session = Session::plaintext(listener, peer.ip());
         session.protocol = protocol;
         let (reader, writer) = stream.into_split();
@@ -154,7 +166,17 @@ async fn open(
             .and_then(|leaf| principal::subject_of(leaf)),
         _ => None,
     };
-    let mut session = Session::ssl(listener, peer.ip(), subject);
+    let name = match subject.map(|dn| (mapper.name(&dn), dn)) {
+        None => None,
+        Some((Some(name), _)) => Some(name),
+        Some((None, dn)) => {
+            // Kafka fails the authentication: the connection gets no principal.
+            broker.request_metrics.tls_handshake_failed(&listener, "no_principal_rule");
+            tracing::debug!(%peer, %listener, subject = %dn, rules = %mapper, "no ssl.principal.mapping.rules rule applies; closing");
+            return Ok(());
+        }
+    };
+    let mut session = Session::ssl(listener, peer.ip(), name);
     session.protocol = protocol;
     tracing::debug!(%peer, principal = %session.principal, "TLS session established");
     let (reader, writer) = tokio::io::split(tls);

@@ -82,6 +82,8 @@ pub struct BoundListener {
 #[derive(Debug)]
 pub struct ListenerTls {
     pub live: Arc<crate::security::tls::LiveTlsConfig>,
+    /// `ssl.principal.mapping.rules` of the listener.
+    pub principal_mapper: Arc<crate::security::principal_mapper::SslPrincipalMapper>,
     pub handshake_timeout: std::time::Duration,
     pub reload: tls_reloader::TlsWatch,
 }
