@@ -59,8 +59,8 @@ fn listener_port(b: &TestBroker, name: &str) -> u16 {
     let log = b.log();
     let line = log
         .lines()
-        .filter(|l| l.contains("listener bound") && l.contains(&format!("listener={name} ")))
-        .last()
+        .rev()
+        .find(|l| l.contains("listener bound") && l.contains(&format!("listener={name} ")))
         .unwrap_or_else(|| panic!("{name} not bound:\n{log}"));
     let addr = line.split("bound=").nth(1).and_then(|r| r.split_whitespace().next());
     addr.and_then(|a| a.rsplit(':').next()).and_then(|p| p.parse().ok()).expect("port")
