@@ -37,9 +37,11 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 mod auth;
+mod authz;
 mod tls;
 
 pub use auth::AuthMetrics;
+pub use authz::{Denial, DenialRecorder};
 pub use tls::TlsMetrics;
 
 use crate::cleaner::LogCleanerHandle;
@@ -59,7 +61,8 @@ pub enum MetricsError {
 
 /// Per-API request counters and latency (Kafka's `kafka.network:type=RequestMetrics`),
 /// the connections of SSL listeners that failed their TLS handshake, and
-/// SASL authentication outcomes (`auth`), TLS reloads (`tls`).
+/// SASL authentication outcomes (`auth`), TLS reloads (`tls`), authorization
+/// denials (`denials`).
 #[derive(Debug, Clone)]
 pub struct RequestMetrics {
     requests: IntCounterVec,
@@ -68,6 +71,7 @@ pub struct RequestMetrics {
     tls_handshake_failures: IntCounterVec,
     pub auth: AuthMetrics,
     pub tls: TlsMetrics,
+    pub denials: DenialRecorder,
 }
 
 impl Default for RequestMetrics {
@@ -115,7 +119,8 @@ impl RequestMetrics {
         )
         .expect("valid metric");
         let (auth, tls) = (AuthMetrics::default(), TlsMetrics::default());
-        Self { requests, errors, latency, tls_handshake_failures, auth, tls }
+        let denials = DenialRecorder::default();
+        Self { requests, errors, latency, tls_handshake_failures, auth, tls, denials }
     }
 
     /// Count a connection of `listener` whose TLS handshake failed for `reason`.
@@ -186,6 +191,9 @@ pub fn response_error_codes(r: &ResponseKind) -> Vec<i16> {
             a.responses.iter().map(|r| r.error_code).collect()
         }
         ResponseKind::ApiVersions(a) => vec![a.error_code],
+        ResponseKind::CreateAcls(c) => c.results.iter().map(|r| r.error_code).collect(),
+        ResponseKind::DescribeAcls(d) => vec![d.error_code],
+        ResponseKind::DeleteAcls(d) => d.filter_results.iter().map(|f| f.error_code).collect(),
         _ => Vec::new(),
     };
     codes.into_iter().filter(|c| *c != 0).collect()
@@ -472,6 +480,7 @@ impl Metrics {
         r.register(Box::new(requests.tls_handshake_failures.clone()))?;
         requests.auth.register(&r)?;
         requests.tls.register(&r)?;
+        requests.denials.register(&r)?;
         #[cfg(target_os = "linux")]
         r.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))?;
         let late_transactions = int_gauge(

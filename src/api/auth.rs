@@ -15,7 +15,10 @@
 
 use std::collections::HashMap;
 
+use kafka_protocol::messages::ApiKey;
+
 use super::RequestContext;
+use crate::metrics::Denial;
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 use crate::security::authorizer::{AuthorizationResult, Requester, StandardAuthorizer};
 
@@ -127,17 +130,33 @@ impl RequestContext<'_> {
             .fold(0, |bits, op| bits | (1 << op.code()))
     }
 
+    /// Count the denial and log it, rate-limited per (principal, operation,
+    /// resource) by the broker's [`DenialRecorder`](crate::metrics::DenialRecorder).
     fn record_denial(&self, operation: AclOperation, resource_type: ResourceType, name: &str) {
+        let key = self.header.request_api_key;
+        let api = ApiKey::try_from(key).map_or_else(|()| key.to_string(), |k| format!("{k:?}"));
         let principal = self.requester.as_ref().map(|r| r.principal.to_string());
-        tracing::info!(
-            principal = principal.as_deref().unwrap_or(""),
-            operation = operation.name(),
-            resource_type = resource_type.name(),
-            resource = name,
-            api_key = self.header.request_api_key,
-            peer = %self.session.peer,
-            "authorization denied"
-        );
+        let denial = Denial {
+            api: &api,
+            resource_type: resource_type.name(),
+            operation: operation.name(),
+            principal: principal.as_deref().unwrap_or(""),
+            resource_name: name,
+            peer: self.session.peer,
+        };
+        match self.denials {
+            Some(recorder) => {
+                recorder.record(&denial);
+            }
+            None => tracing::info!(
+                principal = denial.principal,
+                operation = denial.operation,
+                resource = %format_args!("{}:{name}", denial.resource_type),
+                api = denial.api,
+                peer = %denial.peer,
+                "authorization denied"
+            ),
+        }
     }
 }
 

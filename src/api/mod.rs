@@ -11,6 +11,7 @@
 //! the connection for) anything outside it, so an API we do not implement is
 //! never answered with a fake success.
 
+pub mod acls;
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod alter_configs;
@@ -56,13 +57,15 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::Broker;
 use crate::log::segment::FileRegion;
+use crate::metrics::DenialRecorder;
 use crate::security::acl_store::AclStore;
 use crate::security::authorizer::Requester;
 use crate::security::Session;
 
 /// One request as a handler sees it: its header, the connection's session
 /// (listener, peer, principal) and, when authorization is on, the
-/// authorizer with the requester it checks (`auth`).
+/// authorizer with the requester it checks (`auth`) and where its denials
+/// are counted and logged.
 #[derive(Debug)]
 pub struct RequestContext<'a> {
     pub header: RequestHeader,
@@ -70,6 +73,8 @@ pub struct RequestContext<'a> {
     pub authorizer: Option<&'a AclStore>,
     /// Built from the session when there is an authorizer.
     pub requester: Option<Requester>,
+    /// Counts and logs denials (`None`: each denial is logged, uncounted).
+    pub denials: Option<&'a DenialRecorder>,
 }
 
 impl<'a> RequestContext<'a> {
@@ -79,7 +84,14 @@ impl<'a> RequestContext<'a> {
         authorizer: Option<&'a AclStore>,
     ) -> Self {
         let requester = authorizer.map(|_| Requester::from_session(session));
-        Self { header, session, authorizer, requester }
+        Self { header, session, authorizer, requester, denials: None }
+    }
+
+    /// Record this request's denials in `denials` (the broker's metrics).
+    #[must_use]
+    pub fn with_denials(mut self, denials: &'a DenialRecorder) -> Self {
+        self.denials = Some(denials);
+        self
     }
 }
 
@@ -139,6 +151,9 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::DescribeClientQuotas, 0, 1),
     api(ApiKey::DescribeUserScramCredentials, 0, 0),
     api(ApiKey::AlterUserScramCredentials, 0, 0),
+    api(ApiKey::DescribeAcls, 1, 3),
+    api(ApiKey::CreateAcls, 1, 3),
+    api(ApiKey::DeleteAcls, 1, 3),
 ];
 
 /// The versions of `key` we handle, if we handle it at all.
@@ -266,7 +281,7 @@ pub async fn dispatch(
         // Reached only after authentication, or on a listener without SASL.
         RequestKind::SaslHandshake(_) => ResponseKind::SaslHandshake(sasl::handshake()),
         RequestKind::SaslAuthenticate(_) => ResponseKind::SaslAuthenticate(sasl::authenticate()),
-        other => transaction_api(broker, &ctx.header, other).ok_or(Close)?,
+        other => transaction_api(broker, ctx, other).ok_or(Close)?,
     };
     Ok(Some(Reply::from(response)))
 }
@@ -275,10 +290,10 @@ pub async fn dispatch(
 /// (logged) for a request that is none of them and has no handler.
 fn transaction_api(
     broker: &Arc<Broker>,
-    header: &RequestHeader,
+    ctx: &RequestContext<'_>,
     request: RequestKind,
 ) -> Option<ResponseKind> {
-    let v = header.request_api_version;
+    let v = ctx.header.request_api_version;
     Some(match request {
         RequestKind::InitProducerId(r) => {
             ResponseKind::InitProducerId(blocking(|| init_producer_id::handle(broker, &r, v)))
@@ -305,18 +320,28 @@ fn transaction_api(
         RequestKind::ListTransactions(r) => {
             ResponseKind::ListTransactions(list_transactions::handle(broker, &r, v))
         }
-        other => return security_api(broker, header, other),
+        other => return security_api(broker, ctx, other),
     })
 }
 
-/// The SCRAM credential APIs and DescribeClientQuotas (docs/security.md 6);
-/// `None` (logged) for a request that has no handler.
+/// The ACL and SCRAM credential APIs and DescribeClientQuotas
+/// (docs/security.md 6); `None` for a request that has no handler (logged)
+/// or that the connection must be closed for.
 fn security_api(
     broker: &Arc<Broker>,
-    header: &RequestHeader,
+    ctx: &RequestContext<'_>,
     request: RequestKind,
 ) -> Option<ResponseKind> {
     Some(match request {
+        RequestKind::CreateAcls(r) => {
+            ResponseKind::CreateAcls(blocking(|| acls::create_acls(ctx, &r)).ok()?)
+        }
+        RequestKind::DescribeAcls(r) => {
+            ResponseKind::DescribeAcls(acls::describe_acls(ctx, &r).ok()?)
+        }
+        RequestKind::DeleteAcls(r) => {
+            ResponseKind::DeleteAcls(blocking(|| acls::delete_acls(ctx, &r)).ok()?)
+        }
         RequestKind::AlterUserScramCredentials(r) => {
             ResponseKind::AlterUserScramCredentials(blocking(|| {
                 scram_credentials::alter(&broker.scram, &r)
@@ -329,7 +354,7 @@ fn security_api(
             ResponseKind::DescribeClientQuotas(scram_credentials::describe_client_quotas(&r))
         }
         other => {
-            tracing::warn!(api = ?ApiKey::try_from(header.request_api_key).ok(), "no handler for {:?}", std::mem::discriminant(&other));
+            tracing::warn!(api = ?ApiKey::try_from(ctx.header.request_api_key).ok(), "no handler for {:?}", std::mem::discriminant(&other));
             return None;
         }
     })

@@ -246,7 +246,8 @@ pub async fn handle_frame_into(
         Frame::Request { api_key, header, request } => {
             let version = header.request_api_version;
             let started = std::time::Instant::now();
-            let ctx = RequestContext::new(header, session, broker.acls.as_deref());
+            let ctx = RequestContext::new(header, session, broker.acls.as_deref())
+                .with_denials(&broker.request_metrics.denials);
             let outcome = api::dispatch(broker, &ctx, *request).await;
             let header = ctx.header;
             let api_name = format!("{api_key:?}");
