@@ -23,8 +23,9 @@
 //! DescribeLogDirs (31), DescribeCluster, DescribeProducers; the super user
 //! does each. Real clients: kcat (librdkafka) produces where alice may and
 //! reports Kafka's authorization error where she may not, and lists only
-//! `orders-*`; Kafka's `kafka-topics` with `--command-config` lists only
-//! `orders-*` and fails to delete a topic. The no-authorizer behaviour is the
+//! `orders-*`; confluent-kafka-python the same through its producer and admin
+//! client (tests/python/acl_confluent.py); Kafka's `kafka-topics` with
+//! `--command-config` lists only `orders-*` and fails to delete a topic. The no-authorizer behaviour is the
 //! rest of the suite's.
 
 mod broker;
@@ -33,7 +34,7 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::process::Command;
 
-use broker::{kafka_tool, kafka_tool_output, produce, TestBroker, Wire};
+use broker::{kafka_tool, kafka_tool_output, produce, run_python_script, TestBroker, Wire};
 use bytes::Bytes;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -603,6 +604,9 @@ fn real_clients_see_the_same(st: &Setup) {
         out.lines().filter_map(|l| l.trim().strip_prefix("topic \"")?.split('"').next()).collect();
     assert!(listed.contains(&"orders-eu"), "{out}");
     assert!(listed.iter().all(|t| t.starts_with("orders-")), "{out}");
+
+    // confluent-kafka-python as alice: the same answers through its API.
+    run_python_script(b, "acl_confluent.py", &["alice", &password("alice")], "done");
 
     // kafka-topics with --command-config as alice.
     let config = st.work.path().join("alice.properties");
