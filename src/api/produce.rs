@@ -76,16 +76,22 @@ pub fn handle(
             }
         })
         .collect();
-    let writable = ctx.filter_authorized(
-        AclOperation::Write,
-        ResourceType::Topic,
-        names.iter().flatten().map(String::as_str),
-    );
+    // Without an authorizer the hot path builds no map.
+    let writable = ctx.authorization_enabled().then(|| {
+        ctx.filter_authorized(
+            AclOperation::Write,
+            ResourceType::Topic,
+            names.iter().flatten().map(String::as_str),
+        )
+    });
     let mut failed = false;
     let mut appended = false;
     let mut topics = Vec::with_capacity(request.topic_data.len());
     for (topic, name) in request.topic_data.into_iter().zip(&names) {
-        let denied = name.as_deref().is_some_and(|n| writable.get(n) != Some(&true));
+        let denied = match (&writable, name.as_deref()) {
+            (Some(writable), Some(n)) => writable.get(n) != Some(&true),
+            _ => false,
+        };
         let mut partitions = Vec::with_capacity(topic.partition_data.len());
         for p in topic.partition_data {
             let response = PartitionProduceResponse::default()
