@@ -2,6 +2,9 @@
 //! (SET / DELETE / APPEND / SUBTRACT on single keys). Changes are validated as
 //! a whole before anything is applied and take effect on the live logs at once.
 //! Broker configs are static (the TOML file): altering them is refused.
+//! Each resource needs ALTER_CONFIGS, mapped to an ACL resource and a refusal
+//! code as DescribeConfigs maps DESCRIBE_CONFIGS, checked before anything
+//! else about it (Kafka's `ControllerApis.authorizeAlterResource`).
 
 use std::collections::BTreeMap;
 
@@ -12,12 +15,15 @@ use kafka_protocol::messages::{
     IncrementalAlterConfigsResponse,
 };
 
-use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::describe_configs::{
+    config_resource_refusal, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC,
+};
 use super::error::error_code;
-use super::str_bytes;
+use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
 use crate::log::config::{config_def, ConfigType};
 use crate::log::LogError;
+use crate::security::acl::AclOperation;
 
 const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
@@ -28,6 +34,8 @@ type Outcome = Result<(), (ResponseError, String)>;
 
 fn apply(
     broker: &Broker,
+    ctx: &RequestContext<'_>,
+    legacy: bool,
     resource_type: i8,
     name: &str,
     validate_only: bool,
@@ -36,6 +44,15 @@ fn apply(
         &crate::log::LogConfig,
     ) -> Result<BTreeMap<String, String>, (ResponseError, String)>,
 ) -> Outcome {
+    // Legacy AlterConfigs knows no broker loggers: INVALID_REQUEST below
+    // before any check, as on Kafka.
+    let checked = !(legacy && resource_type == RESOURCE_BROKER_LOGGER);
+    if let Some((code, message)) = checked
+        .then(|| config_resource_refusal(ctx, AclOperation::AlterConfigs, resource_type, name))
+        .flatten()
+    {
+        return Err((code, message.into()));
+    }
     match resource_type {
         RESOURCE_TOPIC => {}
         RESOURCE_BROKER => {
@@ -65,22 +82,27 @@ fn apply(
     }
 }
 
-pub fn handle_alter(broker: &Broker, request: AlterConfigsRequest) -> AlterConfigsResponse {
+pub fn handle_alter(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    request: AlterConfigsRequest,
+) -> AlterConfigsResponse {
     let responses = request
         .resources
         .into_iter()
         .map(|r| {
             let name = r.resource_name.to_string();
-            let outcome = apply(broker, r.resource_type, &name, request.validate_only, |_, _| {
-                // The legacy API replaces the whole set of overrides.
-                let mut out = BTreeMap::new();
-                for c in &r.configs {
-                    if let Some(v) = &c.value {
-                        out.insert(c.name.to_string(), v.to_string());
+            let outcome =
+                apply(broker, ctx, true, r.resource_type, &name, request.validate_only, |_, _| {
+                    // The legacy API replaces the whole set of overrides.
+                    let mut out = BTreeMap::new();
+                    for c in &r.configs {
+                        if let Some(v) = &c.value {
+                            out.insert(c.name.to_string(), v.to_string());
+                        }
                     }
-                }
-                Ok(out)
-            });
+                    Ok(out)
+                });
             let resp = alter_configs_response::AlterConfigsResourceResponse::default()
                 .with_resource_type(r.resource_type)
                 .with_resource_name(r.resource_name);
@@ -101,6 +123,7 @@ fn list_items(v: &str) -> Vec<String> {
 
 pub fn handle_incremental(
     broker: &Broker,
+    ctx: &RequestContext<'_>,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let defaults = broker.logs.config().topic_defaults.clone();
@@ -109,7 +132,7 @@ pub fn handle_incremental(
         .into_iter()
         .map(|r| {
             let name = r.resource_name.to_string();
-            let outcome = apply(broker, r.resource_type, &name, request.validate_only, |current, config| {
+            let outcome = apply(broker, ctx, false, r.resource_type, &name, request.validate_only, |current, config| {
                 let mut out = current.clone();
                 for c in &r.configs {
                     let key = c.name.to_string();

@@ -1,20 +1,39 @@
-//! CreatePartitions: grow a topic to a larger partition count.
+//! CreatePartitions: grow a topic to a larger partition count. Each topic
+//! needs ALTER on it, checked before its existence:
+//! TOPIC_AUTHORIZATION_FAILED otherwise (Kafka's `ControllerApis`).
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 
 use super::error::error_code;
-use super::str_bytes;
+use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
+use crate::security::acl::{AclOperation, ResourceType};
 
-pub fn handle(broker: &Broker, request: CreatePartitionsRequest) -> CreatePartitionsResponse {
+pub fn handle(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    request: CreatePartitionsRequest,
+) -> CreatePartitionsResponse {
+    let alterable: Vec<bool> = {
+        let allowed = ctx.filter_authorized(
+            AclOperation::Alter,
+            ResourceType::Topic,
+            request.topics.iter().map(|t| t.name.0.as_str()),
+        );
+        request.topics.iter().map(|t| allowed.get(t.name.0.as_str()) == Some(&true)).collect()
+    };
     let results = request
         .topics
         .into_iter()
-        .map(|t| {
+        .zip(alterable)
+        .map(|(t, alterable)| {
             let name = t.name.0.to_string();
             let result = CreatePartitionsTopicResult::default().with_name(t.name.clone());
+            if !alterable {
+                return result.with_error_code(ResponseError::TopicAuthorizationFailed.code());
+            }
             let Some(info) = broker.logs.topic(&name) else {
                 return result.with_error_code(ResponseError::UnknownTopicOrPartition.code()).with_error_message(Some(str_bytes(format!("topic {name} does not exist"))));
             };

@@ -1,5 +1,7 @@
 //! DeleteRecords: move a partition's log start offset forward (offset -1 means
 //! the high watermark); whole segments below it are removed by retention.
+//! Each topic needs DELETE on it, checked before the partition's existence:
+//! TOPIC_AUTHORIZATION_FAILED otherwise (Kafka's `handleDeleteRecordsRequest`).
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::delete_records_response::{
@@ -8,14 +10,29 @@ use kafka_protocol::messages::delete_records_response::{
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 
 use super::error::error_code;
+use super::RequestContext;
 use crate::broker::Broker;
 use crate::log::TopicPartition;
+use crate::security::acl::{AclOperation, ResourceType};
 
-pub fn handle(broker: &Broker, request: DeleteRecordsRequest) -> DeleteRecordsResponse {
+pub fn handle(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    request: DeleteRecordsRequest,
+) -> DeleteRecordsResponse {
+    let deletable: Vec<bool> = {
+        let allowed = ctx.filter_authorized(
+            AclOperation::Delete,
+            ResourceType::Topic,
+            request.topics.iter().map(|t| t.name.0.as_str()),
+        );
+        request.topics.iter().map(|t| allowed.get(t.name.0.as_str()) == Some(&true)).collect()
+    };
     let topics = request
         .topics
         .into_iter()
-        .map(|t| {
+        .zip(deletable)
+        .map(|(t, deletable)| {
             let name = t.name.0.to_string();
             let partitions = t
                 .partitions
@@ -24,6 +41,9 @@ pub fn handle(broker: &Broker, request: DeleteRecordsRequest) -> DeleteRecordsRe
                     let r = DeleteRecordsPartitionResult::default()
                         .with_partition_index(p.partition_index)
                         .with_low_watermark(-1);
+                    if !deletable {
+                        return r.with_error_code(ResponseError::TopicAuthorizationFailed.code());
+                    }
                     let tp = TopicPartition::new(name.clone(), p.partition_index);
                     let Some(log) = broker.logs.get_log(&tp) else {
                         return r.with_error_code(ResponseError::UnknownTopicOrPartition.code());

@@ -1,5 +1,8 @@
 //! DescribeCluster: this single node is the whole cluster and its controller,
 //! at the advertised endpoint of the listener the request came in on.
+//! It needs no ACL; `cluster_authorized_operations`, when asked for, is 0
+//! without DESCRIBE on the cluster (Kafka's `AuthHelper`), `i32::MIN` when
+//! not asked for.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
@@ -7,6 +10,7 @@ use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeCluster
 
 use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
+use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
 /// Endpoint type 1: brokers; 2: controllers (KIP-919). One node is both.
 pub fn handle(
@@ -25,6 +29,13 @@ pub fn handle(
                 request.endpoint_type
             ))));
     }
+    let operations = if !request.include_cluster_authorized_operations {
+        i32::MIN
+    } else if ctx.authorize_cluster(AclOperation::Describe) {
+        ctx.authorized_operations(ResourceType::Cluster, CLUSTER_NAME)
+    } else {
+        0
+    };
     let endpoint = broker.endpoint(&ctx.session.listener);
     let node = DescribeClusterBroker::default()
         .with_broker_id(BrokerId(broker.node_id))
@@ -33,5 +44,5 @@ pub fn handle(
     response
         .with_controller_id(BrokerId(broker.node_id))
         .with_brokers(vec![node])
-        .with_cluster_authorized_operations(i32::MIN)
+        .with_cluster_authorized_operations(operations)
 }

@@ -1,6 +1,14 @@
 //! DescribeConfigs for topics (every topic key with its value and where it
 //! comes from) and for this broker (every broker key, read-only; secrets and
 //! per-listener keys with a null value, marked sensitive).
+//!
+//! Authorization (Kafka's `ConfigHelper`): DESCRIBE_CONFIGS on the topic for
+//! a topic (TOPIC_AUTHORIZATION_FAILED), on the cluster for a broker or a
+//! broker logger (CLUSTER_AUTHORIZATION_FAILED), on the group for a group
+//! (GROUP_AUTHORIZATION_FAILED), checked per resource before its existence;
+//! a refused resource carries no configs. AlterConfigs and
+//! IncrementalAlterConfigs map ALTER_CONFIGS the same way
+//! ([`config_resource_refusal`]).
 
 use std::collections::BTreeMap;
 
@@ -10,14 +18,50 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
-use super::str_bytes;
+use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
 use crate::config::LISTENER_PREFIX;
 use crate::log::config::{ConfigSource, ConfigType, LOG_CONFIGS};
 use crate::log::LogConfig;
+use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
+/// Kafka's `ConfigResource.Type` codes.
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
+pub const RESOURCE_BROKER_LOGGER: i8 = 8;
+pub const RESOURCE_GROUP: i8 = 32;
+
+/// The refusal of `operation` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on a config
+/// resource, with Kafka's message, or `None` when allowed. A type with no ACL
+/// resource (unknown, client metrics) has no check here: it is refused as
+/// unsupported by the handler.
+pub fn config_resource_refusal(
+    ctx: &RequestContext<'_>,
+    operation: AclOperation,
+    resource_type: i8,
+    name: &str,
+) -> Option<(ResponseError, &'static str)> {
+    use ResponseError::{ClusterAuthorizationFailed, GroupAuthorizationFailed};
+    let (acl_type, acl_name, code, message) = match resource_type {
+        RESOURCE_TOPIC => (
+            ResourceType::Topic,
+            name,
+            ResponseError::TopicAuthorizationFailed,
+            "Topic authorization failed.",
+        ),
+        RESOURCE_BROKER | RESOURCE_BROKER_LOGGER => (
+            ResourceType::Cluster,
+            CLUSTER_NAME,
+            ClusterAuthorizationFailed,
+            "Cluster authorization failed.",
+        ),
+        RESOURCE_GROUP => {
+            (ResourceType::Group, name, GroupAuthorizationFailed, "Group authorization failed.")
+        }
+        _ => return None,
+    };
+    (!ctx.authorize(operation, acl_type, acl_name)).then_some((code, message))
+}
 
 /// Kafka's ConfigSource codes.
 pub const SOURCE_DYNAMIC_TOPIC: i8 = 1;
@@ -94,7 +138,40 @@ fn hide_value(mut e: DescribeConfigsResourceResult) -> DescribeConfigsResourceRe
     e
 }
 
-pub fn handle(broker: &Broker, request: DescribeConfigsRequest) -> DescribeConfigsResponse {
+pub fn handle(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    mut request: DescribeConfigsRequest,
+) -> DescribeConfigsResponse {
+    // Each resource's refusal, in request order; the others are described.
+    let mut refusals = Vec::with_capacity(request.resources.len());
+    let mut allowed = Vec::with_capacity(request.resources.len());
+    for resource in std::mem::take(&mut request.resources) {
+        let refusal = config_resource_refusal(
+            ctx,
+            AclOperation::DescribeConfigs,
+            resource.resource_type,
+            resource.resource_name.as_str(),
+        );
+        refusals.push(refusal.map(|(code, message)| {
+            DescribeConfigsResult::default()
+                .with_resource_type(resource.resource_type)
+                .with_resource_name(resource.resource_name.clone())
+                .with_error_code(code.code())
+                .with_error_message(Some(str_bytes(message)))
+        }));
+        if refusals.last().is_some_and(Option::is_none) {
+            allowed.push(resource);
+        }
+    }
+    request.resources = allowed;
+    let mut described = describe(broker, request).into_iter();
+    let results = refusals.into_iter().filter_map(|r| r.or_else(|| described.next())).collect();
+    DescribeConfigsResponse::default().with_results(results)
+}
+
+/// The results of resources the principal may describe, in request order.
+fn describe(broker: &Broker, request: DescribeConfigsRequest) -> Vec<DescribeConfigsResult> {
     let mut results = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
         let wanted = |name: &str| {
@@ -194,5 +271,5 @@ pub fn handle(broker: &Broker, request: DescribeConfigsRequest) -> DescribeConfi
         };
         results.push(result);
     }
-    DescribeConfigsResponse::default().with_results(results)
+    results
 }

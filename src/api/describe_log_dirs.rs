@@ -1,5 +1,7 @@
 //! DescribeLogDirs: every log dir with the size of each partition it holds and
-//! (v4+) the file system's total and usable bytes.
+//! (v4+) the file system's total and usable bytes. It needs DESCRIBE on the
+//! cluster: otherwise CLUSTER_AUTHORIZATION_FAILED (v3+; older versions have
+//! no error field) and no results, as Kafka answers.
 
 use std::collections::BTreeMap;
 
@@ -8,11 +10,22 @@ use kafka_protocol::messages::describe_log_dirs_response::{
 };
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 
-use super::{str_bytes, topic_name};
+use kafka_protocol::error::ResponseError;
+
+use super::{str_bytes, topic_name, RequestContext};
 use crate::broker::Broker;
 use crate::log::disk::disk_space;
+use crate::security::acl::AclOperation;
 
-pub fn handle(broker: &Broker, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
+pub fn handle(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    request: DescribeLogDirsRequest,
+) -> DescribeLogDirsResponse {
+    if !ctx.authorize_cluster(AclOperation::Describe) {
+        return DescribeLogDirsResponse::default()
+            .with_error_code(ResponseError::ClusterAuthorizationFailed.code());
+    }
     let wanted = |topic: &str, partition: i32| match &request.topics {
         None => true,
         Some(topics) => {

@@ -8,6 +8,9 @@
 //! A partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION, an offline
 //! one KAFKA_STORAGE_ERROR (Kafka's `getPartitionOrError`). The state is read
 //! under the log's read lock and copied out; producers are listed by id.
+//! Each topic needs READ on it, checked before its existence:
+//! TOPIC_AUTHORIZATION_FAILED for all its partitions otherwise (Kafka's
+//! `handleDescribeProducersRequest`).
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_producers_response::{
@@ -15,20 +18,34 @@ use kafka_protocol::messages::describe_producers_response::{
 };
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
 
+use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
 use crate::log::TopicPartition;
+use crate::security::acl::{AclOperation, ResourceType};
 
-pub fn handle(broker: &Broker, request: &DescribeProducersRequest) -> DescribeProducersResponse {
+pub fn handle(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    request: &DescribeProducersRequest,
+) -> DescribeProducersResponse {
     let topics = request
         .topics
         .iter()
         .map(|topic| {
+            let readable =
+                ctx.authorize(AclOperation::Read, ResourceType::Topic, topic.name.as_str());
             let partitions = topic
                 .partition_indexes
                 .iter()
                 .map(|&index| {
-                    describe(broker, &TopicPartition::new(topic.name.as_str(), index))
-                        .with_partition_index(index)
+                    let response = if readable {
+                        describe(broker, &TopicPartition::new(topic.name.as_str(), index))
+                    } else {
+                        PartitionResponse::default()
+                            .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                            .with_error_message(Some(str_bytes("Topic authorization failed.")))
+                    };
+                    response.with_partition_index(index)
                 })
                 .collect();
             TopicResponse::default().with_name(topic.name.clone()).with_partitions(partitions)

@@ -19,7 +19,15 @@
 //! encoding, swaps each placeholder for its region (in response order) and
 //! sends the region with `sendfile`, straight from the page cache to the
 //! socket, as Kafka does. Records never pass through the broker's memory.
+//!
+//! Authorization (Kafka's `handleFetchRequest`), decided once per request
+//! before the first read: a consumer needs READ on each topic, checked
+//! before the partition's existence (an unknown topic id is UNKNOWN_TOPIC_ID
+//! first); a fetch from a replica (`replica_id` ≥ 0, from v15 in
+//! `replica_state`) needs CLUSTER_ACTION on the cluster instead, and without
+//! it every partition is TOPIC_AUTHORIZATION_FAILED.
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -32,9 +40,11 @@ use kafka_protocol::messages::fetch_response::{
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
 use super::error::error_code;
+use super::RequestContext;
 use crate::broker::Broker;
 use crate::log::segment::FileRegion;
 use crate::log::{FetchIsolation, Log, TopicPartition};
+use crate::security::acl::{AclOperation, ResourceType};
 
 /// Upper bound of a long poll, whatever the client asks.
 const MAX_WAIT_CAP_MS: i32 = 5 * 60 * 1000;
@@ -73,14 +83,82 @@ pub struct FetchReply {
     pub regions: Vec<FileRegion>,
 }
 
-pub async fn handle(broker: &Broker, request: FetchRequest, version: i16) -> FetchReply {
+/// What the request's principal may read, decided before any read.
+enum FetchAccess {
+    /// A replica allowed CLUSTER_ACTION (or no authorizer): every partition.
+    All,
+    /// A replica without CLUSTER_ACTION: no partition.
+    Nothing,
+    /// A consumer: READ per topic name (a name not decided here is denied).
+    Topics(HashMap<String, bool>),
+}
+
+impl FetchAccess {
+    fn decide(
+        broker: &Broker,
+        ctx: &RequestContext<'_>,
+        request: &FetchRequest,
+        version: i16,
+    ) -> Self {
+        if !ctx.authorization_enabled() {
+            return Self::All;
+        }
+        let replica_id =
+            if version >= 15 { request.replica_state.replica_id.0 } else { request.replica_id.0 };
+        if replica_id >= 0 {
+            return if ctx.authorize_cluster(AclOperation::ClusterAction) {
+                Self::All
+            } else {
+                Self::Nothing
+            };
+        }
+        let names: Vec<String> = request
+            .topics
+            .iter()
+            .filter_map(|t| {
+                if version >= 13 {
+                    broker.topic_name_by_id(&t.topic_id)
+                } else {
+                    Some(t.topic.0.to_string())
+                }
+            })
+            .collect();
+        let readable = ctx.filter_authorized(
+            AclOperation::Read,
+            ResourceType::Topic,
+            names.iter().map(String::as_str),
+        );
+        Self::Topics(readable.into_iter().map(|(n, ok)| (n.to_string(), ok)).collect())
+    }
+
+    /// May a topic known by `name` (`None`: an unknown id) be read? `None`
+    /// when the answer is the existence check's.
+    fn refusal(&self, name: Option<&str>) -> Option<ResponseError> {
+        match (self, name) {
+            (Self::All, _) => None,
+            (Self::Nothing, _) => Some(ResponseError::TopicAuthorizationFailed),
+            (Self::Topics(_), None) => None,
+            (Self::Topics(readable), Some(n)) => {
+                (readable.get(n) != Some(&true)).then_some(ResponseError::TopicAuthorizationFailed)
+            }
+        }
+    }
+}
+
+pub async fn handle(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    request: FetchRequest,
+    version: i16,
+) -> FetchReply {
+    let access = FetchAccess::decide(broker, ctx, &request, version);
     let wait = Duration::from_millis(request.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64);
     let deadline = tokio::time::Instant::now() + wait;
     let mut appends = broker.subscribe_appends();
     loop {
         appends.borrow_and_update();
         let (reply, bytes, errors) =
-            tokio::task::block_in_place(|| read_once(broker, &request, version));
+            tokio::task::block_in_place(|| read_once(broker, &request, version, &access));
         let enough = bytes >= request.min_bytes.max(0) as usize || errors;
         if enough || tokio::time::Instant::now() >= deadline {
             return reply;
@@ -88,12 +166,22 @@ pub async fn handle(broker: &Broker, request: FetchRequest, version: i16) -> Fet
         match tokio::time::timeout_at(deadline, appends.changed()).await {
             Ok(Ok(())) => continue,
             // Timed out (or the broker is going away): answer with what there is.
-            _ => return tokio::task::block_in_place(|| read_once(broker, &request, version)).0,
+            _ => {
+                return tokio::task::block_in_place(|| {
+                    read_once(broker, &request, version, &access)
+                })
+                .0
+            }
         }
     }
 }
 
-fn read_once(broker: &Broker, request: &FetchRequest, version: i16) -> (FetchReply, usize, bool) {
+fn read_once(
+    broker: &Broker,
+    request: &FetchRequest,
+    version: i16,
+    access: &FetchAccess,
+) -> (FetchReply, usize, bool) {
     let mut regions = Vec::new();
     let mut remaining = request.max_bytes.max(0) as usize;
     let mut total = 0usize;
@@ -114,9 +202,10 @@ fn read_once(broker: &Broker, request: &FetchRequest, version: i16) -> (FetchRep
                 .with_last_stable_offset(-1)
                 .with_log_start_offset(-1)
                 .with_records(Some(Bytes::new()));
-            let code = match &name {
-                None => Some(ResponseError::UnknownTopicId),
-                Some(name) => {
+            let code = match (access.refusal(name.as_deref()), &name) {
+                (Some(refused), _) => Some(refused),
+                (None, None) => Some(ResponseError::UnknownTopicId),
+                (None, Some(name)) => {
                     let tp = TopicPartition::new(name.clone(), p.partition);
                     match broker.logs.get_log(&tp) {
                         None if broker.logs.offline_partitions().contains_key(&tp) => {

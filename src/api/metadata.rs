@@ -3,10 +3,25 @@
 //! created when both the client and `auto.create.topics.enable` allow it.
 //! The broker is described at the advertised endpoint of the listener the
 //! request came in on, as Kafka does, so each network sees its own address.
+//!
+//! Authorization (Kafka's `handleTopicMetadataRequest`): a topic is described
+//! only with DESCRIBE on it. An all-topics request leaves the others out
+//! silently (a filter: no denial recorded). A named topic without DESCRIBE
+//! is TOPIC_AUTHORIZATION_FAILED with its name, a null id and no partitions
+//! whether or not it exists: existence is looked at only after the check. A
+//! topic asked for by id (v12+) is UNKNOWN_TOPIC_ID when no topic has it, and
+//! without DESCRIBE it is TOPIC_AUTHORIZATION_FAILED with the id and a null
+//! name (Kafka counts ids as not sensitive). Auto-creation of a describable
+//! missing topic needs CREATE on the cluster or on the topic, else
+//! TOPIC_AUTHORIZATION_FAILED. Authorized-operation fields are filled only
+//! when asked for (`i32::MIN` otherwise): a topic's on every topic described
+//! or looked up (not on refused ones or unknown ids); the cluster's (v8-10)
+//! is 0 without DESCRIBE on the cluster.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
@@ -16,6 +31,7 @@ use super::error::error_code;
 use super::{str_bytes, topic_name, uuid_of, RequestContext};
 use crate::broker::Broker;
 use crate::log::{LogError, LogManager, TopicInfo, TopicPartition};
+use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
 fn topic_response(broker: &Broker, info: &TopicInfo) -> MetadataResponseTopic {
     let offline = broker.logs.offline_partitions();
@@ -51,6 +67,104 @@ fn error_topic(name: Option<String>, id: uuid::Uuid, code: ResponseError) -> Met
         .with_topic_authorized_operations(i32::MIN)
 }
 
+/// Kafka's answer for a topic the principal may not describe (or create):
+/// nothing about it but the name or id it was asked by.
+fn refused_topic(name: Option<String>, id: uuid::Uuid) -> MetadataResponseTopic {
+    let internal = matches!(name.as_deref(), Some("__consumer_offsets" | "__transaction_state"));
+    error_topic(name, id, ResponseError::TopicAuthorizationFailed).with_is_internal(internal)
+}
+
+/// Create `name` on a Metadata request's behalf (the principal may).
+fn auto_create(broker: &Broker, name: String) -> MetadataResponseTopic {
+    let created = LogManager::validate_topic_name(&name).and_then(|_| {
+        broker.logs.create_topic(&name, broker.config.num_partitions(), BTreeMap::new())
+    });
+    match created {
+        Ok(info) => {
+            tracing::info!(topic = %name, partitions = info.partitions, "auto-created topic");
+            topic_response(broker, &info)
+        }
+        // Another request created it in between.
+        Err(LogError::TopicExists(_)) => match broker.logs.topic(&name) {
+            Some(info) => topic_response(broker, &info),
+            None => {
+                error_topic(Some(name), uuid::Uuid::nil(), ResponseError::UnknownTopicOrPartition)
+            }
+        },
+        Err(e) => error_topic(Some(name), uuid::Uuid::nil(), error_code(&e)),
+    }
+}
+
+/// The topics a request names (by name or, v12+, by id), in its order.
+fn named_topics(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    requested: Vec<MetadataRequestTopic>,
+    allow_auto_create: bool,
+) -> Vec<MetadataResponseTopic> {
+    let by_id: BTreeMap<[u8; 16], TopicInfo> =
+        broker.logs.topics().into_iter().map(|t| (t.id, t)).collect();
+    // Each entry's name: asked for, or the name of the topic its id is.
+    let names: Vec<Option<String>> = requested
+        .iter()
+        .map(|t| match &t.name {
+            Some(name) => Some(name.0.to_string()),
+            None => by_id.get(t.topic_id.as_bytes()).map(|i| i.name.clone()),
+        })
+        .collect();
+    let describable: HashMap<String, bool> = ctx
+        .filter_authorized(
+            AclOperation::Describe,
+            ResourceType::Topic,
+            names.iter().flatten().map(String::as_str),
+        )
+        .into_iter()
+        .map(|(n, ok)| (n.to_string(), ok))
+        .collect();
+    let mut cluster_create = None;
+    let mut creatable: HashMap<String, bool> = HashMap::new();
+    let mut topics = Vec::with_capacity(requested.len());
+    for (t, name) in requested.into_iter().zip(names) {
+        let by_name = t.name.is_some();
+        let Some(name) = name else {
+            topics.push(error_topic(None, t.topic_id, ResponseError::UnknownTopicId));
+            continue;
+        };
+        if describable.get(&name) != Some(&true) {
+            topics.push(if by_name {
+                refused_topic(Some(name), uuid::Uuid::nil())
+            } else {
+                refused_topic(None, t.topic_id)
+            });
+            continue;
+        }
+        if let Some(info) = broker.logs.topic(&name) {
+            topics.push(topic_response(broker, &info));
+            continue;
+        }
+        if !allow_auto_create {
+            let unknown = ResponseError::UnknownTopicOrPartition;
+            topics.push(error_topic(Some(name), uuid::Uuid::nil(), unknown));
+            continue;
+        }
+        // CREATE on the cluster is asked once and not recorded as a denial
+        // (Kafka's logIfDenied=false); CREATE on the topic is.
+        let on_cluster = *cluster_create.get_or_insert_with(|| {
+            ctx.is_authorized(AclOperation::Create, ResourceType::Cluster, CLUSTER_NAME)
+        });
+        let may_create = on_cluster
+            || *creatable
+                .entry(name.clone())
+                .or_insert_with(|| ctx.authorize(AclOperation::Create, ResourceType::Topic, &name));
+        topics.push(if may_create {
+            auto_create(broker, name)
+        } else {
+            refused_topic(Some(name), uuid::Uuid::nil())
+        });
+    }
+    topics
+}
+
 pub fn handle(
     broker: &Broker,
     ctx: &RequestContext<'_>,
@@ -65,38 +179,36 @@ pub fn handle(
     // Before v4 clients could not say no to auto-creation.
     let allow_auto_create =
         (version < 4 || request.allow_auto_topic_creation) && broker.config.auto_create_topics();
-    let topics = match requested {
-        None => broker.logs.topics().iter().map(|t| topic_response(broker, t)).collect(),
-        Some(requested) => {
-            let by_id: BTreeMap<[u8; 16], TopicInfo> =
-                broker.logs.topics().into_iter().map(|t| (t.id, t)).collect();
-            requested
-                .into_iter()
-                .map(|t| match t.name {
-                    None => match by_id.get(t.topic_id.as_bytes()) {
-                        Some(info) => topic_response(broker, info),
-                        None => error_topic(None, t.topic_id, ResponseError::UnknownTopicId),
-                    },
-                    Some(name) => {
-                        let name = name.0.to_string();
-                        match broker.logs.topic(&name) {
-                            Some(info) => topic_response(broker, &info),
-                            None if !allow_auto_create => error_topic(Some(name), uuid::Uuid::nil(), ResponseError::UnknownTopicOrPartition),
-                            None => match LogManager::validate_topic_name(&name).and_then(|_| broker.logs.create_topic(&name, broker.config.num_partitions(), BTreeMap::new())) {
-                                Ok(info) => {
-                                    tracing::info!(topic = %name, partitions = info.partitions, "auto-created topic");
-                                    topic_response(broker, &info)
-                                }
-                                // Another request created it in between.
-                                Err(LogError::TopicExists(_)) => broker.logs.topic(&name).map_or_else(|| error_topic(Some(name.clone()), uuid::Uuid::nil(), ResponseError::UnknownTopicOrPartition), |i| topic_response(broker, &i)),
-                                Err(e) => error_topic(Some(name), uuid::Uuid::nil(), error_code(&e)),
-                            },
-                        }
-                    }
-                })
-                .collect()
-        }
+    let mut topics: Vec<MetadataResponseTopic> = match requested {
+        None => broker
+            .logs
+            .topics()
+            .iter()
+            .filter(|t| ctx.is_authorized(AclOperation::Describe, ResourceType::Topic, &t.name))
+            .map(|t| topic_response(broker, t))
+            .collect(),
+        Some(requested) => named_topics(broker, ctx, requested, allow_auto_create),
     };
+    if version >= 8 && request.include_topic_authorized_operations {
+        let refused = [ResponseError::TopicAuthorizationFailed, ResponseError::UnknownTopicId]
+            .map(|e| e.code());
+        for t in topics.iter_mut().filter(|t| !refused.contains(&t.error_code)) {
+            if let Some(name) = &t.name {
+                t.topic_authorized_operations =
+                    ctx.authorized_operations(ResourceType::Topic, name.0.as_str());
+            }
+        }
+    }
+    let cluster_operations =
+        if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
+            if ctx.authorize_cluster(AclOperation::Describe) {
+                ctx.authorized_operations(ResourceType::Cluster, CLUSTER_NAME)
+            } else {
+                0
+            }
+        } else {
+            i32::MIN
+        };
     let endpoint = broker.endpoint(&ctx.session.listener);
     let node = MetadataResponseBroker::default()
         .with_node_id(BrokerId(broker.node_id))
@@ -107,5 +219,5 @@ pub fn handle(
         .with_cluster_id(Some(str_bytes(broker.cluster_id.clone())))
         .with_controller_id(BrokerId(broker.node_id))
         .with_topics(topics)
-        .with_cluster_authorized_operations(i32::MIN)
+        .with_cluster_authorized_operations(cluster_operations)
 }

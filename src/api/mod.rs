@@ -204,46 +204,46 @@ pub async fn dispatch(
         // Runs on this worker: the append itself moves to `block_in_place` only
         // when it may fsync (see `produce::handle`).
         RequestKind::Produce(r) => {
-            return produce::handle(broker, r, v).map(|r| r.map(Reply::from))
+            return produce::handle(broker, ctx, r, v).map(|r| r.map(Reply::from))
         }
         RequestKind::Fetch(r) => {
-            let reply = fetch::handle(broker, r, v).await;
+            let reply = fetch::handle(broker, ctx, r, v).await;
             return Ok(Some(Reply {
                 response: ResponseKind::Fetch(reply.response),
                 regions: reply.regions,
             }));
         }
         RequestKind::ListOffsets(r) => {
-            ResponseKind::ListOffsets(blocking(|| list_offsets::handle(broker, r, v)))
+            ResponseKind::ListOffsets(blocking(|| list_offsets::handle(broker, ctx, r, v)))
         }
         RequestKind::Metadata(r) => {
             ResponseKind::Metadata(blocking(|| metadata::handle(broker, ctx, r, v)))
         }
         RequestKind::CreateTopics(r) => {
-            ResponseKind::CreateTopics(blocking(|| create_topics::handle(broker, r, v)))
+            ResponseKind::CreateTopics(blocking(|| create_topics::handle(broker, ctx, r, v)))
         }
         RequestKind::DeleteTopics(r) => {
-            ResponseKind::DeleteTopics(blocking(|| delete_topics::handle(broker, r, v)))
+            ResponseKind::DeleteTopics(blocking(|| delete_topics::handle(broker, ctx, r, v)))
         }
         RequestKind::CreatePartitions(r) => {
-            ResponseKind::CreatePartitions(blocking(|| create_partitions::handle(broker, r)))
+            ResponseKind::CreatePartitions(blocking(|| create_partitions::handle(broker, ctx, r)))
         }
         RequestKind::DeleteRecords(r) => {
-            ResponseKind::DeleteRecords(blocking(|| delete_records::handle(broker, r)))
+            ResponseKind::DeleteRecords(blocking(|| delete_records::handle(broker, ctx, r)))
         }
         RequestKind::DescribeConfigs(r) => {
-            ResponseKind::DescribeConfigs(describe_configs::handle(broker, r))
+            ResponseKind::DescribeConfigs(describe_configs::handle(broker, ctx, r))
         }
         RequestKind::AlterConfigs(r) => {
-            ResponseKind::AlterConfigs(blocking(|| alter_configs::handle_alter(broker, r)))
+            ResponseKind::AlterConfigs(blocking(|| alter_configs::handle_alter(broker, ctx, r)))
         }
         RequestKind::IncrementalAlterConfigs(r) => {
             ResponseKind::IncrementalAlterConfigs(blocking(|| {
-                alter_configs::handle_incremental(broker, r)
+                alter_configs::handle_incremental(broker, ctx, r)
             }))
         }
         RequestKind::DescribeLogDirs(r) => {
-            ResponseKind::DescribeLogDirs(blocking(|| describe_log_dirs::handle(broker, r)))
+            ResponseKind::DescribeLogDirs(blocking(|| describe_log_dirs::handle(broker, ctx, r)))
         }
         RequestKind::DescribeCluster(r) => {
             ResponseKind::DescribeCluster(describe_cluster::handle(broker, ctx, &r))
@@ -312,7 +312,7 @@ fn transaction_api(
             ResponseKind::WriteTxnMarkers(blocking(|| write_txn_markers::handle(broker, &r)))
         }
         RequestKind::DescribeProducers(r) => {
-            ResponseKind::DescribeProducers(describe_producers::handle(broker, &r))
+            ResponseKind::DescribeProducers(describe_producers::handle(broker, ctx, &r))
         }
         RequestKind::DescribeTransactions(r) => {
             ResponseKind::DescribeTransactions(describe_transactions::handle(broker, &r, v))

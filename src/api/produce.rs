@@ -17,6 +17,15 @@
 //! `txn_produce_error_code`. Each check is per partition and producer id:
 //! other producers are never affected. A control batch from a client stays
 //! INVALID_RECORD (the log's validator).
+//!
+//! Authorization (Kafka's `handleProduceRequest`): a request with a
+//! transactional batch needs WRITE on its TRANSACTIONAL_ID, else the whole
+//! request is TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as without an id. Then
+//! each topic needs WRITE, checked once per name before the partition's
+//! existence (an id Produce v13 names that no topic has is UNKNOWN_TOPIC_ID
+//! first: an id reveals no name); a denied partition is
+//! TOPIC_AUTHORIZATION_FAILED and, with acks=0, closes the connection like
+//! any other failed partition.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_request::PartitionProduceData;
@@ -26,7 +35,7 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 
 use super::error::{error_code, txn_produce_error_code};
-use super::{str_bytes, Close};
+use super::{str_bytes, Close, RequestContext};
 use crate::broker::Broker;
 use crate::log::producer_state::VerificationGuard;
 use crate::log::record_batch::{
@@ -34,6 +43,7 @@ use crate::log::record_batch::{
     TRANSACTIONAL_FLAG_MASK,
 };
 use crate::log::{BatchError, LogAppendInfo, LogError, TopicPartition};
+use crate::security::acl::{AclOperation, ResourceType};
 
 /// Versions below this are advertised (for old librdkafka) but refused.
 pub const MIN_SUPPORTED_VERSION: i16 = 3;
@@ -42,21 +52,45 @@ pub const MIN_SUPPORTED_VERSION: i16 = 3;
 /// `Close` for an acks=0 request in which some partition failed.
 pub fn handle(
     broker: &Broker,
+    ctx: &RequestContext<'_>,
     request: ProduceRequest,
     version: i16,
 ) -> Result<Option<ResponseKind>, Close> {
     let acks = request.acks;
-    if request.transactional_id.is_none() && has_transactional_records(&request) {
-        return Ok(refuse_transactional_records(request, acks));
+    if has_transactional_records(&request) {
+        let authorized = request.transactional_id.as_ref().is_some_and(|id| {
+            ctx.authorize(AclOperation::Write, ResourceType::TransactionalId, id.as_str())
+        });
+        if !authorized {
+            return Ok(refuse_transactional_records(request, acks));
+        }
     }
+    let names: Vec<Option<String>> = request
+        .topic_data
+        .iter()
+        .map(|topic| {
+            if version >= 13 {
+                broker.topic_name_by_id(&topic.topic_id)
+            } else {
+                Some(topic.name.0.to_string())
+            }
+        })
+        .collect();
+    // Without an authorizer the hot path builds no map.
+    let writable = ctx.authorization_enabled().then(|| {
+        ctx.filter_authorized(
+            AclOperation::Write,
+            ResourceType::Topic,
+            names.iter().flatten().map(String::as_str),
+        )
+    });
     let mut failed = false;
     let mut appended = false;
     let mut topics = Vec::with_capacity(request.topic_data.len());
-    for topic in request.topic_data {
-        let name = if version >= 13 {
-            broker.topic_name_by_id(&topic.topic_id)
-        } else {
-            Some(topic.name.0.to_string())
+    for (topic, name) in request.topic_data.into_iter().zip(&names) {
+        let denied = match (&writable, name.as_deref()) {
+            (Some(writable), Some(n)) => writable.get(n) != Some(&true),
+            _ => false,
         };
         let mut partitions = Vec::with_capacity(topic.partition_data.len());
         for p in topic.partition_data {
@@ -65,7 +99,9 @@ pub fn handle(
                 .with_base_offset(-1)
                 .with_log_append_time_ms(-1)
                 .with_log_start_offset(-1);
-            let outcome = if !matches!(acks, -1..=1) {
+            let outcome = if denied {
+                Err(Refusal::new(ResponseError::TopicAuthorizationFailed))
+            } else if !matches!(acks, -1..=1) {
                 Err(Refusal::new(ResponseError::InvalidRequiredAcks)
                     .because(format!("acks={acks} is not -1, 0 or 1")))
             } else {
@@ -169,8 +205,10 @@ fn verify_transactional(
     Ok(Some(guard))
 }
 
-/// Kafka's answer to transactional records without a transactional id: the
-/// error for every partition, nothing appended, and no response to acks=0.
+/// Kafka's answer to transactional records without a transactional id, or
+/// with one the principal may not WRITE: the error for every partition,
+/// nothing appended, and no response to acks=0 (Kafka's error response of
+/// an acks=0 Produce is none; the connection stays open).
 fn refuse_transactional_records(request: ProduceRequest, acks: i16) -> Option<ResponseKind> {
     if acks == 0 {
         return None;
