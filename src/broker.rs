@@ -240,6 +240,8 @@ impl TxnCompletionListener for GroupTxnListener {
 pub enum BrokerError {
     #[error("starting the runtime")]
     Runtime(#[source] std::io::Error),
+    #[error("locking the log dirs")]
+    Locked(#[source] crate::log::dir_lock::DirLockError),
     #[error("opening the log dirs")]
     OpenLogs(#[source] LogError),
     #[error("starting the log cleaner")]
@@ -269,7 +271,11 @@ pub enum BrokerError {
 /// The first start step that failed, else a failure to flush the logs on the
 /// way down.
 pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(), BrokerError> {
-    // Declared first so it is dropped last, after every thread that uses it.
+    // Declared first so they are released last, after the runtime and every
+    // thread that writes the dirs.
+    let _locks =
+        crate::log::dir_lock::DirLocks::acquire(&config.log_dirs()).map_err(BrokerError::Locked)?;
+    // Declared before the logs so it is dropped after every thread that uses it.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("sediment-net")

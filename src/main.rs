@@ -62,6 +62,22 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Add SCRAM users to a stopped broker's credential store (the first
+    /// admin user), as `kafka-storage format --add-scram` does for Kafka:
+    /// 'SCRAM-SHA-512=[name=admin,password=admin-secret]' (also
+    /// iterations=, or salt= and saltedpassword= in base64). With the broker
+    /// running, use kafka-configs --alter --entity-type users instead.
+    AddScram {
+        /// The broker's TOML file (its log.dirs hold the store).
+        #[arg(long, env = "SEDIMENT_CONFIG")]
+        config: Option<PathBuf>,
+        /// key=value, applied after the file.
+        #[arg(long = "override", value_name = "KEY=VALUE")]
+        overrides: Vec<String>,
+        /// MECHANISM=[name=...,password=...], one or more.
+        #[arg(required = true)]
+        credentials: Vec<String>,
+    },
     /// Print the batches of segment files (.log) and check index files
     /// (.index, .timeindex) against their log, like kafka-dump-log.
     DumpLog {
@@ -125,6 +141,18 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Command::AddScram { config, overrides, credentials } => {
+            match add_scram(config, &overrides, &credentials) {
+                Ok(n) => {
+                    println!("added {n} SCRAM credential(s)");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::from(1)
+                }
+            }
+        }
         Command::ConfigTemplate => {
             print!("{}", sediment::config::config_template());
             ExitCode::SUCCESS
@@ -172,6 +200,17 @@ fn load_config(file: Option<PathBuf>, overrides: &[String]) -> anyhow::Result<Br
     // The rules across keys (listeners and their protocols) once all are set.
     config.check()?;
     Ok(config)
+}
+
+fn add_scram(
+    file: Option<PathBuf>,
+    overrides: &[String],
+    credentials: &[String],
+) -> anyhow::Result<usize> {
+    use sediment::tools::add_scram;
+    let config = load_config(file, overrides)?;
+    let args = credentials.iter().map(|c| add_scram::parse(c)).collect::<Result<Vec<_>, _>>()?;
+    Ok(add_scram::run(&config.log_dirs(), args)?)
 }
 
 fn serve(file: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result<()> {

@@ -92,6 +92,7 @@ pub mod compression;
 pub mod config;
 pub mod control_record;
 pub mod coordinator_loader;
+pub mod dir_lock;
 pub mod disk;
 pub mod error;
 pub mod file_region;
