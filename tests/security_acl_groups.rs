@@ -16,6 +16,8 @@
 //! GROUP; OffsetCommit 30 for the group, 29 per denied topic;
 //! OffsetFetch/DescribeGroups per group, all-offsets answers without the
 //! topics the principal may not describe, authorized-operations bits;
+//! Join/Sync/Heartbeat/LeaveGroup 30; OffsetDelete 30 for the group, 29 per
+//! topic; DeleteGroups per group, the denied ones last;
 //! AddPartitionsToTxn 29 for the denied topic and OPERATION_NOT_ATTEMPTED for
 //! the rest; DescribeTransactions 53 or its partitions filtered by DESCRIBE
 //! TOPIC; ListTransactions filtered; EndTxn, AddOffsetsToTxn and
@@ -29,8 +31,13 @@ use bytes::Bytes;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialDeletion;
 use kafka_protocol::messages::describe_user_scram_credentials_request::UserName;
+use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::offset_delete_request::{
+    OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
 };
 use kafka_protocol::messages::offset_fetch_request::{
     OffsetFetchRequestGroup, OffsetFetchRequestTopics,
@@ -40,12 +47,12 @@ use kafka_protocol::messages::write_txn_markers_request::{
 };
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterUserScramCredentialsRequest,
-    ApiVersionsRequest, DescribeClientQuotasRequest, DescribeGroupsRequest,
+    ApiVersionsRequest, DeleteGroupsRequest, DescribeClientQuotasRequest, DescribeGroupsRequest,
     DescribeTransactionsRequest, DescribeUserScramCredentialsRequest, EndTxnRequest,
-    FindCoordinatorRequest, GroupId, InitProducerIdRequest, ListGroupsRequest,
-    ListTransactionsRequest, OffsetCommitRequest, OffsetFetchRequest, ProducerId,
-    SaslAuthenticateRequest, SaslHandshakeRequest, TopicName, TransactionalId,
-    WriteTxnMarkersRequest,
+    FindCoordinatorRequest, GroupId, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest,
+    LeaveGroupRequest, ListGroupsRequest, ListTransactionsRequest, OffsetCommitRequest,
+    OffsetDeleteRequest, OffsetFetchRequest, ProducerId, SaslAuthenticateRequest,
+    SaslHandshakeRequest, SyncGroupRequest, TopicName, TransactionalId, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use std::process::Command;
@@ -69,6 +76,7 @@ const ACLS: &[(&str, &str, &str, &str, &str)] = &[
     ("txn", "TOPIC", "PREFIXED", "orders-", "WRITE"),
     ("txn", "TRANSACTIONAL_ID", "PREFIXED", "tx-", "WRITE"),
     ("viewer", "TRANSACTIONAL_ID", "PREFIXED", "tx-", "DESCRIBE"),
+    ("viewer", "GROUP", "LITERAL", "g-admin", "DELETE"),
 ];
 
 fn s(v: &str) -> StrBytes {
@@ -301,6 +309,65 @@ fn group_apis_on_the_wire(st: &Setup) {
     let r =
         admin.call(5, &DescribeGroupsRequest::default().with_groups(vec![GroupId(s("g-admin"))]));
     assert_eq!(r.groups[0].authorized_operations, i32::MIN, "not asked for");
+    let r = admin.call(
+        5,
+        &DescribeGroupsRequest::default()
+            .with_groups(vec![GroupId(s("g-admin"))])
+            .with_include_authorized_operations(true),
+    );
+    // A super user: READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
+    let every = [3, 6, 8, 10, 11].iter().fold(0, |bits, op| bits | (1 << op));
+    assert_eq!(r.groups[0].authorized_operations, every);
+
+    // The membership APIs need READ on the group.
+    let join = JoinGroupRequest::default()
+        .with_group_id(GroupId(s("g-reader")))
+        .with_session_timeout_ms(10_000)
+        .with_rebalance_timeout_ms(10_000)
+        .with_member_id(s(""))
+        .with_protocol_type(s("consumer"))
+        .with_protocols(vec![JoinGroupRequestProtocol::default().with_name(s("range"))]);
+    let r = reader.call(7, &join);
+    assert_eq!((r.error_code, r.generation_id, r.protocol_name.clone()), (GROUP_DENIED, -1, None));
+    let heartbeat = HeartbeatRequest::default().with_group_id(GroupId(s("g-consumer")));
+    assert_eq!(reader.call(4, &heartbeat).error_code, GROUP_DENIED);
+    let sync = SyncGroupRequest::default()
+        .with_group_id(GroupId(s("g-consumer")))
+        .with_protocol_type(Some(s("consumer")))
+        .with_protocol_name(Some(s("range")));
+    assert_eq!(reader.call(5, &sync).error_code, GROUP_DENIED);
+    let leave = LeaveGroupRequest::default()
+        .with_group_id(GroupId(s("g-consumer")))
+        .with_members(vec![MemberIdentity::default().with_member_id(s("m-1"))]);
+    let r = reader.call(5, &leave);
+    assert_eq!((r.error_code, r.members.len()), (GROUP_DENIED, 0));
+
+    // OffsetDelete: DELETE on the group, then READ on each topic.
+    let delete_offsets = |group: &str| {
+        let topics = ["events", "orders-eu"].iter().map(|t| {
+            OffsetDeleteRequestTopic::default().with_name(TopicName(s(t))).with_partitions(vec![
+                OffsetDeleteRequestPartition::default().with_partition_index(0),
+            ])
+        });
+        OffsetDeleteRequest::default()
+            .with_group_id(GroupId(s(group)))
+            .with_topics(topics.collect())
+    };
+    assert_eq!(consumer.call(0, &delete_offsets("g-consumer")).error_code, GROUP_DENIED);
+    let mut viewer = st.wire("viewer");
+    let r = viewer.call(0, &delete_offsets("g-admin"));
+    assert_eq!(r.error_code, 0);
+    assert!(r.topics.iter().all(|t| t.partitions[0].error_code == TOPIC_DENIED), "{r:?}");
+    // DeleteGroups: denied groups come last.
+    let r = viewer.call(
+        2,
+        &DeleteGroupsRequest::default()
+            .with_groups_names(vec![GroupId(s("g-consumer")), GroupId(s("g-admin"))]),
+    );
+    let got: Vec<(&str, i16)> =
+        r.results.iter().map(|g| (g.group_id.0.as_str(), g.error_code)).collect();
+    assert_eq!(got, [("g-admin", 0), ("g-consumer", GROUP_DENIED)]);
+    assert_eq!(listed_groups(&mut admin), ["g-consumer"]);
 }
 
 fn init_producer_id(w: &mut Wire, transactional_id: Option<&str>) -> (i16, i64, i16) {
