@@ -15,8 +15,17 @@
 //! OPERATION_NOT_ATTEMPTED, and nothing is written (as Kafka's `KafkaApis`).
 //! Otherwise every partition of a transaction gets the coordinator's one
 //! answer.
+//!
+//! Authorization (Kafka's `handleAddPartitionsToTxnRequest`): v4-5 come from
+//! brokers and need CLUSTER_ACTION on the cluster (denied: the top-level
+//! CLUSTER_AUTHORIZATION_FAILED). v0-3 need WRITE on the transactional id
+//! (denied: TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition), then
+//! WRITE on each topic, checked before existence: a denied topic's partitions
+//! get TOPIC_AUTHORIZATION_FAILED and fail the transaction as an unknown one
+//! does. As on Kafka, the internal topics are never authorized for a client
+//! here (only when an authorizer is configured: without one nothing changes).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
@@ -26,15 +35,19 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse};
 
 use super::error::{txn_error_code, TxnApi};
+use super::RequestContext;
 use crate::broker::Broker;
+use crate::group::OFFSETS_TOPIC;
 use crate::log::TopicPartition;
-use crate::txn::TxnError;
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::txn::{TxnError, TRANSACTION_STATE_TOPIC};
 
 /// The first version of the batched form.
 const FIRST_BATCHED_VERSION: i16 = 4;
 
 pub fn handle(
     broker: &Broker,
+    ctx: &RequestContext<'_>,
     request: &AddPartitionsToTxnRequest,
     version: i16,
 ) -> AddPartitionsToTxnResponse {
@@ -46,8 +59,17 @@ pub fn handle(
             verify_only: false,
             topics: &request.v3_and_below_topics,
         };
-        let results = add_partitions(broker, &txn, version);
+        let results = if ctx.authorize(AclOperation::Write, ResourceType::TransactionalId, txn.id) {
+            let denied = denied_topics(ctx, txn.topics);
+            add_partitions(broker, &txn, &denied, version)
+        } else {
+            every_partition(txn.topics, ResponseError::TransactionalIdAuthorizationFailed.code())
+        };
         return AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results);
+    }
+    if !ctx.authorize_cluster(AclOperation::ClusterAction) {
+        return AddPartitionsToTxnResponse::default()
+            .with_error_code(ResponseError::ClusterAuthorizationFailed.code());
     }
     let results = request
         .transactions
@@ -62,7 +84,7 @@ pub fn handle(
             };
             AddPartitionsToTxnResult::default()
                 .with_transactional_id(t.transactional_id.clone())
-                .with_topic_results(add_partitions(broker, &txn, version))
+                .with_topic_results(add_partitions(broker, &txn, &HashSet::new(), version))
         })
         .collect();
     AddPartitionsToTxnResponse::default().with_results_by_transaction(results)
@@ -77,15 +99,60 @@ struct Transaction<'a> {
     topics: &'a [AddPartitionsToTxnTopic],
 }
 
-/// The answer for every partition of `txn`, by topic as asked.
+/// The topics of a client's (v0-3) request it may not write to; internal
+/// topics are never authorized, as Kafka leaves them out of the check.
+fn denied_topics<'a>(
+    ctx: &RequestContext<'_>,
+    topics: &'a [AddPartitionsToTxnTopic],
+) -> HashSet<&'a str> {
+    if !ctx.authorization_enabled() {
+        return HashSet::new();
+    }
+    let internal = |t: &str| t == OFFSETS_TOPIC || t == TRANSACTION_STATE_TOPIC;
+    let names = topics.iter().map(|t| t.name.as_str());
+    let allowed = ctx.filter_authorized(
+        AclOperation::Write,
+        ResourceType::Topic,
+        names.filter(|t| !internal(t)),
+    );
+    topics.iter().map(|t| t.name.as_str()).filter(|t| allowed.get(t) != Some(&true)).collect()
+}
+
+/// Every partition of `topics` answered `code`.
+fn every_partition(
+    topics: &[AddPartitionsToTxnTopic],
+    code: i16,
+) -> Vec<AddPartitionsToTxnTopicResult> {
+    topics
+        .iter()
+        .map(|topic| {
+            let results = topic
+                .partitions
+                .iter()
+                .map(|&p| {
+                    AddPartitionsToTxnPartitionResult::default()
+                        .with_partition_index(p)
+                        .with_partition_error_code(code)
+                })
+                .collect();
+            AddPartitionsToTxnTopicResult::default()
+                .with_name(topic.name.clone())
+                .with_results_by_partition(results)
+        })
+        .collect()
+}
+
+/// The answer for every partition of `txn`, by topic as asked; the
+/// partitions of `denied` topics fail the transaction.
 fn add_partitions(
     broker: &Broker,
     txn: &Transaction<'_>,
+    denied: &HashSet<&str>,
     version: i16,
 ) -> Vec<AddPartitionsToTxnTopicResult> {
     let mut partitions = BTreeSet::new();
     let mut unknown = BTreeSet::new();
-    for topic in txn.topics {
+    for topic in txn.topics.iter().filter(|t| !denied.contains(t.name.as_str())) {
         for &p in &topic.partitions {
             let tp = TopicPartition::new(topic.name.as_str(), p);
             if broker.logs.get_log(&tp).is_some() {
@@ -95,9 +162,12 @@ fn add_partitions(
             }
         }
     }
-    let code_of: Box<dyn Fn(&TopicPartition) -> i16> = if !unknown.is_empty() {
+    let code_of: Box<dyn Fn(&TopicPartition) -> i16> = if !unknown.is_empty() || !denied.is_empty()
+    {
         Box::new(|tp: &TopicPartition| {
-            if unknown.contains(tp) {
+            if denied.contains(tp.topic.as_str()) {
+                ResponseError::TopicAuthorizationFailed.code()
+            } else if unknown.contains(tp) {
                 ResponseError::UnknownTopicOrPartition.code()
             } else {
                 ResponseError::OperationNotAttempted.code()

@@ -1,20 +1,36 @@
 //! DeleteGroups: empty groups only; their offsets and metadata get tombstones.
+//!
+//! DELETE on each group is checked first: a denied group is answered
+//! GROUP_AUTHORIZATION_FAILED and kept; as Kafka's `handleDeleteGroupsRequest`
+//! builds its answer, the denied groups come after the others.
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
-use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
+use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse, GroupId};
+use kafka_protocol::ResponseError;
 
 use super::error::group_code;
+use super::RequestContext;
 use crate::broker::Broker;
+use crate::security::acl::{AclOperation, ResourceType};
 
-pub fn handle(broker: &Broker, request: &DeleteGroupsRequest) -> DeleteGroupsResponse {
-    let results = request
+pub fn handle(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    request: &DeleteGroupsRequest,
+) -> DeleteGroupsResponse {
+    let (allowed, denied): (Vec<&GroupId>, Vec<&GroupId>) = request
         .groups_names
         .iter()
-        .map(|g| {
-            DeletableGroupResult::default()
-                .with_group_id(g.clone())
-                .with_error_code(group_code(broker.groups.delete_group(g.0.as_str()).err()))
-        })
-        .collect();
-    DeleteGroupsResponse::default().with_results(results)
+        .partition(|g| ctx.authorize(AclOperation::Delete, ResourceType::Group, g.0.as_str()));
+    let deleted = allowed.into_iter().map(|g| {
+        DeletableGroupResult::default()
+            .with_group_id(g.clone())
+            .with_error_code(group_code(broker.groups.delete_group(g.0.as_str()).err()))
+    });
+    let denied = denied.into_iter().map(|g| {
+        DeletableGroupResult::default()
+            .with_group_id(g.clone())
+            .with_error_code(ResponseError::GroupAuthorizationFailed.code())
+    });
+    DeleteGroupsResponse::default().with_results(deleted.chain(denied).collect())
 }

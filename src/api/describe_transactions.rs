@@ -6,6 +6,11 @@
 //! (Dead), TRANSACTIONAL_ID_NOT_FOUND; COORDINATOR_LOAD_IN_PROGRESS until
 //! `__transaction_state` is loaded. The state is the current one, not a
 //! pending transition's target.
+//!
+//! DESCRIBE on each transactional id is checked first (denied:
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED, even for an empty id), and the
+//! partitions answered are only those of topics the principal may describe,
+//! as Kafka's `handleDescribeTransactionsRequest`.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_transactions_response::{TopicData, TransactionState};
@@ -14,19 +19,34 @@ use kafka_protocol::messages::{
 };
 
 use super::error::{txn_error_code, TxnApi};
-use super::{str_bytes, topic_name};
+use super::{str_bytes, topic_name, RequestContext};
 use crate::broker::Broker;
+use crate::security::acl::{AclOperation, ResourceType};
 use crate::txn::TransactionState as State;
 
 pub fn handle(
     broker: &Broker,
+    ctx: &RequestContext<'_>,
     request: &DescribeTransactionsRequest,
     version: i16,
 ) -> DescribeTransactionsResponse {
     let states = request
         .transactional_ids
         .iter()
-        .map(|id| describe(broker, id, version).with_transactional_id(id.clone()))
+        .map(|id| {
+            let state = if ctx.authorize(AclOperation::Describe, ResourceType::TransactionalId, id)
+            {
+                let mut state = describe(broker, id, version);
+                state.topics.retain(|t| {
+                    ctx.authorize(AclOperation::Describe, ResourceType::Topic, t.topic.as_str())
+                });
+                state
+            } else {
+                let denied = ResponseError::TransactionalIdAuthorizationFailed.code();
+                TransactionState::default().with_error_code(denied)
+            };
+            state.with_transactional_id(id.clone())
+        })
         .collect();
     DescribeTransactionsResponse::default().with_transaction_states(states)
 }

@@ -3,16 +3,31 @@
 //! PrepareAbort written); the markers and the Complete record follow, and a
 //! retry of the same outcome is answered NONE once complete. v5 (an epoch
 //! bump per transaction, KIP-890) is not served: the producer id and epoch
-//! answered are -1, as Kafka answers v4 and below.
+//! answered are -1, as Kafka answers v4 and below. WRITE on the
+//! transactional id is checked first (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 
 use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId};
+use kafka_protocol::ResponseError;
 
 use super::error::{txn_error_code, TxnApi};
+use super::RequestContext;
 use crate::broker::Broker;
+use crate::security::acl::{AclOperation, ResourceType};
 use crate::txn::TransactionResult;
 
-pub fn handle(broker: &Broker, request: &EndTxnRequest, version: i16) -> EndTxnResponse {
+pub fn handle(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    request: &EndTxnRequest,
+    version: i16,
+) -> EndTxnResponse {
     let id = request.transactional_id.as_str();
+    if !ctx.authorize(AclOperation::Write, ResourceType::TransactionalId, id) {
+        return EndTxnResponse::default()
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1)
+            .with_error_code(ResponseError::TransactionalIdAuthorizationFailed.code());
+    }
     let result =
         if request.committed { TransactionResult::Commit } else { TransactionResult::Abort };
     let outcome =

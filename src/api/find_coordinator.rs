@@ -4,17 +4,23 @@
 //! COORDINATOR_LOAD_IN_PROGRESS until `__transaction_state` is loaded. Other
 //! key types get COORDINATOR_NOT_AVAILABLE. v4+ asks for several keys at once.
 //!
+//! Authorization comes first, per key (Kafka's `getCoordinator`): DESCRIBE
+//! GROUP for a group key, else GROUP_AUTHORIZATION_FAILED; DESCRIBE
+//! TRANSACTIONAL_ID for a transactional id, else
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED. A denied key neither learns the
+//! coordinator nor creates its topic.
+//!
 //! NOTE: librdkafka (kcat, confluent-kafka) also derives its LZ4 support from
 //! FindCoordinator v0 being listed in ApiVersions (`rd_kafka_feature_map`).
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
-use kafka_protocol::protocol::StrBytes;
 
 use super::error::{txn_error_code, TxnApi};
 use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
+use crate::security::acl::{AclOperation, ResourceType};
 
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
@@ -39,6 +45,18 @@ fn lookup(broker: &Broker, key_type: i8) -> Result<(), (ResponseError, String)> 
     }
 }
 
+/// The authorization error of `key`, if the principal may not look it up.
+fn denied(ctx: &RequestContext<'_>, key_type: i8, key: &str) -> Option<ResponseError> {
+    let (resource_type, error) = match key_type {
+        KEY_TYPE_GROUP => (ResourceType::Group, ResponseError::GroupAuthorizationFailed),
+        KEY_TYPE_TRANSACTION => {
+            (ResourceType::TransactionalId, ResponseError::TransactionalIdAuthorizationFailed)
+        }
+        _ => return None,
+    };
+    (!ctx.authorize(AclOperation::Describe, resource_type, key)).then_some(error)
+}
+
 pub fn handle(
     broker: &Broker,
     ctx: &RequestContext<'_>,
@@ -50,25 +68,38 @@ pub fn handle(
     let endpoint = broker.endpoint(&ctx.session.listener);
     let host = str_bytes(endpoint.host.clone());
     let port = endpoint.port as i32;
-    let outcome = lookup(broker, request.key_type);
+    let key_type = request.key_type;
     if version >= 4 {
-        let coordinators = request
-            .coordinator_keys
-            .iter()
-            .map(|key: &StrBytes| {
-                let c = Coordinator::default().with_key(key.clone());
-                match &outcome {
+        // The coordinator's topic is created only for a key that may see it.
+        let mut outcome = None;
+        let mut coordinators = Vec::with_capacity(request.coordinator_keys.len());
+        for key in &request.coordinator_keys {
+            let c = Coordinator::default().with_key(key.clone());
+            let c = match denied(ctx, key_type, key.as_str()) {
+                // Kafka answers a denied key with no node and no message.
+                Some(code) => c
+                    .with_node_id(BrokerId(-1))
+                    .with_host(str_bytes(""))
+                    .with_port(-1)
+                    .with_error_code(code.code()),
+                None => match outcome.get_or_insert_with(|| lookup(broker, key_type)) {
                     Ok(()) => c.with_node_id(node).with_host(host.clone()).with_port(port),
                     Err((code, msg)) => c
                         .with_node_id(BrokerId(-1))
                         .with_port(-1)
                         .with_error_code(code.code())
                         .with_error_message(Some(str_bytes(msg.clone()))),
-                }
-            })
-            .collect();
+                },
+            };
+            coordinators.push(c);
+        }
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
+    let outcome = match denied(ctx, key_type, request.key.as_str()) {
+        // The message is the error's own text, as Kafka's error response.
+        Some(code) => Err((code, error_text(code).to_string())),
+        None => lookup(broker, key_type),
+    };
     let response = match &outcome {
         Ok(()) => {
             FindCoordinatorResponse::default().with_node_id(node).with_host(host).with_port(port)
@@ -81,5 +112,13 @@ pub fn handle(
     match (&outcome, version >= 1) {
         (Err((_, msg)), true) => response.with_error_message(Some(str_bytes(msg.clone()))),
         _ => response,
+    }
+}
+
+/// Kafka's default message of an authorization error.
+fn error_text(code: ResponseError) -> &'static str {
+    match code {
+        ResponseError::GroupAuthorizationFailed => "Group authorization failed.",
+        _ => "Transactional Id authorization failed.",
     }
 }

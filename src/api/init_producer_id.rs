@@ -3,21 +3,34 @@
 //! (docs/transactions.md 2.3 and 3.2): the id's producer id with its epoch
 //! bumped, an ongoing transaction fenced and aborted, or an error. v3+ may
 //! name the producer id and epoch the client had (KIP-360), both or neither.
+//!
+//! Authorization comes first (Kafka's `handleInitProducerIdRequest`): with a
+//! transactional id, WRITE on it, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+//! without one, IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+//! (`authorize_by_resource_type`), else CLUSTER_AUTHORIZATION_FAILED. A
+//! denial of IDEMPOTENT_WRITE is recorded only when the topic check fails
+//! too: a producer allowed by a topic ACL is the usual case.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
 use super::error::{txn_error_code, TxnApi};
+use super::RequestContext;
 use crate::broker::Broker;
+use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 use crate::txn::{ProducerIdAndEpoch, TxnError};
 
 pub fn handle(
     broker: &Broker,
+    ctx: &RequestContext<'_>,
     request: &InitProducerIdRequest,
     version: i16,
 ) -> InitProducerIdResponse {
     let response =
         InitProducerIdResponse::default().with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
+    if let Some(denied) = authorization_error(ctx, request) {
+        return response.with_error_code(denied.code());
+    }
     if let Some(id) = &request.transactional_id {
         return match init_transactional(broker, id.as_str(), request) {
             Ok(p) => {
@@ -36,6 +49,27 @@ pub fn handle(
         Err(e) => {
             tracing::error!("cannot persist the producer id block: {e}");
             response.with_error_code(ResponseError::KafkaStorageError.code())
+        }
+    }
+}
+
+fn authorization_error(
+    ctx: &RequestContext<'_>,
+    request: &InitProducerIdRequest,
+) -> Option<ResponseError> {
+    match &request.transactional_id {
+        Some(id) => (!ctx.authorize(AclOperation::Write, ResourceType::TransactionalId, id))
+            .then_some(ResponseError::TransactionalIdAuthorizationFailed),
+        None => {
+            // The last call repeats the first check to record the denial.
+            let idempotent = ctx.is_authorized(
+                AclOperation::IdempotentWrite,
+                ResourceType::Cluster,
+                CLUSTER_NAME,
+            ) || ctx
+                .authorize_by_resource_type(AclOperation::Write, ResourceType::Topic)
+                || ctx.authorize_cluster(AclOperation::IdempotentWrite);
+            (!idempotent).then_some(ResponseError::ClusterAuthorizationFailed)
         }
     }
 }

@@ -1,27 +1,39 @@
 //! JoinGroup: register or refresh a member and wait for the join round to
-//! complete (see `group` for the protocol).
+//! complete (see `group` for the protocol). READ on the group is checked
+//! first: a denied member gets GROUP_AUTHORIZATION_FAILED and never joins.
 
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
+use kafka_protocol::ResponseError;
 
 use super::error::group_code;
-use super::str_bytes;
+use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
 use crate::group::{GroupError, JoinRequest, JoinResult, Reply};
+use crate::security::acl::{AclOperation, ResourceType};
 
 pub async fn handle(
     broker: &Broker,
+    ctx: &RequestContext<'_>,
     request: JoinGroupRequest,
     version: i16,
-    client_id: &str,
-    client_host: &str,
 ) -> JoinGroupResponse {
+    if !ctx.authorize(AclOperation::Read, ResourceType::Group, request.group_id.0.as_str()) {
+        // Kafka's error response: no generation, leader or member id; the
+        // protocol name is null from v7 and empty before.
+        return JoinGroupResponse::default()
+            .with_error_code(ResponseError::GroupAuthorizationFailed.code())
+            .with_generation_id(-1)
+            .with_protocol_name(if version >= 7 { None } else { Some(str_bytes("")) });
+    }
+    let client_id = ctx.header.client_id.as_ref().map_or("", |c| c.as_str());
+    let client_host = ctx.session.client_host();
     let args = JoinRequest {
         group_id: request.group_id.0.to_string(),
         member_id: request.member_id.to_string(),
         group_instance_id: request.group_instance_id.as_ref().map(|s| s.to_string()),
         client_id: client_id.to_string(),
-        client_host: client_host.to_string(),
+        client_host,
         session_timeout_ms: request.session_timeout_ms,
         // v0 had no rebalance timeout: the session timeout served for both.
         rebalance_timeout_ms: if version >= 1 {

@@ -1,13 +1,26 @@
 //! LeaveGroup: one member (v0–2) or a batch of members by id or instance id (v3+).
+//! READ on the group is checked first: a denial is the top-level
+//! GROUP_AUTHORIZATION_FAILED with no member answers, as Kafka's.
 
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
+use kafka_protocol::ResponseError;
 
 use super::error::group_code;
-use super::str_bytes;
+use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
+use crate::security::acl::{AclOperation, ResourceType};
 
-pub fn handle(broker: &Broker, request: &LeaveGroupRequest, version: i16) -> LeaveGroupResponse {
+pub fn handle(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    request: &LeaveGroupRequest,
+    version: i16,
+) -> LeaveGroupResponse {
+    if !ctx.authorize(AclOperation::Read, ResourceType::Group, request.group_id.0.as_str()) {
+        return LeaveGroupResponse::default()
+            .with_error_code(ResponseError::GroupAuthorizationFailed.code());
+    }
     let members: Vec<(String, Option<String>)> = if version >= 3 {
         request
             .members

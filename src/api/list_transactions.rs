@@ -10,7 +10,9 @@
 //!   whole of which it matches. Kafka compiles it with RE2/J; RE2's syntax is
 //!   the one `regex-syntax` parses. One that does not parse, or compiles to
 //!   more than `PATTERN_SIZE_LIMIT` bytes, is INVALID_REGULAR_EXPRESSION;
-//! * Dead ids (being expired) are never listed.
+//! * Dead ids (being expired) are never listed;
+//! * only ids the principal may DESCRIBE are listed (each refused one is
+//!   recorded as a denial, as Kafka's `handleListTransactionsRequest` logs it).
 //!
 //! COORDINATOR_LOAD_IN_PROGRESS until `__transaction_state` is loaded.
 
@@ -25,8 +27,9 @@ use regex_automata::meta::Regex;
 use regex_syntax::hir::{Hir, Look};
 
 use super::error::{txn_error_code, TxnApi};
-use super::str_bytes;
+use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
+use crate::security::acl::{AclOperation, ResourceType};
 use crate::txn::{TransactionMetadata, TransactionState};
 
 /// The most memory a compiled id pattern may take (its NFA).
@@ -34,6 +37,7 @@ const PATTERN_SIZE_LIMIT: usize = 1 << 20;
 
 pub fn handle(
     broker: &Broker,
+    ctx: &RequestContext<'_>,
     request: &ListTransactionsRequest,
     version: i16,
 ) -> ListTransactionsResponse {
@@ -74,6 +78,13 @@ pub fn handle(
     let listed = transactions
         .values()
         .filter(|t| filter.includes(t) && id_pattern.matches(&t.transactional_id))
+        .filter(|t| {
+            ctx.authorize(
+                AclOperation::Describe,
+                ResourceType::TransactionalId,
+                &t.transactional_id,
+            )
+        })
         .map(|t| {
             ListedTransaction::default()
                 .with_transactional_id(TransactionalId(str_bytes(t.transactional_id.clone())))

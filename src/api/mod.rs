@@ -17,6 +17,7 @@ pub mod add_partitions_to_txn;
 pub mod alter_configs;
 pub mod api_versions;
 pub mod auth;
+pub mod auth_rules;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
@@ -198,7 +199,6 @@ pub async fn dispatch(
     request: RequestKind,
 ) -> Result<Option<Reply>, Close> {
     let v = ctx.header.request_api_version;
-    let client_id = ctx.header.client_id.as_ref().map_or("", |c| c.as_str());
     let response = match request {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(&r, v)),
         // Runs on this worker: the append itself moves to `block_in_place` only
@@ -252,31 +252,32 @@ pub async fn dispatch(
             ResponseKind::FindCoordinator(blocking(|| find_coordinator::handle(broker, ctx, &r, v)))
         }
         RequestKind::JoinGroup(r) => {
-            let client_host = ctx.session.client_host();
-            ResponseKind::JoinGroup(join_group::handle(broker, r, v, client_id, &client_host).await)
+            ResponseKind::JoinGroup(join_group::handle(broker, ctx, r, v).await)
         }
         RequestKind::SyncGroup(r) => {
-            ResponseKind::SyncGroup(sync_group::handle(broker, r, v).await)
+            ResponseKind::SyncGroup(sync_group::handle(broker, ctx, r, v).await)
         }
-        RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(broker, &r)),
+        RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(broker, ctx, &r)),
         RequestKind::LeaveGroup(r) => {
-            ResponseKind::LeaveGroup(blocking(|| leave_group::handle(broker, &r, v)))
+            ResponseKind::LeaveGroup(blocking(|| leave_group::handle(broker, ctx, &r, v)))
         }
         RequestKind::OffsetCommit(r) => {
-            ResponseKind::OffsetCommit(blocking(|| offset_commit::handle(broker, &r, v)))
+            ResponseKind::OffsetCommit(blocking(|| offset_commit::handle(broker, ctx, &r, v)))
         }
         RequestKind::OffsetFetch(r) => {
-            ResponseKind::OffsetFetch(offset_fetch::handle(broker, &r, v))
+            ResponseKind::OffsetFetch(offset_fetch::handle(broker, ctx, &r, v))
         }
-        RequestKind::ListGroups(r) => ResponseKind::ListGroups(list_groups::handle(broker, &r, v)),
+        RequestKind::ListGroups(r) => {
+            ResponseKind::ListGroups(list_groups::handle(broker, ctx, &r, v))
+        }
         RequestKind::DescribeGroups(r) => {
-            ResponseKind::DescribeGroups(describe_groups::handle(broker, &r, v))
+            ResponseKind::DescribeGroups(describe_groups::handle(broker, ctx, &r, v))
         }
         RequestKind::DeleteGroups(r) => {
-            ResponseKind::DeleteGroups(blocking(|| delete_groups::handle(broker, &r)))
+            ResponseKind::DeleteGroups(blocking(|| delete_groups::handle(broker, ctx, &r)))
         }
         RequestKind::OffsetDelete(r) => {
-            ResponseKind::OffsetDelete(blocking(|| offset_delete::handle(broker, &r)))
+            ResponseKind::OffsetDelete(blocking(|| offset_delete::handle(broker, ctx, &r)))
         }
         // Reached only after authentication, or on a listener without SASL.
         RequestKind::SaslHandshake(_) => ResponseKind::SaslHandshake(sasl::handshake()),
@@ -296,29 +297,31 @@ fn transaction_api(
     let v = ctx.header.request_api_version;
     Some(match request {
         RequestKind::InitProducerId(r) => {
-            ResponseKind::InitProducerId(blocking(|| init_producer_id::handle(broker, &r, v)))
+            ResponseKind::InitProducerId(blocking(|| init_producer_id::handle(broker, ctx, &r, v)))
         }
         RequestKind::AddPartitionsToTxn(r) => ResponseKind::AddPartitionsToTxn(blocking(|| {
-            add_partitions_to_txn::handle(broker, &r, v)
+            add_partitions_to_txn::handle(broker, ctx, &r, v)
         })),
-        RequestKind::AddOffsetsToTxn(r) => {
-            ResponseKind::AddOffsetsToTxn(blocking(|| add_offsets_to_txn::handle(broker, &r, v)))
+        RequestKind::AddOffsetsToTxn(r) => ResponseKind::AddOffsetsToTxn(blocking(|| {
+            add_offsets_to_txn::handle(broker, ctx, &r, v)
+        })),
+        RequestKind::EndTxn(r) => {
+            ResponseKind::EndTxn(blocking(|| end_txn::handle(broker, ctx, &r, v)))
         }
-        RequestKind::EndTxn(r) => ResponseKind::EndTxn(blocking(|| end_txn::handle(broker, &r, v))),
-        RequestKind::TxnOffsetCommit(r) => {
-            ResponseKind::TxnOffsetCommit(blocking(|| txn_offset_commit::handle(broker, &r, v)))
-        }
+        RequestKind::TxnOffsetCommit(r) => ResponseKind::TxnOffsetCommit(blocking(|| {
+            txn_offset_commit::handle(broker, ctx, &r, v)
+        })),
         RequestKind::WriteTxnMarkers(r) => {
-            ResponseKind::WriteTxnMarkers(blocking(|| write_txn_markers::handle(broker, &r)))
+            ResponseKind::WriteTxnMarkers(blocking(|| write_txn_markers::handle(broker, ctx, &r)))
         }
         RequestKind::DescribeProducers(r) => {
             ResponseKind::DescribeProducers(describe_producers::handle(broker, ctx, &r))
         }
         RequestKind::DescribeTransactions(r) => {
-            ResponseKind::DescribeTransactions(describe_transactions::handle(broker, &r, v))
+            ResponseKind::DescribeTransactions(describe_transactions::handle(broker, ctx, &r, v))
         }
         RequestKind::ListTransactions(r) => {
-            ResponseKind::ListTransactions(list_transactions::handle(broker, &r, v))
+            ResponseKind::ListTransactions(list_transactions::handle(broker, ctx, &r, v))
         }
         other => return security_api(broker, ctx, other),
     })
@@ -344,15 +347,15 @@ fn security_api(
         }
         RequestKind::AlterUserScramCredentials(r) => {
             ResponseKind::AlterUserScramCredentials(blocking(|| {
-                scram_credentials::alter(&broker.scram, &r)
+                scram_credentials::handle_alter(ctx, &broker.scram, &r)
             }))
         }
         RequestKind::DescribeUserScramCredentials(r) => ResponseKind::DescribeUserScramCredentials(
-            scram_credentials::describe(&broker.scram, &r),
+            scram_credentials::handle_describe(ctx, &broker.scram, &r),
         ),
-        RequestKind::DescribeClientQuotas(r) => {
-            ResponseKind::DescribeClientQuotas(scram_credentials::describe_client_quotas(&r))
-        }
+        RequestKind::DescribeClientQuotas(r) => ResponseKind::DescribeClientQuotas(
+            scram_credentials::handle_describe_client_quotas(ctx, &r),
+        ),
         other => {
             tracing::warn!(api = ?ApiKey::try_from(ctx.header.request_api_key).ok(), "no handler for {:?}", std::mem::discriminant(&other));
             return None;

@@ -1,22 +1,44 @@
 //! OffsetCommit (v2+): committed offsets are appended to `__consumer_offsets`
 //! before they are acknowledged.
+//!
+//! Authorization, as Kafka's `handleOffsetCommitRequest`: READ on the group
+//! first (denied: GROUP_AUTHORIZATION_FAILED on every partition), then READ on
+//! each topic (denied: TOPIC_AUTHORIZATION_FAILED on its partitions, which are
+//! not committed); only the allowed partitions reach the coordinator, and
+//! when none is left it is not asked at all.
+
+use std::collections::HashMap;
 
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
+use kafka_protocol::ResponseError;
 
 use super::error::group_code;
+use super::RequestContext;
 use crate::broker::Broker;
 use crate::group::CommittedOffset;
+use crate::security::acl::{AclOperation, ResourceType};
 
 pub fn handle(
     broker: &Broker,
+    ctx: &RequestContext<'_>,
     request: &OffsetCommitRequest,
     version: i16,
 ) -> OffsetCommitResponse {
+    let group = request.group_id.0.as_str();
+    if !ctx.authorize(AclOperation::Read, ResourceType::Group, group) {
+        return every_partition(request, ResponseError::GroupAuthorizationFailed.code());
+    }
+    let allowed: HashMap<&str, bool> = ctx.filter_authorized(
+        AclOperation::Read,
+        ResourceType::Topic,
+        request.topics.iter().map(|t| t.name.0.as_str()),
+    );
+    let is_allowed = |t: &str| allowed.get(t).copied().unwrap_or(false);
     let mut offsets = Vec::new();
-    for t in &request.topics {
+    for t in request.topics.iter().filter(|t| is_allowed(t.name.0.as_str())) {
         for p in &t.partitions {
             let leader_epoch = if version >= 6 { p.committed_leader_epoch } else { -1 };
             let metadata = p.committed_metadata.as_deref();
@@ -24,16 +46,53 @@ pub fn handle(
             offsets.push((t.name.0.to_string(), p.partition_index, o));
         }
     }
-    let instance =
-        if version >= 7 { request.group_instance_id.as_ref().map(|s| s.to_string()) } else { None };
-    let results = broker.groups.commit(
-        request.group_id.0.as_str(),
-        request.generation_id_or_member_epoch,
-        request.member_id.as_str(),
-        instance.as_deref(),
-        &offsets,
-    );
+    let any_denied = allowed.values().any(|a| !a);
+    let results = if offsets.is_empty() && any_denied {
+        Vec::new()
+    } else {
+        let instance = if version >= 7 {
+            request.group_instance_id.as_ref().map(|s| s.to_string())
+        } else {
+            None
+        };
+        broker.groups.commit(
+            group,
+            request.generation_id_or_member_epoch,
+            request.member_id.as_str(),
+            instance.as_deref(),
+            &offsets,
+        )
+    };
     let mut results = results.into_iter();
+    let topics = request
+        .topics
+        .iter()
+        .map(|t| {
+            let allowed = is_allowed(t.name.0.as_str());
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let code = if allowed {
+                        group_code(results.next().flatten())
+                    } else {
+                        ResponseError::TopicAuthorizationFailed.code()
+                    };
+                    OffsetCommitResponsePartition::default()
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(code)
+                })
+                .collect();
+            OffsetCommitResponseTopic::default()
+                .with_name(t.name.clone())
+                .with_partitions(partitions)
+        })
+        .collect();
+    OffsetCommitResponse::default().with_topics(topics)
+}
+
+/// Kafka's error response: `code` on every partition of the request.
+fn every_partition(request: &OffsetCommitRequest, code: i16) -> OffsetCommitResponse {
     let topics = request
         .topics
         .iter()
@@ -44,7 +103,7 @@ pub fn handle(
                 .map(|p| {
                     OffsetCommitResponsePartition::default()
                         .with_partition_index(p.partition_index)
-                        .with_error_code(group_code(results.next().flatten()))
+                        .with_error_code(code)
                 })
                 .collect();
             OffsetCommitResponseTopic::default()

@@ -1,21 +1,47 @@
 //! OffsetDelete: remove a group's committed offsets for topics it does not
 //! (or no longer) consume.
+//!
+//! Authorization, as Kafka's `handleOffsetDeleteRequest`: DELETE on the group
+//! first (denied: the top-level GROUP_AUTHORIZATION_FAILED), then READ on
+//! each topic (denied: TOPIC_AUTHORIZATION_FAILED on its partitions, whose
+//! offsets stay).
+
+use std::collections::HashMap;
 
 use kafka_protocol::messages::offset_delete_response::{
     OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
 };
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
+use kafka_protocol::ResponseError;
 
 use super::error::group_code;
+use super::RequestContext;
 use crate::broker::Broker;
+use crate::security::acl::{AclOperation, ResourceType};
 
-pub fn handle(broker: &Broker, request: &OffsetDeleteRequest) -> OffsetDeleteResponse {
+pub fn handle(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    request: &OffsetDeleteRequest,
+) -> OffsetDeleteResponse {
+    let group = request.group_id.0.as_str();
+    if !ctx.authorize(AclOperation::Delete, ResourceType::Group, group) {
+        return OffsetDeleteResponse::default()
+            .with_error_code(ResponseError::GroupAuthorizationFailed.code());
+    }
+    let allowed: HashMap<&str, bool> = ctx.filter_authorized(
+        AclOperation::Read,
+        ResourceType::Topic,
+        request.topics.iter().map(|t| t.name.0.as_str()),
+    );
+    let is_allowed = |t: &str| allowed.get(t).copied().unwrap_or(false);
     let partitions: Vec<(String, i32)> = request
         .topics
         .iter()
+        .filter(|t| is_allowed(t.name.0.as_str()))
         .flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), p.partition_index)))
         .collect();
-    match broker.groups.delete_offsets(request.group_id.0.as_str(), &partitions) {
+    match broker.groups.delete_offsets(group, &partitions) {
         Err(e) => OffsetDeleteResponse::default().with_error_code(group_code(Some(e))),
         Ok(results) => {
             let mut results = results.into_iter();
@@ -23,13 +49,19 @@ pub fn handle(broker: &Broker, request: &OffsetDeleteRequest) -> OffsetDeleteRes
                 .topics
                 .iter()
                 .map(|t| {
+                    let allowed = is_allowed(t.name.0.as_str());
                     let ps = t
                         .partitions
                         .iter()
                         .map(|p| {
+                            let code = if allowed {
+                                group_code(results.next().flatten())
+                            } else {
+                                ResponseError::TopicAuthorizationFailed.code()
+                            };
                             OffsetDeleteResponsePartition::default()
                                 .with_partition_index(p.partition_index)
-                                .with_error_code(group_code(results.next().flatten()))
+                                .with_error_code(code)
                         })
                         .collect();
                     OffsetDeleteResponseTopic::default()

@@ -3,6 +3,14 @@
 //! With `require_stable` (v7+), a partition a transaction holds a pending
 //! offset for gets offset -1 and UNSTABLE_OFFSET_COMMIT (the consumer
 //! retries); without it, the last committed offset is answered.
+//!
+//! Authorization, as Kafka's `handleOffsetFetchRequestFromCoordinator`:
+//! DESCRIBE on each group (denied: GROUP_AUTHORIZATION_FAILED for that group,
+//! at the top level before v8; on v1, which has no top-level error, on every
+//! requested partition as for any group error here); then DESCRIBE on
+//! topics: an all-offsets answer leaves out the topics the principal may not
+//! describe, named partitions of such a topic get TOPIC_AUTHORIZATION_FAILED
+//! (listed after the others) and are not looked up.
 
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
 use kafka_protocol::messages::offset_fetch_response::{
@@ -14,28 +22,98 @@ use kafka_protocol::ResponseError;
 use std::collections::BTreeMap;
 
 use super::error::group_code;
-use super::{str_bytes, topic_name};
+use super::{str_bytes, topic_name, RequestContext};
 use crate::broker::Broker;
-use crate::group::CommittedOffset;
+use crate::group::{CommittedOffset, GroupError};
+use crate::security::acl::{AclOperation, ResourceType};
 
-fn by_topic(
-    rows: Vec<(String, i32, Option<CommittedOffset>)>,
-) -> BTreeMap<String, Vec<(i32, Option<CommittedOffset>)>> {
-    let mut out: BTreeMap<String, Vec<(i32, Option<CommittedOffset>)>> = BTreeMap::new();
-    for (t, p, o) in rows {
-        out.entry(t).or_default().push((p, o));
-    }
-    out
+/// One partition of an answer: its committed offset (if any), or denied.
+enum Part {
+    Offset(Option<CommittedOffset>),
+    Denied,
 }
 
-pub fn handle(broker: &Broker, request: &OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
+/// A group's answer, by topic.
+type Answer = Vec<(String, Vec<(i32, Part)>)>;
+
+/// Why a group gets no offsets at all.
+enum GroupFailure {
+    Denied,
+    Group(GroupError),
+}
+
+impl GroupFailure {
+    fn code(self) -> i16 {
+        match self {
+            Self::Denied => ResponseError::GroupAuthorizationFailed.code(),
+            Self::Group(e) => group_code(Some(e)),
+        }
+    }
+}
+
+/// The offsets of `group` the principal may see: all of the group's
+/// (`requested` None) or the named partitions, by topic.
+fn fetch(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    group: &str,
+    requested: Option<Vec<(&str, &[i32])>>,
+) -> Result<Answer, GroupFailure> {
+    if !ctx.authorize(AclOperation::Describe, ResourceType::Group, group) {
+        return Err(GroupFailure::Denied);
+    }
+    let Some(requested) = requested else {
+        let rows = broker.groups.fetch_offsets(group, None).map_err(GroupFailure::Group)?;
+        let topics = by_topic(rows);
+        let allowed = ctx.filter_authorized(
+            AclOperation::Describe,
+            ResourceType::Topic,
+            topics.iter().map(|(t, _)| t.as_str()),
+        );
+        let allowed: Vec<bool> =
+            topics.iter().map(|(t, _)| allowed.get(t.as_str()) == Some(&true)).collect();
+        return Ok(topics.into_iter().zip(allowed).filter(|(_, a)| *a).map(|(t, _)| t).collect());
+    };
+    let allowed = ctx.filter_authorized(
+        AclOperation::Describe,
+        ResourceType::Topic,
+        requested.iter().map(|(t, _)| *t),
+    );
+    let is_allowed = |t: &str| allowed.get(t) == Some(&true);
+    let wanted: Vec<(String, i32)> = requested
+        .iter()
+        .filter(|(t, _)| is_allowed(t))
+        .flat_map(|(t, ps)| ps.iter().map(move |p| (t.to_string(), *p)))
+        .collect();
+    let rows = broker.groups.fetch_offsets(group, Some(&wanted)).map_err(GroupFailure::Group)?;
+    let mut answer = by_topic(rows);
+    for (t, ps) in requested.iter().filter(|(t, _)| !is_allowed(t)) {
+        answer.push((t.to_string(), ps.iter().map(|p| (*p, Part::Denied)).collect()));
+    }
+    Ok(answer)
+}
+
+fn by_topic(rows: Vec<(String, i32, Option<CommittedOffset>)>) -> Answer {
+    let mut out: BTreeMap<String, Vec<(i32, Part)>> = BTreeMap::new();
+    for (t, p, o) in rows {
+        out.entry(t).or_default().push((p, Part::Offset(o)));
+    }
+    out.into_iter().collect()
+}
+
+pub fn handle(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    request: &OffsetFetchRequest,
+    version: i16,
+) -> OffsetFetchResponse {
     let stable = version >= 7 && request.require_stable;
     if version >= 8 {
         let groups = request
             .groups
             .iter()
             .map(|g| {
-                let mut out = fetch_group(broker, g);
+                let mut out = fetch_group(broker, ctx, g);
                 if stable {
                     mark_unstable_groups(broker, &mut out);
                 }
@@ -44,7 +122,7 @@ pub fn handle(broker: &Broker, request: &OffsetFetchRequest, version: i16) -> Of
             .collect();
         return OffsetFetchResponse::default().with_groups(groups);
     }
-    let mut response = fetch_one(broker, request, version);
+    let mut response = fetch_one(broker, ctx, request, version);
     if stable {
         mark_unstable(broker, request.group_id.0.as_str(), &mut response);
     }
@@ -84,19 +162,21 @@ fn mark_unstable_groups(broker: &Broker, out: &mut OffsetFetchResponseGroup) {
 }
 
 /// The single group of a v1–v7 request.
-fn fetch_one(broker: &Broker, request: &OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
-    let wanted = request.topics.as_ref().map(|ts| {
-        ts.iter()
-            .flat_map(|t| t.partition_indexes.iter().map(move |p| (t.name.0.to_string(), *p)))
-            .collect::<Vec<_>>()
-    });
-    match broker.groups.fetch_offsets(request.group_id.0.as_str(), wanted.as_deref()) {
-        Err(e) if version >= 2 => {
-            OffsetFetchResponse::default().with_error_code(group_code(Some(e)))
-        }
-        Err(e) => every_partition_failed(request, group_code(Some(e))),
-        Ok(rows) => {
-            let topics = by_topic(rows)
+fn fetch_one(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    request: &OffsetFetchRequest,
+    version: i16,
+) -> OffsetFetchResponse {
+    let requested = request
+        .topics
+        .as_ref()
+        .map(|ts| ts.iter().map(|t| (t.name.0.as_str(), t.partition_indexes.as_slice())).collect());
+    match fetch(broker, ctx, request.group_id.0.as_str(), requested) {
+        Err(e) if version >= 2 => OffsetFetchResponse::default().with_error_code(e.code()),
+        Err(e) => every_partition_failed(request, e.code()),
+        Ok(answer) => {
+            let topics = answer
                 .into_iter()
                 .map(|(t, ps)| {
                     let partitions =
@@ -112,17 +192,20 @@ fn fetch_one(broker: &Broker, request: &OffsetFetchRequest, version: i16) -> Off
 }
 
 /// One group of a v8+ request, which may ask for several.
-fn fetch_group(broker: &Broker, g: &OffsetFetchRequestGroup) -> OffsetFetchResponseGroup {
-    let wanted = g.topics.as_ref().map(|ts| {
-        ts.iter()
-            .flat_map(|t| t.partition_indexes.iter().map(move |p| (t.name.0.to_string(), *p)))
-            .collect::<Vec<_>>()
-    });
+fn fetch_group(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    g: &OffsetFetchRequestGroup,
+) -> OffsetFetchResponseGroup {
+    let requested = g
+        .topics
+        .as_ref()
+        .map(|ts| ts.iter().map(|t| (t.name.0.as_str(), t.partition_indexes.as_slice())).collect());
     let out = OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone());
-    match broker.groups.fetch_offsets(g.group_id.0.as_str(), wanted.as_deref()) {
-        Err(e) => out.with_error_code(group_code(Some(e))),
-        Ok(rows) => out.with_topics(
-            by_topic(rows)
+    match fetch(broker, ctx, g.group_id.0.as_str(), requested) {
+        Err(e) => out.with_error_code(e.code()),
+        Ok(answer) => out.with_topics(
+            answer
                 .into_iter()
                 .map(|(t, ps)| {
                     let partitions = ps.into_iter().map(|(p, o)| group_partition(p, o)).collect();
@@ -135,34 +218,36 @@ fn fetch_group(broker: &Broker, g: &OffsetFetchRequestGroup) -> OffsetFetchRespo
     }
 }
 
-fn group_partition(p: i32, o: Option<CommittedOffset>) -> OffsetFetchResponsePartitions {
+fn group_partition(p: i32, part: Part) -> OffsetFetchResponsePartitions {
     let r = OffsetFetchResponsePartitions::default()
         .with_partition_index(p)
         .with_committed_offset(-1)
         .with_committed_leader_epoch(-1)
         .with_metadata(Some(str_bytes("")));
-    match o {
-        Some(o) => r
+    match part {
+        Part::Offset(Some(o)) => r
             .with_committed_offset(o.offset)
             .with_committed_leader_epoch(o.leader_epoch)
             .with_metadata(Some(str_bytes(o.metadata))),
-        None => r,
+        Part::Offset(None) => r,
+        Part::Denied => r.with_error_code(ResponseError::TopicAuthorizationFailed.code()),
     }
 }
 
 /// A partition of a v1–v7 response; the leader epoch exists from v5.
-fn partition(p: i32, o: Option<CommittedOffset>, version: i16) -> OffsetFetchResponsePartition {
+fn partition(p: i32, part: Part, version: i16) -> OffsetFetchResponsePartition {
     let r = OffsetFetchResponsePartition::default()
         .with_partition_index(p)
         .with_committed_offset(-1)
         .with_committed_leader_epoch(-1)
         .with_metadata(Some(str_bytes("")));
-    match o {
-        Some(o) => r
+    match part {
+        Part::Offset(Some(o)) => r
             .with_committed_offset(o.offset)
             .with_committed_leader_epoch(if version >= 5 { o.leader_epoch } else { -1 })
             .with_metadata(Some(str_bytes(o.metadata))),
-        None => r,
+        Part::Offset(None) => r,
+        Part::Denied => r.with_error_code(ResponseError::TopicAuthorizationFailed.code()),
     }
 }
 

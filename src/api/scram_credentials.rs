@@ -12,6 +12,11 @@
 //!   answer; a user with an error changes nothing. A failed write answers
 //!   every user of the valid part with the storage error.
 //! * Describe never returns salts or keys: only (mechanism, iterations).
+//! * Authorization comes first (`handle_*`): ALTER on the cluster for Alter,
+//!   DESCRIBE for Describe, DESCRIBE_CONFIGS for DescribeClientQuotas; a
+//!   denial is CLUSTER_AUTHORIZATION_FAILED shaped as Kafka's error
+//!   responses (Alter: per distinct user, sorted; Describe: top-level and one
+//!   nameless result per named user; quotas: top-level, no entries).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -27,7 +32,8 @@ use kafka_protocol::messages::{
 };
 
 use super::error::store_error_code;
-use super::str_bytes;
+use super::{str_bytes, RequestContext};
+use crate::security::acl::AclOperation;
 use crate::security::credentials::CredentialStore;
 use crate::security::sasl::scram_credential::{
     ScramCredential, ScramMechanism, MAX_ITERATIONS, MIN_ITERATIONS,
@@ -116,6 +122,67 @@ fn validate(
         out.insert(name, change);
     }
     out
+}
+
+/// Kafka's message of CLUSTER_AUTHORIZATION_FAILED.
+const CLUSTER_DENIED: &str = "Cluster authorization failed.";
+
+/// AlterUserScramCredentials as the principal may: ALTER on the cluster.
+pub fn handle_alter(
+    ctx: &RequestContext<'_>,
+    store: &CredentialStore,
+    request: &AlterUserScramCredentialsRequest,
+) -> AlterUserScramCredentialsResponse {
+    if ctx.authorize_cluster(AclOperation::Alter) {
+        return alter(store, request);
+    }
+    let users: BTreeSet<String> = (request.deletions.iter().map(|d| d.name.to_string()))
+        .chain(request.upsertions.iter().map(|u| u.name.to_string()))
+        .collect();
+    let denied = Err((ResponseError::ClusterAuthorizationFailed, CLUSTER_DENIED));
+    let results = users.iter().map(|u| result(u, &denied)).collect();
+    AlterUserScramCredentialsResponse::default().with_results(results)
+}
+
+/// DescribeUserScramCredentials as the principal may: DESCRIBE on the cluster.
+pub fn handle_describe(
+    ctx: &RequestContext<'_>,
+    store: &CredentialStore,
+    request: &DescribeUserScramCredentialsRequest,
+) -> DescribeUserScramCredentialsResponse {
+    if ctx.authorize_cluster(AclOperation::Describe) {
+        return describe(store, request);
+    }
+    let code = ResponseError::ClusterAuthorizationFailed.code();
+    // Kafka's error response names no user in its per-user results.
+    let results = request
+        .users
+        .iter()
+        .flatten()
+        .map(|_| {
+            DescribeUserScramCredentialsResult::default()
+                .with_error_code(code)
+                .with_error_message(Some(str_bytes(CLUSTER_DENIED)))
+        })
+        .collect();
+    DescribeUserScramCredentialsResponse::default()
+        .with_error_code(code)
+        .with_error_message(Some(str_bytes(CLUSTER_DENIED)))
+        .with_results(results)
+}
+
+/// DescribeClientQuotas as the principal may: DESCRIBE_CONFIGS on the cluster.
+pub fn handle_describe_client_quotas(
+    ctx: &RequestContext<'_>,
+    request: &DescribeClientQuotasRequest,
+) -> DescribeClientQuotasResponse {
+    if ctx.authorize_cluster(AclOperation::DescribeConfigs) {
+        return describe_client_quotas(request);
+    }
+    DescribeClientQuotasResponse::default()
+        .with_error_code(ResponseError::ClusterAuthorizationFailed.code())
+        .with_error_message(Some(str_bytes(CLUSTER_DENIED)))
+        .with_entries(None)
 }
 
 pub fn alter(

@@ -1,14 +1,34 @@
 //! SyncGroup: the leader hands in the assignment; every member waits for its own.
+//! READ on the group is checked first (GROUP_AUTHORIZATION_FAILED); as on
+//! Kafka, a v5+ request without its protocol type or name is
+//! INCONSISTENT_GROUP_PROTOCOL even for a denied principal.
 
 use bytes::Bytes;
 use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
+use kafka_protocol::ResponseError;
 
 use super::error::group_code;
-use super::str_bytes;
+use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
 use crate::group::{GroupError, Reply, SyncResult};
+use crate::security::acl::{AclOperation, ResourceType};
 
-pub async fn handle(broker: &Broker, request: SyncGroupRequest, version: i16) -> SyncGroupResponse {
+pub async fn handle(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    request: SyncGroupRequest,
+    version: i16,
+) -> SyncGroupResponse {
+    if !ctx.authorize(AclOperation::Read, ResourceType::Group, request.group_id.0.as_str()) {
+        let incomplete =
+            version >= 5 && (request.protocol_type.is_none() || request.protocol_name.is_none());
+        let code = if incomplete {
+            ResponseError::InconsistentGroupProtocol
+        } else {
+            ResponseError::GroupAuthorizationFailed
+        };
+        return SyncGroupResponse::default().with_error_code(code.code());
+    }
     let assignments = request
         .assignments
         .iter()

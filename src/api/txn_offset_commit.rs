@@ -9,6 +9,11 @@
 //!   that partition (`group::txn_offsets`).
 //! * A partition of an unknown topic is UNKNOWN_TOPIC_OR_PARTITION and not
 //!   written, as Kafka's `KafkaApis` filters it.
+//! * Authorization comes first: WRITE on the transactional id, then READ on
+//!   the group (denied: TRANSACTIONAL_ID_AUTHORIZATION_FAILED or
+//!   GROUP_AUTHORIZATION_FAILED on every partition), then READ on each topic
+//!   (denied, before the existence check: TOPIC_AUTHORIZATION_FAILED on its
+//!   partitions, which are not written).
 
 use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
@@ -17,20 +22,36 @@ use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use kafka_protocol::ResponseError;
 
 use super::error::{group_code, txn_offset_commit_error_code};
+use super::RequestContext;
 use crate::broker::Broker;
 use crate::group::{CommittedOffset, TxnProducer, OFFSETS_TOPIC};
 use crate::log::TopicPartition;
+use crate::security::acl::{AclOperation, ResourceType};
 
 pub fn handle(
     broker: &Broker,
+    ctx: &RequestContext<'_>,
     request: &TxnOffsetCommitRequest,
     version: i16,
 ) -> TxnOffsetCommitResponse {
     let group = request.group_id.0.as_str();
+    let id = request.transactional_id.as_str();
+    if !ctx.authorize(AclOperation::Write, ResourceType::TransactionalId, id) {
+        return every_partition(request, ResponseError::TransactionalIdAuthorizationFailed.code());
+    }
+    if !ctx.authorize(AclOperation::Read, ResourceType::Group, group) {
+        return every_partition(request, ResponseError::GroupAuthorizationFailed.code());
+    }
+    let allowed = ctx.filter_authorized(
+        AclOperation::Read,
+        ResourceType::Topic,
+        request.topics.iter().map(|t| t.name.0.as_str()),
+    );
+    let is_allowed = |t: &str| allowed.get(t) == Some(&true);
     let (pid, epoch) = (request.producer_id.0, request.producer_epoch);
     let known = |t: &str, p: i32| broker.logs.topic(t).is_some_and(|i| p >= 0 && p < i.partitions);
     let mut offsets = Vec::new();
-    for t in &request.topics {
+    for t in request.topics.iter().filter(|t| is_allowed(t.name.0.as_str())) {
         for p in t.partitions.iter().filter(|p| known(t.name.0.as_str(), p.partition_index)) {
             let leader_epoch = if version >= 2 { p.committed_leader_epoch } else { -1 };
             let metadata = p.committed_metadata.as_deref();
@@ -71,11 +92,36 @@ pub fn handle(
                 .partitions
                 .iter()
                 .map(|p| {
-                    let code = if known(t.name.0.as_str(), p.partition_index) {
+                    let code = if !is_allowed(t.name.0.as_str()) {
+                        ResponseError::TopicAuthorizationFailed.code()
+                    } else if known(t.name.0.as_str(), p.partition_index) {
                         codes.next().unwrap_or(0)
                     } else {
                         ResponseError::UnknownTopicOrPartition.code()
                     };
+                    TxnOffsetCommitResponsePartition::default()
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(code)
+                })
+                .collect();
+            TxnOffsetCommitResponseTopic::default()
+                .with_name(t.name.clone())
+                .with_partitions(partitions)
+        })
+        .collect();
+    TxnOffsetCommitResponse::default().with_topics(topics)
+}
+
+/// Kafka's error response: `code` on every partition of the request.
+fn every_partition(request: &TxnOffsetCommitRequest, code: i16) -> TxnOffsetCommitResponse {
+    let topics = request
+        .topics
+        .iter()
+        .map(|t| {
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
                     TxnOffsetCommitResponsePartition::default()
                         .with_partition_index(p.partition_index)
                         .with_error_code(code)

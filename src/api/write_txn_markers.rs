@@ -19,21 +19,63 @@
 //! refused partition does not stop the others. A coordinator epoch above this
 //! node's (always 0) is logged: the partition keeps it, and fences this
 //! coordinator's own later markers of the producer there.
+//!
+//! Authorization, as Kafka's: ALTER on the cluster (the admin abort path;
+//! not recorded when denied), else CLUSTER_ACTION on the cluster; denied:
+//! CLUSTER_AUTHORIZATION_FAILED on every partition of every marker, nothing
+//! written.
 
 use kafka_protocol::messages::write_txn_markers_request::WritableTxnMarker;
 use kafka_protocol::messages::write_txn_markers_response::{
     WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
 };
 use kafka_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
+use kafka_protocol::ResponseError;
 
 use super::error::error_code;
+use super::RequestContext;
 use crate::broker::Broker;
 use crate::log::TopicPartition;
+use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 use crate::txn::{TransactionResult, TxnMarker, COORDINATOR_EPOCH};
 
-pub fn handle(broker: &Broker, request: &WriteTxnMarkersRequest) -> WriteTxnMarkersResponse {
-    let markers = request.markers.iter().map(|m| write_marker(broker, m)).collect();
+pub fn handle(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    request: &WriteTxnMarkersRequest,
+) -> WriteTxnMarkersResponse {
+    let allowed = ctx.is_authorized(AclOperation::Alter, ResourceType::Cluster, CLUSTER_NAME)
+        || ctx.authorize_cluster(AclOperation::ClusterAction);
+    let markers = if allowed {
+        request.markers.iter().map(|m| write_marker(broker, m)).collect()
+    } else {
+        let denied = ResponseError::ClusterAuthorizationFailed.code();
+        request.markers.iter().map(|m| every_partition(m, denied)).collect()
+    };
     WriteTxnMarkersResponse::default().with_markers(markers)
+}
+
+/// `code` for every partition of the marker (Kafka's error response).
+fn every_partition(request: &WritableTxnMarker, code: i16) -> WritableTxnMarkerResult {
+    let topics = request
+        .topics
+        .iter()
+        .map(|topic| {
+            let partitions = topic
+                .partition_indexes
+                .iter()
+                .map(|&index| {
+                    WritableTxnMarkerPartitionResult::default()
+                        .with_partition_index(index)
+                        .with_error_code(code)
+                })
+                .collect();
+            WritableTxnMarkerTopicResult::default()
+                .with_name(topic.name.clone())
+                .with_partitions(partitions)
+        })
+        .collect();
+    WritableTxnMarkerResult::default().with_producer_id(request.producer_id).with_topics(topics)
 }
 
 fn write_marker(broker: &Broker, request: &WritableTxnMarker) -> WritableTxnMarkerResult {
