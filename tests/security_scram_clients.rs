@@ -260,3 +260,61 @@ fn python_clients_and_kcat_use_scram_over_sasl_ssl_and_sasl_plaintext() {
         assert!(!b.log().contains(secret), "{secret} logged");
     }
 }
+
+/// The port `listener` bound at the broker's latest start.
+fn latest_listener_port(b: &TestBroker, name: &str) -> u16 {
+    let log = b.log();
+    let line = log
+        .lines()
+        .rev()
+        .find(|l| l.contains("listener bound") && l.contains(&format!("listener={name} ")))
+        .unwrap_or_else(|| panic!("{name} not bound:\n{log}"));
+    let addr = line.split("bound=").nth(1).and_then(|r| r.split_whitespace().next());
+    addr.and_then(|a| a.rsplit(':').next()).and_then(|p| p.parse().ok()).expect("port")
+}
+
+#[test]
+fn add_scram_bootstraps_a_user_only_while_the_broker_is_stopped() {
+    let mut b = TestBroker::start(&[
+        "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms=SCRAM-SHA-512",
+    ]);
+    let sediment = env!("CARGO_BIN_EXE_sediment");
+    let dirs = format!("log.dirs={}", b.data_dir().display());
+    let add = || {
+        let arg = format!("SCRAM-SHA-512=[name=alice,password={ALICE_PW},iterations=8192]");
+        let out = Command::new(sediment)
+            .args(["add-scram", "--override", &dirs, &arg])
+            .env_remove("SEDIMENT_CONFIG")
+            .output()
+            .expect("sediment add-scram");
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    // While the broker runs: refused, pointing at kafka-configs.
+    let (ok, stderr) = add();
+    assert!(!ok && stderr.contains("kafka-configs"), "{stderr}");
+    // A second broker on the same data dir stops before touching it.
+    let out = Command::new(sediment)
+        .args(["serve", "--override", &dirs, "--override", "listeners=PLAINTEXT://127.0.0.1:0"])
+        .args(["--override", "metrics.listen="])
+        .env_remove("SEDIMENT_CONFIG")
+        .output()
+        .expect("sediment serve");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("in use by another process"), "{stderr}");
+
+    assert!(b.stop().success());
+    let (ok, stderr) = add();
+    assert!(ok, "{stderr}");
+    let store = std::fs::read_to_string(b.data_dir().join("sediment-scram-credentials.json"))
+        .expect("store");
+    assert!(store.contains("\"alice\"") && !store.contains(ALICE_PW), "{store}");
+    b.restart();
+    let sasl = latest_listener_port(&b, "SASL_PLAINTEXT");
+    create_topic(b.port, "bootstrapped", 1, &[]);
+    let (ok, _, err) =
+        kcat(&kcat_args(sasl, "SCRAM-SHA-512", ALICE_PW, &["-P", "-t", "bootstrapped"]), "hello\n");
+    assert!(ok, "kcat as the bootstrapped user: {err}\n{}", b.log());
+    let (bad, _, err) = kcat(&kcat_args(sasl, "SCRAM-SHA-512", "wrong-pw", &["-L"]), "");
+    assert!(!bad && err.contains("uthentication"), "{err}");
+}
