@@ -52,7 +52,9 @@ use kafka_protocol::messages::offset_commit_request::{
 use kafka_protocol::messages::offset_delete_request::{
     OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
 };
-use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
+use kafka_protocol::messages::offset_fetch_request::{
+    OffsetFetchRequestGroup, OffsetFetchRequestTopic,
+};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
@@ -123,6 +125,8 @@ struct Setup {
     epoch: i16,
     /// This broker's node id, the name of its broker config resource.
     node: String,
+    /// `t`'s topic id.
+    topic_id: uuid::Uuid,
 }
 
 impl Setup {
@@ -145,7 +149,14 @@ impl Setup {
             .unwrap_or_else(|| panic!("SASL_PLAINTEXT not bound:\n{log}"));
         let addr = line.split("bound=").nth(1).and_then(|r| r.split_whitespace().next());
         let sasl = addr.and_then(|a| a.rsplit(':').next()).and_then(|p| p.parse().ok());
-        let mut st = Self { b, sasl: sasl.expect("port"), pid: -1, epoch: -1, node: String::new() };
+        let mut st = Self {
+            b,
+            sasl: sasl.expect("port"),
+            pid: -1,
+            epoch: -1,
+            node: String::new(),
+            topic_id: uuid::Uuid::nil(),
+        };
         st.prepare();
         st
     }
@@ -187,6 +198,8 @@ impl Setup {
         let all = admin.call(12, &MetadataRequest::default().with_topics(None));
         assert!(all.topics.iter().any(|t| t.name == Some(name(TOPIC))), "{all:?}");
         self.node = all.brokers[0].node_id.0.to_string();
+        let t = all.topics.iter().find(|t| t.name == Some(name(TOPIC))).expect("t");
+        self.topic_id = t.topic_id;
         let groups = admin.call(4, &ListGroupsRequest::default());
         assert!(groups.groups.iter().any(|g| g.group_id == group()), "{groups:?}");
         let txns = admin.call(1, &ListTransactionsRequest::default().with_duration_filter(-1));
@@ -430,6 +443,16 @@ fn metadata(c: &mut Case<'_>) {
         .with_allow_auto_topic_creation(true);
     let r = c.call(12, &fresh);
     c.expect("auto-created fresh", r.topics[0].error_code, TOPIC_DENIED, &r);
+    // By id: 29 with the id and no name.
+    let by_id = MetadataRequest::default()
+        .with_topics(Some(vec![MetadataRequestTopic::default()
+            .with_name(None)
+            .with_topic_id(c.st.topic_id)]))
+        .with_allow_auto_topic_creation(false);
+    let r = c.call(12, &by_id);
+    let t = &r.topics[0];
+    let got = (t.error_code, t.name.clone(), t.topic_id, t.partitions.len());
+    c.expect("t by id", got, (TOPIC_DENIED, None, c.st.topic_id, 0), &r);
     // v10 asked for the cluster's operations: none.
     let r = c.call(10, &named.with_include_cluster_authorized_operations(true));
     c.expect("cluster_authorized_operations", r.cluster_authorized_operations, 0, &r);
@@ -595,7 +618,9 @@ fn find_coordinator(c: &mut Case<'_>) {
             .with_coordinator_keys(vec![s(key)]);
         let r = c.call(4, &request);
         let k = &r.coordinators[0];
-        let got = (k.error_code, k.node_id.0, k.error_message.clone());
+        // No message: Kafka leaves the field at its default, the empty string.
+        let message = k.error_message.as_ref().filter(|m| !m.is_empty());
+        let got = (k.error_code, k.node_id.0, message);
         c.expect(&format!("v4 DESCRIBE on {key}"), got, (code, -1, None), &r);
     }
 }
@@ -658,6 +683,14 @@ fn offset_commit_case(c: &mut Case<'_>) {
 }
 
 fn offset_fetch(c: &mut Case<'_>) {
+    // v1 has no top-level error: 30 on every requested partition.
+    let request = OffsetFetchRequest::default().with_group_id(group()).with_topics(Some(vec![
+        OffsetFetchRequestTopic::default().with_name(name(TOPIC)).with_partition_indexes(vec![0]),
+    ]));
+    let r = c.call(1, &request);
+    let got: Vec<Vec<i16>> =
+        r.topics.iter().map(|t| t.partitions.iter().map(|p| p.error_code).collect()).collect();
+    c.expect("v1 DESCRIBE on the group", got, vec![vec![GROUP_DENIED]], &r);
     let r = c.call(7, &OffsetFetchRequest::default().with_group_id(group()).with_topics(None));
     c.expect("v7 DESCRIBE on the group", r.error_code, GROUP_DENIED, &r);
     let request =
@@ -818,10 +851,15 @@ fn describe_user_scram_credentials(c: &mut Case<'_>) {
     let request = DescribeUserScramCredentialsRequest::default()
         .with_users(Some(vec![UserName::default().with_name(s("admin"))]));
     let r = c.call(0, &request);
-    let each: Vec<(i16, usize)> =
-        r.results.iter().map(|u| (u.error_code, u.credential_infos.len())).collect();
-    let want = (CLUSTER_DENIED, vec![(CLUSTER_DENIED, 0)]);
-    c.expect("DESCRIBE on the cluster", (r.error_code, each), want, &r);
+    // Kafka's error response: one result per named user, without its name.
+    let each: Vec<(i16, String, usize)> = r
+        .results
+        .iter()
+        .map(|u| (u.error_code, u.user.to_string(), u.credential_infos.len()))
+        .collect();
+    let message = r.error_message.as_ref().is_some_and(|m| !m.is_empty());
+    let want = (CLUSTER_DENIED, true, vec![(CLUSTER_DENIED, String::new(), 0)]);
+    c.expect("DESCRIBE on the cluster", (r.error_code, message, each), want, &r);
 }
 
 fn alter_user_scram_credentials(c: &mut Case<'_>) {
