@@ -24,6 +24,18 @@ Phases, per broker:
             topic is read back to check one record per key below the
             checkpoint. Skipped for sediment when its broker does not know the
             cleaner keys yet.
+  ssl       produce and consume as above (the same records, to fresh topics
+            of --ssl-partitions, default 1) over a second listener, SSL, with
+            the same PEM key store in both brokers: a CA and a server
+            certificate (RSA 2048, SANs localhost and 127.0.0.1, unencrypted
+            PKCS#8 key) made with `openssl` in the work dir at start. The
+            clients use security.protocol=SSL and the CA as a PEM trust store
+            (host name verification on). An unencrypted key because no
+            encrypted PEM key is read by both: Kafka 4.1.2 on JDK 17 has no
+            PBES2 SecretKeyFactory, sediment reads PBES2 only. The suite each
+            broker picks for a client offering Java's TLS 1.3 order is
+            recorded with `openssl s_client`. The SSL listener exists only
+            with this phase (--no-ssl leaves the brokers as before).
 Resources per phase: the broker process's peak RSS (VmHWM, reset at the start
 of each phase through /proc/PID/clear_refs) and CPU seconds (utime+stime).
 Raw disk: sequential O_DIRECT write and read of a file in the same directory.
@@ -197,10 +209,13 @@ PRODUCER_RE = re.compile(
 
 
 def producer_perf(tools: Tools, bootstrap: str, topic: str, records: int, name: str,
-                  txn: tuple[str, int] | None = None) -> dict:
+                  txn: tuple[str, int] | None = None, config: Path | None = None) -> dict:
     """`txn`: (transactional id, transaction duration ms) for ProducerPerformance's
-    transactional mode (a commit every duration)."""
+    transactional mode (a commit every duration). `config`: a client properties
+    file (the SSL phase's security settings)."""
     extra = ["--transactional-id", txn[0], "--transaction-duration-ms", str(txn[1])] if txn else []
+    if config:
+        extra += ["--producer.config", str(config)]
     out = tools.java(
         "org.apache.kafka.tools.ProducerPerformance",
         ["--topic", topic, "--num-records", str(records), "--record-size", "1024", "--throughput", "-1", *extra,
@@ -217,10 +232,12 @@ def producer_perf(tools: Tools, bootstrap: str, topic: str, records: int, name: 
             "max_ms": float(g[4]), "p50_ms": float(g[5]), "p95_ms": float(g[6]), "p99_ms": float(g[7]), "p999_ms": float(g[8])}
 
 
-def consumer_perf(tools: Tools, bootstrap: str, topic: str, records: int, group: str, name: str) -> dict:
+def consumer_perf(tools: Tools, bootstrap: str, topic: str, records: int, group: str, name: str,
+                  config: Path | None = None) -> dict:
+    extra = ["--consumer.config", str(config)] if config else []
     out = tools.java(
         "org.apache.kafka.tools.ConsumerPerformance",
-        ["--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(records), "--group", group, "--timeout", "30000"],
+        ["--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(records), "--group", group, "--timeout", "30000", *extra],
         name,
     )
     lines = [l for l in out.splitlines() if l.strip()]
@@ -231,6 +248,54 @@ def consumer_perf(tools: Tools, bootstrap: str, topic: str, records: int, group:
     return {"mb": float(row["data.consumed.in.MB"]), "mb_per_s": float(row["MB.sec"]), "records": int(row["data.consumed.in.nMsg"]),
             "records_per_s": float(row["nMsg.sec"]), "rebalance_ms": float(row["rebalance.time.ms"]),
             "fetch_ms": float(row["fetch.time.ms"]), "fetch_mb_per_s": float(row["fetch.MB.sec"])}
+
+
+# --------------------------------------------------------------------------- TLS
+
+# The TLS 1.3 suites in the order Java 17's client offers them.
+JAVA_TLS13_ORDER = "TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256"
+
+
+class Tls:
+    """A CA and a server certificate for this run, made with openssl; the SSL
+    listener's keys (Kafka's names, the same for both brokers) and the clients'
+    properties file."""
+
+    def __init__(self, workdir: Path):
+        d = workdir / "tls"
+        d.mkdir(parents=True, exist_ok=True)
+
+        def openssl(*args: str) -> None:
+            p = subprocess.run(["openssl", *args], cwd=d, capture_output=True, text=True)
+            if p.returncode != 0:
+                raise RuntimeError(f"openssl {' '.join(args)} exited {p.returncode}:\n{p.stderr[-2000:]}")
+
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "7",
+                "-subj", "/CN=sediment bench CA", "-addext", "basicConstraints=critical,CA:TRUE",
+                "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+        # OpenSSL 3 writes the key as unencrypted PKCS#8 (BEGIN PRIVATE KEY).
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server-key.pem", "-out", "server.csr", "-subj", "/CN=localhost")
+        (d / "server-ext.cnf").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+        openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
+                "-out", "server-cert.pem", "-days", "7", "-extfile", "server-ext.cnf")
+        self.ca = d / "ca.pem"
+        self.keystore = d / "server.pem"
+        self.keystore.write_text((d / "server-key.pem").read_text() + (d / "server-cert.pem").read_text())
+        self.broker_keys = {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(self.keystore)}
+        self.client_config = d / "client-ssl.properties"
+        self.client_config.write_text(f"security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={self.ca}\n")
+
+    def negotiated(self, port: int) -> str:
+        """Protocol and suite the broker picks for a client offering Java's TLS 1.3 order."""
+        p = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-CAfile", str(self.ca), "-verify_return_error",
+                            "-ciphersuites", JAVA_TLS13_ORDER, "-brief"],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+        text = p.stdout + p.stderr
+        proto = re.search(r"Protocol version: (\S+)", text)
+        suite = re.search(r"Ciphersuite: (\S+)", text)
+        if p.returncode != 0 or not proto or not suite:
+            raise RuntimeError(f"openssl s_client to 127.0.0.1:{port} failed:\n{text[-2000:]}")
+        return f"{proto.group(1)} {suite.group(1)}"
 
 
 # --------------------------------------------------------------------------- brokers
@@ -246,11 +311,15 @@ def _die_with_parent() -> None:
 class Broker:
     name = ""
 
-    def __init__(self, workdir: Path, data: Path):
+    def __init__(self, workdir: Path, data: Path, tls: Tls | None):
         self.workdir = workdir
         self.data = data
         self.port = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
+        # A second listener, SSL, for the SSL phase only.
+        self.tls = tls
+        self.ssl_port = free_port() if tls else None
+        self.ssl_bootstrap = f"127.0.0.1:{self.ssl_port}" if tls else None
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -260,15 +329,17 @@ class Broker:
 
     def wait_listening(self, timeout: float = 90) -> None:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc and self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; see {self.workdir}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError(f"{self.name} did not listen on {self.port} within {timeout}s")
+        for port in (self.port, self.ssl_port):
+            while port is not None:
+                if self.proc and self.proc.poll() is not None:
+                    raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; see {self.workdir}")
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=1):
+                        break
+                except OSError:
+                    if time.monotonic() >= deadline:
+                        raise RuntimeError(f"{self.name} did not listen on {port} within {timeout}s") from None
+                    time.sleep(0.1)
 
     def stop(self) -> float:
         if not self.proc or self.proc.poll() is not None:
@@ -287,8 +358,8 @@ class Broker:
 class Kafka(Broker):
     name = "kafka"
 
-    def __init__(self, workdir: Path, data: Path, tools: Tools):
-        super().__init__(workdir, data)
+    def __init__(self, workdir: Path, data: Path, tools: Tools, tls: Tls | None):
+        super().__init__(workdir, data, tls)
         self.tools = tools
         self.cport = free_port()
 
@@ -298,15 +369,17 @@ class Kafka(Broker):
             self.restart()
             return
         self.data.mkdir(parents=True)
+        ssl = f",SSL://127.0.0.1:{self.ssl_port}" if self.tls else ""
         props = {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.cport}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.cport}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}{ssl},CONTROLLER://127.0.0.1:{self.cport}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}{ssl}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT" + (",SSL:SSL" if self.tls else ""),
+            **(self.tls.broker_keys if self.tls else {}),
             "log.dirs": str(self.data),
             "offsets.topic.replication.factor": "1",
             "transaction.state.log.replication.factor": "1",
@@ -341,8 +414,8 @@ class Kafka(Broker):
 class Sediment(Broker):
     name = "sediment"
 
-    def __init__(self, workdir: Path, data: Path, binary: Path, cleaner: bool):
-        super().__init__(workdir, data)
+    def __init__(self, workdir: Path, data: Path, binary: Path, cleaner: bool, tls: Tls | None):
+        super().__init__(workdir, data, tls)
         self.binary = binary
         self.cleaner = cleaner
         # The Prometheus endpoint stays on (as deployed), on a port of its own:
@@ -351,6 +424,10 @@ class Sediment(Broker):
 
     def overrides(self) -> list[str]:
         keys = {"listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": str(self.data), **COMMON}
+        if self.tls:
+            keys["listeners"] += f",SSL://127.0.0.1:{self.ssl_port}"
+            keys["listener.security.protocol.map"] = "PLAINTEXT:PLAINTEXT,SSL:SSL"
+            keys.update(self.tls.broker_keys)
         if self.metrics:
             keys["metrics.listen"] = self.metrics
         if self.cleaner:
@@ -563,6 +640,8 @@ def run_stage(stage: str, broker: Broker, tools: Tools, args, res: dict, compact
                 r = consumer_perf(tools, broker.bootstrap, topic, args.records, f"bench-group-{parts}-{rep}", f"{broker.name}-consume-{topic}")
             record_run(res, f"consume_p{parts}", f"consume {parts}p", r, ph)
             log(f"{broker.name}: {r}")
+    elif name == "ssl":
+        ssl_stage(broker, tools, args, res, rep)
     elif name == "compaction" and compact:
         log(f"{broker.name}: compaction: {args.compact_records} records over {args.compact_keys} keys")
         c = compaction(broker, tools, args.compact_records, args.compact_keys, args.clean_timeout)
@@ -570,6 +649,30 @@ def run_stage(stage: str, broker: Broker, tools: Tools, args, res: dict, compact
         res["phases"]["compaction produce"] = c.pop("produce_resources")
         res["phases"]["compaction clean"] = c.pop("clean_resources")
         log(f"{broker.name}: {json.dumps(c)}")
+
+
+def ssl_stage(broker: Broker, tools: Tools, args, res: dict, rep: str) -> None:
+    """Produce to fresh topics over the SSL listener and read them back over it;
+    the topics are created over PLAINTEXT."""
+    assert broker.tls and broker.ssl_bootstrap and broker.ssl_port
+    if "tls" not in res:
+        res["tls"] = broker.tls.negotiated(broker.ssl_port)
+        log(f"{broker.name}: SSL listener on {broker.ssl_bootstrap}: {res['tls']}")
+    conf = broker.tls.client_config
+    for parts in args.ssl_partitions:
+        topic = f"bench-ssl-p{parts}-{rep}"
+        tools.client(["create", broker.bootstrap, topic, str(parts)], f"{broker.name}-create-{topic}")
+        log(f"{broker.name}: produce {args.records} x 1 KiB to {topic} over SSL")
+        with Phase(broker.pid) as ph:
+            r = producer_perf(tools, broker.ssl_bootstrap, topic, args.records, f"{broker.name}-ssl-produce-{topic}", config=conf)
+        record_run(res, f"ssl_produce_p{parts}", f"ssl produce {parts}p", r, ph)
+        log(f"{broker.name}: {r}")
+        log(f"{broker.name}: consume {topic} over SSL")
+        with Phase(broker.pid) as ph:
+            r = consumer_perf(tools, broker.ssl_bootstrap, topic, args.records, f"bench-ssl-group-{parts}-{rep}",
+                              f"{broker.name}-ssl-consume-{topic}", config=conf)
+        record_run(res, f"ssl_consume_p{parts}", f"ssl consume {parts}p", r, ph)
+        log(f"{broker.name}: {r}")
 
 
 def run_session(broker: Broker, stages: list[str], tools: Tools, args, res: dict, compact: bool) -> None:
@@ -610,6 +713,9 @@ def main() -> int:
     ap.add_argument("--txn-duration-ms", type=int, default=100,
                     help="transactional produce phase: ProducerPerformance commits every this many ms")
     ap.add_argument("--no-txn", action="store_true", help="skip the transactional produce phase")
+    ap.add_argument("--ssl", action=argparse.BooleanOptionalAction, default=True,
+                    help="the SSL phase: produce and consume over an SSL listener (--no-ssl: no SSL listener at all)")
+    ap.add_argument("--ssl-partitions", default="1", help="partition counts of the SSL phase's topics")
     ap.add_argument("--clean-timeout", type=float, default=240)
     ap.add_argument("--disk-mb", type=int, default=2048)
     ap.add_argument("--keep-data", action="store_true")
@@ -622,6 +728,7 @@ def main() -> int:
     # SIGTERM unwinds like Ctrl-C, so the running broker is stopped (finally blocks).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args.partitions = [int(p) for p in args.partitions.split(",")]
+    args.ssl_partitions = [int(p) for p in args.ssl_partitions.split(",")] if args.ssl else []
     brokers = args.brokers.split(",")
     started = time.monotonic()
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -639,6 +746,7 @@ def main() -> int:
         "compact_records": args.compact_records, "compact_keys": args.compact_keys,
         "label": args.label, "sequential": args.sequential, "repeat": args.repeat,
         "txn_duration_ms": None if args.no_txn else args.txn_duration_ms,
+        "ssl_partitions": args.ssl_partitions,
     }
     # A private copy: other builds into target/ must not swap the binary mid-run.
     private = args.workdir / "sediment"
@@ -664,22 +772,23 @@ def main() -> int:
     results["disk"] = raw_disk(args.workdir, args.disk_mb)
     log(f"raw disk: {results['disk']}")
 
+    tls = Tls(args.workdir) if args.ssl else None
     servers: dict[str, Broker] = {}
     compact_for: dict[str, bool] = {}
     for name in brokers:
         data = args.workdir / f"{name}-data"
         shutil.rmtree(data, ignore_errors=True)
         if name == "kafka":
-            servers[name] = Kafka(args.workdir, data, tools)
+            servers[name] = Kafka(args.workdir, data, tools, tls)
             compact_for[name] = not args.no_compaction
         else:
-            servers[name] = Sediment(args.workdir, data, args.sediment_bin, cleaner_ok)
+            servers[name] = Sediment(args.workdir, data, args.sediment_bin, cleaner_ok, tls)
             compact_for[name] = cleaner_ok and not args.no_compaction
         results[name] = {"phases": {}}
     # A round produces to fresh topics and reads them back; the report takes
     # the median of the rounds. Compaction runs once.
-    txn = [] if args.no_txn else ["txn#{r}"]
-    rounds = [[f"produce#{r}", f"consume#{r}", *(t.format(r=r) for t in txn)] for r in range(args.repeat)] + [["compaction"]]
+    extra = ([] if args.no_txn else ["txn#{r}"]) + (["ssl#{r}"] if args.ssl else [])
+    rounds = [[f"produce#{r}", f"consume#{r}", *(t.format(r=r) for t in extra)] for r in range(args.repeat)] + [["compaction"]]
     if args.sequential:
         # Each broker once, all stages in a row.
         sessions = [(name, [stage for group in rounds for stage in group]) for name in brokers]

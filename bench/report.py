@@ -54,8 +54,11 @@ def render(r: dict) -> str:
       f"Load average at start {' '.join(env['loadavg_start'])}, at end {' '.join(env.get('loadavg_end', []))}. "
       f"Whole run {env.get('total_s', 0) / 60:.1f} min.\n")
     n_runs = env.get("repeat", 1)
+    more = [x for x, on in (("the transactional produce", env.get("txn_duration_ms")), ("the SSL phase", env.get("ssl_partitions"))) if on]
+    more_s = f", then {' and '.join(more)}" if more else ""
     order = ("each broker once through all stages" if env.get("sequential")
-             else "round by round (each round: produce to fresh topics, then consume them; then one compaction round), "
+             else f"round by round (each round: produce to fresh topics, then consume them{more_s}; "
+                  "then one compaction round), "
                   "alternating which broker goes first, each broker restarted on its data for each round")
     w(f"Brokers run one at a time, {order}. Produce and consume figures are the median of {n_runs} round(s) "
       f"(each run's MB/s is listed; all numbers are in the JSON); per-phase CPU is the median, peak RSS the maximum. ")
@@ -137,6 +140,9 @@ def render(r: dict) -> str:
             w(f"| broker CPU s per GB produced | {fmt(kcpu)} | {fmt(scpu)} | {ratio(scpu, kcpu)} |")
         w("")
 
+    if env.get("ssl_partitions"):
+        ssl_section(w, env, k, s)
+
     # Compaction.
     kc, sc = k.get("compaction"), s.get("compaction")
     if kc or sc:
@@ -201,6 +207,56 @@ def render(r: dict) -> str:
         w("| cleaner MB/s ≥ 2× Kafka, ≥ 50% of raw disk | not measured (no cleaner in sediment yet) |")
     w("")
     return "\n".join(out)
+
+
+def cpu_per_gb(res: dict, phase: str, gb: float):
+    cpu = get(res, "phases", phase, "cpu_s")
+    return cpu / gb if cpu is not None and gb else None
+
+
+def ssl_section(w, env: dict, k: dict, s: dict) -> None:
+    """Produce and consume over each broker's SSL listener, next to the same
+    broker's PLAINTEXT figures of the same run."""
+    n = env["records"]
+    gb = n * 1024 / 2**30
+    w(f"## SSL: ProducerPerformance and ConsumerPerformance over an SSL listener, {n:,} records of 1 KiB, acks=all\n")
+    w("Each broker has a second listener, SSL, with the same PEM key store (a CA and a server certificate made with openssl "
+      "at the start of the run: RSA 2048, unencrypted PKCS#8 key, no client authentication); the clients use "
+      "security.protocol=SSL with the CA as a PEM trust store (host name verification on). Fresh topics, produced and then "
+      "read back over SSL. Negotiated with a client offering Java 17's TLS 1.3 order: "
+      f"Kafka {k.get('tls', '–')}, sediment {s.get('tls', '–')}. *% of PLAINTEXT*: of the same broker's PLAINTEXT "
+      "figure in this run.\n")
+    w("| | Kafka | sediment | ratio |\n|---|---:|---:|---:|")
+    for p in env["ssl_partitions"]:
+        pl = f"{p} partition{'s' if p > 1 else ''}"
+        kp, sp = k.get(f"ssl_produce_p{p}", {}), s.get(f"ssl_produce_p{p}", {})
+        kplain, splain = k.get(f"produce_p{p}", {}), s.get(f"produce_p{p}", {})
+        w(f"| **produce, {pl}**: records/s | {fmt(kp.get('records_per_s'))} | {fmt(sp.get('records_per_s'))} | {ratio(sp.get('records_per_s'), kp.get('records_per_s'))} |")
+        w(f"| MB/s | {fmt(kp.get('mb_per_s'))} | {fmt(sp.get('mb_per_s'))} | {ratio(sp.get('mb_per_s'), kp.get('mb_per_s'))} |")
+        w(f"| MB/s, each run | {each(k, f'ssl_produce_p{p}', 'mb_per_s')} | {each(s, f'ssl_produce_p{p}', 'mb_per_s')} | |")
+        w(f"| MB/s, % of PLAINTEXT | {pct(kp.get('mb_per_s'), kplain.get('mb_per_s'))} | {pct(sp.get('mb_per_s'), splain.get('mb_per_s'))} | |")
+        for lat, name in (("avg_ms", "avg latency ms"), ("p50_ms", "p50 latency ms"), ("p99_ms", "p99 latency ms"), ("max_ms", "max latency ms")):
+            w(f"| {name} | {fmt(kp.get(lat))} | {fmt(sp.get(lat))} | {ratio(sp.get(lat), kp.get(lat))} |")
+        kcpu, scpu = cpu_per_gb(k, f"ssl produce {p}p", gb), cpu_per_gb(s, f"ssl produce {p}p", gb)
+        kpc, spc = cpu_per_gb(k, f"produce {p}p", gb), cpu_per_gb(s, f"produce {p}p", gb)
+        w(f"| broker CPU s per GB produced | {fmt(kcpu)} | {fmt(scpu)} | {ratio(scpu, kcpu)} |")
+        w(f"| the same over PLAINTEXT | {fmt(kpc)} | {fmt(spc)} | {ratio(spc, kpc)} |")
+        kc, sc = k.get(f"ssl_consume_p{p}", {}), s.get(f"ssl_consume_p{p}", {})
+        kplain, splain = k.get(f"consume_p{p}", {}), s.get(f"consume_p{p}", {})
+        w(f"| **consume, {pl}**: MB/s (whole run) | {fmt(kc.get('mb_per_s'))} | {fmt(sc.get('mb_per_s'))} | {ratio(sc.get('mb_per_s'), kc.get('mb_per_s'))} |")
+        w(f"| MB/s, each run | {each(k, f'ssl_consume_p{p}', 'mb_per_s')} | {each(s, f'ssl_consume_p{p}', 'mb_per_s')} | |")
+        w(f"| MB/s, % of PLAINTEXT | {pct(kc.get('mb_per_s'), kplain.get('mb_per_s'))} | {pct(sc.get('mb_per_s'), splain.get('mb_per_s'))} | |")
+        w(f"| fetch MB/s (after the group join) | {fmt(kc.get('fetch_mb_per_s'))} | {fmt(sc.get('fetch_mb_per_s'))} | {ratio(sc.get('fetch_mb_per_s'), kc.get('fetch_mb_per_s'))} |")
+        w(f"| group join ms | {fmt(kc.get('rebalance_ms'), 0)} | {fmt(sc.get('rebalance_ms'), 0)} | |")
+        kcpu, scpu = cpu_per_gb(k, f"ssl consume {p}p", gb), cpu_per_gb(s, f"ssl consume {p}p", gb)
+        kpc, spc = cpu_per_gb(k, f"consume {p}p", gb), cpu_per_gb(s, f"consume {p}p", gb)
+        w(f"| broker CPU s per GB consumed | {fmt(kcpu)} | {fmt(scpu)} | {ratio(scpu, kcpu)} |")
+        w(f"| the same over PLAINTEXT | {fmt(kpc)} | {fmt(spc)} | {ratio(spc, kpc)} |")
+    w("")
+
+
+def pct(part, whole) -> str:
+    return f"{100 * part / whole:.0f}%" if part is not None and whole else "–"
 
 
 def each(res: dict, key: str, field: str) -> str:

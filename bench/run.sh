@@ -3,10 +3,11 @@
 #
 # Side-by-side benchmark of Apache Kafka 4.1.2 and sediment on this machine:
 # raw disk, produce (1 and 8 partitions), consume, transactional produce,
-# compaction, and
+# produce and consume over SSL (1 partition), compaction, and
 # each broker's peak RSS and CPU per phase. Brokers run one at a time. Writes a
 # markdown report to bench/results/<date>-<commit>.md (and the raw numbers
-# next to it as .json) and prints it. About 11 minutes with the defaults.
+# next to it as .json) and prints it. About 15 minutes with the defaults
+# (about 4 of them the SSL phase; --no-ssl skips it).
 #
 # Options (all passed on to bench/bench.py):
 #   --records N            records per produce run, 1 KiB each (default 1000000)
@@ -19,14 +20,19 @@
 #   --txn-duration-ms N    transactional produce phase: ProducerPerformance with a
 #                          transactional id, a commit every N ms (default 100)
 #   --no-txn               skip the transactional produce phase
+#   --ssl-partitions LIST  SSL phase: ProducerPerformance and ConsumerPerformance over a
+#                          second listener, SSL, in both brokers (the same PEM key store,
+#                          made with openssl in the work dir), the same records as the
+#                          PLAINTEXT phases, to topics of these partition counts (default 1)
+#   --no-ssl               skip the SSL phase; the brokers then have no SSL listener
 #   --brokers LIST         kafka,sediment (default both, in that order)
 #   --disk-mb N            size of the raw disk test file (default 2048)
 #   --label TEXT           put TEXT in the report title (e.g. before/after)
 #   --out FILE             report path (default bench/results/<date>-<commit>.md)
 #   --keep-data            keep the brokers' data dirs (under target/bench/run-*)
 #   --wait-idle SECONDS    in all, wait up to this long for other work on the machine to
-#                          stop, checked before the disk test and each broker session (default 120;
-#                          keeps a busy machine's run under 15 minutes)
+#                          stop, checked before the disk test and each broker session (default 120:
+#                          a busy machine adds at most 2 minutes to the run)
 #   --sequential           each broker once through all stages (default: round by round,
 #                          alternating the brokers, so bursts of other work hit both)
 #   --clean-timeout S      give up waiting for the cleaner after S seconds (default 240)
@@ -35,7 +41,8 @@
 #   BENCH_DIR              work dir for data and logs (default target/bench/run-<date>)
 #
 # Needs Java 17+ (java, javac) and Maven for the first jar download
-# (scripts/kafka-jars.sh), Rust for the release build, Python 3.
+# (scripts/kafka-jars.sh), Rust for the release build, Python 3, and openssl for
+# the SSL phase's certificates.
 set -euo pipefail
 
 if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
