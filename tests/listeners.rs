@@ -18,17 +18,6 @@ use kafka_protocol::protocol::StrBytes;
 
 const SECRET: &str = "never-shown-s3cret";
 
-/// The bound port of `listener`, from its "listener bound" log line.
-fn bound_port(b: &TestBroker, listener: &str) -> u16 {
-    let log = b.log();
-    let line = log
-        .lines()
-        .find(|l| l.contains("listener bound") && l.contains(&format!("listener={listener} ")))
-        .unwrap_or_else(|| panic!("no bound line for {listener}:\n{log}"));
-    let addr = line.split("bound=").nth(1).and_then(|r| r.split_whitespace().next()).unwrap();
-    addr.rsplit(':').next().unwrap().parse().unwrap()
-}
-
 /// (host, port) of the broker in Metadata, DescribeCluster and FindCoordinator
 /// asked on `port`.
 fn endpoints_on(port: u16) -> [(String, i32); 3] {
@@ -77,8 +66,8 @@ fn each_listener_advertises_its_own_endpoint_to_every_client() {
         "advertised.listeners=INTERNAL://localhost:0",
         &format!("ssl.keystore.password={SECRET}"),
     ]);
-    let plain = bound_port(&b, "PLAINTEXT");
-    let internal = bound_port(&b, "INTERNAL");
+    let plain = b.listener_port("PLAINTEXT");
+    let internal = b.listener_port("INTERNAL");
     assert_eq!(plain, b.port, "the first listener is the one `listening=` names");
     assert_ne!(plain, internal);
 

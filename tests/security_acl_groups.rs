@@ -119,14 +119,8 @@ impl Setup {
             "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users=User:admin;User:ANONYMOUS",
         ]);
-        let log = b.log();
-        let line = log
-            .lines()
-            .find(|l| l.contains("listener bound") && l.contains("listener=SASL_PLAINTEXT "))
-            .unwrap_or_else(|| panic!("SASL_PLAINTEXT not bound:\n{log}"));
-        let addr = line.split("bound=").nth(1).and_then(|r| r.split_whitespace().next());
-        let sasl = addr.and_then(|a| a.rsplit(':').next()).and_then(|p| p.parse().ok());
-        Self { b, _logs: logs, sasl: sasl.expect("port") }
+        let sasl = b.listener_port("SASL_PLAINTEXT");
+        Self { b, _logs: logs, sasl }
     }
 
     /// A connection authenticated as `user`.

@@ -54,18 +54,6 @@ fn start_secured() -> TestBroker {
     TestBroker::start(&o.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
-/// The port the latest start of the broker bound for `name`.
-fn listener_port(b: &TestBroker, name: &str) -> u16 {
-    let log = b.log();
-    let line = log
-        .lines()
-        .rev()
-        .find(|l| l.contains("listener bound") && l.contains(&format!("listener={name} ")))
-        .unwrap_or_else(|| panic!("{name} not bound:\n{log}"));
-    let addr = line.split("bound=").nth(1).and_then(|r| r.split_whitespace().next());
-    addr.and_then(|a| a.rsplit(':').next()).and_then(|p| p.parse().ok()).expect("port")
-}
-
 /// A client properties file for `user` on the SASL_PLAINTEXT listener.
 fn command_config(dir: &std::path::Path, user: &str, password: &str) -> String {
     let path = dir.join(format!("{user}.properties"));
@@ -248,7 +236,7 @@ fn kafka_acls_adds_lists_and_removes_acls_that_survive_a_restart() {
     let dir = tempfile::tempdir().expect("tmp");
     let admin = command_config(dir.path(), "admin", ADMIN_PW);
     let alice = command_config(dir.path(), "alice", ALICE_PW);
-    let port = listener_port(&b, "SASL_PLAINTEXT");
+    let port = b.listener_port("SASL_PLAINTEXT");
     let add = [
         "--add",
         "--allow-principal",
@@ -287,7 +275,7 @@ fn kafka_acls_adds_lists_and_removes_acls_that_survive_a_restart() {
     let good = std::fs::read_to_string(&file).expect("the ACL file");
     std::fs::write(b.data_dir().join("sediment-acls.json.tmp"), "{half").expect("write");
     b.restart();
-    let port = listener_port(&b, "SASL_PLAINTEXT");
+    let port = b.listener_port("SASL_PLAINTEXT");
     let (ok, listed) = kafka_acls(port, Some(&admin), &["--list"]);
     assert!(ok && listed.contains(ORDERS_ACL), "{listed}\n{}", b.log());
     assert_eq!(b.stop().code(), Some(0));

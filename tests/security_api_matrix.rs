@@ -142,21 +142,9 @@ impl Setup {
             "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users=User:admin",
         ]);
-        let log = b.log();
-        let line = log
-            .lines()
-            .find(|l| l.contains("listener bound") && l.contains("listener=SASL_PLAINTEXT "))
-            .unwrap_or_else(|| panic!("SASL_PLAINTEXT not bound:\n{log}"));
-        let addr = line.split("bound=").nth(1).and_then(|r| r.split_whitespace().next());
-        let sasl = addr.and_then(|a| a.rsplit(':').next()).and_then(|p| p.parse().ok());
-        let mut st = Self {
-            b,
-            sasl: sasl.expect("port"),
-            pid: -1,
-            epoch: -1,
-            node: String::new(),
-            topic_id: uuid::Uuid::nil(),
-        };
+        let sasl = b.listener_port("SASL_PLAINTEXT");
+        let mut st =
+            Self { b, sasl, pid: -1, epoch: -1, node: String::new(), topic_id: uuid::Uuid::nil() };
         st.prepare();
         st
     }

@@ -52,14 +52,8 @@ impl Setup {
             &format!("listener.name.sasl_plaintext.connections.max.reauth.ms={LIFETIME_MS}"),
             "connection.failed.authentication.delay.ms=0",
         ]);
-        let log = b.log();
-        let line = log
-            .lines()
-            .find(|l| l.contains("listener bound") && l.contains("listener=SASL_PLAINTEXT "))
-            .unwrap_or_else(|| panic!("SASL_PLAINTEXT not bound:\n{log}"));
-        let addr = line.split("bound=").nth(1).and_then(|r| r.split_whitespace().next());
-        let sasl = addr.and_then(|a| a.rsplit(':').next()).and_then(|p| p.parse().ok());
-        Self { sasl: sasl.expect("port"), b }
+        let sasl = b.listener_port("SASL_PLAINTEXT");
+        Self { sasl, b }
     }
 
     fn count(&self, series: &str) -> f64 {

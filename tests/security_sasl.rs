@@ -100,15 +100,7 @@ impl Setup {
             &format!("ssl.keystore.location={}", pki.path().join("server.pem").display()),
             &format!("connection.failed.authentication.delay.ms={DELAY_MS}"),
         ]);
-        let port = |name: &str| -> u16 {
-            let log = b.log();
-            let line = log
-                .lines()
-                .find(|l| l.contains("listener bound") && l.contains(&format!("listener={name} ")))
-                .unwrap_or_else(|| panic!("{name} not bound:\n{log}"));
-            let addr = line.split("bound=").nth(1).unwrap().split_whitespace().next().unwrap();
-            addr.rsplit(':').next().unwrap().parse().unwrap()
-        };
+        let port = |name: &str| b.listener_port(name);
         let (plain, sasl, sasl_ssl) = (port("PLAINTEXT"), port("SASL_PLAINTEXT"), port("SASL_SSL"));
         Self { b, pki, plain, sasl, sasl_ssl }
     }

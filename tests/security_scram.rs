@@ -157,16 +157,6 @@ fn a_damaged_credential_file_stops_the_start_naming_the_entry() {
     );
 }
 
-fn listener_port(b: &TestBroker, name: &str) -> u16 {
-    let log = b.log();
-    let line = log
-        .lines()
-        .find(|l| l.contains("listener bound") && l.contains(&format!("listener={name} ")))
-        .unwrap_or_else(|| panic!("{name} not bound:\n{log}"));
-    let addr = line.split("bound=").nth(1).and_then(|r| r.split_whitespace().next());
-    addr.and_then(|a| a.rsplit(':').next()).and_then(|p| p.parse().ok()).expect("port")
-}
-
 const SALT: &[u8] = b"wire-test-salt";
 const WIRE_PW: &str = "wire-Secret-3";
 
@@ -213,7 +203,7 @@ fn on_the_wire_every_bad_client_final_fails_with_58_and_closes() {
         "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
         "sasl.enabled.mechanisms=SCRAM-SHA-256",
     ]);
-    let port = listener_port(&b, "SASL_PLAINTEXT");
+    let port = b.listener_port("SASL_PLAINTEXT");
     // The credential goes in through AlterUserScramCredentials on the wire.
     let m = ScramMechanism::Sha256;
     let salted = m.salted_password(WIRE_PW.as_bytes(), SALT, NonZeroU32::new(4096).expect("n"));

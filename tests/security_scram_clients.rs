@@ -28,16 +28,6 @@ fn configs(b: &TestBroker, args: &[&str]) -> String {
     kafka_tool(b, "kafka.admin.ConfigCommand", &all, None)
 }
 
-fn listener_port(b: &TestBroker, name: &str) -> u16 {
-    let log = b.log();
-    let line = log
-        .lines()
-        .find(|l| l.contains("listener bound") && l.contains(&format!("listener={name} ")))
-        .unwrap_or_else(|| panic!("{name} not bound:\n{log}"));
-    let addr = line.split("bound=").nth(1).and_then(|r| r.split_whitespace().next());
-    addr.and_then(|a| a.rsplit(':').next()).and_then(|p| p.parse().ok()).expect("port")
-}
-
 fn kcat(args: &[String], stdin: &str) -> (bool, String, String) {
     let mut child = Command::new("timeout")
         .args(["--kill-after=5", "60", "kcat"])
@@ -73,7 +63,7 @@ fn kcat_and_java_clients_authenticate_with_scram_sha_256_and_512() {
         "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
         "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
     ]);
-    let sasl = listener_port(&b, "SASL_PLAINTEXT");
+    let sasl = b.listener_port("SASL_PLAINTEXT");
     for m in ["SCRAM-SHA-256", "SCRAM-SHA-512"] {
         configs(
             &b,
@@ -221,7 +211,7 @@ fn python_clients_and_kcat_use_scram_over_sasl_ssl_and_sasl_plaintext() {
         "ssl.keystore.type=PEM",
         &format!("ssl.keystore.location={}", pki.path().join("server.pem").display()),
     ]);
-    let (sasl, sasl_ssl) = (listener_port(&b, "SASL_PLAINTEXT"), listener_port(&b, "SASL_SSL"));
+    let (sasl, sasl_ssl) = (b.listener_port("SASL_PLAINTEXT"), b.listener_port("SASL_SSL"));
     let ca = pki.path().join("ca.pem").display().to_string();
     for m in ["SCRAM-SHA-256", "SCRAM-SHA-512"] {
         configs(
@@ -261,18 +251,6 @@ fn python_clients_and_kcat_use_scram_over_sasl_ssl_and_sasl_plaintext() {
     }
 }
 
-/// The port `listener` bound at the broker's latest start.
-fn latest_listener_port(b: &TestBroker, name: &str) -> u16 {
-    let log = b.log();
-    let line = log
-        .lines()
-        .rev()
-        .find(|l| l.contains("listener bound") && l.contains(&format!("listener={name} ")))
-        .unwrap_or_else(|| panic!("{name} not bound:\n{log}"));
-    let addr = line.split("bound=").nth(1).and_then(|r| r.split_whitespace().next());
-    addr.and_then(|a| a.rsplit(':').next()).and_then(|p| p.parse().ok()).expect("port")
-}
-
 #[test]
 fn add_scram_bootstraps_a_user_only_while_the_broker_is_stopped() {
     let mut b = TestBroker::start(&[
@@ -310,7 +288,7 @@ fn add_scram_bootstraps_a_user_only_while_the_broker_is_stopped() {
         .expect("store");
     assert!(store.contains("\"alice\"") && !store.contains(ALICE_PW), "{store}");
     b.restart();
-    let sasl = latest_listener_port(&b, "SASL_PLAINTEXT");
+    let sasl = b.listener_port("SASL_PLAINTEXT");
     create_topic(b.port, "bootstrapped", 1, &[]);
     let (ok, _, err) =
         kcat(&kcat_args(sasl, "SCRAM-SHA-512", ALICE_PW, &["-P", "-t", "bootstrapped"]), "hello\n");

@@ -123,15 +123,7 @@ fn start(pki: &Pki) -> (TestBroker, u16, u16, u16) {
         "listener.name.mtls.ssl.client.auth=required",
         "ssl.handshake.timeout.ms=1500",
     ]);
-    let port = |name: &str| -> u16 {
-        let log = b.log();
-        let line = log
-            .lines()
-            .find(|l| l.contains("listener bound") && l.contains(&format!("listener={name} ")))
-            .unwrap_or_else(|| panic!("{name} not bound:\n{log}"));
-        let addr = line.split("bound=").nth(1).unwrap().split_whitespace().next().unwrap();
-        addr.rsplit(':').next().unwrap().parse().unwrap()
-    };
+    let port = |name: &str| b.listener_port(name);
     let (plain, ssl, mtls) = (port("PLAINTEXT"), port("SSL"), port("MTLS"));
     (b, plain, ssl, mtls)
 }
@@ -384,13 +376,7 @@ fn real_clients_over_ssl_with_and_without_client_certificates() {
 /// maps to `ALICE`; bob's has no O, no rule applies, and the connection is
 /// closed after the handshake (Kafka fails its authentication).
 fn principal_mapping_rules(b: &TestBroker, pki: &Pki) {
-    let log = b.log();
-    let line = log
-        .lines()
-        .find(|l| l.contains("listener bound") && l.contains("listener=MAPPED "))
-        .unwrap_or_else(|| panic!("MAPPED not bound:\n{log}"));
-    let addr = line.split("bound=").nth(1).unwrap().split_whitespace().next().unwrap();
-    let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    let port = b.listener_port("MAPPED");
     let mut alice = TlsWire::connect(client_config(pki, Some("client")), port).unwrap();
     alice.alive();
     wait_for_log(b, "principal=User:ALICE");

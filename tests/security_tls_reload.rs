@@ -165,16 +165,6 @@ impl TlsWire {
     }
 }
 
-fn port_of(b: &TestBroker, name: &str) -> u16 {
-    let log = b.log();
-    let line = log
-        .lines()
-        .find(|l| l.contains("listener bound") && l.contains(&format!("listener={name} ")))
-        .unwrap_or_else(|| panic!("{name} not bound:\n{log}"));
-    let addr = line.split("bound=").nth(1).unwrap().split_whitespace().next().unwrap();
-    addr.rsplit(':').next().unwrap().parse().unwrap()
-}
-
 fn reloads(b: &TestBroker, listener: &str, result: &str) -> f64 {
     let series =
         format!("sediment_tls_reloads_total{{listener=\"{listener}\",result=\"{result}\"}}");
@@ -213,7 +203,8 @@ fn key_and_trust_stores_reload_without_dropping_connections() {
         "ssl.client.auth=requested",
         "ssl.reload.interval.ms=100",
     ]);
-    let (plain, ssl, dnok) = (port_of(&b, "PLAINTEXT"), port_of(&b, "SSL"), port_of(&b, "DNOK"));
+    let (plain, ssl, dnok) =
+        (b.listener_port("PLAINTEXT"), b.listener_port("SSL"), b.listener_port("DNOK"));
     create_topic(plain, "reload", 1, &[]);
     let anonymous = client_config(&server_ca, None);
     let not_after = "sediment_tls_certificate_not_after_seconds{listener=\"SSL\"}";

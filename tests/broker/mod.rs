@@ -333,6 +333,20 @@ pub fn percent_encode(s: &str) -> String {
 }
 
 impl TestBroker {
+    /// The port `listener` bound at the broker's latest start, from its
+    /// "listener bound" log line (listeners on port 0 get a new port on
+    /// every start).
+    pub fn listener_port(&self, listener: &str) -> u16 {
+        let log = self.log();
+        let line = log
+            .lines()
+            .rev()
+            .find(|l| l.contains("listener bound") && l.contains(&format!("listener={listener} ")))
+            .unwrap_or_else(|| panic!("{listener} not bound:\n{log}"));
+        let addr = line.split("bound=").nth(1).and_then(|r| r.split_whitespace().next());
+        addr.and_then(|a| a.rsplit(':').next()).and_then(|p| p.parse().ok()).expect("port")
+    }
+
     /// The Prometheus text of `/metrics`.
     pub fn metrics(&self) -> String {
         let (status, body) = http_get(self.metrics_port, "/metrics");
