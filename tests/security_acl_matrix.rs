@@ -31,8 +31,6 @@
 mod broker;
 
 use std::collections::BTreeSet;
-use std::io::Write;
-use std::process::Command;
 
 use broker::{kafka_tool, kafka_tool_output, produce, run_python_script, TestBroker, Wire};
 use bytes::Bytes;
@@ -570,22 +568,20 @@ fn admin_apis_need_their_operations(st: &Setup) {
 }
 
 fn kcat(st: &Setup, user: &str, args: &[&str], stdin: &str) -> (bool, String, String) {
-    let mut child = Command::new("timeout")
-        .args(["--kill-after=5", "60", "kcat", "-b", &st.b.bootstrap()])
-        .args(["-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanisms=PLAIN"])
-        .args(["-X", &format!("sasl.username={user}")])
-        .args(["-X", &format!("sasl.password={}", password(user))])
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("kcat (scripts/test.sh installs it)");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let ok = out.status.success() && !stderr.contains("ERROR") && !stderr.contains("failed");
-    (ok, String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+    let mut all = vec![
+        "-b".to_string(),
+        st.b.bootstrap(),
+        "-X".into(),
+        "security.protocol=sasl_plaintext".into(),
+        "-X".into(),
+        "sasl.mechanisms=PLAIN".into(),
+        "-X".into(),
+        format!("sasl.username={user}"),
+        "-X".into(),
+        format!("sasl.password={}", password(user)),
+    ];
+    all.extend(args.iter().map(|a| a.to_string()));
+    broker::kcat(&all, stdin)
 }
 
 fn real_clients_see_the_same(st: &Setup) {

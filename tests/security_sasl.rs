@@ -28,12 +28,13 @@
 
 mod broker;
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use broker::{create_topic, kafka_tool, kafka_tool_output, python, repo_root, TestBroker, Wire};
+use broker::{
+    create_topic, kafka_tool, kafka_tool_output, kcat, python, repo_root, TestBroker, Wire,
+};
 use bytes::Bytes;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -165,22 +166,6 @@ fn fetch_request(topic: &str) -> FetchRequest {
                 .with_fetch_offset(0)
                 .with_partition_max_bytes(1 << 20)],
         )])
-}
-
-fn kcat(args: &[String], stdin: &str) -> (bool, String, String) {
-    let mut child = Command::new("timeout")
-        .args(["--kill-after=5", "60", "kcat"])
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("kcat (scripts/test.sh installs it)");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let ok = out.status.success() && !stderr.contains("ERROR") && !stderr.contains("failed");
-    (ok, String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
 }
 
 fn kcat_args(st: &Setup, ssl: bool, password: &str, extra: &[&str]) -> Vec<String> {

@@ -10,10 +10,9 @@
 
 mod broker;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use broker::{create_topic, kafka_tool, kafka_tool_output, python, repo_root, TestBroker};
+use broker::{create_topic, kafka_tool, kafka_tool_output, kcat, python, repo_root, TestBroker};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
     ExtendedKeyUsagePurpose, IsCa, KeyPair,
@@ -26,22 +25,6 @@ fn configs(b: &TestBroker, args: &[&str]) -> String {
     let mut all = vec!["--bootstrap-server", bootstrap.as_str()];
     all.extend_from_slice(args);
     kafka_tool(b, "kafka.admin.ConfigCommand", &all, None)
-}
-
-fn kcat(args: &[String], stdin: &str) -> (bool, String, String) {
-    let mut child = Command::new("timeout")
-        .args(["--kill-after=5", "60", "kcat"])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kcat (scripts/test.sh installs it)");
-    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write");
-    let out = child.wait_with_output().expect("wait");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let ok = out.status.success() && !stderr.contains("ERROR") && !stderr.contains("failed");
-    (ok, String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
 }
 
 fn kcat_args(port: u16, mechanism: &str, password: &str, extra: &[&str]) -> Vec<String> {

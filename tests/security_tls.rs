@@ -24,7 +24,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use broker::{create_topic, kafka_tool, python, repo_root, TestBroker, Wire};
+use broker::{create_topic, kafka_tool, kcat, python, repo_root, TestBroker, Wire};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{ApiVersionsRequest, FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
@@ -202,21 +202,6 @@ fn fetch_request(topic: &str, max: i32) -> FetchRequest {
                 .with_partition(0)
                 .with_fetch_offset(0)
                 .with_partition_max_bytes(max)])])
-}
-
-fn kcat(args: &[&str], stdin: &str) -> (bool, String, String) {
-    let mut child = Command::new("kcat")
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("kcat (scripts/test.sh installs it)");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let ok = out.status.success() && !stderr.contains("ERROR") && !stderr.contains("failed");
-    (ok, String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
 }
 
 fn kcat_ssl(pki: &Pki, port: u16, cert: bool) -> Vec<String> {

@@ -55,8 +55,11 @@ pub fn handle(
     WriteTxnMarkersResponse::default().with_markers(markers)
 }
 
-/// `code` for every partition of the marker (Kafka's error response).
-fn every_partition(request: &WritableTxnMarker, code: i16) -> WritableTxnMarkerResult {
+/// The marker's result: `code` of each of its partitions.
+fn results(
+    request: &WritableTxnMarker,
+    mut code: impl FnMut(TopicPartition) -> i16,
+) -> WritableTxnMarkerResult {
     let topics = request
         .topics
         .iter()
@@ -67,7 +70,7 @@ fn every_partition(request: &WritableTxnMarker, code: i16) -> WritableTxnMarkerR
                 .map(|&index| {
                     WritableTxnMarkerPartitionResult::default()
                         .with_partition_index(index)
-                        .with_error_code(code)
+                        .with_error_code(code(TopicPartition::new(topic.name.as_str(), index)))
                 })
                 .collect();
             WritableTxnMarkerTopicResult::default()
@@ -76,6 +79,11 @@ fn every_partition(request: &WritableTxnMarker, code: i16) -> WritableTxnMarkerR
         })
         .collect();
     WritableTxnMarkerResult::default().with_producer_id(request.producer_id).with_topics(topics)
+}
+
+/// `code` for every partition of the marker (Kafka's error response).
+fn every_partition(request: &WritableTxnMarker, code: i16) -> WritableTxnMarkerResult {
+    results(request, |_| code)
 }
 
 fn write_marker(broker: &Broker, request: &WritableTxnMarker) -> WritableTxnMarkerResult {
@@ -99,31 +107,11 @@ fn write_marker(broker: &Broker, request: &WritableTxnMarker) -> WritableTxnMark
             TransactionResult::Abort
         },
     };
-    let topics = request
-        .topics
-        .iter()
-        .map(|topic| {
-            let partitions = topic
-                .partition_indexes
-                .iter()
-                .map(|&index| {
-                    let tp = TopicPartition::new(topic.name.as_str(), index);
-                    let code = match broker.markers.append_marker(&tp, &marker) {
-                        Ok(()) => 0,
-                        Err(e) => {
-                            tracing::info!(partition = %tp, producer_id = marker.producer_id, "WriteTxnMarkers: {e}");
-                            error_code(&e).code()
-                        }
-                    };
-                    WritableTxnMarkerPartitionResult::default()
-                        .with_partition_index(index)
-                        .with_error_code(code)
-                })
-                .collect();
-            WritableTxnMarkerTopicResult::default()
-                .with_name(topic.name.clone())
-                .with_partitions(partitions)
-        })
-        .collect();
-    WritableTxnMarkerResult::default().with_producer_id(request.producer_id).with_topics(topics)
+    results(request, |tp| match broker.markers.append_marker(&tp, &marker) {
+        Ok(()) => 0,
+        Err(e) => {
+            tracing::info!(partition = %tp, producer_id = marker.producer_id, "WriteTxnMarkers: {e}");
+            error_code(&e).code()
+        }
+    })
 }

@@ -404,6 +404,26 @@ pub fn metric_value(text: &str, series: &str) -> Option<f64> {
     })
 }
 
+/// Run kcat (bounded to 60 s) with `stdin` piped in: (success, stdout,
+/// stderr). Success also needs a stderr without ERROR or "failed": kcat
+/// exits 0 after some client errors it only logs.
+pub fn kcat<S: AsRef<std::ffi::OsStr>>(args: &[S], stdin: &str) -> (bool, String, String) {
+    use std::io::Write;
+    let mut child = Command::new("timeout")
+        .args(["--kill-after=5", "60", "kcat"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kcat (scripts/test.sh installs it)");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let ok = out.status.success() && !stderr.contains("ERROR") && !stderr.contains("failed");
+    (ok, String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+}
+
 /// Run a command, returning (success, stdout, stderr).
 pub fn run(cmd: &mut Command) -> (bool, String, String) {
     let out = cmd.output().unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
