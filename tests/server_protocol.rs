@@ -296,3 +296,32 @@ fn sigterm_shuts_down_cleanly() {
     assert!(recovery.lines().any(|l| l == "s 1 1"), "recovery point of s-1 is 1:\n{recovery}");
     assert!(b.log().contains("sediment stopped"));
 }
+
+/// DescribeConfigs: null and an empty key list both describe every key, as
+/// Kafka's ConfigHelper does; a named key only itself.
+#[test]
+fn describe_configs_of_no_keys_is_every_key() {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    use kafka_protocol::messages::DescribeConfigsRequest;
+    let b = TestBroker::start(&[]);
+    create_topic(b.port, "described", 1, &[("cleanup.policy", "compact")]);
+    let mut w = Wire::connect(b.port);
+    let mut count = |keys: Option<Vec<&str>>| {
+        let keys = keys.map(|k| k.into_iter().map(|k| StrBytes::from_string(k.into())).collect());
+        let r = w.call(
+            4,
+            &DescribeConfigsRequest::default().with_resources(vec![
+                DescribeConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(StrBytes::from_static_str("described"))
+                    .with_configuration_keys(keys),
+            ]),
+        );
+        assert_eq!(r.results[0].error_code, 0);
+        r.results[0].configs.len()
+    };
+    let all = count(None);
+    assert!(all > 10, "{all}");
+    assert_eq!(count(Some(vec![])), all);
+    assert_eq!(count(Some(vec!["cleanup.policy"])), 1);
+}

@@ -174,10 +174,12 @@ pub fn handle(
 fn describe(broker: &Broker, request: DescribeConfigsRequest) -> Vec<DescribeConfigsResult> {
     let mut results = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
+        // Null and an empty list both mean every key (Kafka's `ConfigHelper`).
         let wanted = |name: &str| {
             resource
                 .configuration_keys
                 .as_ref()
+                .filter(|keys| !keys.is_empty())
                 .is_none_or(|keys| keys.iter().any(|k| k.as_str() == name))
         };
         let result = DescribeConfigsResult::default()
