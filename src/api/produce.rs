@@ -214,9 +214,14 @@ fn refuse_transactional_records(request: ProduceRequest, acks: i16) -> Option<Re
         return None;
     }
     let code = ResponseError::TransactionalIdAuthorizationFailed.code();
+    Some(ResponseKind::Produce(every_partition(&request, code)))
+}
+
+/// Kafka's error response to a whole Produce: `code` on every partition.
+pub fn every_partition(request: &ProduceRequest, code: i16) -> ProduceResponse {
     let topics = request
         .topic_data
-        .into_iter()
+        .iter()
         .map(|topic| {
             let partitions = topic
                 .partition_data
@@ -231,12 +236,12 @@ fn refuse_transactional_records(request: ProduceRequest, acks: i16) -> Option<Re
                 })
                 .collect();
             TopicProduceResponse::default()
-                .with_name(topic.name)
+                .with_name(topic.name.clone())
                 .with_topic_id(topic.topic_id)
                 .with_partition_responses(partitions)
         })
         .collect();
-    Some(ResponseKind::Produce(ProduceResponse::default().with_responses(topics)))
+    ProduceResponse::default().with_responses(topics)
 }
 
 /// Why a partition's records were not appended.

@@ -72,6 +72,24 @@ fn duplicated(request: &AlterUserScramCredentialsRequest) -> BTreeSet<String> {
         .collect()
 }
 
+/// Why a user named in the request cannot be altered at all, checked
+/// before its mechanism (Kafka's order).
+fn user_refusal(
+    name: &str,
+    duplicated: &BTreeSet<String>,
+) -> Result<(), (ResponseError, &'static str)> {
+    if duplicated.contains(name) {
+        Err((
+            ResponseError::DuplicateResource,
+            "A user credential cannot be altered twice in the same request",
+        ))
+    } else if name.is_empty() {
+        Err((ResponseError::UnacceptableCredential, "Username must not be empty"))
+    } else {
+        Ok(())
+    }
+}
+
 /// Validate one user's entries into changes.
 fn validate(
     request: &AlterUserScramCredentialsRequest,
@@ -80,29 +98,13 @@ fn validate(
     let mut out = BTreeMap::new();
     for d in &request.deletions {
         let name = d.name.to_string();
-        let change = if dup.contains(&name) {
-            Err((
-                ResponseError::DuplicateResource,
-                "A user credential cannot be altered twice in the same request",
-            ))
-        } else if name.is_empty() {
-            Err((ResponseError::UnacceptableCredential, "Username must not be empty"))
-        } else {
-            mechanism(d.mechanism).map(Change::Delete)
-        };
-        out.insert(name, change);
+        let change = user_refusal(&name, &dup).and_then(|()| mechanism(d.mechanism));
+        out.insert(name, change.map(Change::Delete));
     }
     for u in &request.upsertions {
         let name = u.name.to_string();
-        let change = if dup.contains(&name) {
-            Err((
-                ResponseError::DuplicateResource,
-                "A user credential cannot be altered twice in the same request",
-            ))
-        } else if name.is_empty() {
-            Err((ResponseError::UnacceptableCredential, "Username must not be empty"))
-        } else {
-            mechanism(u.mechanism).and_then(|m| {
+        let change =
+            user_refusal(&name, &dup).and_then(|()| mechanism(u.mechanism)).and_then(|m| {
                 if u.iterations < MIN_ITERATIONS as i32 {
                     Err((ResponseError::UnacceptableCredential, "Too few iterations"))
                 } else if u.iterations > MAX_ITERATIONS as i32 {
@@ -117,8 +119,7 @@ fn validate(
                         u.iterations as u32,
                     )))
                 }
-            })
-        };
+            });
         out.insert(name, change);
     }
     out

@@ -43,17 +43,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::{Buf, BufMut, Bytes};
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsResponse, ProduceRequest, ProduceResponse, RequestKind, ResponseKind,
-    SaslAuthenticateResponse, SaslHandshakeResponse,
+    ApiKey, ApiVersionsResponse, RequestKind, ResponseKind, SaslAuthenticateResponse,
+    SaslHandshakeResponse,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, BufReader};
 use tokio::sync::watch;
 
 use super::connection::ConnWriter;
 use super::{encode_response, parse_frame, ConnError, Frame, ResponseBuf, MIN_FRAME};
-use crate::api::{api_versions, str_bytes};
+use crate::api::{api_versions, produce, str_bytes};
 use crate::metrics::RequestMetrics;
 use crate::security::sasl::{SaslListener, SaslServer, SaslStep};
 use crate::security::{KafkaPrincipal, Session};
@@ -140,33 +139,6 @@ fn handshake_response(code: i16, mechanisms: &[String]) -> ResponseKind {
             .with_error_code(code)
             .with_mechanisms(mechanisms.iter().map(|m| str_bytes(m.as_str())).collect()),
     )
-}
-
-/// Kafka's error response to a Produce: the code on every partition.
-fn produce_error(request: &ProduceRequest, code: i16) -> ResponseKind {
-    let responses = request
-        .topic_data
-        .iter()
-        .map(|t| {
-            TopicProduceResponse::default()
-                .with_name(t.name.clone())
-                .with_topic_id(t.topic_id)
-                .with_partition_responses(
-                    t.partition_data
-                        .iter()
-                        .map(|p| {
-                            PartitionProduceResponse::default()
-                                .with_index(p.index)
-                                .with_error_code(code)
-                                .with_base_offset(-1)
-                                .with_log_append_time_ms(-1)
-                                .with_log_start_offset(-1)
-                        })
-                        .collect(),
-                )
-        })
-        .collect();
-    ResponseKind::Produce(ProduceResponse::default().with_responses(responses))
 }
 
 impl Authenticator {
@@ -324,7 +296,9 @@ impl Authenticator {
                     RequestKind::ApiVersions(_) => Some(ResponseKind::ApiVersions(
                         ApiVersionsResponse::default().with_error_code(illegal),
                     )),
-                    RequestKind::Produce(p) if p.acks != 0 => Some(produce_error(&p, illegal)),
+                    RequestKind::Produce(p) if p.acks != 0 => {
+                        Some(ResponseKind::Produce(produce::every_partition(&p, illegal)))
+                    }
                     _ => None,
                 };
                 let reply = reply.map(|r| answer(head, r));
