@@ -22,10 +22,12 @@ use crate::log::config::{self as log_config, ConfigDef, ConfigType, LOG_CONFIGS}
 use crate::log::LogManagerConfig;
 
 mod authorization;
+mod broker_defs;
 mod listeners;
 mod sasl;
 mod secrets;
 mod template;
+mod toml_file;
 
 pub use listeners::{
     parse_endpoints, parse_protocol_map, split_listener_key, EndpointEntry, ListenerConfig,
@@ -48,140 +50,7 @@ fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
     ConfigError::Invalid { key: key.to_string(), reason: reason.into() }
 }
 
-macro_rules! broker_def {
-    ($name:literal, $kind:ident, $default:expr, $min:expr, $doc:literal) => {
-        broker_def!($name, $kind, $default, $min, &[], $doc)
-    };
-    ($name:literal, $kind:ident, $default:expr, $min:expr, $one_of:expr, $doc:literal) => {
-        ConfigDef {
-            name: $name,
-            broker_key: $name,
-            kind: ConfigType::$kind,
-            default: $default,
-            min: $min,
-            max: None,
-            one_of: $one_of,
-            doc: $doc,
-        }
-    };
-}
-
-/// Broker-only keys (topic defaults live in `LOG_CONFIGS`).
-pub const BROKER_CONFIGS: &[ConfigDef] = &[
-    broker_def!("node.id", Int, "1", Some(0.0), "this broker's id, reported in Metadata and DescribeCluster"),
-    broker_def!("listeners", String, "PLAINTEXT://:9092", None,
-        "where the broker listens: comma-separated NAME://host:port listeners (empty host: all interfaces)"),
-    broker_def!("advertised.listeners", String, "", None,
-        "the NAME://host:port clients of each listener are told to connect to; a listener not named: its own (localhost when it binds all interfaces)"),
-    broker_def!("listener.security.protocol.map", String, DEFAULT_PROTOCOL_MAP, None,
-        "NAME:PROTOCOL for every listener name: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
-    broker_def!("log.dirs", String, "data", None, "comma-separated directories that hold the partitions"),
-    broker_def!("num.partitions", Int, "1", Some(1.0), "partitions of an auto-created topic or a CreateTopics without a count"),
-    broker_def!("default.replication.factor", Int, "1", Some(1.0), "replication factor of auto-created topics (only 1 is possible on one node)"),
-    broker_def!("auto.create.topics.enable", Boolean, "true", None, "create a topic when Metadata asks for an unknown one"),
-    broker_def!("delete.topic.enable", Boolean, "true", None, "allow DeleteTopics"),
-    broker_def!("socket.request.max.bytes", Int, "104857600", Some(1.0), "largest request frame accepted; bigger frames close the connection"),
-    broker_def!("log.flush.before.ack", Boolean, "false", None,
-        "sediment: fsync each append before acknowledging it (survives power loss, costs latency)"),
-    broker_def!("log.retention.check.interval.ms", Long, "300000", Some(1.0), "how often retention runs"),
-    broker_def!("log.flush.scheduler.interval.ms", Long, "9223372036854775807", Some(1.0),
-        "accepted for compatibility with Kafka and not used: sediment checks flush.ms every second"),
-    broker_def!("producer.id.expiration.ms", Int, "86400000", Some(1.0),
-        "how long a producer's state (epoch, last sequences) is kept after its last write when it has no open transaction"),
-    broker_def!("producer.id.expiration.check.interval.ms", Int, "600000", Some(1.0),
-        "how often producer state past producer.id.expiration.ms is removed"),
-    broker_def!("log.flush.offset.checkpoint.interval.ms", Int, "60000", Some(0.0), "how often the recovery point is checkpointed"),
-    broker_def!("log.flush.start.offset.checkpoint.interval.ms", Int, "60000", Some(0.0), "how often log start offsets are checkpointed"),
-    broker_def!("log.retention.hours", Int, "168", None, "retention.ms default in hours, when log.retention.ms and .minutes are unset"),
-    broker_def!("log.retention.minutes", Int, "", None, "retention.ms default in minutes, when log.retention.ms is unset"),
-    broker_def!("log.roll.hours", Int, "168", Some(1.0), "segment.ms default in hours, when log.roll.ms is unset"),
-    broker_def!("log.cleaner.enable", Boolean, "true", None, "run the log cleaner threads (compacted topics are only compacted when true)"),
-    broker_def!("log.cleaner.threads", Int, "1", Some(0.0), "cleaner threads; they share the dedupe buffer and the I/O limit"),
-    broker_def!("log.cleaner.dedupe.buffer.size", Long, "134217728", Some(0.0),
-        "bytes of offset map (24 per key) for all cleaner threads together, split evenly among them"),
-    broker_def!("log.cleaner.io.buffer.size", Int, "524288", Some(0.0),
-        "bytes of read plus write buffer for all cleaner threads together (each thread starts with its share, halved per buffer)"),
-    broker_def!("log.cleaner.io.buffer.load.factor", Double, "0.9", Some(0.0), "share of the offset map's slots that may be filled (above 0, at most 1)"),
-    broker_def!("log.cleaner.io.max.bytes.per.second", Double, "1.7976931348623157E308", Some(0.0),
-        "read plus write bytes per second all cleaner threads together may use"),
-    broker_def!("log.cleaner.backoff.ms", Long, "15000", Some(0.0), "how long a cleaner thread sleeps when no log is eligible"),
-    broker_def!("log.cleaner.uncleanable.retry.backoff.ms", Long, "300000", Some(0.0),
-        "sediment: how long a partition that failed to clean stays uncleanable before it is tried again (Kafka: until restart)"),
-    broker_def!("metrics.listen", String, "127.0.0.1:9404", None,
-        "sediment: host:port of the HTTP endpoint serving /metrics (Prometheus) and /cleaner-status (JSON); empty disables it"),
-    broker_def!("offsets.topic.num.partitions", Int, "50", Some(1.0), "partitions of __consumer_offsets (fixed once the topic exists)"),
-    broker_def!("offsets.topic.segment.bytes", Int, "104857600", Some(1.0), "segment.bytes of __consumer_offsets"),
-    broker_def!("offsets.topic.replication.factor", Int, "1", Some(1.0), "replication factor of __consumer_offsets (only 1 is possible on one node)"),
-    broker_def!("offsets.retention.minutes", Int, "10080", Some(1.0), "how long an empty group's committed offsets are kept"),
-    broker_def!("offsets.retention.check.interval.ms", Long, "600000", Some(1.0), "how often expired offsets are looked for"),
-    broker_def!("offset.metadata.max.bytes", Int, "4096", Some(0.0), "largest metadata string of a committed offset"),
-    broker_def!("group.initial.rebalance.delay.ms", Int, "3000", Some(0.0), "how long a new group waits for more members before its first rebalance"),
-    broker_def!("group.min.session.timeout.ms", Int, "6000", Some(0.0), "smallest session.timeout.ms a member may ask for"),
-    broker_def!("group.max.session.timeout.ms", Int, "1800000", Some(0.0), "largest session.timeout.ms a member may ask for"),
-    broker_def!("group.max.size", Int, "2147483647", Some(1.0), "largest number of members in a group"),
-    broker_def!("transaction.state.log.num.partitions", Int, "50", Some(1.0), "partitions of __transaction_state (fixed once the topic exists)"),
-    broker_def!("transaction.state.log.segment.bytes", Int, "104857600", Some(1.0), "segment.bytes of __transaction_state"),
-    broker_def!("transaction.state.log.replication.factor", Int, "1", Some(1.0), "replication factor of __transaction_state (only 1 is possible on one node)"),
-    broker_def!("transaction.state.log.min.isr", Int, "1", Some(1.0), "min.insync.replicas of __transaction_state (accepted; one node is always in sync)"),
-    broker_def!("transaction.max.timeout.ms", Int, "900000", Some(1.0), "largest transaction.timeout.ms a producer may ask for"),
-    broker_def!("transactional.id.expiration.ms", Int, "604800000", Some(1.0), "how long a transactional id with no transaction is kept after its last update"),
-    broker_def!("transaction.abort.timed.out.transaction.cleanup.interval.ms", Int, "10000", Some(1.0), "how often transactions past their timeout are looked for and aborted"),
-    broker_def!("transaction.remove.expired.transaction.cleanup.interval.ms", Int, "3600000", Some(1.0), "how often expired transactional ids are looked for and removed"),
-    broker_def!("transaction.partition.verification.enable", Boolean, "true", None,
-        "check with the transaction coordinator that a partition is in the transaction before a transactional Produce or TxnOffsetCommit opens one there"),
-    broker_def!("ssl.keystore.type", String, "JKS", None, &["JKS", "PKCS12", "PEM"],
-        "format of an SSL listener's key store; sediment reads PEM only (JKS and PKCS12 are refused with the command that converts them)"),
-    broker_def!("ssl.keystore.location", String, "", None,
-        "PEM file holding an SSL listener's private key (PKCS#8) and certificate chain"),
-    broker_def!("ssl.keystore.key", Password, "", None,
-        "the private key in PEM, given inline instead of ssl.keystore.location (secret)"),
-    broker_def!("ssl.keystore.certificate.chain", Password, "", None,
-        "the certificate chain in PEM, given inline with ssl.keystore.key"),
-    broker_def!("ssl.keystore.password", Password, "", None,
-        "password of a JKS or PKCS12 key store; must not be set with PEM (secret)"),
-    broker_def!("ssl.key.password", Password, "", None, "password of the key store's encrypted PKCS#8 private key (BEGIN ENCRYPTED PRIVATE KEY) (secret)"),
-    broker_def!("ssl.truststore.type", String, "JKS", None, &["JKS", "PKCS12", "PEM"],
-        "format of the trust store that checks client certificates; sediment reads PEM only"),
-    broker_def!("ssl.truststore.location", String, "", None,
-        "PEM file of the CA certificates that client certificates must chain to"),
-    broker_def!("ssl.truststore.certificates", Password, "", None,
-        "the trusted CA certificates in PEM, given inline instead of ssl.truststore.location"),
-    broker_def!("ssl.truststore.password", Password, "", None,
-        "password of a JKS or PKCS12 trust store; must not be set with PEM (secret)"),
-    broker_def!("ssl.client.auth", String, "none", None, &["required", "requested", "none"],
-        "whether an SSL listener asks clients for a certificate"),
-    broker_def!("ssl.enabled.protocols", List, "TLSv1.2,TLSv1.3", None, &["TLSv1.2", "TLSv1.3"],
-        "TLS versions an SSL listener accepts"),
-    broker_def!("ssl.cipher.suites", List, "", None,
-        "TLS cipher suites an SSL listener offers, by IANA name (TLS_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, ...); empty: rustls's defaults"),
-    broker_def!("ssl.protocol", String, "TLSv1.3", None, &["TLS", "TLSv1.2", "TLSv1.3"],
-        "accepted for compatibility with Kafka: the highest of ssl.enabled.protocols is negotiated"),
-    broker_def!("ssl.handshake.timeout.ms", Long, "10000", Some(1.0),
-        "sediment: how long an SSL listener waits for a client to finish the TLS handshake"),
-    broker_def!("ssl.allow.dn.changes", Boolean, "false", None, "whether a reloaded key store may serve a certificate with another subject DN"),
-    broker_def!("ssl.allow.san.changes", Boolean, "false", None, "whether a reloaded key store may serve a certificate with other subject alternative names"),
-    broker_def!("ssl.reload.interval.ms", Long, "5000", Some(0.0),
-        "sediment: how often an SSL listener's key and trust store files are checked for changes (0: never)"),
-    broker_def!("ssl.principal.mapping.rules", String, "DEFAULT", None,
-        "how a client certificate's subject becomes the principal: DEFAULT (the RFC 2253 subject) and RULE:<pattern>/<replacement>/[LU] rules, comma separated, first that applies wins"),
-    broker_def!("ssl.endpoint.identification.algorithm", String, "https", None,
-        "accepted for compatibility with Kafka: a client-side host name check, no effect on a broker"),
-    broker_def!("sasl.enabled.mechanisms", List, "GSSAPI", None,
-        "SASL mechanisms a SASL listener offers (also per listener); sediment serves PLAIN, so a SASL listener must set it"),
-    broker_def!("sasl.jaas.config", Password, "", None,
-        "a SASL listener's JAAS config, set per listener and mechanism as listener.name.<listener>.<mechanism>.sasl.jaas.config; PLAIN's users are its user_<name>=\"<password>\" options (secret)"),
-    broker_def!("sasl.server.max.receive.size", Int, "524288", Some(1.0),
-        "largest frame a SASL listener reads before authentication completes; bigger frames fail authentication"),
-    broker_def!("connection.failed.authentication.delay.ms", Int, "100", Some(0.0),
-        "how long a connection that failed authentication waits before it is answered and closed"),
-    broker_def!("connections.max.reauth.ms", Long, "0", Some(0.0),
-        "lifetime of a SASL session: a client must re-authenticate on its connection before it ends or is disconnected (0: sessions never expire; also per listener and per listener and mechanism)"),
-    broker_def!("authorizer.class.name", String, "", None,
-        "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns on ACLs (kept in sediment-acls.json); empty: every request is allowed"),
-    broker_def!("super.users", String, "", None, "principals allowed everything, before any ACL, as User:name;User:other"),
-    broker_def!("allow.everyone.if.no.acl.found", Boolean, "false", None,
-        "whether a resource that no ACL applies to at all is open to everyone"),
-];
+pub use broker_defs::BROKER_CONFIGS;
 
 /// The keys Kafka allows per listener, as `listener.name.<name>.<key>`.
 pub fn is_listener_key(key: &str) -> bool {
@@ -351,39 +220,6 @@ pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
-fn toml_scalar(key: &str, value: &toml::Value) -> Result<String, ConfigError> {
-    Ok(match value {
-        toml::Value::String(s) => s.clone(),
-        toml::Value::Integer(i) => i.to_string(),
-        toml::Value::Float(f) => f.to_string(),
-        toml::Value::Boolean(b) => b.to_string(),
-        toml::Value::Array(items) => {
-            let parts: Result<Vec<_>, _> = items.iter().map(|v| toml_scalar(key, v)).collect();
-            parts?.join(",")
-        }
-        toml::Value::Datetime(_) | toml::Value::Table(_) => {
-            return Err(invalid(key, "expected a string, number, boolean or list"))
-        }
-    })
-}
-
-fn flatten(
-    prefix: &str,
-    table: &toml::Table,
-    out: &mut BTreeMap<String, String>,
-) -> Result<(), ConfigError> {
-    for (k, v) in table {
-        let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
-        match v {
-            toml::Value::Table(t) => flatten(&key, t, out)?,
-            other => {
-                out.insert(key.clone(), toml_scalar(&key, other)?);
-            }
-        }
-    }
-    Ok(())
-}
-
 impl BrokerConfig {
     /// Parse TOML text.
     ///
@@ -395,7 +231,7 @@ impl BrokerConfig {
             message: e.to_string(),
         })?;
         let mut explicit = BTreeMap::new();
-        flatten("", &table, &mut explicit)?;
+        toml_file::flatten("", &table, &mut explicit)?;
         let mut config = Self::default();
         for (k, v) in explicit {
             config.set(&k, &v)?;
