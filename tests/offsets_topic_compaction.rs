@@ -87,6 +87,8 @@ fn many_commits_compact_to_one_record_per_key() {
         "log.cleaner.backoff.ms=100",
         "group.initial.rebalance.delay.ms=0",
     ]);
+    // Offsets are committed only for partitions that exist, as on Kafka.
+    broker::create_topic(b.port, "events", PARTITIONS, &[]);
     let groups: Vec<String> = (0..GROUPS).map(|g| format!("group-{g}")).collect();
     let mut w = Wire::connect(b.port);
     for round in 1..=ROUNDS {

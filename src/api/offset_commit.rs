@@ -4,8 +4,10 @@
 //! Authorization, as Kafka's `handleOffsetCommitRequest`: READ on the group
 //! first (denied: GROUP_AUTHORIZATION_FAILED on every partition), then READ on
 //! each topic (denied: TOPIC_AUTHORIZATION_FAILED on its partitions, which are
-//! not committed); only the allowed partitions reach the coordinator, and
-//! when none is left it is not asked at all.
+//! not committed). A partition of a topic that does not exist, or past the
+//! topic's last, gets UNKNOWN_TOPIC_OR_PARTITION and is not committed. Only
+//! the allowed, existing partitions reach the coordinator, and when none is
+//! left it is not asked at all (so such a request creates no group).
 
 use std::collections::HashMap;
 
@@ -37,17 +39,17 @@ pub fn handle(
         request.topics.iter().map(|t| t.name.0.as_str()),
     );
     let is_allowed = |t: &str| allowed.get(t).copied().unwrap_or(false);
+    let known = |t: &str, p: i32| broker.logs.contains_partition(t, p);
     let mut offsets = Vec::new();
     for t in request.topics.iter().filter(|t| is_allowed(t.name.0.as_str())) {
-        for p in &t.partitions {
+        for p in t.partitions.iter().filter(|p| known(t.name.0.as_str(), p.partition_index)) {
             let leader_epoch = if version >= 6 { p.committed_leader_epoch } else { -1 };
             let metadata = p.committed_metadata.as_deref();
             let o = CommittedOffset::requested(p.committed_offset, leader_epoch, metadata);
             offsets.push((t.name.0.to_string(), p.partition_index, o));
         }
     }
-    let any_denied = allowed.values().any(|a| !a);
-    let results = if offsets.is_empty() && any_denied {
+    let results = if offsets.is_empty() {
         Vec::new()
     } else {
         let instance = if version >= 7 {
@@ -73,10 +75,12 @@ pub fn handle(
                 .partitions
                 .iter()
                 .map(|p| {
-                    let code = if allowed {
+                    let code = if !allowed {
+                        ResponseError::TopicAuthorizationFailed.code()
+                    } else if known(t.name.0.as_str(), p.partition_index) {
                         group_code(results.next().flatten())
                     } else {
-                        ResponseError::TopicAuthorizationFailed.code()
+                        ResponseError::UnknownTopicOrPartition.code()
                     };
                     OffsetCommitResponsePartition::default()
                         .with_partition_index(p.partition_index)

@@ -4,7 +4,9 @@
 //! Authorization, as Kafka's `handleOffsetDeleteRequest`: DELETE on the group
 //! first (denied: the top-level GROUP_AUTHORIZATION_FAILED), then READ on
 //! each topic (denied: TOPIC_AUTHORIZATION_FAILED on its partitions, whose
-//! offsets stay).
+//! offsets stay). A partition of a topic that does not exist, or past the
+//! topic's last, gets UNKNOWN_TOPIC_OR_PARTITION; the group is still checked
+//! (a missing group is the top-level error), as Kafka does.
 
 use std::collections::HashMap;
 
@@ -35,11 +37,14 @@ pub fn handle(
         request.topics.iter().map(|t| t.name.0.as_str()),
     );
     let is_allowed = |t: &str| allowed.get(t).copied().unwrap_or(false);
+    let known = |t: &str, p: i32| broker.logs.contains_partition(t, p);
     let partitions: Vec<(String, i32)> = request
         .topics
         .iter()
         .filter(|t| is_allowed(t.name.0.as_str()))
-        .flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), p.partition_index)))
+        .flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.as_str(), p.partition_index)))
+        .filter(|(t, p)| known(t, *p))
+        .map(|(t, p)| (t.to_string(), p))
         .collect();
     match broker.groups.delete_offsets(group, &partitions) {
         Err(e) => OffsetDeleteResponse::default().with_error_code(group_code(Some(e))),
@@ -54,10 +59,12 @@ pub fn handle(
                         .partitions
                         .iter()
                         .map(|p| {
-                            let code = if allowed {
+                            let code = if !allowed {
+                                ResponseError::TopicAuthorizationFailed.code()
+                            } else if known(t.name.0.as_str(), p.partition_index) {
                                 group_code(results.next().flatten())
                             } else {
-                                ResponseError::TopicAuthorizationFailed.code()
+                                ResponseError::UnknownTopicOrPartition.code()
                             };
                             OffsetDeleteResponsePartition::default()
                                 .with_partition_index(p.partition_index)

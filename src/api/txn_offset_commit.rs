@@ -49,7 +49,7 @@ pub fn handle(
     );
     let is_allowed = |t: &str| allowed.get(t) == Some(&true);
     let (pid, epoch) = (request.producer_id.0, request.producer_epoch);
-    let known = |t: &str, p: i32| broker.logs.topic(t).is_some_and(|i| p >= 0 && p < i.partitions);
+    let known = |t: &str, p: i32| broker.logs.contains_partition(t, p);
     let mut offsets = Vec::new();
     for t in request.topics.iter().filter(|t| is_allowed(t.name.0.as_str())) {
         for p in t.partitions.iter().filter(|p| known(t.name.0.as_str(), p.partition_index)) {

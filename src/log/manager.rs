@@ -295,6 +295,12 @@ impl LogManager {
         self.topics.read().get(name).cloned()
     }
 
+    /// Whether `topic` exists and has a partition `partition` (Kafka's
+    /// `MetadataCache.contains`).
+    pub fn contains_partition(&self, topic: &str, partition: i32) -> bool {
+        self.topics.read().get(topic).is_some_and(|t| (0..t.partitions).contains(&partition))
+    }
+
     /// The name of the topic with this id (Produce v13+, Fetch v13+ and
     /// DeleteTopics address topics by id). Clones only the name.
     pub fn topic_name_by_id(&self, id: &[u8; 16]) -> Option<String> {

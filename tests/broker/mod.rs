@@ -3,6 +3,7 @@
 //! data dir, and the broker's log kept in a file for failure messages.
 #![allow(dead_code)]
 
+pub mod reference_kafka;
 pub mod txn;
 
 use std::io::{BufRead, BufReader};
@@ -448,6 +449,11 @@ impl Wire {
     pub fn connect(port: u16) -> Self {
         let stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
         stream.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+        Self { stream, next_correlation: 1 }
+    }
+
+    /// Wrap a connected stream (its read timeout set by the caller).
+    pub fn from_stream(stream: std::net::TcpStream) -> Self {
         Self { stream, next_correlation: 1 }
     }
 

@@ -1,0 +1,101 @@
+//! A real Apache Kafka 4.1.2 broker (KRaft, broker and controller in one JVM)
+//! started from the jars of scripts/kafka-jars.sh, for tests that compare
+//! sediment's answers with Kafka's own. Loopback only; its data dir and log
+//! live in a temporary dir; the JVM is killed when the value is dropped.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{free_port, kafka_tool_output, repo_root, Reaper, Wire};
+
+pub struct ReferenceKafka {
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    _jvm: Reaper,
+}
+
+impl ReferenceKafka {
+    /// Format a data dir and start the broker with `extra` properties on top
+    /// of a single-node KRaft config; returns once Metadata names a
+    /// controller, so topics can be created.
+    pub fn start(extra: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (port, controller_port) = (free_port(), free_port());
+        let mut props = vec![
+            ("process.roles".to_string(), "broker,controller".to_string()),
+            ("node.id".into(), "1".into()),
+            ("controller.quorum.bootstrap.servers".into(), format!("127.0.0.1:{controller_port}")),
+            (
+                "listeners".into(),
+                format!("PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}"),
+            ),
+            ("advertised.listeners".into(), format!("PLAINTEXT://127.0.0.1:{port}")),
+            ("controller.listener.names".into(), "CONTROLLER".into()),
+            ("inter.broker.listener.name".into(), "PLAINTEXT".into()),
+            (
+                "listener.security.protocol.map".into(),
+                "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT".into(),
+            ),
+            ("log.dirs".into(), dir.path().join("data").display().to_string()),
+            ("offsets.topic.replication.factor".into(), "1".into()),
+            ("transaction.state.log.replication.factor".into(), "1".into()),
+            ("transaction.state.log.min.isr".into(), "1".into()),
+            ("share.coordinator.state.topic.replication.factor".into(), "1".into()),
+            ("share.coordinator.state.topic.min.isr".into(), "1".into()),
+            ("group.initial.rebalance.delay.ms".into(), "0".into()),
+        ];
+        props.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let conf = dir.path().join("server.properties");
+        let text: String = props.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+        std::fs::write(&conf, text).expect("write server.properties");
+        let conf = conf.display().to_string();
+
+        let cluster_id = {
+            use base64::Engine;
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(uuid::Uuid::new_v4().as_bytes())
+        };
+        let format = ["format", "-t", &cluster_id, "-c", &conf, "--standalone"];
+        let (ok, out, err) = kafka_tool_output("kafka.tools.StorageTool", &format, None);
+        assert!(ok, "kafka-storage format failed:\n{out}\n{err}");
+
+        let log = std::fs::File::create(dir.path().join("kafka.log")).expect("kafka.log");
+        let child = Command::new("bash")
+            .arg(repo_root().join("scripts/kafka-tool.sh"))
+            .arg("kafka.Kafka")
+            .arg(&conf)
+            .env("KAFKA_HEAP_OPTS", "-Xmx512m -XX:+UseSerialGC")
+            .env("KAFKA_LOG_LEVEL", "INFO")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("start Kafka (needs Java 17)");
+        let kafka = Self { port, dir, _jvm: Reaper(child) };
+        kafka.wait_ready();
+        kafka
+    }
+
+    /// Kafka's own log, for failure messages.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("kafka.log")).unwrap_or_default()
+    }
+
+    fn wait_ready(&self) {
+        use kafka_protocol::messages::MetadataRequest;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            assert!(Instant::now() < deadline, "Kafka did not start; its log:\n{}", self.log());
+            if let Ok(stream) = std::net::TcpStream::connect(("127.0.0.1", self.port)) {
+                stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+                let mut w = Wire::from_stream(stream);
+                let request = MetadataRequest::default().with_topics(Some(vec![]));
+                if let Some(r) = super::txn::try_call(&mut w, 12, &request) {
+                    if r.controller_id.0 >= 0 && !r.brokers.is_empty() {
+                        return;
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
