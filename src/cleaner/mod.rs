@@ -142,6 +142,7 @@ mod clean_into;
 pub mod cleaner;
 pub mod cleaning_state;
 pub mod eligibility;
+pub mod key_audit;
 pub mod log_cleaner;
 pub mod log_to_clean;
 pub mod manager;

@@ -1,0 +1,203 @@
+//! The key audit over real segment files: copies, regions, guarantees and
+//! verdicts, with a mock clock.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::*;
+use crate::clock::{Clock, MockClock};
+use crate::log::compression::Compression;
+use crate::log::record_batch::BatchBuilder;
+use crate::log::{LogManager, LogManagerConfig};
+
+const MINUTE: i64 = 60_000;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    clock: Arc<MockClock>,
+    logs: Arc<LogManager>,
+}
+
+fn fixture(extra: &[(&str, &str)]) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = MockClock::new(10_000_000);
+    let logs =
+        Arc::new(LogManager::open(LogManagerConfig::new(dir.path()), clock.clone()).unwrap());
+    let mut overrides: BTreeMap<String, String> =
+        [("cleanup.policy".to_string(), "compact".to_string())].into();
+    for (k, v) in extra {
+        overrides.insert(k.to_string(), v.to_string());
+    }
+    logs.create_topic("t", 1, overrides).unwrap();
+    Fixture { _dir: dir, clock, logs }
+}
+
+impl Fixture {
+    /// Append one record (a tombstone when `value` is `None`); `roll` closes its segment.
+    fn write(&self, key: &str, value: Option<&str>, roll: bool) {
+        let log = self.logs.get_log(&TopicPartition::new("t", 0)).unwrap();
+        let mut log = log.write();
+        let mut b = BatchBuilder::new(Compression::None, self.clock.now_ms());
+        b.append(self.clock.now_ms(), Some(key.as_bytes()), value.map(str::as_bytes));
+        log.append_as_leader(&mut b.build()).unwrap();
+        if roll {
+            log.roll_if_not_empty().unwrap();
+        }
+    }
+
+    fn audit(&self, key: &str, checkpoint: Option<i64>) -> KeyAudit {
+        let cleaner = CleanerView { enabled: true, backoff_ms: 15_000, blocked: None };
+        self.audit_with(key, checkpoint, cleaner)
+    }
+
+    fn audit_with(&self, key: &str, checkpoint: Option<i64>, cleaner: CleanerView) -> KeyAudit {
+        let log = self.logs.get_log(&TopicPartition::new("t", 0)).unwrap();
+        let view = PartitionView::of_log(&log.read(), checkpoint, cleaner).unwrap();
+        audit(&view, key.as_bytes(), self.clock.now_ms(), None).unwrap()
+    }
+}
+
+#[test]
+fn superseded_copies_are_pending_until_max_compaction_lag() {
+    let f = fixture(&[("max.compaction.lag.ms", &(10 * MINUTE).to_string())]);
+    let start = f.clock.now_ms();
+    for i in 0..5 {
+        f.write("k", Some(&format!("v{i}")), true);
+        f.write("other", Some("x"), false);
+    }
+    f.write("other", Some("x"), false);
+    let a = f.audit("k", None);
+    assert_eq!(a.copies.len(), 5);
+    assert_eq!(a.copies.iter().filter(|c| c.superseded).count(), 4);
+    assert!(a.copies.iter().all(|c| c.region == Region::Dirty), "{:?}", a.copies);
+    assert_eq!(a.verdict, Verdict::Pending);
+    // The dirty ratio is 1 (nothing clean yet): eligible now, plus one backoff.
+    assert_eq!(a.guaranteed_by_ms, Some(start + 15_000));
+    assert_eq!(a.segments_read, 6);
+    assert!(a.bytes_read > 0);
+    assert_eq!(a.key, "k");
+}
+
+#[test]
+fn under_the_ratio_the_max_lag_bounds_the_time_and_without_it_nothing_does() {
+    for (lag, expect) in [(Some(10 * MINUTE), true), (None, false)] {
+        let lag_text = lag.map(|l| l.to_string());
+        let mut extra = vec![("min.cleanable.dirty.ratio", "0.9")];
+        if let Some(l) = &lag_text {
+            extra.push(("max.compaction.lag.ms", l));
+        }
+        let f = fixture(&extra);
+        let start = f.clock.now_ms();
+        f.write("k", Some("old"), false);
+        for _ in 0..8 {
+            f.write("filler", Some("x"), true);
+        }
+        f.clock.advance(MINUTE);
+        f.write("k", Some("new"), true);
+        f.write("tail", Some("x"), false);
+        // Everything before the newest copy's segment counts as clean.
+        let a = f.audit("k", Some(9));
+        assert_eq!(a.copies[0].region, Region::Clean);
+        assert_eq!(a.copies[1].region, Region::Dirty);
+        assert!(a.regions.dirty_ratio < 0.9);
+        assert_eq!(a.verdict, Verdict::Pending);
+        if expect {
+            let began = start + MINUTE;
+            assert_eq!(a.guaranteed_by_ms, Some(began + 10 * MINUTE + 15_000));
+        } else {
+            assert_eq!(a.guaranteed_by_ms, None);
+            let why = a.no_guarantee.unwrap();
+            assert!(why.contains("max.compaction.lag.ms is not set"), "{why}");
+        }
+    }
+}
+
+#[test]
+fn a_newer_copy_in_the_active_segment_guarantees_nothing() {
+    let f = fixture(&[]);
+    f.write("k", Some("old"), true);
+    f.write("k", Some("new"), false);
+    let a = f.audit("k", None);
+    assert_eq!(a.copies[1].region, Region::ActiveSegment);
+    assert_eq!(a.verdict, Verdict::Pending);
+    let why = a.no_guarantee.unwrap();
+    assert!(why.contains("active segment"), "{why}");
+}
+
+#[test]
+fn min_compaction_lag_delays_the_newer_copy() {
+    let f = fixture(&[("min.compaction.lag.ms", &(5 * MINUTE).to_string())]);
+    let start = f.clock.now_ms();
+    f.write("k", Some("old"), true);
+    f.write("k", Some("new"), true);
+    f.write("tail", Some("x"), false);
+    let a = f.audit("k", None);
+    assert_eq!(a.copies[0].region, Region::MinCompactionLag);
+    assert_eq!(a.regions.first_uncleanable_offset, 0);
+    assert_eq!(a.guaranteed_by_ms, Some(start + 5 * MINUTE + 15_000));
+}
+
+#[test]
+fn verdicts_absent_live_erased() {
+    let f = fixture(&[("delete.retention.ms", &MINUTE.to_string())]);
+    f.write("k", Some("v"), true);
+    f.write("gone", None, true);
+    f.write("tail", Some("x"), false);
+    assert_eq!(f.audit("never", None).verdict, Verdict::Absent);
+    assert_eq!(f.audit("k", None).verdict, Verdict::Live);
+    let a = f.audit("gone", None);
+    assert_eq!(a.verdict, Verdict::Erased);
+    // A tombstone not yet stamped: a clean now stamps it, one retention later it goes.
+    let now = f.clock.now_ms();
+    assert_eq!(a.copies[0].gone_by_ms, Some(now + 15_000 + MINUTE + 15_000));
+}
+
+#[test]
+fn a_tombstone_over_a_value_is_pending() {
+    let f = fixture(&[]);
+    f.write("k", Some("v"), true);
+    f.write("k", None, true);
+    f.write("tail", Some("x"), false);
+    let a = f.audit("k", None);
+    assert_eq!(a.verdict, Verdict::Pending);
+    assert!(a.copies[1].tombstone && a.copies[1].value_bytes.is_none());
+    assert_eq!(a.copies[0].value_bytes, Some(1));
+}
+
+#[test]
+fn a_blocked_or_disabled_cleaner_guarantees_nothing() {
+    let f = fixture(&[]);
+    f.write("k", Some("a"), true);
+    f.write("k", Some("b"), true);
+    f.write("tail", Some("x"), false);
+    let blocked = CleanerView {
+        enabled: true,
+        backoff_ms: 0,
+        blocked: Some("uncleanable: disk error".into()),
+    };
+    let why = f.audit_with("k", None, blocked).no_guarantee.unwrap();
+    assert!(why.contains("uncleanable: disk error"), "{why}");
+    let off = CleanerView { enabled: false, backoff_ms: 0, blocked: None };
+    let why = f.audit_with("k", None, off).no_guarantee.unwrap();
+    assert!(why.contains("log.cleaner.enable=false"), "{why}");
+}
+
+#[test]
+fn an_open_transaction_holds_the_newer_copy() {
+    let f = fixture(&[]);
+    f.write("k", Some("a"), true);
+    let log = f.logs.get_log(&TopicPartition::new("t", 0)).unwrap();
+    {
+        let mut log = log.write();
+        let mut b = BatchBuilder::new(Compression::None, f.clock.now_ms()).producer(7, 0, 0);
+        b.transactional = true;
+        b.append(f.clock.now_ms(), Some(b"k"), Some(b"b"));
+        log.append_as_leader(&mut b.build()).unwrap();
+        log.roll_if_not_empty().unwrap();
+    }
+    f.write("tail", Some("x"), false);
+    let a = f.audit("k", None);
+    assert_eq!(a.copies[1].region, Region::OpenTransaction);
+    let why = a.no_guarantee.unwrap();
+    assert!(why.contains("first unstable offset 1"), "{why}");
+}
