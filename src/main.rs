@@ -62,6 +62,33 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Every copy of a key in a compacted partition: offset, segment, region,
+    /// whether it is superseded and by when compaction guarantees it gone;
+    /// then a verdict (erased, pending, live, absent). Exit codes: 0 found,
+    /// 4 no copy of the key, 3 unknown topic or partition, 5 unreadable or
+    /// corrupt segment, 6 broker not reachable, 7 topic not compacted.
+    KeyAudit {
+        #[arg(long)]
+        topic: String,
+        /// The key, as UTF-8 text.
+        #[arg(long)]
+        key: String,
+        /// Default: the partition the Java client's default partitioner picks.
+        #[arg(long)]
+        partition: Option<i32>,
+        /// host:port of the running broker's metrics endpoint.
+        #[arg(long, default_value = "127.0.0.1:9404")]
+        metrics: String,
+        /// Audit a stopped broker's log dir instead of asking a running broker.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// With --data-dir: the broker's config (topic defaults, cleaner keys).
+        #[arg(long, requires = "data_dir")]
+        config: Option<PathBuf>,
+        /// Print the JSON document as it is.
+        #[arg(long)]
+        json: bool,
+    },
     /// Add SCRAM users to a stopped broker's credential store (the first
     /// admin user), as `kafka-storage format --add-scram` does for Kafka:
     /// 'SCRAM-SHA-512=[name=admin,password=admin-secret]' (also
@@ -157,6 +184,9 @@ fn main() -> ExitCode {
             print!("{}", sediment::config::config_template());
             ExitCode::SUCCESS
         }
+        Command::KeyAudit { topic, key, partition, metrics, data_dir, config, json } => {
+            key_audit(&topic, &key, partition, &metrics, data_dir, config, json)
+        }
         Command::CleanerStatus { metrics, json } => match cleaner_status(&metrics, json) {
             Ok(text) => {
                 print!("{text}");
@@ -218,24 +248,53 @@ fn serve(file: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result<()> {
     Ok(sediment::broker::run(config, shutdown_signal())?)
 }
 
-/// GET a path from `addr` over plain HTTP/1.1 (the endpoint is ours and local;
-/// no client library is needed for one request).
+/// GET a path from the metrics endpoint; its body when the answer is 200.
 fn http_get(addr: &str, path: &str) -> anyhow::Result<String> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).with_context(|| format!("connecting to the metrics endpoint {addr} (is the broker running, and is metrics.listen this address?)"))?;
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")?;
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw)?;
-    let text = String::from_utf8(raw).context("response is not UTF-8")?;
-    let (head, body) = text.split_once("\r\n\r\n").context("malformed HTTP response")?;
-    let status = head.lines().next().unwrap_or_default();
-    anyhow::ensure!(status.split_whitespace().nth(1) == Some("200"), "{addr}{path}: {status}");
-    anyhow::ensure!(
-        !head.to_ascii_lowercase().contains("transfer-encoding: chunked"),
-        "chunked responses are not expected from the broker"
-    );
-    Ok(body.to_string())
+    let (status, body) = sediment::tools::http_get(addr, path)?;
+    anyhow::ensure!(status == 200, "{addr}{path}: HTTP {status}");
+    Ok(body)
+}
+
+fn key_audit(
+    topic: &str,
+    key: &str,
+    partition: Option<i32>,
+    metrics: &str,
+    data_dir: Option<PathBuf>,
+    config: Option<PathBuf>,
+    json: bool,
+) -> ExitCode {
+    use sediment::tools::key_audit::{self, Failure, ABSENT_EXIT_CODE};
+    let result = match data_dir {
+        Some(dir) => match load_config(config, &[]) {
+            Ok(c) => key_audit::from_data_dir(&dir, &c, topic, key, partition).and_then(|a| {
+                serde_json::to_string_pretty(&a).map_err(|e| Failure::Unreadable(e.to_string()))
+            }),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return ExitCode::from(2);
+            }
+        },
+        None => key_audit::from_broker(metrics, topic, key, partition),
+    };
+    let text = match result {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(e.exit_code());
+        }
+    };
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    if json {
+        println!("{text}");
+    } else {
+        print!("{}", key_audit::render(&doc));
+    }
+    if doc["verdict"] == "absent" {
+        ExitCode::from(ABSENT_EXIT_CODE)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn cleaner_status(addr: &str, json: bool) -> anyhow::Result<String> {

@@ -9,6 +9,9 @@
 //! * `GET /cleaner-status`: JSON of every compacted partition (dirty ratio,
 //!   cleanable bytes, eligible or why not, last clean) and the gauges; what
 //!   `sediment cleaner-status` prints.
+//! * `GET /key-audit?topic=T&key=K[&partition=P]`: every copy of one key in a
+//!   compacted partition and when compaction guarantees the old ones gone
+//!   ([`crate::cleaner::key_audit`]); what `sediment key-audit` prints.
 //!
 //! Gauges are read fresh from the cleaner manager, the cleaner threads and the
 //! logs at each scrape (one scrape at a time), on a blocking thread: reading
@@ -20,12 +23,8 @@
 //! read as a transaction just opened), so `max by (topic)` or an alert on it
 //! sees only real transactions.
 
-use std::convert::Infallible;
-use std::future::Future;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http_body_util::Full;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::ResponseKind;
 use parking_lot::Mutex;
@@ -33,12 +32,13 @@ use prometheus::{
     Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
-use tokio::net::TcpListener;
-use tokio::task::JoinSet;
 
 mod auth;
 mod authz;
+mod http;
 mod tls;
+
+pub use http::serve;
 
 pub use auth::AuthMetrics;
 pub use authz::{Denial, DenialRecorder};
@@ -646,73 +646,6 @@ impl Metrics {
         });
         Ok(serde_json::to_string_pretty(&doc)?)
     }
-
-    fn respond(&self, path: &str) -> hyper::Response<Full<Bytes>> {
-        let (status, content_type, body) = match path {
-            "/metrics" => match self.render() {
-                Ok(text) => (200, "text/plain; version=0.0.4; charset=utf-8", text),
-                Err(e) => (500, "text/plain", e.to_string()),
-            },
-            "/cleaner-status" => match self.cleaner_status_json() {
-                Ok(json) => (200, "application/json", json),
-                Err(e) => (500, "text/plain", e.to_string()),
-            },
-            _ => (404, "text/plain", "not found: try /metrics or /cleaner-status\n".to_string()),
-        };
-        let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
-        *response.status_mut() =
-            hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
-        if let Ok(v) = hyper::header::HeaderValue::from_str(content_type) {
-            response.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
-        }
-        response
-    }
-}
-
-/// Serve `/metrics` and `/cleaner-status` until `shutdown` completes.
-/// Connections still open then are dropped: they only read.
-pub async fn serve(
-    listener: TcpListener,
-    metrics: Arc<Metrics>,
-    shutdown: impl Future<Output = ()>,
-) {
-    tokio::pin!(shutdown);
-    let mut connections = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    let metrics = Arc::clone(&metrics);
-                    connections.spawn(async move {
-                        let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                            let metrics = Arc::clone(&metrics);
-                            async move {
-                                let path = request.uri().path().to_string();
-                                // Scrapes take the logs' locks: keep them off the async workers.
-                                let response = tokio::task::spawn_blocking(move || metrics.respond(&path)).await.unwrap_or_else(|e| {
-                                    let mut r = hyper::Response::new(Full::new(Bytes::from(format!("metrics task failed: {e}"))));
-                                    *r.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
-                                    r
-                                });
-                                Ok::<_, Infallible>(response)
-                            }
-                        });
-                        let io = hyper_util::rt::TokioIo::new(stream);
-                        if let Err(e) = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await {
-                            tracing::debug!(%peer, "metrics connection: {e}");
-                        }
-                    });
-                }
-                Err(e) => {
-                    tracing::warn!("metrics accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                }
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            () = &mut shutdown => break,
-        }
-    }
-    connections.abort_all();
 }
 
 #[cfg(test)]

@@ -43,10 +43,14 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::log_cleaner::LogCleanerHandle;
+use super::manager::log_dir_of;
+use super::status::Ineligible;
 use super::throttler::Throttler;
 use crate::log::batch_reader::{BatchReadError, BatchReader, ChunkHook};
 use crate::log::config::LogConfig;
 use crate::log::record_batch::{self, BatchHeader, RecordIter, TimestampType};
+use crate::log::topic_partition::default_partition;
 use crate::log::{Log, TopicPartition};
 
 /// The largest inflated payload of one batch the audit accepts.
@@ -563,6 +567,72 @@ fn verdict(copies: &[KeyCopy]) -> (Verdict, Option<i64>, Option<String>) {
     match superseded.iter().find_map(|c| c.no_guarantee.clone()) {
         Some(why) => (Verdict::Pending, None, Some(why)),
         None => (Verdict::Pending, superseded.iter().filter_map(|c| c.gone_by_ms).max(), None),
+    }
+}
+
+/// Why an audit of a broker's partition could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyAuditError {
+    #[error("unknown topic {0:?}")]
+    UnknownTopic(String),
+    #[error("topic {topic:?} has no partition {partition} (it has {count})")]
+    UnknownPartition { topic: String, partition: i32, count: i32 },
+    #[error("topic {0:?} is not compacted: its records leave by retention, not by compaction")]
+    NotCompacted(String),
+    #[error("cannot open the segments of {partition}: {source}")]
+    Snapshot { partition: TopicPartition, source: std::io::Error },
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+}
+
+impl LogCleanerHandle {
+    /// Audit `key` in `topic`'s partition `partition` (default: the one the
+    /// Java client's default partitioner picks for the key), reading under
+    /// the cleaner's I/O throttle. The log's read lock is held only while
+    /// the segment handles are taken.
+    ///
+    /// # Errors
+    /// Unknown topic or partition, a topic that is not compacted, unreadable
+    /// or corrupt segments.
+    pub fn audit_key(
+        &self,
+        topic: &str,
+        partition: Option<i32>,
+        key: &[u8],
+    ) -> Result<KeyAudit, KeyAuditError> {
+        let manager = self.manager();
+        let info =
+            manager.logs.topic(topic).ok_or_else(|| KeyAuditError::UnknownTopic(topic.into()))?;
+        let partition = partition.unwrap_or_else(|| default_partition(key, info.partitions));
+        let tp = TopicPartition::new(topic, partition);
+        let unknown = || KeyAuditError::UnknownPartition {
+            topic: topic.into(),
+            partition,
+            count: info.partitions,
+        };
+        let shared = manager.logs.get_log(&tp).ok_or_else(unknown)?;
+        let now = manager.clock.now_ms();
+        let (compact, log_dir) = {
+            let log = shared.read();
+            (log.config().compact, log_dir_of(&log))
+        };
+        if !compact {
+            return Err(KeyAuditError::NotCompacted(topic.into()));
+        }
+        // The manager's lock is never taken under a log's lock (its own order).
+        let (checkpoint, blocked) = {
+            let mut inner = manager.lock();
+            let ruled_out = manager.ruled_out(&inner, &tp, &log_dir, now);
+            (inner.checkpoint_of(&log_dir, &tp), ruled_out.filter(|r| *r != Ineligible::InProgress))
+        };
+        let cleaner = CleanerView {
+            enabled: self.config().enable,
+            backoff_ms: self.config().backoff_ms,
+            blocked: blocked.map(|b| b.to_string()),
+        };
+        let view = PartitionView::of_log(&shared.read(), checkpoint, cleaner)
+            .map_err(|source| KeyAuditError::Snapshot { partition: tp.clone(), source })?;
+        Ok(audit(&view, key, now, Some(self.throttler()))?)
     }
 }
 

@@ -120,6 +120,11 @@ impl LogCleanerHandle {
         &self.config
     }
 
+    /// The I/O throttle the cleaner threads share (key audits read under it too).
+    pub fn throttler(&self) -> &Arc<Throttler> {
+        &self.throttler
+    }
+
     fn stopping(&self) -> bool {
         *self.stop.lock()
     }

@@ -111,9 +111,14 @@ impl Inner {
         })
     }
 
+    /// The cleaner checkpoint of `tp`, if its log dir has one for it.
+    pub(super) fn checkpoint_of(&mut self, log_dir: &Path, tp: &TopicPartition) -> Option<i64> {
+        self.checkpoint(log_dir).get(tp).copied()
+    }
+
     /// `log` measured from its cleaner checkpoint.
     pub(super) fn measure(&mut self, log: &Log, now_ms: i64) -> LogToClean {
-        let checkpoint = self.checkpoint(&log_dir_of(log)).get(log.topic_partition()).copied();
+        let checkpoint = self.checkpoint_of(&log_dir_of(log), log.topic_partition());
         LogToClean::measure(log, checkpoint, now_ms)
     }
 }

@@ -48,6 +48,38 @@ pub fn coordinator_partition(key: &str, partitions: i32) -> i32 {
     abs % partitions.max(1)
 }
 
+/// The partition the Java client's default partitioner picks for a record
+/// with `key` among `partitions` (murmur2 of the key bytes, sign bit
+/// cleared, modulo the count).
+pub fn default_partition(key: &[u8], partitions: i32) -> i32 {
+    ((murmur2(key) & 0x7fff_ffff) % partitions.max(1) as u32) as i32
+}
+
+/// MurmurHash2 (32-bit) with the seed Kafka's clients use.
+fn murmur2(data: &[u8]) -> u32 {
+    const M: u32 = 0x5bd1_e995;
+    const SEED: u32 = 0x9747_b28c;
+    let mut h = SEED ^ data.len() as u32;
+    let mut chunks = data.chunks_exact(4);
+    for c in chunks.by_ref() {
+        let mut k = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        k = k.wrapping_mul(M);
+        k ^= k >> 24;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M) ^ k;
+    }
+    let tail = chunks.remainder();
+    if !tail.is_empty() {
+        for (i, b) in tail.iter().enumerate() {
+            h ^= u32::from(*b) << (8 * i);
+        }
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^ (h >> 15)
+}
+
 /// Java's `String.hashCode`.
 fn java_string_hash(s: &str) -> i32 {
     s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
@@ -55,6 +87,22 @@ fn java_string_hash(s: &str) -> i32 {
 
 #[cfg(test)]
 mod tests {
+    /// Values of kafka-python's murmur2, the Java client's function.
+    #[test]
+    fn murmur2_matches_the_clients() {
+        for (key, hash, partition_of_6) in [
+            (&b""[..], 275_646_681u32, 3),
+            (b"k", 2_727_470_560, 2),
+            (b"21", 3_321_034_988, 0),
+            (b"foobar", 3_504_634_814, 0),
+            (b"user-42", 1_459_644_460, 4),
+            (b"abcde", 461_995_741, 1),
+        ] {
+            assert_eq!(super::murmur2(key), hash, "{key:?}");
+            assert_eq!(super::default_partition(key, 6), partition_of_6, "{key:?}");
+        }
+    }
+
     use super::*;
 
     #[test]
