@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 use anyhow::Context;
 use sediment::config::BrokerConfig;
+use sediment::tools::cleaner_status;
 use sediment::tools::dump_log::{self, DumpOptions};
 
 #[derive(Parser)]
@@ -61,6 +62,9 @@ enum Command {
         /// Print the endpoint's JSON as it is.
         #[arg(long)]
         json: bool,
+        /// Only this partition (TOPIC-PARTITION), with its last cleans.
+        #[arg(long)]
+        partition: Option<String>,
     },
     /// Every copy of a key in a compacted partition: offset, segment, region,
     /// whether it is superseded and by when compaction guarantees it gone;
@@ -187,16 +191,18 @@ fn main() -> ExitCode {
         Command::KeyAudit { topic, key, partition, metrics, data_dir, config, json } => {
             key_audit(&topic, &key, partition, &metrics, data_dir, config, json)
         }
-        Command::CleanerStatus { metrics, json } => match cleaner_status(&metrics, json) {
-            Ok(text) => {
-                print!("{text}");
-                ExitCode::SUCCESS
+        Command::CleanerStatus { metrics, json, partition } => {
+            match cleaner_status::cleaner_status(&metrics, json, partition.as_deref()) {
+                Ok(text) => {
+                    print!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::from(1)
+                }
             }
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                ExitCode::from(1)
-            }
-        },
+        }
         Command::DumpLog { files, print_data_log, deep_iteration, max_batch_size } => {
             let mut out = String::new();
             let opts = DumpOptions { print_data_log, deep_iteration, max_batch_size };
@@ -248,13 +254,6 @@ fn serve(file: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result<()> {
     Ok(sediment::broker::run(config, shutdown_signal())?)
 }
 
-/// GET a path from the metrics endpoint; its body when the answer is 200.
-fn http_get(addr: &str, path: &str) -> anyhow::Result<String> {
-    let (status, body) = sediment::tools::http_get(addr, path)?;
-    anyhow::ensure!(status == 200, "{addr}{path}: HTTP {status}");
-    Ok(body)
-}
-
 fn key_audit(
     topic: &str,
     key: &str,
@@ -295,97 +294,6 @@ fn key_audit(
     } else {
         ExitCode::SUCCESS
     }
-}
-
-fn cleaner_status(addr: &str, json: bool) -> anyhow::Result<String> {
-    use std::fmt::Write;
-    let body = http_get(addr, "/cleaner-status")?;
-    if json {
-        return Ok(body + "\n");
-    }
-    let doc: serde_json::Value = serde_json::from_str(&body).context("the endpoint's JSON")?;
-    let m = &doc["manager"];
-    let t = &doc["threads"];
-    let mut out = String::new();
-    writeln!(
-        out,
-        "cleaner: {} thread(s), {} dead; max-dirty-percent {}; last run {} ms ago; max compaction delay {} s",
-        t["threads"], t["dead_thread_count"], m["max_dirty_percent"], m["time_since_last_run_ms"], m["max_compaction_delay_ms"].as_i64().unwrap_or(0) / 1000
-    )?;
-    for d in m["log_dirs"].as_array().into_iter().flatten() {
-        write!(
-            out,
-            "log dir {}: {} uncleanable partition(s), {} uncleanable bytes",
-            d["log_dir"].as_str().unwrap_or("?"),
-            d["uncleanable_partitions"],
-            d["uncleanable_bytes"]
-        )?;
-        if let Some(cause) = d["offline_cause"].as_str() {
-            write!(out, "; cleaning stopped: {cause}")?;
-        }
-        writeln!(out)?;
-    }
-    writeln!(
-        out,
-        "{:<32} {:>6} {:>12} {:>12}  STATUS",
-        "PARTITION", "DIRTY", "CLEANABLE", "FIRST-DIRTY"
-    )?;
-    let now = m["now_ms"].as_i64().unwrap_or(0);
-    for p in m["partitions"].as_array().into_iter().flatten() {
-        let name = format!("{}-{}", p["topic"].as_str().unwrap_or("?"), p["partition"]);
-        let status = if p["eligible"].as_bool() == Some(true) {
-            "eligible".to_string()
-        } else {
-            format!("not eligible: {}", p["reason"].as_str().unwrap_or("?"))
-        };
-        writeln!(
-            out,
-            "{name:<32} {:>6.3} {:>12} {:>12}  {status}",
-            p["dirty_ratio"].as_f64().unwrap_or(0.0),
-            // as numbers: a JSON value's Display ignores the column width
-            p["cleanable_bytes"].as_i64().unwrap_or(0),
-            p["first_dirty_offset"].as_i64().unwrap_or(0)
-        )?;
-        // An open transaction that bounds an otherwise cleanable log (when it
-        // is why nothing is cleanable, the status above already says so).
-        let open = &p["open_transaction"];
-        if open.is_object() && p["ineligible"]["code"] != "open_transaction" {
-            let age = open["age_ms"].as_i64().map_or("?".to_string(), |a| (a / 1000).to_string());
-            let owner = match open["transactional_id"].as_str() {
-                Some(id) => {
-                    format!("transactional id {id:?} (producer id {})", open["producer_id"])
-                }
-                None => format!(
-                    "producer id {} (no transactional id known for it)",
-                    open["producer_id"]
-                ),
-            };
-            writeln!(
-                out,
-                "{:<32} cleaning stops at the first unstable offset {}: {owner} has a transaction open there for {age}s",
-                "", open["first_offset"]
-            )?;
-        }
-        let last = &p["last_clean"];
-        if last.is_object() {
-            writeln!(
-                out,
-                "{:<32} last clean {:.1}s ago: offsets [{}, {}), {} -> {} bytes ({:.1}% smaller), {} -> {} records, {} tombstones removed, {} ms",
-                "",
-                (now - last["end_time_ms"].as_i64().unwrap_or(now)) as f64 / 1000.0,
-                last["first_dirty_offset"],
-                last["end_offset"],
-                last["start_size"],
-                last["end_size"],
-                100.0 * last["size_reduction"].as_f64().unwrap_or(0.0),
-                last["start_messages"],
-                last["end_messages"],
-                last["tombstones_removed"],
-                last["elapsed_ms"]
-            )?;
-        }
-    }
-    Ok(out)
 }
 
 async fn shutdown_signal() {

@@ -121,6 +121,23 @@ fn a_key_is_audited_through_compaction_and_erasure() {
     assert_eq!(tombstone["gone_by_ms"].as_i64(), Some(horizon + BACKOFF_MS));
     wait_audit(&b, "state", "K", "the tombstone outlived its horizon", |a| copies(a).is_empty());
 
+    // The partition's clean history shows the clean that stamped the
+    // tombstone's horizon and the later one that removed it.
+    let metrics = format!("127.0.0.1:{}", b.metrics_port);
+    let status = ["cleaner-status", "--metrics", &metrics, "--partition", "state-0"];
+    let (code, out, err) = sediment(&[&status[..], &["--json"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let parts = doc["manager"]["partitions"].as_array().unwrap();
+    assert_eq!(parts.len(), 1, "only state-0");
+    let history = parts[0]["history"].as_array().unwrap();
+    let count = |field: &str| history.iter().map(|c| c[field].as_u64().unwrap()).sum::<u64>();
+    assert!(count("horizons_stamped") >= 1 && count("tombstones_removed") >= 1, "{history:#?}");
+    let starts: Vec<i64> = history.iter().map(|c| c["start_time_ms"].as_i64().unwrap()).collect();
+    assert!(starts.windows(2).all(|w| w[0] <= w[1]), "oldest first: {starts:?}");
+    let (_, text, _) = sediment(&status);
+    assert!(text.contains(&format!("last {} clean(s) of state-0", history.len())), "{text}");
+
     // A stopped broker's data dir gives the same copies and verdict.
     produce(&b, "state", &["K:w1", "K:w2", "filler:z"]);
     let live = audit(&b, "state", "K");

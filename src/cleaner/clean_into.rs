@@ -236,6 +236,7 @@ impl Cleaner {
             let scratch = &mut self.bufs.writer;
             batch_writer::write_retained_batch(out, header, payload, retained, horizon, scratch)?;
             recopy.stats.note_delete_horizon(horizon);
+            recopy.stats.horizons_stamped += 1;
             recopy.stats.batches_rewritten += 1;
             recopy.stats.messages_written += count;
         }
@@ -270,7 +271,11 @@ impl Cleaner {
             }
         }
         let kept = self.bufs.retained.len() as u64;
+        if discard_all && count > 0 {
+            recopy.stats.aborted_batches_removed += 1;
+        }
         let needs_horizon = retained_tombstone && !header.has_delete_horizon();
+        recopy.stats.horizons_stamped += u64::from(needs_horizon && kept > 0);
         if retained_tombstone {
             recopy.stats.note_delete_horizon(if needs_horizon {
                 Some(recopy.horizon_to_stamp)

@@ -253,6 +253,7 @@ impl Cleaner {
         stats.map_entries = self.map.len() as u64;
         stats.map_max_entries = self.map.max_entries() as u64;
         stats.buffer_utilization = self.map.utilization();
+        stats.map_filled = end < to_clean.first_uncleanable_offset;
         // With nothing new to map the clean region is still recopied: tombstones
         // and markers whose delete horizon has passed leave that way (the manager
         // schedules such cleans when a horizon expires).

@@ -30,6 +30,14 @@ pub struct CleanerStats {
     pub invalid_messages_read: u64,
     /// Tombstones dropped because their delete horizon had passed.
     pub tombstones_removed: u64,
+    /// Data batches of aborted transactions dropped whole.
+    pub aborted_batches_removed: u64,
+    /// Batches given a delete horizon by this clean (tombstones and markers
+    /// seen by a clean for the first time).
+    pub horizons_stamped: u64,
+    /// The map filled before the end of the dirty range: this clean stopped
+    /// early and the rest waits for the next one.
+    pub map_filled: bool,
     /// Batches copied byte for byte.
     pub batches_copied: u64,
     /// Batches rewritten with fewer records or a new delete horizon.

@@ -31,15 +31,26 @@ pub trait ProducerIdResolver: Send + Sync + std::fmt::Debug {
     fn transactional_id(&self, producer_id: i64) -> Option<String>;
 }
 
-/// What the last successful clean of a partition did.
+/// How many cleans of each partition the manager remembers.
+pub const CLEAN_HISTORY: usize = 10;
+
+/// What one successful clean of a partition did.
 #[derive(Debug, Clone, Serialize)]
 pub struct LastClean {
+    pub start_time_ms: i64,
     pub end_time_ms: i64,
     pub first_dirty_offset: i64,
     pub end_offset: i64,
     pub elapsed_ms: i64,
     pub bytes_read: u64,
     pub bytes_written: u64,
+    pub records_read: u64,
+    pub records_written: u64,
+    pub keys_in_map: u64,
+    /// The map filled before the end of the dirty range.
+    pub map_filled: bool,
+    pub aborted_batches_removed: u64,
+    pub horizons_stamped: u64,
     pub start_size: u64,
     pub end_size: u64,
     pub start_messages: u64,
@@ -55,12 +66,19 @@ impl LastClean {
     pub(super) fn new(end_time_ms: i64, first_dirty_offset: i64, result: &CleanResult) -> Self {
         let s = &result.stats;
         Self {
+            start_time_ms: s.start_ms,
             end_time_ms,
             first_dirty_offset,
             end_offset: result.end_offset,
             elapsed_ms: s.elapsed_ms(),
             bytes_read: s.map_bytes_read + s.bytes_read,
             bytes_written: s.bytes_written,
+            records_read: s.map_messages_read + s.messages_read,
+            records_written: s.messages_written,
+            keys_in_map: s.map_entries,
+            map_filled: s.map_filled,
+            aborted_batches_removed: s.aborted_batches_removed,
+            horizons_stamped: s.horizons_stamped,
             start_size: s.start_size,
             end_size: s.end_size,
             start_messages: s.start_messages,
@@ -181,6 +199,8 @@ pub struct PartitionCleaningStatus {
     /// is the first uncleanable offset, holding back closed segments.
     pub open_transaction: Option<OpenTransaction>,
     pub last_clean: Option<LastClean>,
+    /// The last [`CLEAN_HISTORY`] cleans, oldest first (the last is `last_clean`).
+    pub history: Vec<LastClean>,
 }
 
 impl PartitionCleaningStatus {
@@ -215,6 +235,7 @@ impl PartitionCleaningStatus {
             latest_delete_horizon_ms: None,
             open_transaction: to_clean.open_transaction.clone(),
             last_clean: None,
+            history: Vec::new(),
         }
     }
 }
@@ -277,7 +298,12 @@ impl LogCleanerManager {
             partitions.push(PartitionCleaningStatus {
                 uncleanable_cause: uncleanable.map(|u| u.cause),
                 latest_delete_horizon_ms: inner.delete_horizons.get(&tp).copied(),
-                last_clean: inner.last_clean.get(&tp).cloned(),
+                last_clean: inner.history.get(&tp).and_then(|h| h.back()).cloned(),
+                history: inner
+                    .history
+                    .get(&tp)
+                    .map(|h| h.iter().cloned().collect())
+                    .unwrap_or_default(),
                 ..PartitionCleaningStatus::new(&log, &dir, &to_clean, ineligible)
             });
         }

@@ -1,4 +1,5 @@
 pub mod add_scram;
+pub mod cleaner_status;
 pub mod dump_log;
 pub mod health;
 pub mod key_audit;
