@@ -383,6 +383,8 @@ async fn serve(
             Arc::make_mut(sasl).scram = Some(Arc::clone(&broker.scram) as _);
         }
     }
+    // The resurrection guard reads the groups' committed offsets.
+    cleaner.handle().manager().set_consumer_offsets(Arc::clone(&broker.groups) as _);
     threads.group_loader = Some(spawn_group_loader(&broker.groups)?);
     threads.txn = Some(
         TxnScheduler::start(Arc::clone(&broker.txn))

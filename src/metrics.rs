@@ -37,6 +37,7 @@ mod auth;
 mod authz;
 mod http;
 mod tls;
+mod tombstones;
 
 pub use http::serve;
 
@@ -44,7 +45,7 @@ pub use auth::AuthMetrics;
 pub use authz::{Denial, DenialRecorder};
 pub use tls::TlsMetrics;
 
-use crate::cleaner::LogCleanerHandle;
+use crate::cleaner::{CleanerThreadsStatus, LogCleanerHandle, ManagerStatus};
 use crate::log::disk::disk_space;
 use crate::log::{Log, LogManager};
 
@@ -205,6 +206,7 @@ struct Gauges {
     cleaner: CleanerGauges,
     logs: LogGauges,
     late_transactions: IntGauge,
+    tombstones: tombstones::TombstoneGauges,
 }
 
 /// Kafka's `ProducerStateManager.LATE_TRANSACTION_BUFFER_MS`: how far past
@@ -492,6 +494,7 @@ impl Metrics {
             cleaner: CleanerGauges::register(&r)?,
             logs: LogGauges::register(&r)?,
             late_transactions,
+            tombstones: tombstones::TombstoneGauges::register(&r)?,
         };
         Ok(Self {
             registry: r,
@@ -511,10 +514,9 @@ impl Metrics {
         self
     }
 
-    fn refresh(&self) {
+    /// The cleaner's own gauges, from the manager's status and the threads'.
+    fn refresh_cleaner(&self, status: &ManagerStatus, threads: &CleanerThreadsStatus) {
         let g = &self.gauges;
-        let status = self.cleaner.manager_status();
-        let threads = self.cleaner.threads_status();
         g.cleaner.max_dirty_percent.set(status.max_dirty_percent);
         g.cleaner.time_since_last_run_ms.set(status.time_since_last_run_ms);
         g.cleaner.max_compaction_delay_secs.set(status.max_compaction_delay_ms / 1000);
@@ -543,6 +545,13 @@ impl Metrics {
         g.cleaner.cleans.inc_by(threads.cleans_total.saturating_sub(g.cleaner.cleans.get()));
         g.cleaner.threads.set(threads.threads as i64);
         g.cleaner.backoff_seconds.set(self.cleaner.config().backoff_ms as f64 / 1000.0);
+    }
+
+    fn refresh(&self) {
+        let g = &self.gauges;
+        let status = self.cleaner.manager_status();
+        let threads = self.cleaner.threads_status();
+        self.refresh_cleaner(&status, &threads);
         g.logs.dir_total_bytes.reset();
         g.logs.dir_usable_bytes.reset();
         for dir in &self.logs.config().log_dirs {
@@ -595,6 +604,7 @@ impl Metrics {
             late += i64::from(has_late_transaction(&log, now, self.max_transaction_timeout_ms));
         }
         g.late_transactions.set(late);
+        g.tombstones.refresh(&status.partitions, status.now_ms);
         for p in &status.partitions {
             let labels = [p.topic.as_str(), &p.partition.to_string()];
             g.logs.dirty_ratio.with_label_values(&labels).set(p.dirty_ratio);

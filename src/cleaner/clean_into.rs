@@ -20,6 +20,7 @@ use super::cleaner::{Cleaner, CleanerError, IoContext};
 use super::offset_map::{hash_key, OffsetMap};
 use super::source_segment::SourceSegment;
 use super::stats::CleanerStats;
+use super::tombstone_guard::{KeptTombstones, TombstoneGuard};
 use super::transactions::{marker_type, CleanedTransactionMetadata};
 use crate::log::batch_reader::BatchReader;
 use crate::log::error::BatchError;
@@ -45,6 +46,10 @@ pub(super) struct Recopy<'a> {
     pub(super) last_records: &'a HashMap<i64, LastRecord>,
     pub(super) txn: CleanedTransactionMetadata,
     pub(super) stats: &'a mut CleanerStats,
+    /// Tombstones past their horizon stay while a group has not read them.
+    pub(super) guard: Option<TombstoneGuard>,
+    /// Every tombstone kept with a horizon, for the at-risk counts.
+    pub(super) kept_tombstones: KeptTombstones,
 }
 
 /// Per-group output: the `.cleaned` segment and the write buffer in front of it.
@@ -260,13 +265,18 @@ impl Cleaner {
         let payload = record_batch::records_bytes(header, batch, &mut self.bufs.inflated, limit)?;
         self.bufs.retained.clear();
         let mut retained_tombstone = false;
+        let batch_horizon = header.delete_horizon_ms().unwrap_or(recopy.horizon_to_stamp);
         let mut at = 0usize;
         for rec in RecordIter::new(payload, header.records_count) {
             let rec = rec?;
             let range = at..at + rec.raw.len();
             at += rec.raw.len();
             if !discard_all && should_keep(&mut self.map, recopy, header, &rec) {
-                retained_tombstone |= rec.value.is_none() && rec.key.is_some();
+                if rec.value.is_none() && rec.key.is_some() {
+                    retained_tombstone = true;
+                    let offset = header.base_offset + i64::from(rec.offset_delta);
+                    recopy.kept_tombstones.push(offset, batch_horizon);
+                }
                 self.bufs.retained.push(range);
             }
         }
@@ -324,11 +334,21 @@ fn should_keep(
     if !newest {
         false
     } else if rec.value.is_none() {
-        let expired = header.delete_horizon_ms().is_some_and(|h| h <= recopy.now_ms);
-        if expired {
-            recopy.stats.tombstones_removed += 1;
+        let Some(horizon) = header.delete_horizon_ms().filter(|h| *h <= recopy.now_ms) else {
+            return true;
+        };
+        match recopy.guard.filter(|g| g.keeps(offset, horizon, recopy.now_ms)) {
+            Some(guard) => {
+                // A group has not read it: kept, and a clean is due when the wait ends.
+                recopy.stats.tombstones_guarded += 1;
+                recopy.stats.note_delete_horizon(Some(guard.deadline(horizon)));
+                true
+            }
+            None => {
+                recopy.stats.tombstones_removed += 1;
+                false
+            }
         }
-        !expired
     } else {
         true
     }

@@ -25,6 +25,7 @@ use super::offset_map::{KeyHash, OffsetMap, OffsetMapError};
 use super::source_segment::{group_segments, LogSnapshot, SourceSegment};
 use super::stats::CleanerStats;
 use super::throttler::Throttler;
+use super::tombstone_guard::KeptTombstones;
 use super::transactions::CleanedTransactionMetadata;
 use crate::clock::SharedClock;
 use crate::log::batch_reader::{BatchReadError, ChunkHook};
@@ -114,6 +115,9 @@ pub struct CleanResult {
     /// The first offset not mapped: the new cleaner checkpoint.
     pub end_offset: i64,
     pub stats: CleanerStats,
+    /// The tombstones the clean kept with a horizon; `None` when it
+    /// recopied nothing (what the last clean found still holds).
+    pub kept_tombstones: Option<KeptTombstones>,
 }
 
 /// Reusable memory of a cleaner.
@@ -260,7 +264,7 @@ impl Cleaner {
         let end = end.max(to_clean.first_dirty_offset);
         if snapshot.segments.first().is_none_or(|s| s.snapshot.base_offset >= end) {
             stats.end_ms = self.clock.now_ms();
-            return Ok(CleanResult { end_offset: end, stats });
+            return Ok(CleanResult { end_offset: end, stats, kept_tombstones: None });
         }
 
         // Steps 2 to 6: recopy from the log start through the end of the
@@ -280,10 +284,13 @@ impl Cleaner {
             last_records: &snapshot.last_records,
             txn: CleanedTransactionMetadata::new(snapshot.aborted_transactions(to_clean)),
             stats: &mut stats,
+            guard: to_clean.tombstone_guard,
+            kept_tombstones: KeptTombstones::default(),
         };
         for group in groups {
             self.clean_and_swap_group(log, &snapshot, group, &mut recopy)?;
         }
+        let kept_tombstones = Some(recopy.kept_tombstones);
         self.restore_buffers();
         stats.end_messages = stats.messages_written;
         stats.end_ms = self.clock.now_ms();
@@ -293,7 +300,7 @@ impl Cleaner {
             "{}",
             stats.summary(self.id, &tp.to_string(), to_clean.first_dirty_offset, end)
         );
-        Ok(CleanResult { end_offset: end, stats })
+        Ok(CleanResult { end_offset: end, stats, kept_tombstones })
     }
 
     /// Recopy the segments `group` of `snapshot` into a `.cleaned` segment and

@@ -15,6 +15,7 @@
 //! * Everything here reads the log's *current* config, so a runtime config
 //!   change takes effect at the next measurement.
 
+use super::tombstone_guard::TombstoneGuard;
 use super::transactions::AbortedTxn;
 use crate::log::segment::LogSegment;
 use crate::log::{Log, TopicPartition};
@@ -42,6 +43,10 @@ pub struct LogToClean {
     /// The open transaction that holds cleaning back, when the first unstable
     /// offset is what set `first_uncleanable_offset`.
     pub open_transaction: Option<OpenTransaction>,
+    /// The resurrection guard this clean respects (the topic turned it on and
+    /// groups have offsets on the partition); set by the manager when it
+    /// hands the log to a thread.
+    pub tombstone_guard: Option<TombstoneGuard>,
 }
 
 /// The oldest open transaction of a log, when it bounds the cleanable range.
@@ -110,6 +115,7 @@ impl LogToClean {
             compaction_delay_ms: 0,
             aborted_transactions: Vec::new(),
             open_transaction: None,
+            tombstone_guard: None,
         }
     }
 

@@ -53,7 +53,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -64,6 +64,7 @@ use super::cleaning_state::{CleaningStateError, LogCleaningState};
 use super::eligibility::CleaningCandidate;
 use super::log_to_clean::LogToClean;
 use super::status::{LastClean, ProducerIdResolver, CLEAN_HISTORY};
+use super::tombstone_guard::{ConsumerOffsets, KeptTombstones, TombstoneGuard};
 use crate::clock::SharedClock;
 use crate::log::manager::{CleaningControl, SharedLog};
 use crate::log::{Log, LogManager, TopicPartition};
@@ -95,6 +96,8 @@ pub(super) struct Inner {
     /// The last [`CLEAN_HISTORY`] cleans of each partition, oldest first.
     pub(super) history: HashMap<TopicPartition, VecDeque<LastClean>>,
     pub(super) delete_horizons: HashMap<TopicPartition, i64>,
+    /// The tombstones the last clean kept with a horizon.
+    pub(super) kept_tombstones: HashMap<TopicPartition, KeptTombstones>,
     pub(super) dirtiest_ratio: f64,
     pub(super) max_compaction_delay_ms: i64,
     pub(super) time_of_last_run_ms: i64,
@@ -139,6 +142,8 @@ pub struct LogCleanerManager {
     state_changed: Condvar,
     /// Names the transactional id of an open transaction in the status.
     resolver: Option<Arc<dyn ProducerIdResolver>>,
+    /// The groups' committed offsets (the group coordinator, set once it exists).
+    consumer_offsets: OnceLock<Arc<dyn ConsumerOffsets>>,
 }
 
 impl LogCleanerManager {
@@ -156,6 +161,7 @@ impl LogCleanerManager {
             inner: Mutex::new(inner),
             state_changed: Condvar::new(),
             resolver: None,
+            consumer_offsets: OnceLock::new(),
         }
     }
 
@@ -168,6 +174,29 @@ impl LogCleanerManager {
 
     pub(super) fn producer_id_resolver(&self) -> Option<&dyn ProducerIdResolver> {
         self.resolver.as_deref()
+    }
+
+    /// Where the resurrection guard and the at-risk counts read the groups'
+    /// committed offsets (the group coordinator starts after the cleaner).
+    /// Only the first call counts.
+    pub fn set_consumer_offsets(&self, offsets: Arc<dyn ConsumerOffsets>) {
+        let _ = self.consumer_offsets.set(offsets);
+    }
+
+    pub(super) fn consumer_offsets(&self) -> Option<&dyn ConsumerOffsets> {
+        self.consumer_offsets.get().map(|o| o.as_ref())
+    }
+
+    /// The guard a clean of `grabbed` respects: only when its topic asks for
+    /// it and some group has offsets on the partition. Called with no lock
+    /// held (the coordinator takes its own).
+    fn tombstone_guard(&self, grabbed: &GrabbedLog) -> Option<TombstoneGuard> {
+        let config = Arc::clone(grabbed.log.read().config());
+        if !config.tombstone_wait_for_groups {
+            return None;
+        }
+        let committed = self.consumer_offsets()?.committed(&grabbed.to_clean.topic_partition);
+        TombstoneGuard::new(&committed, config.tombstone_max_wait_ms)
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -194,6 +223,13 @@ impl LogCleanerManager {
     /// Also refreshes the dirtiest ratio and the compaction delay gauges, over
     /// the logs whose own state does not rule them out.
     pub fn grab_filthiest_compacted_log(&self, now_ms: i64) -> Option<GrabbedLog> {
+        let mut grabbed = self.grab_filthiest(now_ms)?;
+        grabbed.to_clean.tombstone_guard = self.tombstone_guard(&grabbed);
+        Some(grabbed)
+    }
+
+    /// The choice itself, under the manager's lock.
+    fn grab_filthiest(&self, now_ms: i64) -> Option<GrabbedLog> {
         let all = self.logs.all_logs();
         let mut inner = self.lock();
         let mut candidates: Vec<(CleaningCandidate, SharedLog)> = Vec::new();
@@ -272,6 +308,9 @@ impl LogCleanerManager {
                     history.pop_front();
                 }
                 history.push_back(LastClean::new(now, first_dirty, result));
+                if let Some(kept) = &result.kept_tombstones {
+                    inner.kept_tombstones.insert(tp.clone(), kept.clone());
+                }
                 // Only a horizon still ahead can make a later clean worth it;
                 // one already passed (kept for a reason) must not loop.
                 match result.stats.latest_delete_horizon_ms {
@@ -429,6 +468,7 @@ impl CleaningControl for LogCleanerManager {
         inner.states.remove(tp);
         inner.uncleanable.remove(tp);
         inner.history.remove(tp);
+        inner.kept_tombstones.remove(tp);
         inner.delete_horizons.remove(tp);
         let entries = {
             let cp = inner.checkpoint(log_dir);

@@ -56,7 +56,10 @@ fn set_checkpoint(f: &Fixture, tp: &TopicPartition, offset: i64) {
 fn finish(f: &Fixture, g: &GrabbedLog) {
     let end = g.to_clean.first_uncleanable_offset;
     f.manager
-        .done_cleaning(g, &CleanResult { end_offset: end, stats: Default::default() })
+        .done_cleaning(
+            g,
+            &CleanResult { end_offset: end, stats: Default::default(), kept_tombstones: None },
+        )
         .unwrap();
 }
 
@@ -317,7 +320,9 @@ fn an_expired_delete_horizon_schedules_a_clean() {
         latest_delete_horizon_ms: Some(horizon),
         ..Default::default()
     };
-    f.manager.done_cleaning(&g, &CleanResult { end_offset: 2, stats }).unwrap();
+    f.manager
+        .done_cleaning(&g, &CleanResult { end_offset: 2, stats, kept_tombstones: None })
+        .unwrap();
     assert!(f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).is_none());
     f.clock.advance(1000);
     let g = f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).expect("horizon passed");
@@ -356,7 +361,9 @@ fn the_clean_history_is_bounded_and_ordered() {
         let g = f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).unwrap();
         let end = g.to_clean.first_uncleanable_offset;
         let stats = CleanerStats { start_ms: round as i64, ..Default::default() };
-        f.manager.done_cleaning(&g, &CleanResult { end_offset: end, stats }).unwrap();
+        f.manager
+            .done_cleaning(&g, &CleanResult { end_offset: end, stats, kept_tombstones: None })
+            .unwrap();
     }
     let status = f.manager.status();
     let p = status.partitions.iter().find(|p| p.topic == "h").unwrap();

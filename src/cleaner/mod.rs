@@ -151,6 +151,7 @@ mod source_segment;
 pub mod stats;
 pub mod status;
 pub mod throttler;
+pub mod tombstone_guard;
 pub mod transactions;
 
 pub use checkpoint::CleanerOffsetCheckpoint;

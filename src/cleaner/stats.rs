@@ -30,6 +30,9 @@ pub struct CleanerStats {
     pub invalid_messages_read: u64,
     /// Tombstones dropped because their delete horizon had passed.
     pub tombstones_removed: u64,
+    /// Tombstones past their horizon kept for a consumer group that has not
+    /// read them (the resurrection guard).
+    pub tombstones_guarded: u64,
     /// Data batches of aborted transactions dropped whole.
     pub aborted_batches_removed: u64,
     /// Batches given a delete horizon by this clean (tombstones and markers

@@ -11,7 +11,7 @@
 //!
 //! [`LogCleanerManager::status`]: super::LogCleanerManager::status
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -19,7 +19,9 @@ use serde::Serialize;
 use super::cleaner::CleanResult;
 use super::log_to_clean::{LogToClean, OpenTransaction};
 use super::manager::{log_dir_of, LogCleanerManager};
-use crate::log::Log;
+use super::tombstone_guard::TombstonesAtRisk;
+use crate::log::manager::SharedLog;
+use crate::log::{Log, TopicPartition};
 
 /// Who owns a producer id: the transactional id the transaction coordinator
 /// has for it. The log knows producer ids only; the broker gives the manager
@@ -57,6 +59,8 @@ pub struct LastClean {
     pub end_messages: u64,
     pub buffer_utilization: f64,
     pub tombstones_removed: u64,
+    /// Tombstones past their horizon kept for a group that has not read them.
+    pub tombstones_guarded: u64,
     /// `1 - end size / start size` (0 when nothing was recopied).
     pub size_reduction: f64,
 }
@@ -85,6 +89,7 @@ impl LastClean {
             end_messages: s.end_messages,
             buffer_utilization: s.buffer_utilization,
             tombstones_removed: s.tombstones_removed,
+            tombstones_guarded: s.tombstones_guarded,
             size_reduction: if s.start_size == 0 {
                 0.0
             } else {
@@ -198,6 +203,9 @@ pub struct PartitionCleaningStatus {
     /// The open transaction whose first offset (the first unstable offset)
     /// is the first uncleanable offset, holding back closed segments.
     pub open_transaction: Option<OpenTransaction>,
+    /// Per consumer group with offsets here: the kept tombstones it has not
+    /// read, whose delete horizons are running (the resurrection guard's view).
+    pub tombstones_at_risk: Vec<TombstonesAtRisk>,
     pub last_clean: Option<LastClean>,
     /// The last [`CLEAN_HISTORY`] cleans, oldest first (the last is `last_clean`).
     pub history: Vec<LastClean>,
@@ -234,6 +242,7 @@ impl PartitionCleaningStatus {
             uncleanable_cause: None,
             latest_delete_horizon_ms: None,
             open_transaction: to_clean.open_transaction.clone(),
+            tombstones_at_risk: Vec::new(),
             last_clean: None,
             history: Vec::new(),
         }
@@ -274,6 +283,7 @@ impl LogCleanerManager {
     pub fn status(&self) -> ManagerStatus {
         let now = self.clock.now_ms();
         let all = self.logs.all_logs();
+        let committed = self.committed_offsets(&all);
         let mut inner = self.lock();
         let mut partitions = Vec::new();
         let mut dirs: BTreeMap<PathBuf, LogDirCleaningStatus> = BTreeMap::new();
@@ -298,6 +308,10 @@ impl LogCleanerManager {
             partitions.push(PartitionCleaningStatus {
                 uncleanable_cause: uncleanable.map(|u| u.cause),
                 latest_delete_horizon_ms: inner.delete_horizons.get(&tp).copied(),
+                tombstones_at_risk: match (inner.kept_tombstones.get(&tp), committed.get(&tp)) {
+                    (Some(kept), Some(c)) => kept.at_risk(c, log.log_start_offset()),
+                    _ => Vec::new(),
+                },
                 last_clean: inner.history.get(&tp).and_then(|h| h.back()).cloned(),
                 history: inner
                     .history
@@ -322,6 +336,20 @@ impl LogCleanerManager {
         };
         drop(inner);
         self.name_open_transactions(status)
+    }
+
+    /// The groups' committed offsets on every compacted partition of `all`,
+    /// asked before any lock of the manager is taken.
+    fn committed_offsets(
+        &self,
+        all: &[(TopicPartition, SharedLog)],
+    ) -> HashMap<TopicPartition, Vec<(String, i64)>> {
+        let Some(offsets) = self.consumer_offsets() else { return HashMap::new() };
+        all.iter()
+            .filter(|(_, log)| log.read().config().compact)
+            .map(|(tp, _)| (tp.clone(), offsets.committed(tp)))
+            .filter(|(_, c)| !c.is_empty())
+            .collect()
     }
 
     /// `status` with the transactional id of every open transaction it shows,

@@ -48,6 +48,7 @@
 
 pub mod schema;
 
+mod committed_offsets;
 mod coordinator;
 mod error;
 mod group_metadata;

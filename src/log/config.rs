@@ -107,6 +107,10 @@ pub const LOG_CONFIGS: &[ConfigDef] = &[
         "age at which the active segment rolls"),
     def!("unclean.leader.election.enable", "unclean.leader.election.enable", Boolean, "false", None, None, &[],
         "has no effect on a single node"),
+    def!("sediment.tombstone.retention.wait.for.groups", "sediment.tombstone.retention.wait.for.groups", Boolean, "false", None, None, &[],
+        "sediment extension: keep a tombstone past its delete horizon while a consumer group with committed offsets on the partition has not committed beyond it (at most sediment.tombstone.retention.max.wait.ms longer)"),
+    def!("sediment.tombstone.retention.max.wait.ms", "sediment.tombstone.retention.max.wait.ms", Long, "604800000", Some(0.0), None, &[],
+        "sediment extension: the most a tombstone is kept past its delete horizon for a consumer group that has not read it"),
 ];
 
 /// Look up a key's definition.
@@ -226,6 +230,10 @@ pub struct LogConfig {
     pub segment_index_bytes: usize,
     pub segment_jitter_ms: i64,
     pub segment_ms: i64,
+    /// sediment's resurrection guard: wait for consumer groups before
+    /// removing a tombstone, at most this long past its horizon.
+    pub tombstone_wait_for_groups: bool,
+    pub tombstone_max_wait_ms: i64,
     /// The topic's own overrides, as set by CreateTopics/AlterConfigs.
     pub overrides: BTreeMap<String, String>,
 }
@@ -284,6 +292,9 @@ impl LogConfig {
             segment_index_bytes: size("segment.index.bytes"),
             segment_jitter_ms: long("segment.jitter.ms"),
             segment_ms: long("segment.ms"),
+            tombstone_wait_for_groups: get("sediment.tombstone.retention.wait.for.groups")
+                == "true",
+            tombstone_max_wait_ms: long("sediment.tombstone.retention.max.wait.ms"),
             overrides,
         })
     }
