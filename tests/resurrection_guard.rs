@@ -116,6 +116,13 @@ fn a_guarded_tombstone_waits_for_the_group_then_the_cap() {
     });
     assert!(at_risk >= 1.0, "{at_risk}");
     assert!(horizon_secs <= RETENTION_MS as f64 / 1000.0, "{horizon_secs}");
+    let metrics = format!("127.0.0.1:{}", b.metrics_port);
+    let out = Command::new(env!("CARGO_BIN_EXE_sediment"))
+        .args(["cleaner-status", "--metrics", &metrics, "--partition", "guarded-0"])
+        .output()
+        .expect("sediment cleaner-status");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("at risk for group \"slow\" (committed offset 1)"), "{text}");
     let tombstone = wait_for(&b, "K's tombstone was never stamped", || {
         copies(&b, "K").into_iter().find(|c| c.1 && c.2.is_some())
     });

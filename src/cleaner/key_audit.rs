@@ -411,8 +411,9 @@ impl Rules<'_> {
         self.facts.iter().rev().find(|f| f.base_offset <= offset)
     }
 
-    /// When the copy at `offset` can enter a clean's offset map.
-    fn cleanable_at(&self, offset: i64) -> Bound {
+    /// When the copy at `offset` (`what` it is, for the reason) can enter a
+    /// clean's offset map.
+    fn cleanable_at(&self, offset: i64, what: &str) -> Bound {
         let c = &self.view.config;
         match region_of(offset, self.regions) {
             Region::Clean | Region::Dirty => Ok(self.now_ms),
@@ -421,11 +422,11 @@ impl Rules<'_> {
                 .map(|f| f.largest_timestamp.saturating_add(c.min_compaction_lag_ms))
                 .ok_or_else(|| "its segment is gone".to_string()),
             Region::ActiveSegment => Err(format!(
-                "the newer copy is in the active segment, which is never cleaned; it rolls at the first append after {} ms (segment.ms, bounded by max.compaction.lag.ms)",
+                "{what} is in the active segment, which is never cleaned; it rolls at the first append once it holds segment.bytes or spans {} ms (segment.ms, bounded by max.compaction.lag.ms)",
                 c.segment_ms.min(c.max_compaction_lag_ms)
             )),
             Region::OpenTransaction => Err(format!(
-                "the newer copy is past the first unstable offset {}: a transaction is open there",
+                "{what} is past the first unstable offset {}: a transaction is open there",
                 self.regions.first_unstable_offset.unwrap_or(-1)
             )),
         }
@@ -452,7 +453,7 @@ impl Rules<'_> {
     }
 
     /// When a clean that can map the copy at `offset` is bound to start.
-    fn clean_starts_by(&self, offset: i64) -> Bound {
+    fn clean_starts_by(&self, offset: i64, what: &str) -> Bound {
         let cleaner = &self.view.cleaner;
         if !cleaner.enabled {
             return Err("the cleaner is off (log.cleaner.enable=false)".into());
@@ -460,7 +461,7 @@ impl Rules<'_> {
         if let Some(why) = &cleaner.blocked {
             return Err(format!("the partition cannot be cleaned now: {why}"));
         }
-        let cleanable = self.cleanable_at(offset)?;
+        let cleanable = self.cleanable_at(offset, what)?;
         let c = &self.view.config;
         let start = if self.ratio_once_cleanable(offset) > c.min_cleanable_dirty_ratio {
             cleanable
@@ -482,7 +483,7 @@ impl Rules<'_> {
         let mut last_err = None;
         let mut best: Option<i64> = None;
         for &offset in newer {
-            match self.clean_starts_by(offset) {
+            match self.clean_starts_by(offset, "the newer copy") {
                 Ok(t) => best = Some(best.map_or(t, |b| b.min(t))),
                 Err(e) => last_err = Some(e),
             }
@@ -499,7 +500,7 @@ impl Rules<'_> {
             }
             return Ok(h.max(self.now_ms).saturating_add(backoff));
         }
-        let stamped = self.clean_starts_by(copy.offset)?;
+        let stamped = self.clean_starts_by(copy.offset, "the tombstone")?;
         Ok(stamped.saturating_add(self.view.config.delete_retention_ms).saturating_add(backoff))
     }
 }

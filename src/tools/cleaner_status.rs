@@ -139,6 +139,18 @@ fn render(doc: &serde_json::Value) -> anyhow::Result<String> {
                 "", open["first_offset"]
             )?;
         }
+        for r in p["tombstones_at_risk"].as_array().into_iter().flatten() {
+            let secs = (r["earliest_horizon_ms"].as_i64().unwrap_or(now) - now) / 1000;
+            writeln!(
+                out,
+                "{:<32} {}{} tombstone(s) at risk for group {} (committed offset {}): the first may go in {secs}s",
+                "",
+                if r["at_least"] == true { "at least " } else { "" },
+                r["tombstones"],
+                r["group"],
+                r["committed_offset"]
+            )?;
+        }
         let last = &p["last_clean"];
         if last.is_object() {
             writeln!(
