@@ -28,6 +28,7 @@ use crate::log::LogManagerConfig;
 
 mod authorization;
 mod broker_defs;
+pub mod dynamic;
 mod ignored;
 mod listeners;
 mod properties_file;

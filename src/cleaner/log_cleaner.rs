@@ -84,6 +84,17 @@ impl LogCleanerConfig {
             || self.per_thread() != other.per_thread()
     }
 
+    /// Whether each thread's share can hold an offset map (at least one
+    /// entry, a load factor in (0, 1]), without allocating it.
+    ///
+    /// # Errors
+    /// The offset map's refusal.
+    pub fn validate(&self) -> Result<(), CleanerError> {
+        let share = self.per_thread();
+        super::offset_map::OffsetMap::check_budget(share.dedupe_buffer_size, share.load_factor)?;
+        Ok(())
+    }
+
     /// One thread's share (Kafka caps the map at 2 GiB per thread).
     pub fn per_thread(&self) -> CleanerConfig {
         let threads = self.num_threads.max(1);
@@ -172,9 +183,7 @@ impl LogCleanerHandle {
     /// A per-thread dedupe share too small for one entry, or a bad load
     /// factor; nothing is changed then.
     pub fn reconfigure(self: &Arc<Self>, new: LogCleanerConfig) -> Result<(), LogCleanerError> {
-        let share = new.per_thread();
-        super::offset_map::OffsetMap::check_budget(share.dedupe_buffer_size, share.load_factor)
-            .map_err(|e| LogCleanerError::Config(CleanerError::from(e)))?;
+        new.validate()?;
         let old = std::mem::replace(&mut *self.config.write(), new.clone());
         if old.max_io_bytes_per_second != new.max_io_bytes_per_second {
             self.throttler.set_desired_per_sec(new.max_io_bytes_per_second);
