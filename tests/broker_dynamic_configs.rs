@@ -1,0 +1,190 @@
+//! Live cleaner tuning with Kafka's kafka-configs: the cleaner's thread
+//! count and I/O limit altered at the cluster-default and per-broker levels
+//! while a compaction load runs, seen in /metrics without a restart, kept
+//! across one, and described with Kafka's sources; Kafka's refusals for a
+//! static key and for more than doubling the threads.
+
+mod broker;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use broker::{create_topic, kafka_tool, kafka_tool_output, now_ms, produce, TestBroker, Wire};
+
+const CONFIGS: &str = "kafka.admin.ConfigCommand";
+
+fn configs(b: &TestBroker, args: &[&str]) -> String {
+    let bs = b.bootstrap();
+    let mut all = vec!["--bootstrap-server", bs.as_str()];
+    all.extend_from_slice(args);
+    kafka_tool(b, CONFIGS, &all, None)
+}
+
+fn configs_refused(b: &TestBroker, args: &[&str]) -> String {
+    let bs = b.bootstrap();
+    let mut all = vec!["--bootstrap-server", bs.as_str()];
+    all.extend_from_slice(args);
+    let (ok, out, err) = kafka_tool_output(CONFIGS, &all, None);
+    assert!(!ok, "{args:?} must be refused:\n{out}");
+    err
+}
+
+/// Keep rewriting the same keys of every partition of `state`, with record
+/// timestamps a second apart so each batch rolls a segment.
+fn compaction_load(port: u16, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut w = Wire::connect(port);
+        let mut round = 0u64;
+        let mut ts = now_ms();
+        while !stop.load(Ordering::Relaxed) {
+            for p in 0..4 {
+                let records: Vec<(String, Option<String>)> = (0..200)
+                    .map(|k| (format!("key-{k}"), Some(format!("{round}-{}", "v".repeat(200)))))
+                    .collect();
+                produce(&mut w, "state", p, ts, &records);
+            }
+            ts += 1_000;
+            round += 1;
+        }
+        round
+    })
+}
+
+#[test]
+fn kafka_configs_retunes_the_cleaner_live_and_durably() {
+    let mut b = TestBroker::start(&["log.cleaner.threads=1", "log.cleaner.backoff.ms=100"]);
+    create_topic(
+        b.port,
+        "state",
+        4,
+        &[
+            ("cleanup.policy", "compact"),
+            ("segment.ms", "1000"),
+            ("min.cleanable.dirty.ratio", "0.01"),
+        ],
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = compaction_load(b.port, Arc::clone(&stop));
+    b.wait_for(60, "a first clean", || {
+        b.metric("sediment_log_cleaner_cleans_total").filter(|n| *n > 0.0)
+    });
+    assert_eq!(b.metric("sediment_log_cleaner_threads"), Some(1.0));
+
+    // Kafka's bounds: at most double the current count in one change.
+    let err = configs_refused(
+        &b,
+        &[
+            "--entity-type",
+            "brokers",
+            "--entity-default",
+            "--alter",
+            "--add-config",
+            "log.cleaner.threads=4",
+        ],
+    );
+    assert!(
+        err.contains(
+            "Log cleaner threads cannot be increased to more than double the current value 1"
+        ),
+        "{err}"
+    );
+    let err = configs_refused(
+        &b,
+        &[
+            "--entity-type",
+            "brokers",
+            "--entity-default",
+            "--alter",
+            "--add-config",
+            "num.partitions=3",
+        ],
+    );
+    assert!(err.contains("Cannot update these configs dynamically: Set(num.partitions)"), "{err}");
+
+    configs(
+        &b,
+        &[
+            "--entity-type",
+            "brokers",
+            "--entity-default",
+            "--alter",
+            "--add-config",
+            "log.cleaner.threads=2,log.cleaner.io.max.bytes.per.second=50000000",
+        ],
+    );
+    configs(
+        &b,
+        &[
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "1",
+            "--alter",
+            "--add-config",
+            "log.cleaner.threads=4",
+        ],
+    );
+    b.wait_for(20, "four cleaner threads and the new limit in /metrics", || {
+        let text = b.metrics();
+        let threads = broker::metric_value(&text, "sediment_log_cleaner_threads");
+        let limit = broker::metric_value(&text, "sediment_log_cleaner_io_limit_bytes_per_second");
+        (threads == Some(4.0) && limit == Some(5e7)).then_some(())
+    });
+    // The new pool cleans.
+    let before = b.metric("sediment_log_cleaner_cleans_total").unwrap_or(0.0);
+    b.wait_for(60, "cleans by the new threads", || {
+        b.metric("sediment_log_cleaner_cleans_total").filter(|n| *n > before)
+    });
+    stop.store(true, Ordering::Relaxed);
+    assert!(load.join().expect("the load thread") > 0);
+    assert_eq!(b.metric("kafka_log_logcleaner_deadthreadcount"), Some(0.0));
+
+    let shown = configs(&b, &["--describe", "--entity-type", "brokers", "--entity-default"]);
+    assert!(shown.contains("log.cleaner.threads=2 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.threads=2, STATIC_BROKER_CONFIG:log.cleaner.threads=1, DEFAULT_CONFIG:log.cleaner.threads=1}"), "{shown}");
+    assert!(shown.contains("log.cleaner.io.max.bytes.per.second=50000000"), "{shown}");
+    let shown = configs(&b, &["--describe", "--entity-type", "brokers", "--entity-name", "1"]);
+    assert!(shown.contains("log.cleaner.threads=4 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.threads=4, DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.threads=2"), "{shown}");
+
+    // A topic default altered live: the topic inherits it, sourced as Kafka does.
+    configs(
+        &b,
+        &[
+            "--entity-type",
+            "brokers",
+            "--entity-default",
+            "--alter",
+            "--add-config",
+            "log.cleaner.delete.retention.ms=1000",
+        ],
+    );
+    let topic =
+        configs(&b, &["--describe", "--entity-type", "topics", "--entity-name", "state", "--all"]);
+    assert!(topic.contains("delete.retention.ms=1000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.delete.retention.ms=1000, DEFAULT_CONFIG:log.cleaner.delete.retention.ms=86400000}"), "{topic}");
+
+    b.stop();
+    b.restart();
+    b.wait_for(20, "the altered values after a restart", || {
+        let text = b.metrics();
+        let threads = broker::metric_value(&text, "sediment_log_cleaner_threads");
+        let limit = broker::metric_value(&text, "sediment_log_cleaner_io_limit_bytes_per_second");
+        (threads == Some(4.0) && limit == Some(5e7)).then_some(())
+    });
+    let shown = configs(&b, &["--describe", "--entity-type", "brokers", "--entity-default"]);
+    assert!(shown.contains("log.cleaner.threads=2"), "{shown}");
+    // Deleting the per-broker value uncovers the cluster default, live.
+    configs(
+        &b,
+        &[
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "1",
+            "--alter",
+            "--delete-config",
+            "log.cleaner.threads",
+        ],
+    );
+    b.wait_for(20, "two threads again", || {
+        (b.metric("sediment_log_cleaner_threads") == Some(2.0)).then_some(())
+    });
+}
