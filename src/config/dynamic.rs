@@ -286,7 +286,17 @@ impl DynamicBrokerConfig {
     pub fn describe(&self, level: DynamicLevel) -> Vec<BrokerEntry> {
         let per_broker = level == DynamicLevel::PerBroker;
         let defaults = self.layers().cluster_default;
-        self.current()
+        let current = self.current();
+        // A topic default set through a coarser synonym (log.retention.hours)
+        // is reported in the key's own unit, as Kafka does.
+        let topic_defaults = current.topic_defaults();
+        let converted = |name: &str| {
+            LOG_CONFIGS
+                .iter()
+                .find(|d| d.broker_key == name)
+                .and_then(|d| topic_defaults.get(d.name).cloned())
+        };
+        current
             .describe()
             .into_iter()
             .filter(|(k, ..)| per_broker || defaults.contains_key(k))
@@ -294,7 +304,7 @@ impl DynamicBrokerConfig {
                 let synonyms = self.synonyms_of(&name, per_broker);
                 let (value, source) = match synonyms.first() {
                     Some((n, v, source)) if *n == name => (v.clone(), *source),
-                    Some((_, _, source)) => (value, *source),
+                    Some((_, _, source)) => (converted(&name).unwrap_or(value), *source),
                     None => (value, BrokerConfigSource::Default),
                 };
                 let read_only = !is_dynamic(&name);
@@ -459,6 +469,13 @@ mod tests {
             ]
         );
         assert!(get("listeners").read_only);
+        let d2 = opened(tempfile::tempdir().unwrap().path(), &["log.retention.hours=2"]);
+        let retention = d2
+            .describe(DynamicLevel::PerBroker)
+            .into_iter()
+            .find(|e| e.name == "log.retention.ms")
+            .unwrap();
+        assert_eq!((retention.value.as_str(), retention.source), ("7200000", S::Static));
         assert_eq!(get("num.partitions").source, S::Default);
         let defaults = d.describe(DynamicLevel::ClusterDefault);
         let names: Vec<_> =
