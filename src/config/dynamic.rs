@@ -273,7 +273,10 @@ impl DynamicBrokerConfig {
                 }
             }
         }
-        for n in names {
+        // Kafka's default of a key with coarser synonyms is on the coarsest
+        // (log.retention.hours=168; log.retention.ms has none).
+        let default_names = if names.len() > 1 { &names[names.len() - 1..] } else { names };
+        for n in default_names {
             if let Some((def, _)) = lookup(n).filter(|(d, _)| !d.default.is_empty()) {
                 out.push((n.to_string(), def.default.to_string(), S::Default));
             }
@@ -464,7 +467,6 @@ mod tests {
             [
                 ("log.retention.ms", S::DynamicDefault),
                 ("log.retention.hours", S::Static),
-                ("log.retention.ms", S::Default),
                 ("log.retention.hours", S::Default)
             ]
         );
