@@ -188,3 +188,76 @@ fn kafka_configs_retunes_the_cleaner_live_and_durably() {
         (b.metric("sediment_log_cleaner_threads") == Some(2.0)).then_some(())
     });
 }
+
+/// IncrementalAlterConfigs SET on the cluster-default broker resource.
+fn alter_broker_default(port: u16, key: &str, value: &str) {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    use kafka_protocol::messages::IncrementalAlterConfigsRequest;
+    use kafka_protocol::protocol::StrBytes;
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        AlterConfigsResource::default()
+            .with_resource_type(4)
+            .with_resource_name(StrBytes::from_static_str(""))
+            .with_configs(vec![AlterableConfig::default()
+                .with_name(StrBytes::from_string(key.into()))
+                .with_config_operation(0)
+                .with_value(Some(StrBytes::from_string(value.into())))]),
+    ]);
+    let response = Wire::connect(port).call(1, &request);
+    assert_eq!(response.responses[0].error_code, 0, "{:?}", response.responses[0].error_message);
+}
+
+#[test]
+fn a_thread_retired_mid_clean_leaves_no_half_swap_and_loses_no_key() {
+    const KEYS: usize = 2000;
+    const ROUNDS: usize = 4;
+    // About 8 MB to clean at the slow cleaner's 2 MB/s: seconds in progress.
+    let b = TestBroker::start_with_slow_cleaner();
+    let mut w = Wire::connect(b.port);
+    let t = now_ms() - 60_000;
+    let pad = "x".repeat(1000);
+    for round in 0..ROUNDS {
+        for chunk in (0..KEYS).collect::<Vec<_>>().chunks(100) {
+            let records: Vec<_> = chunk
+                .iter()
+                .map(|k| (format!("key-{k:05}"), Some(format!("{round}-{pad}"))))
+                .collect();
+            produce(&mut w, "state", 0, t, &records);
+        }
+    }
+    produce(&mut w, "state", 0, t + 2_000, &[("key-00000".into(), Some("final".into()))]);
+    let dir = b.data_dir().join("state-0");
+    b.wait_for_clean_in_progress(&dir, 30);
+
+    // A new thread count replaces the pool: the running clean is aborted.
+    alter_broker_default(b.port, "log.cleaner.threads", "2");
+    b.wait_for(20, "two threads", || {
+        (b.metric("sediment_log_cleaner_threads") == Some(2.0)).then_some(())
+    });
+    assert!(b.log().contains("clean aborted"), "the clean in progress was retired:\n{}", b.log());
+    // The new threads clean it from the start, to one record per key.
+    let end = b.wait_for(60, "the clean to complete on the new threads", || {
+        broker::cleaner_checkpoint(&b.data_dir(), "state", 0)
+    });
+    assert_eq!(end, (KEYS * ROUNDS) as i64);
+    let records = broker::fetch_all(b.port, "state", 0);
+    assert_eq!(records.len(), KEYS + 1, "one record per key, plus the active segment's");
+    let latest: std::collections::BTreeMap<_, _> =
+        records.iter().map(|(_, k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(latest.len(), KEYS);
+    assert_eq!(latest[&Some("key-00000".to_string())].as_deref(), Some("final"));
+    assert!(latest
+        .values()
+        .filter(|v| v.as_deref() != Some("final"))
+        .all(|v| v.as_deref().is_some_and(|v| v.starts_with(&format!("{}-", ROUNDS - 1)))));
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".cleaned") || n.ends_with(".swap"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    assert_eq!(b.metric("kafka_log_logcleaner_deadthreadcount"), Some(0.0));
+}
