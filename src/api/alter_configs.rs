@@ -39,10 +39,10 @@ type Outcome = Result<(), Refusal>;
 
 /// What a change is computed against: the resource's own settings, and the
 /// value and type of any key (for APPEND and SUBTRACT).
-pub struct Target<'a> {
-    pub current: BTreeMap<String, String>,
-    pub effective: &'a dyn Fn(&str) -> Option<String>,
-    pub kind: &'a dyn Fn(&str) -> Result<ConfigType, Refusal>,
+struct Target<'a> {
+    current: BTreeMap<String, String>,
+    effective: &'a dyn Fn(&str) -> Option<String>,
+    kind: &'a dyn Fn(&str) -> Result<ConfigType, Refusal>,
 }
 
 type Build<'a> = Box<dyn FnOnce(&Target<'_>) -> Result<BTreeMap<String, String>, Refusal> + 'a>;
@@ -135,8 +135,14 @@ fn apply_broker(broker: &Broker, name: &str, validate_only: bool, build: Build<'
         effective: &effective,
         kind: &kind,
     })?;
+    // Everything `apply` could refuse is checked before the file is written.
     let check = |_: &crate::config::BrokerConfig, new: &crate::config::BrokerConfig| {
-        new.cleaner_config().validate().map_err(|e| DynamicConfigError::Invalid(e.to_string()))
+        let invalid = |e: String| DynamicConfigError::Invalid(e);
+        broker
+            .logs
+            .check_topic_defaults(&new.topic_defaults())
+            .map_err(|e| invalid(e.to_string()))?;
+        new.cleaner_config().validate().map_err(|e| invalid(e.to_string()))
     };
     let apply = |new: &crate::config::BrokerConfig| {
         broker

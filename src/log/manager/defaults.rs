@@ -8,11 +8,36 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{LogManager, TopicPartition};
+use super::{LogManager, TopicInfo, TopicPartition};
 use crate::log::config::LogConfig;
 use crate::log::error::Result;
 
+/// Every topic's config under `defaults`.
+fn resolve_all(
+    topics: &BTreeMap<String, TopicInfo>,
+    defaults: &BTreeMap<String, String>,
+) -> Result<Vec<(String, Arc<LogConfig>)>> {
+    LogConfig::resolve(defaults, BTreeMap::new())?;
+    topics
+        .iter()
+        .map(|(name, info)| {
+            Ok((
+                name.clone(),
+                Arc::new(LogConfig::resolve(defaults, info.config.overrides.clone())?),
+            ))
+        })
+        .collect()
+}
+
 impl LogManager {
+    /// Whether `defaults` would be accepted by [`LogManager::set_topic_defaults`].
+    ///
+    /// # Errors
+    /// As `set_topic_defaults`.
+    pub fn check_topic_defaults(&self, defaults: &BTreeMap<String, String>) -> Result<()> {
+        resolve_all(&self.topics.read(), defaults).map(|_| ())
+    }
+
     /// The broker's topic defaults in force, keyed by topic key.
     pub fn topic_defaults(&self) -> BTreeMap<String, String> {
         self.topic_defaults.read().clone()
@@ -24,13 +49,8 @@ impl LogManager {
     /// `InvalidConfig` naming the key, when a default or a topic's config
     /// with it is invalid; nothing is changed then.
     pub fn set_topic_defaults(&self, defaults: BTreeMap<String, String>) -> Result<()> {
-        LogConfig::resolve(&defaults, BTreeMap::new())?;
         let mut topics = self.topics.write();
-        let mut resolved = Vec::with_capacity(topics.len());
-        for (name, info) in topics.iter() {
-            let config = Arc::new(LogConfig::resolve(&defaults, info.config.overrides.clone())?);
-            resolved.push((name.clone(), config));
-        }
+        let resolved = resolve_all(&topics, &defaults)?;
         *self.topic_defaults.write() = defaults;
         for (name, config) in resolved {
             let Some(info) = topics.get_mut(&name) else { continue };
