@@ -260,4 +260,35 @@ fn a_thread_retired_mid_clean_leaves_no_half_swap_and_loses_no_key() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
     assert_eq!(b.metric("kafka_log_logcleaner_deadthreadcount"), Some(0.0));
+
+    // Legacy AlterConfigs replaces the whole cluster-default set: without
+    // log.cleaner.threads in it, the file's single thread is back.
+    use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    use kafka_protocol::messages::AlterConfigsRequest;
+    use kafka_protocol::protocol::StrBytes;
+    let legacy = |validate_only: bool| {
+        AlterConfigsRequest::default().with_validate_only(validate_only).with_resources(vec![
+            AlterConfigsResource::default()
+                .with_resource_type(4)
+                .with_resource_name(StrBytes::from_static_str(""))
+                .with_configs(vec![AlterableConfig::default()
+                    .with_name(StrBytes::from_static_str("log.cleaner.backoff.ms"))
+                    .with_value(Some(StrBytes::from_static_str("200")))]),
+        ])
+    };
+    let r = Wire::connect(b.port).call(2, &legacy(true));
+    assert_eq!(r.responses[0].error_code, 0, "{:?}", r.responses[0].error_message);
+    assert_eq!(
+        b.metric("sediment_log_cleaner_threads"),
+        Some(2.0),
+        "validate_only changes nothing"
+    );
+    let r = Wire::connect(b.port).call(2, &legacy(false));
+    assert_eq!(r.responses[0].error_code, 0, "{:?}", r.responses[0].error_message);
+    b.wait_for(20, "one thread and a 0.2 s backoff", || {
+        let text = b.metrics();
+        let threads = broker::metric_value(&text, "sediment_log_cleaner_threads");
+        let backoff = broker::metric_value(&text, "sediment_log_cleaner_backoff_seconds");
+        (threads == Some(1.0) && backoff == Some(0.2)).then_some(())
+    });
 }
