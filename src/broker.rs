@@ -52,7 +52,8 @@ use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 
-use crate::cleaner::{LogCleaner, LogCleanerError, ProducerIdResolver};
+use crate::cleaner::{LogCleaner, LogCleanerError, LogCleanerHandle, ProducerIdResolver};
+use crate::config::dynamic::{DynamicBrokerConfig, DynamicConfigError};
 use crate::config::{BrokerConfig, ConfigError, Listener};
 use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
 use crate::log::meta_properties::MetaProperties;
@@ -98,6 +99,11 @@ pub struct Broker {
     /// The authorizer and its ACLs (`sediment-acls.json`), when
     /// `authorizer.class.name` is set; `None`: every request is allowed.
     pub acls: Option<Arc<AclStore>>,
+    /// The dynamic broker configs (`config::dynamic`); `None` in a broker
+    /// built by hand, which then refuses broker AlterConfigs.
+    pub dynamic: Option<Arc<DynamicBrokerConfig>>,
+    /// The cleaner's threads, reconfigured by dynamic configs.
+    pub cleaner: Option<Arc<LogCleanerHandle>>,
 }
 
 fn store_error(e: StoreError) -> LogError {
@@ -165,6 +171,8 @@ impl Broker {
             request_metrics: RequestMetrics::new(),
             scram,
             acls,
+            dynamic: None,
+            cleaner: None,
         })
     }
 
@@ -246,6 +254,8 @@ pub enum BrokerError {
     OpenLogs(#[source] LogError),
     #[error("starting the log cleaner")]
     StartCleaner(#[source] LogCleanerError),
+    #[error("reading the dynamic broker configs")]
+    Dynamic(#[source] DynamicConfigError),
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error("binding {addr}")]
@@ -282,8 +292,12 @@ pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(
         .build()
         .map_err(BrokerError::Runtime)?;
     let clock = crate::clock::system();
+    // The dynamic layers over the file, in force from the start.
+    let dynamic =
+        Arc::new(DynamicBrokerConfig::open(config.clone()).map_err(BrokerError::Dynamic)?);
+    let effective = dynamic.current();
     let logs = Arc::new(
-        LogManager::open(config.log_manager_config(), Arc::clone(&clock))
+        LogManager::open(effective.log_manager_config(), Arc::clone(&clock))
             .map_err(BrokerError::OpenLogs)?,
     );
     for (tp, reason) in logs.offline_partitions() {
@@ -299,11 +313,11 @@ pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(
     ));
     let resolver: Arc<dyn ProducerIdResolver> = txn_state.clone();
     let mut cleaner =
-        LogCleaner::start(config.cleaner_config(), Arc::clone(&logs), clock, Some(resolver))
+        LogCleaner::start(effective.cleaner_config(), Arc::clone(&logs), clock, Some(resolver))
             .map_err(BrokerError::StartCleaner)?;
     let mut threads = CoordinatorThreads::default();
     let served =
-        runtime.block_on(serve(config, &logs, txn_state, &cleaner, &mut threads, shutdown));
+        runtime.block_on(serve(dynamic, &logs, txn_state, &cleaner, &mut threads, shutdown));
     // The server has drained: nothing reads the logs on a client's behalf any more.
     if let Some(txn) = threads.txn {
         txn.shutdown();
@@ -330,13 +344,14 @@ struct CoordinatorThreads {
 /// started, are left in `threads` for the caller to stop, also when a later
 /// step fails.
 async fn serve(
-    config: BrokerConfig,
+    dynamic: Arc<DynamicBrokerConfig>,
     logs: &Arc<LogManager>,
     txn_state: Arc<TransactionStateManager>,
     cleaner: &LogCleaner,
     threads: &mut CoordinatorThreads,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), BrokerError> {
+    let config = dynamic.static_config().clone();
     let mut bound = Vec::new();
     let mut advertised = Vec::new();
     for l in config.listeners()? {
@@ -373,10 +388,11 @@ async fn serve(
         bound.push((BoundListener { name, protocol, listener, tls, sasl }, local));
     }
     let metrics_listen = config.metrics_listen();
-    let broker = Arc::new(
-        Broker::new(config, Arc::clone(logs), advertised.clone(), txn_state)
-            .map_err(BrokerError::Init)?,
-    );
+    let mut broker = Broker::new(config, Arc::clone(logs), advertised.clone(), txn_state)
+        .map_err(BrokerError::Init)?;
+    broker.dynamic = Some(dynamic);
+    broker.cleaner = Some(Arc::clone(cleaner.handle()));
+    let broker = Arc::new(broker);
     // SCRAM exchanges look users up in the store the broker just loaded.
     for (b, _) in &mut bound {
         if let Some(sasl) = b.sasl.as_mut() {

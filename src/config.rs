@@ -1,5 +1,10 @@
-//! Broker configuration: a TOML file plus `--override key=value` pairs, with
-//! Kafka's key names.
+//! Broker configuration: a TOML file, or Kafka's own `server.properties`
+//! (`config::properties_file`, chosen by the `.properties` extension), plus
+//! `--override key=value` pairs, with Kafka's key names.
+//!
+//! Kafka keys with no meaning on one node (`config::ignored`) are kept aside,
+//! reported in one warning and otherwise ignored; any other unknown key is an
+//! error that suggests the nearest known key (`config::suggest`).
 //!
 //! Keys are written as in Kafka's `server.properties`. In TOML the dots make
 //! nested tables (`log.dirs = "/data"` is `{log = {dirs = "/data"}}`); we flatten
@@ -23,17 +28,23 @@ use crate::log::LogManagerConfig;
 
 mod authorization;
 mod broker_defs;
+pub mod dynamic;
+mod ignored;
 mod listeners;
+mod properties_file;
 mod sasl;
 mod secrets;
+mod suggest;
 mod template;
 mod toml_file;
 
+pub use ignored::{ignored_reason, IGNORED_KEYS};
 pub use listeners::{
     parse_endpoints, parse_protocol_map, split_listener_key, EndpointEntry, ListenerConfig,
     DEFAULT_PROTOCOL_MAP, LISTENER_PREFIX,
 };
 pub use secrets::{is_sensitive, Password, HIDDEN};
+pub use suggest::nearest_key;
 pub use template::config_template;
 
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +55,22 @@ pub enum ConfigError {
     Parse { path: PathBuf, message: String },
     #[error("invalid config {key}: {reason}")]
     Invalid { key: String, reason: String },
+    #[error("unknown config key {key}{}", suggestion.map(|s| format!("; did you mean {s}?")).unwrap_or_default())]
+    Unknown { key: String, suggestion: Option<&'static str> },
+}
+
+impl ConfigError {
+    /// The key the error is about, if any.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            Self::Invalid { key, .. } | Self::Unknown { key, .. } => Some(key),
+            Self::Read { .. } | Self::Parse { .. } => None,
+        }
+    }
+}
+
+fn unknown(key: &str) -> ConfigError {
+    ConfigError::Unknown { key: key.to_string(), suggestion: nearest_key(key) }
 }
 
 fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
@@ -66,6 +93,8 @@ pub fn is_listener_key(key: &str) -> bool {
 pub struct BrokerConfig {
     /// Every key set explicitly (file or override), validated, in Kafka syntax.
     explicit: BTreeMap<String, String>,
+    /// Kafka keys with no meaning here (`config::ignored`), as given.
+    ignored: BTreeMap<String, String>,
 }
 
 impl std::fmt::Debug for BrokerConfig {
@@ -75,7 +104,10 @@ impl std::fmt::Debug for BrokerConfig {
             .iter()
             .map(|(k, v)| (k.as_str(), if is_sensitive(k) { HIDDEN } else { v.as_str() }))
             .collect();
-        f.debug_struct("BrokerConfig").field("explicit", &shown).finish()
+        f.debug_struct("BrokerConfig")
+            .field("explicit", &shown)
+            .field("ignored", &self.ignored.keys())
+            .finish()
     }
 }
 
@@ -137,7 +169,7 @@ pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
             "set per listener: listener.name.<listener>.<mechanism>.connections.max.reauth.ms",
         ));
     }
-    let (def, topic_key) = lookup(key).ok_or_else(|| invalid(key, "unknown config key"))?;
+    let (def, topic_key) = lookup(key).ok_or_else(|| unknown(key))?;
     if let Some(topic_key) = topic_key {
         return log_config::validate_value(topic_key, value)
             .map_err(|e| invalid(key, e.to_string()));
@@ -239,14 +271,38 @@ impl BrokerConfig {
         Ok(config)
     }
 
-    /// Read a TOML file.
+    /// Parse a Java properties file's bytes (Kafka's `server.properties`).
     ///
     /// # Errors
-    /// As `from_toml`, plus I/O errors.
+    /// A malformed line, and invalid keys or values.
+    pub fn from_properties(bytes: &[u8], path: &Path) -> Result<Self, ConfigError> {
+        let mut config = Self::default();
+        for (k, v) in properties_file::parse(bytes, path)? {
+            config.set(&k, &v)?;
+        }
+        Ok(config)
+    }
+
+    /// Read a config file: Java properties when its name ends in
+    /// `.properties`, TOML otherwise.
+    ///
+    /// # Errors
+    /// As `from_toml` or `from_properties`, plus I/O errors.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
-        Self::from_toml(&text, path)
+        let read = |source| ConfigError::Read { path: path.to_path_buf(), source };
+        if path.extension().is_some_and(|e| e == "properties") {
+            return Self::from_properties(&std::fs::read(path).map_err(read)?, path);
+        }
+        let text = std::fs::read_to_string(path).map_err(read)?;
+        Self::from_toml(&text, path).map_err(|e| match e {
+            ConfigError::Parse { path, message } => ConfigError::Parse {
+                path,
+                message: format!(
+                    "not a TOML file (read as TOML; a name ending in .properties is read as Java properties): {message}"
+                ),
+            },
+            other => other,
+        })
     }
 
     /// Set one key (an `--override`).
@@ -254,6 +310,10 @@ impl BrokerConfig {
     /// # Errors
     /// Invalid key or value.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        if ignored_reason(key).is_some() {
+            self.ignored.insert(key.to_string(), value.trim().to_string());
+            return Ok(());
+        }
         validate(key, value)?;
         self.explicit.insert(key.to_string(), value.trim().to_string());
         Ok(())
@@ -283,6 +343,47 @@ impl BrokerConfig {
     /// Every explicitly set key.
     pub fn explicit_keys(&self) -> &BTreeMap<String, String> {
         &self.explicit
+    }
+
+    /// The Kafka keys given that have no meaning here, with their values.
+    pub fn ignored_keys(&self) -> &BTreeMap<String, String> {
+        &self.ignored
+    }
+
+    /// The listener names of `controller.listener.names`: KRaft controller
+    /// listeners, which are not opened.
+    pub fn controller_listener_names(&self) -> Vec<String> {
+        self.ignored
+            .get("controller.listener.names")
+            .map(|v| {
+                v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The one start-up warning about ignored keys (`None`: none given).
+    pub fn ignored_warning(&self) -> Option<String> {
+        if self.ignored.is_empty() {
+            return None;
+        }
+        let keys: Vec<String> = self
+            .ignored
+            .keys()
+            .map(|k| format!("{k} ({})", ignored_reason(k).unwrap_or("ignored")))
+            .collect();
+        let mut text = format!(
+            "ignoring {} Kafka config key(s) with no meaning on a single-node sediment: {}",
+            keys.len(),
+            keys.join(", ")
+        );
+        let controllers = self.controller_listener_names();
+        if !controllers.is_empty() {
+            text.push_str(&format!(
+                "; controller listener(s) {} not opened",
+                controllers.join(", ")
+            ));
+        }
+        Some(text)
     }
 
     /// The effective value of a broker key (explicit, else default).
@@ -576,7 +677,7 @@ mod tests {
             ("log.segment.bytes = 3", "log.segment.bytes"),
         ] {
             match BrokerConfig::from_toml(text, Path::new("t.toml")) {
-                Err(ConfigError::Invalid { key: k, .. }) => assert_eq!(k, key, "{text}"),
+                Err(e) => assert_eq!(e.key(), Some(key), "{text}"),
                 other => panic!("{text}: {other:?}"),
             }
         }
@@ -627,5 +728,54 @@ mod tests {
             c.advertised(&l, 1234).unwrap(),
             Listener { host: "localhost".into(), port: 1234 }
         );
+    }
+
+    #[test]
+    fn retention_ms_beats_minutes_beats_hours() {
+        let ms = |pairs: &[&str]| {
+            let mut c = BrokerConfig::default();
+            c.apply_overrides(pairs.iter().copied()).unwrap();
+            c.topic_defaults().get("retention.ms").cloned()
+        };
+        assert_eq!(ms(&[]), None);
+        assert_eq!(ms(&["log.retention.hours=2"]).as_deref(), Some("7200000"));
+        assert_eq!(
+            ms(&["log.retention.hours=2", "log.retention.minutes=3"]).as_deref(),
+            Some("180000")
+        );
+        assert_eq!(
+            ms(&["log.retention.ms=5", "log.retention.hours=2", "log.retention.minutes=3"])
+                .as_deref(),
+            Some("5")
+        );
+        assert_eq!(ms(&["log.retention.hours=-1"]).as_deref(), Some("-1"));
+    }
+
+    #[test]
+    fn a_kafka_server_properties_is_read_with_its_foreign_keys_ignored() {
+        let text = b"process.roles=broker,controller\nnode.id=1\ncontroller.quorum.bootstrap.servers=localhost:9093\nlisteners=PLAINTEXT://:9092,CONTROLLER://:9093\ninter.broker.listener.name=PLAINTEXT\nadvertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093\ncontroller.listener.names=CONTROLLER\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\nnum.network.threads=3\nsocket.send.buffer.bytes=102400\nlog.dirs=/tmp/k\nlog.retention.hours=1\n";
+        let c = BrokerConfig::from_properties(text, Path::new("server.properties")).unwrap();
+        c.check().unwrap();
+        let names: Vec<String> = c.listeners().unwrap().into_iter().map(|l| l.name).collect();
+        assert_eq!(names, ["PLAINTEXT"]);
+        assert_eq!(c.topic_defaults()["retention.ms"], "3600000");
+        let w = c.ignored_warning().unwrap();
+        for key in [
+            "process.roles (kraft)",
+            "num.network.threads (threads)",
+            "socket.send.buffer.bytes (sockets)",
+            "controller listener(s) CONTROLLER not opened",
+        ] {
+            assert!(w.contains(key), "{w}");
+        }
+        assert_eq!(c.ignored_keys().len(), 6);
+        let typo =
+            BrokerConfig::from_properties(b"log.retension.hours=1\n", Path::new("s.properties"));
+        assert_eq!(
+            typo.unwrap_err().to_string(),
+            "unknown config key log.retension.hours; did you mean log.retention.hours?"
+        );
+        let toml = BrokerConfig::from_toml("log.retension.hours = 1", Path::new("s.toml"));
+        assert!(toml.unwrap_err().to_string().ends_with("did you mean log.retention.hours?"));
     }
 }

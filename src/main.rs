@@ -29,7 +29,8 @@ enum Command {
     /// Run the broker. Without --config it runs on the embedded defaults
     /// (PLAINTEXT on port 9092, data in ./data).
     Serve {
-        /// A TOML file of broker keys with Kafka's names.
+        /// A TOML file of broker keys with Kafka's names, or Kafka's own
+        /// server.properties (a name ending in .properties).
         #[arg(long, env = "SEDIMENT_CONFIG")]
         config: Option<PathBuf>,
         /// key=value, applied after the file and after the whitespace-separated
@@ -42,7 +43,8 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:9092")]
         bootstrap_server: String,
     },
-    /// Validate a config file and print the effective configuration.
+    /// Validate a config file (TOML, or Java properties for a name ending in
+    /// .properties) and print the effective configuration.
     CheckConfig {
         file: PathBuf,
         /// key=value, applied after the file.
@@ -165,6 +167,13 @@ fn main() -> ExitCode {
                     println!("{mark} {key} = {value:?}    # {doc}");
                 }
                 println!("(* = set in the file or an override; the rest are defaults)");
+                for (key, value) in config.ignored_keys() {
+                    let reason = sediment::config::ignored_reason(key).unwrap_or("ignored");
+                    println!("- {key} = {value:?}    # ignored ({reason})");
+                }
+                if let Some(warning) = config.ignored_warning() {
+                    println!("warning: {warning}");
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -251,6 +260,9 @@ fn add_scram(
 
 fn serve(file: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result<()> {
     let config = load_config(file, &overrides)?;
+    if let Some(warning) = config.ignored_warning() {
+        tracing::warn!("{warning}");
+    }
     Ok(sediment::broker::run(config, shutdown_signal())?)
 }
 

@@ -236,7 +236,7 @@ fn topics_configs_offsets_log_dirs_and_api_versions() {
         ],
         None,
     );
-    assert!(all.contains("retention.ms=604800000 sensitive=false synonyms={DEFAULT_CONFIG:log.retention.ms=604800000}"), "{all}");
+    assert!(all.contains("retention.ms=604800000 sensitive=false synonyms={DEFAULT_CONFIG:log.retention.hours=168}"), "{all}");
     let broker_all = kafka_tool(
         &b,
         CONFIGS,
@@ -254,7 +254,7 @@ fn topics_configs_offsets_log_dirs_and_api_versions() {
     );
     assert!(
         broker_all.contains(
-            "num.partitions=2 sensitive=false synonyms={STATIC_BROKER_CONFIG:num.partitions=2}"
+            "num.partitions=2 sensitive=false synonyms={STATIC_BROKER_CONFIG:num.partitions=2, DEFAULT_CONFIG:num.partitions=1}"
         ),
         "{broker_all}"
     );

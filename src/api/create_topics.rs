@@ -93,7 +93,7 @@ pub fn handle(
             }
             let mut r = r.with_num_partitions(partitions).with_replication_factor(1);
             if version >= 5 {
-                let defaults = &broker.logs.config().topic_defaults;
+                let defaults = &broker.logs.topic_defaults();
                 r.configs = Some(
                     topic_entries(&config, defaults)
                         .into_iter()

@@ -1,6 +1,11 @@
 //! DescribeConfigs for topics (every topic key with its value and where it
-//! comes from) and for this broker (every broker key, read-only; secrets and
-//! per-listener keys with a null value, marked sensitive).
+//! comes from: the topic, a dynamic broker value, the config file or Kafka's
+//! default) and for this broker (every broker key with Kafka's sources
+//! DYNAMIC_BROKER_CONFIG > DYNAMIC_DEFAULT_BROKER_CONFIG >
+//! STATIC_BROKER_CONFIG > DEFAULT_CONFIG and its synonyms in that order; the
+//! keys that are not dynamic read-only; an empty resource name describes the
+//! cluster-wide dynamic defaults only, as Kafka; secrets and per-listener keys
+//! with a null value, marked sensitive).
 //!
 //! Authorization (Kafka's `ConfigHelper`): DESCRIBE_CONFIGS on the topic for
 //! a topic (TOPIC_AUTHORIZATION_FAILED), on the cluster for a broker or a
@@ -20,6 +25,7 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
 use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
+use crate::config::dynamic::{BrokerConfigSource, BrokerEntry, DynamicBrokerConfig, DynamicLevel};
 use crate::config::LISTENER_PREFIX;
 use crate::log::config::{ConfigSource, ConfigType, LOG_CONFIGS};
 use crate::log::LogConfig;
@@ -65,6 +71,8 @@ pub fn config_resource_refusal(
 
 /// Kafka's ConfigSource codes.
 pub const SOURCE_DYNAMIC_TOPIC: i8 = 1;
+pub const SOURCE_DYNAMIC_BROKER: i8 = 2;
+pub const SOURCE_DYNAMIC_DEFAULT_BROKER: i8 = 3;
 pub const SOURCE_STATIC_BROKER: i8 = 4;
 pub const SOURCE_DEFAULT: i8 = 5;
 
@@ -79,6 +87,46 @@ pub fn type_code(kind: ConfigType) -> i8 {
         ConfigType::List => 7,
         ConfigType::Password => 9,
     }
+}
+
+/// Kafka's code of a broker value's source.
+pub fn broker_source_code(source: BrokerConfigSource) -> i8 {
+    match source {
+        BrokerConfigSource::DynamicBroker => SOURCE_DYNAMIC_BROKER,
+        BrokerConfigSource::DynamicDefault => SOURCE_DYNAMIC_DEFAULT_BROKER,
+        BrokerConfigSource::Static => SOURCE_STATIC_BROKER,
+        BrokerConfigSource::Default => SOURCE_DEFAULT,
+    }
+}
+
+/// The topic entries of `config` with the broker's layers behind them: an
+/// inherited key's source and synonyms are those of its broker key.
+pub fn topic_entries_layered(
+    config: &LogConfig,
+    broker_defaults: &BTreeMap<String, String>,
+    dynamic: &DynamicBrokerConfig,
+) -> Vec<TopicEntry> {
+    let mut entries = topic_entries(config, broker_defaults);
+    for (t, def) in entries
+        .iter_mut()
+        .zip(LOG_CONFIGS.iter().filter(|d| config.value_of(d.name, broker_defaults).is_some()))
+    {
+        let mut synonyms: Vec<(String, String, i8)> = config
+            .overrides
+            .get(def.name)
+            .map(|v| (def.name.to_string(), v.clone(), SOURCE_DYNAMIC_TOPIC))
+            .into_iter()
+            .collect();
+        let broker = dynamic.synonyms_of(def.broker_key, true);
+        if t.source != SOURCE_DYNAMIC_TOPIC {
+            if let Some((_, _, source)) = broker.first() {
+                t.source = broker_source_code(*source);
+            }
+        }
+        synonyms.extend(broker.into_iter().map(|(n, v, s)| (n, v, broker_source_code(s))));
+        t.synonyms = synonyms;
+    }
+    entries
 }
 
 /// One described topic key.
@@ -170,6 +218,77 @@ pub fn handle(
     DescribeConfigsResponse::default().with_results(results)
 }
 
+/// The broker's keys as described for resource name `name` (empty: the
+/// cluster-wide dynamic defaults).
+fn broker_entries(broker: &Broker, name: &str) -> Vec<BrokerEntry> {
+    let level =
+        if name.is_empty() { DynamicLevel::ClusterDefault } else { DynamicLevel::PerBroker };
+    if let Some(dynamic) = &broker.dynamic {
+        return dynamic.describe(level);
+    }
+    // A broker built by hand: its file only, no dynamic defaults.
+    if level == DynamicLevel::ClusterDefault {
+        return Vec::new();
+    }
+    broker
+        .config
+        .describe()
+        .into_iter()
+        .map(|(name, value, explicit, doc, kind)| {
+            let source =
+                if explicit { BrokerConfigSource::Static } else { BrokerConfigSource::Default };
+            let synonyms = vec![(name.clone(), value.clone(), source)];
+            BrokerEntry { name, value, source, read_only: true, kind, doc, synonyms }
+        })
+        .collect()
+}
+
+/// `entry` of `describe`: one described key.
+type Entry<'a> = dyn Fn(
+        &str,
+        String,
+        bool,
+        i8,
+        ConfigType,
+        &str,
+        Vec<(String, String, i8)>,
+    ) -> DescribeConfigsResourceResult
+    + 'a;
+
+/// A BROKER resource: this node's id or empty (the cluster-wide defaults).
+fn describe_broker(
+    broker: &Broker,
+    result: DescribeConfigsResult,
+    name: &str,
+    wanted: &dyn Fn(&str) -> bool,
+    entry: &Entry<'_>,
+) -> DescribeConfigsResult {
+    if !name.is_empty() && name != broker.node_id.to_string() {
+        result.with_error_code(ResponseError::InvalidRequest.code()).with_error_message(Some(
+            str_bytes(format!("this broker is node {}, not {name}", broker.node_id)),
+        ))
+    } else {
+        let configs = broker_entries(broker, name)
+            .into_iter()
+            .filter(|b| wanted(&b.name))
+            .map(|b| {
+                let hidden =
+                    crate::config::is_sensitive(&b.name) || b.name.starts_with(LISTENER_PREFIX);
+                let synonyms =
+                    b.synonyms.into_iter().map(|(n, v, s)| (n, v, broker_source_code(s))).collect();
+                let source = broker_source_code(b.source);
+                let e = entry(&b.name, b.value, b.read_only, source, b.kind, b.doc, synonyms);
+                if hidden {
+                    hide_value(e)
+                } else {
+                    e
+                }
+            })
+            .collect();
+        result.with_configs(configs)
+    }
+}
+
 /// The results of resources the principal may describe, in request order.
 fn describe(broker: &Broker, request: DescribeConfigsRequest) -> Vec<DescribeConfigsResult> {
     let mut results = Vec::with_capacity(request.resources.len());
@@ -223,8 +342,12 @@ fn describe(broker: &Broker, request: DescribeConfigsRequest) -> Vec<DescribeCon
                         resource.resource_name.as_str()
                     )))),
                 Some(info) => {
-                    let defaults = &broker.logs.config().topic_defaults;
-                    let configs = topic_entries(&info.config, defaults)
+                    let defaults = &broker.logs.topic_defaults();
+                    let entries = match &broker.dynamic {
+                        Some(dynamic) => topic_entries_layered(&info.config, defaults, dynamic),
+                        None => topic_entries(&info.config, defaults),
+                    };
+                    let configs = entries
                         .into_iter()
                         .filter(|t| wanted(t.name))
                         .map(|t| entry(t.name, t.value, false, t.source, t.kind, t.doc, t.synonyms))
@@ -233,37 +356,7 @@ fn describe(broker: &Broker, request: DescribeConfigsRequest) -> Vec<DescribeCon
                 }
             },
             RESOURCE_BROKER => {
-                let name = resource.resource_name.as_str();
-                if !name.is_empty() && name != broker.node_id.to_string() {
-                    result.with_error_code(ResponseError::InvalidRequest.code()).with_error_message(
-                        Some(str_bytes(format!(
-                            "this broker is node {}, not {name}",
-                            broker.node_id
-                        ))),
-                    )
-                } else if name.is_empty() {
-                    // The cluster-wide dynamic defaults: none exist here.
-                    result
-                } else {
-                    let configs = broker
-                        .config
-                        .describe()
-                        .into_iter()
-                        .filter(|(k, ..)| wanted(k))
-                        .map(|(k, v, explicit, doc, kind)| {
-                            let source =
-                                if explicit { SOURCE_STATIC_BROKER } else { SOURCE_DEFAULT };
-                            let synonyms = vec![(k.clone(), v.clone(), source)];
-                            let e = entry(&k, v, true, source, kind, doc, synonyms);
-                            if crate::config::is_sensitive(&k) || k.starts_with(LISTENER_PREFIX) {
-                                hide_value(e)
-                            } else {
-                                e
-                            }
-                        })
-                        .collect();
-                    result.with_configs(configs)
-                }
+                describe_broker(broker, result, resource.resource_name.as_str(), &wanted, &entry)
             }
             other => {
                 result.with_error_code(ResponseError::InvalidRequest.code()).with_error_message(

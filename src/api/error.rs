@@ -192,6 +192,18 @@ pub fn store_error_code(e: &crate::security::credentials::StoreError) -> Respons
     }
 }
 
+/// A Kafka error code for a refused broker dynamic config change: an
+/// unknown key is INVALID_CONFIG, the rest INVALID_REQUEST (Kafka's
+/// `ConfigAdminManager` wraps every validation failure so, KAFKA-13609).
+pub fn dynamic_config_error_code(e: &crate::config::dynamic::DynamicConfigError) -> ResponseError {
+    use crate::config::dynamic::DynamicConfigError as E;
+    match e {
+        E::Unknown(_) => ResponseError::InvalidConfig,
+        E::NotDynamic(_) | E::Invalid(_) => ResponseError::InvalidRequest,
+        E::Store(_) => ResponseError::KafkaStorageError,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

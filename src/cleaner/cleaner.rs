@@ -67,7 +67,7 @@ pub enum CrashPoint {
 }
 
 /// Settings of one cleaner (Kafka's `log.cleaner.*`, already divided among threads).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CleanerConfig {
     /// This cleaner's share of `log.cleaner.dedupe.buffer.size`.
     pub dedupe_buffer_size: usize,

@@ -16,13 +16,24 @@
 //!   is marked uncleanable and released, so pausers waiting on it go on.
 //! * Each clean's summary goes to the `log_cleaner` tracing target (route it
 //!   to its own file, as Kafka's `log-cleaner.log`).
+//! * [`LogCleanerHandle::reconfigure`] applies new settings without a
+//!   restart (broker dynamic configs). The I/O limit and the backoff apply at
+//!   once. A change of thread count or of a per-thread budget (dedupe buffer,
+//!   I/O buffer, load factor, largest batch) replaces the pool, as Kafka's
+//!   `LogCleaner.reconfigure` does: the running threads are retired (a new
+//!   generation is published, sleepers are woken, cleans in progress are
+//!   cancelled and stop at their next I/O chunk, deleting their `.cleaned`
+//!   output, so no swap is ever left half done), joined, and only then the
+//!   new threads start with their new shares, so the memory budget holds
+//!   throughout. This runs on a `log-cleaner-reconfigure` thread under the
+//!   pool lock, which shutdown also takes, so the two never interleave.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::cleaner::{Cleaner, CleanerConfig, CleanerError};
 use super::manager::{GrabbedLog, LogCleanerManager};
@@ -65,6 +76,25 @@ impl Default for LogCleanerConfig {
 }
 
 impl LogCleanerConfig {
+    /// Whether `other` needs a new pool of threads (the count or a per-thread
+    /// budget differs); the I/O limit and the backoff do not.
+    fn reshapes_pool(&self, other: &Self) -> bool {
+        self.enable != other.enable
+            || self.num_threads != other.num_threads
+            || self.per_thread() != other.per_thread()
+    }
+
+    /// Whether each thread's share can hold an offset map (at least one
+    /// entry, a load factor in (0, 1]), without allocating it.
+    ///
+    /// # Errors
+    /// The offset map's refusal.
+    pub fn validate(&self) -> Result<(), CleanerError> {
+        let share = self.per_thread();
+        super::offset_map::OffsetMap::check_budget(share.dedupe_buffer_size, share.load_factor)?;
+        Ok(())
+    }
+
     /// One thread's share (Kafka caps the map at 2 GiB per thread).
     pub fn per_thread(&self) -> CleanerConfig {
         let threads = self.num_threads.max(1);
@@ -97,15 +127,25 @@ pub struct CleanerThreadsStatus {
     pub cleans_total: u64,
 }
 
+/// What a thread checks to know it must end.
+#[derive(Debug, Default)]
+struct PoolState {
+    stop: bool,
+    /// Bumped when the pool is replaced; a thread of an older one retires.
+    generation: u64,
+}
+
 /// What the threads and the metrics share.
 #[derive(Debug)]
 pub struct LogCleanerHandle {
     manager: Arc<LogCleanerManager>,
     throttler: Arc<Throttler>,
-    config: LogCleanerConfig,
+    config: RwLock<LogCleanerConfig>,
     clock: SharedClock,
-    stop: Mutex<bool>,
+    state: Mutex<PoolState>,
     wake: Condvar,
+    /// The running threads; held while the pool changes.
+    pool: Mutex<Vec<JoinHandle<()>>>,
     dead_threads: AtomicUsize,
     last_stats: Mutex<Vec<Option<CleanerStats>>>,
     cleans: std::sync::atomic::AtomicU64,
@@ -116,8 +156,9 @@ impl LogCleanerHandle {
         &self.manager
     }
 
-    pub fn config(&self) -> &LogCleanerConfig {
-        &self.config
+    /// The settings in force.
+    pub fn config(&self) -> LogCleanerConfig {
+        self.config.read().clone()
     }
 
     /// The I/O throttle the cleaner threads share (key audits read under it too).
@@ -125,15 +166,102 @@ impl LogCleanerHandle {
         &self.throttler
     }
 
-    fn stopping(&self) -> bool {
-        *self.stop.lock()
+    /// Whether a thread of `generation` must end (shutdown or a new pool).
+    fn retired(&self, generation: u64) -> bool {
+        let s = self.state.lock();
+        s.stop || s.generation != generation
     }
 
-    /// Sleep `ms` unless shutdown comes first.
-    fn backoff(&self, ms: i64) {
-        let mut stop = self.stop.lock();
-        let _ =
-            self.wake.wait_while_for(&mut stop, |s| !*s, Duration::from_millis(ms.max(0) as u64));
+    /// Sleep `ms` unless shutdown or a new pool comes first.
+    fn backoff(&self, ms: i64, generation: u64) {
+        let mut state = self.state.lock();
+        let _ = self.wake.wait_while_for(
+            &mut state,
+            |s| !s.stop && s.generation == generation,
+            Duration::from_millis(ms.max(0) as u64),
+        );
+    }
+
+    /// Apply new settings while running (see the module doc).
+    ///
+    /// # Errors
+    /// A per-thread dedupe share too small for one entry, or a bad load
+    /// factor; nothing is changed then.
+    pub fn reconfigure(self: &Arc<Self>, new: LogCleanerConfig) -> Result<(), LogCleanerError> {
+        new.validate()?;
+        let old = std::mem::replace(&mut *self.config.write(), new.clone());
+        if old.max_io_bytes_per_second != new.max_io_bytes_per_second {
+            self.throttler.set_desired_per_sec(new.max_io_bytes_per_second);
+        }
+        // Sleepers re-read the backoff.
+        self.wake.notify_all();
+        if old.reshapes_pool(&new) {
+            let me = Arc::clone(self);
+            std::thread::Builder::new()
+                .name("log-cleaner-reconfigure".into())
+                .spawn(move || me.replace_pool())
+                .map_err(|source| LogCleanerError::Spawn { id: new.num_threads, source })?;
+        }
+        tracing::info!(target: "log_cleaner", threads = new.num_threads, io_max_bytes_per_second = new.max_io_bytes_per_second, "log cleaner reconfigured");
+        Ok(())
+    }
+
+    /// Retire every thread, then start the pool the settings in force ask for.
+    fn replace_pool(self: Arc<Self>) {
+        let mut pool = self.pool.lock();
+        let generation = {
+            let mut s = self.state.lock();
+            if s.stop {
+                return;
+            }
+            s.generation += 1;
+            s.generation
+        };
+        self.wake.notify_all();
+        self.manager.cancel_all();
+        for t in pool.drain(..) {
+            // A panicked thread was already counted and logged by its DeathWatch.
+            let _ = t.join();
+        }
+        // The latest settings, also when several changes queued up here.
+        let config = self.config();
+        if let Err(e) = self.spawn_threads(&mut pool, &config, generation) {
+            tracing::error!(target: "log_cleaner", "cannot start the reconfigured cleaner threads: {e}");
+        }
+    }
+
+    /// Start `config`'s threads of `generation` into `pool` (none when the
+    /// cleaner is disabled or shutting down).
+    fn spawn_threads(
+        self: &Arc<Self>,
+        pool: &mut Vec<JoinHandle<()>>,
+        config: &LogCleanerConfig,
+        generation: u64,
+    ) -> Result<(), LogCleanerError> {
+        let wanted = if config.enable { config.num_threads } else { 0 };
+        // Build every cleaner first: a bad config fails before any thread runs.
+        let cleaners = (0..wanted)
+            .map(|id| {
+                Cleaner::new(
+                    id,
+                    config.per_thread(),
+                    Arc::clone(&self.throttler),
+                    Arc::clone(&self.clock),
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        *self.last_stats.lock() = vec![None; wanted];
+        for (id, cleaner) in cleaners.into_iter().enumerate() {
+            if self.retired(generation) {
+                break;
+            }
+            let h = Arc::clone(self);
+            let spawned = std::thread::Builder::new()
+                .name(format!("log-cleaner-{id}"))
+                .spawn(move || run_thread(h, id, cleaner, generation));
+            pool.push(spawned.map_err(|source| LogCleanerError::Spawn { id, source })?);
+        }
+        Ok(())
     }
 
     /// The thread gauges, from each thread's last clean.
@@ -258,11 +386,11 @@ impl Drop for DeathWatch {
     }
 }
 
-/// The running threads.
+/// The cleaner: its threads live in the handle's pool.
 #[derive(Debug)]
 pub struct LogCleaner {
     handle: Arc<LogCleanerHandle>,
-    threads: Vec<JoinHandle<()>>,
+    stopped: bool,
 }
 
 /// Errors starting the cleaner.
@@ -318,39 +446,29 @@ impl LogCleaner {
         }
         let manager = Arc::new(manager);
         let threads_wanted = if config.enable { config.num_threads } else { 0 };
-        // Build every cleaner first: a bad config fails before any thread runs.
-        let cleaners = (0..threads_wanted)
-            .map(|id| {
-                Cleaner::new(id, config.per_thread(), Arc::clone(&throttler), Arc::clone(&clock))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
         let handle = Arc::new(LogCleanerHandle {
             manager: Arc::clone(&manager),
             throttler,
-            config,
+            config: RwLock::new(config.clone()),
             clock,
-            stop: Mutex::new(false),
+            state: Mutex::new(PoolState::default()),
             wake: Condvar::new(),
+            pool: Mutex::new(Vec::new()),
             dead_threads: AtomicUsize::new(0),
-            last_stats: Mutex::new(vec![None; threads_wanted]),
+            last_stats: Mutex::new(Vec::new()),
             cleans: std::sync::atomic::AtomicU64::new(0),
         });
-        logs.set_cleaning_control(Some(manager));
-        let mut me = Self { handle, threads: Vec::new() };
-        for (id, cleaner) in cleaners.into_iter().enumerate() {
-            let h = Arc::clone(&me.handle);
-            let spawned = std::thread::Builder::new()
-                .name(format!("log-cleaner-{id}"))
-                .spawn(move || run_thread(h, id, cleaner));
-            match spawned {
-                Ok(t) => me.threads.push(t),
-                Err(source) => {
-                    me.shutdown();
-                    return Err(LogCleanerError::Spawn { id, source });
-                }
-            }
+        let mut me = Self { handle, stopped: false };
+        let spawned = {
+            let mut pool = me.handle.pool.lock();
+            me.handle.spawn_threads(&mut pool, &config, 0)
+        };
+        if let Err(e) = spawned {
+            me.shutdown();
+            return Err(e);
         }
-        if me.handle.config.enable {
+        logs.set_cleaning_control(Some(manager));
+        if config.enable {
             tracing::info!(target: "log_cleaner", threads = threads_wanted, "log cleaner started");
         } else {
             tracing::info!(target: "log_cleaner", "log.cleaner.enable=false: compacted topics are not cleaned");
@@ -365,13 +483,17 @@ impl LogCleaner {
     /// Stop the threads: wake the sleeping ones, cancel cleans in progress,
     /// and join them all. Unregisters from the log layer.
     pub fn shutdown(&mut self) {
-        *self.handle.stop.lock() = true;
+        self.stopped = true;
+        self.handle.state.lock().stop = true;
         self.handle.wake.notify_all();
         self.handle.manager.cancel_all();
-        for t in self.threads.drain(..) {
+        // Waits for a pool replacement under way, which then starts nothing.
+        let mut pool = self.handle.pool.lock();
+        for t in pool.drain(..) {
             // A panicked thread was already counted and logged by its DeathWatch.
             let _ = t.join();
         }
+        drop(pool);
         self.handle.manager.log_manager().set_cleaning_control(None);
         tracing::info!(target: "log_cleaner", "log cleaner stopped");
     }
@@ -379,19 +501,20 @@ impl LogCleaner {
 
 impl Drop for LogCleaner {
     fn drop(&mut self) {
-        if !self.threads.is_empty() {
+        if !self.stopped {
             self.shutdown();
         }
     }
 }
 
-fn run_thread(handle: Arc<LogCleanerHandle>, id: usize, mut cleaner: Cleaner) {
+fn run_thread(handle: Arc<LogCleanerHandle>, id: usize, mut cleaner: Cleaner, generation: u64) {
     let _watch = DeathWatch { handle: Arc::clone(&handle), id };
-    while !handle.stopping() {
+    while !handle.retired(generation) {
         let cleaned = handle.clean_filthiest_log(id, &mut cleaner);
         handle.manager.record_run(handle.clock.now_ms());
         if !cleaned {
-            handle.backoff(handle.config.backoff_ms);
+            let backoff = handle.config.read().backoff_ms;
+            handle.backoff(backoff, generation);
         }
     }
 }
@@ -399,6 +522,63 @@ fn run_thread(handle: Arc<LogCleanerHandle>, id: usize, mut cleaner: Cleaner) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pool_size(handle: &LogCleanerHandle) -> usize {
+        handle.pool.lock().len()
+    }
+
+    fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !f() {
+            assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn reconfigure_replaces_the_pool_and_the_throttle_live() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = crate::clock::system();
+        let logs = Arc::new(
+            LogManager::open(crate::log::LogManagerConfig::new(dir.path()), Arc::clone(&clock))
+                .unwrap(),
+        );
+        let config = LogCleanerConfig { dedupe_buffer_size: 1 << 20, ..Default::default() };
+        let mut cleaner = LogCleaner::start(config.clone(), logs, clock, None).unwrap();
+        let handle = Arc::clone(cleaner.handle());
+        assert_eq!((pool_size(&handle), handle.threads_status().threads), (1, 1));
+        handle
+            .reconfigure(LogCleanerConfig {
+                num_threads: 4,
+                max_io_bytes_per_second: 5e6,
+                ..config.clone()
+            })
+            .unwrap();
+        // The throttle changes at once; the pool once the old thread is joined.
+        assert_eq!(handle.threads_status().io_limit_bytes_per_second, Some(5e6));
+        wait_for("four threads", || pool_size(&handle) == 4);
+        assert_eq!(handle.threads_status().threads, 4);
+        assert_eq!(handle.config().per_thread().dedupe_buffer_size, (1 << 20) / 4);
+        // Only the backoff: the same threads keep running.
+        handle
+            .reconfigure(LogCleanerConfig {
+                num_threads: 4,
+                backoff_ms: 5,
+                max_io_bytes_per_second: 5e6,
+                ..config.clone()
+            })
+            .unwrap();
+        assert_eq!(pool_size(&handle), 4);
+        // Too small a share for one entry is refused and changes nothing.
+        let tiny = LogCleanerConfig { num_threads: 4, dedupe_buffer_size: 40, ..config.clone() };
+        assert!(handle.reconfigure(tiny).is_err());
+        assert_eq!(handle.config().dedupe_buffer_size, 1 << 20);
+        handle.reconfigure(LogCleanerConfig { num_threads: 2, ..config }).unwrap();
+        wait_for("two threads", || pool_size(&handle) == 2);
+        assert!(handle.threads_status().io_limit_bytes_per_second.is_none());
+        cleaner.shutdown();
+        assert_eq!(pool_size(&handle), 0);
+    }
 
     #[test]
     fn the_budget_is_split_per_thread() {

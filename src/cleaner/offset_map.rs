@@ -84,14 +84,7 @@ impl OffsetMap {
     /// # Errors
     /// A budget below one entry, or a load factor outside (0, 1].
     pub fn new(budget_bytes: usize, load_factor: f64) -> Result<Self, OffsetMapError> {
-        if !(load_factor > 0.0 && load_factor <= 1.0) {
-            return Err(OffsetMapError::InvalidLoadFactor(load_factor));
-        }
-        let slots = budget_bytes / BYTES_PER_ENTRY;
-        let max_entries = ((slots as f64) * load_factor).floor() as usize;
-        if slots == 0 || max_entries == 0 {
-            return Err(OffsetMapError::BudgetTooSmall { budget: budget_bytes });
-        }
+        let (slots, max_entries) = Self::check_budget(budget_bytes, load_factor)?;
         Ok(Self {
             bytes: vec![0u8; slots * BYTES_PER_ENTRY],
             slots,
@@ -100,6 +93,26 @@ impl OffsetMap {
             latest_offset: -1,
             probes: 0,
         })
+    }
+
+    /// The slots and the entries a map of `budget_bytes` holds, without
+    /// allocating it.
+    ///
+    /// # Errors
+    /// A load factor outside (0, 1], or a budget too small for one entry.
+    pub fn check_budget(
+        budget_bytes: usize,
+        load_factor: f64,
+    ) -> Result<(usize, usize), OffsetMapError> {
+        if !(load_factor > 0.0 && load_factor <= 1.0) {
+            return Err(OffsetMapError::InvalidLoadFactor(load_factor));
+        }
+        let slots = budget_bytes / BYTES_PER_ENTRY;
+        let max_entries = ((slots as f64) * load_factor).floor() as usize;
+        if slots == 0 || max_entries == 0 {
+            return Err(OffsetMapError::BudgetTooSmall { budget: budget_bytes });
+        }
+        Ok((slots, max_entries))
     }
 
     /// Number of slots (entries the memory could hold at load factor 1).

@@ -10,6 +10,10 @@
 //! desired rate, then a new period begins. The lock is held while sleeping on
 //! purpose: the budget is shared, so every thread waits out the excess.
 //!
+//! The limit may be changed while threads run (`log.cleaner.io.max.bytes.per.second`
+//! altered dynamically): the new rate applies from the next report, and the
+//! current period starts over so the old rate's history does not count.
+//!
 //! Time comes from the injected [`Clock`](crate::clock::Clock) and sleeping
 //! from an injected [`Sleeper`], so tests drive the throttle with a mock clock
 //! and record the sleeps instead of waiting.
@@ -43,7 +47,8 @@ struct Period {
 
 /// A shared bytes-per-second limit.
 pub struct Throttler {
-    desired_per_sec: f64,
+    /// The limit's `f64` bits (changed live by [`Throttler::set_desired_per_sec`]).
+    desired_per_sec: std::sync::atomic::AtomicU64,
     check_interval_ms: i64,
     clock: SharedClock,
     sleeper: Sleeper,
@@ -56,14 +61,14 @@ pub struct Throttler {
 impl std::fmt::Debug for Throttler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Throttler")
-            .field("desired_per_sec", &self.desired_per_sec)
+            .field("desired_per_sec", &self.desired_per_sec())
             .field("check_interval_ms", &self.check_interval_ms)
             .finish()
     }
 }
 
 impl Throttler {
-    /// A throttle at `desired_per_sec` bytes per second (infinite or non-positive: none).
+    /// A throttle at `desired_per_sec` bytes per second (infinite, `f64::MAX` or non-positive: none).
     pub fn new(
         desired_per_sec: f64,
         check_interval_ms: i64,
@@ -72,7 +77,7 @@ impl Throttler {
     ) -> Self {
         let start_ms = clock.now_ms();
         Self {
-            desired_per_sec,
+            desired_per_sec: std::sync::atomic::AtomicU64::new(desired_per_sec.to_bits()),
             check_interval_ms: check_interval_ms.max(1),
             clock,
             sleeper,
@@ -88,7 +93,18 @@ impl Throttler {
     }
 
     pub fn is_unlimited(&self) -> bool {
-        !(self.desired_per_sec.is_finite() && self.desired_per_sec > 0.0)
+        // Kafka's default, Double.MAX_VALUE, means no limit too.
+        let desired = self.desired_per_sec();
+        !(desired.is_finite() && desired > 0.0 && desired < f64::MAX)
+    }
+
+    /// Change the limit (infinite or non-positive: none); the current
+    /// period starts over.
+    pub fn set_desired_per_sec(&self, desired_per_sec: f64) {
+        let mut period = self.period.lock();
+        self.desired_per_sec.store(desired_per_sec.to_bits(), std::sync::atomic::Ordering::Relaxed);
+        period.start_ms = self.clock.now_ms();
+        period.observed = 0.0;
     }
 
     /// Milliseconds slept so far, over all threads.
@@ -103,7 +119,7 @@ impl Throttler {
 
     /// The limit in bytes per second (infinite when unlimited).
     pub fn desired_per_sec(&self) -> f64 {
-        self.desired_per_sec
+        f64::from_bits(self.desired_per_sec.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Account `bytes` of I/O and sleep if the shared rate is over the limit.
@@ -113,20 +129,21 @@ impl Throttler {
             return;
         }
         let mut period = self.period.lock();
+        let desired = self.desired_per_sec();
         period.observed += bytes as f64;
         let now = self.clock.now_ms();
         let elapsed = now - period.start_ms;
         // Check at the end of each interval, or earlier once a whole interval's
         // budget is spent: otherwise a burst inside one interval (a small clean
         // right after a quiet spell) would go unthrottled.
-        let interval_budget = self.desired_per_sec * self.check_interval_ms as f64 / 1000.0;
+        let interval_budget = desired * self.check_interval_ms as f64 / 1000.0;
         if elapsed < self.check_interval_ms && period.observed < interval_budget {
             return;
         }
         let rate = period.observed * 1000.0 / elapsed.max(1) as f64;
-        if rate > self.desired_per_sec {
+        if rate > desired {
             // The sleep that brings this period's average down to the desired rate.
-            let target_ms = (period.observed * 1000.0 / self.desired_per_sec) as i64;
+            let target_ms = (period.observed * 1000.0 / desired) as i64;
             let sleep_ms = target_ms - elapsed;
             if sleep_ms > 0 {
                 tracing::trace!(rate, sleep_ms, "cleaner I/O over its limit; sleeping");
@@ -205,6 +222,22 @@ mod tests {
         let rate = total as f64 / secs;
         assert!(rate <= 10_000.0 * 1.01, "rate {rate}");
         assert!(rate >= 10_000.0 * 0.9, "rate {rate}");
+    }
+
+    #[test]
+    fn a_new_limit_applies_from_the_next_report() {
+        let (clock, sleeps, t) = mock(1000.0);
+        t.maybe_throttle(50);
+        t.set_desired_per_sec(f64::MAX);
+        assert!(t.is_unlimited());
+        t.maybe_throttle(10_000);
+        assert!(sleeps.lock().is_empty(), "unlimited now");
+        t.set_desired_per_sec(2000.0);
+        assert_eq!(t.desired_per_sec(), 2000.0);
+        clock.advance(100);
+        t.maybe_throttle(400);
+        // 400 bytes at 2000 bytes/s take 200 ms; the bytes before the change do not count.
+        assert_eq!(*sleeps.lock(), vec![100]);
     }
 
     #[test]

@@ -133,10 +133,15 @@ pub fn resolve(config: &BrokerConfig) -> Result<Vec<ListenerConfig>, ConfigError
     if entries.is_empty() {
         return Err(invalid("listeners", "at least one listener is needed"));
     }
+    let controllers = config.controller_listener_names();
+    if entries.iter().all(|e| controllers.contains(&e.name)) {
+        return Err(invalid("listeners", "every listener is a controller listener (controller.listener.names); at least one broker listener is needed"));
+    }
     let map_value = config.get("listener.security.protocol.map").unwrap_or_default();
     let map = parse_protocol_map("listener.security.protocol.map", &map_value)?;
+    // KRaft controller listeners are not opened: sediment is its own controller.
     let mut out: Vec<ListenerConfig> = Vec::new();
-    for e in entries {
+    for e in entries.into_iter().filter(|e| !controllers.contains(&e.name)) {
         let protocol = *map.get(&e.name).ok_or_else(|| {
             invalid(
                 "listener.security.protocol.map",
@@ -155,7 +160,7 @@ pub fn resolve(config: &BrokerConfig) -> Result<Vec<ListenerConfig>, ConfigError
     }
     if let Some(adv) = config.explicit("advertised.listeners") {
         for a in parse_endpoints("advertised.listeners", adv)? {
-            if !out.iter().any(|l| l.name == a.name) {
+            if !out.iter().any(|l| l.name == a.name) && !controllers.contains(&a.name) {
                 return Err(invalid(
                     "advertised.listeners",
                     format!("{} is not a listener of `listeners`", a.name),
@@ -165,7 +170,8 @@ pub fn resolve(config: &BrokerConfig) -> Result<Vec<ListenerConfig>, ConfigError
     }
     for key in config.explicit_keys().keys() {
         if let Some((name, _)) = split_listener_key(key) {
-            if !out.iter().any(|l| l.name.to_lowercase() == name) {
+            let controller = controllers.iter().any(|c| c.to_lowercase() == name);
+            if !controller && !out.iter().any(|l| l.name.to_lowercase() == name) {
                 return Err(invalid(
                     key,
                     format!(

@@ -48,6 +48,8 @@ pub const TOPIC_CONFIG_FILE: &str = "topic.properties";
 /// Suffix of a partition directory being created.
 const CREATING_SUFFIX: &str = ".creating";
 
+mod defaults;
+
 /// Broker-level settings of the log layer.
 #[derive(Debug, Clone)]
 pub struct LogManagerConfig {
@@ -126,6 +128,9 @@ pub struct LogManager {
     scheduler_thread: Mutex<Option<JoinHandle<()>>>,
     /// The cleaner, once started (none in tools and most tests).
     cleaning: RwLock<Option<Arc<dyn CleaningControl>>>,
+    /// The broker's topic defaults in force: `config.topic_defaults` at
+    /// start, replaced by [`LogManager::set_topic_defaults`].
+    topic_defaults: RwLock<BTreeMap<String, String>>,
 }
 
 impl LogManager {
@@ -138,6 +143,7 @@ impl LogManager {
         // Validate the broker defaults once, so every topic can rely on them.
         LogConfig::resolve(&config.topic_defaults, BTreeMap::new())?;
         let manager = Self {
+            topic_defaults: RwLock::new(config.topic_defaults.clone()),
             config,
             clock,
             logs: RwLock::new(BTreeMap::new()),
@@ -223,7 +229,7 @@ impl LogManager {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
             Err(e) => return Err(LogError::io(path.join(TOPIC_CONFIG_FILE))(e)),
         };
-        let config = Arc::new(LogConfig::resolve(&self.config.topic_defaults, overrides)?);
+        let config = Arc::new(LogConfig::resolve(&self.topic_defaults.read(), overrides)?);
         let load = LoadParams {
             recovery_point: recovery_points.get(tp).copied().unwrap_or(0),
             log_start_offset: log_starts.get(tp).copied().unwrap_or(0),
@@ -343,7 +349,7 @@ impl LogManager {
     /// # Errors
     /// `InvalidConfig` naming the key.
     pub fn resolve_config(&self, overrides: BTreeMap<String, String>) -> Result<LogConfig> {
-        LogConfig::resolve(&self.config.topic_defaults, overrides)
+        LogConfig::resolve(&self.topic_defaults.read(), overrides)
     }
 
     /// Create a topic with `partitions` partitions and these config overrides.

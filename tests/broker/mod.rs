@@ -23,6 +23,8 @@ pub struct TestBroker {
     /// `SEDIMENT_TXN_CRASH_POINT`).
     env: Vec<(String, String)>,
     log_path: PathBuf,
+    /// A `--config` file that gives the listeners and log dirs itself.
+    config_file: Option<PathBuf>,
 }
 
 impl TestBroker {
@@ -44,6 +46,26 @@ impl TestBroker {
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
             env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             log_path,
+            config_file: None,
+        };
+        b.launch(0);
+        b
+    }
+
+    /// Start a broker from the config file `file` (which sets `listeners`
+    /// and `log.dirs`), with `overrides` after it.
+    pub fn start_with_config(file: &Path, overrides: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log_path = dir.path().join("broker.log");
+        let mut b = Self {
+            child: None,
+            port: 0,
+            metrics_port: 0,
+            dir,
+            overrides: overrides.iter().map(|s| s.to_string()).collect(),
+            env: Vec::new(),
+            log_path,
+            config_file: Some(file.to_path_buf()),
         };
         b.launch(0);
         b
@@ -104,13 +126,16 @@ impl TestBroker {
 
     fn launch(&mut self, port: u16) {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_sediment"));
-        cmd.arg("serve")
-            .arg("--override")
-            .arg(format!("listeners=PLAINTEXT://127.0.0.1:{port}"))
-            .arg("--override")
-            .arg(format!("log.dirs={}", self.data_dir().display()))
-            .arg("--override")
-            .arg("metrics.listen=127.0.0.1:0");
+        cmd.arg("serve");
+        if let Some(file) = &self.config_file {
+            cmd.arg("--config").arg(file);
+        } else {
+            cmd.arg("--override")
+                .arg(format!("listeners=PLAINTEXT://127.0.0.1:{port}"))
+                .arg("--override")
+                .arg(format!("log.dirs={}", self.data_dir().display()));
+        }
+        cmd.arg("--override").arg("metrics.listen=127.0.0.1:0");
         for o in &self.overrides {
             cmd.arg("--override").arg(o);
         }

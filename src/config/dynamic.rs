@@ -1,0 +1,508 @@
+//! Broker dynamic configs (Kafka's `DynamicBrokerConfig`): the keys Kafka
+//! lets operators change on a running broker with `kafka-configs
+//! --entity-type brokers (--entity-default | --entity-name <node.id>)
+//! --alter`, kept in `sediment-dynamic-broker-configs.json` in the first log
+//! dir and layered as Kafka does, most specific first: per-broker dynamic >
+//! cluster-wide dynamic default > the config file (and overrides) > Kafka's
+//! default.
+//!
+//! Which keys are dynamic: the cleaner's pool settings
+//! ([`DYNAMIC_CLEANER_KEYS`], Kafka's `LogCleaner.ReconfigurableConfigs`) and
+//! every topic default (`log.segment.bytes`, `log.retention.ms`,
+//! `log.cleaner.min.cleanable.ratio`, ... Kafka's `DynamicLogConfig`: the
+//! primary broker key of each topic key, so not `log.retention.hours`). Any
+//! other known key is refused with Kafka's "Cannot update these configs
+//! dynamically".
+//!
+//! Invariants:
+//! * A change is validated whole against the layers it would produce (types
+//!   and bounds per key, the cleaner's thread bounds, every topic's config
+//!   under the new defaults, the cleaner's per-thread budget) before
+//!   anything is written; then the file is replaced atomically
+//!   (`security::store`) and only then the layers in memory, so a crash
+//!   leaves the old or the new set, and a restart applies what was answered.
+//! * One change at a time (the layers' lock is held from validation to the
+//!   file write).
+//! * An entry of the file that no longer validates (a key made static, a
+//!   value out of new bounds) is dropped at start with a warning, as Kafka
+//!   drops invalid dynamic props, instead of stopping the broker.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use parking_lot::Mutex;
+
+use super::{lookup, BrokerConfig, ConfigError};
+use crate::log::config::{LogConfig, LOG_CONFIGS};
+use crate::security::store::{self, StoreError};
+
+/// The file, in the first log dir.
+pub const DYNAMIC_CONFIG_FILE: &str = "sediment-dynamic-broker-configs.json";
+
+/// The cleaner keys Kafka reconfigures at runtime (beside the topic defaults).
+pub const DYNAMIC_CLEANER_KEYS: &[&str] = &[
+    "log.cleaner.threads",
+    "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.buffer.size",
+    "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.max.bytes.per.second",
+    "log.cleaner.backoff.ms",
+];
+
+/// Whether `key` may be changed on a running broker.
+pub fn is_dynamic(key: &str) -> bool {
+    DYNAMIC_CLEANER_KEYS.contains(&key) || LOG_CONFIGS.iter().any(|d| d.broker_key == key)
+}
+
+/// The broker keys that stand for the same setting, in Kafka's order (the
+/// most precise first): what DescribeConfigs lists as synonyms.
+pub fn synonyms(key: &str) -> &'static [&'static str] {
+    match key {
+        "log.retention.ms" => &["log.retention.ms", "log.retention.minutes", "log.retention.hours"],
+        "log.roll.ms" => &["log.roll.ms", "log.roll.hours"],
+        _ => &[],
+    }
+}
+
+/// Which dynamic layer a change is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DynamicLevel {
+    /// `--entity-default`: every broker of the cluster.
+    ClusterDefault,
+    /// `--entity-name <node.id>`: this broker only.
+    PerBroker,
+}
+
+/// The two dynamic layers, as stored.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DynamicLayers {
+    #[serde(default)]
+    pub cluster_default: BTreeMap<String, String>,
+    #[serde(default)]
+    pub per_broker: BTreeMap<String, String>,
+}
+
+impl DynamicLayers {
+    pub fn level(&self, level: DynamicLevel) -> &BTreeMap<String, String> {
+        match level {
+            DynamicLevel::ClusterDefault => &self.cluster_default,
+            DynamicLevel::PerBroker => &self.per_broker,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DynamicConfigError {
+    /// A key no broker knows.
+    #[error("Unknown config name: {0}")]
+    Unknown(String),
+    /// Known keys that only the config file may set.
+    #[error("Cannot update these configs dynamically: Set({})", .0.join(", "))]
+    NotDynamic(Vec<String>),
+    /// A value out of its key's rules, or a change the cleaner refuses.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("the dynamic broker config file: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// The static config with the dynamic layers over it.
+#[derive(Debug)]
+pub struct DynamicBrokerConfig {
+    static_config: BrokerConfig,
+    path: PathBuf,
+    layers: Mutex<DynamicLayers>,
+}
+
+/// `static_config` with `layers` applied: the effective configuration.
+///
+/// # Errors
+/// A layered value that does not validate (naming the key).
+fn layered(
+    static_config: &BrokerConfig,
+    layers: &DynamicLayers,
+) -> Result<BrokerConfig, ConfigError> {
+    let mut config = static_config.clone();
+    for (k, v) in layers.cluster_default.iter().chain(&layers.per_broker) {
+        config.set(k, v)?;
+    }
+    Ok(config)
+}
+
+impl DynamicBrokerConfig {
+    /// Read the layers stored in the first log dir of `static_config`.
+    ///
+    /// # Errors
+    /// The file cannot be read or is not the expected JSON.
+    pub fn open(static_config: BrokerConfig) -> Result<Self, DynamicConfigError> {
+        let dir =
+            static_config.log_dirs().first().cloned().unwrap_or_else(|| PathBuf::from("data"));
+        let path = dir.join(DYNAMIC_CONFIG_FILE);
+        let stored: DynamicLayers = match store::read_bounded(&path)? {
+            None => DynamicLayers::default(),
+            Some(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| StoreError::Damaged { path: path.clone(), reason: e.to_string() })?,
+        };
+        let mut layers = DynamicLayers::default();
+        for (level, entries) in [
+            (DynamicLevel::ClusterDefault, &stored.cluster_default),
+            (DynamicLevel::PerBroker, &stored.per_broker),
+        ] {
+            for (k, v) in entries {
+                let mut candidate = layers.clone();
+                level_mut(&mut candidate, level).insert(k.clone(), v.clone());
+                match check_keys(std::slice::from_ref(k)).and_then(|()| {
+                    layered(&static_config, &candidate)
+                        .map_err(|e| DynamicConfigError::Invalid(e.to_string()))
+                }) {
+                    Ok(_) => layers = candidate,
+                    Err(e) => {
+                        tracing::warn!(file = %path.display(), "dropping the dynamic config {k}={v}: {e}")
+                    }
+                }
+            }
+        }
+        Ok(Self { static_config, path, layers: Mutex::new(layers) })
+    }
+
+    /// The config file's configuration (without the dynamic layers).
+    pub fn static_config(&self) -> &BrokerConfig {
+        &self.static_config
+    }
+
+    /// The dynamic layers in force.
+    pub fn layers(&self) -> DynamicLayers {
+        self.layers.lock().clone()
+    }
+
+    /// The effective configuration.
+    pub fn current(&self) -> BrokerConfig {
+        // The layers validated when they were set.
+        layered(&self.static_config, &self.layers.lock())
+            .unwrap_or_else(|_| self.static_config.clone())
+    }
+
+    /// Replace the entries of `level` with `entries`, after validating the
+    /// result; `apply` gets the new effective configuration (and may refuse
+    /// it) before the file is written. With `validate_only` nothing is
+    /// written or applied.
+    ///
+    /// # Errors
+    /// Unknown or static keys, invalid values, what `check` or `apply`
+    /// refuse, and a failed write (the old layers then stay).
+    pub fn alter(
+        &self,
+        level: DynamicLevel,
+        entries: BTreeMap<String, String>,
+        validate_only: bool,
+        check: impl FnOnce(&BrokerConfig, &BrokerConfig) -> Result<(), DynamicConfigError>,
+        apply: impl FnOnce(&BrokerConfig) -> Result<(), DynamicConfigError>,
+    ) -> Result<(), DynamicConfigError> {
+        let mut layers = self.layers.lock();
+        check_keys(&entries.keys().cloned().collect::<Vec<_>>())?;
+        let mut candidate = layers.clone();
+        *level_mut(&mut candidate, level) = entries;
+        let old = layered(&self.static_config, &layers)
+            .map_err(|e| DynamicConfigError::Invalid(e.to_string()))?;
+        let new = layered(&self.static_config, &candidate)
+            .map_err(|e| DynamicConfigError::Invalid(e.to_string()))?;
+        validate_cleaner_threads(&old, &new)?;
+        LogConfig::resolve(&new.topic_defaults(), BTreeMap::new())
+            .map_err(|e| DynamicConfigError::Invalid(e.to_string()))?;
+        check(&old, &new)?;
+        if validate_only {
+            return Ok(());
+        }
+        let json = serde_json::to_vec_pretty(&candidate)
+            .map_err(|e| DynamicConfigError::Invalid(e.to_string()))?;
+        store::write_atomically(&self.path, &json, 0o644)?;
+        *layers = candidate;
+        apply(&new)
+    }
+}
+
+/// Where a broker value comes from (Kafka's `ConfigSource`, broker kinds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokerConfigSource {
+    DynamicBroker,
+    DynamicDefault,
+    Static,
+    Default,
+}
+
+/// A broker key as DescribeConfigs reports it.
+#[derive(Debug, Clone)]
+pub struct BrokerEntry {
+    pub name: String,
+    pub value: String,
+    pub source: BrokerConfigSource,
+    pub read_only: bool,
+    pub kind: crate::log::config::ConfigType,
+    pub doc: &'static str,
+    /// (key, value, source) in Kafka's order: by source, most specific
+    /// first, and within a source by [`synonyms`] order.
+    pub synonyms: Vec<(String, String, BrokerConfigSource)>,
+}
+
+impl DynamicBrokerConfig {
+    /// The synonyms of broker key `key` that are set, in Kafka's order;
+    /// `per_broker` false leaves the per-broker layer out (describing the
+    /// cluster default).
+    pub fn synonyms_of(
+        &self,
+        key: &str,
+        per_broker: bool,
+    ) -> Vec<(String, String, BrokerConfigSource)> {
+        use BrokerConfigSource as S;
+        let names: &[&str] = match synonyms(key) {
+            [] => &[key][..],
+            names => names,
+        };
+        let layers = self.layers();
+        let empty = BTreeMap::new();
+        let per_broker_layer = if per_broker { &layers.per_broker } else { &empty };
+        let mut out = Vec::new();
+        for (layer, source) in [
+            (per_broker_layer, S::DynamicBroker),
+            (&layers.cluster_default, S::DynamicDefault),
+            (self.static_config.explicit_keys(), S::Static),
+        ] {
+            for n in names {
+                if let Some(v) = layer.get(*n) {
+                    out.push((n.to_string(), v.clone(), source));
+                }
+            }
+        }
+        // Kafka's default of a key with coarser synonyms is on the coarsest
+        // (log.retention.hours=168; log.retention.ms has none).
+        let default_names = if names.len() > 1 { &names[names.len() - 1..] } else { names };
+        for n in default_names {
+            if let Some((def, _)) = lookup(n).filter(|(d, _)| !d.default.is_empty()) {
+                out.push((n.to_string(), def.default.to_string(), S::Default));
+            }
+        }
+        out
+    }
+
+    /// Every broker key (`level` per broker) or the cluster-wide dynamic
+    /// defaults only (`level` cluster default), as Kafka describes them.
+    pub fn describe(&self, level: DynamicLevel) -> Vec<BrokerEntry> {
+        let per_broker = level == DynamicLevel::PerBroker;
+        let defaults = self.layers().cluster_default;
+        let current = self.current();
+        // A topic default set through a coarser synonym (log.retention.hours)
+        // is reported in the key's own unit, as Kafka does.
+        let topic_defaults = current.topic_defaults();
+        let converted = |name: &str| {
+            LOG_CONFIGS
+                .iter()
+                .find(|d| d.broker_key == name)
+                .and_then(|d| topic_defaults.get(d.name).cloned())
+        };
+        current
+            .describe()
+            .into_iter()
+            .filter(|(k, ..)| per_broker || defaults.contains_key(k))
+            .map(|(name, value, _, doc, kind)| {
+                let synonyms = self.synonyms_of(&name, per_broker);
+                let (value, source) = match synonyms.first() {
+                    Some((n, v, source)) if *n == name => (v.clone(), *source),
+                    Some((_, _, source)) => (converted(&name).unwrap_or(value), *source),
+                    None => (value, BrokerConfigSource::Default),
+                };
+                let read_only = !is_dynamic(&name);
+                BrokerEntry { name, value, source, read_only, kind, doc, synonyms }
+            })
+            .collect()
+    }
+}
+
+fn level_mut(layers: &mut DynamicLayers, level: DynamicLevel) -> &mut BTreeMap<String, String> {
+    match level {
+        DynamicLevel::ClusterDefault => &mut layers.cluster_default,
+        DynamicLevel::PerBroker => &mut layers.per_broker,
+    }
+}
+
+/// The type of a broker key (`None`: unknown).
+pub fn key_kind(key: &str) -> Option<crate::log::config::ConfigType> {
+    lookup(key).map(|(def, _)| def.kind)
+}
+
+/// Every key known, and all dynamic (a Kafka key ignored here is known and static).
+fn check_keys(keys: &[String]) -> Result<(), DynamicConfigError> {
+    let known = |k: &str| lookup(k).is_some() || super::ignored_reason(k).is_some();
+    if let Some(unknown) = keys.iter().find(|k| !known(k)) {
+        return Err(DynamicConfigError::Unknown(unknown.clone()));
+    }
+    let fixed: Vec<String> = keys.iter().filter(|k| !is_dynamic(k)).cloned().collect();
+    if fixed.is_empty() {
+        Ok(())
+    } else {
+        Err(DynamicConfigError::NotDynamic(fixed))
+    }
+}
+
+/// Kafka's `LogCleaner.validateReconfiguration`: at least one thread, and at
+/// most double or at least half the current count in one change.
+fn validate_cleaner_threads(
+    old: &BrokerConfig,
+    new: &BrokerConfig,
+) -> Result<(), DynamicConfigError> {
+    let (current, wanted) = (old.cleaner_config().num_threads, new.cleaner_config().num_threads);
+    let refuse = |m: String| Err(DynamicConfigError::Invalid(m));
+    if wanted < 1 {
+        return refuse("Log cleaner threads should be at least 1".into());
+    }
+    if wanted < current / 2 {
+        return refuse(format!(
+            "Log cleaner threads cannot be reduced to less than half the current value {current}"
+        ));
+    }
+    if wanted > current * 2 {
+        return refuse(format!(
+            "Log cleaner threads cannot be increased to more than double the current value {current}"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opened(dir: &std::path::Path, pairs: &[&str]) -> DynamicBrokerConfig {
+        let mut c = BrokerConfig::default();
+        c.set("log.dirs", &dir.display().to_string()).unwrap();
+        c.apply_overrides(pairs.iter().copied()).unwrap();
+        DynamicBrokerConfig::open(c).unwrap()
+    }
+
+    fn set(
+        d: &DynamicBrokerConfig,
+        level: DynamicLevel,
+        pairs: &[(&str, &str)],
+    ) -> Result<(), DynamicConfigError> {
+        let entries = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        d.alter(level, entries, false, |_, _| Ok(()), |_| Ok(()))
+    }
+
+    #[test]
+    fn layers_apply_most_specific_first_and_survive_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = opened(dir.path(), &["log.cleaner.threads=2", "log.segment.bytes=4096"]);
+        set(
+            &d,
+            DynamicLevel::ClusterDefault,
+            &[("log.cleaner.threads", "4"), ("log.segment.bytes", "8192")],
+        )
+        .unwrap();
+        set(&d, DynamicLevel::PerBroker, &[("log.segment.bytes", "16384")]).unwrap();
+        let c = d.current();
+        assert_eq!(c.cleaner_config().num_threads, 4);
+        assert_eq!(c.topic_defaults()["segment.bytes"], "16384");
+        let again = opened(dir.path(), &["log.cleaner.threads=2"]);
+        assert_eq!(again.layers(), d.layers());
+        assert_eq!(again.current().cleaner_config().num_threads, 4);
+        // Deleting the per-broker value uncovers the default's.
+        set(&again, DynamicLevel::PerBroker, &[]).unwrap();
+        assert_eq!(again.current().topic_defaults()["segment.bytes"], "8192");
+    }
+
+    #[test]
+    fn refusals_follow_kafka() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = opened(dir.path(), &[]);
+        let e = |pairs: &[(&str, &str)]| {
+            set(&d, DynamicLevel::ClusterDefault, pairs).unwrap_err().to_string()
+        };
+        assert_eq!(
+            e(&[("num.partitions", "3"), ("listeners", "PLAINTEXT://:1")]),
+            "Cannot update these configs dynamically: Set(listeners, num.partitions)"
+        );
+        assert_eq!(e(&[("log.cleaner.thredas", "2")]), "Unknown config name: log.cleaner.thredas");
+        assert_eq!(
+            e(&[("log.cleaner.threads", "3")]),
+            "Log cleaner threads cannot be increased to more than double the current value 1"
+        );
+        assert_eq!(e(&[("log.cleaner.threads", "0")]), "Log cleaner threads should be at least 1");
+        assert!(e(&[("log.segment.bytes", "1")]).contains("log.segment.bytes"));
+        assert_eq!(d.layers(), DynamicLayers::default(), "nothing was kept");
+        assert!(!dir.path().join(DYNAMIC_CONFIG_FILE).exists(), "nothing was written");
+    }
+
+    #[test]
+    fn described_with_kafkas_sources_and_synonym_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = opened(dir.path(), &["log.retention.hours=2", "log.cleaner.threads=2"]);
+        set(
+            &d,
+            DynamicLevel::ClusterDefault,
+            &[("log.retention.ms", "1000"), ("log.cleaner.threads", "3")],
+        )
+        .unwrap();
+        set(&d, DynamicLevel::PerBroker, &[("log.cleaner.threads", "4")]).unwrap();
+        let all = d.describe(DynamicLevel::PerBroker);
+        let get = |k: &str| all.iter().find(|e| e.name == k).unwrap().clone();
+        use BrokerConfigSource as S;
+        let threads = get("log.cleaner.threads");
+        assert_eq!(
+            (threads.value.as_str(), threads.source, threads.read_only),
+            ("4", S::DynamicBroker, false)
+        );
+        let sources: Vec<_> = threads.synonyms.iter().map(|(_, v, s)| (v.as_str(), *s)).collect();
+        assert_eq!(
+            sources,
+            [
+                ("4", S::DynamicBroker),
+                ("3", S::DynamicDefault),
+                ("2", S::Static),
+                ("1", S::Default)
+            ]
+        );
+        let retention = get("log.retention.ms");
+        let names: Vec<_> = retention.synonyms.iter().map(|(n, _, s)| (n.as_str(), *s)).collect();
+        assert_eq!(
+            names,
+            [
+                ("log.retention.ms", S::DynamicDefault),
+                ("log.retention.hours", S::Static),
+                ("log.retention.hours", S::Default)
+            ]
+        );
+        assert!(get("listeners").read_only);
+        let d2 = opened(tempfile::tempdir().unwrap().path(), &["log.retention.hours=2"]);
+        let retention = d2
+            .describe(DynamicLevel::PerBroker)
+            .into_iter()
+            .find(|e| e.name == "log.retention.ms")
+            .unwrap();
+        assert_eq!((retention.value.as_str(), retention.source), ("7200000", S::Static));
+        assert_eq!(get("num.partitions").source, S::Default);
+        let defaults = d.describe(DynamicLevel::ClusterDefault);
+        let names: Vec<_> =
+            defaults.iter().map(|e| (e.name.as_str(), e.value.as_str(), e.source)).collect();
+        assert_eq!(
+            names,
+            [
+                ("log.cleaner.threads", "3", S::DynamicDefault),
+                ("log.retention.ms", "1000", S::DynamicDefault)
+            ]
+        );
+    }
+
+    #[test]
+    fn an_entry_that_no_longer_validates_is_dropped_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(DYNAMIC_CONFIG_FILE),
+            r#"{"cluster_default":{"num.partitions":"3","log.cleaner.backoff.ms":"10"}}"#,
+        )
+        .unwrap();
+        let d = opened(dir.path(), &[]);
+        assert_eq!(
+            d.layers().cluster_default,
+            BTreeMap::from([("log.cleaner.backoff.ms".to_string(), "10".to_string())])
+        );
+    }
+}

@@ -1,0 +1,93 @@
+//! The broker's topic defaults changed while running (Kafka's
+//! `DynamicLogConfig`: `log.segment.bytes`, `log.retention.ms`, ... altered
+//! with kafka-configs on the broker). A topic's own overrides still win; every
+//! other key of every topic takes the new default from its next append or
+//! check, as an AlterConfigs on the topic does. Nothing is written to the
+//! partitions: their `topic.properties` hold overrides only.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::{LogManager, TopicInfo, TopicPartition};
+use crate::log::config::LogConfig;
+use crate::log::error::Result;
+
+/// Every topic's config under `defaults`.
+fn resolve_all(
+    topics: &BTreeMap<String, TopicInfo>,
+    defaults: &BTreeMap<String, String>,
+) -> Result<Vec<(String, Arc<LogConfig>)>> {
+    LogConfig::resolve(defaults, BTreeMap::new())?;
+    topics
+        .iter()
+        .map(|(name, info)| {
+            Ok((
+                name.clone(),
+                Arc::new(LogConfig::resolve(defaults, info.config.overrides.clone())?),
+            ))
+        })
+        .collect()
+}
+
+impl LogManager {
+    /// Whether `defaults` would be accepted by [`LogManager::set_topic_defaults`].
+    ///
+    /// # Errors
+    /// As `set_topic_defaults`.
+    pub fn check_topic_defaults(&self, defaults: &BTreeMap<String, String>) -> Result<()> {
+        resolve_all(&self.topics.read(), defaults).map(|_| ())
+    }
+
+    /// The broker's topic defaults in force, keyed by topic key.
+    pub fn topic_defaults(&self) -> BTreeMap<String, String> {
+        self.topic_defaults.read().clone()
+    }
+
+    /// Replace the broker's topic defaults and re-resolve every topic.
+    ///
+    /// # Errors
+    /// `InvalidConfig` naming the key, when a default or a topic's config
+    /// with it is invalid; nothing is changed then.
+    pub fn set_topic_defaults(&self, defaults: BTreeMap<String, String>) -> Result<()> {
+        let mut topics = self.topics.write();
+        let resolved = resolve_all(&topics, &defaults)?;
+        *self.topic_defaults.write() = defaults;
+        for (name, config) in resolved {
+            let Some(info) = topics.get_mut(&name) else { continue };
+            for p in 0..info.partitions {
+                if let Some(log) = self.get_log(&TopicPartition::new(&name, p)) {
+                    log.write().update_config(Arc::clone(&config));
+                }
+            }
+            info.config = config;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::manager::LogManagerConfig;
+
+    #[test]
+    fn new_defaults_reach_topics_without_their_own_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let logs =
+            LogManager::open(LogManagerConfig::new(dir.path()), crate::clock::system()).unwrap();
+        logs.create_topic("plain", 2, BTreeMap::new()).unwrap();
+        let own = BTreeMap::from([("segment.bytes".to_string(), "4096".to_string())]);
+        logs.create_topic("own", 1, own).unwrap();
+        let defaults = BTreeMap::from([("segment.bytes".to_string(), "2048".to_string())]);
+        logs.set_topic_defaults(defaults).unwrap();
+        assert_eq!(logs.topic_defaults()["segment.bytes"], "2048");
+        let segment_bytes =
+            |tp: &TopicPartition| logs.get_log(tp).unwrap().read().config().segment_bytes;
+        assert_eq!(segment_bytes(&TopicPartition::new("plain", 1)), 2048);
+        assert_eq!(segment_bytes(&TopicPartition::new("own", 0)), 4096);
+        assert_eq!(logs.topic("plain").unwrap().config.segment_bytes, 2048);
+        let bad = BTreeMap::from([("segment.bytes".to_string(), "1".to_string())]);
+        assert!(logs.set_topic_defaults(bad).is_err());
+        assert_eq!(logs.topic_defaults()["segment.bytes"], "2048");
+    }
+}
