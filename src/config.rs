@@ -299,6 +299,54 @@ impl BrokerConfig {
         self.get(key).and_then(|v| v.parse().ok()).unwrap_or(0)
     }
 
+    fn list(&self, key: &str) -> Vec<String> {
+        self.get(key)
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Kafka's checks across the consumer group keys: the session timeout
+    /// and heartbeat interval within their bounds, the interval below the
+    /// session timeout, the classic protocol always on.
+    fn check_consumer_group_keys(&self) -> Result<(), ConfigError> {
+        if !self.list("group.coordinator.rebalance.protocols").iter().any(|p| p == "classic") {
+            return Err(invalid(
+                "group.coordinator.rebalance.protocols",
+                "classic must be enabled",
+            ));
+        }
+        for (key, min, max) in [
+            (
+                "group.consumer.session.timeout.ms",
+                "group.consumer.min.session.timeout.ms",
+                "group.consumer.max.session.timeout.ms",
+            ),
+            (
+                "group.consumer.heartbeat.interval.ms",
+                "group.consumer.min.heartbeat.interval.ms",
+                "group.consumer.max.heartbeat.interval.ms",
+            ),
+        ] {
+            let (v, lo, hi) = (self.int(key), self.int(min), self.int(max));
+            if v < lo || v > hi {
+                return Err(invalid(key, format!("{v} is outside [{min} {lo}, {max} {hi}]")));
+            }
+        }
+        if self.int("group.consumer.heartbeat.interval.ms")
+            >= self.int("group.consumer.session.timeout.ms")
+        {
+            return Err(invalid(
+                "group.consumer.heartbeat.interval.ms",
+                "must be below group.consumer.session.timeout.ms",
+            ));
+        }
+        Ok(())
+    }
+
     fn boolean(&self, key: &str) -> bool {
         self.get(key).is_some_and(|v| v == "true")
     }
@@ -344,6 +392,7 @@ impl BrokerConfig {
     /// The first rule broken, naming the key.
     pub fn check(&self) -> Result<(), ConfigError> {
         use crate::security::SecurityProtocol as P;
+        self.check_consumer_group_keys()?;
         for l in self.listeners()? {
             if matches!(l.protocol, P::Ssl | P::SaslSsl) {
                 self.tls_config(&l.name)?;
@@ -494,6 +543,18 @@ impl BrokerConfig {
             max_session_timeout_ms: self.int("group.max.session.timeout.ms") as i32,
             max_size: self.int("group.max.size") as usize,
             offset_metadata_max_bytes: self.int("offset.metadata.max.bytes") as usize,
+            consumer_protocol_enabled: self
+                .list("group.coordinator.rebalance.protocols")
+                .iter()
+                .any(|p| p == "consumer"),
+            consumer_session_timeout_ms: self.int("group.consumer.session.timeout.ms") as i32,
+            consumer_heartbeat_interval_ms: self.int("group.consumer.heartbeat.interval.ms") as i32,
+            consumer_max_size: self.int("group.consumer.max.size") as usize,
+            consumer_assignors: self
+                .list("group.consumer.assignors")
+                .iter()
+                .filter_map(|a| crate::group::assignor::by_name(a).map(|a| a.name().to_string()))
+                .collect(),
         }
     }
 

@@ -46,9 +46,17 @@
 //!   creating it, appending to it, loading from it.
 //! * `schema`: its record formats. `error`: [`GroupError`].
 
+pub mod assignor;
+pub mod consumer_group_records;
 pub mod schema;
 
+mod consumer_group;
+mod consumer_group_admin;
+mod consumer_group_heartbeat;
+#[cfg(test)]
+mod consumer_group_tests;
 mod coordinator;
+mod current_assignment_builder;
 mod error;
 mod group_metadata;
 mod membership;
@@ -56,9 +64,12 @@ mod metadata_manager;
 mod offsets;
 mod txn_offsets;
 
+pub use consumer_group::ConsumerGroupState;
+pub use consumer_group_admin::{ConsumerGroupDescription, ConsumerMemberDescription};
+pub use consumer_group_heartbeat::{ConsumerHeartbeat, ConsumerHeartbeatResult};
 pub use coordinator::{
-    spawn_ticker, GroupConfig, GroupCoordinator, GroupDescription, JoinRequest, JoinResult, Reply,
-    SyncResult,
+    spawn_ticker, GroupConfig, GroupCoordinator, GroupDescription, JoinRequest, JoinResult,
+    ListedGroup, Reply, SyncResult,
 };
 pub use error::GroupError;
 pub use group_metadata::{GroupState, GroupStateError};
