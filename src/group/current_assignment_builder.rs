@@ -19,8 +19,8 @@
 //!   (assigned or pending revocation): it waits in UnreleasedPartitions.
 //! * A member that must revoke partitions gets nothing new and keeps its
 //!   epoch until it has acknowledged the revocation (a heartbeat whose owned
-//!   partitions no longer include them). A heartbeat without owned
-//!   partitions (`None`) counts as acknowledging.
+//!   partitions no longer include them). A heartbeat that does not list
+//!   its owned partitions (`None`) acknowledges nothing.
 //! * The member epoch only grows, and reaches the target epoch once nothing
 //!   is pending revocation.
 
