@@ -615,6 +615,51 @@ mod tests {
     use super::*;
 
     #[test]
+    fn consumer_group_keys_have_kafkas_defaults_and_bounds() {
+        let g = checked(&[]).expect("defaults").group_config();
+        assert!(g.consumer_protocol_enabled);
+        assert_eq!(
+            (g.consumer_session_timeout_ms, g.consumer_heartbeat_interval_ms),
+            (45_000, 5000)
+        );
+        assert_eq!(g.consumer_assignors, ["uniform", "range"]);
+        let g = checked(&[
+            "group.consumer.assignors=org.apache.kafka.coordinator.group.assignor.RangeAssignor",
+        ])
+        .expect("class names")
+        .group_config();
+        assert_eq!(g.consumer_assignors, ["range"]);
+        let off =
+            checked(&["group.coordinator.rebalance.protocols=classic"]).expect("classic only");
+        assert!(!off.group_config().consumer_protocol_enabled);
+        for bad in [
+            "group.coordinator.rebalance.protocols=consumer",
+            "group.coordinator.rebalance.protocols=classic,share",
+            "group.consumer.session.timeout.ms=30000",
+            "group.consumer.session.timeout.ms=70000",
+            "group.consumer.heartbeat.interval.ms=4000",
+            "group.consumer.min.heartbeat.interval.ms=6000",
+            "group.consumer.assignors=roundrobin",
+            "group.consumer.migration.policy=bidirectional",
+        ] {
+            assert!(checked(&[bad]).is_err(), "{bad} accepted");
+        }
+        // Widened bounds let the values move, but the interval stays below the session.
+        assert!(checked(&[
+            "group.consumer.min.session.timeout.ms=1000",
+            "group.consumer.session.timeout.ms=3000",
+            "group.consumer.min.heartbeat.interval.ms=500",
+            "group.consumer.heartbeat.interval.ms=1000"
+        ])
+        .is_ok());
+        assert!(checked(&[
+            "group.consumer.min.session.timeout.ms=1000",
+            "group.consumer.session.timeout.ms=5000",
+        ])
+        .is_err());
+    }
+
+    #[test]
     fn dotted_keys_flatten_and_validate() {
         let text = "listeners = \"PLAINTEXT://127.0.0.1:0\"\nlog.dirs = \"/tmp/x\"\nnum.partitions = 3\nlog.cleanup.policy = \"compact\"\n[log.segment]\nbytes = 2048\n";
         let c = BrokerConfig::from_toml(text, Path::new("t.toml")).unwrap();

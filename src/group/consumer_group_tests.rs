@@ -295,3 +295,73 @@ fn new_partitions_bump_the_group_epoch_and_get_assigned() {
     let all: BTreeSet<i32> = clients.iter().flat_map(Client::partitions).collect();
     assert_eq!(all, (0..8).collect());
 }
+
+#[test]
+fn a_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced() {
+    let f = fixture();
+    let a = Client::join(&f.c, "a");
+    let all_six = a.owned.clone();
+    let mut b = Client::join(&f.c, "b");
+    // a is told to give up three partitions but keeps listing all six.
+    let r = f.c.consumer_heartbeat(&beat("a", a.epoch, &all_six)).expect("heartbeat");
+    assert_eq!(r.assignment.map(|x| x.values().map(BTreeSet::len).sum::<usize>()), Some(3));
+    f.clock.advance(29_000);
+    f.c.consumer_heartbeat(&beat("a", a.epoch, &all_six)).expect("still within the timeout");
+    b.beat(&f.c);
+    f.c.tick();
+    assert_eq!(f.c.consumer_describe("g").expect("describe").members.len(), 2);
+    f.clock.advance(2_000);
+    f.c.consumer_heartbeat(&beat("a", a.epoch, &all_six)).expect("alive, yet not revoking");
+    f.c.tick();
+    let d = f.c.consumer_describe("g").expect("describe");
+    assert_eq!(d.members.iter().map(|m| m.member_id.as_str()).collect::<Vec<_>>(), ["b"]);
+    b.beat(&f.c);
+    assert_eq!(b.partitions(), (0..6).collect());
+    assert_eq!(
+        f.c.consumer_heartbeat(&beat("a", a.epoch, &all_six)),
+        Err(GroupError::UnknownMemberId),
+        "the fenced member must rejoin"
+    );
+}
+
+#[test]
+fn the_records_written_decode_and_tombstone_what_left() {
+    let f = fixture();
+    let a = Client::join(&f.c, "a");
+    f.c.consumer_heartbeat(&beat("a", -1, &a.owned)).expect("leave");
+    let log = f.logs.get_log(&crate::log::TopicPartition::new(OFFSETS_TOPIC, 0)).expect("log");
+    let mut keys = Vec::new();
+    let log = log.read();
+    let mut visitor = Collect(&mut keys);
+    let mut stats = LoadStats::default();
+    crate::log::coordinator_loader::load_partition(&log, 1 << 20, &mut visitor, &mut stats);
+    assert_eq!(stats.unreadable_records, 0);
+    use super::consumer_group_records::ConsumerGroupKey as K;
+    let member = |k: &K| matches!(k, K::MemberMetadata { member, .. } if member == "a");
+    assert!(keys.iter().any(|(k, live)| member(k) && *live), "{keys:?}");
+    let last_member_record = keys.iter().rev().find(|(k, _)| member(k)).expect("member records");
+    assert!(!last_member_record.1, "the leave tombstones the member: {keys:?}");
+
+    struct Collect<'a>(&'a mut Vec<(K, bool)>);
+    impl crate::log::coordinator_loader::CoordinatorRecordVisitor for Collect<'_> {
+        type Error = super::schema::SchemaError;
+        fn record(
+            &mut self,
+            _: &crate::log::record_batch::BatchHeader,
+            _: i64,
+            key: Option<&[u8]>,
+            value: Option<&[u8]>,
+        ) -> Result<(), Self::Error> {
+            if let super::schema::RecordKey::Consumer(k) =
+                super::schema::RecordKey::decode(key.unwrap_or_default())?
+            {
+                if let Some(v) = value {
+                    super::consumer_group_records::ConsumerGroupValue::decode(&k, v)?;
+                }
+                self.0.push((k, value.is_some()));
+            }
+            Ok(())
+        }
+        fn end_txn_marker(&mut self, _: &crate::log::record_batch::BatchHeader, _: bool) {}
+    }
+}
