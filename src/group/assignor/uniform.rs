@@ -177,3 +177,28 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod scale {
+    use super::*;
+    use crate::group::assignor::tests::{count, member};
+
+    #[test]
+    fn a_thousand_partitions_over_a_hundred_members() {
+        let partitions = [([1u8; 16], 1000)].into();
+        let mut members: Vec<MemberSubscription> =
+            (0..100).map(|i| member(&format!("m{i:03}"), &[1], &[])).collect();
+        let started = std::time::Instant::now();
+        let out = UniformAssignor.assign(&members, &partitions);
+        let fresh = started.elapsed();
+        for m in members.iter_mut() {
+            m.current = out[&m.member_id].clone();
+        }
+        members.pop();
+        let started = std::time::Instant::now();
+        let out = UniformAssignor.assign(&members, &partitions);
+        let after_leave = started.elapsed();
+        assert!(out.values().all(|a| (10..=11).contains(&count(a))));
+        eprintln!("fresh {fresh:?}, after a leave {after_leave:?}");
+    }
+}
