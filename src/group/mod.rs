@@ -45,6 +45,27 @@
 //! * `metadata_manager`: `__consumer_offsets` itself (`GroupMetadataManager`):
 //!   creating it, appending to it, loading from it.
 //! * `schema`: its record formats. `error`: [`GroupError`].
+//!
+//! # Consumer groups (KIP-848)
+//!
+//! A group is of one kind at a time: a classic group (the diagram above) or
+//! a consumer group of the KIP-848 protocol, whose state is
+//! `Group::consumer` (the classic side then stays Empty). Both kinds share
+//! the offsets, the `__consumer_offsets` partition and the load. A consumer
+//! group's members heartbeat with a member epoch; the broker computes the
+//! target assignment (`assignor`) and moves each member toward it
+//! (`current_assignment_builder`), never giving a partition to a member
+//! before its previous owner revoked it. Every change is written (Kafka's
+//! ConsumerGroup* records) before the heartbeat is answered.
+//!
+//! * `consumer_group`: `ConsumerGroup`, `ConsumerGroupMember`, the derived
+//!   [`ConsumerGroupState`].
+//! * `consumer_group_heartbeat`: ConsumerGroupHeartbeat, leaving, fencing.
+//! * `consumer_group_admin`: ConsumerGroupDescribe and the classic APIs'
+//!   checks on consumer groups (`group.consumer.migration.policy=disabled`).
+//! * `current_assignment_builder`: the member state machine.
+//! * `consumer_group_records`: the records' schemas. `assignor`: `uniform`
+//!   and `range`.
 
 pub mod assignor;
 pub mod consumer_group_records;
