@@ -138,6 +138,11 @@ fn consumer_groups_on_the_wire() {
         "not while it has members"
     );
     assert_eq!(codes(w.call(9, &commit("cg", &m1, 1))), 0);
+    assert_eq!(
+        codes(w.call(8, &commit("cg", &m1, 1))),
+        code(E::UnsupportedVersion),
+        "members commit with v9+"
+    );
     let r = w.call(9, &fetch("cg", &m1, 5));
     assert_eq!(r.groups[0].error_code, code(E::StaleMemberEpoch));
     let r = w.call(9, &fetch("cg", &m1, 1));

@@ -44,6 +44,13 @@ pub struct ConsumerGroupDescription {
 }
 
 impl GroupCoordinator {
+    /// Whether `member_id` is a member of the consumer group `group_id`.
+    pub fn is_consumer_group_member(&self, group_id: &str, member_id: &str) -> bool {
+        let groups = self.lock();
+        let group = groups.get(group_id).and_then(|g| g.consumer.as_ref());
+        group.is_some_and(|cg| cg.members.contains_key(member_id))
+    }
+
     /// ConsumerGroupDescribe for one group.
     ///
     /// # Errors
