@@ -94,12 +94,8 @@ fn consumer_groups_on_the_wire() {
     assert_eq!(r.error_code, code(E::InvalidRequest));
     let r = w.call(1, &join("cg", "m1").with_server_assignor(Some(s("roundrobin"))));
     assert_eq!(r.error_code, code(E::UnsupportedAssignor));
-    let r = w.call(1, &join("cg", "m1").with_subscribed_topic_regex(Some(s("t.*"))));
-    assert_eq!(
-        r.error_code,
-        code(E::InvalidRegularExpression),
-        "regex subscriptions are not served"
-    );
+    let r = w.call(1, &join("cg", "m1").with_subscribed_topic_regex(Some(s("t(.*"))));
+    assert_eq!(r.error_code, code(E::InvalidRegularExpression), "{r:?}");
     let r = w.call(1, &join("cg", "m1").with_member_epoch(3));
     assert_eq!(r.error_code, code(E::UnknownMemberId));
 
@@ -187,6 +183,24 @@ fn consumer_groups_on_the_wire() {
     let r = w.call(1, &join("cg", &m1).with_member_epoch(-1));
     assert_eq!((r.error_code, r.member_epoch), (0, -1));
     assert_eq!(listed(&mut w, &["consumer"]), [("cg".into(), "consumer".into(), "Empty".into())]);
+
+    // A regular expression subscription: whole names match, internal topics never.
+    create_topic(b.port, "tx-a", 1, &[]);
+    create_topic(b.port, "xt", 1, &[]);
+    let regex = join("rx", "r1")
+        .with_subscribed_topic_names(None)
+        .with_subscribed_topic_regex(Some(s("t.*|__.*")));
+    let r = w.call(1, &regex);
+    assert_eq!(r.error_code, 0, "{r:?}");
+    let topics = |r: &ConsumerGroupHeartbeatResponse| -> usize {
+        r.assignment.as_ref().map_or(0, |a| a.topic_partitions.len())
+    };
+    assert_eq!(topics(&r), 2, "t and tx-a, not xt nor __consumer_offsets: {r:?}");
+    // A new matching topic is assigned on a later heartbeat.
+    create_topic(b.port, "t2", 1, &[]);
+    let next = join("rx", "r1").with_member_epoch(r.member_epoch).with_rebalance_timeout_ms(-1);
+    let r = w.call(1, &next.with_subscribed_topic_names(None).with_topic_partitions(None));
+    assert_eq!((r.error_code, topics(&r)), (0, 3), "{r:?}");
 
     // Without the consumer protocol both APIs answer UNSUPPORTED_VERSION.
     b.kill();

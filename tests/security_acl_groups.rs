@@ -200,6 +200,11 @@ fn consumer_group_protocol(st: &Setup) {
     assert_eq!(r.error_code, GROUP_DENIED, "{r:?}");
     let r = consumer.call(1, &consumer_heartbeat("g-consumer", &["events", "billing"]));
     assert_eq!(r.error_code, TOPIC_DENIED, "billing is not describable: {r:?}");
+    let by_regex = consumer_heartbeat("g-consumer", &[])
+        .with_subscribed_topic_names(None)
+        .with_subscribed_topic_regex(Some(s("ev.*")));
+    let r = consumer.call(1, &by_regex);
+    assert_eq!(r.error_code, 42, "INVALID_REQUEST: no regex with an authorizer: {r:?}");
     let r = consumer.call(1, &consumer_heartbeat("g-consumer", &["events"]));
     assert_eq!((r.error_code, r.member_epoch), (0, 1), "{r:?}");
     let assigned: Vec<i32> = r

@@ -88,7 +88,7 @@ pub fn group_error_code(e: GroupError) -> ResponseError {
         GroupError::StaleMemberEpoch => ResponseError::StaleMemberEpoch,
         GroupError::UnreleasedInstanceId => ResponseError::UnreleasedInstanceId,
         GroupError::UnsupportedAssignor(_) => ResponseError::UnsupportedAssignor,
-        GroupError::InvalidRegularExpression => ResponseError::InvalidRegularExpression,
+        GroupError::InvalidRegularExpression(_) => ResponseError::InvalidRegularExpression,
         GroupError::UnsupportedVersion => ResponseError::UnsupportedVersion,
         GroupError::Storage(_) => ResponseError::KafkaStorageError,
         GroupError::IllegalState(_) => ResponseError::UnknownServerError,

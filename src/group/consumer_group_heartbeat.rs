@@ -20,7 +20,7 @@
 //! The change is built on a copy of the group, so an error at any step
 //! leaves the group as it was.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::assignor::{self, MemberSubscription, PartitionAssignor};
 use super::consumer_group::{ConsumerGroup, ConsumerGroupMember, LEAVE_GROUP_STATIC_MEMBER_EPOCH};
@@ -170,8 +170,8 @@ impl GroupCoordinator {
             }
             _ => {}
         }
-        if req.subscribed_topic_regex.as_deref().is_some_and(|r| !r.is_empty()) {
-            return Err(GroupError::InvalidRegularExpression);
+        if let Some(r) = req.subscribed_topic_regex.as_deref().filter(|r| !r.is_empty()) {
+            topic_regex(r).map_err(GroupError::InvalidRegularExpression)?;
         }
         if let Some(name) = &req.server_assignor {
             if !self.config.consumer_assignors.iter().any(|a| a == name) {
@@ -221,9 +221,15 @@ impl GroupCoordinator {
         Ok(ConsumerGroupMember::new(member_id, now))
     }
 
-    /// The subscribed topics that exist, with their ids and partition counts.
+    /// The subscribed topics that exist (named, or matching a member's
+    /// regular expression), with their ids and partition counts.
     fn subscription_metadata(&self, cg: &ConsumerGroup) -> BTreeMap<String, TopicMetadata> {
-        cg.subscribed_topic_names()
+        let all = self.topic_names_for_regex(cg);
+        let mut names: BTreeSet<String> = cg.subscribed_topic_names().into_iter().collect();
+        for m in cg.members.values() {
+            names.extend(regex_matches(&m.metadata, &all));
+        }
+        names
             .into_iter()
             .filter_map(|name| {
                 let info = self.logs.topic(&name)?;
@@ -233,6 +239,23 @@ impl GroupCoordinator {
                 ))
             })
             .collect()
+    }
+
+    /// Every topic a regular expression may match (none of the internal
+    /// ones); empty when no member subscribes by one.
+    fn topic_names_for_regex(&self, cg: &ConsumerGroup) -> Vec<String> {
+        if cg.members.values().all(|m| m.metadata.subscribed_topic_regex.is_none()) {
+            return vec![];
+        }
+        let mut names: Vec<String> = self
+            .logs
+            .topics()
+            .into_iter()
+            .map(|t| t.name)
+            .filter(|n| !INTERNAL_TOPICS.contains(&n.as_str()))
+            .collect();
+        names.sort_unstable();
+        names
     }
 
     /// Step 3: a new target assignment at the group epoch; records for the
@@ -246,6 +269,7 @@ impl GroupCoordinator {
         let assignor = self.preferred_assignor(cg);
         let by_name: HashMap<&str, &TopicMetadata> =
             cg.subscription_metadata.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let all = self.topic_names_for_regex(cg);
         let members: Vec<MemberSubscription> = cg
             .members
             .values()
@@ -255,6 +279,8 @@ impl GroupCoordinator {
                     .metadata
                     .subscribed_topic_names
                     .iter()
+                    .cloned()
+                    .chain(regex_matches(&m.metadata, &all))
                     .filter_map(|n| by_name.get(n.as_str()).map(|t| t.id))
                     .collect(),
                 current: cg.target.get(&m.member_id).cloned().unwrap_or_default(),
@@ -365,6 +391,29 @@ impl GroupCoordinator {
             Err(e) => tracing::warn!(group = %group.id, "fencing expired members: {e}"),
         }
     }
+}
+
+/// Topics a regular expression subscription never matches.
+const INTERNAL_TOPICS: [&str; 2] = [super::OFFSETS_TOPIC, "__transaction_state"];
+
+/// The largest compiled regular expression a member may subscribe with.
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// A subscription's regular expression, matching whole topic names (as
+/// Kafka's RE2/J `matches`); its compiled size is bounded.
+fn topic_regex(r: &str) -> Result<regex::Regex, String> {
+    regex::RegexBuilder::new(&format!("^(?:{r})$"))
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| format!("Invalid regular expression {r}: {e}"))
+}
+
+/// The topics of `all` the member's regular expression matches.
+fn regex_matches(m: &MemberMetadataValue, all: &[String]) -> Vec<String> {
+    let Some(re) = m.subscribed_topic_regex.as_deref().and_then(|r| topic_regex(r).ok()) else {
+        return vec![];
+    };
+    all.iter().filter(|t| re.is_match(t)).cloned().collect()
 }
 
 /// The consumer group of a heartbeat, as a copy to change. A new group, or an

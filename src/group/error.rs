@@ -62,8 +62,8 @@ pub enum GroupError {
     UnreleasedInstanceId,
     #[error("server assignor {0} is not supported")]
     UnsupportedAssignor(String),
-    #[error("regular expression subscriptions are not supported")]
-    InvalidRegularExpression,
+    #[error("{0}")]
+    InvalidRegularExpression(String),
     /// A protocol the broker does not enable (`group.coordinator.rebalance.protocols`).
     #[error("the group protocol is not enabled")]
     UnsupportedVersion,
