@@ -365,3 +365,19 @@ fn the_records_written_decode_and_tombstone_what_left() {
         fn end_txn_marker(&mut self, _: &crate::log::record_batch::BatchHeader, _: bool) {}
     }
 }
+
+#[test]
+fn an_empty_consumer_group_without_offsets_is_removed_at_the_retention_check() {
+    let f = fixture();
+    let a = Client::join(&f.c, "a");
+    f.c.tick();
+    assert_eq!(f.c.list().expect("list").len(), 1, "a group with a member stays");
+    f.c.consumer_heartbeat(&beat("a", -1, &a.owned)).expect("leave");
+    f.clock.advance(f.c.config().offsets_retention_check_interval_ms);
+    f.c.tick();
+    assert!(f.c.list().expect("list").is_empty());
+    assert!(
+        coordinator(&f.logs, &f.clock).list().expect("list").is_empty(),
+        "gone after a restart too"
+    );
+}

@@ -8,7 +8,8 @@
 //!   records; the cache forgets them only once the tombstones are written.
 //! * Offsets of an empty group expire `offsets.retention.minutes` after the
 //!   later of the commit and the moment the group became empty (Kafka 2.1+);
-//!   a group left with no offsets is deleted (Dead).
+//!   a group left with no offsets is deleted (Dead), and so is an empty
+//!   consumer group that has none at the retention check.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -152,7 +153,12 @@ impl GroupCoordinator {
                 })
                 .map(|(k, _)| k.clone())
                 .collect();
-            if expired.is_empty() {
+            // An empty consumer group without offsets goes too (Kafka's
+            // cleanupGroupMetadata); a classic one keeps its metadata.
+            let bare_consumer_group = group.consumer.is_some()
+                && group.offsets.is_empty()
+                && group.pending_txn_offsets.is_empty();
+            if expired.is_empty() && !bare_consumer_group {
                 continue;
             }
             let mut records: Vec<OffsetsRecord> =
