@@ -400,6 +400,54 @@ impl BrokerConfig {
         self.get(key).and_then(|v| v.parse().ok()).unwrap_or(0)
     }
 
+    fn list(&self, key: &str) -> Vec<String> {
+        self.get(key)
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Kafka's checks across the consumer group keys: the session timeout
+    /// and heartbeat interval within their bounds, the interval below the
+    /// session timeout, the classic protocol always on.
+    fn check_consumer_group_keys(&self) -> Result<(), ConfigError> {
+        if !self.list("group.coordinator.rebalance.protocols").iter().any(|p| p == "classic") {
+            return Err(invalid(
+                "group.coordinator.rebalance.protocols",
+                "classic must be enabled",
+            ));
+        }
+        for (key, min, max) in [
+            (
+                "group.consumer.session.timeout.ms",
+                "group.consumer.min.session.timeout.ms",
+                "group.consumer.max.session.timeout.ms",
+            ),
+            (
+                "group.consumer.heartbeat.interval.ms",
+                "group.consumer.min.heartbeat.interval.ms",
+                "group.consumer.max.heartbeat.interval.ms",
+            ),
+        ] {
+            let (v, lo, hi) = (self.int(key), self.int(min), self.int(max));
+            if v < lo || v > hi {
+                return Err(invalid(key, format!("{v} is outside [{min} {lo}, {max} {hi}]")));
+            }
+        }
+        if self.int("group.consumer.heartbeat.interval.ms")
+            >= self.int("group.consumer.session.timeout.ms")
+        {
+            return Err(invalid(
+                "group.consumer.heartbeat.interval.ms",
+                "must be below group.consumer.session.timeout.ms",
+            ));
+        }
+        Ok(())
+    }
+
     fn boolean(&self, key: &str) -> bool {
         self.get(key).is_some_and(|v| v == "true")
     }
@@ -445,6 +493,7 @@ impl BrokerConfig {
     /// The first rule broken, naming the key.
     pub fn check(&self) -> Result<(), ConfigError> {
         use crate::security::SecurityProtocol as P;
+        self.check_consumer_group_keys()?;
         for l in self.listeners()? {
             if matches!(l.protocol, P::Ssl | P::SaslSsl) {
                 self.tls_config(&l.name)?;
@@ -595,6 +644,18 @@ impl BrokerConfig {
             max_session_timeout_ms: self.int("group.max.session.timeout.ms") as i32,
             max_size: self.int("group.max.size") as usize,
             offset_metadata_max_bytes: self.int("offset.metadata.max.bytes") as usize,
+            consumer_protocol_enabled: self
+                .list("group.coordinator.rebalance.protocols")
+                .iter()
+                .any(|p| p == "consumer"),
+            consumer_session_timeout_ms: self.int("group.consumer.session.timeout.ms") as i32,
+            consumer_heartbeat_interval_ms: self.int("group.consumer.heartbeat.interval.ms") as i32,
+            consumer_max_size: self.int("group.consumer.max.size") as usize,
+            consumer_assignors: self
+                .list("group.consumer.assignors")
+                .iter()
+                .filter_map(|a| crate::group::assignor::by_name(a).map(|a| a.name().to_string()))
+                .collect(),
         }
     }
 
@@ -653,6 +714,51 @@ pub(crate) fn checked(pairs: &[&str]) -> Result<BrokerConfig, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn consumer_group_keys_have_kafkas_defaults_and_bounds() {
+        let g = checked(&[]).expect("defaults").group_config();
+        assert!(g.consumer_protocol_enabled);
+        assert_eq!(
+            (g.consumer_session_timeout_ms, g.consumer_heartbeat_interval_ms),
+            (45_000, 5000)
+        );
+        assert_eq!(g.consumer_assignors, ["uniform", "range"]);
+        let g = checked(&[
+            "group.consumer.assignors=org.apache.kafka.coordinator.group.assignor.RangeAssignor",
+        ])
+        .expect("class names")
+        .group_config();
+        assert_eq!(g.consumer_assignors, ["range"]);
+        let off =
+            checked(&["group.coordinator.rebalance.protocols=classic"]).expect("classic only");
+        assert!(!off.group_config().consumer_protocol_enabled);
+        for bad in [
+            "group.coordinator.rebalance.protocols=consumer",
+            "group.coordinator.rebalance.protocols=classic,share",
+            "group.consumer.session.timeout.ms=30000",
+            "group.consumer.session.timeout.ms=70000",
+            "group.consumer.heartbeat.interval.ms=4000",
+            "group.consumer.min.heartbeat.interval.ms=6000",
+            "group.consumer.assignors=roundrobin",
+            "group.consumer.migration.policy=bidirectional",
+        ] {
+            assert!(checked(&[bad]).is_err(), "{bad} accepted");
+        }
+        // Widened bounds let the values move, but the interval stays below the session.
+        assert!(checked(&[
+            "group.consumer.min.session.timeout.ms=1000",
+            "group.consumer.session.timeout.ms=3000",
+            "group.consumer.min.heartbeat.interval.ms=500",
+            "group.consumer.heartbeat.interval.ms=1000"
+        ])
+        .is_ok());
+        assert!(checked(&[
+            "group.consumer.min.session.timeout.ms=1000",
+            "group.consumer.session.timeout.ms=5000",
+        ])
+        .is_err());
+    }
 
     #[test]
     fn dotted_keys_flatten_and_validate() {

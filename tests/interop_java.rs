@@ -316,6 +316,9 @@ fn topics_configs_offsets_log_dirs_and_api_versions() {
         "{versions}"
     );
     assert!(versions.contains("JoinGroup(11): 0 to 9 [usable: 9]"), "{versions}");
-    // Not implemented, so not advertised: the Java client stays on the classic group protocol.
-    assert!(versions.contains("ConsumerGroupHeartbeat(68): UNSUPPORTED"), "{versions}");
+    // The consumer group protocol (KIP-848) is served; an API that is not
+    // implemented is not advertised.
+    assert!(versions.contains("ConsumerGroupHeartbeat(68): 0 to 1 [usable: 1]"), "{versions}");
+    assert!(versions.contains("ConsumerGroupDescribe(69): 0 to 1 [usable: 1]"), "{versions}");
+    assert!(versions.contains("ShareGroupHeartbeat(76): UNSUPPORTED"), "{versions}");
 }

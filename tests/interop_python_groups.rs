@@ -1,7 +1,7 @@
 //! Consumer groups through the Python clients against the real broker:
 //! confluent-kafka (librdkafka 2.16) splitting partitions, taking over,
 //! exactly-once consumption with manual commits, cooperative-sticky and the
-//! group admin calls; kafka-python's committed offsets surviving a broker
+//! group admin calls, and the consumer group protocol (KIP-848); kafka-python's committed offsets surviving a broker
 //! restart, both a clean one (SIGTERM) and a crash (SIGKILL). The scripts in
 //! tests/python/ assert as they go and exit non-zero at the first failed
 //! check; they run with the pinned venv from scripts/python-env.sh.
@@ -18,6 +18,23 @@ const GROUP_OVERRIDES: &[&str] =
 fn confluent_kafka_groups() {
     let b = TestBroker::start(GROUP_OVERRIDES);
     run_python_script(&b, "groups_confluent.py", &[], "all confluent-kafka group checks passed");
+}
+
+/// confluent-kafka with `group.protocol=consumer` (KIP-848): three members,
+/// six partitions, one leaves and the others take over without revocations.
+#[test]
+fn confluent_kafka_consumer_protocol() {
+    let b = TestBroker::start(&[
+        "offsets.topic.num.partitions=5",
+        "group.consumer.min.heartbeat.interval.ms=500",
+        "group.consumer.heartbeat.interval.ms=1000",
+    ]);
+    run_python_script(
+        &b,
+        "consumer_protocol_confluent.py",
+        &[],
+        "all confluent-kafka consumer protocol checks passed",
+    );
 }
 
 /// How the broker goes down between the two kafka-python runs.

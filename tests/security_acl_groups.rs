@@ -22,7 +22,9 @@
 //! the rest; DescribeTransactions 53 or its partitions filtered by DESCRIBE
 //! TOPIC; ListTransactions filtered; EndTxn, AddOffsetsToTxn and
 //! WriteTxnMarkers refused; Alter/DescribeUserScramCredentials and
-//! DescribeClientQuotas 31 for a non-super user.
+//! DescribeClientQuotas 31 for a non-super user; ConsumerGroupHeartbeat 30
+//! for the group, 29 when a subscribed topic is not describable;
+//! ConsumerGroupDescribe per group, the denied ones first.
 
 mod broker;
 
@@ -47,7 +49,8 @@ use kafka_protocol::messages::write_txn_markers_request::{
 };
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterUserScramCredentialsRequest,
-    ApiVersionsRequest, DeleteGroupsRequest, DescribeClientQuotasRequest, DescribeGroupsRequest,
+    ApiVersionsRequest, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest,
+    DeleteGroupsRequest, DescribeClientQuotasRequest, DescribeGroupsRequest,
     DescribeTransactionsRequest, DescribeUserScramCredentialsRequest, EndTxnRequest,
     FindCoordinatorRequest, GroupId, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest,
     LeaveGroupRequest, ListGroupsRequest, ListTransactionsRequest, OffsetCommitRequest,
@@ -173,7 +176,51 @@ fn group_transaction_and_credential_apis_enforce_acls() {
     producers(&st);
     transactions_on_the_wire(&st);
     credentials(&st);
+    consumer_group_protocol(&st);
     assert!(!st.b.log().contains("panicked"), "{}", st.b.log());
+}
+
+fn consumer_heartbeat(group: &str, topics: &[&str]) -> ConsumerGroupHeartbeatRequest {
+    ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_member_id(s("kip848-member"))
+        .with_member_epoch(0)
+        .with_rebalance_timeout_ms(30_000)
+        .with_subscribed_topic_names(Some(topics.iter().map(|t| TopicName(s(t))).collect()))
+        .with_topic_partitions(Some(vec![]))
+}
+
+/// ConsumerGroupHeartbeat: READ on the group, then DESCRIBE on every
+/// subscribed topic (READ implies it); ConsumerGroupDescribe: DESCRIBE on
+/// each group.
+fn consumer_group_protocol(st: &Setup) {
+    let mut reader = st.wire("reader");
+    let mut consumer = st.wire("consumer");
+    let r = reader.call(1, &consumer_heartbeat("g-reader", &["events"]));
+    assert_eq!(r.error_code, GROUP_DENIED, "{r:?}");
+    let r = consumer.call(1, &consumer_heartbeat("g-consumer", &["events", "billing"]));
+    assert_eq!(r.error_code, TOPIC_DENIED, "billing is not describable: {r:?}");
+    let by_regex = consumer_heartbeat("g-consumer", &[])
+        .with_subscribed_topic_names(None)
+        .with_subscribed_topic_regex(Some(s("ev.*")));
+    let r = consumer.call(1, &by_regex);
+    assert_eq!(r.error_code, 42, "INVALID_REQUEST: no regex with an authorizer: {r:?}");
+    let r = consumer.call(1, &consumer_heartbeat("g-consumer", &["events"]));
+    assert_eq!((r.error_code, r.member_epoch), (0, 1), "{r:?}");
+    let assigned: Vec<i32> = r
+        .assignment
+        .iter()
+        .flat_map(|a| a.topic_partitions.iter().flat_map(|t| t.partitions.clone()))
+        .collect();
+    assert_eq!(assigned, [0], "{r:?}");
+
+    let describe = ConsumerGroupDescribeRequest::default()
+        .with_group_ids(vec![GroupId(s("g-consumer")), GroupId(s("g-reader"))]);
+    let r = consumer.call(1, &describe);
+    let codes: Vec<(String, i16)> =
+        r.groups.iter().map(|g| (g.group_id.0.to_string(), g.error_code)).collect();
+    assert_eq!(codes, [("g-reader".to_string(), GROUP_DENIED), ("g-consumer".to_string(), 0)]);
+    assert_eq!(r.groups[1].members.len(), 1, "{r:?}");
 }
 
 /// A real consumer group: refused without a Group READ ACL, working with one.

@@ -64,7 +64,8 @@ use kafka_protocol::messages::write_txn_markers_request::{
 };
 use kafka_protocol::messages::{
     alter_configs_request, AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,
-    AlterUserScramCredentialsRequest, ApiKey, ApiVersionsRequest, BrokerId, CreateAclsRequest,
+    AlterUserScramCredentialsRequest, ApiKey, ApiVersionsRequest, BrokerId,
+    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest,
     CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest,
     DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest,
     DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
@@ -260,6 +261,8 @@ fn case_of(key: ApiKey) -> CaseFn {
         K::DescribeGroups => describe_groups,
         K::DeleteGroups => delete_groups,
         K::OffsetDelete => offset_delete,
+        K::ConsumerGroupHeartbeat => consumer_group_heartbeat,
+        K::ConsumerGroupDescribe => consumer_group_describe,
         K::AddPartitionsToTxn => add_partitions_to_txn,
         K::AddOffsetsToTxn => add_offsets_to_txn,
         K::EndTxn => end_txn,
@@ -704,6 +707,23 @@ fn describe_groups(c: &mut Case<'_>) {
 fn delete_groups(c: &mut Case<'_>) {
     let r = c.call(2, &DeleteGroupsRequest::default().with_groups_names(vec![group()]));
     c.expect("DELETE on the group", r.results[0].error_code, GROUP_DENIED, &r);
+}
+
+fn consumer_group_heartbeat(c: &mut Case<'_>) {
+    let request = ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(group())
+        .with_member_id(s("m-1"))
+        .with_member_epoch(0)
+        .with_rebalance_timeout_ms(30_000)
+        .with_subscribed_topic_names(Some(vec![name(TOPIC)]))
+        .with_topic_partitions(Some(vec![]));
+    let r = c.call(1, &request);
+    c.expect("READ on the group", r.error_code, GROUP_DENIED, &r);
+}
+
+fn consumer_group_describe(c: &mut Case<'_>) {
+    let r = c.call(1, &ConsumerGroupDescribeRequest::default().with_group_ids(vec![group()]));
+    c.expect("DESCRIBE on the group", r.groups[0].error_code, GROUP_DENIED, &r);
 }
 
 fn offset_delete(c: &mut Case<'_>) {

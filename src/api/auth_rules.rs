@@ -186,6 +186,14 @@ pub const API_RULES: &[(ApiKey, &[Check])] = &[
     (ApiKey::DescribeGroups, &[check(Op::Describe, Group, Each, Code(GROUP_DENIED), "")]),
     (ApiKey::DeleteGroups, &[check(Op::Delete, Group, Each, Code(GROUP_DENIED), "")]),
     (
+        ApiKey::ConsumerGroupHeartbeat,
+        &[
+            check(Op::Read, Group, Request, Code(GROUP_DENIED), ""),
+            check(Op::Describe, Topic, Each, Code(TOPIC_DENIED), "subscribed topic names"),
+        ],
+    ),
+    (ApiKey::ConsumerGroupDescribe, &[check(Op::Describe, Group, Each, Code(GROUP_DENIED), "")]),
+    (
         ApiKey::InitProducerId,
         &[
             check(Op::Write, TxnId, Request, Code(TRANSACTIONAL_ID_DENIED), "transactional id"),

@@ -1,5 +1,6 @@
 //! DescribeGroups: state, protocol and members (with metadata and assignment
-//! once the group is stable). An unknown group is reported Dead, as in Kafka.
+//! once the group is stable). An unknown group is reported Dead, as in Kafka;
+//! so is a consumer group before v6 (from v6, GROUP_ID_NOT_FOUND).
 //!
 //! DESCRIBE on each group is checked first: a denied group is answered
 //! GROUP_AUTHORIZATION_FAILED with empty fields, and, as Kafka's
@@ -15,6 +16,7 @@ use kafka_protocol::ResponseError;
 use super::error::group_code;
 use super::{str_bytes, RequestContext};
 use crate::broker::Broker;
+use crate::group::GroupError;
 use crate::security::acl::{AclOperation, ResourceType};
 
 pub fn handle(
@@ -48,6 +50,12 @@ pub fn handle(
 fn describe(broker: &Broker, id: &GroupId, version: i16) -> DescribedGroup {
     let out = DescribedGroup::default().with_group_id(id.clone());
     match broker.groups.describe(id.0.as_str()) {
+        // A consumer group is not a classic group: Kafka answers
+        // GROUP_ID_NOT_FOUND with its message from v6, Dead before.
+        Err(GroupError::NotFound(message)) if version >= 6 => out
+            .with_error_code(ResponseError::GroupIdNotFound.code())
+            .with_error_message(Some(str_bytes(message))),
+        Err(GroupError::NotFound(_)) => out.with_group_state(str_bytes("Dead")),
         Err(e) => out.with_error_code(group_code(Some(e))),
         Ok(d) => {
             let members = d

@@ -28,25 +28,29 @@ pub fn handle(
                 request.types_filter.iter().map(|s| s.to_lowercase()).collect();
             let listed = groups
                 .into_iter()
-                .filter(|(_, _, state)| {
-                    states.is_empty() || states.contains(&state.name().to_lowercase())
-                })
-                .filter(|(id, _, _)| {
+                .filter(|g| states.is_empty() || states.contains(&g.state.to_lowercase()))
+                .filter(|g| {
                     every_group
-                        || ctx.is_authorized(AclOperation::Describe, ResourceType::Group, id)
+                        || ctx.is_authorized(
+                            AclOperation::Describe,
+                            ResourceType::Group,
+                            &g.group_id,
+                        )
                 })
-                // Every group here is a classic group.
-                .filter(|_| types.is_empty() || types.iter().any(|t| t == "classic"))
-                .map(|(id, protocol_type, state)| {
-                    let g = ListedGroup::default()
-                        .with_group_id(GroupId(str_bytes(id)))
-                        .with_protocol_type(str_bytes(protocol_type));
-                    let g =
-                        if version >= 4 { g.with_group_state(str_bytes(state.name())) } else { g };
-                    if version >= 5 {
-                        g.with_group_type(str_bytes("classic"))
+                .filter(|g| types.is_empty() || types.iter().any(|t| t == g.group_type))
+                .map(|g| {
+                    let listed = ListedGroup::default()
+                        .with_group_id(GroupId(str_bytes(g.group_id)))
+                        .with_protocol_type(str_bytes(g.protocol_type));
+                    let listed = if version >= 4 {
+                        listed.with_group_state(str_bytes(g.state))
                     } else {
-                        g
+                        listed
+                    };
+                    if version >= 5 {
+                        listed.with_group_type(str_bytes(g.group_type))
+                    } else {
+                        listed
                     }
                 })
                 .collect();

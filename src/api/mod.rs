@@ -18,6 +18,8 @@ pub mod alter_configs;
 pub mod api_versions;
 pub mod auth;
 pub mod auth_rules;
+pub mod consumer_group_describe;
+pub mod consumer_group_heartbeat;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
@@ -139,6 +141,8 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::DescribeGroups, 0, 6),
     api(ApiKey::DeleteGroups, 0, 2),
     api(ApiKey::OffsetDelete, 0, 0),
+    api(ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    api(ApiKey::ConsumerGroupDescribe, 0, 1),
     api(ApiKey::AddPartitionsToTxn, 0, 5),
     api(ApiKey::AddOffsetsToTxn, 0, 4),
     api(ApiKey::EndTxn, 0, 4),
@@ -278,6 +282,14 @@ pub async fn dispatch(
         }
         RequestKind::OffsetDelete(r) => {
             ResponseKind::OffsetDelete(blocking(|| offset_delete::handle(broker, ctx, &r)))
+        }
+        RequestKind::ConsumerGroupHeartbeat(r) => {
+            ResponseKind::ConsumerGroupHeartbeat(blocking(|| {
+                consumer_group_heartbeat::handle(broker, ctx, &r, v)
+            }))
+        }
+        RequestKind::ConsumerGroupDescribe(r) => {
+            ResponseKind::ConsumerGroupDescribe(consumer_group_describe::handle(broker, ctx, &r))
         }
         // Reached only after authentication, or on a listener without SASL.
         RequestKind::SaslHandshake(_) => ResponseKind::SaslHandshake(sasl::handshake()),

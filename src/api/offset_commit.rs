@@ -33,6 +33,10 @@ pub fn handle(
     if !ctx.authorize(AclOperation::Read, ResourceType::Group, group) {
         return every_partition(request, ResponseError::GroupAuthorizationFailed.code());
     }
+    // Kafka: members of the consumer group protocol commit with v9+ (member epochs).
+    if version < 9 && broker.groups.is_consumer_group_member(group, request.member_id.as_str()) {
+        return every_partition(request, ResponseError::UnsupportedVersion.code());
+    }
     let allowed: HashMap<&str, bool> = ctx.filter_authorized(
         AclOperation::Read,
         ResourceType::Topic,

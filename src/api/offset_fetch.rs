@@ -58,9 +58,13 @@ fn fetch(
     ctx: &RequestContext<'_>,
     group: &str,
     requested: Option<Vec<(&str, &[i32])>>,
+    member: Option<(&str, i32)>,
 ) -> Result<Answer, GroupFailure> {
     if !ctx.authorize(AclOperation::Describe, ResourceType::Group, group) {
         return Err(GroupFailure::Denied);
+    }
+    if let Some((member_id, epoch)) = member {
+        broker.groups.check_fetch_member(group, member_id, epoch).map_err(GroupFailure::Group)?;
     }
     let Some(requested) = requested else {
         let rows = broker.groups.fetch_offsets(group, None).map_err(GroupFailure::Group)?;
@@ -172,7 +176,7 @@ fn fetch_one(
         .topics
         .as_ref()
         .map(|ts| ts.iter().map(|t| (t.name.0.as_str(), t.partition_indexes.as_slice())).collect());
-    match fetch(broker, ctx, request.group_id.0.as_str(), requested) {
+    match fetch(broker, ctx, request.group_id.0.as_str(), requested, None) {
         Err(e) if version >= 2 => OffsetFetchResponse::default().with_error_code(e.code()),
         Err(e) => every_partition_failed(request, e.code()),
         Ok(answer) => {
@@ -202,7 +206,9 @@ fn fetch_group(
         .as_ref()
         .map(|ts| ts.iter().map(|t| (t.name.0.as_str(), t.partition_indexes.as_slice())).collect());
     let out = OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone());
-    match fetch(broker, ctx, g.group_id.0.as_str(), requested) {
+    // v9: a consumer group member names itself; its epoch must be current.
+    let member = g.member_id.as_ref().map(|m| (m.as_str(), g.member_epoch));
+    match fetch(broker, ctx, g.group_id.0.as_str(), requested, member) {
         Err(e) => out.with_error_code(e.code()),
         Ok(answer) => out.with_topics(
             answer

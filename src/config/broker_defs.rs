@@ -23,6 +23,15 @@ macro_rules! broker_def {
     };
 }
 
+/// The names `group.consumer.assignors` accepts: Kafka's short names and
+/// class names.
+const CONSUMER_ASSIGNORS: &[&str] = &[
+    "uniform",
+    "range",
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor",
+];
+
 /// Broker-only keys (topic defaults live in `LOG_CONFIGS`).
 pub const BROKER_CONFIGS: &[ConfigDef] = &[
     broker_def!("node.id", Int, "1", Some(0.0), "this broker's id, reported in Metadata and DescribeCluster"),
@@ -76,6 +85,21 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     broker_def!("group.min.session.timeout.ms", Int, "6000", Some(0.0), "smallest session.timeout.ms a member may ask for"),
     broker_def!("group.max.session.timeout.ms", Int, "1800000", Some(0.0), "largest session.timeout.ms a member may ask for"),
     broker_def!("group.max.size", Int, "2147483647", Some(1.0), "largest number of members in a group"),
+    broker_def!("group.coordinator.rebalance.protocols", List, "classic,consumer", None, &["classic", "consumer"],
+        "the group protocols served: classic always; consumer enables ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848)"),
+    broker_def!("group.consumer.session.timeout.ms", Int, "45000", Some(1.0),
+        "a consumer group member that has not heartbeated for this long is fenced"),
+    broker_def!("group.consumer.min.session.timeout.ms", Int, "45000", Some(1.0), "smallest allowed group.consumer.session.timeout.ms"),
+    broker_def!("group.consumer.max.session.timeout.ms", Int, "60000", Some(1.0), "largest allowed group.consumer.session.timeout.ms"),
+    broker_def!("group.consumer.heartbeat.interval.ms", Int, "5000", Some(1.0),
+        "how often consumer group members are told to heartbeat"),
+    broker_def!("group.consumer.min.heartbeat.interval.ms", Int, "5000", Some(1.0), "smallest allowed group.consumer.heartbeat.interval.ms"),
+    broker_def!("group.consumer.max.heartbeat.interval.ms", Int, "15000", Some(1.0), "largest allowed group.consumer.heartbeat.interval.ms"),
+    broker_def!("group.consumer.max.size", Int, "2147483647", Some(1.0), "largest number of members in a consumer group"),
+    broker_def!("group.consumer.assignors", List, "uniform,range", None, CONSUMER_ASSIGNORS,
+        "server-side assignors of consumer groups; a member's group.remote.assignor picks one, else the first"),
+    broker_def!("group.consumer.migration.policy", String, "disabled", None, &["disabled"],
+        "sediment: only disabled (Kafka's default is bidirectional): a consumer group and a non-empty classic group with the same id refuse each other"),
     broker_def!("transaction.state.log.num.partitions", Int, "50", Some(1.0), "partitions of __transaction_state (fixed once the topic exists)"),
     broker_def!("transaction.state.log.segment.bytes", Int, "104857600", Some(1.0), "segment.bytes of __transaction_state"),
     broker_def!("transaction.state.log.replication.factor", Int, "1", Some(1.0), "replication factor of __transaction_state (only 1 is possible on one node)"),

@@ -14,7 +14,8 @@ impl ConsumerOffsets for GroupCoordinator {
         let wanted = [(tp.topic.clone(), tp.partition)];
         groups
             .into_iter()
-            .filter_map(|(group, _, _)| {
+            .filter_map(|listed| {
+                let group = listed.group_id;
                 let (_, _, offset) = self.fetch_offsets(&group, Some(&wanted)).ok()?.pop()?;
                 Some((group, offset?.offset))
             })

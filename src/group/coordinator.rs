@@ -38,6 +38,13 @@ pub struct GroupConfig {
     pub max_session_timeout_ms: i32,
     pub max_size: usize,
     pub offset_metadata_max_bytes: usize,
+    /// `group.coordinator.rebalance.protocols` names `consumer`.
+    pub consumer_protocol_enabled: bool,
+    pub consumer_session_timeout_ms: i32,
+    pub consumer_heartbeat_interval_ms: i32,
+    pub consumer_max_size: usize,
+    /// `group.consumer.assignors`, as short names (`uniform`, `range`).
+    pub consumer_assignors: Vec<String>,
 }
 
 impl Default for GroupConfig {
@@ -52,6 +59,11 @@ impl Default for GroupConfig {
             max_session_timeout_ms: 1_800_000,
             max_size: i32::MAX as usize,
             offset_metadata_max_bytes: 4096,
+            consumer_protocol_enabled: true,
+            consumer_session_timeout_ms: 45_000,
+            consumer_heartbeat_interval_ms: 5000,
+            consumer_max_size: i32::MAX as usize,
+            consumer_assignors: vec!["uniform".to_string(), "range".to_string()],
         }
     }
 }
@@ -65,6 +77,17 @@ pub struct GroupDescription {
     pub protocol: String,
     /// (member id, instance id, client id, client host, metadata, assignment)
     pub members: Vec<(String, Option<String>, String, String, Bytes, Bytes)>,
+}
+
+/// One group as ListGroups shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedGroup {
+    pub group_id: String,
+    pub protocol_type: String,
+    /// Kafka's name of its state (classic or consumer group states).
+    pub state: &'static str,
+    /// `classic` or `consumer`.
+    pub group_type: &'static str,
 }
 
 /// What a JoinGroup gets back.
@@ -234,6 +257,7 @@ impl GroupCoordinator {
         let mut groups = self.lock();
         for group in groups.values_mut() {
             self.expire_members(group, now);
+            self.expire_consumer_members(group, now);
         }
         drop(groups);
         let due = {
@@ -250,19 +274,32 @@ impl GroupCoordinator {
         }
     }
 
-    /// ListGroups: (group id, protocol type, state).
+    /// ListGroups: every group of either kind, by id.
     ///
     /// # Errors
     /// COORDINATOR_LOAD_IN_PROGRESS while loading.
-    pub fn list(&self) -> Result<Vec<(String, String, GroupState)>, GroupError> {
+    pub fn list(&self) -> Result<Vec<ListedGroup>, GroupError> {
         self.check_ready()?;
         let groups = self.lock();
         let mut out: Vec<_> = groups
             .values()
             .filter(|g| g.state() != GroupState::Dead)
-            .map(|g| (g.id.clone(), g.protocol_type.clone().unwrap_or_default(), g.state()))
+            .map(|g| match &g.consumer {
+                Some(cg) => ListedGroup {
+                    group_id: g.id.clone(),
+                    protocol_type: "consumer".to_string(),
+                    state: cg.state().name(),
+                    group_type: "consumer",
+                },
+                None => ListedGroup {
+                    group_id: g.id.clone(),
+                    protocol_type: g.protocol_type.clone().unwrap_or_default(),
+                    state: g.state().name(),
+                    group_type: "classic",
+                },
+            })
             .collect();
-        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
         Ok(out)
     }
 
@@ -273,6 +310,9 @@ impl GroupCoordinator {
     pub fn describe(&self, group_id: &str) -> Result<GroupDescription, GroupError> {
         self.check_ready()?;
         let groups = self.lock();
+        if groups.get(group_id).is_some_and(|g| g.consumer.is_some()) {
+            return Err(GroupError::NotFound(format!("Group {group_id} is not a classic group.")));
+        }
         let Some(g) = groups.get(group_id) else {
             return Ok(GroupDescription {
                 group_id: group_id.to_string(),
@@ -323,11 +363,14 @@ impl GroupCoordinator {
         let group = groups.get_mut(group_id).ok_or(GroupError::GroupIdNotFound)?;
         match group.state() {
             GroupState::Dead => return Err(GroupError::GroupIdNotFound),
-            GroupState::Empty => {}
-            _ => return Err(GroupError::NonEmptyGroup),
+            _ if !group.is_empty() => return Err(GroupError::NonEmptyGroup),
+            _ => {}
         }
         let mut records: Vec<OffsetsRecord> =
             group.offsets.keys().map(|(t, p)| offset_tombstone(group_id, t, *p)).collect();
+        if let Some(cg) = &group.consumer {
+            records.extend(super::consumer_group_admin::consumer_group_tombstones(group_id, cg));
+        }
         records.push((RecordKey::Group { group: group_id.to_string() }.encode(), None));
         self.append(group_id, &records)?;
         group.transition(GroupState::Dead, now)?;

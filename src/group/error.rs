@@ -39,6 +39,10 @@ pub enum GroupError {
     NonEmptyGroup,
     #[error("the group does not exist")]
     GroupIdNotFound,
+    /// GROUP_ID_NOT_FOUND with Kafka's message (the group is unknown or of
+    /// the other kind).
+    #[error("{0}")]
+    NotFound(String),
     #[error("the group is subscribed to the topic")]
     GroupSubscribedToTopic,
     #[error("offset metadata too large")]
@@ -47,6 +51,22 @@ pub enum GroupError {
     /// the offsets partition knows.
     #[error("the producer's epoch is fenced")]
     InvalidProducerEpoch,
+    /// A malformed request (Kafka's message is kept for the answer).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    #[error("the member epoch is fenced; the member must rejoin")]
+    FencedMemberEpoch,
+    #[error("the member epoch is stale")]
+    StaleMemberEpoch,
+    #[error("the static member's instance id is still in use")]
+    UnreleasedInstanceId,
+    #[error("server assignor {0} is not supported")]
+    UnsupportedAssignor(String),
+    #[error("{0}")]
+    InvalidRegularExpression(String),
+    /// A protocol the broker does not enable (`group.coordinator.rebalance.protocols`).
+    #[error("the group protocol is not enabled")]
+    UnsupportedVersion,
     /// Writing (or creating) the offsets topic failed.
     #[error("storage error on the offsets topic: {0}")]
     Storage(#[source] Arc<LogError>),

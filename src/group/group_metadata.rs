@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
+use super::consumer_group::ConsumerGroup;
 use super::coordinator::{JoinResult, SyncResult};
 use super::offsets::CommittedOffset;
 use super::schema::{GroupValue, MemberValue};
@@ -159,6 +160,10 @@ pub(super) struct Group {
     pub(super) rebalance_deadline: i64,
     /// A round started from Empty waits until then (extended by each join).
     pub(super) initial_delay_until: i64,
+    /// Set when the group is a consumer group (the KIP-848 protocol): its
+    /// members live there and the classic side stays Empty. Offsets are
+    /// shared by both kinds.
+    pub(super) consumer: Option<ConsumerGroup>,
 }
 
 impl Group {
@@ -178,7 +183,24 @@ impl Group {
             pending_txn_offsets: BTreeMap::new(),
             rebalance_deadline: 0,
             initial_delay_until: 0,
+            consumer: None,
         }
+    }
+
+    /// No member of either protocol.
+    pub(super) fn is_empty(&self) -> bool {
+        self.state == GroupState::Empty
+            && self.consumer.as_ref().is_none_or(|c| c.members.is_empty())
+    }
+
+    /// Forget the classic protocol's metadata when the group becomes a
+    /// consumer group (or the reverse); offsets stay.
+    pub(super) fn clear_classic_metadata(&mut self) {
+        self.protocol_type = None;
+        self.protocol = None;
+        self.leader = None;
+        self.generation = 0;
+        self.pending.clear();
     }
 
     pub(super) fn state(&self) -> GroupState {

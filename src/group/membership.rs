@@ -57,11 +57,25 @@ impl GroupCoordinator {
         if let Err(e) = self.check_join_fits(group, &req) {
             return fail(e);
         }
+        if let Err(e) = self.leave_consumer_protocol(group) {
+            return fail(e);
+        }
         match self.resolve_joiner(group, &req, now) {
             Ok(Joiner::Answered(result)) => Reply::Now(result),
             Ok(Joiner::Member { id, added }) => self.join_round(group, &id, added, &req, now),
             Err(e) => fail(e),
         }
+    }
+
+    /// A classic join to an empty consumer group turns it classic (its
+    /// consumer records tombstoned first); one with members refuses it.
+    fn leave_consumer_protocol(&self, group: &mut Group) -> Result<(), GroupError> {
+        let records = super::consumer_group_admin::classic_join_allowed(group)?;
+        if group.consumer.is_some() {
+            self.append(&group.id, &records)?;
+            group.consumer = None;
+        }
+        Ok(())
     }
 
     /// The checks that need no group.

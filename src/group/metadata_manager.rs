@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
+use super::consumer_group_records::{ConsumerGroupKey, ConsumerGroupValue};
 use super::coordinator::GroupCoordinator;
 use super::error::GroupError;
 use super::group_metadata::Group;
@@ -255,8 +256,17 @@ fn apply_record(
                 }
             }
         },
+        RecordKey::Consumer(key) => apply_consumer_record(groups, &key, value, now)?,
         RecordKey::Group { group } => match value {
             None => {
+                if let Some(g) = groups.get_mut(&group) {
+                    // A consumer group replaced an empty classic group: only
+                    // the classic metadata goes.
+                    if g.consumer.is_some() {
+                        g.clear_classic_metadata();
+                        return Ok(());
+                    }
+                }
                 groups.remove(&group);
             }
             Some(value) => {
@@ -265,6 +275,31 @@ fn apply_record(
             }
         },
     }
+    Ok(())
+}
+
+/// Apply a consumer group record while loading: the group's metadata
+/// tombstone removes the consumer group (its offsets stay, as a group entry
+/// only while it has some).
+fn apply_consumer_record(
+    groups: &mut HashMap<String, Group>,
+    key: &ConsumerGroupKey,
+    value: Option<&[u8]>,
+    now: i64,
+) -> Result<(), RecordError> {
+    let value = value.map(|v| ConsumerGroupValue::decode(key, v)).transpose()?;
+    let group = key.group().to_string();
+    if matches!(key, ConsumerGroupKey::Metadata { .. }) && value.is_none() {
+        if let Some(g) = groups.get_mut(&group) {
+            g.consumer = None;
+            if g.offsets.is_empty() && g.pending_txn_offsets.is_empty() {
+                groups.remove(&group);
+            }
+        }
+        return Ok(());
+    }
+    let g = group_entry(groups, group, now);
+    g.consumer.get_or_insert_with(Default::default).replay(key, value, now);
     Ok(())
 }
 

@@ -45,11 +45,40 @@
 //! * `metadata_manager`: `__consumer_offsets` itself (`GroupMetadataManager`):
 //!   creating it, appending to it, loading from it.
 //! * `schema`: its record formats. `error`: [`GroupError`].
+//!
+//! # Consumer groups (KIP-848)
+//!
+//! A group is of one kind at a time: a classic group (the diagram above) or
+//! a consumer group of the KIP-848 protocol, whose state is
+//! `Group::consumer` (the classic side then stays Empty). Both kinds share
+//! the offsets, the `__consumer_offsets` partition and the load. A consumer
+//! group's members heartbeat with a member epoch; the broker computes the
+//! target assignment (`assignor`) and moves each member toward it
+//! (`current_assignment_builder`), never giving a partition to a member
+//! before its previous owner revoked it. Every change is written (Kafka's
+//! ConsumerGroup* records) before the heartbeat is answered.
+//!
+//! * `consumer_group`: `ConsumerGroup`, `ConsumerGroupMember`, the derived
+//!   [`ConsumerGroupState`].
+//! * `consumer_group_heartbeat`: ConsumerGroupHeartbeat, leaving, fencing.
+//! * `consumer_group_admin`: ConsumerGroupDescribe and the classic APIs'
+//!   checks on consumer groups (`group.consumer.migration.policy=disabled`).
+//! * `current_assignment_builder`: the member state machine.
+//! * `consumer_group_records`: the records' schemas. `assignor`: `uniform`
+//!   and `range`.
 
+pub mod assignor;
+pub mod consumer_group_records;
 pub mod schema;
 
 mod committed_offsets;
+mod consumer_group;
+mod consumer_group_admin;
+mod consumer_group_heartbeat;
+#[cfg(test)]
+mod consumer_group_tests;
 mod coordinator;
+mod current_assignment_builder;
 mod error;
 mod group_metadata;
 mod membership;
@@ -57,9 +86,12 @@ mod metadata_manager;
 mod offsets;
 mod txn_offsets;
 
+pub use consumer_group::ConsumerGroupState;
+pub use consumer_group_admin::{ConsumerGroupDescription, ConsumerMemberDescription};
+pub use consumer_group_heartbeat::{ConsumerHeartbeat, ConsumerHeartbeatResult};
 pub use coordinator::{
-    spawn_ticker, GroupConfig, GroupCoordinator, GroupDescription, JoinRequest, JoinResult, Reply,
-    SyncResult,
+    spawn_ticker, GroupConfig, GroupCoordinator, GroupDescription, JoinRequest, JoinResult,
+    ListedGroup, Reply, SyncResult,
 };
 pub use error::GroupError;
 pub use group_metadata::{GroupState, GroupStateError};

@@ -8,11 +8,13 @@
 //!   records; the cache forgets them only once the tombstones are written.
 //! * Offsets of an empty group expire `offsets.retention.minutes` after the
 //!   later of the commit and the moment the group became empty (Kafka 2.1+);
-//!   a group left with no offsets is deleted (Dead).
+//!   a group left with no offsets is deleted (Dead), and so is an empty
+//!   consumer group that has none at the retention check.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
+use super::consumer_group_admin::consumer_group_tombstones;
 use super::coordinator::GroupCoordinator;
 use super::error::GroupError;
 use super::group_metadata::{Group, GroupState};
@@ -85,6 +87,25 @@ impl GroupCoordinator {
         results
     }
 
+    /// OffsetFetch v9+ naming a member: of a consumer group, it must be a
+    /// member at its current epoch.
+    ///
+    /// # Errors
+    /// UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, COORDINATOR_LOAD_IN_PROGRESS.
+    pub fn check_fetch_member(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        member_epoch: i32,
+    ) -> Result<(), GroupError> {
+        self.check_ready()?;
+        let groups = self.lock();
+        super::consumer_group_admin::check_consumer_fetch(
+            groups.get(group_id),
+            Some((member_id, member_epoch)),
+        )
+    }
+
     /// OffsetFetch for one group: the committed offsets of the requested
     /// partitions (all of the group's when `None`).
     ///
@@ -120,7 +141,7 @@ impl GroupCoordinator {
         let mut groups = self.lock();
         let mut dead = Vec::new();
         for group in groups.values_mut() {
-            if group.state() != GroupState::Empty {
+            if !group.is_empty() {
                 continue;
             }
             let base = group.state_timestamp();
@@ -132,13 +153,21 @@ impl GroupCoordinator {
                 })
                 .map(|(k, _)| k.clone())
                 .collect();
-            if expired.is_empty() {
+            // An empty consumer group without offsets goes too (Kafka's
+            // cleanupGroupMetadata); a classic one keeps its metadata.
+            let bare_consumer_group = group.consumer.is_some()
+                && group.offsets.is_empty()
+                && group.pending_txn_offsets.is_empty();
+            if expired.is_empty() && !bare_consumer_group {
                 continue;
             }
             let mut records: Vec<OffsetsRecord> =
                 expired.iter().map(|(t, p)| offset_tombstone(&group.id, t, *p)).collect();
             let now_empty = expired.len() == group.offsets.len();
             if now_empty {
+                if let Some(cg) = &group.consumer {
+                    records.extend(consumer_group_tombstones(&group.id, cg));
+                }
                 records.push((RecordKey::Group { group: group.id.clone() }.encode(), None));
             }
             if self.append(&group.id, &records).is_ok() {
@@ -173,9 +202,11 @@ impl GroupCoordinator {
         if group.state() == GroupState::Dead {
             return Err(GroupError::GroupIdNotFound);
         }
-        let empty = group.state() == GroupState::Empty;
-        let subscribed = if empty { vec![] } else { group.subscribed_topics() };
-        if !empty && group.protocol_type.as_deref() != Some("consumer") {
+        let empty = group.is_empty();
+        let mut subscribed = if empty { vec![] } else { group.subscribed_topics() };
+        if let Some(cg) = group.consumer.as_ref().filter(|_| !empty) {
+            subscribed.extend(cg.subscribed_topic_names());
+        } else if !empty && group.protocol_type.as_deref() != Some("consumer") {
             return Err(GroupError::NonEmptyGroup);
         }
         let mut results = Vec::with_capacity(partitions.len());
@@ -264,6 +295,9 @@ fn check_committer(
     instance_id: Option<&str>,
     now: i64,
 ) -> Result<(), GroupError> {
+    if let Some(cg) = &group.consumer {
+        return super::consumer_group_admin::check_consumer_commit(cg, generation, member_id);
+    }
     if generation < 0 && member_id.is_empty() {
         if group.state() != GroupState::Empty {
             return Err(GroupError::UnknownMemberId);

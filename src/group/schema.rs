@@ -12,17 +12,27 @@
 //!              client_host string, rebalance_timeout i32, session_timeout i32,
 //!              subscription bytes, assignment bytes]
 //! ```
-//! A null value is a tombstone: the offset (or the group) was deleted.
+//! A null value is a tombstone: the offset (or the group) was deleted. Key
+//! versions 3 to 8 are the consumer group records (`consumer_group_records`).
 //! Decoding checks every length against the bytes present.
 
 use bytes::{BufMut, Bytes};
 
+use super::consumer_group_records::ConsumerGroupKey;
 use crate::readable::{ReadError, Readable};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecordKey {
-    Offset { group: String, topic: String, partition: i32 },
-    Group { group: String },
+    Offset {
+        group: String,
+        topic: String,
+        partition: i32,
+    },
+    Group {
+        group: String,
+    },
+    /// A record of a consumer group (the KIP-848 protocol).
+    Consumer(ConsumerGroupKey),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +68,12 @@ pub struct GroupValue {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("malformed __consumer_offsets record: {0}")]
 pub struct SchemaError(String);
+
+impl SchemaError {
+    pub(super) fn new(reason: impl Into<String>) -> Self {
+        SchemaError(reason.into())
+    }
+}
 
 impl From<ReadError> for SchemaError {
     fn from(e: ReadError) -> Self {
@@ -96,6 +112,7 @@ impl RecordKey {
                 out.put_i16(2);
                 put_string(&mut out, group);
             }
+            RecordKey::Consumer(key) => return key.encode(),
         }
         out
     }
@@ -111,6 +128,7 @@ impl RecordKey {
                 partition: r.i32()?,
             }),
             2 => Ok(RecordKey::Group { group: r.string(false)? }),
+            v @ 3..=8 => Ok(RecordKey::Consumer(ConsumerGroupKey::decode(v, &mut r)?)),
             v => Err(SchemaError(format!("unknown key version {v}"))),
         }
     }

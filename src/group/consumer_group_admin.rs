@@ -1,0 +1,169 @@
+//! Consumer groups as the group-level APIs see them: ConsumerGroupDescribe,
+//! and the checks the classic APIs make when the group they name is a
+//! consumer group (OffsetCommit and OffsetFetch member epochs, JoinGroup,
+//! DeleteGroups), Kafka's `ConsumerGroup.validateOffsetCommit` and
+//! `validateOffsetFetch` among them.
+//!
+//! With `group.consumer.migration.policy=disabled`, a group is of one kind
+//! at a time: a JoinGroup to a consumer group with members is refused with
+//! INCONSISTENT_GROUP_PROTOCOL, while an empty consumer group (offsets only)
+//! is turned into a classic one, its consumer records tombstoned.
+
+use super::consumer_group::{ConsumerGroup, ConsumerGroupState};
+use super::consumer_group_records::{Assignment, TopicId};
+use super::coordinator::GroupCoordinator;
+use super::error::GroupError;
+use super::group_metadata::Group;
+use super::offsets::OffsetsRecord;
+
+/// One member as ConsumerGroupDescribe shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerMemberDescription {
+    pub member_id: String,
+    pub instance_id: Option<String>,
+    pub rack_id: Option<String>,
+    pub member_epoch: i32,
+    pub client_id: String,
+    pub client_host: String,
+    pub subscribed_topic_names: Vec<String>,
+    pub subscribed_topic_regex: Option<String>,
+    /// (topic id, topic name, partitions); topics deleted since are left out.
+    pub assignment: Vec<(TopicId, String, Vec<i32>)>,
+    pub target_assignment: Vec<(TopicId, String, Vec<i32>)>,
+}
+
+/// A consumer group as ConsumerGroupDescribe shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerGroupDescription {
+    pub group_id: String,
+    pub state: ConsumerGroupState,
+    pub group_epoch: i32,
+    pub assignment_epoch: i32,
+    pub assignor_name: String,
+    pub members: Vec<ConsumerMemberDescription>,
+}
+
+impl GroupCoordinator {
+    /// Whether `member_id` is a member of the consumer group `group_id`.
+    pub fn is_consumer_group_member(&self, group_id: &str, member_id: &str) -> bool {
+        let groups = self.lock();
+        let group = groups.get(group_id).and_then(|g| g.consumer.as_ref());
+        group.is_some_and(|cg| cg.members.contains_key(member_id))
+    }
+
+    /// ConsumerGroupDescribe for one group.
+    ///
+    /// # Errors
+    /// GROUP_ID_NOT_FOUND (with Kafka's message) for an unknown group or a
+    /// classic one; COORDINATOR_LOAD_IN_PROGRESS while loading.
+    pub fn consumer_describe(
+        &self,
+        group_id: &str,
+    ) -> Result<ConsumerGroupDescription, GroupError> {
+        self.check_ready()?;
+        let groups = self.lock();
+        let group = groups
+            .get(group_id)
+            .ok_or_else(|| GroupError::NotFound(format!("Group {group_id} not found.")))?;
+        let cg = group.consumer.as_ref().ok_or_else(|| {
+            GroupError::NotFound(format!("Group {group_id} is not a consumer group."))
+        })?;
+        let named = |a: &Assignment| -> Vec<(TopicId, String, Vec<i32>)> {
+            a.iter()
+                .filter_map(|(id, ps)| {
+                    let name = self.logs.topic_name_by_id(id)?;
+                    Some((*id, name, ps.iter().copied().collect()))
+                })
+                .collect()
+        };
+        let empty = Assignment::new();
+        Ok(ConsumerGroupDescription {
+            group_id: group_id.to_string(),
+            state: cg.state(),
+            group_epoch: cg.group_epoch,
+            assignment_epoch: cg.assignment_epoch,
+            assignor_name: self.preferred_assignor_name(cg),
+            members: cg
+                .members
+                .values()
+                .map(|m| ConsumerMemberDescription {
+                    member_id: m.member_id.clone(),
+                    instance_id: m.metadata.instance_id.clone(),
+                    rack_id: m.metadata.rack_id.clone(),
+                    member_epoch: m.epoch(),
+                    client_id: m.metadata.client_id.clone(),
+                    client_host: m.metadata.client_host.clone(),
+                    subscribed_topic_names: m.metadata.subscribed_topic_names.clone(),
+                    subscribed_topic_regex: m.metadata.subscribed_topic_regex.clone(),
+                    assignment: named(&m.assignment.assigned),
+                    target_assignment: named(cg.target.get(&m.member_id).unwrap_or(&empty)),
+                })
+                .collect(),
+        })
+    }
+}
+
+/// OffsetCommit to a consumer group: a commit from outside the group
+/// (negative epoch, no member id) only while it has no members; else a
+/// member at its current epoch (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH).
+pub(super) fn check_consumer_commit(
+    cg: &ConsumerGroup,
+    member_epoch: i32,
+    member_id: &str,
+) -> Result<(), GroupError> {
+    if member_epoch < 0 && member_id.is_empty() && cg.members.is_empty() {
+        return Ok(());
+    }
+    let member = cg.members.get(member_id).ok_or(GroupError::UnknownMemberId)?;
+    if member.epoch() != member_epoch {
+        return Err(GroupError::StaleMemberEpoch);
+    }
+    Ok(())
+}
+
+/// OffsetFetch (v9+) naming a member of a consumer group: it must be a
+/// member at its current epoch. A fetch naming no member is always allowed.
+///
+/// # Errors
+/// UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH.
+pub(super) fn check_consumer_fetch(
+    group: Option<&Group>,
+    member: Option<(&str, i32)>,
+) -> Result<(), GroupError> {
+    let Some((member_id, epoch)) = member else { return Ok(()) };
+    if member_id.is_empty() && epoch < 0 {
+        return Ok(());
+    }
+    let Some(cg) = group.and_then(|g| g.consumer.as_ref()) else {
+        // Classic groups and unknown groups: Kafka checks nothing here.
+        return Ok(());
+    };
+    let m = cg.members.get(member_id).ok_or(GroupError::UnknownMemberId)?;
+    if m.epoch() != epoch {
+        return Err(GroupError::StaleMemberEpoch);
+    }
+    Ok(())
+}
+
+/// A JoinGroup (classic protocol) to `group`: refused while it is a consumer
+/// group with members; an empty consumer group becomes classic, with the
+/// tombstones of its consumer records returned for the caller to write.
+pub(super) fn classic_join_allowed(group: &Group) -> Result<Vec<OffsetsRecord>, GroupError> {
+    let Some(cg) = &group.consumer else { return Ok(vec![]) };
+    if !cg.members.is_empty() {
+        return Err(GroupError::InconsistentGroupProtocol);
+    }
+    Ok(consumer_group_tombstones(&group.id, cg))
+}
+
+/// Every tombstone that removes a consumer group's records (members first).
+pub(super) fn consumer_group_tombstones(group_id: &str, cg: &ConsumerGroup) -> Vec<OffsetsRecord> {
+    let mut records: Vec<OffsetsRecord> = cg
+        .members
+        .keys()
+        .chain(cg.target.keys())
+        .flat_map(|m| ConsumerGroup::member_tombstones(group_id, m))
+        .collect();
+    records.extend(ConsumerGroup::group_tombstones(group_id));
+    records
+}
