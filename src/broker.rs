@@ -52,6 +52,7 @@ use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 
+use crate::api::fetch_session::{self, FetchSessionCache};
 use crate::cleaner::{LogCleaner, LogCleanerError, ProducerIdResolver};
 use crate::config::{BrokerConfig, ConfigError, Listener};
 use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
@@ -98,6 +99,8 @@ pub struct Broker {
     /// The authorizer and its ACLs (`sediment-acls.json`), when
     /// `authorizer.class.name` is set; `None`: every request is allowed.
     pub acls: Option<Arc<AclStore>>,
+    /// Incremental fetch sessions (KIP-227), shared by every connection.
+    pub fetch_sessions: FetchSessionCache,
 }
 
 fn store_error(e: StoreError) -> LogError {
@@ -151,6 +154,14 @@ impl Broker {
         let appended = Arc::new(watch::channel(0).0);
         let (txn, markers) =
             transaction_coordinator(txn_state, &logs, &producer_ids, &appended, &groups);
+        let request_metrics = RequestMetrics::new();
+        // A session holds at most what one request frame can name.
+        let fetch_sessions = FetchSessionCache::new(
+            config.max_incremental_fetch_session_cache_slots(),
+            fetch_session::EVICTION_MS,
+            config.socket_request_max_bytes() / fetch_session::MIN_PARTITION_BYTES,
+            request_metrics.fetch_sessions.clone(),
+        );
         Ok(Self {
             config,
             logs,
@@ -162,9 +173,10 @@ impl Broker {
             markers,
             appended,
             producer_ids,
-            request_metrics: RequestMetrics::new(),
+            request_metrics,
             scram,
             acls,
+            fetch_sessions,
         })
     }
 

@@ -330,6 +330,11 @@ impl BrokerConfig {
         self.int("socket.request.max.bytes") as usize
     }
 
+    /// `max.incremental.fetch.session.cache.slots`: most fetch sessions kept (0: none).
+    pub fn max_incremental_fetch_session_cache_slots(&self) -> usize {
+        self.int("max.incremental.fetch.session.cache.slots").max(0) as usize
+    }
+
     /// The listeners to bind, checked across keys (`config::listeners`).
     ///
     /// # Errors

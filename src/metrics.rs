@@ -38,10 +38,12 @@ use tokio::task::JoinSet;
 
 mod auth;
 mod authz;
+mod fetch_session;
 mod tls;
 
 pub use auth::AuthMetrics;
 pub use authz::{Denial, DenialRecorder};
+pub use fetch_session::FetchSessionMetrics;
 pub use tls::TlsMetrics;
 
 use crate::cleaner::LogCleanerHandle;
@@ -72,6 +74,7 @@ pub struct RequestMetrics {
     pub auth: AuthMetrics,
     pub tls: TlsMetrics,
     pub denials: DenialRecorder,
+    pub fetch_sessions: FetchSessionMetrics,
 }
 
 impl Default for RequestMetrics {
@@ -119,8 +122,17 @@ impl RequestMetrics {
         )
         .expect("valid metric");
         let (auth, tls) = (AuthMetrics::default(), TlsMetrics::default());
-        let denials = DenialRecorder::default();
-        Self { requests, errors, latency, tls_handshake_failures, auth, tls, denials }
+        let (denials, fetch_sessions) = (DenialRecorder::default(), FetchSessionMetrics::default());
+        Self {
+            requests,
+            errors,
+            latency,
+            tls_handshake_failures,
+            auth,
+            tls,
+            denials,
+            fetch_sessions,
+        }
     }
 
     /// Count a connection of `listener` whose TLS handshake failed for `reason`.
@@ -481,6 +493,7 @@ impl Metrics {
         requests.auth.register(&r)?;
         requests.tls.register(&r)?;
         requests.denials.register(&r)?;
+        requests.fetch_sessions.register(&r)?;
         #[cfg(target_os = "linux")]
         r.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))?;
         let late_transactions = int_gauge(
