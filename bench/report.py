@@ -176,6 +176,8 @@ def render(r: dict) -> str:
             w("\nsediment: skipped (no cleaner in this build).")
         w("")
 
+    consume_cpu_section(w, env, r)
+
     # Resources.
     w("## Broker resources per phase\n")
     w("Peak RSS: VmHWM of the broker process, reset at the start of each phase. CPU: utime+stime of the broker process. "
@@ -252,6 +254,27 @@ def ssl_section(w, env: dict, k: dict, s: dict) -> None:
         kpc, spc = cpu_per_gb(k, f"consume {p}p", gb), cpu_per_gb(s, f"consume {p}p", gb)
         w(f"| broker CPU s per GB consumed | {fmt(kcpu)} | {fmt(scpu)} | {ratio(scpu, kcpu)} |")
         w(f"| the same over PLAINTEXT | {fmt(kpc)} | {fmt(spc)} | {ratio(spc, kpc)} |")
+    w("")
+
+
+def consume_cpu_section(w, env: dict, r: dict) -> None:
+    """Broker CPU per GB consumed over many partitions (where fetch sessions matter)."""
+    parts = env.get("cpu_partitions") or []
+    if not parts:
+        return
+    k, s = r.get(K, {}), r.get(S, {})
+    over = ", ".join(env.get("sediment_overrides") or []) or "none"
+    w(f"## Consume CPU: ConsumerPerformance over {', '.join(map(str, parts))} partitions, "
+      f"{env.get('cpu_records', 0):,} records of 1 KiB each\n")
+    w(f"Broker utime+stime (from /proc/<pid>/stat) while ConsumerPerformance reads the topic back, per GB (2^30 bytes) "
+      f"consumed. sediment overrides: {over}.\n")
+    w("| | Kafka | sediment | ratio |\n|---|---:|---:|---:|")
+    for p in parts:
+        kc, sc = k.get(f"consume_cpu_p{p}", {}), s.get(f"consume_cpu_p{p}", {})
+        w(f"| **{p} partitions**: broker CPU s per GB consumed | {fmt(kc.get('cpu_s_per_gb'), 2)} | {fmt(sc.get('cpu_s_per_gb'), 2)} | "
+          f"{ratio(sc.get('cpu_s_per_gb'), kc.get('cpu_s_per_gb'))} |")
+        w(f"| broker CPU s | {fmt(kc.get('broker_cpu_s'), 2)} | {fmt(sc.get('broker_cpu_s'), 2)} | |")
+        w(f"| MB/s (whole run) | {fmt(kc.get('mb_per_s'))} | {fmt(sc.get('mb_per_s'))} | {ratio(sc.get('mb_per_s'), kc.get('mb_per_s'))} |")
     w("")
 
 
