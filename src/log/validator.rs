@@ -337,7 +337,10 @@ mod tests {
         b.build()
     }
 
-    fn contents(records: &[u8]) -> Vec<(i64, Option<Vec<u8>>, Option<Vec<u8>>)> {
+    /// (timestamp delta, key, value) of each record.
+    type Contents = Vec<(i64, Option<Vec<u8>>, Option<Vec<u8>>)>;
+
+    fn contents(records: &[u8]) -> Contents {
         let header = record_batch::check_batch(records, 1 << 20).unwrap();
         let mut scratch = Vec::new();
         let payload = record_batch::records_bytes(&header, records, &mut scratch, 1 << 20).unwrap();
