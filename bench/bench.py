@@ -46,9 +46,10 @@ Phases, per broker:
             many partitions this is where fetch sessions (KIP-227) matter:
             without them every fetch names, and every answer carries, every
             partition. Run once per broker, after the rounds.
---phases picks phases (default: all; `disk` is the raw disk test), e.g.
-`--phases consume-cpu --brokers sediment --sediment-override
-max.incremental.fetch.session.cache.slots=0` for sediment without sessions.
+--phases picks phases (default: all; `disk` is the raw disk test). A third
+broker, sediment-no-sessions (--brokers kafka,sediment,sediment-no-sessions),
+is the same sediment binary with max.incremental.fetch.session.cache.slots=0:
+`--phases consume-cpu` with it gives the before/after of fetch sessions.
 Resources per phase: the broker process's peak RSS (VmHWM, reset at the start
 of each phase through /proc/PID/clear_refs) and CPU seconds (utime+stime).
 Raw disk: sequential O_DIRECT write and read of a file in the same directory.
@@ -95,6 +96,8 @@ CLEANER = {
     "log.cleaner.dedupe.buffer.size": str(128 * MB),
     "log.cleaner.backoff.ms": "1000",
 }
+# A third broker --brokers may name: sediment with fetch sessions off.
+NO_SESSIONS = "sediment-no-sessions"
 # Every phase --phases may name, in the order they run.
 PHASES = ("disk", "produce", "consume", "txn", "ssl", "compaction", "consume-cpu")
 # Kafka's stock JVM flags (kafka-run-class.sh) with a fixed 1 GiB heap, so every
@@ -457,7 +460,7 @@ class Sediment(Broker):
 
     def start(self) -> None:
         self.data.mkdir(parents=True, exist_ok=True)
-        self.logfile = open(self.workdir / "sediment-broker.log", "a")
+        self.logfile = open(self.workdir / f"{self.name}-broker.log", "a")
         env = dict(os.environ)
         env.setdefault("RUST_LOG", "info")
         self.proc = subprocess.Popen([str(self.binary), "serve", *self.overrides()], stdout=self.logfile, stderr=subprocess.STDOUT, env=env,
@@ -785,6 +788,8 @@ def main() -> int:
     args.ssl_partitions = [int(p) for p in args.ssl_partitions.split(",")] if args.ssl else []
     args.cpu_partitions = [int(p) for p in args.cpu_partitions.split(",")]
     brokers = args.brokers.split(",")
+    if unknown := [b for b in brokers if b not in ("kafka", "sediment", NO_SESSIONS)]:
+        ap.error(f"unknown broker(s) {','.join(unknown)}; known: kafka, sediment, {NO_SESSIONS}")
     started = time.monotonic()
     args.workdir.mkdir(parents=True, exist_ok=True)
     tools = Tools(args.jars, args.classes, args.workdir)
@@ -844,6 +849,10 @@ def main() -> int:
         else:
             servers[name] = Sediment(args.workdir, data, args.sediment_bin, cleaner_ok, tls)
             servers[name].extra = dict(kv.split("=", 1) for kv in args.sediment_override)
+            if name == NO_SESSIONS:
+                # The same binary with fetch sessions off: the "before" of KIP-227.
+                servers[name].name = name
+                servers[name].extra["max.incremental.fetch.session.cache.slots"] = "0"
             compact_for[name] = cleaner_ok and not args.no_compaction
         results[name] = {"phases": {}}
     # A round produces to fresh topics and reads them back; the report takes

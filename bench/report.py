@@ -257,24 +257,30 @@ def ssl_section(w, env: dict, k: dict, s: dict) -> None:
     w("")
 
 
+NO_SESSIONS = "sediment-no-sessions"
+
+
 def consume_cpu_section(w, env: dict, r: dict) -> None:
-    """Broker CPU per GB consumed over many partitions (where fetch sessions matter)."""
+    """Broker CPU per GB consumed over many partitions (where fetch sessions
+    matter), with sediment without fetch sessions when it ran."""
     parts = env.get("cpu_partitions") or []
     if not parts:
         return
-    k, s = r.get(K, {}), r.get(S, {})
+    cols = [(name, r[key]) for name, key in (("Kafka", K), ("sediment", S), ("sediment, no fetch sessions", NO_SESSIONS))
+            if key in r]
     over = ", ".join(env.get("sediment_overrides") or []) or "none"
     w(f"## Consume CPU: ConsumerPerformance over {', '.join(map(str, parts))} partitions, "
       f"{env.get('cpu_records', 0):,} records of 1 KiB each\n")
-    w(f"Broker utime+stime (from /proc/<pid>/stat) while ConsumerPerformance reads the topic back, per GB (2^30 bytes) "
-      f"consumed. sediment overrides: {over}.\n")
-    w("| | Kafka | sediment | ratio |\n|---|---:|---:|---:|")
+    w("Broker utime+stime (from /proc/<pid>/stat) while ConsumerPerformance (one consumer in a group) reads the topic "
+      "back, per GB (2^30 bytes) consumed; the produce before it is not measured. *no fetch sessions*: the same sediment "
+      f"binary with max.incremental.fetch.session.cache.slots=0. sediment overrides: {over}.\n")
+    w("| | " + " | ".join(name for name, _ in cols) + " |\n|---|" + "---:|" * len(cols))
     for p in parts:
-        kc, sc = k.get(f"consume_cpu_p{p}", {}), s.get(f"consume_cpu_p{p}", {})
-        w(f"| **{p} partitions**: broker CPU s per GB consumed | {fmt(kc.get('cpu_s_per_gb'), 2)} | {fmt(sc.get('cpu_s_per_gb'), 2)} | "
-          f"{ratio(sc.get('cpu_s_per_gb'), kc.get('cpu_s_per_gb'))} |")
-        w(f"| broker CPU s | {fmt(kc.get('broker_cpu_s'), 2)} | {fmt(sc.get('broker_cpu_s'), 2)} | |")
-        w(f"| MB/s (whole run) | {fmt(kc.get('mb_per_s'))} | {fmt(sc.get('mb_per_s'))} | {ratio(sc.get('mb_per_s'), kc.get('mb_per_s'))} |")
+        key = f"consume_cpu_p{p}"
+        for label, field, digits in (("broker CPU s per GB consumed", "cpu_s_per_gb", 2), ("broker CPU s", "broker_cpu_s", 2),
+                                     ("MB/s (whole run)", "mb_per_s", 1)):
+            head = f"**{p} partitions**: {label}" if field == "cpu_s_per_gb" else label
+            w(f"| {head} | " + " | ".join(fmt(res.get(key, {}).get(field), digits) for _, res in cols) + " |")
     w("")
 
 

@@ -32,7 +32,10 @@
 #   --cpu-records N        consume-cpu phase: 1 KiB records per topic (default 1000000, about 1 GB)
 #   --sediment-override K=V  a broker key for sediment only (repeatable), e.g.
 #                          max.incremental.fetch.session.cache.slots=0 (no fetch sessions)
-#   --brokers LIST         kafka,sediment (default both, in that order)
+#   --brokers LIST         kafka,sediment (default both, in that order); sediment-no-sessions is
+#                          sediment with max.incremental.fetch.session.cache.slots=0 (fetch
+#                          sessions off), e.g. --phases consume-cpu --brokers
+#                          kafka,sediment,sediment-no-sessions for their before/after
 #   --disk-mb N            size of the raw disk test file (default 2048)
 #   --label TEXT           put TEXT in the report title (e.g. before/after)
 #   --out FILE             report path (default bench/results/<date>-<commit>.md)
