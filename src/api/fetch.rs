@@ -44,7 +44,7 @@ use kafka_protocol::messages::fetch_response::{
 };
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
-use super::error::error_code;
+use super::error::{error_code, fetch_session_error_code};
 use super::fetch_session::{FetchContext, SessionError};
 use super::RequestContext;
 use crate::broker::Broker;
@@ -198,7 +198,8 @@ pub async fn handle(
 
 /// A refused session: the error, no partitions, no session.
 fn session_error(e: SessionError) -> FetchReply {
-    let response = FetchResponse::default().with_error_code(e.code().code()).with_session_id(0);
+    let code = fetch_session_error_code(e).code();
+    let response = FetchResponse::default().with_error_code(code).with_session_id(0);
     FetchReply { response, regions: Vec::new() }
 }
 

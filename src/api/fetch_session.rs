@@ -37,7 +37,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
 use parking_lot::Mutex;
@@ -81,16 +80,6 @@ pub enum SessionError {
     InvalidEpoch,
     /// A session of topic ids used with names, or the other way round.
     TopicIdMismatch,
-}
-
-impl SessionError {
-    pub fn code(self) -> ResponseError {
-        match self {
-            Self::IdNotFound => ResponseError::FetchSessionIdNotFound,
-            Self::InvalidEpoch => ResponseError::InvalidFetchSessionEpoch,
-            Self::TopicIdMismatch => ResponseError::FetchSessionTopicIdError,
-        }
-    }
 }
 
 /// How one Fetch request is served (Kafka's `FetchContext` kinds).
