@@ -3,15 +3,16 @@
 //! DumpLogSegments shows the codec) and consumers read the same records;
 //! `producer` keeps the producer's codec; an idempotent producer's batches
 //! keep their producer id and sequence; the cleaner recopies recompressed
-//! batches; zstd batches need Produce v7.
+//! batches; zstd batches need Produce v7, and a zstd topic Fetch v10.
 
 mod broker;
 mod common;
 
 use broker::{create_topic, kafka_tool, TestBroker, Wire};
 use common::{all_batches, clean_fully, cleaner, files_with, kafka_dump_log, open_log, read_all};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ProduceRequest, TopicName};
+use kafka_protocol::messages::{FetchRequest, ProduceRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use parking_lot::RwLock;
 use sediment::clock::MockClock;
@@ -86,6 +87,22 @@ fn a_zstd_topic_stores_zstd_for_a_gzip_producer_and_producer_keeps_gzip() {
     };
     assert_eq!(code(w.call(6, &request)), 76, "UNSUPPORTED_COMPRESSION_TYPE");
     assert_eq!(code(w.call(7, &request)), 0);
+
+    // A zstd topic is refused to Fetch v9 and older, as on Kafka.
+    let fetch =
+        FetchRequest::default().with_max_wait_ms(0).with_max_bytes(1 << 20).with_topics(vec![
+            FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_static_str("zstd-topic")))
+                .with_partitions(vec![FetchPartition::default().with_partition_max_bytes(1 << 20)]),
+        ]);
+    let fetched = |w: &mut Wire, version| {
+        let r = w.call(version, &fetch);
+        let p = &r.responses[0].partitions[0];
+        (p.error_code, p.records.as_ref().map_or(0, |r| r.len()))
+    };
+    assert_eq!(fetched(&mut w, 9), (76, 0));
+    let (code, len) = fetched(&mut w, 10);
+    assert!(code == 0 && len > 0, "{code} {len}");
 }
 
 #[test]

@@ -12,6 +12,9 @@
 //! answer keeps only the partitions the client must hear about. The session
 //! is decided before the long poll and the answer filtered once, after it.
 //!
+//! A topic with `compression.type=zstd` is UNSUPPORTED_COMPRESSION_TYPE to
+//! Fetch v4-v9 (Kafka's rule: those clients cannot read zstd).
+//!
 //! Isolation (v4+): read_committed reads stop at the last stable offset and
 //! carry the aborted transactions of what they return; every response
 //! carries the partition's LSO. With no transaction in a log both levels
@@ -275,9 +278,18 @@ fn read_once(
                             ResponseError::UnknownTopicOrPartition
                         }),
                         Some(log) => {
-                            let budget =
-                                Budget { remaining: &mut remaining, total: &mut total, isolation };
-                            read_partition(&log.read(), &tp, p, &mut data, &mut regions, budget)
+                            let log = log.read();
+                            if version < 10 && log.config().compression_type == "zstd" {
+                                // Kafka's answer to a client too old for zstd.
+                                Some(ResponseError::UnsupportedCompressionType)
+                            } else {
+                                let budget = Budget {
+                                    remaining: &mut remaining,
+                                    total: &mut total,
+                                    isolation,
+                                };
+                                read_partition(&log, &tp, p, &mut data, &mut regions, budget)
+                            }
                         }
                     }
                 }
