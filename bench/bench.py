@@ -36,6 +36,20 @@ Phases, per broker:
             broker picks for a client offering Java's TLS 1.3 order is
             recorded with `openssl s_client`. The SSL listener exists only
             with this phase (--no-ssl leaves the brokers as before).
+  consume-cpu
+            broker CPU per GB consumed: topics of --cpu-partitions (default
+            8 and 100 partitions) get --cpu-records records of 1 KiB
+            (ProducerPerformance, not measured), then ConsumerPerformance
+            (org.apache.kafka.tools.ConsumerPerformance, with a group) reads
+            each back while the broker's utime+stime is taken from
+            /proc/<pid>/stat: CPU seconds per GB (2^30 bytes) consumed. With
+            many partitions this is where fetch sessions (KIP-227) matter:
+            without them every fetch names, and every answer carries, every
+            partition. Run once per broker, after the rounds.
+--phases picks phases (default: all; `disk` is the raw disk test). A third
+broker, sediment-no-sessions (--brokers kafka,sediment,sediment-no-sessions),
+is the same sediment binary with max.incremental.fetch.session.cache.slots=0:
+`--phases consume-cpu` with it gives the before/after of fetch sessions.
 Resources per phase: the broker process's peak RSS (VmHWM, reset at the start
 of each phase through /proc/PID/clear_refs) and CPU seconds (utime+stime).
 Raw disk: sequential O_DIRECT write and read of a file in the same directory.
@@ -82,6 +96,10 @@ CLEANER = {
     "log.cleaner.dedupe.buffer.size": str(128 * MB),
     "log.cleaner.backoff.ms": "1000",
 }
+# A third broker --brokers may name: sediment with fetch sessions off.
+NO_SESSIONS = "sediment-no-sessions"
+# Every phase --phases may name, in the order they run.
+PHASES = ("disk", "produce", "consume", "txn", "ssl", "compaction", "consume-cpu")
 # Kafka's stock JVM flags (kafka-run-class.sh) with a fixed 1 GiB heap, so every
 # run measures Kafka in the same configuration.
 KAFKA_HEAP = "-Xmx1g"
@@ -418,6 +436,8 @@ class Sediment(Broker):
         super().__init__(workdir, data, tls)
         self.binary = binary
         self.cleaner = cleaner
+        # --sediment-override KEY=VALUE, last word over the bench's own keys.
+        self.extra: dict[str, str] = {}
         # The Prometheus endpoint stays on (as deployed), on a port of its own:
         # its default 9404 may be taken by another broker on this machine.
         self.metrics = f"127.0.0.1:{free_port()}" if sediment_knows(binary, workdir, {"metrics.listen": "127.0.0.1:1"}) else None
@@ -432,6 +452,7 @@ class Sediment(Broker):
             keys["metrics.listen"] = self.metrics
         if self.cleaner:
             keys.update(CLEANER)
+        keys.update(self.extra)
         out = []
         for k, v in keys.items():
             out += ["--override", f"{k}={v}"]
@@ -439,7 +460,7 @@ class Sediment(Broker):
 
     def start(self) -> None:
         self.data.mkdir(parents=True, exist_ok=True)
-        self.logfile = open(self.workdir / "sediment-broker.log", "a")
+        self.logfile = open(self.workdir / f"{self.name}-broker.log", "a")
         env = dict(os.environ)
         env.setdefault("RUST_LOG", "info")
         self.proc = subprocess.Popen([str(self.binary), "serve", *self.overrides()], stdout=self.logfile, stderr=subprocess.STDOUT, env=env,
@@ -642,6 +663,8 @@ def run_stage(stage: str, broker: Broker, tools: Tools, args, res: dict, compact
             log(f"{broker.name}: {r}")
     elif name == "ssl":
         ssl_stage(broker, tools, args, res, rep)
+    elif name == "consume-cpu":
+        consume_cpu_stage(broker, tools, args, res)
     elif name == "compaction" and compact:
         log(f"{broker.name}: compaction: {args.compact_records} records over {args.compact_keys} keys")
         c = compaction(broker, tools, args.compact_records, args.compact_keys, args.clean_timeout)
@@ -649,6 +672,26 @@ def run_stage(stage: str, broker: Broker, tools: Tools, args, res: dict, compact
         res["phases"]["compaction produce"] = c.pop("produce_resources")
         res["phases"]["compaction clean"] = c.pop("clean_resources")
         log(f"{broker.name}: {json.dumps(c)}")
+
+
+def consume_cpu_stage(broker: Broker, tools: Tools, args, res: dict) -> None:
+    """Broker CPU seconds per GB consumed by ConsumerPerformance from topics of
+    each of --cpu-partitions; the produce before it is not measured."""
+    for parts in args.cpu_partitions:
+        topic = f"bench-cpu-p{parts}"
+        tools.client(["create", broker.bootstrap, topic, str(parts)], f"{broker.name}-create-{topic}")
+        log(f"{broker.name}: produce {args.cpu_records} x 1 KiB to {topic} (not measured)")
+        producer_perf(tools, broker.bootstrap, topic, args.cpu_records, f"{broker.name}-cpu-produce-{topic}")
+        subprocess.run(["sync"], check=False)
+        log(f"{broker.name}: consume {topic}, broker CPU measured")
+        with Phase(broker.pid) as ph:
+            r = consumer_perf(tools, broker.bootstrap, topic, args.cpu_records, f"bench-cpu-group-{parts}",
+                              f"{broker.name}-cpu-consume-{topic}")
+        gb = r["mb"] / 1024
+        r["broker_cpu_s"] = round(ph.cpu, 2)
+        r["cpu_s_per_gb"] = round(ph.cpu / gb, 2) if gb else None
+        record_run(res, f"consume_cpu_p{parts}", f"consume-cpu {parts}p", r, ph)
+        log(f"{broker.name}: {r}")
 
 
 def ssl_stage(broker: Broker, tools: Tools, args, res: dict, rep: str) -> None:
@@ -717,6 +760,13 @@ def main() -> int:
                     help="the SSL phase: produce and consume over an SSL listener (--no-ssl: no SSL listener at all)")
     ap.add_argument("--ssl-partitions", default="1", help="partition counts of the SSL phase's topics")
     ap.add_argument("--clean-timeout", type=float, default=240)
+    ap.add_argument("--phases", default=",".join(PHASES),
+                    help=f"comma-separated phases to run (default all: {','.join(PHASES)})")
+    ap.add_argument("--cpu-partitions", default="8,100", help="partition counts of the consume-cpu phase's topics")
+    ap.add_argument("--cpu-records", type=int, default=1_000_000,
+                    help="records of 1 KiB per consume-cpu topic (1,000,000: about 1 GB)")
+    ap.add_argument("--sediment-override", action="append", default=[], metavar="KEY=VALUE",
+                    help="a broker key for sediment (repeatable), e.g. max.incremental.fetch.session.cache.slots=0")
     ap.add_argument("--disk-mb", type=int, default=2048)
     ap.add_argument("--keep-data", action="store_true")
     ap.add_argument("--label", default="")
@@ -728,8 +778,18 @@ def main() -> int:
     # SIGTERM unwinds like Ctrl-C, so the running broker is stopped (finally blocks).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args.partitions = [int(p) for p in args.partitions.split(",")]
+    phases = [p for p in args.phases.split(",") if p]
+    unknown = [p for p in phases if p not in PHASES]
+    if unknown:
+        ap.error(f"unknown phase(s) {','.join(unknown)}; known: {','.join(PHASES)}")
+    args.ssl = args.ssl and "ssl" in phases
+    args.no_txn = args.no_txn or "txn" not in phases
+    args.no_compaction = args.no_compaction or "compaction" not in phases
     args.ssl_partitions = [int(p) for p in args.ssl_partitions.split(",")] if args.ssl else []
+    args.cpu_partitions = [int(p) for p in args.cpu_partitions.split(",")]
     brokers = args.brokers.split(",")
+    if unknown := [b for b in brokers if b not in ("kafka", "sediment", NO_SESSIONS)]:
+        ap.error(f"unknown broker(s) {','.join(unknown)}; known: kafka, sediment, {NO_SESSIONS}")
     started = time.monotonic()
     args.workdir.mkdir(parents=True, exist_ok=True)
     tools = Tools(args.jars, args.classes, args.workdir)
@@ -747,6 +807,10 @@ def main() -> int:
         "label": args.label, "sequential": args.sequential, "repeat": args.repeat,
         "txn_duration_ms": None if args.no_txn else args.txn_duration_ms,
         "ssl_partitions": args.ssl_partitions,
+        "phases": phases,
+        "cpu_partitions": args.cpu_partitions if "consume-cpu" in phases else [],
+        "cpu_records": args.cpu_records,
+        "sediment_overrides": args.sediment_override,
     }
     # A private copy: other builds into target/ must not swap the binary mid-run.
     private = args.workdir / "sediment"
@@ -767,10 +831,11 @@ def main() -> int:
         results["busy_before"][what] = round(wait_idle(budget[0]), 3)
         budget[0] = max(0.0, budget[0] - (time.monotonic() - t))
 
-    settle("disk")
-    log(f"raw disk: {args.disk_mb} MB sequential O_DIRECT write and read in {args.workdir}")
-    results["disk"] = raw_disk(args.workdir, args.disk_mb)
-    log(f"raw disk: {results['disk']}")
+    if "disk" in phases:
+        settle("disk")
+        log(f"raw disk: {args.disk_mb} MB sequential O_DIRECT write and read in {args.workdir}")
+        results["disk"] = raw_disk(args.workdir, args.disk_mb)
+        log(f"raw disk: {results['disk']}")
 
     tls = Tls(args.workdir) if args.ssl else None
     servers: dict[str, Broker] = {}
@@ -783,12 +848,19 @@ def main() -> int:
             compact_for[name] = not args.no_compaction
         else:
             servers[name] = Sediment(args.workdir, data, args.sediment_bin, cleaner_ok, tls)
+            servers[name].extra = dict(kv.split("=", 1) for kv in args.sediment_override)
+            if name == NO_SESSIONS:
+                # The same binary with fetch sessions off: the "before" of KIP-227.
+                servers[name].name = name
+                servers[name].extra["max.incremental.fetch.session.cache.slots"] = "0"
             compact_for[name] = cleaner_ok and not args.no_compaction
         results[name] = {"phases": {}}
     # A round produces to fresh topics and reads them back; the report takes
     # the median of the rounds. Compaction runs once.
     extra = ([] if args.no_txn else ["txn#{r}"]) + (["ssl#{r}"] if args.ssl else [])
-    rounds = [[f"produce#{r}", f"consume#{r}", *(t.format(r=r) for t in extra)] for r in range(args.repeat)] + [["compaction"]]
+    per_round = [f"{p}#{{r}}" for p in ("produce", "consume") if p in phases] + extra
+    rounds = [[t.format(r=r) for t in per_round] for r in range(args.repeat)] if per_round else []
+    rounds += [["compaction"]] + ([["consume-cpu"]] if "consume-cpu" in phases else [])
     if args.sequential:
         # Each broker once, all stages in a row.
         sessions = [(name, [stage for group in rounds for stage in group]) for name in brokers]

@@ -176,6 +176,8 @@ def render(r: dict) -> str:
             w("\nsediment: skipped (no cleaner in this build).")
         w("")
 
+    consume_cpu_section(w, env, r)
+
     # Resources.
     w("## Broker resources per phase\n")
     w("Peak RSS: VmHWM of the broker process, reset at the start of each phase. CPU: utime+stime of the broker process. "
@@ -252,6 +254,33 @@ def ssl_section(w, env: dict, k: dict, s: dict) -> None:
         kpc, spc = cpu_per_gb(k, f"consume {p}p", gb), cpu_per_gb(s, f"consume {p}p", gb)
         w(f"| broker CPU s per GB consumed | {fmt(kcpu)} | {fmt(scpu)} | {ratio(scpu, kcpu)} |")
         w(f"| the same over PLAINTEXT | {fmt(kpc)} | {fmt(spc)} | {ratio(spc, kpc)} |")
+    w("")
+
+
+NO_SESSIONS = "sediment-no-sessions"
+
+
+def consume_cpu_section(w, env: dict, r: dict) -> None:
+    """Broker CPU per GB consumed over many partitions (where fetch sessions
+    matter), with sediment without fetch sessions when it ran."""
+    parts = env.get("cpu_partitions") or []
+    if not parts:
+        return
+    cols = [(name, r[key]) for name, key in (("Kafka", K), ("sediment", S), ("sediment, no fetch sessions", NO_SESSIONS))
+            if key in r]
+    over = ", ".join(env.get("sediment_overrides") or []) or "none"
+    w(f"## Consume CPU: ConsumerPerformance over {', '.join(map(str, parts))} partitions, "
+      f"{env.get('cpu_records', 0):,} records of 1 KiB each\n")
+    w("Broker utime+stime (from /proc/<pid>/stat) while ConsumerPerformance (one consumer in a group) reads the topic "
+      "back, per GB (2^30 bytes) consumed; the produce before it is not measured. *no fetch sessions*: the same sediment "
+      f"binary with max.incremental.fetch.session.cache.slots=0. sediment overrides: {over}.\n")
+    w("| | " + " | ".join(name for name, _ in cols) + " |\n|---|" + "---:|" * len(cols))
+    for p in parts:
+        key = f"consume_cpu_p{p}"
+        for label, field, digits in (("broker CPU s per GB consumed", "cpu_s_per_gb", 2), ("broker CPU s", "broker_cpu_s", 2),
+                                     ("MB/s (whole run)", "mb_per_s", 1)):
+            head = f"**{p} partitions**: {label}" if field == "cpu_s_per_gb" else label
+            w(f"| {head} | " + " | ".join(fmt(res.get(key, {}).get(field), digits) for _, res in cols) + " |")
     w("")
 
 

@@ -3,7 +3,8 @@
 #
 # Side-by-side benchmark of Apache Kafka 4.1.2 and sediment on this machine:
 # raw disk, produce (1 and 8 partitions), consume, transactional produce,
-# produce and consume over SSL (1 partition), compaction, and
+# produce and consume over SSL (1 partition), compaction, broker CPU per GB
+# consumed over 8 and 100 partitions (consume-cpu), and
 # each broker's peak RSS and CPU per phase. Brokers run one at a time. Writes a
 # markdown report to bench/results/<date>-<commit>.md (and the raw numbers
 # next to it as .json) and prints it. About 15 minutes with the defaults
@@ -25,7 +26,16 @@
 #                          made with openssl in the work dir), the same records as the
 #                          PLAINTEXT phases, to topics of these partition counts (default 1)
 #   --no-ssl               skip the SSL phase; the brokers then have no SSL listener
-#   --brokers LIST         kafka,sediment (default both, in that order)
+#   --phases LIST          phases to run (default all): disk,produce,consume,txn,ssl,compaction,consume-cpu
+#   --cpu-partitions LIST  consume-cpu phase: broker CPU s per GB that ConsumerPerformance reads back
+#                          from topics of these partition counts (default 8,100)
+#   --cpu-records N        consume-cpu phase: 1 KiB records per topic (default 1000000, about 1 GB)
+#   --sediment-override K=V  a broker key for sediment only (repeatable), e.g.
+#                          max.incremental.fetch.session.cache.slots=0 (no fetch sessions)
+#   --brokers LIST         kafka,sediment (default both, in that order); sediment-no-sessions is
+#                          sediment with max.incremental.fetch.session.cache.slots=0 (fetch
+#                          sessions off), e.g. --phases consume-cpu --brokers
+#                          kafka,sediment,sediment-no-sessions for their before/after
 #   --disk-mb N            size of the raw disk test file (default 2048)
 #   --label TEXT           put TEXT in the report title (e.g. before/after)
 #   --out FILE             report path (default bench/results/<date>-<commit>.md)

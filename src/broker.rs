@@ -52,6 +52,7 @@ use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 
+use crate::api::fetch_session::{self, FetchSessionCache};
 use crate::cleaner::{LogCleaner, LogCleanerError, LogCleanerHandle, ProducerIdResolver};
 use crate::config::dynamic::{DynamicBrokerConfig, DynamicConfigError};
 use crate::config::{BrokerConfig, ConfigError, Listener};
@@ -104,6 +105,8 @@ pub struct Broker {
     pub dynamic: Option<Arc<DynamicBrokerConfig>>,
     /// The cleaner's threads, reconfigured by dynamic configs.
     pub cleaner: Option<Arc<LogCleanerHandle>>,
+    /// Incremental fetch sessions (KIP-227), shared by every connection.
+    pub fetch_sessions: FetchSessionCache,
 }
 
 fn store_error(e: StoreError) -> LogError {
@@ -157,6 +160,14 @@ impl Broker {
         let appended = Arc::new(watch::channel(0).0);
         let (txn, markers) =
             transaction_coordinator(txn_state, &logs, &producer_ids, &appended, &groups);
+        let request_metrics = RequestMetrics::new();
+        // A session holds at most what one request frame can name.
+        let fetch_sessions = FetchSessionCache::new(
+            config.max_incremental_fetch_session_cache_slots(),
+            fetch_session::EVICTION_MS,
+            config.socket_request_max_bytes() / fetch_session::MIN_PARTITION_BYTES,
+            request_metrics.fetch_sessions.clone(),
+        );
         Ok(Self {
             config,
             logs,
@@ -168,11 +179,12 @@ impl Broker {
             markers,
             appended,
             producer_ids,
-            request_metrics: RequestMetrics::new(),
+            request_metrics,
             scram,
             acls,
             dynamic: None,
             cleaner: None,
+            fetch_sessions,
         })
     }
 

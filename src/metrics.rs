@@ -35,6 +35,7 @@ use prometheus::{
 
 mod auth;
 mod authz;
+mod fetch_session;
 mod http;
 mod tls;
 mod tombstones;
@@ -43,6 +44,7 @@ pub use http::serve;
 
 pub use auth::AuthMetrics;
 pub use authz::{Denial, DenialRecorder};
+pub use fetch_session::FetchSessionMetrics;
 pub use tls::TlsMetrics;
 
 use crate::cleaner::{CleanerThreadsStatus, LogCleanerHandle, ManagerStatus};
@@ -73,6 +75,7 @@ pub struct RequestMetrics {
     pub auth: AuthMetrics,
     pub tls: TlsMetrics,
     pub denials: DenialRecorder,
+    pub fetch_sessions: FetchSessionMetrics,
 }
 
 impl Default for RequestMetrics {
@@ -120,8 +123,17 @@ impl RequestMetrics {
         )
         .expect("valid metric");
         let (auth, tls) = (AuthMetrics::default(), TlsMetrics::default());
-        let denials = DenialRecorder::default();
-        Self { requests, errors, latency, tls_handshake_failures, auth, tls, denials }
+        let (denials, fetch_sessions) = (DenialRecorder::default(), FetchSessionMetrics::default());
+        Self {
+            requests,
+            errors,
+            latency,
+            tls_handshake_failures,
+            auth,
+            tls,
+            denials,
+            fetch_sessions,
+        }
     }
 
     /// Count a connection of `listener` whose TLS handshake failed for `reason`.
@@ -483,6 +495,7 @@ impl Metrics {
         requests.auth.register(&r)?;
         requests.tls.register(&r)?;
         requests.denials.register(&r)?;
+        requests.fetch_sessions.register(&r)?;
         #[cfg(target_os = "linux")]
         r.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))?;
         let late_transactions = int_gauge(

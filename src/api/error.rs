@@ -10,6 +10,7 @@
 
 use kafka_protocol::error::ResponseError;
 
+use super::fetch_session::SessionError;
 use crate::group::GroupError;
 use crate::log::producer_state::ProducerError;
 use crate::log::{BatchError, LogError};
@@ -61,6 +62,15 @@ fn batch_error_code(e: &BatchError) -> ResponseError {
         | BatchError::UnknownCompression(_)
         | BatchError::Decompression(_)
         | BatchError::CorruptRecord(_) => ResponseError::CorruptMessage,
+    }
+}
+
+/// Kafka's code for a refused fetch session.
+pub fn fetch_session_error_code(e: SessionError) -> ResponseError {
+    match e {
+        SessionError::IdNotFound => ResponseError::FetchSessionIdNotFound,
+        SessionError::InvalidEpoch => ResponseError::InvalidFetchSessionEpoch,
+        SessionError::TopicIdMismatch => ResponseError::FetchSessionTopicIdError,
     }
 }
 

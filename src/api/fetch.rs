@@ -4,8 +4,16 @@
 //! Sizes follow KIP-74: `partition_max_bytes` bounds each partition and
 //! `max_bytes` the response, except that the first batch of the first
 //! partition with data is returned whole even when larger, so a consumer
-//! always makes progress. Fetch sessions (KIP-227) are not kept: every
-//! response carries session id 0, which tells the client to send full requests.
+//! always makes progress.
+//!
+//! Fetch sessions (KIP-227, v7+, `fetch_session`): a full fetch may open a
+//! session whose id the answer carries; an incremental fetch reads every
+//! partition of its session (the request only names what changed) and the
+//! answer keeps only the partitions the client must hear about. The session
+//! is decided before the long poll and the answer filtered once, after it.
+//!
+//! A topic with `compression.type=zstd` is UNSUPPORTED_COMPRESSION_TYPE to
+//! Fetch v4-v9 (Kafka's rule: those clients cannot read zstd).
 //!
 //! Isolation (v4+): read_committed reads stop at the last stable offset and
 //! carry the aborted transactions of what they return; every response
@@ -39,7 +47,8 @@ use kafka_protocol::messages::fetch_response::{
 };
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
-use super::error::error_code;
+use super::error::{error_code, fetch_session_error_code};
+use super::fetch_session::{FetchContext, SessionError};
 use super::RequestContext;
 use crate::broker::Broker;
 use crate::log::segment::FileRegion;
@@ -148,17 +157,71 @@ impl FetchAccess {
 pub async fn handle(
     broker: &Broker,
     ctx: &RequestContext<'_>,
-    request: FetchRequest,
+    mut request: FetchRequest,
     version: i16,
 ) -> FetchReply {
-    let access = FetchAccess::decide(broker, ctx, &request, version);
+    let now_ms = broker.logs.clock().now_ms();
+    let replica_id =
+        if version >= 15 { request.replica_state.replica_id.0 } else { request.replica_id.0 };
+    let context = if version >= 7 {
+        broker.fetch_sessions.new_context(now_ms, version, &request, replica_id >= 0)
+    } else {
+        FetchContext::Sessionless
+    };
+    match &context {
+        FetchContext::Error(e) => return session_error(*e),
+        FetchContext::Incremental { topics, .. } => request.topics = topics.clone(),
+        _ => {}
+    }
+    let mut reply = long_poll(broker, ctx, &request, version).await;
+    match context {
+        FetchContext::Full { privileged, uses_topic_ids } => {
+            reply.response.session_id = broker.fetch_sessions.maybe_create_session(
+                broker.logs.clock().now_ms(),
+                privileged,
+                uses_topic_ids,
+                &request.topics,
+                &reply.response,
+            );
+        }
+        FetchContext::Incremental { session_id, epoch, .. } => {
+            let cache = &broker.fetch_sessions;
+            match cache.filter_incremental(session_id, epoch, &mut reply.response) {
+                Ok(()) => {}
+                // Evicted while this request waited: the whole answer, with
+                // no session, tells the client to start over with a full fetch.
+                Err(SessionError::IdNotFound) => reply.response.session_id = 0,
+                Err(e) => return session_error(e),
+            }
+        }
+        FetchContext::Sessionless | FetchContext::Error(_) => {}
+    }
+    reply
+}
+
+/// A refused session: the error, no partitions, no session.
+fn session_error(e: SessionError) -> FetchReply {
+    let code = fetch_session_error_code(e).code();
+    let response = FetchResponse::default().with_error_code(code).with_session_id(0);
+    FetchReply { response, regions: Vec::new() }
+}
+
+/// Read the request's partitions until `min_bytes` are there, an error is,
+/// or `max_wait_ms` passed.
+async fn long_poll(
+    broker: &Broker,
+    ctx: &RequestContext<'_>,
+    request: &FetchRequest,
+    version: i16,
+) -> FetchReply {
+    let access = FetchAccess::decide(broker, ctx, request, version);
     let wait = Duration::from_millis(request.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64);
     let deadline = tokio::time::Instant::now() + wait;
     let mut appends = broker.subscribe_appends();
     loop {
         appends.borrow_and_update();
         let (reply, bytes, errors) =
-            tokio::task::block_in_place(|| read_once(broker, &request, version, &access));
+            tokio::task::block_in_place(|| read_once(broker, request, version, &access));
         let enough = bytes >= request.min_bytes.max(0) as usize || errors;
         if enough || tokio::time::Instant::now() >= deadline {
             return reply;
@@ -167,10 +230,8 @@ pub async fn handle(
             Ok(Ok(())) => continue,
             // Timed out (or the broker is going away): answer with what there is.
             _ => {
-                return tokio::task::block_in_place(|| {
-                    read_once(broker, &request, version, &access)
-                })
-                .0
+                return tokio::task::block_in_place(|| read_once(broker, request, version, &access))
+                    .0
             }
         }
     }
@@ -217,9 +278,18 @@ fn read_once(
                             ResponseError::UnknownTopicOrPartition
                         }),
                         Some(log) => {
-                            let budget =
-                                Budget { remaining: &mut remaining, total: &mut total, isolation };
-                            read_partition(&log.read(), &tp, p, &mut data, &mut regions, budget)
+                            let log = log.read();
+                            if version < 10 && log.config().compression_type == "zstd" {
+                                // Kafka's answer to a client too old for zstd.
+                                Some(ResponseError::UnsupportedCompressionType)
+                            } else {
+                                let budget = Budget {
+                                    remaining: &mut remaining,
+                                    total: &mut total,
+                                    isolation,
+                                };
+                                read_partition(&log, &tp, p, &mut data, &mut regions, budget)
+                            }
                         }
                     }
                 }

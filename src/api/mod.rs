@@ -34,6 +34,7 @@ pub mod describe_transactions;
 pub mod end_txn;
 pub mod error;
 pub mod fetch;
+pub mod fetch_session;
 pub mod find_coordinator;
 pub mod heartbeat;
 pub mod init_producer_id;

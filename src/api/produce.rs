@@ -18,6 +18,11 @@
 //! other producers are never affected. A control batch from a client stays
 //! INVALID_RECORD (the log's validator).
 //!
+//! Compression: zstd batches need Produce v7+ (Kafka's
+//! `ProduceRequest.validateRecords`); older requests carrying one get
+//! UNSUPPORTED_COMPRESSION_TYPE for that partition. A topic's
+//! `compression.type` is applied by the log (`log::validator`).
+//!
 //! Authorization (Kafka's `handleProduceRequest`): a request with a
 //! transactional batch needs WRITE on its TRANSACTIONAL_ID, else the whole
 //! request is TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as without an id. Then
@@ -37,6 +42,7 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 use super::error::{error_code, txn_produce_error_code};
 use super::{str_bytes, Close, RequestContext};
 use crate::broker::Broker;
+use crate::log::compression::Compression;
 use crate::log::producer_state::VerificationGuard;
 use crate::log::record_batch::{
     ATTRIBUTES_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET,
@@ -177,6 +183,30 @@ fn first_transactional(records: &[u8]) -> Option<(i64, i16)> {
     None
 }
 
+/// Whether any batch of `records` is zstd-compressed. Only the framing
+/// needed to walk the batches is read; anything malformed is left to the
+/// validator.
+fn has_zstd(records: &[u8]) -> bool {
+    let mut pos = 0usize;
+    while let Some(header) = records.get(pos..pos + ATTRIBUTES_OFFSET + 2) {
+        let attributes =
+            i16::from_be_bytes([header[ATTRIBUTES_OFFSET], header[ATTRIBUTES_OFFSET + 1]]);
+        if Compression::from_attributes(attributes) == Ok(Compression::Zstd) {
+            return true;
+        }
+        let Ok(length) =
+            header[LENGTH_OFFSET..LENGTH_OFFSET + 4].try_into().map(i32::from_be_bytes)
+        else {
+            return false;
+        };
+        if length <= 0 {
+            return false;
+        }
+        pos += LOG_OVERHEAD + length as usize;
+    }
+    false
+}
+
 /// Whether `records`, sent under `transactional_id`, may be appended to
 /// `tp`: a transactional batch of a producer with no open transaction on the
 /// partition must be in the id's transaction (Kafka's verification). No log
@@ -302,6 +332,10 @@ fn append_partition(
     let Some(records) = p.records else {
         return Err(Refusal::new(ResponseError::CorruptMessage).because("no records".into()));
     };
+    if version < 7 && has_zstd(&records) {
+        return Err(Refusal::new(ResponseError::UnsupportedCompressionType)
+            .because("zstd batches need Produce v7 or later".into()));
+    }
     // With `transaction.partition.verification.enable=false` nothing is
     // asked, as on Kafka: a batch of a producer the coordinator does not know
     // then opens a transaction no marker will close (a hanging transaction,

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use super::compression::Compression;
 use super::error::{LogError, Result};
 use super::record_batch::TimestampType;
 
@@ -66,7 +67,13 @@ pub const LOG_CONFIGS: &[ConfigDef] = &[
         "delete removes old segments by time or size; compact keeps the latest record per key; both may be listed"),
     def!("compression.type", "compression.type", String, "producer", None, None,
         &["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"],
-        "stored batches keep the producer's codec; other values are accepted for compatibility but not applied (no recompression yet)"),
+        "codec of stored batches: producer keeps the producer's; any other is applied on produce, recompressing batches sent with another codec (uncompressed stores them inflated)"),
+    def!("compression.gzip.level", "compression.gzip.level", Int, "-1", Some(-1.0), Some(9.0), &[],
+        "gzip level when compression.type=gzip recompresses: -1 (zlib's default) or 1 to 9"),
+    def!("compression.lz4.level", "compression.lz4.level", Int, "9", Some(1.0), Some(17.0), &[],
+        "lz4 level when compression.type=lz4 recompresses: accepted and without effect (sediment's lz4 encoder has one level, lz4's fast one)"),
+    def!("compression.zstd.level", "compression.zstd.level", Int, "3", Some(-131072.0), Some(22.0), &[],
+        "zstd level when compression.type=zstd recompresses"),
     def!("delete.retention.ms", "log.cleaner.delete.retention.ms", Long, "86400000", Some(0.0), None, &[],
         "how long tombstones survive after the first clean that sees them"),
     def!("file.delete.delay.ms", "log.segment.delete.delay.ms", Long, "60000", Some(0.0), None, &[],
@@ -126,6 +133,9 @@ pub fn config_def(name: &str) -> Option<&'static ConfigDef> {
 pub fn validate_value(name: &str, value: &str) -> Result<()> {
     let def = config_def(name).ok_or_else(|| invalid(name, "unknown topic config".to_string()))?;
     let value = value.trim();
+    if name == "compression.gzip.level" && value == "0" {
+        return Err(invalid(name, "0 is not -1 or between 1 and 9".into()));
+    }
     let check_range = |v: f64| -> Result<()> {
         if let Some(min) = def.min {
             if v < min {
@@ -212,6 +222,9 @@ pub struct LogConfig {
     pub compact: bool,
     pub delete: bool,
     pub compression_type: String,
+    pub compression_gzip_level: i32,
+    pub compression_lz4_level: i32,
+    pub compression_zstd_level: i32,
     pub delete_retention_ms: i64,
     pub file_delete_delay_ms: i64,
     pub flush_messages: i64,
@@ -270,6 +283,9 @@ impl LogConfig {
             compact: policy.split(',').any(|p| p.trim() == "compact"),
             delete: policy.split(',').any(|p| p.trim() == "delete"),
             compression_type: get("compression.type"),
+            compression_gzip_level: long("compression.gzip.level") as i32,
+            compression_lz4_level: long("compression.lz4.level") as i32,
+            compression_zstd_level: long("compression.zstd.level") as i32,
             delete_retention_ms: long("delete.retention.ms"),
             file_delete_delay_ms: long("file.delete.delay.ms"),
             flush_messages: long("flush.messages"),
@@ -297,6 +313,19 @@ impl LogConfig {
             tombstone_max_wait_ms: long("sediment.tombstone.retention.max.wait.ms"),
             overrides,
         })
+    }
+
+    /// The codec and level `compression.type` imposes on appended batches;
+    /// `None` for `producer` (batches keep their codec).
+    pub fn target_compression(&self) -> Option<(Compression, i32)> {
+        let codec = Compression::from_config_name(&self.compression_type)?;
+        let level = match codec {
+            Compression::Gzip => self.compression_gzip_level,
+            Compression::Lz4 => self.compression_lz4_level,
+            Compression::Zstd => self.compression_zstd_level,
+            Compression::None | Compression::Snappy => 0,
+        };
+        Some((codec, level))
     }
 
     /// The effective value of `name` and where it came from.
@@ -344,6 +373,16 @@ mod tests {
         assert_eq!(c.max_message_bytes, 1048588);
         assert_eq!(c.delete_retention_ms, 86_400_000);
         assert_eq!(c.flush_messages, i64::MAX);
+        assert_eq!(c.target_compression(), None, "compression.type=producer");
+        let zstd = LogConfig::resolve(
+            &[("compression.zstd.level".to_string(), "-7".to_string())].into(),
+            [("compression.type".to_string(), "zstd".to_string())].into(),
+        )
+        .unwrap();
+        assert_eq!(zstd.target_compression(), Some((Compression::Zstd, -7)));
+        let gzip: BTreeMap<_, _> = [("compression.type".to_string(), "gzip".to_string())].into();
+        let gzip = LogConfig::resolve(&BTreeMap::new(), gzip).unwrap();
+        assert_eq!(gzip.target_compression(), Some((Compression::Gzip, -1)));
     }
 
     #[test]
@@ -360,6 +399,11 @@ mod tests {
             ("segment.bytes", "1"),
             ("min.cleanable.dirty.ratio", "1.5"),
             ("retention.ms", "soon"),
+            ("compression.gzip.level", "0"),
+            ("compression.gzip.level", "10"),
+            ("compression.lz4.level", "0"),
+            ("compression.zstd.level", "23"),
+            ("compression.type", "brotli"),
             ("nope", "1"),
         ] {
             match LogConfig::resolve(&BTreeMap::new(), [(k.to_string(), v.to_string())].into()) {

@@ -323,6 +323,27 @@ impl Log {
             self.validated = validated;
             return Err(e.into());
         }
+        // compression.type other than `producer`: what is appended is the
+        // batches rebuilt in the topic's codec (and validated again).
+        let target = self.config.target_compression();
+        let mut rebuilt;
+        let records: &mut [u8] = match validator::apply_compression(
+            records,
+            &mut validated,
+            target,
+            &ctx,
+            &mut self.scratch,
+        ) {
+            Ok(None) => records,
+            Ok(Some(bytes)) => {
+                rebuilt = bytes;
+                &mut rebuilt
+            }
+            Err(e) => {
+                self.validated = validated;
+                return Err(e.into());
+            }
+        };
         // A retried batch is answered with its original offsets; a gap, a fenced
         // epoch or a batch outside its transaction refuses the whole request
         // before anything is written.
