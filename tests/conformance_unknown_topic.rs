@@ -42,6 +42,16 @@ fn call<R: kafka_protocol::protocol::Request>(w: &mut Wire, v: i16, r: &R) -> R:
     try_call(w, v, r).expect("the broker answers")
 }
 
+/// `(topic/partition, code)` of every partition of a response's topics
+/// (each response names its fields its own way).
+macro_rules! partition_codes {
+    ($topics:expr, $name:ident, $partitions:ident, $index:ident, $code:ident) => {
+        $topics.iter().flat_map(|t| {
+            t.$partitions.iter().map(move |p| (format!("{}/{}", &*t.$name, p.$index), p.$code))
+        })
+    };
+}
+
 /// Lines `API vN topic[/partition]: code`, sorted, so the order in which a
 /// broker lists results does not matter.
 fn lines(api: &str, v: i16, entries: impl IntoIterator<Item = (String, i16)>) -> Vec<String> {
@@ -76,11 +86,7 @@ fn offset_commit(w: &mut Wire, v: i16) -> Vec<String> {
     lines(
         "OffsetCommit",
         v,
-        resp.topics.iter().flat_map(|t| {
-            t.partitions
-                .iter()
-                .map(move |p| (format!("{}/{}", &*t.name, p.partition_index), p.error_code))
-        }),
+        partition_codes!(resp.topics, name, partitions, partition_index, error_code),
     )
 }
 
@@ -135,11 +141,7 @@ fn txn_offset_commit(w: &mut Wire, v: i16, (pid, epoch): (i64, i16)) -> Vec<Stri
     lines(
         "TxnOffsetCommit",
         v,
-        resp.topics.iter().flat_map(|t| {
-            t.partitions
-                .iter()
-                .map(move |p| (format!("{}/{}", &*t.name, p.partition_index), p.error_code))
-        }),
+        partition_codes!(resp.topics, name, partitions, partition_index, error_code),
     )
 }
 
@@ -185,11 +187,7 @@ fn delete_records(w: &mut Wire, v: i16) -> Vec<String> {
     lines(
         "DeleteRecords",
         v,
-        resp.topics.iter().flat_map(|t| {
-            t.partitions
-                .iter()
-                .map(move |p| (format!("{}/{}", &*t.name, p.partition_index), p.error_code))
-        }),
+        partition_codes!(resp.topics, name, partitions, partition_index, error_code),
     )
 }
 
@@ -218,11 +216,7 @@ fn list_offsets(w: &mut Wire, v: i16) -> Vec<String> {
     lines(
         "ListOffsets",
         v,
-        resp.topics.iter().flat_map(|t| {
-            t.partitions
-                .iter()
-                .map(move |p| (format!("{}/{}", &*t.name, p.partition_index), p.error_code))
-        }),
+        partition_codes!(resp.topics, name, partitions, partition_index, error_code),
     )
 }
 
@@ -236,11 +230,7 @@ fn describe_producers(w: &mut Wire, v: i16) -> Vec<String> {
     lines(
         "DescribeProducers",
         v,
-        resp.topics.iter().flat_map(|t| {
-            t.partitions
-                .iter()
-                .map(move |p| (format!("{}/{}", &*t.name, p.partition_index), p.error_code))
-        }),
+        partition_codes!(resp.topics, name, partitions, partition_index, error_code),
     )
 }
 
@@ -373,11 +363,7 @@ fn produce(w: &mut Wire, v: i16) -> Vec<String> {
     lines(
         "Produce",
         v,
-        resp.responses.iter().flat_map(|t| {
-            t.partition_responses
-                .iter()
-                .map(move |p| (format!("{}/{}", &*t.name, p.index), p.error_code))
-        }),
+        partition_codes!(resp.responses, name, partition_responses, index, error_code),
     )
 }
 

@@ -4,9 +4,8 @@
 
 mod broker;
 
-use broker::{kafka_tool, kafka_tool_output, TestBroker};
+use broker::{console_produce_keyed, kafka_tool, kafka_tool_output, TestBroker};
 
-const PRODUCER: &str = "org.apache.kafka.tools.ConsoleProducer";
 const CONSUMER: &str = "org.apache.kafka.tools.consumer.ConsoleConsumer";
 const GROUPS: &str = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
 
@@ -18,21 +17,7 @@ fn console_consumer_group_and_consumer_groups_command() {
         "num.partitions=2",
     ]);
     let bs = b.bootstrap();
-    kafka_tool(
-        &b,
-        PRODUCER,
-        &[
-            "--bootstrap-server",
-            &bs,
-            "--topic",
-            "orders",
-            "--property",
-            "parse.key=true",
-            "--property",
-            "key.separator=:",
-        ],
-        Some("k1:a\nk2:b\nk3:c\nk4:d\nk5:e\nk6:f\n"),
-    );
+    console_produce_keyed(&b, "orders", ":", "k1:a\nk2:b\nk3:c\nk4:d\nk5:e\nk6:f\n");
 
     let consume_group = |max: Option<&str>| {
         let mut args = vec![

@@ -18,9 +18,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use broker::{create_topic, kafka_tool, repo_root, TestBroker};
+use broker::{console_produce_keyed, create_topic, kafka_tool, repo_root, TestBroker};
 
-const PRODUCER: &str = "org.apache.kafka.tools.ConsoleProducer";
 const GROUPS: &str = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
 
 /// A running ConsumerProtocolMember and the lines it printed so far.
@@ -166,21 +165,7 @@ fn java_consumers_with_the_consumer_protocol() {
     let bs = b.bootstrap();
     create_topic(b.port, "orders", 6, &[]);
     let input: String = (0..60).map(|i| format!("k{i}:v{i}\n")).collect();
-    kafka_tool(
-        &b,
-        PRODUCER,
-        &[
-            "--bootstrap-server",
-            &bs,
-            "--topic",
-            "orders",
-            "--property",
-            "parse.key=true",
-            "--property",
-            "key.separator=:",
-        ],
-        Some(&input),
-    );
+    console_produce_keyed(&b, "orders", ":", &input);
 
     let mut members: Vec<Member> =
         ["m1", "m2", "m3"].iter().map(|n| Member::start(&bs, n)).collect();

@@ -7,7 +7,7 @@ mod broker;
 
 use std::process::Command;
 
-use broker::{kafka_tool, repo_root, TestBroker};
+use broker::{console_produce_keyed, kafka_tool, repo_root, TestBroker};
 
 const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
 const CONFIGS: &str = "kafka.admin.ConfigCommand";
@@ -260,21 +260,7 @@ fn topics_configs_offsets_log_dirs_and_api_versions() {
     );
 
     // Data, then offsets and log dirs.
-    kafka_tool(
-        &b,
-        PRODUCER,
-        &[
-            "--bootstrap-server",
-            &bs,
-            "--topic",
-            "orders",
-            "--property",
-            "parse.key=true",
-            "--property",
-            "key.separator==",
-        ],
-        Some("k1=v1\nk2=v2\nk3=v3\nk4=v4\n"),
-    );
+    console_produce_keyed(&b, "orders", "=", "k1=v1\nk2=v2\nk3=v3\nk4=v4\n");
     let offsets = kafka_tool(
         &b,
         "org.apache.kafka.tools.GetOffsetShell",

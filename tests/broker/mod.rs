@@ -36,6 +36,10 @@ impl TestBroker {
 
     /// Start a broker, as [`TestBroker::start`], with `env` set in its environment.
     pub fn start_with_env(overrides: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::launched(overrides, env, None)
+    }
+
+    fn launched(overrides: &[&str], env: &[(&str, &str)], config_file: Option<&Path>) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let log_path = dir.path().join("broker.log");
         let mut b = Self {
@@ -46,7 +50,7 @@ impl TestBroker {
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
             env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             log_path,
-            config_file: None,
+            config_file: config_file.map(Path::to_path_buf),
         };
         b.launch(0);
         b
@@ -55,20 +59,7 @@ impl TestBroker {
     /// Start a broker from the config file `file` (which sets `listeners`
     /// and `log.dirs`), with `overrides` after it.
     pub fn start_with_config(file: &Path, overrides: &[&str]) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let log_path = dir.path().join("broker.log");
-        let mut b = Self {
-            child: None,
-            port: 0,
-            metrics_port: 0,
-            dir,
-            overrides: overrides.iter().map(|s| s.to_string()).collect(),
-            env: Vec::new(),
-            log_path,
-            config_file: Some(file.to_path_buf()),
-        };
-        b.launch(0);
-        b
+        Self::launched(overrides, &[], Some(file))
     }
 
     /// A broker whose cleaner reads at 2 MB/s, so a clean of a few MB lasts
@@ -759,6 +750,22 @@ pub fn kafka_tool(b: &TestBroker, main_class: &str, args: &[&str], stdin: Option
         b.log()
     );
     stdout
+}
+
+/// Kafka's console producer writing `input` (`key<separator>value` lines) to `topic`.
+pub fn console_produce_keyed(b: &TestBroker, topic: &str, separator: &str, input: &str) {
+    let separator = format!("key.separator={separator}");
+    let args = [
+        "--bootstrap-server",
+        &b.bootstrap(),
+        "--topic",
+        topic,
+        "--property",
+        "parse.key=true",
+        "--property",
+        &separator,
+    ];
+    kafka_tool(b, "org.apache.kafka.tools.ConsoleProducer", &args, Some(input));
 }
 
 /// The venv's interpreter; scripts/python-env.sh installs the pinned clients
