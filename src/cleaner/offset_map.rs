@@ -5,10 +5,16 @@
 //! for it, 24 bytes per entry whatever the key's length.
 //!
 //! Layout and invariants:
-//! * One allocation of `slots × 24` bytes, made when the map is created from
-//!   its byte budget (`log.cleaner.dedupe.buffer.size` divided among the
-//!   threads); nothing is allocated per key and [`OffsetMap::clear`] zeroes the
-//!   same memory for the next clean.
+//! * One table of `slots × 24` bytes. The byte budget
+//!   (`log.cleaner.dedupe.buffer.size` divided among the threads) bounds it,
+//!   but the table starts at [`INITIAL_SLOTS`] and doubles (rehashing every
+//!   entry) when a new key would pass its load factor, up to the budget's
+//!   slots: memory follows the keys a clean meets, not the budget. Kafka
+//!   allocates the whole budget up front. [`OffsetMap::clear`] gives a grown
+//!   table back and starts the next clean small again.
+//! * What the cleaner and the gauges see is the budget: [`OffsetMap::max_entries`],
+//!   [`OffsetMap::remaining`] and [`OffsetMap::utilization`] count against the
+//!   budget's slots, whatever the table's size now.
 //! * Open addressing with linear probing: a fingerprint starts at the slot its
 //!   first 8 bytes select and moves to the next slot (wrapping) while the slot
 //!   holds a different fingerprint. Entries are never removed, so a lookup may
@@ -54,12 +60,21 @@ pub enum OffsetMapError {
     Full { entries: usize, max_entries: usize },
 }
 
-/// Fixed-size fingerprint → offset table over a byte budget.
+/// Slots of a fresh table (768 KiB).
+pub const INITIAL_SLOTS: usize = 1 << 15;
+
+/// Fingerprint → offset table, growing up to a byte budget.
 pub struct OffsetMap {
     /// `slots × BYTES_PER_ENTRY` bytes: fingerprint then big-endian offset.
     bytes: Vec<u8>,
-    slots: usize,
+    /// Slots of the table now.
+    table_slots: usize,
+    /// Keys the table takes before it grows: `floor(slots × load_factor)`.
+    grow_at: usize,
     entries: usize,
+    load_factor: f64,
+    /// Slots and keys the budget allows.
+    budget_slots: usize,
     max_entries: usize,
     /// The largest offset put since the last clear (-1 when empty).
     latest_offset: i64,
@@ -70,7 +85,8 @@ pub struct OffsetMap {
 impl std::fmt::Debug for OffsetMap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OffsetMap")
-            .field("slots", &self.slots)
+            .field("table_slots", &self.table_slots)
+            .field("budget_slots", &self.budget_slots)
             .field("entries", &self.entries)
             .field("max_entries", &self.max_entries)
             .field("latest_offset", &self.latest_offset)
@@ -84,15 +100,23 @@ impl OffsetMap {
     /// # Errors
     /// A budget below one entry, or a load factor outside (0, 1].
     pub fn new(budget_bytes: usize, load_factor: f64) -> Result<Self, OffsetMapError> {
-        let (slots, max_entries) = Self::check_budget(budget_bytes, load_factor)?;
+        let (budget_slots, max_entries) = Self::check_budget(budget_bytes, load_factor)?;
+        let slots = budget_slots.min(INITIAL_SLOTS);
         Ok(Self {
             bytes: vec![0u8; slots * BYTES_PER_ENTRY],
-            slots,
+            table_slots: slots,
+            grow_at: Self::keys_for(slots, load_factor),
             entries: 0,
+            load_factor,
+            budget_slots,
             max_entries,
             latest_offset: -1,
             probes: 0,
         })
+    }
+
+    fn keys_for(slots: usize, load_factor: f64) -> usize {
+        ((slots as f64) * load_factor).floor() as usize
     }
 
     /// The slots and the entries a map of `budget_bytes` holds, without
@@ -115,9 +139,13 @@ impl OffsetMap {
         Ok((slots, max_entries))
     }
 
-    /// Number of slots (entries the memory could hold at load factor 1).
+    /// Slots the budget allows (entries the budget could hold at load factor 1).
     pub fn slots(&self) -> usize {
-        self.slots
+        self.budget_slots
+    }
+    /// Slots of the table now (at most [`OffsetMap::slots`]).
+    pub fn table_slots(&self) -> usize {
+        self.table_slots
     }
     /// Distinct keys stored.
     pub fn len(&self) -> usize {
@@ -134,9 +162,10 @@ impl OffsetMap {
     pub fn remaining(&self) -> usize {
         self.max_entries - self.entries
     }
-    /// Share of the slots in use, as Kafka's `max-buffer-utilization-percent` reports it.
+    /// Share of the budget's slots in use, as Kafka's
+    /// `max-buffer-utilization-percent` reports it (its map is the whole budget).
     pub fn utilization(&self) -> f64 {
-        self.entries as f64 / self.slots as f64
+        self.entries as f64 / self.budget_slots as f64
     }
     /// Largest offset put since the last clear, -1 if none.
     pub fn latest_offset(&self) -> i64 {
@@ -151,11 +180,17 @@ impl OffsetMap {
         self.probes
     }
 
-    /// Forget every entry, keeping the memory.
+    /// Forget every entry. A grown table is given back for a fresh small
+    /// one; a small one is zeroed in place.
     pub fn clear(&mut self) {
-        // Slots are only written by puts: an empty map's memory is already zero
-        // (and a fresh map's pages stay untouched until used).
-        if self.entries > 0 {
+        let initial = self.budget_slots.min(INITIAL_SLOTS);
+        if self.table_slots > initial {
+            self.bytes = vec![0u8; initial * BYTES_PER_ENTRY];
+            self.table_slots = initial;
+            self.grow_at = Self::keys_for(initial, self.load_factor);
+        } else if self.entries > 0 {
+            // Slots are only written by puts: an empty map's memory is already
+            // zero (and a fresh map's pages stay untouched until used).
             self.bytes.fill(0);
         }
         self.entries = 0;
@@ -165,13 +200,15 @@ impl OffsetMap {
 
     fn start_slot(&self, hash: &KeyHash) -> usize {
         let h = u64::from_be_bytes(hash[..8].try_into().expect("8 bytes"));
-        (h % self.slots as u64) as usize
+        (h % self.table_slots as u64) as usize
     }
 
     /// Slot holding `hash`, or the empty slot where it would go.
     fn find(&mut self, hash: &KeyHash) -> (usize, bool) {
         let mut slot = self.start_slot(hash);
-        loop {
+        // A table filled to a load factor of 1 has no empty slot: after one
+        // lap the key is not there (a put then finds the map full).
+        for _ in 0..self.table_slots {
             self.probes += 1;
             let at = slot * BYTES_PER_ENTRY;
             let stored = &self.bytes[at..at + HASH_SIZE];
@@ -181,13 +218,12 @@ impl OffsetMap {
             if stored.iter().all(|&b| b == 0) {
                 return (slot, false);
             }
-            // NOTE: the map is never completely full (max_entries <= slots and a
-            // put into a full map is refused), so this loop finds an empty slot.
             slot += 1;
-            if slot == self.slots {
+            if slot == self.table_slots {
                 slot = 0;
             }
         }
+        (slot, false)
     }
 
     /// Record `offset` as the newest for the key with fingerprint `hash`.
@@ -195,6 +231,11 @@ impl OffsetMap {
     /// # Errors
     /// `Full` when the key is new and the map already holds `max_entries` keys.
     pub fn put_hash(&mut self, hash: &KeyHash, offset: i64) -> Result<(), OffsetMapError> {
+        // Grow before probing: a table filled to a load factor of 1 has no
+        // empty slot to end a probe for a new key.
+        if self.entries >= self.grow_at && self.table_slots < self.budget_slots {
+            self.grow();
+        }
         let (slot, found) = self.find(hash);
         if !found {
             if self.entries >= self.max_entries {
@@ -211,6 +252,29 @@ impl OffsetMap {
         self.bytes[at..at + 8].copy_from_slice(&offset.to_be_bytes());
         self.latest_offset = self.latest_offset.max(offset);
         Ok(())
+    }
+
+    /// Double the table (at most to the budget) and put every entry back.
+    fn grow(&mut self) {
+        let slots = self.budget_slots.min(self.table_slots.saturating_mul(2));
+        let old = std::mem::replace(&mut self.bytes, vec![0u8; slots * BYTES_PER_ENTRY]);
+        self.table_slots = slots;
+        // The budget's load factor may be 1: the last doubling must still take
+        // every key the budget allows.
+        self.grow_at = if slots == self.budget_slots {
+            self.max_entries
+        } else {
+            Self::keys_for(slots, self.load_factor)
+        };
+        for entry in old.chunks_exact(BYTES_PER_ENTRY) {
+            let hash: KeyHash = entry[..HASH_SIZE].try_into().expect("16 bytes");
+            if hash == [0u8; HASH_SIZE] {
+                continue;
+            }
+            let (slot, _) = self.find(&hash);
+            self.bytes[slot * BYTES_PER_ENTRY..(slot + 1) * BYTES_PER_ENTRY]
+                .copy_from_slice(entry);
+        }
     }
 
     /// Record `offset` as the newest for `key`.
@@ -301,6 +365,47 @@ mod tests {
             assert_eq!(map.latest_offset(), -1);
         }
         assert_eq!(map.bytes.as_ptr(), ptr, "clear keeps the same allocation");
+    }
+
+    #[test]
+    fn the_table_grows_with_the_keys_up_to_the_budget_and_shrinks_on_clear() {
+        let budget = 24 * (INITIAL_SLOTS * 4 + 10);
+        let mut map = OffsetMap::new(budget, 0.9).unwrap();
+        assert_eq!(map.memory_bytes(), 24 * INITIAL_SLOTS, "starts small");
+        assert_eq!(map.max_entries(), ((INITIAL_SLOTS * 4 + 10) as f64 * 0.9) as usize);
+        let n = map.max_entries() as i64;
+        for i in 0..n {
+            map.put(format!("key-{i}").as_bytes(), i).unwrap();
+        }
+        assert_eq!(map.table_slots(), map.slots(), "grew to the whole budget");
+        assert_eq!(map.remaining(), 0);
+        assert!(matches!(map.put(b"one-more", 0), Err(OffsetMapError::Full { .. })));
+        for i in (0..n).step_by(997) {
+            assert_eq!(map.get(format!("key-{i}").as_bytes()), Some(i), "survived the rehashes");
+        }
+        assert!((map.utilization() - 0.9).abs() < 1e-3, "against the budget");
+        map.clear();
+        assert_eq!(map.memory_bytes(), 24 * INITIAL_SLOTS, "given back");
+        assert_eq!(map.get(b"key-0"), None);
+        // A few keys keep the table small.
+        for i in 0..1000i64 {
+            map.put(format!("k{i}").as_bytes(), i).unwrap();
+        }
+        assert_eq!(map.table_slots(), INITIAL_SLOTS);
+    }
+
+    #[test]
+    fn a_load_factor_of_one_fills_the_whole_budget() {
+        let mut map = OffsetMap::new(24 * (INITIAL_SLOTS * 2), 1.0).unwrap();
+        for i in 0..(INITIAL_SLOTS * 2) as i64 {
+            map.put(format!("key-{i}").as_bytes(), i).unwrap();
+        }
+        assert_eq!(map.remaining(), 0);
+        assert_eq!(map.get(b"key-5"), Some(5));
+        assert_eq!(map.get(b"missing"), None, "a full table ends its probe");
+        assert!(matches!(map.put(b"missing", 1), Err(OffsetMapError::Full { .. })));
+        map.put(b"key-5", 50).unwrap();
+        assert_eq!(map.get(b"key-5"), Some(50), "an existing key is still updated");
     }
 
     #[test]
