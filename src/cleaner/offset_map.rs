@@ -272,8 +272,7 @@ impl OffsetMap {
                 continue;
             }
             let (slot, _) = self.find(&hash);
-            self.bytes[slot * BYTES_PER_ENTRY..(slot + 1) * BYTES_PER_ENTRY]
-                .copy_from_slice(entry);
+            self.bytes[slot * BYTES_PER_ENTRY..(slot + 1) * BYTES_PER_ENTRY].copy_from_slice(entry);
         }
     }
 
