@@ -47,6 +47,7 @@ pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
+mod offset_partitions;
 pub mod produce;
 pub mod sasl;
 pub mod scram_credentials;

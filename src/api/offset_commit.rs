@@ -9,8 +9,6 @@
 //! the allowed, existing partitions reach the coordinator, and when none is
 //! left it is not asked at all (so such a request creates no group).
 
-use std::collections::HashMap;
-
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
@@ -18,6 +16,7 @@ use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use kafka_protocol::ResponseError;
 
 use super::error::group_code;
+use super::offset_partitions::PartitionChecks;
 use super::RequestContext;
 use crate::broker::Broker;
 use crate::group::CommittedOffset;
@@ -37,16 +36,12 @@ pub fn handle(
     if version < 9 && broker.groups.is_consumer_group_member(group, request.member_id.as_str()) {
         return every_partition(request, ResponseError::UnsupportedVersion.code());
     }
-    let allowed: HashMap<&str, bool> = ctx.filter_authorized(
-        AclOperation::Read,
-        ResourceType::Topic,
-        request.topics.iter().map(|t| t.name.0.as_str()),
-    );
-    let is_allowed = |t: &str| allowed.get(t).copied().unwrap_or(false);
-    let known = |t: &str, p: i32| broker.logs.contains_partition(t, p);
+    let topics = request.topics.iter().map(|t| t.name.0.as_str());
+    let checks = PartitionChecks::new(ctx, &broker.logs, topics);
     let mut offsets = Vec::new();
-    for t in request.topics.iter().filter(|t| is_allowed(t.name.0.as_str())) {
-        for p in t.partitions.iter().filter(|p| known(t.name.0.as_str(), p.partition_index)) {
+    for t in &request.topics {
+        let name = t.name.0.as_str();
+        for p in t.partitions.iter().filter(|p| checks.passes(name, p.partition_index)) {
             let leader_epoch = if version >= 6 { p.committed_leader_epoch } else { -1 };
             let metadata = p.committed_metadata.as_deref();
             let o = CommittedOffset::requested(p.committed_offset, leader_epoch, metadata);
@@ -74,18 +69,13 @@ pub fn handle(
         .topics
         .iter()
         .map(|t| {
-            let allowed = is_allowed(t.name.0.as_str());
             let partitions = t
                 .partitions
                 .iter()
                 .map(|p| {
-                    let code = if !allowed {
-                        ResponseError::TopicAuthorizationFailed.code()
-                    } else if known(t.name.0.as_str(), p.partition_index) {
+                    let code = checks.code(t.name.0.as_str(), p.partition_index, || {
                         group_code(results.next().flatten())
-                    } else {
-                        ResponseError::UnknownTopicOrPartition.code()
-                    };
+                    });
                     OffsetCommitResponsePartition::default()
                         .with_partition_index(p.partition_index)
                         .with_error_code(code)

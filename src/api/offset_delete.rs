@@ -8,8 +8,6 @@
 //! topic's last, gets UNKNOWN_TOPIC_OR_PARTITION; the group is still checked
 //! (a missing group is the top-level error), as Kafka does.
 
-use std::collections::HashMap;
-
 use kafka_protocol::messages::offset_delete_response::{
     OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
 };
@@ -17,6 +15,7 @@ use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
 use kafka_protocol::ResponseError;
 
 use super::error::group_code;
+use super::offset_partitions::PartitionChecks;
 use super::RequestContext;
 use crate::broker::Broker;
 use crate::security::acl::{AclOperation, ResourceType};
@@ -31,19 +30,13 @@ pub fn handle(
         return OffsetDeleteResponse::default()
             .with_error_code(ResponseError::GroupAuthorizationFailed.code());
     }
-    let allowed: HashMap<&str, bool> = ctx.filter_authorized(
-        AclOperation::Read,
-        ResourceType::Topic,
-        request.topics.iter().map(|t| t.name.0.as_str()),
-    );
-    let is_allowed = |t: &str| allowed.get(t).copied().unwrap_or(false);
-    let known = |t: &str, p: i32| broker.logs.contains_partition(t, p);
+    let topics = request.topics.iter().map(|t| t.name.0.as_str());
+    let checks = PartitionChecks::new(ctx, &broker.logs, topics);
     let partitions: Vec<(String, i32)> = request
         .topics
         .iter()
-        .filter(|t| is_allowed(t.name.0.as_str()))
         .flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.as_str(), p.partition_index)))
-        .filter(|(t, p)| known(t, *p))
+        .filter(|(t, p)| checks.passes(t, *p))
         .map(|(t, p)| (t.to_string(), p))
         .collect();
     match broker.groups.delete_offsets(group, &partitions) {
@@ -54,18 +47,13 @@ pub fn handle(
                 .topics
                 .iter()
                 .map(|t| {
-                    let allowed = is_allowed(t.name.0.as_str());
                     let ps = t
                         .partitions
                         .iter()
                         .map(|p| {
-                            let code = if !allowed {
-                                ResponseError::TopicAuthorizationFailed.code()
-                            } else if known(t.name.0.as_str(), p.partition_index) {
+                            let code = checks.code(t.name.0.as_str(), p.partition_index, || {
                                 group_code(results.next().flatten())
-                            } else {
-                                ResponseError::UnknownTopicOrPartition.code()
-                            };
+                            });
                             OffsetDeleteResponsePartition::default()
                                 .with_partition_index(p.partition_index)
                                 .with_error_code(code)

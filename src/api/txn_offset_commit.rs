@@ -22,6 +22,7 @@ use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use kafka_protocol::ResponseError;
 
 use super::error::{group_code, txn_offset_commit_error_code};
+use super::offset_partitions::PartitionChecks;
 use super::RequestContext;
 use crate::broker::Broker;
 use crate::group::{CommittedOffset, TxnProducer, OFFSETS_TOPIC};
@@ -42,17 +43,13 @@ pub fn handle(
     if !ctx.authorize(AclOperation::Read, ResourceType::Group, group) {
         return every_partition(request, ResponseError::GroupAuthorizationFailed.code());
     }
-    let allowed = ctx.filter_authorized(
-        AclOperation::Read,
-        ResourceType::Topic,
-        request.topics.iter().map(|t| t.name.0.as_str()),
-    );
-    let is_allowed = |t: &str| allowed.get(t) == Some(&true);
+    let topics = request.topics.iter().map(|t| t.name.0.as_str());
+    let checks = PartitionChecks::new(ctx, &broker.logs, topics);
     let (pid, epoch) = (request.producer_id.0, request.producer_epoch);
-    let known = |t: &str, p: i32| broker.logs.contains_partition(t, p);
     let mut offsets = Vec::new();
-    for t in request.topics.iter().filter(|t| is_allowed(t.name.0.as_str())) {
-        for p in t.partitions.iter().filter(|p| known(t.name.0.as_str(), p.partition_index)) {
+    for t in &request.topics {
+        let name = t.name.0.as_str();
+        for p in t.partitions.iter().filter(|p| checks.passes(name, p.partition_index)) {
             let leader_epoch = if version >= 2 { p.committed_leader_epoch } else { -1 };
             let metadata = p.committed_metadata.as_deref();
             let o = CommittedOffset::requested(p.committed_offset, leader_epoch, metadata);
@@ -92,13 +89,8 @@ pub fn handle(
                 .partitions
                 .iter()
                 .map(|p| {
-                    let code = if !is_allowed(t.name.0.as_str()) {
-                        ResponseError::TopicAuthorizationFailed.code()
-                    } else if known(t.name.0.as_str(), p.partition_index) {
-                        codes.next().unwrap_or(0)
-                    } else {
-                        ResponseError::UnknownTopicOrPartition.code()
-                    };
+                    let code = checks
+                        .code(t.name.0.as_str(), p.partition_index, || codes.next().unwrap_or(0));
                     TxnOffsetCommitResponsePartition::default()
                         .with_partition_index(p.partition_index)
                         .with_error_code(code)
