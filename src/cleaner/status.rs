@@ -20,7 +20,6 @@ use super::cleaner::CleanResult;
 use super::log_to_clean::{LogToClean, OpenTransaction};
 use super::manager::{log_dir_of, LogCleanerManager};
 use super::tombstone_guard::TombstonesAtRisk;
-use crate::log::manager::SharedLog;
 use crate::log::{Log, TopicPartition};
 
 /// Who owns a producer id: the transactional id the transaction coordinator
@@ -283,7 +282,7 @@ impl LogCleanerManager {
     pub fn status(&self) -> ManagerStatus {
         let now = self.clock.now_ms();
         let all = self.logs.all_logs();
-        let committed = self.committed_offsets(&all);
+        let committed = self.committed_offsets();
         let mut inner = self.lock();
         let mut partitions = Vec::new();
         let mut dirs: BTreeMap<PathBuf, LogDirCleaningStatus> = BTreeMap::new();
@@ -338,18 +337,10 @@ impl LogCleanerManager {
         self.name_open_transactions(status)
     }
 
-    /// The groups' committed offsets on every compacted partition of `all`,
-    /// asked before any lock of the manager is taken.
-    fn committed_offsets(
-        &self,
-        all: &[(TopicPartition, SharedLog)],
-    ) -> HashMap<TopicPartition, Vec<(String, i64)>> {
-        let Some(offsets) = self.consumer_offsets() else { return HashMap::new() };
-        all.iter()
-            .filter(|(_, log)| log.read().config().compact)
-            .map(|(tp, _)| (tp.clone(), offsets.committed(tp)))
-            .filter(|(_, c)| !c.is_empty())
-            .collect()
+    /// The groups' committed offsets on every partition that has some,
+    /// asked once per status before any lock of the manager is taken.
+    fn committed_offsets(&self) -> HashMap<TopicPartition, Vec<(String, i64)>> {
+        self.consumer_offsets().map(|o| o.committed_by_partition()).unwrap_or_default()
     }
 
     /// `status` with the transactional id of every open transaction it shows,

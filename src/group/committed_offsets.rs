@@ -1,6 +1,8 @@
 //! The groups' committed offsets on one partition, for the cleaner's
 //! resurrection guard and its at-risk counts ([`ConsumerOffsets`]).
 
+use std::collections::HashMap;
+
 use crate::cleaner::tombstone_guard::ConsumerOffsets;
 use crate::log::TopicPartition;
 
@@ -20,5 +22,20 @@ impl ConsumerOffsets for GroupCoordinator {
                 Some((group, offset?.offset))
             })
             .collect()
+    }
+
+    fn committed_by_partition(&self) -> HashMap<TopicPartition, Vec<(String, i64)>> {
+        let mut out: HashMap<TopicPartition, Vec<(String, i64)>> = HashMap::new();
+        let Ok(groups) = self.list() else { return out };
+        for listed in groups {
+            let Ok(offsets) = self.fetch_offsets(&listed.group_id, None) else { continue };
+            for (topic, partition, offset) in offsets {
+                if let Some(o) = offset {
+                    let tp = TopicPartition::new(topic, partition);
+                    out.entry(tp).or_default().push((listed.group_id.clone(), o.offset));
+                }
+            }
+        }
+        out
     }
 }
