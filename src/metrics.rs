@@ -272,6 +272,7 @@ struct LogGauges {
     eligible: IntGaugeVec,
     uncleanable: IntGaugeVec,
     oldest_open_transaction_age: GaugeVec,
+    oldest_dirty_age: GaugeVec,
 }
 
 /// The registry and what it reads.
@@ -467,6 +468,12 @@ impl LogGauges {
                 "1 when the partition's last clean failed",
                 TP,
             )?,
+            oldest_dirty_age: gauge_vec(
+                r,
+                "sediment_log_cleaner_oldest_dirty_age_seconds",
+                "Age of the first record at or past the cleaner checkpoint, by record time (0: nothing dirty). Every copy superseded by an older record went with the last clean, so no unerased superseded copy has waited longer than this",
+                TP,
+            )?,
             oldest_open_transaction_age: gauge_vec(
                 r,
                 "sediment_log_oldest_open_transaction_age_seconds",
@@ -593,6 +600,7 @@ impl Metrics {
             &g.logs.seconds_since_last_clean,
             &g.logs.last_clean_size_reduction,
             &g.logs.oldest_open_transaction_age,
+            &g.logs.oldest_dirty_age,
         ] {
             v.reset();
         }
@@ -623,6 +631,15 @@ impl Metrics {
             g.logs.dirty_ratio.with_label_values(&labels).set(p.dirty_ratio);
             g.logs.cleanable_bytes.with_label_values(&labels).set(p.cleanable_bytes as i64);
             g.logs.first_dirty_offset.with_label_values(&labels).set(p.first_dirty_offset);
+            // Nothing dirty: 0; dirty batches without a timestamp: no series.
+            let dirty_age_ms = if p.first_dirty_offset >= p.log_end_offset {
+                Some(0)
+            } else {
+                p.oldest_dirty_timestamp_ms.map(|t| (status.now_ms - t).max(0))
+            };
+            if let Some(ms) = dirty_age_ms {
+                g.logs.oldest_dirty_age.with_label_values(&labels).set(ms as f64 / 1000.0);
+            }
             g.logs.eligible.with_label_values(&labels).set(i64::from(p.eligible));
             g.logs
                 .uncleanable

@@ -296,6 +296,8 @@ fn grafana_provisioning_and_the_dashboard_agree() {
         "kafka_network_requestmetrics_requests_total",
         "kafka_network_requestmetrics_total_time_seconds_bucket",
         "sediment_log_dir_usable_bytes",
+        "sediment_log_tombstones_at_risk",
+        "sediment_log_cleaner_oldest_dirty_age_seconds",
     ] {
         assert!(all.contains(needed), "the dashboard shows no {needed}");
     }

@@ -185,6 +185,21 @@ pub fn cleanable_offsets(
     (first_dirty, uncleanable.max(first_dirty))
 }
 
+/// The timestamp of the first batch at or past the cleaner checkpoint (its
+/// first record's, or its max when a delete horizon holds the base field);
+/// `None` when nothing is dirty or the batch has no timestamp.
+///
+/// A clean removes every copy superseded by a record below its end offset,
+/// and the checkpoint moves to that end, so every superseded copy still in
+/// the log was superseded by a record at or past the checkpoint: none has
+/// waited to be erased for longer than `now` minus this (by record time).
+pub fn oldest_dirty_timestamp(log: &Log, first_dirty_offset: i64) -> Option<i64> {
+    let seg = log.segments().find(|s| s.next_offset() > first_dirty_offset && s.size() > 0)?;
+    let header = seg.translate_offset(first_dirty_offset).ok().flatten()?.header;
+    let ts = if header.has_delete_horizon() { header.max_timestamp } else { header.base_timestamp };
+    (ts >= 0).then_some(ts)
+}
+
 /// How long past `max.compaction.lag.ms` the oldest dirty closed segment is
 /// (Kafka's `maxCompactionDelay`; the segment's age is its first batch's max
 /// timestamp). 0 when not overdue.

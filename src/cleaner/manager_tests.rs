@@ -372,3 +372,28 @@ fn the_clean_history_is_bounded_and_ordered() {
     assert_eq!(starts, want);
     assert_eq!(p.last_clean.as_ref().map(|c| c.start_time_ms), want.last().copied());
 }
+
+#[test]
+fn the_oldest_dirty_timestamp_follows_the_checkpoint() {
+    let f = fixture();
+    let first = f.clock.now_ms();
+    let (whole, half) = (compacted(&f, "whole", &[]), compacted(&f, "half", &[]));
+    for tp in [&whole, &half] {
+        append_closed(&f, tp, &["k1", "k2"]);
+    }
+    f.clock.advance(5_000);
+    for tp in [&whole, &half] {
+        append_closed(&f, tp, &["k1", "k3"]);
+    }
+    set_checkpoint(&f, &half, 2);
+    let dirty_ts = |f: &Fixture, tp: &TopicPartition| {
+        let st = f.manager.status();
+        st.partitions.iter().find(|p| p.topic == tp.topic).unwrap().oldest_dirty_timestamp_ms
+    };
+    assert_eq!(dirty_ts(&f, &whole), Some(first), "nothing cleaned: the log's first batch");
+    assert_eq!(dirty_ts(&f, &half), Some(first + 5_000), "the batch at the checkpoint");
+    let g = f.manager.grab_filthiest_compacted_log(f.clock.now_ms()).expect("whole is dirty");
+    assert_eq!(g.to_clean.topic_partition, whole);
+    finish(&f, &g);
+    assert_eq!(dirty_ts(&f, &whole), None, "cleaned through the end: nothing past the checkpoint");
+}

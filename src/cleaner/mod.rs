@@ -163,7 +163,9 @@ pub use eligibility::CleaningCandidate;
 pub use log_cleaner::{
     CleanerThreadsStatus, LogCleaner, LogCleanerConfig, LogCleanerError, LogCleanerHandle,
 };
-pub use log_to_clean::{cleanable_offsets, max_compaction_delay, LogToClean, OpenTransaction};
+pub use log_to_clean::{
+    cleanable_offsets, max_compaction_delay, oldest_dirty_timestamp, LogToClean, OpenTransaction,
+};
 pub use manager::{GrabbedLog, LogCleanerManager};
 pub use offset_map::OffsetMap;
 pub use stats::CleanerStats;

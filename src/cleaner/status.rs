@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::cleaner::CleanResult;
-use super::log_to_clean::{LogToClean, OpenTransaction};
+use super::log_to_clean::{oldest_dirty_timestamp, LogToClean, OpenTransaction};
 use super::manager::{log_dir_of, LogCleanerManager};
 use super::tombstone_guard::TombstonesAtRisk;
 use crate::log::{Log, TopicPartition};
@@ -199,6 +199,9 @@ pub struct PartitionCleaningStatus {
     pub reason: Option<String>,
     pub uncleanable_cause: Option<String>,
     pub latest_delete_horizon_ms: Option<i64>,
+    /// The first dirty batch's timestamp ([`oldest_dirty_timestamp`]): no
+    /// superseded copy has waited to be erased for longer than since then.
+    pub oldest_dirty_timestamp_ms: Option<i64>,
     /// The open transaction whose first offset (the first unstable offset)
     /// is the first uncleanable offset, holding back closed segments.
     pub open_transaction: Option<OpenTransaction>,
@@ -240,6 +243,7 @@ impl PartitionCleaningStatus {
             ineligible,
             uncleanable_cause: None,
             latest_delete_horizon_ms: None,
+            oldest_dirty_timestamp_ms: oldest_dirty_timestamp(log, to_clean.first_dirty_offset),
             open_transaction: to_clean.open_transaction.clone(),
             tombstones_at_risk: Vec::new(),
             last_clean: None,
