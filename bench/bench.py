@@ -747,6 +747,11 @@ def clean_once(broker: Broker, tools: Tools, topic: str, pdir: Path, args, cold:
             altered = int(tools.client(["alter", broker.bootstrap, topic, "min.cleanable.dirty.ratio=0.5"],
                                        f"{broker.name}-compact-{kind}-alter")["altered_ms"])
             done_ms = wait_cleaned(broker, topic, pdir, args.clean_timeout)
+    cached = c["log_cached_at_start"]
+    if cold and cached is not None and cached > 0.2:
+        raise RuntimeError(f"{broker.name}: the cold clean started with {100 * cached:.0f}% of the log in the page cache")
+    if not cold and cached is not None and cached < 0.9:
+        log(f"{broker.name}: warning: the warm clean started with only {100 * cached:.0f}% of the log in the page cache")
     c["seconds_from_config_change"] = (done_ms - altered) / 1000
     c["cleaner_mb_per_s"] = c["cleanable_bytes"] / MB / max(c["seconds_from_config_change"], 1e-3)
     c["cpu_s_per_gb"] = ph.cpu / (c["cleanable_bytes"] / 2**30)
@@ -789,6 +794,9 @@ def compaction(broker: Broker, tools: Tools, args) -> dict:
     segs = segments(pdir)
     if len(segs) < 2:
         raise RuntimeError(f"{broker.name}: everything is in the active segment of {topic}: nothing to clean (more records needed)")
+    need, free = sum(sz for _, sz in segs), shutil.disk_usage(broker.data).free
+    if free < need + (2 << 30):
+        raise RuntimeError(f"{broker.name}: {free / MB:.0f} MB free, the copy of the log needs {need / MB:.0f} MB and 2 GiB to spare")
     # The copy is taken from the stopped broker: closed files, as a restart finds them.
     broker.stop()
     pristine = broker.data.parent / f"{broker.name}-pristine-{topic}-0"
