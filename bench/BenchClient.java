@@ -9,6 +9,18 @@
 //       When every record is acknowledged, print last_write_ms, then apply the
 //       key=value topic configs (IncrementalAlterConfigs SET) and print
 //       altered_ms. Output is key=value lines for bench.py.
+//   alter BOOTSTRAP TOPIC key=value ...
+//       Apply the topic configs (IncrementalAlterConfigs SET); print altered_ms.
+//   update BOOTSTRAP TOPIC KEYS HOT VALUE_SIZE SEED
+//       One record for each of HOT keys spread evenly over the KEYS keys of
+//       keyed-produce (key index j * KEYS / HOT), in a shuffled order, with
+//       VALUE_SIZE-byte random values (seeded by SEED), acks=all.
+//   roll BOOTSTRAP TOPIC PARTITION_DIR [key=value ...]
+//       Close partition 0's active segment: set segment.ms=1, then append a
+//       marker record (key "roll-marker") until the marker starts a new
+//       segment (PARTITION_DIR holds a segment file named after its offset:
+//       the config reaches the log asynchronously). Then apply the key=value
+//       topic configs and print marker_offset and altered_ms.
 //   ready BOOTSTRAP -
 //       Wait until every partition of every topic has a leader (after a restart).
 //   verify BOOTSTRAP TOPIC CLEANED_OFFSET
@@ -37,12 +49,15 @@ public class BenchClient {
             case "keyed-produce" -> keyedProduce(args[1], args[2], Long.parseLong(args[3]), Integer.parseInt(args[4]), Integer.parseInt(args[5]), configs(args, 6));
             case "verify" -> verify(args[1], args[2], Long.parseLong(args[3]));
             case "ready" -> ready(args[1]);
+            case "alter" -> System.out.println("altered_ms=" + alter(args[1], args[2], configs(args, 3)));
+            case "update" -> update(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), Integer.parseInt(args[5]), Long.parseLong(args[6]));
+            case "roll" -> roll(args[1], args[2], args[3], configs(args, 4));
             default -> usage();
         }
     }
 
     static void usage() {
-        System.err.println("usage: BenchClient create|keyed-produce|verify BOOTSTRAP TOPIC ...");
+        System.err.println("usage: BenchClient create|keyed-produce|verify|alter|update|roll|ready BOOTSTRAP TOPIC ...");
         System.exit(2);
     }
 
@@ -97,10 +112,7 @@ public class BenchClient {
     }
 
     static void keyedProduce(String bootstrap, String topic, long records, int keys, int valueSize, Map<String, String> after) throws Exception {
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        p.put(ProducerConfig.ACKS_CONFIG, "all");
-        Producer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+        Producer<byte[], byte[]> producer = producer(bootstrap);
         Random rnd = new Random(42);
         byte[][] values = new byte[64][valueSize];
         for (byte[] v : values) rnd.nextBytes(v);
@@ -137,15 +149,73 @@ public class BenchClient {
         System.out.printf(Locale.ROOT, "seconds=%.3f%n", secs);
         System.out.printf(Locale.ROOT, "mb_per_sec=%.2f%n", acked.get() * (double) (valueSize + 12) / secs / 1e6);
         System.out.println("last_write_ms=" + lastWrite);
-        if (!after.isEmpty()) {
-            try (Admin a = admin(bootstrap)) {
-                ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, topic);
-                List<AlterConfigOp> ops = new ArrayList<>();
-                after.forEach((k, v) -> ops.add(new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.SET)));
-                a.incrementalAlterConfigs(Map.of(r, ops)).all().get(60, TimeUnit.SECONDS);
-            }
-            System.out.println("altered_ms=" + System.currentTimeMillis());
+        if (!after.isEmpty()) System.out.println("altered_ms=" + alter(bootstrap, topic, after));
+    }
+
+    /** Sets the topic configs; returns the wall clock (ms) when the broker has acknowledged them. */
+    static long alter(String bootstrap, String topic, Map<String, String> configs) throws Exception {
+        try (Admin a = admin(bootstrap)) {
+            ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+            List<AlterConfigOp> ops = new ArrayList<>();
+            configs.forEach((k, v) -> ops.add(new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.SET)));
+            a.incrementalAlterConfigs(Map.of(r, ops)).all().get(60, TimeUnit.SECONDS);
         }
+        return System.currentTimeMillis();
+    }
+
+    static Producer<byte[], byte[]> producer(String bootstrap) {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+    }
+
+    static void update(String bootstrap, String topic, int keys, int hot, int valueSize, long seed) throws Exception {
+        Random rnd = new Random(seed);
+        byte[][] values = new byte[64][valueSize];
+        for (byte[] v : values) rnd.nextBytes(v);
+        int[] order = new int[hot];
+        for (int j = 0; j < hot; j++) order[j] = (int) ((long) j * keys / hot);
+        for (int j = hot - 1; j > 0; j--) {
+            int k = rnd.nextInt(j + 1);
+            int t = order[j]; order[j] = order[k]; order[k] = t;
+        }
+        AtomicReference<Exception> failure = new AtomicReference<>();
+        AtomicLong acked = new AtomicLong();
+        Callback cb = (md, e) -> {
+            if (e != null) failure.compareAndSet(null, e);
+            else acked.incrementAndGet();
+        };
+        long start = System.nanoTime();
+        try (Producer<byte[], byte[]> producer = producer(bootstrap)) {
+            for (int j = 0; j < hot && failure.get() == null; j++) {
+                byte[] key = String.format("key-%08d", order[j]).getBytes();
+                producer.send(new ProducerRecord<>(topic, 0, key, values[j & 63]), cb);
+            }
+            producer.flush();
+        }
+        long lastWrite = System.currentTimeMillis();
+        double secs = (System.nanoTime() - start) / 1e9;
+        if (failure.get() != null) throw failure.get();
+        System.out.println("records=" + acked.get());
+        System.out.printf(Locale.ROOT, "seconds=%.3f%n", secs);
+        System.out.println("last_write_ms=" + lastWrite);
+    }
+
+    static void roll(String bootstrap, String topic, String partitionDir, Map<String, String> after) throws Exception {
+        alter(bootstrap, topic, Map.of("segment.ms", "1"));
+        long deadline = System.currentTimeMillis() + 60_000;
+        long offset;
+        try (Producer<byte[], byte[]> producer = producer(bootstrap)) {
+            while (true) {
+                Thread.sleep(50);
+                offset = producer.send(new ProducerRecord<>(topic, 0, "roll-marker".getBytes(), new byte[0])).get(30, TimeUnit.SECONDS).offset();
+                if (new java.io.File(partitionDir, String.format("%020d.log", offset)).exists()) break;
+                if (System.currentTimeMillis() > deadline) throw new RuntimeException("the active segment of " + topic + " did not roll");
+            }
+        }
+        System.out.println("marker_offset=" + offset);
+        System.out.println("altered_ms=" + alter(bootstrap, topic, after));
     }
 
     static void verify(String bootstrap, String topic, long cleanedOffset) {

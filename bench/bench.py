@@ -14,16 +14,33 @@ Phases, per broker:
   txn       ProducerPerformance in transactional mode (--transactional-id,
             --transaction-duration-ms, default 100: a commit every 100 ms) to
             fresh topics of the same partition counts.
-  compact   keyed records (RECORDS over KEYS keys, 1 KiB values) to a compacted
+  compaction
+            keyed records (RECORDS over KEYS keys, 1 KiB values) to a compacted
             topic created with min.cleanable.dirty.ratio=1.0, so the cleaner
-            leaves it alone while it is written; right after the last
-            acknowledged write the ratio is set to 0.5 and the clock runs until
-            the log is fully cleaned: the log dir's cleaner-offset-checkpoint
-            (same file and format in both brokers) has reached the active
-            segment's base offset and no .cleaned/.swap file is left. Then the
-            topic is read back to check one record per key below the
-            checkpoint. Skipped for sediment when its broker does not know the
-            cleaner keys yet.
+            leaves it alone while it is written. The broker is then stopped
+            and the partition dir copied as written; the same bytes are
+            cleaned twice, each time on a broker restarted on them: warm (the
+            log still in the page cache from being written and copied), then,
+            after the copy is put back and the partition's cleaner checkpoint
+            entry removed, cold (page cache dropped right before the clean:
+            `sync; echo 1 > /proc/sys/vm/drop_caches`, else posix_fadvise
+            DONTNEED per file). A clean is timed from setting the ratio to 0.5
+            until the log is fully cleaned: the log dir's
+            cleaner-offset-checkpoint (same file and format in both brokers)
+            has reached the active segment's base offset and no .cleaned/.swap
+            file is left; the broker's CPU, peak RSS and /proc/<pid>/io are
+            taken over the same span. Then the topic is read back to check one
+            record per key below the checkpoint. --profile-clean records
+            `perf record -g` of the broker during the warm clean. A clean that
+            does not finish within --clean-timeout fails the broker's run.
+  changelog a changelog: --changelog-keys keys written once and cleaned (round
+            0), then --changelog-rounds rounds that each update the same
+            --changelog-hot-percent of the keys (spread evenly over the key
+            space), each followed by a clean. Written with the ratio at 1.0;
+            then the active segment is rolled (segment.ms=1 and a marker
+            record, then segment.ms back to 7 days) and the ratio set to 0:
+            the round is timed from there to fully cleaned, with the broker's
+            /proc/<pid>/io over the same span.
   ssl       produce and consume as above (the same records, to fresh topics
             of --ssl-partitions, default 1) over a second listener, SSL, with
             the same PEM key store in both brokers: a CA and a server
@@ -99,7 +116,7 @@ CLEANER = {
 # A third broker --brokers may name: sediment with fetch sessions off.
 NO_SESSIONS = "sediment-no-sessions"
 # Every phase --phases may name, in the order they run.
-PHASES = ("disk", "produce", "consume", "txn", "ssl", "compaction", "consume-cpu")
+PHASES = ("disk", "produce", "consume", "txn", "ssl", "compaction", "changelog", "consume-cpu")
 # Kafka's stock JVM flags (kafka-run-class.sh) with a fixed 1 GiB heap, so every
 # run measures Kafka in the same configuration.
 KAFKA_HEAP = "-Xmx1g"
@@ -130,6 +147,58 @@ def status_kb(pid: int, key: str) -> int:
         if line.startswith(key + ":"):
             return int(line.split()[1])
     return 0
+
+
+# /proc/<pid>/io: read_bytes/write_bytes are what the process made the block
+# layer read, and dirtied in the page cache for writing back (counted when
+# dirtied); rchar/wchar are the bytes of its read/write-family system calls
+# (sockets included; pages touched through mmap are not).
+IO_FIELDS = ("read_bytes", "write_bytes", "rchar", "wchar")
+
+
+def proc_io(pid: int) -> dict[str, int]:
+    out = {}
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        k, _, v = line.partition(":")
+        out[k.strip()] = int(v)
+    return {k: out[k] for k in IO_FIELDS}
+
+
+def drop_page_cache(paths: list[Path]) -> str:
+    """Write back, then evict the page cache: the whole cache through
+    /proc/sys/vm/drop_caches (root), else each file under `paths` with
+    posix_fadvise(DONTNEED). Returns which one was used."""
+    subprocess.run(["sync"], check=True)
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("1")
+        return "drop_caches"
+    except OSError:
+        pass
+    for root in paths:
+        for f in root.rglob("*"):
+            if f.is_file():
+                fd = os.open(f, os.O_RDONLY)
+                try:
+                    os.fdatasync(fd)
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                finally:
+                    os.close(fd)
+    return "fadvise"
+
+
+def cached_fraction(files: list[Path]) -> float | None:
+    """Share of these files' bytes in the page cache (util-linux fincore)."""
+    if not files or not shutil.which("fincore"):
+        return None
+    p = subprocess.run(["fincore", "--bytes", "--noheadings", "--raw", "--output", "RES,SIZE", *map(str, files)],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return None
+    res = size = 0
+    for line in p.stdout.splitlines():
+        a, b = line.split()
+        res, size = res + int(a), size + int(b)
+    return round(res / size, 3) if size else None
 
 
 def reset_peak_rss(pid: int) -> None:
@@ -175,6 +244,7 @@ class Phase:
     def __enter__(self):
         subprocess.run(["sync"], check=False)  # the previous phase's writeback is not this phase's cost
         reset_peak_rss(self.pid)
+        self.io0 = proc_io(self.pid)
         self.cpu0 = cpu_seconds(self.pid)
         self.children0 = children_cpu_seconds()
         self.busy0 = machine_busy_seconds()
@@ -187,11 +257,13 @@ class Phase:
         self.client_cpu = children_cpu_seconds() - self.children0
         self.other_cpu = max(0.0, machine_busy_seconds() - self.busy0 - self.cpu - self.client_cpu)
         self.peak_rss_mb = status_kb(self.pid, "VmHWM") / 1024
+        io = proc_io(self.pid)
+        self.io = {k: io[k] - self.io0[k] for k in IO_FIELDS}
         return False
 
     def as_dict(self) -> dict:
         return {"wall_s": round(self.wall, 2), "cpu_s": round(self.cpu, 2), "peak_rss_mb": round(self.peak_rss_mb, 1),
-                "client_cpu_s": round(self.client_cpu, 2), "other_cpu_s": round(self.other_cpu, 2)}
+                "client_cpu_s": round(self.client_cpu, 2), "other_cpu_s": round(self.other_cpu, 2), "io": self.io}
 
 
 # --------------------------------------------------------------------------- tools
@@ -422,10 +494,11 @@ class Kafka(Broker):
         self.proc = subprocess.Popen(self.cmd, stdout=self.logfile, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent)
         self.wait_listening()
 
-    def cleaner_note(self) -> str:
-        """Kafka's own cleaner stats line(s), for the record."""
+    def cleaner_note(self, partition: str = "bench-compact-0") -> str:
+        """Kafka's own cleaner stats line(s) for the partition, for the record."""
         text = (self.workdir / "kafka-broker.log").read_text(errors="replace")
-        m = re.findall(r"([\d,.]+ MB of log processed in [\d,.]+ seconds \([\d,.]+ MB/sec\))", text)
+        m = re.findall(rf"cleaned log {re.escape(partition)} \(dirty section[^)]*\)\s*"
+                       r"([\d,.]+ MB of log processed in [\d,.]+ seconds \([\d,.]+ MB/sec\))", text)
         return "; ".join(m)
 
 
@@ -467,7 +540,7 @@ class Sediment(Broker):
                                      preexec_fn=_die_with_parent)
         self.wait_listening()
 
-    def cleaner_note(self) -> str:
+    def cleaner_note(self, partition: str = "") -> str:
         return ""
 
 
@@ -529,53 +602,271 @@ def in_progress_files(pdir: Path) -> list[str]:
     return [f.name for f in pdir.iterdir() if f.name.endswith((".cleaned", ".swap"))]
 
 
-def compaction(broker: Broker, tools: Tools, records: int, keys: int, timeout: float) -> dict:
+def forget_cleaner_checkpoint(data: Path, topic: str, partition: int) -> None:
+    """Drop the partition's entry from the log dir's cleaner-offset-checkpoint
+    (the broker is stopped), so the next clean starts at the log start."""
+    path = data / "cleaner-offset-checkpoint"
+    if not path.exists():
+        return
+    lines = path.read_text().splitlines()
+    keep = [l for l in lines[2:] if l.split()[:2] != [topic, str(partition)]]
+    path.write_text("\n".join([lines[0], str(len(keep)), *keep]) + "\n")
+
+
+def wait_quiet(pid: int, limit: float = 30) -> float:
+    """Wait (up to `limit` s) until the broker uses under 10% of a CPU over a
+    second: a JVM that has just started is still compiling its start-up code,
+    which is not the clean's cost. Returns the seconds waited."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit:
+        c0 = cpu_seconds(pid)
+        time.sleep(1)
+        if cpu_seconds(pid) - c0 < 0.1:
+            break
+    return round(time.monotonic() - t0, 1)
+
+
+def warm_up_cleaner(broker: Broker, tools: Tools, args, tag: str) -> float:
+    """A small compacted topic written and cleaned on a freshly started broker
+    before a timed clean: a long-running Kafka has its cleaner's code compiled
+    by the JIT, a JVM that has just started compiles it during its first
+    clean. Both brokers get it. Returns the seconds it took."""
+    t0 = time.monotonic()
+    topic = f"bench-warmup-{tag}"
+    pdir = broker.data / f"{topic}-0"
+    tools.client(["create", broker.bootstrap, topic, "1", "cleanup.policy=compact", "min.cleanable.dirty.ratio=0.01",
+                  f"segment.bytes={4 * MB}"], f"{broker.name}-{topic}-create")
+    tools.client(["keyed-produce", broker.bootstrap, topic, "40000", "4000", "1024"], f"{broker.name}-{topic}-produce")
+    tools.client(["roll", broker.bootstrap, topic, str(pdir), "segment.ms=604800000"], f"{broker.name}-{topic}-roll")
+    wait_cleaned(broker, topic, pdir, args.clean_timeout)
+    return round(time.monotonic() - t0, 1)
+
+
+def restart(broker: Broker, tools: Tools, why: str) -> None:
+    broker.stop()
+    broker.start()
+    tools.client(["ready", broker.bootstrap, "-"], f"{broker.name}-ready-{why}")
+
+
+def wait_cleaned(broker: Broker, topic: str, pdir: Path, timeout: float, at_least: int | None = None) -> int:
+    """Wall clock (ms) when the partition is fully cleaned: the checkpoint has
+    reached the active segment's base offset (and `at_least`) and no
+    .cleaned/.swap file is left. Raises when that takes over `timeout` s: a
+    figure for a clean that did not finish would be nonsense."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        segs = segments(pdir)
+        cp = read_cleaner_checkpoint(broker.data, topic, 0)
+        if segs and cp is not None and cp >= max(segs[-1][0], at_least or 0) and not in_progress_files(pdir):
+            return int(time.time() * 1000)
+        if broker.proc and broker.proc.poll() is not None:
+            raise RuntimeError(f"{broker.name} exited with {broker.proc.returncode} while cleaning {topic}")
+        time.sleep(0.02)
+    segs = segments(pdir)
+    raise RuntimeError(f"{broker.name}: {topic} not fully cleaned within {timeout:g}s (--clean-timeout): cleaner checkpoint "
+                       f"{read_cleaner_checkpoint(broker.data, topic, 0)}, active segment base {segs[-1][0] if segs else None}, "
+                       f"in progress {in_progress_files(pdir)}")
+
+
+class Perf:
+    """`perf record -g` of the broker process while it cleans; its top entries."""
+
+    def __init__(self, pid: int, out: Path):
+        self.pid, self.out = pid, out
+
+    def __enter__(self):
+        self.log = open(self.out.with_suffix(".log"), "w")
+        self.proc = subprocess.Popen(["perf", "record", "-g", "-p", str(self.pid), "-o", str(self.out)],
+                                     stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        time.sleep(0.5)  # attached to every thread before the clean starts
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"perf record exited with {self.proc.returncode}; see {self.log.name}")
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        return False
+
+    def report(self, sort: str) -> str:
+        p = subprocess.run(["perf", "report", "-i", str(self.out), "--no-children", "--stdio", "-g", "none",
+                            "--sort", sort, "--percent-limit", "0.1"], capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            raise RuntimeError(f"perf report of {self.out} exited {p.returncode}:\n{p.stderr[-2000:]}")
+        return p.stdout
+
+    def top(self, n: int = 12) -> dict:
+        """Self time (`perf report --no-children`): the first n entries by
+        shared object and symbol, and the first few by shared object alone and
+        by thread name (a JVM's JIT code has no symbols without a perf map;
+        its thread names say cleaner, compiler or GC)."""
+        rows = []
+        for line in self.report("dso,symbol").splitlines():
+            m = re.match(r"\s*([\d.]+)%\s+(.*?)\s+\[([.k])\]\s+(.*?)(\s+-\s+-)?\s*$", line)
+            if m:
+                rows.append({"percent": float(m.group(1)), "dso": m.group(2).strip(), "kernel": m.group(3) == "k",
+                             "symbol": m.group(4).strip()[:120]})
+        if not rows:
+            raise RuntimeError(f"perf report of {self.out} gave no entries")
+        return {"symbols": rows[:n], "dsos": self.column("dso"), "threads": self.column("comm")}
+
+    def column(self, sort: str, n: int = 6) -> list[dict]:
+        out = []
+        for line in self.report(sort).splitlines():
+            m = re.match(r"\s*([\d.]+)%\s+(\S.*?)\s*$", line)
+            if m and not line.lstrip().startswith("#"):
+                out.append({"percent": float(m.group(1)), "name": m.group(2)})
+        return out[:n]
+
+
+def clean_once(broker: Broker, tools: Tools, topic: str, pdir: Path, args, cold: bool, keys: int) -> tuple[dict, dict]:
+    """Let the cleaner clean `topic` (written with min.cleanable.dirty.ratio=1.0:
+    it waits) by setting the ratio to 0.5, and measure the clean: cold drops the
+    page cache first, warm leaves the log in it. Returns the figures and the
+    Phase resources."""
+    kind = "cold" if cold else "warm"
+    c: dict = {}
+    segs = segments(pdir)
+    c["segments_before"] = len(segs)
+    c["log_bytes_before"] = sum(sz for _, sz in segs)
+    c["cleanable_bytes"] = sum(sz for _, sz in segs[:-1])
+    closed = [pdir / f"{base:020d}.log" for base, _ in segs[:-1]]
+    c["warm_up_s"] = warm_up_cleaner(broker, tools, args, kind)
+    c["settle_s"] = wait_quiet(broker.pid)
+    if cold:
+        c["cache_drop"] = drop_page_cache([pdir])
+    profile = Perf(broker.pid, args.workdir / f"perf-{broker.name}-{kind}.data") if args.profile_clean and not cold else None
+    with Phase(broker.pid) as ph:
+        c["log_cached_at_start"] = cached_fraction(closed)
+        with profile or _nothing():
+            altered = int(tools.client(["alter", broker.bootstrap, topic, "min.cleanable.dirty.ratio=0.5"],
+                                       f"{broker.name}-compact-{kind}-alter")["altered_ms"])
+            done_ms = wait_cleaned(broker, topic, pdir, args.clean_timeout)
+    cached = c["log_cached_at_start"]
+    if cold and cached is not None and cached > 0.2:
+        raise RuntimeError(f"{broker.name}: the cold clean started with {100 * cached:.0f}% of the log in the page cache")
+    if not cold and cached is not None and cached < 0.9:
+        log(f"{broker.name}: warning: the warm clean started with only {100 * cached:.0f}% of the log in the page cache")
+    c["seconds_from_config_change"] = (done_ms - altered) / 1000
+    c["cleaner_mb_per_s"] = c["cleanable_bytes"] / MB / max(c["seconds_from_config_change"], 1e-3)
+    c["cpu_s_per_gb"] = ph.cpu / (c["cleanable_bytes"] / 2**30)
+    c["io"] = ph.io
+    if profile:
+        c["profile"] = profile.top()
+    segs = segments(pdir)
+    c["segments_after"] = len(segs)
+    c["log_bytes_after"] = sum(sz for _, sz in segs)
+    c["survivor_bytes"] = sum(sz for _, sz in segs[:-1])
+    c["checkpoint"] = read_cleaner_checkpoint(broker.data, topic, 0)
+    v = tools.client(["verify", broker.bootstrap, topic, str(c["checkpoint"])], f"{broker.name}-compact-{kind}-verify")
+    c["verify"] = {k: int(x) for k, x in v.items()}
+    c["one_record_per_key"] = v["records_below_checkpoint"] == v["distinct_keys_below_checkpoint"] and int(v["distinct_keys_total"]) == keys
+    return c, ph.as_dict()
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def compaction(broker: Broker, tools: Tools, args) -> dict:
+    """Produce the keyed log once, keep a copy of the partition as written, and
+    clean it twice: warm (the log in the page cache, as right after it was
+    written), then, from the copy, cold (page cache dropped). Both cleans run on
+    a broker restarted on the same bytes."""
+    records, keys = args.compact_records, args.compact_keys
     topic = "bench-compact"
     tools.client(["create", broker.bootstrap, topic, "1", "cleanup.policy=compact", "min.cleanable.dirty.ratio=1.0"], f"{broker.name}-compact-create")
     pdir = broker.data / f"{topic}-0"
     res: dict = {}
     with Phase(broker.pid) as produce:
-        out = tools.client(["keyed-produce", broker.bootstrap, topic, str(records), str(keys), "1024", "min.cleanable.dirty.ratio=0.5"],
-                           f"{broker.name}-compact-produce")
+        out = tools.client(["keyed-produce", broker.bootstrap, topic, str(records), str(keys), "1024"], f"{broker.name}-compact-produce")
     res["produce"] = {"records": int(out["records"]), "seconds": float(out["seconds"]), "mb_per_s": float(out["mb_per_sec"])}
     res["produce_resources"] = produce.as_dict()
-    last_write_ms = int(out["last_write_ms"])
-    altered_ms = int(out["altered_ms"])
     segs = segments(pdir)
-    res["segments_before"] = len(segs)
-    res["log_bytes_before"] = sum(s for _, s in segs)
-    res["cleanable_bytes"] = sum(s for _, s in segs[:-1])
-    res["checkpoint_at_last_write"] = read_cleaner_checkpoint(broker.data, topic, 0)
-    log(f"{broker.name}: {res['log_bytes_before'] / MB:.0f} MB in {len(segs)} segments; waiting for the cleaner")
-    if res["cleanable_bytes"] == 0:
-        res["error"] = "everything is in the active segment: nothing to clean (more records or smaller segments needed)"
-        return res
-    with Phase(broker.pid) as clean:
-        deadline = time.monotonic() + timeout
-        done_ms = None
-        while time.monotonic() < deadline:
-            segs = segments(pdir)
-            cp = read_cleaner_checkpoint(broker.data, topic, 0)
-            if segs and cp is not None and cp >= segs[-1][0] and not in_progress_files(pdir):
-                done_ms = int(time.time() * 1000)
-                break
-            time.sleep(0.05)
-    res["clean_resources"] = clean.as_dict()
-    if done_ms is None:
-        res["error"] = f"not fully cleaned within {timeout:.0f}s (checkpoint {read_cleaner_checkpoint(broker.data, topic, 0)})"
-        return res
-    res["seconds_from_last_write"] = (done_ms - last_write_ms) / 1000
-    res["seconds_from_config_change"] = (done_ms - altered_ms) / 1000
-    res["cleaner_mb_per_s"] = res["cleanable_bytes"] / MB / max(res["seconds_from_config_change"], 1e-3)
-    segs = segments(pdir)
-    res["segments_after"] = len(segs)
-    res["log_bytes_after"] = sum(s for _, s in segs)
-    res["checkpoint"] = read_cleaner_checkpoint(broker.data, topic, 0)
-    v = tools.client(["verify", broker.bootstrap, topic, str(res["checkpoint"])], f"{broker.name}-compact-verify")
-    res["verify"] = {k: int(x) for k, x in v.items()}
-    ok = v["records_below_checkpoint"] == v["distinct_keys_below_checkpoint"] and int(v["distinct_keys_total"]) == keys
-    res["one_record_per_key"] = ok
+    if len(segs) < 2:
+        raise RuntimeError(f"{broker.name}: everything is in the active segment of {topic}: nothing to clean (more records needed)")
+    need, free = sum(sz for _, sz in segs), shutil.disk_usage(broker.data).free
+    if free < need + (2 << 30):
+        raise RuntimeError(f"{broker.name}: {free / MB:.0f} MB free, the copy of the log needs {need / MB:.0f} MB and 2 GiB to spare")
+    # The copy is taken from the stopped broker: closed files, as a restart finds them.
+    broker.stop()
+    pristine = broker.data.parent / f"{broker.name}-pristine-{topic}-0"
+    shutil.rmtree(pristine, ignore_errors=True)
+    try:
+        subprocess.run(["cp", "-a", str(pdir), str(pristine)], check=True)
+        restart(broker, tools, "compact-warm")
+        log(f"{broker.name}: {sum(sz for _, sz in segs) / MB:.0f} MB in {len(segs)} segments; warm clean")
+        res["warm"], res["warm_resources"] = clean_once(broker, tools, topic, pdir, args, cold=False, keys=keys)
+        log(f"{broker.name}: warm: {res['warm']['cleaner_mb_per_s']:.0f} MB/s; restoring the log as written for the cold clean")
+        tools.client(["alter", broker.bootstrap, topic, "min.cleanable.dirty.ratio=1.0"], f"{broker.name}-compact-realter")
+        broker.stop()
+        shutil.rmtree(pdir)
+        pristine.rename(pdir)
+    finally:
+        shutil.rmtree(pristine, ignore_errors=True)
+    forget_cleaner_checkpoint(broker.data, topic, 0)
+    restart(broker, tools, "compact-cold")
+    res["cold"], res["cold_resources"] = clean_once(broker, tools, topic, pdir, args, cold=True, keys=keys)
+    log(f"{broker.name}: cold: {res['cold']['cleaner_mb_per_s']:.0f} MB/s (log {100 * (res['cold']['log_cached_at_start'] or 0):.0f}% cached at start)")
     res["kafka_cleaner_log"] = broker.cleaner_note()
+    return res
+
+
+def log_bytes(pdir: Path) -> int:
+    return sum(sz for _, sz in segments(pdir))
+
+
+def changelog(broker: Broker, tools: Tools, args) -> dict:
+    """A changelog: every key written once and cleaned (round 0), then rounds
+    that update the same hot keys (spread over the key space). Each round is
+    written with min.cleanable.dirty.ratio=1.0 (the cleaner waits), the active
+    segment is rolled, and the ratio set to 0: the round is timed from that
+    change until the checkpoint reaches the new active segment."""
+    topic = "bench-changelog"
+    keys, size = args.changelog_keys, args.changelog_value_bytes
+    hot = max(1, round(keys * args.changelog_hot_percent / 100))
+    pdir = broker.data / f"{topic}-0"
+    tools.client(["create", broker.bootstrap, topic, "1", "cleanup.policy=compact", "min.cleanable.dirty.ratio=1.0",
+                  "segment.ms=604800000"], f"{broker.name}-changelog-create")
+    warm_up_cleaner(broker, tools, args, "changelog")
+    res: dict = {"keys": keys, "hot_keys": hot, "value_bytes": size, "rounds": []}
+    for rnd in range(args.changelog_rounds + 1):
+        before = log_bytes(pdir)
+        if rnd == 0:
+            log(f"{broker.name}: changelog: {keys} keys written once")
+            out = tools.client(["keyed-produce", broker.bootstrap, topic, str(keys), str(keys), str(size)], f"{broker.name}-changelog-load")
+        else:
+            tools.client(["alter", broker.bootstrap, topic, "min.cleanable.dirty.ratio=1.0"], f"{broker.name}-changelog-hold-{rnd}")
+            log(f"{broker.name}: changelog round {rnd}: {hot} hot keys updated")
+            out = tools.client(["update", broker.bootstrap, topic, str(keys), str(hot), str(size), str(rnd)], f"{broker.name}-changelog-update-{rnd}")
+        r = {"round": rnd, "records": int(out["records"]), "record_bytes": log_bytes(pdir) - before, "log_bytes_before": log_bytes(pdir)}
+        r["settle_s"] = wait_quiet(broker.pid)
+        with Phase(broker.pid) as ph:
+            rolled = tools.client(["roll", broker.bootstrap, topic, str(pdir), "segment.ms=604800000", "min.cleanable.dirty.ratio=0"],
+                                  f"{broker.name}-changelog-roll-{rnd}")
+            done_ms = wait_cleaned(broker, topic, pdir, args.clean_timeout, at_least=int(rolled["marker_offset"]))
+        r["seconds"] = (done_ms - int(rolled["altered_ms"])) / 1000
+        r["io"] = ph.io
+        r["cpu_s"] = round(ph.cpu, 2)
+        r["log_bytes_after"] = log_bytes(pdir)
+        res["rounds"].append(r)
+        res.setdefault("resources", {})[f"changelog round {rnd}"] = ph.as_dict()
+        log(f"{broker.name}: changelog round {rnd}: {r['seconds']:.2f}s, wrote {r['io']['write_bytes'] / MB:.0f} MB for "
+            f"{r['record_bytes'] / MB:.0f} MB of records")
+    cp = read_cleaner_checkpoint(broker.data, topic, 0)
+    v = tools.client(["verify", broker.bootstrap, topic, str(cp)], f"{broker.name}-changelog-verify")
+    res["verify"] = {k: int(x) for k, x in v.items()}
+    # Every key, plus the roll markers' key.
+    res["one_record_per_key"] = v["records_below_checkpoint"] == v["distinct_keys_below_checkpoint"] and int(v["distinct_keys_total"]) == keys + 1
     return res
 
 
@@ -667,11 +958,16 @@ def run_stage(stage: str, broker: Broker, tools: Tools, args, res: dict, compact
         consume_cpu_stage(broker, tools, args, res)
     elif name == "compaction" and compact:
         log(f"{broker.name}: compaction: {args.compact_records} records over {args.compact_keys} keys")
-        c = compaction(broker, tools, args.compact_records, args.compact_keys, args.clean_timeout)
+        c = compaction(broker, tools, args)
         res["compaction"] = c
         res["phases"]["compaction produce"] = c.pop("produce_resources")
-        res["phases"]["compaction clean"] = c.pop("clean_resources")
-        log(f"{broker.name}: {json.dumps(c)}")
+        res["phases"]["compaction clean, warm"] = c.pop("warm_resources")
+        res["phases"]["compaction clean, cold"] = c.pop("cold_resources")
+        log(f"{broker.name}: {json.dumps({k: v for k, v in c.items() if k not in ('warm', 'cold')})}")
+    elif name == "changelog" and compact:
+        c = changelog(broker, tools, args)
+        res["changelog"] = c
+        res["phases"].update(c.pop("resources"))
 
 
 def consume_cpu_stage(broker: Broker, tools: Tools, args, res: dict) -> None:
@@ -759,7 +1055,16 @@ def main() -> int:
     ap.add_argument("--ssl", action=argparse.BooleanOptionalAction, default=True,
                     help="the SSL phase: produce and consume over an SSL listener (--no-ssl: no SSL listener at all)")
     ap.add_argument("--ssl-partitions", default="1", help="partition counts of the SSL phase's topics")
-    ap.add_argument("--clean-timeout", type=float, default=240)
+    ap.add_argument("--clean-timeout", type=float, default=240,
+                    help="a clean not finished after this many seconds fails the broker's run (and the script's exit status)")
+    ap.add_argument("--cleaner-backoff-ms", type=int, default=100,
+                    help="log.cleaner.backoff.ms of both brokers: the idle cleaner's poll interval, part of every timed clean")
+    ap.add_argument("--profile-clean", action="store_true",
+                    help="perf record -g of each broker during its warm clean; the report lists the top entries")
+    ap.add_argument("--changelog-keys", type=int, default=2_000_000, help="changelog phase: keys written once")
+    ap.add_argument("--changelog-hot-percent", type=float, default=5.0, help="changelog phase: percent of the keys each round updates")
+    ap.add_argument("--changelog-rounds", type=int, default=3, help="changelog phase: rounds of hot-key updates, each followed by a clean")
+    ap.add_argument("--changelog-value-bytes", type=int, default=1024, help="changelog phase: value size")
     ap.add_argument("--phases", default=",".join(PHASES),
                     help=f"comma-separated phases to run (default all: {','.join(PHASES)})")
     ap.add_argument("--cpu-partitions", default="8,100", help="partition counts of the consume-cpu phase's topics")
@@ -787,6 +1092,9 @@ def main() -> int:
     args.no_compaction = args.no_compaction or "compaction" not in phases
     args.ssl_partitions = [int(p) for p in args.ssl_partitions.split(",")] if args.ssl else []
     args.cpu_partitions = [int(p) for p in args.cpu_partitions.split(",")]
+    CLEANER["log.cleaner.backoff.ms"] = str(args.cleaner_backoff_ms)
+    if args.profile_clean and not shutil.which("perf"):
+        ap.error("--profile-clean needs perf (linux-tools) on the PATH")
     brokers = args.brokers.split(",")
     if unknown := [b for b in brokers if b not in ("kafka", "sediment", NO_SESSIONS)]:
         ap.error(f"unknown broker(s) {','.join(unknown)}; known: kafka, sediment, {NO_SESSIONS}")
@@ -811,6 +1119,11 @@ def main() -> int:
         "cpu_partitions": args.cpu_partitions if "consume-cpu" in phases else [],
         "cpu_records": args.cpu_records,
         "sediment_overrides": args.sediment_override,
+        "cleaner_backoff_ms": args.cleaner_backoff_ms,
+        "profile_clean": args.profile_clean,
+        "changelog": {"keys": args.changelog_keys, "hot_percent": args.changelog_hot_percent, "rounds": args.changelog_rounds,
+                      "value_bytes": args.changelog_value_bytes} if "changelog" in phases else None,
+        "compaction": not args.no_compaction,
     }
     # A private copy: other builds into target/ must not swap the binary mid-run.
     private = args.workdir / "sediment"
@@ -845,7 +1158,7 @@ def main() -> int:
         shutil.rmtree(data, ignore_errors=True)
         if name == "kafka":
             servers[name] = Kafka(args.workdir, data, tools, tls)
-            compact_for[name] = not args.no_compaction
+            compact_for[name] = True
         else:
             servers[name] = Sediment(args.workdir, data, args.sediment_bin, cleaner_ok, tls)
             servers[name].extra = dict(kv.split("=", 1) for kv in args.sediment_override)
@@ -853,14 +1166,15 @@ def main() -> int:
                 # The same binary with fetch sessions off: the "before" of KIP-227.
                 servers[name].name = name
                 servers[name].extra["max.incremental.fetch.session.cache.slots"] = "0"
-            compact_for[name] = cleaner_ok and not args.no_compaction
+            compact_for[name] = cleaner_ok
         results[name] = {"phases": {}}
     # A round produces to fresh topics and reads them back; the report takes
     # the median of the rounds. Compaction runs once.
     extra = ([] if args.no_txn else ["txn#{r}"]) + (["ssl#{r}"] if args.ssl else [])
     per_round = [f"{p}#{{r}}" for p in ("produce", "consume") if p in phases] + extra
     rounds = [[t.format(r=r) for t in per_round] for r in range(args.repeat)] if per_round else []
-    rounds += [["compaction"]] + ([["consume-cpu"]] if "consume-cpu" in phases else [])
+    rounds += ([] if args.no_compaction else [["compaction"]]) + ([["changelog"]] if "changelog" in phases else [])
+    rounds += [["consume-cpu"]] if "consume-cpu" in phases else []
     if args.sequential:
         # Each broker once, all stages in a row.
         sessions = [(name, [stage for group in rounds for stage in group]) for name in brokers]
@@ -873,7 +1187,7 @@ def main() -> int:
             sessions += [(name, group) for name in order]
     for name, stages in sessions:
         res = results[name]
-        if res.get("error") or (stages == ["compaction"] and not compact_for[name]):
+        if res.get("error") or (stages in (["compaction"], ["changelog"]) and not compact_for[name]):
             continue
         settle(f"{name} {'+'.join(stages)}")
         try:
@@ -897,6 +1211,11 @@ def main() -> int:
     args.out.with_suffix(".json").write_text(json.dumps(results, indent=2))
     print(md)
     log(f"report: {args.out} (raw numbers: {args.out.with_suffix('.json')}), total {results['env']['total_s']}s")
+    failed = [name for name in brokers if results[name].get("error")]
+    if failed:
+        for name in failed:
+            log(f"FAILED: {name}: {results[name]['error']}")
+        return 1
     return 0
 
 

@@ -3,12 +3,16 @@
 #
 # Side-by-side benchmark of Apache Kafka 4.1.2 and sediment on this machine:
 # raw disk, produce (1 and 8 partitions), consume, transactional produce,
-# produce and consume over SSL (1 partition), compaction, broker CPU per GB
-# consumed over 8 and 100 partitions (consume-cpu), and
-# each broker's peak RSS and CPU per phase. Brokers run one at a time. Writes a
-# markdown report to bench/results/<date>-<commit>.md (and the raw numbers
-# next to it as .json) and prints it. About 15 minutes with the defaults
-# (about 4 of them the SSL phase; --no-ssl skips it).
+# produce and consume over SSL (1 partition), compaction (the same log cleaned
+# warm and cold), the changelog workload (a large stable key set, rounds of
+# updates to a small hot set, each cleaned), broker CPU per GB consumed over 8
+# and 100 partitions (consume-cpu), and each broker's peak RSS and CPU per
+# phase. Brokers run one at a time. Writes a markdown report to
+# bench/results/<date>-<commit>.md (and the raw numbers next to it as .json)
+# and prints it. About 30 minutes with the defaults (about 4 of them the SSL
+# phase, --no-ssl skips it; about 8 the compaction phase and 5 the changelog).
+# Exits 1 (after writing the report) when a broker's run failed, e.g. a clean
+# did not finish within --clean-timeout.
 #
 # Options (all passed on to bench/bench.py):
 #   --records N            records per produce run, 1 KiB each (default 1000000)
@@ -17,7 +21,25 @@
 #                          report shows the medians and every run (default 3)
 #   --compact-records N    keyed records for the compaction phase (default 5000000)
 #   --compact-keys N       distinct keys for the compaction phase (default 500000)
+#                          The compaction phase produces once, stops the broker, copies the
+#                          partition dir, and cleans the same bytes twice on a restarted broker:
+#                          warm (log in the page cache), then from the copy cold (page cache
+#                          dropped right before the clean: needs root for drop_caches, else
+#                          posix_fadvise per file). Cold is set against a disk limit from the
+#                          disk phase's raw rates (run --phases disk,... for it).
 #   --no-compaction        skip the compaction phase
+#   --profile-clean        perf record -g of each broker during its warm clean (needs perf);
+#                          the report lists the top entries of perf report --no-children
+#   --clean-timeout S      a clean not finished after S seconds fails that broker's run and
+#                          the script's exit status (default 240)
+#   --cleaner-backoff-ms N log.cleaner.backoff.ms of both brokers: the idle cleaner's poll
+#                          interval, part of every timed clean (default 100)
+#   --changelog-keys N     changelog phase: keys written once, then cleaned (default 2000000)
+#   --changelog-hot-percent P  changelog phase: the percent of the keys (spread over the key
+#                          space) that each round updates (default 5)
+#   --changelog-rounds N   changelog phase: rounds of hot-key updates, each followed by a
+#                          clean timed to fully cleaned (default 3)
+#   --changelog-value-bytes N  changelog phase: value size (default 1024)
 #   --txn-duration-ms N    transactional produce phase: ProducerPerformance with a
 #                          transactional id, a commit every N ms (default 100)
 #   --no-txn               skip the transactional produce phase
@@ -26,7 +48,8 @@
 #                          made with openssl in the work dir), the same records as the
 #                          PLAINTEXT phases, to topics of these partition counts (default 1)
 #   --no-ssl               skip the SSL phase; the brokers then have no SSL listener
-#   --phases LIST          phases to run (default all): disk,produce,consume,txn,ssl,compaction,consume-cpu
+#   --phases LIST          phases to run (default all):
+#                          disk,produce,consume,txn,ssl,compaction,changelog,consume-cpu
 #   --cpu-partitions LIST  consume-cpu phase: broker CPU s per GB that ConsumerPerformance reads back
 #                          from topics of these partition counts (default 8,100)
 #   --cpu-records N        consume-cpu phase: 1 KiB records per topic (default 1000000, about 1 GB)
@@ -45,7 +68,6 @@
 #                          a busy machine adds at most 2 minutes to the run)
 #   --sequential           each broker once through all stages (default: round by round,
 #                          alternating the brokers, so bursts of other work hit both)
-#   --clean-timeout S      give up waiting for the cleaner after S seconds (default 240)
 # Environment:
 #   SEDIMENT_BIN           use this sediment binary instead of building target/release/sediment
 #   BENCH_DIR              work dir for data and logs (default target/bench/run-<date>)
