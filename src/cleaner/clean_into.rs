@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use super::batch_writer;
 use super::cleaner::{Cleaner, CleanerError, IoContext};
 use super::group_writer::GroupWriter;
+use super::newest_offsets::NewestOffsets;
 use super::offset_map::{hash_key, OffsetMap};
 use super::source_segment::SourceSegment;
 use super::stats::CleanerStats;
@@ -284,7 +285,7 @@ impl Cleaner {
             let rec = rec?;
             let range = at..at + rec.raw.len();
             at += rec.raw.len();
-            if !discard_all && should_keep(&mut self.map, recopy, header, &rec) {
+            if !discard_all && should_keep(&mut self.map, &self.newest, recopy, header, &rec) {
                 if rec.value.is_none() && rec.key.is_some() {
                     retained_tombstone = true;
                     let offset = header.base_offset + i64::from(rec.offset_delta);
@@ -333,6 +334,7 @@ impl Cleaner {
 /// are dropped and counted.
 fn should_keep(
     map: &mut OffsetMap,
+    newest_bits: &NewestOffsets,
     recopy: &mut Recopy<'_>,
     header: &BatchHeader,
     rec: &Record<'_>,
@@ -346,7 +348,18 @@ fn should_keep(
         recopy.stats.invalid_messages_read += 1;
         return false;
     };
-    let newest = map.get_hash(&hash_key(key)).is_none_or(|m| offset >= m);
+    let from_map = |map: &mut OffsetMap| map.get_hash(&hash_key(key)).is_none_or(|m| offset >= m);
+    let newest = match newest_bits.get(offset) {
+        Some(newest) => {
+            debug_assert_eq!(
+                newest,
+                from_map(map),
+                "the bit of offset {offset} disagrees with the map"
+            );
+            newest
+        }
+        None => from_map(map),
+    };
     if !newest {
         false
     } else if rec.value.is_none() {

@@ -22,6 +22,7 @@ use super::batch_writer::WriterScratch;
 use super::clean_into::Recopy;
 use super::group_writer::GroupWriter;
 use super::log_to_clean::LogToClean;
+use super::newest_offsets::NewestOffsets;
 use super::offset_map::{KeyHash, OffsetMap, OffsetMapError};
 use super::source_segment::{group_segments, LogSnapshot, SourceSegment};
 use super::stats::CleanerStats;
@@ -138,6 +139,8 @@ pub struct Cleaner {
     id: usize,
     pub(super) config: CleanerConfig,
     pub(super) map: OffsetMap,
+    /// Which mapped dirty offsets are their key's newest (from the map).
+    pub(super) newest: NewestOffsets,
     throttler: Arc<Throttler>,
     clock: SharedClock,
     pub(super) bufs: Buffers,
@@ -209,7 +212,16 @@ impl Cleaner {
         clock: SharedClock,
     ) -> Result<Self, CleanerError> {
         let map = OffsetMap::new(config.dedupe_buffer_size, config.load_factor)?;
-        Ok(Self { id, config, map, throttler, clock, bufs: Buffers::default(), crash_point: None })
+        Ok(Self {
+            id,
+            config,
+            map,
+            newest: NewestOffsets::default(),
+            throttler,
+            clock,
+            bufs: Buffers::default(),
+            crash_point: None,
+        })
     }
 
     pub fn id(&self) -> usize {
@@ -278,6 +290,10 @@ impl Cleaner {
 
         // Steps 2 to 6: recopy from the log start through the end of the
         // mapped range, group by group, each swapped in as soon as it is written.
+        // The recopy reads each dirty record's fate from bits set from the
+        // map, in what the budget leaves beside the map's table.
+        let spare = self.config.dedupe_buffer_size.saturating_sub(self.map.memory_bytes());
+        self.newest.build(&self.map, to_clean.first_dirty_offset, end, spare);
         let to_copy = snapshot.segments.iter().take_while(|s| s.snapshot.base_offset < end).count();
         let groups = group_segments(
             &snapshot.segments[..to_copy],
@@ -296,9 +312,11 @@ impl Cleaner {
             guard: to_clean.tombstone_guard,
             kept_tombstones: KeptTombstones::default(),
         };
-        for group in groups {
-            self.clean_and_swap_group(log, &snapshot, group, &mut recopy)?;
-        }
+        let copied = groups
+            .into_iter()
+            .try_for_each(|group| self.clean_and_swap_group(log, &snapshot, group, &mut recopy));
+        self.newest.clear();
+        copied?;
         let kept_tombstones = Some(recopy.kept_tombstones);
         self.restore_buffers();
         stats.end_messages = stats.messages_written;

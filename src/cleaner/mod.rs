@@ -46,6 +46,9 @@
 //!    mapped range, or it has a key and its offset is at least the map's offset
 //!    for that key. Key-less records are dropped and counted (a compacted
 //!    topic cannot say which is newest; the broker refuses them on append).
+//!    Whether a record of the mapped range is its key's newest is read from
+//!    one bit per offset set from the map (`newest_offsets.rs`), not by
+//!    hashing its key again, when the budget leaves room for the bits.
 //!    A batch whose records all stay is copied byte for byte; otherwise the
 //!    survivors are written into a new batch that keeps the base offset, last
 //!    offset delta, producer id/epoch/base sequence, each record's offset
@@ -171,6 +174,7 @@ pub mod key_audit;
 pub mod log_cleaner;
 pub mod log_to_clean;
 pub mod manager;
+mod newest_offsets;
 pub mod offset_map;
 mod source_segment;
 pub mod stats;
