@@ -36,6 +36,8 @@ use crate::log::record_batch::{self, BatchHeader, Record, RecordIter};
 /// What the recopy of every group of one clean shares.
 pub(super) struct Recopy<'a> {
     pub(super) io: &'a IoContext<'a>,
+    /// The first dirty offset: where the map pass started.
+    pub(super) first_dirty: i64,
     /// End of the mapped range: records at or past it are kept (nothing newer
     /// is known for their keys).
     pub(super) end: i64,
@@ -125,15 +127,30 @@ impl Cleaner {
         let mut buf = self.take_read_buffer();
         let mut reader =
             BatchReader::new(&seg.file, &seg.path, 0..seg.snapshot.size, io.grow_limit, &mut buf)
-                .with_hook(io);
+                .with_hook(io)
+                .deferring_crc();
         let mut copy = SegmentCopy { wrote_any: false, last_header: None };
         let result = (|| -> Result<(), CleanerError> {
             while let Some((position, batch)) = reader.next_batch()? {
                 let err = |source| CleanerError::Batch { path: seg.path.clone(), position, source };
                 let header = BatchHeader::parse(batch).map_err(err)?;
+                // The map pass of this clean checked the CRC of every batch of
+                // the mapped range, read through the same descriptor of the
+                // same closed segment. Any other batch is checked now; a
+                // mapped one again only if its bytes are dropped or re-encoded
+                // (below), so corruption is never hidden under a fresh CRC. A
+                // batch forwarded as it is keeps its own CRC for every reader.
+                let mapped =
+                    header.last_offset() >= recopy.first_dirty && header.last_offset() < recopy.end;
+                if !mapped {
+                    record_batch::check_batch(batch, usize::MAX).map_err(err)?;
+                }
                 copy.last_header = Some(header);
                 let written_before = out.len();
                 let outcome = self.recopy_batch(recopy, &header, batch, out).map_err(err)?;
+                if mapped && outcome != Outcome::Forward {
+                    record_batch::check_batch(batch, usize::MAX).map_err(err)?;
+                }
                 let same = match outcome {
                     Outcome::Forward => true,
                     Outcome::Rewritten => !writer.started() && out[written_before..] == *batch,

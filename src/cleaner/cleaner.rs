@@ -302,6 +302,7 @@ impl Cleaner {
         );
         let mut recopy = Recopy {
             io: &io,
+            first_dirty: to_clean.first_dirty_offset,
             end,
             upper: snapshot.upper,
             now_ms,

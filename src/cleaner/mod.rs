@@ -136,6 +136,11 @@
 //! * Cancellation is checked before every chunk read and written; an aborted
 //!   clean deletes its `.cleaned` output and changes nothing else.
 //! * All I/O (read and write bytes) goes through the shared [`Throttler`].
+//! * Every batch a clean reads has its CRC checked at least once in that
+//!   clean: the map pass checks the mapped range; the recopy checks every
+//!   other batch, and a mapped one again only before dropping or
+//!   re-encoding it (never a fresh CRC over bytes not checked in this
+//!   clean). A batch forwarded byte for byte keeps its own CRC.
 //!
 //! # Running it
 //!
