@@ -12,8 +12,13 @@
 //!   the same bytes, fsynced: the floor of any cleaner's cost per byte.
 //! * Clean: one `Cleaner::clean` of the whole partition (the map holds every
 //!   key), from cold page cache as the raw copy is. Reported as partition MB
-//!   per second, the same unit as raw; a clean reads the dirty range twice
-//!   (map, then recopy) and writes the survivors.
+//!   per second, the same unit as raw, and as the clean thread's CPU seconds
+//!   (user + system); a clean reads the dirty range twice (map, then recopy)
+//!   and writes the survivors of the segments it changes: a segment with
+//!   nothing to drop is kept as it is ("kept").
+//! * Workloads: "tail" repeats, in the last records, keys of the first ones,
+//!   so only the first segment changes; "spread" repeats keys all over the
+//!   log, so every segment changes.
 //! * Peak RSS is the process's VmHWM after the clean; the target is the
 //!   dedupe buffer + I/O buffers + 64 MiB.
 
@@ -51,6 +56,18 @@ fn drop_cache(path: &Path) {
     }
 }
 
+/// CPU seconds (user + system) of the calling thread so far.
+fn thread_cpu_secs() -> f64 {
+    // SAFETY: getrusage writes only into the zeroed struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_THREAD on the calling thread, a valid pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
 fn mb(bytes: u64) -> f64 {
     bytes as f64 / (1 << 20) as f64
 }
@@ -77,8 +94,9 @@ fn segment_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Build a compacted partition of `records` 1 KiB records whose keys repeat
-/// so that `dup_percent` of the records are older versions of a later one.
-fn build(dir: &Path, records: usize, dup_percent: usize) -> Log {
+/// so that `dup_percent` of the records are older versions of a later one:
+/// the older versions in the first records, or `spread` over the log.
+fn build(dir: &Path, records: usize, dup_percent: usize, spread: bool) -> Log {
     let config = LogConfig::resolve(
         &Default::default(),
         [("cleanup.policy", "compact"), ("segment.bytes", "134217728")]
@@ -105,7 +123,12 @@ fn build(dir: &Path, records: usize, dup_percent: usize) -> Log {
         let mut b = BatchBuilder::new(Compression::None, now);
         for _ in 0..PER_BATCH.min(records - i) {
             // Spread each key's versions over the whole log.
-            let key = format!("{:016}", (i as u64).wrapping_mul(2_654_435_761) % unique as u64);
+            let scrambled = if spread {
+                (i as u64).wrapping_mul(2_654_435_761) % records as u64
+            } else {
+                (i as u64).wrapping_mul(2_654_435_761)
+            };
+            let key = format!("{:016}", scrambled % unique as u64);
             b.append(now, Some(key.as_bytes()), Some(&value));
             i += 1;
         }
@@ -155,12 +178,12 @@ fn main() {
     std::fs::create_dir_all(&base).unwrap();
     let records = size_mb * (1 << 20) / RECORD;
     println!("cleaner throughput: {size_mb} MiB partitions of {records} records of {RECORD} B, {PER_BATCH} per batch, dedupe buffer {dedupe_mb} MiB, I/O buffers {io_kb} KiB\n");
-    println!("| duplicates | partition MB | raw read+write MB/s | clean MB/s | clean / raw | map s | copy s | written MB | keys mapped | map util | peak RSS MiB |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
-    for dup in [10usize, 90] {
+    println!("| duplicates | partition MB | raw read+write MB/s | clean MB/s | clean / raw | map s | copy s | clean CPU s | written MB | segments kept | keys mapped | map util | peak RSS MiB |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for (dup, spread) in [(10usize, false), (10, true), (90, true)] {
         let dir = tempfile::Builder::new().prefix("cleaner-bench").tempdir_in(&base).unwrap();
         let part = dir.path().join("bench-0");
-        let log = build(&part, records, dup);
+        let log = build(&part, records, dup, spread);
         let files: Vec<PathBuf> = segment_files(&part)
             .into_iter()
             .filter(|f| std::fs::metadata(f).map(|m| m.len() > 0).unwrap_or(false))
@@ -185,14 +208,17 @@ fn main() {
             LogToClean::new(&l, d, u)
         };
         let start = Instant::now();
+        let cpu_start = thread_cpu_secs();
         let result =
             cleaner.clean(&log, &to_clean, clock.now_ms(), &CancellationToken::new()).unwrap();
+        let cpu = thread_cpu_secs() - cpu_start;
         let secs = start.elapsed().as_secs_f64();
         let s = &result.stats;
         let raw_rate = mb(raw_bytes) / raw_secs;
         let clean_rate = mb(to_clean.cleanable_bytes) / secs;
         println!(
-            "| {dup}% | {:.0} | {:.1} | {:.1} | {:.0}% | {:.1} | {:.1} | {:.0} | {} | {:.1}% | {:.0} |",
+            "| {dup}% {} | {:.0} | {:.1} | {:.1} | {:.0}% | {:.1} | {:.1} | {cpu:.2} | {:.0} | {} | {} | {:.1}% | {:.0} |",
+            if spread { "spread" } else { "tail" },
             mb(to_clean.cleanable_bytes),
             raw_rate,
             clean_rate,
@@ -200,6 +226,7 @@ fn main() {
             s.map_ms() as f64 / 1000.0,
             s.copy_ms() as f64 / 1000.0,
             mb(s.bytes_written),
+            s.segments_kept,
             s.map_entries,
             100.0 * s.buffer_utilization,
             vm_hwm_kb() as f64 / 1024.0,

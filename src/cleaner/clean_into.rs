@@ -12,11 +12,17 @@
 //! * Output is written in order through one buffer of `io_buffer_size`
 //!   (larger only while one batch needs it), checked for cancellation and
 //!   throttled at every flush.
+//! * Nothing is buffered or written while the group is unchanged (every
+//!   batch so far forwarded, or rewritten into the same bytes); the first
+//!   change starts the `.cleaned` segment with that prefix
+//!   (`group_writer.rs`).
 
 use std::collections::HashMap;
 
 use super::batch_writer;
 use super::cleaner::{Cleaner, CleanerError, IoContext};
+use super::group_writer::GroupWriter;
+use super::newest_offsets::NewestOffsets;
 use super::offset_map::{hash_key, OffsetMap};
 use super::source_segment::SourceSegment;
 use super::stats::CleanerStats;
@@ -26,11 +32,12 @@ use crate::log::batch_reader::BatchReader;
 use crate::log::error::BatchError;
 use crate::log::producer_state::LastRecord;
 use crate::log::record_batch::{self, BatchHeader, Record, RecordIter};
-use crate::log::segment::LogSegment;
 
 /// What the recopy of every group of one clean shares.
 pub(super) struct Recopy<'a> {
     pub(super) io: &'a IoContext<'a>,
+    /// The first dirty offset: where the map pass started.
+    pub(super) first_dirty: i64,
     /// End of the mapped range: records at or past it are kept (nothing newer
     /// is known for their keys).
     pub(super) end: i64,
@@ -52,32 +59,15 @@ pub(super) struct Recopy<'a> {
     pub(super) kept_tombstones: KeptTombstones,
 }
 
-/// Per-group output: the `.cleaned` segment and the write buffer in front of it.
-pub(super) struct GroupWriter<'a> {
-    pub(super) segment: LogSegment,
-    pub(super) flush_at: usize,
-    pub(super) io: &'a IoContext<'a>,
-}
-
-impl GroupWriter<'_> {
-    fn maybe_flush(
-        &mut self,
-        buf: &mut Vec<u8>,
-        stats: &mut CleanerStats,
-        force: bool,
-    ) -> Result<(), CleanerError> {
-        if buf.is_empty() || (!force && buf.len() < self.flush_at) {
-            return Ok(());
-        }
-        if self.io.cancel.is_cancelled() {
-            return Err(CleanerError::Aborted { partition: self.io.partition.to_string() });
-        }
-        self.segment.append(buf)?;
-        stats.bytes_written += buf.len() as u64;
-        self.io.throttler.maybe_throttle(buf.len() as u64);
-        buf.clear();
-        Ok(())
-    }
+/// What the filter made of one batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// Kept byte for byte: the caller forwards the batch (nothing was appended).
+    Forward,
+    /// Something was appended in its place (survivors, a stamped horizon, an empty batch).
+    Rewritten,
+    /// Nothing is left of it.
+    Dropped,
 }
 
 /// What the recopy of one segment wrote, for the offset fence.
@@ -99,13 +89,14 @@ impl Cleaner {
         let result = (|| -> Result<(), CleanerError> {
             for (si, seg) in group.iter().enumerate() {
                 recopy.stats.start_size += seg.snapshot.size;
-                let copy = self.clean_into(recopy, seg, writer, &mut out)?;
+                let copy = self.clean_into(recopy, group, si, writer, &mut out)?;
                 // The offset fence: the group's output must reach into its last
                 // segment, so that recovery from a `.swap` (which replaces the old
                 // segments within the swap's offsets) also replaces that segment.
                 // A group of one segment needs none: recovery always replaces the
                 // segment at the swap's own base offset.
                 let is_last_segment = si + 1 == group.len();
+                // An unchanged group is kept as it is and needs none either.
                 if is_last_segment && group.len() > 1 && !copy.wrote_any {
                     if let Some(h) = copy.last_header {
                         batch_writer::write_empty_batch(&mut out, &h, false);
@@ -121,29 +112,68 @@ impl Cleaner {
         result
     }
 
-    /// Recopy the batches of one segment into `out`, flushing through `writer`.
+    /// Recopy the batches of segment `si` of `group` into `out`, flushing
+    /// through `writer`; while the group is unchanged, only note that.
     fn clean_into(
         &mut self,
         recopy: &mut Recopy<'_>,
-        seg: &SourceSegment,
+        group: &[SourceSegment],
+        si: usize,
         writer: &mut GroupWriter<'_>,
         out: &mut Vec<u8>,
     ) -> Result<SegmentCopy, CleanerError> {
         let io = recopy.io;
+        let seg = &group[si];
         let mut buf = self.take_read_buffer();
         let mut reader =
             BatchReader::new(&seg.file, &seg.path, 0..seg.snapshot.size, io.grow_limit, &mut buf)
-                .with_hook(io);
+                .with_hook(io)
+                .deferring_crc();
         let mut copy = SegmentCopy { wrote_any: false, last_header: None };
         let result = (|| -> Result<(), CleanerError> {
             while let Some((position, batch)) = reader.next_batch()? {
                 let err = |source| CleanerError::Batch { path: seg.path.clone(), position, source };
                 let header = BatchHeader::parse(batch).map_err(err)?;
+                // The map pass of this clean checked the CRC of every batch of
+                // the mapped range, read through the same descriptor of the
+                // same closed segment. Any other batch is checked now; a
+                // mapped one again only if its bytes are dropped or re-encoded
+                // (below), so corruption is never hidden under a fresh CRC. A
+                // batch forwarded as it is keeps its own CRC for every reader.
+                let mapped =
+                    header.last_offset() >= recopy.first_dirty && header.last_offset() < recopy.end;
+                if !mapped {
+                    record_batch::check_batch(batch, usize::MAX).map_err(err)?;
+                }
                 copy.last_header = Some(header);
                 let written_before = out.len();
-                self.recopy_batch(recopy, &header, batch, out).map_err(err)?;
-                if out.len() > written_before {
-                    copy.wrote_any = true;
+                let outcome = self.recopy_batch(recopy, &header, batch, out).map_err(err)?;
+                if mapped && outcome != Outcome::Forward {
+                    record_batch::check_batch(batch, usize::MAX).map_err(err)?;
+                }
+                let same = match outcome {
+                    Outcome::Forward => true,
+                    Outcome::Rewritten => !writer.started() && out[written_before..] == *batch,
+                    Outcome::Dropped => false,
+                };
+                copy.wrote_any |= outcome != Outcome::Dropped;
+                if !writer.started() {
+                    if same {
+                        // Output still equals input: nothing to write yet.
+                        out.truncate(written_before);
+                        continue;
+                    }
+                    // The first change: the `.cleaned` segment starts with the
+                    // batches forwarded so far. NOTE: the inflate buffer is
+                    // free here (the filter is done with this batch), so the
+                    // prefix is read through it and costs no extra memory.
+                    let mut scratch = std::mem::take(&mut self.bufs.inflated);
+                    let started = writer.start(group, (si, position), &mut scratch, recopy.stats);
+                    self.bufs.inflated = scratch;
+                    started?;
+                }
+                if outcome == Outcome::Forward {
+                    out.extend_from_slice(batch);
                 }
                 writer.maybe_flush(out, recopy.stats, false)?;
             }
@@ -164,7 +194,7 @@ impl Cleaner {
         header: &BatchHeader,
         batch: &[u8],
         out: &mut Vec<u8>,
-    ) -> Result<(), BatchError> {
+    ) -> Result<Outcome, BatchError> {
         let count = header.records_count.max(0) as u64;
         recopy.stats.messages_read += count;
         recopy.stats.start_messages += count;
@@ -177,10 +207,9 @@ impl Cleaner {
             } else {
                 recopy.txn.on_batch_read(header);
             }
-            out.extend_from_slice(batch);
             recopy.stats.batches_copied += 1;
             recopy.stats.messages_written += count;
-            return Ok(());
+            return Ok(Outcome::Forward);
         }
         let last_of_producer = header.has_producer_id()
             && recopy.last_records.get(&header.producer_id).is_some_and(|last| {
@@ -206,24 +235,26 @@ impl Cleaner {
         batch: &[u8],
         last_of_producer: bool,
         out: &mut Vec<u8>,
-    ) -> Result<(), BatchError> {
+    ) -> Result<Outcome, BatchError> {
         let count = header.records_count.max(0) as u64;
         let limit = recopy.io.decompress_limit();
         let control_type = marker_type(header, batch, &mut self.bufs.inflated, limit)?;
         let not_needed = recopy.txn.on_control_batch_read(header, control_type);
         let expired = header.delete_horizon_ms().is_some_and(|h| h <= recopy.now_ms);
         if (not_needed && expired) || count == 0 {
-            if last_of_producer {
-                batch_writer::write_empty_batch(out, header, true);
-                recopy.stats.empty_batches_retained += 1;
+            if !last_of_producer {
+                return Ok(Outcome::Dropped);
             }
+            batch_writer::write_empty_batch(out, header, true);
+            recopy.stats.empty_batches_retained += 1;
+            Ok(Outcome::Rewritten)
         } else if header.has_delete_horizon() || !not_needed {
             if header.has_delete_horizon() {
                 recopy.stats.note_delete_horizon(header.delete_horizon_ms());
             }
-            out.extend_from_slice(batch);
             recopy.stats.batches_copied += 1;
             recopy.stats.messages_written += count;
+            Ok(Outcome::Forward)
         } else {
             // The first clean in which its transaction has no batch left:
             // stamp its horizon, so readers have delete.retention.ms from now.
@@ -244,8 +275,8 @@ impl Cleaner {
             recopy.stats.horizons_stamped += 1;
             recopy.stats.batches_rewritten += 1;
             recopy.stats.messages_written += count;
+            Ok(Outcome::Rewritten)
         }
-        Ok(())
     }
 
     /// Keep the records that pass [`should_keep`]: the whole batch as it is,
@@ -258,7 +289,7 @@ impl Cleaner {
         batch: &[u8],
         last_of_producer: bool,
         out: &mut Vec<u8>,
-    ) -> Result<(), BatchError> {
+    ) -> Result<Outcome, BatchError> {
         let count = header.records_count.max(0) as u64;
         let discard_all = recopy.txn.on_batch_read(header);
         let limit = recopy.io.decompress_limit();
@@ -271,7 +302,7 @@ impl Cleaner {
             let rec = rec?;
             let range = at..at + rec.raw.len();
             at += rec.raw.len();
-            if !discard_all && should_keep(&mut self.map, recopy, header, &rec) {
+            if !discard_all && should_keep(&mut self.map, &self.newest, recopy, header, &rec) {
                 if rec.value.is_none() && rec.key.is_some() {
                     retained_tombstone = true;
                     let offset = header.base_offset + i64::from(rec.offset_delta);
@@ -293,22 +324,25 @@ impl Cleaner {
                 header.delete_horizon_ms()
             });
         }
+        recopy.stats.messages_written += kept;
         if kept == count && !needs_horizon {
-            out.extend_from_slice(batch);
             recopy.stats.batches_copied += 1;
+            Ok(Outcome::Forward)
         } else if kept > 0 {
             let horizon = needs_horizon.then_some(recopy.horizon_to_stamp);
             let retained = &self.bufs.retained;
             let scratch = &mut self.bufs.writer;
             batch_writer::write_retained_batch(out, header, payload, retained, horizon, scratch)?;
             recopy.stats.batches_rewritten += 1;
+            Ok(Outcome::Rewritten)
         } else if last_of_producer {
             // Keep the producer's sequence state: an empty batch in its place.
             batch_writer::write_empty_batch(out, header, true);
             recopy.stats.empty_batches_retained += 1;
+            Ok(Outcome::Rewritten)
+        } else {
+            Ok(Outcome::Dropped)
         }
-        recopy.stats.messages_written += kept;
-        Ok(())
     }
 }
 
@@ -317,6 +351,7 @@ impl Cleaner {
 /// are dropped and counted.
 fn should_keep(
     map: &mut OffsetMap,
+    newest_bits: &NewestOffsets,
     recopy: &mut Recopy<'_>,
     header: &BatchHeader,
     rec: &Record<'_>,
@@ -330,7 +365,18 @@ fn should_keep(
         recopy.stats.invalid_messages_read += 1;
         return false;
     };
-    let newest = map.get_hash(&hash_key(key)).is_none_or(|m| offset >= m);
+    let from_map = |map: &mut OffsetMap| map.get_hash(&hash_key(key)).is_none_or(|m| offset >= m);
+    let newest = match newest_bits.get(offset) {
+        Some(newest) => {
+            debug_assert_eq!(
+                newest,
+                from_map(map),
+                "the bit of offset {offset} disagrees with the map"
+            );
+            newest
+        }
+        None => from_map(map),
+    };
     if !newest {
         false
     } else if rec.value.is_none() {

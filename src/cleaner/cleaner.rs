@@ -19,8 +19,10 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use super::batch_writer::WriterScratch;
-use super::clean_into::{GroupWriter, Recopy};
+use super::clean_into::Recopy;
+use super::group_writer::GroupWriter;
 use super::log_to_clean::LogToClean;
+use super::newest_offsets::NewestOffsets;
 use super::offset_map::{KeyHash, OffsetMap, OffsetMapError};
 use super::source_segment::{group_segments, LogSnapshot, SourceSegment};
 use super::stats::CleanerStats;
@@ -137,6 +139,8 @@ pub struct Cleaner {
     id: usize,
     pub(super) config: CleanerConfig,
     pub(super) map: OffsetMap,
+    /// Which mapped dirty offsets are their key's newest (from the map).
+    pub(super) newest: NewestOffsets,
     throttler: Arc<Throttler>,
     clock: SharedClock,
     pub(super) bufs: Buffers,
@@ -154,6 +158,18 @@ pub(super) struct IoContext<'a> {
 }
 
 impl IoContext<'_> {
+    /// Before every chunk read or written: stop if cancelled, else throttle.
+    ///
+    /// # Errors
+    /// `Aborted` once the clean is cancelled.
+    pub(super) fn before_io(&self, len: usize) -> Result<(), CleanerError> {
+        if self.cancel.is_cancelled() {
+            return Err(CleanerError::Aborted { partition: self.partition.to_string() });
+        }
+        self.throttler.maybe_throttle(len as u64);
+        Ok(())
+    }
+
     /// The most a batch may inflate to.
     pub(super) fn decompress_limit(&self) -> usize {
         self.grow_limit.saturating_mul(64).min(1 << 30)
@@ -166,11 +182,7 @@ impl ChunkHook for &IoContext<'_> {
     type Error = CleanerError;
 
     fn before_chunk(&mut self, len: usize) -> Result<(), CleanerError> {
-        if self.cancel.is_cancelled() {
-            return Err(CleanerError::Aborted { partition: self.partition.to_string() });
-        }
-        self.throttler.maybe_throttle(len as u64);
-        Ok(())
+        self.before_io(len)
     }
 }
 
@@ -200,7 +212,16 @@ impl Cleaner {
         clock: SharedClock,
     ) -> Result<Self, CleanerError> {
         let map = OffsetMap::new(config.dedupe_buffer_size, config.load_factor)?;
-        Ok(Self { id, config, map, throttler, clock, bufs: Buffers::default(), crash_point: None })
+        Ok(Self {
+            id,
+            config,
+            map,
+            newest: NewestOffsets::default(),
+            throttler,
+            clock,
+            bufs: Buffers::default(),
+            crash_point: None,
+        })
     }
 
     pub fn id(&self) -> usize {
@@ -269,6 +290,10 @@ impl Cleaner {
 
         // Steps 2 to 6: recopy from the log start through the end of the
         // mapped range, group by group, each swapped in as soon as it is written.
+        // The recopy reads each dirty record's fate from bits set from the
+        // map, in what the budget leaves beside the map's table.
+        let spare = self.config.dedupe_buffer_size.saturating_sub(self.map.memory_bytes());
+        self.newest.build(&self.map, to_clean.first_dirty_offset, end, spare);
         let to_copy = snapshot.segments.iter().take_while(|s| s.snapshot.base_offset < end).count();
         let groups = group_segments(
             &snapshot.segments[..to_copy],
@@ -277,6 +302,7 @@ impl Cleaner {
         );
         let mut recopy = Recopy {
             io: &io,
+            first_dirty: to_clean.first_dirty_offset,
             end,
             upper: snapshot.upper,
             now_ms,
@@ -287,9 +313,11 @@ impl Cleaner {
             guard: to_clean.tombstone_guard,
             kept_tombstones: KeptTombstones::default(),
         };
-        for group in groups {
-            self.clean_and_swap_group(log, &snapshot, group, &mut recopy)?;
-        }
+        let copied = groups
+            .into_iter()
+            .try_for_each(|group| self.clean_and_swap_group(log, &snapshot, group, &mut recopy));
+        self.newest.clear();
+        copied?;
         let kept_tombstones = Some(recopy.kept_tombstones);
         self.restore_buffers();
         stats.end_messages = stats.messages_written;
@@ -306,6 +334,8 @@ impl Cleaner {
     /// Recopy the segments `group` of `snapshot` into a `.cleaned` segment and
     /// swap it in for them ([`Log::replace_segments`] holds the numbered steps
     /// after the first, each with what recovery does if the process dies there).
+    /// A group the clean leaves unchanged is kept as it is: no file is written
+    /// and nothing is swapped.
     fn clean_and_swap_group(
         &mut self,
         log: &RwLock<Log>,
@@ -316,7 +346,11 @@ impl Cleaner {
         // Crash points are injected in the first group only.
         let first_group = group.start == 0;
         let group = &snapshot.segments[group];
-        let cleaned = self.write_cleaned(snapshot, group, recopy)?;
+        let Some(cleaned) = self.write_cleaned(snapshot, group, recopy)? else {
+            recopy.stats.segments_kept += group.len() as u64;
+            recopy.stats.end_size += group.iter().map(|s| s.snapshot.size).sum::<u64>();
+            return Ok(());
+        };
         recopy.stats.end_size += cleaned.size();
         if first_group && self.crash_point == Some(CrashPoint::CleanedWritten) {
             return Err(CleanerError::InjectedCrash(CrashPoint::CleanedWritten));
@@ -349,26 +383,46 @@ impl Cleaner {
     }
 
     /// Write the group's `.cleaned` segment and make it durable: step 1 of the
-    /// swap. On any failure its files are deleted.
+    /// swap; `None` when the group is unchanged (every batch forwarded byte
+    /// for byte, and its `.txnindex` entries exactly those a cleaned segment
+    /// would get), and nothing was written. On any failure the `.cleaned`
+    /// files are deleted.
     fn write_cleaned(
         &mut self,
         snapshot: &LogSnapshot,
         group: &[SourceSegment],
         recopy: &mut Recopy<'_>,
-    ) -> Result<LogSegment, CleanerError> {
-        let base = group[0].snapshot.base_offset;
-        let now = self.clock.now_ms();
-        let cleaned =
-            LogSegment::create(&snapshot.dir, base, snapshot.segment_config, CLEANED_SUFFIX, now)?;
-        let mut writer =
-            GroupWriter { segment: cleaned, flush_at: self.config.io_buffer_size, io: recopy.io };
+    ) -> Result<Option<LogSegment>, CleanerError> {
+        let mut writer = GroupWriter {
+            dir: &snapshot.dir,
+            base_offset: group[0].snapshot.base_offset,
+            config: snapshot.segment_config,
+            now_ms: self.clock.now_ms(),
+            flush_at: self.config.io_buffer_size,
+            io: recopy.io,
+            segment: None,
+        };
         let copied = self.clean_group(recopy, group, &mut writer);
-        let mut cleaned = writer.segment;
         let finished = copied.and_then(|()| {
             // The `.txnindex` keeps the entries of the ABORT markers kept
             // because their dropped batches were in this clean; every other
             // entry of the group goes with the data it described.
-            for txn in recopy.txn.take_kept_aborted() {
+            let kept_aborted = recopy.txn.take_kept_aborted();
+            if !writer.started() {
+                let had: Vec<_> =
+                    group.iter().flat_map(|s| s.aborted_txns.iter().copied()).collect();
+                if had == kept_aborted {
+                    return Ok(false);
+                }
+                // Only the `.txnindex` differs: the whole group is the prefix.
+                let whole = (group.len() - 1, group[group.len() - 1].snapshot.size);
+                let mut scratch = std::mem::take(&mut self.bufs.inflated);
+                let started = writer.start(group, whole, &mut scratch, recopy.stats);
+                self.bufs.inflated = scratch;
+                started?;
+            }
+            let Some(cleaned) = writer.segment.as_mut() else { return Ok(false) };
+            for txn in kept_aborted {
                 cleaned.txn_index_mut().append(&txn)?;
             }
             // Step 1 of the swap: the cleaned segment is complete and durable.
@@ -378,15 +432,20 @@ impl Cleaner {
                 // Time-based retention reads segments without timestamps by mtime.
                 let _ = cleaned.file().set_modified(modified);
             }
-            Ok(())
+            Ok(true)
         });
-        if let Err(e) = finished {
-            if let Err(d) = cleaned.delete_files() {
-                tracing::warn!(partition = %recopy.io.partition, error = %d, "could not delete the .cleaned files of an aborted clean");
+        match finished {
+            Ok(true) => Ok(writer.segment),
+            Ok(false) => Ok(None),
+            Err(e) => {
+                if let Some(cleaned) = writer.segment {
+                    if let Err(d) = cleaned.delete_files() {
+                        tracing::warn!(partition = %recopy.io.partition, error = %d, "could not delete the .cleaned files of an aborted clean");
+                    }
+                }
+                Err(e)
             }
-            return Err(e);
         }
-        Ok(cleaned)
     }
 
     /// Shrink buffers that grew for a large batch back to their configured size.

@@ -40,11 +40,15 @@
 //!    `end - 1` is rewritten, in groups of adjacent segments whose combined
 //!    size stays under `segment.bytes` and whose indexes stay under
 //!    `segment.index.bytes` (small cleaned segments merge). The clean region
-//!    is re-read too: a dirty record may supersede a clean one.
+//!    is re-read too: a dirty record may supersede a clean one. A group the
+//!    clean does not change is kept as it is (see "Kept groups" below).
 //! 3. **Filter, per batch.** A record is kept if its offset is past the
 //!    mapped range, or it has a key and its offset is at least the map's offset
 //!    for that key. Key-less records are dropped and counted (a compacted
 //!    topic cannot say which is newest; the broker refuses them on append).
+//!    Whether a record of the mapped range is its key's newest is read from
+//!    one bit per offset set from the map (`newest_offsets.rs`), not by
+//!    hashing its key again, when the budget leaves room for the bits.
 //!    A batch whose records all stay is copied byte for byte; otherwise the
 //!    survivors are written into a new batch that keeps the base offset, last
 //!    offset delta, producer id/epoch/base sequence, each record's offset
@@ -84,7 +88,28 @@
 //!    (descending offsets); fsync the directory; rename the replaced segments
 //!    to `.deleted`; strip `.swap`; fsync the directory; unlink `.deleted`
 //!    after `file.delete.delay.ms`. `Log::open` completes or rolls back an
-//!    interrupted swap from the suffixes alone.
+//!    interrupted swap from the suffixes alone. A kept group has no swap.
+//!
+//! # Kept groups
+//!
+//! A group is *unchanged* when every batch of it is forwarded byte for byte
+//! (or rewritten into exactly its own bytes), so nothing is dropped, no
+//! delete horizon is stamped and no batch is rewritten, and the `.txnindex`
+//! entries a cleaned segment would get are exactly the group's own. Its
+//! cleaned output would equal its segments' bytes, so they are kept as they
+//! are: same files, inodes, bytes and mtimes, with their own indexes, which
+//! are valid for those bytes (Kafka's DumpLogSegments agrees with them as it
+//! did when they were written). The group is read once and nothing is
+//! written: the `.cleaned` segment is created only at the group's first
+//! change, starting with a copy of the batches forwarded before it
+//! (`group_writer.rs`), so an unchanged group never has a `.cleaned` or
+//! `.swap` file and adds no step to the crash protocol (a crash while a
+//! changed group copies its prefix is a crash in swap step 1). A kept group
+//! of several small segments is not merged: they stay separate files until
+//! a clean changes something in their group, which then merges them as
+//! usual. The [`CleanerStats`] count kept segments (`segments_kept`): they
+//! are read (`bytes_read`) and not written, which `cleaner-recopy-percent`
+//! (written per byte read) shows.
 //!
 //! # Invariants
 //!
@@ -99,6 +124,8 @@
 //! * Nothing at or past the first unstable offset is changed.
 //! * Every batch written has a valid CRC and spans the same offsets as the
 //!   batch it replaces.
+//! * A group that a clean does not change keeps its files untouched; every
+//!   group it changes is replaced whole by one cleaned segment.
 //! * The output of a group always reaches into the group's last segment (an
 //!   empty "offset fence" batch if nothing else survives from it), so recovery
 //!   from a `.swap`, which replaces the segments inside the swap's offsets,
@@ -109,6 +136,11 @@
 //! * Cancellation is checked before every chunk read and written; an aborted
 //!   clean deletes its `.cleaned` output and changes nothing else.
 //! * All I/O (read and write bytes) goes through the shared [`Throttler`].
+//! * Every batch a clean reads has its CRC checked at least once in that
+//!   clean: the map pass checks the mapped range; the recopy checks every
+//!   other batch, and a mapped one again only before dropping or
+//!   re-encoding it (never a fresh CRC over bytes not checked in this
+//!   clean). A batch forwarded byte for byte keeps its own CRC.
 //!
 //! # Running it
 //!
@@ -142,10 +174,12 @@ mod clean_into;
 pub mod cleaner;
 pub mod cleaning_state;
 pub mod eligibility;
+mod group_writer;
 pub mod key_audit;
 pub mod log_cleaner;
 pub mod log_to_clean;
 pub mod manager;
+mod newest_offsets;
 pub mod offset_map;
 mod source_segment;
 pub mod stats;

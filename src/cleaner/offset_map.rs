@@ -180,6 +180,18 @@ impl OffsetMap {
         self.probes
     }
 
+    /// Call `f` with the offset of every entry, in table order.
+    pub fn for_each_offset(&self, mut f: impl FnMut(i64)) {
+        for slot in self.bytes.chunks_exact(BYTES_PER_ENTRY) {
+            let (hash, offset) = slot.split_at(HASH_SIZE);
+            if hash.iter().any(|b| *b != 0) {
+                let mut be = [0u8; 8];
+                be.copy_from_slice(offset);
+                f(i64::from_be_bytes(be));
+            }
+        }
+    }
+
     /// Forget every entry. A grown table is given back for a fresh small
     /// one; a small one is zeroed in place.
     pub fn clear(&mut self) {

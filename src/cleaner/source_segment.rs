@@ -78,6 +78,7 @@ impl LogSnapshot {
         let mut segments = Vec::with_capacity(log.segments().len());
         for seg in log.segments() {
             let file = seg.file().try_clone().map_err(LogError::io(seg.log_path()))?;
+            advise_sequential(&file);
             let dirty_position =
                 if seg.base_offset() <= first_dirty && seg.next_offset() > first_dirty {
                     seg.translate_offset(first_dirty)?.map(|p| p.position)
@@ -114,6 +115,16 @@ impl LogSnapshot {
         let from_index = self.segments.iter().flat_map(|s| s.aborted_txns.iter().copied());
         from_index.chain(to_clean.aborted_transactions.iter().copied()).collect()
     }
+}
+
+/// Tell the kernel the clean reads `file` front to back (a larger
+/// readahead window; the pages read are the first to go). Advice only: a
+/// failure changes nothing but speed, so it is ignored.
+fn advise_sequential(file: &File) {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: posix_fadvise reads no memory of ours; the descriptor is open
+    // for the duration of the call, and the advice only affects caching.
+    let _ = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL) };
 }
 
 /// Group adjacent segments so that each group's total size stays within

@@ -56,6 +56,15 @@ pub struct CleanerStats {
     /// Segments swapped out / cleaned segments swapped in.
     pub segments_replaced: u64,
     pub segments_written: u64,
+    /// Segments kept as they were: their group was read and nothing in it
+    /// changed (no record dropped, no horizon stamped, no batch rewritten),
+    /// so nothing was written for it. Their bytes count in `bytes_read` and
+    /// in `end_size`, not in `bytes_written`.
+    pub segments_kept: u64,
+    /// Bytes of changed groups that were forwarded unchanged before the
+    /// group's first change, and copied into its `.cleaned` segment then
+    /// (read a second time, from the source files; part of `bytes_written`).
+    pub unchanged_bytes_copied: u64,
     /// Size of the cleaned range before and after.
     pub start_size: u64,
     pub end_size: u64,
@@ -103,7 +112,9 @@ impl CleanerStats {
         }
     }
 
-    /// `cleaner-recopy-percent`: bytes written per byte read.
+    /// `cleaner-recopy-percent`: bytes written per byte the recopy read. A
+    /// segment kept as it is counts as read and not written, so a clean that
+    /// leaves most of the log untouched shows a low recopy percent.
     pub fn recopy_percent(&self) -> f64 {
         percent(self.bytes_written as f64, self.bytes_read as f64)
     }

@@ -6,7 +6,9 @@
 //! Invariants:
 //! * A batch is returned only whole and checked: its length covers at least a
 //!   batch header, it ends inside the range, it is no larger than the limit,
-//!   and its magic and CRC are valid. Anything else is an error naming the
+//!   and its magic and CRC are valid. Only a reader built with
+//!   [`BatchReader::deferring_crc`] skips the CRC, and its caller checks it
+//!   whenever the bytes were not checked before (the cleaner). Anything else is an error naming the
 //!   file and the batch's position, and the reader returns nothing after it.
 //! * Memory is bounded before it is allocated: a declared size is compared
 //!   with the limit and with the rest of the range before the buffer grows.
@@ -101,6 +103,7 @@ pub struct BatchReader<'a, H = NoHook> {
     max_batch_size: usize,
     bytes_read: u64,
     grew: bool,
+    check_crc: bool,
     hook: H,
 }
 
@@ -125,6 +128,7 @@ impl<'a> BatchReader<'a> {
             max_batch_size,
             bytes_read: 0,
             grew: false,
+            check_crc: true,
             hook: NoHook,
         }
     }
@@ -142,12 +146,22 @@ impl<'a> BatchReader<'a> {
             max_batch_size: self.max_batch_size,
             bytes_read: self.bytes_read,
             grew: self.grew,
+            check_crc: self.check_crc,
             hook,
         }
     }
 }
 
 impl<H: ChunkHook> BatchReader<'_, H> {
+    /// The same reader, checking each batch's framing and magic but not its
+    /// CRC: the caller checks it ([`record_batch::check_batch`]) for every
+    /// batch whose bytes it has not checked before.
+    #[must_use]
+    pub fn deferring_crc(mut self) -> Self {
+        self.check_crc = false;
+        self
+    }
+
     /// Position of the next batch.
     pub fn position(&self) -> u64 {
         self.position
@@ -196,9 +210,13 @@ impl<H: ChunkHook> BatchReader<'_, H> {
             return Err(self.framing(BatchError::Truncated { needed: size, available }));
         }
         let batch = self.start..self.start + size;
-        if let Err(source) =
-            record_batch::check_batch(&self.buf[batch.clone()], self.max_batch_size)
-        {
+        let bytes = &self.buf[batch.clone()];
+        let checked = if self.check_crc {
+            record_batch::check_batch(bytes, self.max_batch_size)
+        } else {
+            record_batch::BatchHeader::parse(bytes)
+        };
+        if let Err(source) = checked {
             let path = self.path.clone();
             return Err(BatchReadError::Invalid { path, position, source }.into());
         }

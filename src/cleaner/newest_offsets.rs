@@ -1,0 +1,109 @@
+//! `NewestOffsets`: which offsets of the mapped dirty range are the newest of
+//! their key, one bit per offset, set from the [`OffsetMap`] once the map is
+//! built. The recopy answers "is this dirty record its key's newest?" from
+//! the bit instead of hashing the key again and probing the map: the map
+//! holds, for every key of the mapped range, the highest offset of a record
+//! with that key, so a record in `[first dirty, end)` survives the map test
+//! exactly when the map holds its own offset, which is when its bit is set.
+//! Records below the first dirty offset still need the lookup (the map
+//! knows their key only by its hash).
+//!
+//! Invariants:
+//! * Built only when the range fits both [`MAX_OFFSETS`] and what the dedupe
+//!   budget leaves beside the map's table, so map plus bits stay within
+//!   `log.cleaner.dedupe.buffer.size`; otherwise the recopy uses the map.
+//! * Every record the recopy asks about in the range was mapped (a keyed
+//!   record of a mapped, non-aborted data batch): key-less records, control
+//!   batches and aborted batches are settled before the question. Debug
+//!   builds check every answer against the map.
+//! * Given back after each clean, so its memory follows the dirty range.
+//!
+//! [`OffsetMap`]: super::OffsetMap
+
+use super::offset_map::OffsetMap;
+
+/// The most offsets the bits cover (8 MiB of bits).
+pub const MAX_OFFSETS: i64 = 64 << 20;
+
+/// One bit per offset of `[start, end)`: set when the offset is its key's newest.
+#[derive(Debug, Default)]
+pub(super) struct NewestOffsets {
+    start: i64,
+    end: i64,
+    bits: Vec<u64>,
+}
+
+impl NewestOffsets {
+    /// Set the bits for `[start, end)` from `map`, if the range fits in
+    /// `max_bytes` and [`MAX_OFFSETS`]; otherwise leave them empty (every
+    /// answer is then `None`). Returns whether they were built.
+    pub(super) fn build(
+        &mut self,
+        map: &OffsetMap,
+        start: i64,
+        end: i64,
+        max_bytes: usize,
+    ) -> bool {
+        self.clear();
+        let len = end - start;
+        if len <= 0 || len > MAX_OFFSETS {
+            return false;
+        }
+        let words = usize::try_from((len + 63) / 64).unwrap_or(usize::MAX);
+        if words.saturating_mul(8) > max_bytes {
+            return false;
+        }
+        self.bits = vec![0u64; words];
+        (self.start, self.end) = (start, end);
+        let bits = &mut self.bits;
+        map.for_each_offset(|offset| {
+            if (start..end).contains(&offset) {
+                let i = (offset - start) as usize;
+                bits[i / 64] |= 1 << (i % 64);
+            }
+        });
+        true
+    }
+
+    /// Whether `offset` is its key's newest, when the bits cover it.
+    pub(super) fn get(&self, offset: i64) -> Option<bool> {
+        if offset < self.start || offset >= self.end {
+            return None;
+        }
+        let i = (offset - self.start) as usize;
+        self.bits.get(i / 64).map(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    /// Forget the range and give the memory back.
+    pub(super) fn clear(&mut self) {
+        self.bits = Vec::new();
+        (self.start, self.end) = (0, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_follow_the_map_within_the_range_and_the_budget() {
+        let mut map = OffsetMap::new(24 * 100, 0.9).unwrap();
+        for (key, offset) in [(&b"a"[..], 3), (b"b", 10), (b"a", 70), (b"c", 200)] {
+            map.put(key, offset).unwrap();
+        }
+        let mut n = NewestOffsets::default();
+        assert!(n.build(&map, 5, 100, 1 << 10));
+        assert_eq!(n.get(70), Some(true));
+        assert_eq!(n.get(10), Some(true));
+        assert_eq!(n.get(11), Some(false));
+        assert_eq!(n.get(3), None, "below the range: ask the map");
+        assert_eq!(n.get(100), None);
+        assert_eq!(n.bits.len(), 2);
+        assert!(!n.build(&map, 0, 1 << 20, 1 << 10), "over the budget");
+        assert_eq!(n.get(70), None);
+        assert!(!n.build(&map, 0, MAX_OFFSETS + 1, usize::MAX));
+        assert!(n.build(&map, 0, 64, 8));
+        n.clear();
+        assert_eq!((n.get(10), n.bits.capacity()), (None, 0));
+    }
+}
