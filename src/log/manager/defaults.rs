@@ -30,6 +30,22 @@ fn resolve_all(
 }
 
 impl LogManager {
+    /// Resolve a topic config from overrides (validating them) without creating anything.
+    ///
+    /// # Errors
+    /// `InvalidConfig` naming the key; also `remote.storage.enable=true` while
+    /// the broker's `remote.log.storage.system.enable` is off (as Kafka refuses it).
+    pub fn resolve_config(&self, overrides: BTreeMap<String, String>) -> Result<LogConfig> {
+        let config = LogConfig::resolve(&self.topic_defaults.read(), overrides)?;
+        if config.remote_storage_enable && !self.config.remote_log_storage_system_enable {
+            return Err(crate::log::error::LogError::InvalidConfig {
+                key: "remote.storage.enable".into(),
+                reason: "tiered storage is disabled on this broker (remote.log.storage.system.enable=false)".into(),
+            });
+        }
+        Ok(config)
+    }
+
     /// Whether `defaults` would be accepted by [`LogManager::set_topic_defaults`].
     ///
     /// # Errors
