@@ -123,6 +123,10 @@ impl RemoteStorageConfig {
     /// # Errors
     /// `Open` for a bad URL or a client that cannot be built.
     pub fn open(&self) -> Result<RemoteStore, RemoteError> {
+        // The S3 client's TLS asks rustls for the process's default provider;
+        // two are compiled in (ring for the listeners, aws-lc-rs by
+        // object_store), so name one. Already installed is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let open_err = |reason: String| RemoteError::Open { url: self.url.clone(), reason };
         let (store, root): (Arc<dyn ObjectStore>, StorePath) = match parse_url(&self.url)
             .map_err(open_err)?
@@ -143,10 +147,10 @@ impl RemoteStorageConfig {
 
     fn s3_builder(&self, bucket: &str) -> AmazonS3Builder {
         let mut b = AmazonS3Builder::from_env().with_bucket_name(bucket);
-        if let Some(endpoint) = &self.endpoint {
-            b = b.with_endpoint(endpoint).with_allow_http(endpoint.starts_with("http://"));
-        } else if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL") {
-            b = b.with_allow_http(endpoint.starts_with("http://")).with_endpoint(endpoint);
+        let endpoint = self.endpoint.clone().or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
+        let allow_http = endpoint.as_deref().is_some_and(|e| e.starts_with("http://"));
+        if let Some(endpoint) = endpoint {
+            b = b.with_endpoint(endpoint);
         }
         if let Some(region) = &self.region {
             b = b.with_region(region);
@@ -166,7 +170,9 @@ impl RemoteStorageConfig {
             max_retries: 2,
             retry_timeout: Duration::from_secs(15),
         };
+        // Client options carry allow_http too: set here, as they replace the builder's.
         let client = ClientOptions::new()
+            .with_allow_http(allow_http)
             .with_connect_timeout(Duration::from_secs(5))
             .with_timeout(Duration::from_secs(120));
         b.with_retry(retry).with_client_options(client)

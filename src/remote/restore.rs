@@ -126,6 +126,9 @@ async fn restore_partition(
         }
         summary.segments += 1;
     }
+    // An empty active segment at the end, so the last restored segment stays
+    // closed (and in the next manifest) instead of becoming the one appended to.
+    write_synced(&staged.join(format!("{:020}.log", m.end_offset)), &[])?;
     write_synced(&staged.join(PARTITION_METADATA_FILE), m.partition_metadata.as_bytes())?;
     let config: String = m.topic_config.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
     write_synced(&staged.join(TOPIC_CONFIG_FILE), config.as_bytes())?;
