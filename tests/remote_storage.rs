@@ -85,6 +85,14 @@ fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// [`wait_for`], with the broker's log in the failure message.
+fn wait_logged<T>(b: &TestBroker, secs: u64, what: &str, f: impl FnMut() -> Option<T>) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| wait_for(secs, what, f))) {
+        Ok(v) => v,
+        Err(_) => panic!("timed out waiting for {what}; the broker's log:\n{}", b.log()),
+    }
+}
+
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
 }
@@ -248,7 +256,7 @@ fn the_store_mirrors_uploads_and_cleans_and_a_restore_serves_every_latest_value(
     let dir = b.data_dir().join("state-0");
 
     // Every closed segment is uploaded, byte for byte.
-    let (seq1, first) = wait_for(60, "the manifest to list every closed segment", || {
+    let (seq1, first) = wait_logged(&b, 60, "the manifest to list every closed segment", || {
         latest(&store, &tp).filter(|(_, m)| mirrors(&store, &tp, m, &dir))
     });
     assert!(first.segments.len() >= 5, "{} segments", first.segments.len());
@@ -266,7 +274,7 @@ fn the_store_mirrors_uploads_and_cleans_and_a_restore_serves_every_latest_value(
     overrides.pop();
     b.set_overrides(&overrides.iter().map(String::as_str).collect::<Vec<_>>());
     b.restart();
-    let (_, cleaned) = wait_for(60, "the manifest to list the cleaned segments", || {
+    let (_, cleaned) = wait_logged(&b, 60, "the manifest to list the cleaned segments", || {
         latest(&store, &tp).filter(|(seq, m)| {
             *seq > seq1 && m.clean_offset.is_some() && mirrors(&store, &tp, m, &dir)
         })
@@ -354,13 +362,13 @@ fn a_sigkill_during_uploads_leaves_no_duplicate_and_no_orphan_past_the_delay() {
     let _ = producer.join();
     b.restart();
     let dir = b.data_dir().join("state-0");
-    let (_, m) = wait_for(60, "the manifest to list every closed segment", || {
+    let (_, m) = wait_logged(&b, 60, "the manifest to list every closed segment", || {
         latest(&store, &tp).filter(|(_, m)| mirrors(&store, &tp, m, &dir))
     });
     let bases: BTreeSet<i64> = m.segments.iter().map(|s| s.base_offset).collect();
     assert_eq!(bases.len(), m.segments.len(), "a segment listed twice");
     // Past the delay only what the latest manifest lists is left.
-    wait_for(60, "orphans and old manifests to be swept", || {
+    wait_logged(&b, 60, "orphans and old manifests to be swept", || {
         let (_, m) = latest(&store, &tp)?;
         let listed: BTreeSet<String> = m.keys().map(str::to_string).collect();
         (segment_objects(&store, &tp) == listed && manifest_count(&store, &tp) == 1).then_some(())

@@ -4,8 +4,10 @@
 //! retention need the write lock, so the set is consistent, and the open
 //! descriptors keep the bytes readable after a swap renames or unlinks them.
 //! Only segments below the last stable offset are taken (no open
-//! transaction's records without their marker) and below the recovery point
-//! (fsynced, so a crash cannot take back what the store has).
+//! transaction's records without their marker). Closed segments are fsynced
+//! when they roll, or were read back by recovery after a crash, so the store
+//! never has records a restart takes back. (The recovery point is no bound:
+//! after an unclean start it stays behind until the next flush.)
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -55,7 +57,7 @@ pub(super) struct LocalSnapshot {
 pub(super) fn take(tp: &TopicPartition, log: &SharedLog) -> Result<LocalSnapshot, RemoteError> {
     let log = log.read();
     let dir = log.dir().to_path_buf();
-    let bound = log.last_stable_offset().min(log.recovery_point());
+    let bound = log.last_stable_offset();
     let active = log.active_segment().base_offset();
     let mut segments = Vec::new();
     for seg in log.segments() {
