@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use broker::{create_topic, free_port, kcat, produce, python, run, Reaper, TestBroker, Wire};
+use broker::{
+    create_topic, free_port, kcat, produce, python, run, run_python_script, Reaper, TestBroker,
+    Wire,
+};
 use sediment::log::TopicPartition;
 use sediment::remote::manifest::{self, Manifest};
 use sediment::remote::{RemoteStorageConfig, RemoteStore};
@@ -249,11 +252,23 @@ fn the_store_mirrors_uploads_and_cleans_and_a_restore_serves_every_latest_value(
     let store = open_store(url, Some(moto.endpoint()));
     let tp = TopicPartition::new("state", 0);
     let mut overrides = remote_overrides(url, &moto.endpoint(), 2000);
+    // Every topic in the store, __consumer_offsets too, in small segments.
+    overrides.extend([
+        "remote.storage.enable=true".into(),
+        "offsets.topic.num.partitions=1".into(),
+        "offsets.topic.segment.bytes=1024".into(),
+    ]);
     overrides.push("log.cleaner.enable=false".into());
     let mut b = start(&overrides);
     create_topic(b.port, "state", 1, TOPIC_CONFIG);
     let expected = produce_keyed(&b, "state");
     let dir = b.data_dir().join("state-0");
+    run_python_script(&b, "remote_offsets_confluent.py", &["commit"], "done");
+    let offsets_tp = TopicPartition::new("__consumer_offsets", 0);
+    let offsets_dir = b.data_dir().join("__consumer_offsets-0");
+    wait_logged(&b, 60, "__consumer_offsets in the store", || {
+        latest(&store, &offsets_tp).filter(|(_, m)| mirrors(&store, &offsets_tp, m, &offsets_dir))
+    });
 
     // Every closed segment is uploaded, byte for byte.
     let (seq1, first) = wait_logged(&b, 60, "the manifest to list every closed segment", || {
@@ -303,7 +318,7 @@ fn the_store_mirrors_uploads_and_cleans_and_a_restore_serves_every_latest_value(
         .arg(b.data_dir())
         .envs(CREDS.iter().copied()));
     assert!(ok, "restore failed: {out}{err}");
-    assert!(out.contains("restored 1 partition(s)"), "{out}");
+    assert!(out.contains("restored 2 partition(s)"), "{out}");
     assert_eq!(
         broker::cleaner_checkpoint(&b.data_dir(), "state", 0),
         cleaned.clean_offset,
@@ -325,6 +340,8 @@ fn the_store_mirrors_uploads_and_cleans_and_a_restore_serves_every_latest_value(
     let mut got = kcat_latest(&b, "state");
     got.remove("filler");
     assert_eq!(got, expected, "every key's latest value after the restore");
+    let out = run_python_script(&b, "remote_offsets_confluent.py", &["read"], "done");
+    assert!(out.contains("offset=123"), "the committed offset after the restore: {out}");
     b.stop();
 }
 
