@@ -33,8 +33,12 @@ struct Moto {
 
 impl Moto {
     fn start(env: &[(&str, &str)]) -> Self {
+        Self::start_on(env, free_port())
+    }
+
+    /// A fresh (empty) server on `port`.
+    fn start_on(env: &[(&str, &str)], port: u16) -> Self {
         let bin = python().parent().expect("venv bin").join("moto_server");
-        let port = free_port();
         let child = Command::new(bin)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .envs(env.iter().copied())
@@ -389,6 +393,39 @@ fn a_sigkill_during_uploads_leaves_no_duplicate_and_no_orphan_past_the_delay() {
         let (_, m) = latest(&store, &tp)?;
         let listed: BTreeSet<String> = m.keys().map(str::to_string).collect();
         (segment_objects(&store, &tp) == listed && manifest_count(&store, &tp) == 1).then_some(())
+    });
+    b.stop();
+}
+
+#[test]
+fn an_unreachable_store_holds_uploads_back_not_produce_and_they_resume() {
+    let port = free_port();
+    let moto = Moto::start_on(&[], port);
+    moto.create_bucket("bucket-outage");
+    let url = "s3://bucket-outage/c";
+    let mut overrides = remote_overrides(url, &moto.endpoint(), 1000);
+    overrides.push("log.cleaner.enable=false".into());
+    let mut b = start(&overrides);
+    create_topic(b.port, "state", 1, TOPIC_CONFIG);
+    // The store goes away; every produce still succeeds (produce_keyed asserts it).
+    drop(moto);
+    produce_keyed(&b, "state");
+    wait_logged(&b, 60, "the upload lag and the store errors", || {
+        let lag = b.metric("sediment_remote_upload_lag_bytes{topic=\"state\"}")?;
+        let errors = b.metric("sediment_remote_store_errors_total{kind=\"unreachable\"}")?;
+        (lag > 0.0 && errors > 0.0).then_some(())
+    });
+    // It comes back (empty, as moto keeps nothing): the uploads resume.
+    let moto = Moto::start_on(&[], port);
+    moto.create_bucket("bucket-outage");
+    let store = open_store(url, Some(moto.endpoint()));
+    let tp = TopicPartition::new("state", 0);
+    let dir = b.data_dir().join("state-0");
+    wait_logged(&b, 120, "the uploads to resume", || {
+        latest(&store, &tp).filter(|(_, m)| mirrors(&store, &tp, m, &dir))
+    });
+    wait_logged(&b, 30, "the lag to drop to 0", || {
+        (b.metric("sediment_remote_upload_lag_bytes{topic=\"state\"}")? == 0.0).then_some(())
     });
     b.stop();
 }
