@@ -143,3 +143,58 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), RemoteError> {
     f.write_all(bytes).map_err(RemoteError::io(path))?;
     f.sync_all().map_err(RemoteError::io(path))
 }
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::remote::manifest::{object_key, ObjectEntry, SegmentEntry, FORMAT};
+    use crate::remote::RemoteStorageConfig;
+
+    /// A corrupt object fails the restore with its key; a non-empty dir and
+    /// a store without a marker are refused.
+    #[tokio::test]
+    async fn corrupt_objects_foreign_stores_and_non_empty_dirs_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().join("store").display());
+        std::fs::create_dir_all(dir.path().join("store")).unwrap();
+        let store = RemoteStorageConfig::for_tool(&url, None, None).open().unwrap();
+        let target = dir.path().join("data");
+        let err = restore(&store, &target, 1).await.unwrap_err();
+        assert!(err.to_string().contains("not a sediment store"), "{err}");
+
+        store.claim("cluster-r", 1).await.unwrap();
+        let tp = TopicPartition::new("t", 0);
+        let good = b"the segment's bytes";
+        let key = object_key(0, crc32c::crc32c(good), good.len() as u64, "log");
+        let path = store.key(&format!("{}/{key}", partition_dir(&tp)));
+        // The store holds other bytes of the same size under the key.
+        store.put_verified(&path, Bytes::from_static(b"the segment's BYTES")).await.unwrap();
+        let file = ObjectEntry {
+            ext: "log".into(),
+            key: key.clone(),
+            size: good.len() as u64,
+            crc32c: crc32c::crc32c(good),
+        };
+        let m = Manifest {
+            format: FORMAT,
+            cluster_id: "cluster-r".into(),
+            topic: "t".into(),
+            partition: 0,
+            partition_metadata: "version: 0\n".into(),
+            topic_config: BTreeMap::new(),
+            log_start_offset: 0,
+            clean_offset: None,
+            end_offset: 1,
+            segments: vec![SegmentEntry { base_offset: 0, next_offset: 1, files: vec![file] }],
+            written_at_ms: 0,
+        };
+        manifest::write(&store, &tp, 1, &m).await.unwrap();
+        let err = restore(&store, &target, 1).await.unwrap_err();
+        assert!(matches!(err, RemoteError::Verify { .. }), "{err}");
+        assert!(err.to_string().contains(&key), "{err}");
+        let err = restore(&store, &target, 1).await.unwrap_err();
+        assert!(err.to_string().contains("not empty"), "{err}");
+    }
+}
