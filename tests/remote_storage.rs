@@ -407,6 +407,13 @@ fn an_unreachable_store_holds_uploads_back_not_produce_and_they_resume() {
     overrides.push("log.cleaner.enable=false".into());
     let mut b = start(&overrides);
     create_topic(b.port, "state", 1, TOPIC_CONFIG);
+    produce_keyed(&b, "state");
+    let tp = TopicPartition::new("state", 0);
+    let dir = b.data_dir().join("state-0");
+    let store = open_store(url, Some(moto.endpoint()));
+    wait_logged(&b, 60, "the first uploads", || {
+        latest(&store, &tp).filter(|(_, m)| mirrors(&store, &tp, m, &dir))
+    });
     // The store goes away; every produce still succeeds (produce_keyed asserts it).
     drop(moto);
     produce_keyed(&b, "state");
@@ -415,12 +422,11 @@ fn an_unreachable_store_holds_uploads_back_not_produce_and_they_resume() {
         let errors = b.metric("sediment_remote_store_errors_total{kind=\"unreachable\"}")?;
         (lag > 0.0 && errors > 0.0).then_some(())
     });
-    // It comes back (empty, as moto keeps nothing): the uploads resume.
+    // It comes back empty (moto keeps nothing): the broker notices its
+    // manifest is gone and uploads everything again instead of listing
+    // objects the store does not have.
     let moto = Moto::start_on(&[], port);
     moto.create_bucket("bucket-outage");
-    let store = open_store(url, Some(moto.endpoint()));
-    let tp = TopicPartition::new("state", 0);
-    let dir = b.data_dir().join("state-0");
     wait_logged(&b, 120, "the uploads to resume", || {
         latest(&store, &tp).filter(|(_, m)| mirrors(&store, &tp, m, &dir))
     });

@@ -159,6 +159,7 @@ impl RemoteLogManager {
         let next = self.manifest_for(tp, &snap, entries.clone());
         let unchanged = state.manifest.as_ref().is_some_and(|(_, m)| m.same_state(&next));
         if !unchanged {
+            self.check_still_latest(tp, state).await?;
             let seq = state.manifest.as_ref().map_or(1, |(seq, _)| seq + 1);
             manifest::write(&self.store, tp, seq, &next).await?;
             tracing::debug!(partition = %tp, seq, segments = next.segments.len(), "manifest written");
@@ -167,6 +168,34 @@ impl RemoteLogManager {
             self.report(tp, &snap, &entries, state.manifest.as_ref().map(|m| &m.1));
         }
         self.maybe_sweep(tp, state, !unchanged).await
+    }
+
+    /// Before a manifest is written: the one this task knows must still be
+    /// the store's latest. A higher one is another writer's (`Conflict`);
+    /// none, or a lower one, means the store lost manifests (a bucket emptied
+    /// or restored from a backup): the task forgets what it knew and reads
+    /// the store again, so it never lists objects it has not uploaded there.
+    async fn check_still_latest(
+        &self,
+        tp: &TopicPartition,
+        state: &mut PartitionState,
+    ) -> Result<(), RemoteError> {
+        let Some((seq, _)) = &state.manifest else { return Ok(()) };
+        let seq = *seq;
+        let highest = manifest::list_manifests(&self.store, tp).await?.last().map(|m| m.0);
+        match highest {
+            Some(h) if h == seq => Ok(()),
+            Some(h) if h > seq => Err(RemoteError::Conflict { key: manifest::manifest_key(tp, h) }),
+            _ => {
+                state.manifest = None;
+                state.loaded = false;
+                state.uploaded.clear();
+                Err(RemoteError::Manifest {
+                    key: manifest::manifest_key(tp, seq),
+                    reason: "gone from the store: reading the store again".into(),
+                })
+            }
+        }
     }
 
     /// The snapshot and each segment's manifest entry (digests cached by
