@@ -494,6 +494,22 @@ fn bad_stores_are_refused_clearly_and_the_file_store_restores() {
         latest(&store, &tp).filter(|(_, m)| mirrors(&store, &tp, m, &dir))
     });
     b.stop();
+    // Another cluster's broker (a fresh data dir: a new cluster id) is refused the store.
+    let other = tempfile::tempdir().expect("tempdir");
+    let (ok, out, err) =
+        run(Command::new("timeout").args(["60", env!("CARGO_BIN_EXE_sediment"), "serve"]).args([
+            "--override".to_string(),
+            "listeners=PLAINTEXT://127.0.0.1:0".into(),
+            "--override".into(),
+            format!("log.dirs={}", other.path().display()),
+            "--override".into(),
+            "metrics.listen=".into(),
+            "--override".into(),
+            "remote.log.storage.system.enable=true".into(),
+            "--override".into(),
+            format!("sediment.remote.storage.url={url}"),
+        ]));
+    assert!(!ok && err.contains("belongs to sediment cluster"), "{out}{err}");
     let restored: PathBuf = b.dir.path().join("restored");
     let (ok, out, err) = run(Command::new(env!("CARGO_BIN_EXE_sediment"))
         .args(["restore", "--from", &url, "--data-dir"])

@@ -34,7 +34,10 @@
 //! 2. Upload each file not in the latest manifest and read it back. Crash:
 //!    objects no manifest lists; the sweep deletes them after the delay (or a
 //!    restart's upload rewrites the same keys with the same bytes first).
-//! 3. Write manifest `seq + 1` create-only. Crash before: as 2; after: done.
+//! 3. Check the task's last manifest is still the store's latest (a higher
+//!    one: another writer, stop; none: the store lost it, read the store
+//!    again), then write manifest `seq + 1` create-only. Crash before: as 2;
+//!    after: done.
 //! 4. Sweep objects and manifests out of date for longer than the delay.
 //!    Crash: some left, removed by a later sweep.
 //!
