@@ -10,7 +10,10 @@
 //!    an open transaction that holds cleaning back.
 //! 4. Every Kafka listener of `listeners` is bound (all or none: a failed bind,
 //!    or an SSL listener whose key or trust store does not load, fails the start), then the [`Broker`] built for their advertised
-//!    endpoints (`meta.properties`, the producer id block, the group coordinator).
+//!    endpoints (`meta.properties`, the producer id block, the group coordinator);
+//!    with tiered storage on, the store is reached and claimed for this
+//!    cluster (a store that does not answer, refuses the credentials or is
+//!    another cluster's fails the start).
 //! 5. The `group-loader` thread, rebuilding the groups from
 //!    `__consumer_offsets`; group requests answer COORDINATOR_LOAD_IN_PROGRESS
 //!    until it is done.
@@ -25,7 +28,8 @@
 //! and stops:
 //! 1. The server stops accepting and drains its connections, each finishing the
 //!    request it is handling (`server::run`).
-//! 2. The ticker is aborted and the metrics endpoint stopped.
+//! 2. The ticker and the tiered storage uploader are aborted (an upload cut
+//!    short leaves objects the sweep removes) and the metrics endpoint stopped.
 //! 3. The `txn-coordinator` thread is stopped and joined (a load or a
 //!    timer's round in progress ends first), then the `group-loader` thread. It reads `__consumer_offsets` up to
 //!    the end it saw when it started and then returns, so this waits at most
@@ -61,6 +65,7 @@ use crate::log::meta_properties::MetaProperties;
 use crate::log::producer_id_manager::ProducerIdManager;
 use crate::log::{LogError, LogManager, TopicPartition};
 use crate::metrics::{Metrics, MetricsError, RequestMetrics};
+use crate::remote::RemoteLogManager;
 use crate::security::acl_store::AclStore;
 use crate::security::credentials::CredentialStore;
 use crate::security::store::StoreError;
@@ -284,6 +289,8 @@ pub enum BrokerError {
     Metrics(#[from] MetricsError),
     #[error("flushing logs on shutdown")]
     Shutdown(#[source] LogError),
+    #[error("tiered storage: {0}")]
+    Remote(#[source] crate::remote::RemoteError),
 }
 
 /// Run a broker on `config` until `shutdown` completes, then stop it (the
@@ -413,6 +420,20 @@ async fn serve(
     }
     // The resurrection guard reads the groups' committed offsets.
     cleaner.handle().manager().set_consumer_offsets(Arc::clone(&broker.groups) as _);
+    // Tiered storage: the store must answer and be this cluster's before anything is served.
+    let remote = match broker.config.remote_storage_config()? {
+        Some(rc) => Some(
+            RemoteLogManager::start(
+                rc,
+                Arc::clone(logs),
+                &broker.cluster_id,
+                broker.config.node_id(),
+            )
+            .await
+            .map_err(BrokerError::Remote)?,
+        ),
+        None => None,
+    };
     threads.group_loader = Some(spawn_group_loader(&broker.groups)?);
     threads.txn = Some(
         TxnScheduler::start(Arc::clone(&broker.txn))
@@ -427,6 +448,10 @@ async fn serve(
                 &broker.request_metrics,
             )?
             .with_max_transaction_timeout_ms(i64::from(max_timeout));
+            let metrics = match &remote {
+                Some(r) => metrics.with_remote(r.stats()),
+                None => metrics,
+            };
             Some(MetricsEndpoint::start(&addr, metrics).await?)
         }
         None => None,
@@ -438,9 +463,14 @@ async fn serve(
     let cluster_id = &broker.cluster_id;
     tracing::info!(listening = %first_bound, %advertised, %cluster_id, "sediment started");
     let ticker = crate::group::spawn_ticker(Arc::clone(&broker.groups));
+    let uploader = remote.map(RemoteLogManager::spawn);
     let listeners = bound.into_iter().map(|(l, _)| l).collect();
     crate::server::run(listeners, broker, shutdown).await;
     ticker.abort();
+    // Every step of an upload round is safe to cut (remote module doc).
+    if let Some(uploader) = uploader {
+        uploader.abort();
+    }
     if let Some(metrics) = metrics {
         metrics.stop().await;
     }

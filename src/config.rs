@@ -395,7 +395,7 @@ impl BrokerConfig {
         Some(def.default.to_string())
     }
 
-    fn int(&self, key: &str) -> i64 {
+    pub(crate) fn int(&self, key: &str) -> i64 {
         // Validated on set; defaults are valid by construction.
         self.get(key).and_then(|v| v.parse().ok()).unwrap_or(0)
     }
@@ -448,7 +448,7 @@ impl BrokerConfig {
         Ok(())
     }
 
-    fn boolean(&self, key: &str) -> bool {
+    pub(crate) fn boolean(&self, key: &str) -> bool {
         self.get(key).is_some_and(|v| v == "true")
     }
 
@@ -499,6 +499,7 @@ impl BrokerConfig {
     pub fn check(&self) -> Result<(), ConfigError> {
         use crate::security::SecurityProtocol as P;
         self.check_consumer_group_keys()?;
+        self.remote_storage_config()?;
         for l in self.listeners()? {
             if matches!(l.protocol, P::Ssl | P::SaslSsl) {
                 self.tls_config(&l.name)?;
@@ -613,6 +614,17 @@ impl BrokerConfig {
         }
     }
 
+    /// Tiered storage (`remote.log.storage.system.enable`, `sediment.remote.storage.*`);
+    /// `None` when disabled.
+    ///
+    /// # Errors
+    /// The system enabled without a store URL, or a URL sediment cannot use.
+    pub fn remote_storage_config(
+        &self,
+    ) -> Result<Option<crate::remote::RemoteStorageConfig>, ConfigError> {
+        crate::remote::RemoteStorageConfig::from_broker(self)
+    }
+
     /// Where the metrics endpoint listens; `None` when disabled.
     pub fn metrics_listen(&self) -> Option<String> {
         self.get("metrics.listen").filter(|v| !v.trim().is_empty())
@@ -634,6 +646,7 @@ impl BrokerConfig {
         c.producer_id_expiration_ms = self.int("producer.id.expiration.ms");
         c.producer_id_expiration_check_interval_ms =
             self.int("producer.id.expiration.check.interval.ms");
+        c.remote_log_storage_system_enable = self.boolean("remote.log.storage.system.enable");
         c
     }
 

@@ -40,6 +40,7 @@ pub mod group;
 pub mod log;
 pub mod metrics;
 pub mod readable;
+pub mod remote;
 pub mod security;
 pub mod server;
 pub mod tools;

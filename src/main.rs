@@ -111,6 +111,26 @@ enum Command {
         #[arg(required = true)]
         credentials: Vec<String>,
     },
+    /// Build a fresh data dir from a tiered storage store: every partition's
+    /// latest manifest (segments with their indexes, topic configs, log start
+    /// offsets, the cleaner's clean points). Then `sediment serve` on it.
+    /// Credentials come from the AWS environment variables or ~/.aws/credentials.
+    Restore {
+        /// The store: s3://bucket/prefix or file:///dir.
+        #[arg(long)]
+        from: String,
+        /// The S3 endpoint of an S3-compatible server (http://host:port).
+        #[arg(long)]
+        endpoint: Option<String>,
+        #[arg(long)]
+        region: Option<String>,
+        /// The data dir to build (missing or empty); the new broker's log.dirs.
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// node.id written to meta.properties.
+        #[arg(long, default_value_t = 1)]
+        node_id: i32,
+    },
     /// Print the batches of segment files (.log) and check index files
     /// (.index, .timeindex) against their log, like kafka-dump-log.
     DumpLog {
@@ -160,27 +180,10 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
-        Command::CheckConfig { file, overrides } => match load_config(Some(file), &overrides) {
-            Ok(config) => {
-                for (key, value, explicit, doc, _) in config.describe() {
-                    let mark = if explicit { "*" } else { " " };
-                    println!("{mark} {key} = {value:?}    # {doc}");
-                }
-                println!("(* = set in the file or an override; the rest are defaults)");
-                for (key, value) in config.ignored_keys() {
-                    let reason = sediment::config::ignored_reason(key).unwrap_or("ignored");
-                    println!("- {key} = {value:?}    # ignored ({reason})");
-                }
-                if let Some(warning) = config.ignored_warning() {
-                    println!("warning: {warning}");
-                }
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                ExitCode::from(1)
-            }
-        },
+        Command::CheckConfig { file, overrides } => check_config(file, &overrides),
+        Command::Restore { from, endpoint, region, data_dir, node_id } => {
+            restore(&from, endpoint, region, &data_dir, node_id)
+        }
         Command::AddScram { config, overrides, credentials } => {
             match add_scram(config, &overrides, &credentials) {
                 Ok(n) => {
@@ -230,6 +233,63 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+fn restore(
+    from: &str,
+    endpoint: Option<String>,
+    region: Option<String>,
+    data_dir: &std::path::Path,
+    node_id: i32,
+) -> ExitCode {
+    match sediment::tools::remote_store::restore(from, endpoint, region, data_dir, node_id) {
+        Ok(s) => {
+            println!(
+                "restored {} partition(s), {} segment(s), {} bytes of cluster {} into {}",
+                s.partitions,
+                s.segments,
+                s.bytes,
+                s.cluster_id,
+                data_dir.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn check_config(file: PathBuf, overrides: &[String]) -> ExitCode {
+    let config = match load_config(Some(file), overrides) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(1);
+        }
+    };
+    for (key, value, explicit, doc, _) in config.describe() {
+        let mark = if explicit { "*" } else { " " };
+        println!("{mark} {key} = {value:?}    # {doc}");
+    }
+    println!("(* = set in the file or an override; the rest are defaults)");
+    for (key, value) in config.ignored_keys() {
+        let reason = sediment::config::ignored_reason(key).unwrap_or("ignored");
+        println!("- {key} = {value:?}    # ignored ({reason})");
+    }
+    if let Some(warning) = config.ignored_warning() {
+        println!("warning: {warning}");
+    }
+    match sediment::tools::remote_store::check(&config) {
+        Ok(Some(line)) => println!("{line}"),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(1);
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn load_config(file: Option<PathBuf>, overrides: &[String]) -> anyhow::Result<BrokerConfig> {

@@ -37,6 +37,7 @@ mod auth;
 mod authz;
 mod fetch_session;
 mod http;
+mod remote;
 mod tls;
 mod tombstones;
 
@@ -219,6 +220,7 @@ struct Gauges {
     logs: LogGauges,
     late_transactions: IntGauge,
     tombstones: tombstones::TombstoneGauges,
+    remote: remote::RemoteGauges,
 }
 
 /// Kafka's `ProducerStateManager.LATE_TRANSACTION_BUFFER_MS`: how far past
@@ -286,6 +288,8 @@ pub struct Metrics {
     scrape: Mutex<()>,
     /// `transaction.max.timeout.ms`, for the late transactions count.
     max_transaction_timeout_ms: i64,
+    /// The uploader's state, when tiered storage is on.
+    remote: Option<Arc<crate::remote::RemoteStats>>,
 }
 
 fn int_gauge(r: &Registry, name: &str, help: &str) -> Result<IntGauge, prometheus::Error> {
@@ -515,6 +519,7 @@ impl Metrics {
             logs: LogGauges::register(&r)?,
             late_transactions,
             tombstones: tombstones::TombstoneGauges::register(&r)?,
+            remote: remote::RemoteGauges::register(&r)?,
         };
         Ok(Self {
             registry: r,
@@ -523,6 +528,7 @@ impl Metrics {
             cleaner,
             scrape: Mutex::new(()),
             max_transaction_timeout_ms: 900_000,
+            remote: None,
         })
     }
 
@@ -531,6 +537,13 @@ impl Metrics {
     #[must_use]
     pub fn with_max_transaction_timeout_ms(mut self, ms: i64) -> Self {
         self.max_transaction_timeout_ms = ms;
+        self
+    }
+
+    /// Export tiered storage's state too.
+    #[must_use]
+    pub fn with_remote(mut self, stats: Arc<crate::remote::RemoteStats>) -> Self {
+        self.remote = Some(stats);
         self
     }
 
@@ -626,6 +639,7 @@ impl Metrics {
         }
         g.late_transactions.set(late);
         g.tombstones.refresh(&status.partitions, status.now_ms);
+        g.remote.refresh(self.remote.as_deref().unwrap_or(&crate::remote::RemoteStats::default()));
         for p in &status.partitions {
             let labels = [p.topic.as_str(), &p.partition.to_string()];
             g.logs.dirty_ratio.with_label_values(&labels).set(p.dirty_ratio);

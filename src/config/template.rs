@@ -45,6 +45,11 @@ const TEMPLATE_SECTIONS: &[TemplateSection] = &[
         |k| k.starts_with("sasl.") || k == "connection.failed.authentication.delay.ms",
     ),
     ("Metrics", "", |k| k == "metrics.listen"),
+    (
+        "Tiered storage",
+        "Closed segments of topics with remote.storage.enable=true are copied to an object store.\n# Credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN), or AWS_PROFILE in ~/.aws/credentials.",
+        |k| k.starts_with("remote.") || k.starts_with("sediment.remote."),
+    ),
     ("Topics", "", |k| matches!(k, "num.partitions" | "default.replication.factor" | "auto.create.topics.enable" | "delete.topic.enable")),
     ("Storage", "", |k| k == "log.dirs" || (k.starts_with("log.") && !k.starts_with("log.cleaner."))),
     (

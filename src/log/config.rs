@@ -114,6 +114,12 @@ pub const LOG_CONFIGS: &[ConfigDef] = &[
         "age at which the active segment rolls"),
     def!("unclean.leader.election.enable", "unclean.leader.election.enable", Boolean, "false", None, None, &[],
         "has no effect on a single node"),
+    def!("remote.storage.enable", "remote.storage.enable", Boolean, "false", None, None, &[],
+        "copy the topic's closed segments to the object store (remote.log.storage.system.enable must be on); sediment allows it on compacted topics and mirrors their cleaning; as a broker key (sediment), the default of every topic"),
+    def!("local.retention.ms", "log.local.retention.ms", Long, "-2", Some(-2.0), None, &[],
+        "how long segments stay on local disk once in the store; only -2 (as retention.ms) is accepted: sediment does not read from the store yet, so local data is never dropped early"),
+    def!("local.retention.bytes", "log.local.retention.bytes", Long, "-2", Some(-2.0), None, &[],
+        "local size kept once segments are in the store; only -2 (as retention.bytes) is accepted, for the same reason as local.retention.ms"),
     def!("sediment.tombstone.retention.wait.for.groups", "sediment.tombstone.retention.wait.for.groups", Boolean, "false", None, None, &[],
         "sediment extension: keep a tombstone past its delete horizon while a consumer group with committed offsets on the partition has not committed beyond it (at most sediment.tombstone.retention.max.wait.ms longer)"),
     def!("sediment.tombstone.retention.max.wait.ms", "sediment.tombstone.retention.max.wait.ms", Long, "604800000", Some(0.0), None, &[],
@@ -133,6 +139,12 @@ pub fn config_def(name: &str) -> Option<&'static ConfigDef> {
 pub fn validate_value(name: &str, value: &str) -> Result<()> {
     let def = config_def(name).ok_or_else(|| invalid(name, "unknown topic config".to_string()))?;
     let value = value.trim();
+    if name.starts_with("local.retention.") && value != "-2" {
+        return Err(invalid(
+            name,
+            format!("{value} would delete local data the broker cannot yet read back from the store; only -2 (as retention) is accepted"),
+        ));
+    }
     if name == "compression.gzip.level" && value == "0" {
         return Err(invalid(name, "0 is not -1 or between 1 and 9".into()));
     }
@@ -247,6 +259,8 @@ pub struct LogConfig {
     /// removing a tombstone, at most this long past its horizon.
     pub tombstone_wait_for_groups: bool,
     pub tombstone_max_wait_ms: i64,
+    /// Closed segments are copied to the object store (`remote.storage.enable`).
+    pub remote_storage_enable: bool,
     /// The topic's own overrides, as set by CreateTopics/AlterConfigs.
     pub overrides: BTreeMap<String, String>,
 }
@@ -311,6 +325,7 @@ impl LogConfig {
             tombstone_wait_for_groups: get("sediment.tombstone.retention.wait.for.groups")
                 == "true",
             tombstone_max_wait_ms: long("sediment.tombstone.retention.max.wait.ms"),
+            remote_storage_enable: get("remote.storage.enable") == "true",
             overrides,
         })
     }
@@ -405,6 +420,8 @@ mod tests {
             ("compression.zstd.level", "23"),
             ("compression.type", "brotli"),
             ("nope", "1"),
+            ("local.retention.ms", "60000"),
+            ("local.retention.bytes", "0"),
         ] {
             match LogConfig::resolve(&BTreeMap::new(), [(k.to_string(), v.to_string())].into()) {
                 Err(LogError::InvalidConfig { key, .. }) => assert_eq!(key, k),

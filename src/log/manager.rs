@@ -66,6 +66,8 @@ pub struct LogManagerConfig {
     /// this is forgotten (Kafka's `producer.id.expiration.ms`).
     pub producer_id_expiration_ms: i64,
     pub producer_id_expiration_check_interval_ms: i64,
+    /// `remote.log.storage.system.enable`: topics may set `remote.storage.enable`.
+    pub remote_log_storage_system_enable: bool,
 }
 
 impl LogManagerConfig {
@@ -81,6 +83,7 @@ impl LogManagerConfig {
             flush_start_offset_checkpoint_interval_ms: 60_000,
             producer_id_expiration_ms: 86_400_000,
             producer_id_expiration_check_interval_ms: 600_000,
+            remote_log_storage_system_enable: false,
         }
     }
 }
@@ -342,14 +345,6 @@ impl LogManager {
             return bad("only ASCII letters, digits, '.', '_' and '-' are allowed");
         }
         Ok(())
-    }
-
-    /// Resolve a topic config from overrides (validating them) without creating anything.
-    ///
-    /// # Errors
-    /// `InvalidConfig` naming the key.
-    pub fn resolve_config(&self, overrides: BTreeMap<String, String>) -> Result<LogConfig> {
-        LogConfig::resolve(&self.topic_defaults.read(), overrides)
     }
 
     /// Create a topic with `partitions` partitions and these config overrides.

@@ -48,7 +48,8 @@ impl MetaProperties {
         Ok(meta)
     }
 
-    fn to_text(&self) -> String {
+    /// The file's text (also what a restore writes into a fresh log dir).
+    pub fn to_text(&self) -> String {
         format!(
             "#\n#sediment\nnode.id={}\nversion=1\ncluster.id={}\n",
             self.node_id, self.cluster_id

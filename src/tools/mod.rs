@@ -3,6 +3,7 @@ pub mod cleaner_status;
 pub mod dump_log;
 pub mod health;
 pub mod key_audit;
+pub mod remote_store;
 
 use anyhow::Context;
 

@@ -30,12 +30,39 @@ fn resolve_all(
 }
 
 impl LogManager {
+    /// Resolve a topic config from overrides (validating them) without creating anything.
+    ///
+    /// # Errors
+    /// `InvalidConfig` naming the key; also `remote.storage.enable=true` while
+    /// the broker's `remote.log.storage.system.enable` is off (as Kafka refuses it).
+    pub fn resolve_config(&self, overrides: BTreeMap<String, String>) -> Result<LogConfig> {
+        let config = LogConfig::resolve(&self.topic_defaults.read(), overrides)?;
+        if config.remote_storage_enable {
+            let on = [("remote.storage.enable".to_string(), "true".to_string())].into();
+            self.check_remote_default(&on)?;
+        }
+        Ok(config)
+    }
+
     /// Whether `defaults` would be accepted by [`LogManager::set_topic_defaults`].
     ///
     /// # Errors
     /// As `set_topic_defaults`.
     pub fn check_topic_defaults(&self, defaults: &BTreeMap<String, String>) -> Result<()> {
+        self.check_remote_default(defaults)?;
         resolve_all(&self.topics.read(), defaults).map(|_| ())
+    }
+
+    /// A default of `remote.storage.enable=true` needs the broker's system key.
+    fn check_remote_default(&self, defaults: &BTreeMap<String, String>) -> Result<()> {
+        let on = defaults.get("remote.storage.enable").is_some_and(|v| v.trim() == "true");
+        if on && !self.config.remote_log_storage_system_enable {
+            return Err(crate::log::error::LogError::InvalidConfig {
+                key: "remote.storage.enable".into(),
+                reason: "tiered storage is disabled on this broker (remote.log.storage.system.enable=false)".into(),
+            });
+        }
+        Ok(())
     }
 
     /// The broker's topic defaults in force, keyed by topic key.
@@ -49,6 +76,7 @@ impl LogManager {
     /// `InvalidConfig` naming the key, when a default or a topic's config
     /// with it is invalid; nothing is changed then.
     pub fn set_topic_defaults(&self, defaults: BTreeMap<String, String>) -> Result<()> {
+        self.check_remote_default(&defaults)?;
         let mut topics = self.topics.write();
         let resolved = resolve_all(&topics, &defaults)?;
         *self.topic_defaults.write() = defaults;
@@ -89,5 +117,39 @@ mod tests {
         let bad = BTreeMap::from([("segment.bytes".to_string(), "1".to_string())]);
         assert!(logs.set_topic_defaults(bad).is_err());
         assert_eq!(logs.topic_defaults()["segment.bytes"], "2048");
+    }
+}
+
+#[cfg(test)]
+mod remote_tests {
+    use super::*;
+    use crate::log::error::LogError;
+    use crate::log::manager::LogManagerConfig;
+
+    #[test]
+    fn remote_storage_needs_the_system_key() {
+        let on = || BTreeMap::from([("remote.storage.enable".to_string(), "true".to_string())]);
+        let dir = tempfile::tempdir().unwrap();
+        let off =
+            LogManager::open(LogManagerConfig::new(dir.path()), crate::clock::system()).unwrap();
+        for result in [
+            off.create_topic("t", 1, on()).map(|_| ()),
+            off.set_topic_defaults(on()),
+            off.check_topic_defaults(&on()),
+        ] {
+            match result {
+                Err(LogError::InvalidConfig { key, reason }) => {
+                    assert_eq!(key, "remote.storage.enable");
+                    assert!(reason.contains("remote.log.storage.system.enable"), "{reason}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = LogManagerConfig::new(dir.path());
+        config.remote_log_storage_system_enable = true;
+        let enabled = LogManager::open(config, crate::clock::system()).unwrap();
+        assert!(enabled.create_topic("t", 1, on()).unwrap().config.remote_storage_enable);
+        enabled.set_topic_defaults(on()).unwrap();
     }
 }

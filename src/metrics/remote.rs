@@ -1,0 +1,106 @@
+//! Tiered storage's metrics, from the uploader's [`RemoteStats`] at each
+//! scrape: per topic the bytes and segments in the store and the upload lag
+//! (bytes, and age of the oldest closed segment not yet uploaded); store
+//! errors by kind; uploads, their bytes and time. The unlabelled
+//! `sediment_remote_upload_lag_max_seconds` and the error counter's kinds
+//! exist on every broker (0 without tiered storage), so alerts on them work
+//! before the first upload.
+
+use std::collections::BTreeMap;
+
+use prometheus::{Counter, GaugeVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry};
+
+use crate::remote::RemoteStats;
+
+/// The kinds of `sediment_remote_store_errors_total` (`RemoteError::kind`).
+const KINDS: &[&str] = &[
+    "auth",
+    "not_found",
+    "unreachable",
+    "conflict",
+    "corrupt",
+    "manifest",
+    "unsupported",
+    "local",
+    "config",
+    "other",
+];
+
+#[derive(Debug)]
+pub(super) struct RemoteGauges {
+    bytes: IntGaugeVec,
+    segments: IntGaugeVec,
+    lag_bytes: IntGaugeVec,
+    lag_seconds: GaugeVec,
+    lag_max_seconds: prometheus::Gauge,
+    errors: IntCounterVec,
+    uploads: IntCounter,
+    upload_bytes: IntCounter,
+    upload_seconds: Counter,
+    deleted: IntCounter,
+}
+
+fn reg<T: prometheus::core::Collector + Clone + 'static>(
+    r: &Registry,
+    c: T,
+) -> Result<T, prometheus::Error> {
+    r.register(Box::new(c.clone()))?;
+    Ok(c)
+}
+
+impl RemoteGauges {
+    pub(super) fn register(r: &Registry) -> Result<Self, prometheus::Error> {
+        let topic = &["topic"];
+        let errors = reg(r, IntCounterVec::new(Opts::new("sediment_remote_store_errors_total", "Failed tiered storage operations, by kind: auth, not_found, unreachable, conflict, corrupt, manifest, unsupported, local, config, other"), &["kind"])?)?;
+        for kind in KINDS {
+            errors.with_label_values(&[kind]);
+        }
+        Ok(Self {
+            bytes: reg(r, IntGaugeVec::new(Opts::new("sediment_remote_log_size_bytes", "Bytes of .log objects the latest manifests list, per topic"), topic)?)?,
+            segments: reg(r, IntGaugeVec::new(Opts::new("sediment_remote_log_segments", "Segments the latest manifests list, per topic"), topic)?)?,
+            lag_bytes: reg(r, IntGaugeVec::new(Opts::new("sediment_remote_upload_lag_bytes", "Bytes of closed segments not yet in the store, per topic"), topic)?)?,
+            lag_seconds: reg(r, GaugeVec::new(Opts::new("sediment_remote_upload_lag_seconds", "Age of the oldest closed segment not yet in the store, per topic (0: none)"), topic)?)?,
+            lag_max_seconds: reg(r, prometheus::Gauge::new("sediment_remote_upload_lag_max_seconds", "Age of the oldest closed segment of any enabled topic not yet in the store (0: none, or tiered storage off)")?)?,
+            errors,
+            uploads: reg(r, IntCounter::new("sediment_remote_uploads_total", "Segment files uploaded and verified")?)?,
+            upload_bytes: reg(r, IntCounter::new("sediment_remote_upload_bytes_total", "Bytes uploaded and verified")?)?,
+            upload_seconds: reg(r, Counter::new("sediment_remote_upload_seconds_total", "Time spent uploading and verifying segment files (divide by sediment_remote_uploads_total for the mean)")?)?,
+            deleted: reg(r, IntCounter::new("sediment_remote_deleted_objects_total", "Objects deleted because no current manifest lists them")?)?,
+        })
+    }
+
+    pub(super) fn refresh(&self, stats: &RemoteStats) {
+        let mut topics: BTreeMap<String, (i64, i64, i64, f64)> = BTreeMap::new();
+        for (tp, p) in stats.partitions() {
+            let t = topics.entry(tp.topic.clone()).or_default();
+            t.0 += p.remote_bytes as i64;
+            t.1 += p.remote_segments as i64;
+            t.2 += p.lag_bytes as i64;
+            t.3 = t.3.max(p.lag_seconds);
+        }
+        for v in [&self.bytes, &self.segments, &self.lag_bytes] {
+            v.reset();
+        }
+        self.lag_seconds.reset();
+        let mut max = 0.0f64;
+        for (topic, (bytes, segments, lag_bytes, lag_seconds)) in topics {
+            self.bytes.with_label_values(&[&topic]).set(bytes);
+            self.segments.with_label_values(&[&topic]).set(segments);
+            self.lag_bytes.with_label_values(&[&topic]).set(lag_bytes);
+            self.lag_seconds.with_label_values(&[&topic]).set(lag_seconds);
+            max = max.max(lag_seconds);
+        }
+        self.lag_max_seconds.set(max);
+        let c = stats.counters();
+        for (kind, n) in c.errors {
+            let counter = self.errors.with_label_values(&[kind]);
+            counter.inc_by(n.saturating_sub(counter.get()));
+        }
+        self.uploads.inc_by(c.uploads.saturating_sub(self.uploads.get()));
+        self.upload_bytes.inc_by(c.upload_bytes.saturating_sub(self.upload_bytes.get()));
+        if c.upload_seconds > self.upload_seconds.get() {
+            self.upload_seconds.inc_by(c.upload_seconds - self.upload_seconds.get());
+        }
+        self.deleted.inc_by(c.deleted_objects.saturating_sub(self.deleted.get()));
+    }
+}

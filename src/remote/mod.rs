@@ -1,0 +1,138 @@
+//! Tiered storage: a copy of every closed segment of the topics with
+//! `remote.storage.enable=true` in an object store (S3 or an S3-compatible
+//! server, or a local directory for development), mirroring the cleaner, and
+//! the restore of a fresh data dir from it.
+//!
+//! Layout under the store URL's prefix:
+//! ```text
+//! sediment-store.json                         the store's owner: cluster id (create-only)
+//! topics/<topic>-<partition>/manifest/<20-digit seq>.json
+//! topics/<topic>-<partition>/segments/<base20>-<crc32c hex>-<size>.<log|index|timeindex|txnindex>
+//! ```
+//!
+//! Invariants:
+//! * An object's key names its content (base offset, CRC32C, size), so one
+//!   key only ever holds one content: a re-upload after a crash rewrites the
+//!   same bytes, and a cleaned replacement of a segment (same base offset,
+//!   other bytes) gets new keys and never overwrites what a manifest lists.
+//! * A manifest lists only objects uploaded and read back (size and CRC32C)
+//!   before it was written. Manifests are written create-only
+//!   (`PutMode::Create`) under the next sequence number, so of two writers
+//!   only one can win a number; a reader takes the highest.
+//! * A manifest lists exactly the partition's local closed segments below the
+//!   last stable offset at one instant (one read lock of the log): what the
+//!   cleaner replaced locally is replaced in the next manifest.
+//! * An object is deleted only when no manifest current within
+//!   `sediment.remote.storage.delete.delay.ms` lists it and it is itself older
+//!   than the delay ([`sweep`]); the latest manifest is never deleted.
+//! * A store whose `sediment-store.json` names another cluster is refused.
+//!
+//! One upload round for a partition ([`uploader`]), with what a crash at each
+//! step leaves:
+//! 1. Snapshot the closed segments (files opened under the log's read lock,
+//!    so a clean's swap cannot change them under the upload). Crash: nothing.
+//! 2. Upload each file not in the latest manifest and read it back. Crash:
+//!    objects no manifest lists; the sweep deletes them after the delay (or a
+//!    restart's upload rewrites the same keys with the same bytes first).
+//! 3. Check the task's last manifest is still the store's latest (a higher
+//!    one: another writer, stop; none: the store lost it, read the store
+//!    again), then write manifest `seq + 1` create-only. Crash before: as 2;
+//!    after: done.
+//! 4. Sweep objects and manifests out of date for longer than the delay.
+//!    Crash: some left, removed by a later sweep.
+//!
+//! Nothing in `log/` or `cleaner/` knows this module: it reads the logs
+//! through `LogManager`'s public surface.
+
+pub mod config;
+pub mod manifest;
+pub mod restore;
+mod snapshot;
+pub mod status;
+pub mod store;
+pub mod sweep;
+pub mod uploader;
+
+pub use config::RemoteStorageConfig;
+pub use status::RemoteStats;
+pub use store::RemoteStore;
+pub use uploader::RemoteLogManager;
+
+use std::path::PathBuf;
+
+/// Errors of the tiered storage layer.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error("{0}")]
+    Store(Box<StoreFailure>),
+    #[error("object {key} read back as {got_size} bytes with CRC32C {got_crc:08x}; {size} bytes with CRC32C {crc:08x} were uploaded")]
+    Verify { key: String, size: u64, crc: u32, got_size: u64, got_crc: u32 },
+    #[error("object {key} is {size} bytes, more than the {max} allowed")]
+    TooLarge { key: String, size: u64, max: u64 },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("manifest {key}: {reason}")]
+    Manifest { key: String, reason: String },
+    #[error("the store at {url} belongs to sediment cluster {found}, this broker is cluster {ours}: refusing to write to it")]
+    ForeignStore { url: String, found: String, ours: String },
+    #[error("manifest {key} already exists: another writer is uploading this partition; uploads of it stop until a restart")]
+    Conflict { key: String },
+    #[error("opening the store {url}: {reason}")]
+    Open { url: String, reason: String },
+    #[error(transparent)]
+    Log(#[from] crate::log::LogError),
+    #[error("restore into {dir}: {reason}")]
+    Restore { dir: PathBuf, reason: String },
+    #[error("a blocking task failed: {0}")]
+    Join(String),
+}
+
+/// A failed store request, with a hint at the cause.
+#[derive(Debug, thiserror::Error)]
+#[error("object store {url}: {hint} ({op} {key}: {source})")]
+pub struct StoreFailure {
+    pub url: String,
+    pub op: &'static str,
+    pub key: String,
+    pub hint: &'static str,
+    pub kind: &'static str,
+    #[source]
+    pub source: object_store::Error,
+}
+
+impl RemoteError {
+    /// The `kind` label of `sediment_remote_store_errors_total`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Store(f) => f.kind,
+            Self::Verify { .. } | Self::TooLarge { .. } => "corrupt",
+            Self::Io { .. } | Self::Log(_) | Self::Join(_) => "local",
+            Self::Manifest { .. } => "manifest",
+            Self::ForeignStore { .. } | Self::Conflict { .. } => "conflict",
+            Self::Open { .. } | Self::Restore { .. } => "config",
+        }
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| Self::Io { path, source }
+    }
+}
+
+/// Run blocking file work off the async workers.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, RemoteError> + Send + 'static,
+) -> Result<T, RemoteError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| RemoteError::Join(e.to_string()))?
+}
+
+/// Milliseconds since the epoch, the time the store's `last_modified` uses.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

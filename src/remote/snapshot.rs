@@ -1,0 +1,139 @@
+//! A partition's closed segments at one instant, as the uploader sees them.
+//!
+//! The files are opened under the log's read lock: the cleaner's swap and
+//! retention need the write lock, so the set is consistent, and the open
+//! descriptors keep the bytes readable after a swap renames or unlinks them.
+//! Only segments below the last stable offset are taken (no open
+//! transaction's records without their marker). Closed segments are fsynced
+//! when they roll, or were read back by recovery after a crash, so the store
+//! never has records a restart takes back. (The recovery point is no bound:
+//! after an unclean start it stays behind until the next flush.)
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use super::manifest::{object_key, ObjectEntry, SegmentEntry};
+use super::RemoteError;
+use crate::log::checkpoint::{OffsetCheckpointFile, CLEANER_OFFSET_CHECKPOINT};
+use crate::log::log_file_utils::segment_files;
+use crate::log::manager::{SharedLog, PARTITION_METADATA_FILE};
+use crate::log::TopicPartition;
+
+const EXTS: [&str; 4] = ["log", "index", "timeindex", "txnindex"];
+
+/// One file of a closed segment, opened.
+#[derive(Debug)]
+pub(super) struct LocalFile {
+    pub ext: &'static str,
+    pub file: File,
+    pub size: u64,
+}
+
+/// One closed segment: what identifies the physical `.log` file, and its files.
+#[derive(Debug)]
+pub(super) struct LocalSegment {
+    pub base_offset: i64,
+    pub next_offset: i64,
+    /// (base offset, inode, size) of the `.log`: a cleaned replacement is a new file.
+    pub id: (i64, u64, u64),
+    pub modified_ms: i64,
+    pub files: Vec<LocalFile>,
+}
+
+/// A partition's uploadable state.
+#[derive(Debug)]
+pub(super) struct LocalSnapshot {
+    pub segments: Vec<LocalSegment>,
+    pub log_start_offset: i64,
+    pub partition_metadata: String,
+    pub topic_config: BTreeMap<String, String>,
+    pub clean_offset: Option<i64>,
+}
+
+/// Take the snapshot of `log` (blocking: opens files).
+pub(super) fn take(tp: &TopicPartition, log: &SharedLog) -> Result<LocalSnapshot, RemoteError> {
+    let log = log.read();
+    let dir = log.dir().to_path_buf();
+    let bound = log.last_stable_offset();
+    let active = log.active_segment().base_offset();
+    let mut segments = Vec::new();
+    for seg in log.segments() {
+        if seg.base_offset() == active || seg.next_offset() > bound {
+            break;
+        }
+        segments.push(open_segment(&dir, seg.base_offset(), seg.next_offset())?);
+    }
+    let log_start_offset = log.log_start_offset();
+    let topic_config = log.config().overrides.clone();
+    drop(log);
+    let path = dir.join(PARTITION_METADATA_FILE);
+    let partition_metadata = std::fs::read_to_string(&path).map_err(RemoteError::io(&path))?;
+    let clean_offset = dir.parent().and_then(|parent| {
+        let file = OffsetCheckpointFile::new(parent, CLEANER_OFFSET_CHECKPOINT);
+        file.read().ok()?.get(tp).copied()
+    });
+    Ok(LocalSnapshot { segments, log_start_offset, partition_metadata, topic_config, clean_offset })
+}
+
+fn open_segment(dir: &Path, base: i64, next: i64) -> Result<LocalSegment, RemoteError> {
+    let mut files = Vec::new();
+    let mut id = (base, 0, 0);
+    let mut modified_ms = 0;
+    for (ext, path) in EXTS.iter().zip(segment_files(dir, base, "")) {
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            // A segment has no .txnindex until a transaction aborts in it.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && *ext != "log" => continue,
+            Err(e) => return Err(RemoteError::io(path)(e)),
+        };
+        let meta = file.metadata().map_err(RemoteError::io(&path))?;
+        if *ext == "log" {
+            id = (base, meta.ino(), meta.len());
+            modified_ms = meta.mtime() * 1000 + meta.mtime_nsec() / 1_000_000;
+        }
+        files.push(LocalFile { ext, file, size: meta.len() });
+    }
+    Ok(LocalSegment { base_offset: base, next_offset: next, id, modified_ms, files })
+}
+
+/// Read a whole opened file (bounded by the size it had when opened).
+pub(super) fn read_all(f: &LocalFile, label: &Path) -> Result<Vec<u8>, RemoteError> {
+    let mut buf = Vec::with_capacity(f.size as usize);
+    let mut file = f.file.try_clone().map_err(RemoteError::io(label))?;
+    use std::io::Seek;
+    file.seek(std::io::SeekFrom::Start(0)).map_err(RemoteError::io(label))?;
+    file.take(f.size).read_to_end(&mut buf).map_err(RemoteError::io(label))?;
+    Ok(buf)
+}
+
+/// The manifest entry of `seg`: its files' CRC32Cs and content keys, from
+/// `cache` when this physical file was digested before.
+pub(super) fn digest(
+    seg: &LocalSegment,
+    dir: &Path,
+    cache: &mut HashMap<(i64, u64, u64), SegmentEntry>,
+) -> Result<SegmentEntry, RemoteError> {
+    if let Some(entry) = cache.get(&seg.id) {
+        return Ok(entry.clone());
+    }
+    let mut files = Vec::new();
+    for f in &seg.files {
+        let label = label(dir, seg.base_offset, f.ext);
+        let bytes = read_all(f, &label)?;
+        let crc = crc32c::crc32c(&bytes);
+        let size = bytes.len() as u64;
+        let key = object_key(seg.base_offset, crc, size, f.ext);
+        files.push(ObjectEntry { ext: f.ext.to_string(), key, size, crc32c: crc });
+    }
+    let entry = SegmentEntry { base_offset: seg.base_offset, next_offset: seg.next_offset, files };
+    cache.insert(seg.id, entry.clone());
+    Ok(entry)
+}
+
+/// A file's path, for messages.
+pub(super) fn label(dir: &Path, base: i64, ext: &str) -> PathBuf {
+    dir.join(format!("{base:020}.{ext}"))
+}

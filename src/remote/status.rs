@@ -1,0 +1,74 @@
+//! What the uploader reports for the metrics endpoint: per partition the
+//! bytes and segments in the store and the upload lag; store errors by kind;
+//! upload count and time. The uploader writes it, scrapes read a copy.
+
+use std::collections::BTreeMap;
+
+use parking_lot::Mutex;
+
+use crate::log::TopicPartition;
+
+/// One partition's remote state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PartitionRemoteStatus {
+    /// `.log` bytes of the segments the latest manifest lists.
+    pub remote_bytes: u64,
+    pub remote_segments: u64,
+    /// `.log` bytes of closed segments not in the latest manifest.
+    pub lag_bytes: u64,
+    /// Age of the oldest closed segment not in the latest manifest (0: none).
+    pub lag_seconds: f64,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct RemoteCounters {
+    pub errors: BTreeMap<&'static str, u64>,
+    pub uploads: u64,
+    pub upload_bytes: u64,
+    pub upload_seconds: f64,
+    pub deleted_objects: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct RemoteStats {
+    partitions: Mutex<BTreeMap<TopicPartition, PartitionRemoteStatus>>,
+    counters: Mutex<RemoteCounters>,
+}
+
+impl RemoteStats {
+    pub fn set_partition(&self, tp: &TopicPartition, status: PartitionRemoteStatus) {
+        self.partitions.lock().insert(tp.clone(), status);
+    }
+
+    /// Forget partitions no longer enabled or no longer present.
+    pub fn retain(&self, keep: impl Fn(&TopicPartition) -> bool) {
+        self.partitions.lock().retain(|tp, _| keep(tp));
+    }
+
+    pub fn partition(&self, tp: &TopicPartition) -> Option<PartitionRemoteStatus> {
+        self.partitions.lock().get(tp).cloned()
+    }
+
+    pub fn partitions(&self) -> BTreeMap<TopicPartition, PartitionRemoteStatus> {
+        self.partitions.lock().clone()
+    }
+
+    pub fn error(&self, kind: &'static str) {
+        *self.counters.lock().errors.entry(kind).or_default() += 1;
+    }
+
+    pub fn uploaded(&self, bytes: u64, seconds: f64) {
+        let mut c = self.counters.lock();
+        c.uploads += 1;
+        c.upload_bytes += bytes;
+        c.upload_seconds += seconds;
+    }
+
+    pub fn deleted(&self, objects: u64) {
+        self.counters.lock().deleted_objects += objects;
+    }
+
+    pub fn counters(&self) -> RemoteCounters {
+        self.counters.lock().clone()
+    }
+}

@@ -1,0 +1,331 @@
+//! `RemoteLogManager` (Kafka's name for the broker's side of tiered
+//! storage): a tokio task that copies the closed segments of every enabled
+//! partition to the store and keeps each partition's manifest in step with
+//! the local log, the cleaner's replacements included. The round's steps and
+//! what a crash at each leaves are in the module doc of `remote`.
+//!
+//! It never blocks produce or fetch: it holds a log's read lock only to open
+//! the segment files (`snapshot`), does file I/O on blocking threads and
+//! store I/O on the runtime. A failing store makes it back off (doubling
+//! from `sediment.remote.storage.upload.interval.ms` to a minute); the local
+//! log is untouched by anything here, so produce and fetch go on.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::config::RemoteStorageConfig;
+use super::manifest::{self, partition_dir, Manifest, ObjectEntry, SegmentEntry, FORMAT};
+use super::snapshot::{self, LocalFile, LocalSnapshot};
+use super::status::{PartitionRemoteStatus, RemoteStats};
+use super::store::RemoteStore;
+use super::{blocking, now_ms, sweep, RemoteError};
+use crate::log::manager::SharedLog;
+use crate::log::{LogManager, TopicPartition};
+
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// What the task knows of one partition between rounds.
+#[derive(Debug, Default)]
+struct PartitionState {
+    /// The latest manifest and its number, once read from the store.
+    manifest: Option<(u64, Manifest)>,
+    loaded: bool,
+    /// Another writer took a manifest number: no more uploads of it.
+    fenced: bool,
+    digests: HashMap<(i64, u64, u64), SegmentEntry>,
+    /// Objects uploaded since the last manifest (not re-uploaded on a retry).
+    uploaded: HashSet<String>,
+    last_sweep_ms: i64,
+}
+
+#[derive(Debug)]
+pub struct RemoteLogManager {
+    store: RemoteStore,
+    logs: Arc<LogManager>,
+    config: RemoteStorageConfig,
+    cluster_id: String,
+    stats: Arc<RemoteStats>,
+}
+
+impl RemoteLogManager {
+    /// Open the store and make sure it is this cluster's (writing its marker
+    /// on first use).
+    ///
+    /// # Errors
+    /// The store unreachable, refusing the credentials, without the bucket,
+    /// or another cluster's.
+    pub async fn start(
+        config: RemoteStorageConfig,
+        logs: Arc<LogManager>,
+        cluster_id: &str,
+        node_id: i32,
+    ) -> Result<Arc<Self>, RemoteError> {
+        let store = config.open()?;
+        store.claim(cluster_id, node_id).await?;
+        let cluster_id = cluster_id.to_string();
+        Ok(Arc::new(Self { store, logs, config, cluster_id, stats: Arc::default() }))
+    }
+
+    pub fn stats(&self) -> Arc<RemoteStats> {
+        Arc::clone(&self.stats)
+    }
+
+    /// Run the upload loop until the task is aborted (at any await: every
+    /// step is safe to cut, see the module doc).
+    pub fn spawn(self: Arc<Self>) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let interval = Duration::from_millis(self.config.upload_interval_ms);
+            let mut states = HashMap::new();
+            let mut delay = interval;
+            loop {
+                delay = if self.round(&mut states).await {
+                    interval
+                } else {
+                    (delay * 2).clamp(interval, MAX_BACKOFF.max(interval))
+                };
+                tokio::time::sleep(delay).await;
+            }
+        })
+    }
+
+    /// One pass over the enabled partitions; false when any failed.
+    async fn round(&self, states: &mut HashMap<TopicPartition, PartitionState>) -> bool {
+        let enabled: Vec<(TopicPartition, SharedLog)> = self
+            .logs
+            .all_logs()
+            .into_iter()
+            .filter(|(_, log)| log.read().config().remote_storage_enable)
+            .collect();
+        let names: HashSet<TopicPartition> = enabled.iter().map(|(tp, _)| tp.clone()).collect();
+        states.retain(|tp, _| names.contains(tp));
+        self.stats.retain(|tp| names.contains(tp));
+        let mut ok = true;
+        for (tp, log) in enabled {
+            let state = states.entry(tp.clone()).or_default();
+            if state.fenced {
+                continue;
+            }
+            if let Err(e) = self.sync_partition(&tp, log, state).await {
+                self.stats.error(e.kind());
+                if matches!(e, RemoteError::Conflict { .. }) {
+                    state.fenced = true;
+                    tracing::error!(partition = %tp, "tiered storage: {e}");
+                } else {
+                    tracing::warn!(partition = %tp, "tiered storage: {e}; retrying with backoff");
+                }
+                ok = false;
+            }
+        }
+        ok
+    }
+
+    /// Bring `tp`'s manifest in step with its local closed segments.
+    async fn sync_partition(
+        &self,
+        tp: &TopicPartition,
+        log: SharedLog,
+        state: &mut PartitionState,
+    ) -> Result<(), RemoteError> {
+        let dir = log.read().dir().to_path_buf();
+        let (snap, entries) = self.digested_snapshot(tp, log, &dir, state).await?;
+        self.report(tp, &snap, &entries, state.manifest.as_ref().map(|m| &m.1));
+        if !state.loaded {
+            state.manifest = manifest::latest(&self.store, tp).await?;
+            state.loaded = true;
+            self.report(tp, &snap, &entries, state.manifest.as_ref().map(|m| &m.1));
+        }
+        if entries.is_empty() && state.manifest.is_none() {
+            return Ok(());
+        }
+        let listed: HashSet<String> = state
+            .manifest
+            .iter()
+            .flat_map(|(_, m)| m.keys().map(str::to_string))
+            .chain(state.uploaded.iter().cloned())
+            .collect();
+        for (seg, entry) in snap.segments.iter().zip(&entries) {
+            for (file, object) in seg.files.iter().zip(&entry.files) {
+                if !listed.contains(&object.key) {
+                    let label = snapshot::label(&dir, seg.base_offset, file.ext);
+                    self.upload(tp, file, object, label).await?;
+                    state.uploaded.insert(object.key.clone());
+                }
+            }
+        }
+        let next = self.manifest_for(tp, &snap, entries.clone());
+        let unchanged = state.manifest.as_ref().is_some_and(|(_, m)| m.same_state(&next));
+        if !unchanged {
+            self.check_still_latest(tp, state).await?;
+            let seq = state.manifest.as_ref().map_or(1, |(seq, _)| seq + 1);
+            manifest::write(&self.store, tp, seq, &next).await?;
+            tracing::debug!(partition = %tp, seq, segments = next.segments.len(), "manifest written");
+            state.manifest = Some((seq, next));
+            state.uploaded.clear();
+            self.report(tp, &snap, &entries, state.manifest.as_ref().map(|m| &m.1));
+        }
+        self.maybe_sweep(tp, state, !unchanged).await
+    }
+
+    /// Before a manifest is written: the one this task knows must still be
+    /// the store's latest. A higher one is another writer's (`Conflict`);
+    /// none, or a lower one, means the store lost manifests (a bucket emptied
+    /// or restored from a backup): the task forgets what it knew and reads
+    /// the store again, so it never lists objects it has not uploaded there.
+    async fn check_still_latest(
+        &self,
+        tp: &TopicPartition,
+        state: &mut PartitionState,
+    ) -> Result<(), RemoteError> {
+        let Some((seq, _)) = &state.manifest else { return Ok(()) };
+        let seq = *seq;
+        let highest = manifest::list_manifests(&self.store, tp).await?.last().map(|m| m.0);
+        match highest {
+            Some(h) if h == seq => Ok(()),
+            Some(h) if h > seq => Err(RemoteError::Conflict { key: manifest::manifest_key(tp, h) }),
+            _ => {
+                state.manifest = None;
+                state.loaded = false;
+                state.uploaded.clear();
+                Err(RemoteError::Manifest {
+                    key: manifest::manifest_key(tp, seq),
+                    reason: "gone from the store: reading the store again".into(),
+                })
+            }
+        }
+    }
+
+    /// The snapshot and each segment's manifest entry (digests cached by
+    /// physical file, so a segment is read for its CRCs once).
+    async fn digested_snapshot(
+        &self,
+        tp: &TopicPartition,
+        log: SharedLog,
+        dir: &std::path::Path,
+        state: &mut PartitionState,
+    ) -> Result<(LocalSnapshot, Vec<SegmentEntry>), RemoteError> {
+        let (tp2, dir) = (tp.clone(), dir.to_path_buf());
+        let mut cache = std::mem::take(&mut state.digests);
+        let (snap, entries, cache) = blocking(move || {
+            let snap = snapshot::take(&tp2, &log)?;
+            let entries = snap
+                .segments
+                .iter()
+                .map(|s| snapshot::digest(s, &dir, &mut cache))
+                .collect::<Result<Vec<_>, _>>()?;
+            let live: HashSet<_> = snap.segments.iter().map(|s| s.id).collect();
+            cache.retain(|id, _| live.contains(id));
+            Ok((snap, entries, cache))
+        })
+        .await?;
+        state.digests = cache;
+        Ok((snap, entries))
+    }
+
+    /// Upload one file, checking it still has the digested content.
+    async fn upload(
+        &self,
+        tp: &TopicPartition,
+        file: &LocalFile,
+        object: &ObjectEntry,
+        label: PathBuf,
+    ) -> Result<(), RemoteError> {
+        let opened = file.file.try_clone().map_err(RemoteError::io(&label))?;
+        let (ext, size) = (file.ext, file.size);
+        let path = label.clone();
+        let bytes =
+            blocking(move || snapshot::read_all(&LocalFile { ext, file: opened, size }, &path))
+                .await?;
+        let crc = crc32c::crc32c(&bytes);
+        if crc != object.crc32c || bytes.len() as u64 != object.size {
+            return Err(RemoteError::Verify {
+                key: label.display().to_string(),
+                size: object.size,
+                crc: object.crc32c,
+                got_size: bytes.len() as u64,
+                got_crc: crc,
+            });
+        }
+        let key = self.store.key(&format!("{}/{}", partition_dir(tp), object.key));
+        let started = Instant::now();
+        self.store.put_verified(&key, Bytes::from(bytes)).await?;
+        self.stats.uploaded(object.size, started.elapsed().as_secs_f64());
+        Ok(())
+    }
+
+    fn manifest_for(
+        &self,
+        tp: &TopicPartition,
+        snap: &LocalSnapshot,
+        segments: Vec<SegmentEntry>,
+    ) -> Manifest {
+        let end_offset = segments.last().map_or(snap.log_start_offset, |s| s.next_offset);
+        Manifest {
+            format: FORMAT,
+            cluster_id: self.cluster_id.clone(),
+            topic: tp.topic.clone(),
+            partition: tp.partition,
+            partition_metadata: snap.partition_metadata.clone(),
+            topic_config: snap.topic_config.clone(),
+            log_start_offset: snap.log_start_offset.min(end_offset),
+            clean_offset: snap.clean_offset.map(|c| c.min(end_offset)),
+            end_offset,
+            segments,
+            written_at_ms: now_ms(),
+        }
+    }
+
+    /// Sweep after a new manifest, and now and then for what a manifest
+    /// replaced a while ago.
+    async fn maybe_sweep(
+        &self,
+        tp: &TopicPartition,
+        state: &mut PartitionState,
+        committed: bool,
+    ) -> Result<(), RemoteError> {
+        let now = now_ms();
+        let every = (self.config.delete_delay_ms / 4).max(self.config.upload_interval_ms as i64);
+        let Some((seq, latest)) = &state.manifest else { return Ok(()) };
+        if !committed && now - state.last_sweep_ms < every {
+            return Ok(());
+        }
+        let deleted =
+            sweep::sweep(&self.store, tp, *seq, latest, self.config.delete_delay_ms, now).await?;
+        state.last_sweep_ms = now;
+        state.uploaded.clear();
+        if deleted > 0 {
+            self.stats.deleted(deleted);
+            tracing::debug!(partition = %tp, deleted, "objects no manifest needs deleted");
+        }
+        Ok(())
+    }
+
+    /// Publish the partition's remote bytes and upload lag.
+    fn report(
+        &self,
+        tp: &TopicPartition,
+        snap: &LocalSnapshot,
+        entries: &[SegmentEntry],
+        manifest: Option<&Manifest>,
+    ) {
+        let listed: HashSet<&str> =
+            manifest.iter().flat_map(|m| m.segments.iter().filter_map(|s| s.log_key())).collect();
+        let mut status = PartitionRemoteStatus::default();
+        let mut oldest: Option<i64> = None;
+        for (seg, entry) in snap.segments.iter().zip(entries) {
+            if !entry.log_key().is_some_and(|k| listed.contains(k)) {
+                status.lag_bytes += entry.size();
+                oldest = Some(oldest.map_or(seg.modified_ms, |o| o.min(seg.modified_ms)));
+            }
+        }
+        status.lag_seconds = oldest.map_or(0.0, |o| (now_ms() - o).max(0) as f64 / 1000.0);
+        if let Some(m) = manifest {
+            status.remote_segments = m.segments.len() as u64;
+            status.remote_bytes = m.segments.iter().map(SegmentEntry::size).sum();
+        }
+        self.stats.set_partition(tp, status);
+    }
+}
