@@ -75,7 +75,7 @@ impl OpenTransaction {
     /// of the closed segments. Reads only the producer state (no I/O).
     fn holding_back(log: &Log, fuo: Option<i64>, uncleanable: i64, now_ms: i64) -> Option<Self> {
         let fuo = fuo?;
-        if fuo != uncleanable || fuo >= log.active_segment().base_offset() {
+        if upload_bound(log, fuo) != uncleanable || fuo >= log.active_segment().base_offset() {
             return None;
         }
         let txn = log.producer_state().oldest_ongoing_txn()?;
@@ -166,7 +166,7 @@ pub fn cleanable_offsets(
     };
     let mut uncleanable = log.active_segment().base_offset();
     if let Some(u) = first_unstable_offset {
-        uncleanable = uncleanable.min(u);
+        uncleanable = uncleanable.min(upload_bound(log, u));
     }
     let lag = log.config().min_compaction_lag_ms;
     if lag > 0 {
@@ -183,6 +183,22 @@ pub fn cleanable_offsets(
         }
     }
     (first_dirty, uncleanable.max(first_dirty))
+}
+
+/// With `remote.storage.enable`, the first unstable offset rounded down to
+/// its segment's base: only segments wholly below it are copied to the store
+/// (no open transaction's records go there without their marker), and a
+/// clean may drop a record only for a newer one in such a segment, so the
+/// store never lists a cleaned segment without the records that superseded
+/// what it dropped. Without it, the first unstable offset itself.
+fn upload_bound(log: &Log, first_unstable_offset: i64) -> i64 {
+    if !log.config().remote_storage_enable {
+        return first_unstable_offset;
+    }
+    log.segments()
+        .take_while(|s| s.base_offset() <= first_unstable_offset)
+        .last()
+        .map_or(first_unstable_offset, |s| s.base_offset())
 }
 
 /// The timestamp of the first batch at or past the cleaner checkpoint (its

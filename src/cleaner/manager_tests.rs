@@ -397,3 +397,41 @@ fn the_oldest_dirty_timestamp_follows_the_checkpoint() {
     finish(&f, &g);
     assert_eq!(dirty_ts(&f, &whole), None, "cleaned through the end: nothing past the checkpoint");
 }
+
+#[test]
+fn with_remote_storage_an_open_transaction_bounds_cleaning_at_its_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = MockClock::new(1_000_000);
+    let mut config = LogManagerConfig::new(dir.path());
+    config.remote_log_storage_system_enable = true;
+    let logs = Arc::new(LogManager::open(config, clock.clone()).unwrap());
+    let f = Fixture {
+        manager: LogCleanerManager::new(Arc::clone(&logs), clock.clone(), 60_000),
+        _dir: dir,
+        clock,
+        logs,
+    };
+    let local = compacted(&f, "local", &[]);
+    let remote = compacted(&f, "remote", &[("remote.storage.enable", "true")]);
+    for tp in [&local, &remote] {
+        append_closed(&f, tp, &["k1", "k2"]);
+        // One segment: committed k1 at 2, then an open transaction from 3.
+        let log = f.logs.get_log(tp).unwrap();
+        let mut b = BatchBuilder::new(Compression::None, f.clock.now_ms());
+        b.append(f.clock.now_ms(), Some(b"k1"), Some(b"newer"));
+        log.write().append_as_leader(&mut b.build()).unwrap();
+        let mut b = BatchBuilder::new(Compression::None, f.clock.now_ms()).producer(42, 0, 0);
+        b.transactional = true;
+        b.append(f.clock.now_ms(), Some(b"k2"), Some(b"uncommitted"));
+        log.write().append_as_leader(&mut b.build()).unwrap();
+        log.write().roll_if_not_empty().unwrap();
+    }
+    let st = f.manager.status();
+    let of = |tp: &TopicPartition| st.partitions.iter().find(|p| p.topic == tp.topic).unwrap();
+    assert_eq!(of(&local).first_uncleanable_offset, 3, "the first unstable offset itself");
+    // Only segments wholly below the last stable offset go to the store, so
+    // k1 at 2 must not let a clean drop k1 at 0 before its segment is there.
+    assert_eq!(of(&remote).first_uncleanable_offset, 2, "the base of its segment");
+    let open = of(&remote).open_transaction.as_ref().expect("named as what holds it back");
+    assert_eq!((open.producer_id, open.first_offset), (42, 3));
+}

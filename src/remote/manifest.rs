@@ -190,7 +190,15 @@ pub async fn write(
     let key = manifest_key(tp, seq);
     let text = serde_json::to_vec_pretty(manifest)
         .map_err(|e| RemoteError::Manifest { key: key.clone(), reason: e.to_string() })?;
-    if store.put_create(&store.key(&key), Bytes::from(text)).await? {
+    let path = store.key(&key);
+    let bytes = Bytes::from(text);
+    if store.put_create(&path, bytes.clone()).await? {
+        return Ok(());
+    }
+    // A create retried after its reply was lost finds its own first attempt:
+    // the same bytes in the slot are this writer's, not another's.
+    let found = store.get_bounded(&path, bytes.len() as u64 + 1).await;
+    if found.is_ok_and(|b| b == bytes) {
         Ok(())
     } else {
         Err(RemoteError::Conflict { key })
@@ -240,6 +248,8 @@ mod tests {
         // A second writer of number 2 loses and overwrites nothing.
         let err = write(&store, &tp, 2, &m1).await.unwrap_err();
         assert!(matches!(err, RemoteError::Conflict { .. }), "{err}");
+        // The same writer retrying number 2 (its reply lost) finds its own bytes.
+        write(&store, &tp, 2, &m2).await.unwrap();
         let (seq, got) = latest(&store, &tp).await.unwrap().unwrap();
         assert_eq!((seq, got), (2, m2));
         // A manifest naming another partition, or overlapping segments, is refused.
