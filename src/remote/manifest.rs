@@ -112,6 +112,27 @@ impl Manifest {
 }
 
 /// The partition's directory in the store, relative to the prefix.
+/// Why `next` must not replace `prev`: it drops offsets `prev` holds that
+/// neither retention (the log start moved past them) nor a clean (a cleaned
+/// segment still covers them) took away, or it is another topic of the same
+/// name. A lost disk, a topic deleted and created again, or a segment removed
+/// by hand leaves such a local log; replacing the manifest would let the sweep
+/// delete the only copy.
+pub fn regression(prev: &Manifest, next: &Manifest) -> Option<String> {
+    if prev.partition_metadata != next.partition_metadata {
+        return Some(
+            "its partition.metadata (topic id) differs: the topic was created again".into(),
+        );
+    }
+    let lost = next.end_offset < prev.end_offset && next.log_start_offset < prev.end_offset;
+    lost.then(|| {
+        format!(
+            "it ends at offset {} where the store's ends at {}, with its log start at {}",
+            next.end_offset, prev.end_offset, next.log_start_offset
+        )
+    })
+}
+
 pub fn partition_dir(tp: &TopicPartition) -> String {
     format!("topics/{tp}")
 }
@@ -232,6 +253,23 @@ mod tests {
             next_offset: next,
             files: vec![ObjectEntry { ext: "log".into(), key, size: 10, crc32c: 7 }],
         }
+    }
+
+    #[test]
+    fn a_manifest_that_loses_offsets_is_a_regression() {
+        let tp = TopicPartition::new("t", 0);
+        let prev = manifest(&tp, vec![segment(0, 5), segment(5, 9)]);
+        // More segments, a cleaned replacement, retention past the end: fine.
+        assert_eq!(regression(&prev, &manifest(&tp, vec![segment(0, 9), segment(9, 12)])), None);
+        assert_eq!(regression(&prev, &manifest(&tp, vec![segment(0, 9)])), None);
+        let retained = Manifest { log_start_offset: 9, end_offset: 9, ..manifest(&tp, vec![]) };
+        assert_eq!(regression(&prev, &retained), None);
+        // An emptied local log (a lost disk), or one cut short: refused.
+        assert!(regression(&prev, &manifest(&tp, vec![])).is_some());
+        assert!(regression(&prev, &manifest(&tp, vec![segment(0, 5)])).is_some());
+        let recreated =
+            Manifest { partition_metadata: "version: 0\ntopic_id: other\n".into(), ..prev.clone() };
+        assert!(regression(&prev, &recreated).is_some());
     }
 
     #[tokio::test]

@@ -81,6 +81,8 @@ pub enum RemoteError {
     ForeignStore { url: String, found: String, ours: String },
     #[error("manifest {key} already exists: another writer is uploading this partition; uploads of it stop until a restart")]
     Conflict { key: String },
+    #[error("the local log of {partition} lacks what the store's latest manifest lists ({reason}); it is kept, not replaced, and uploads of this partition stop until a restart (restore the partition from the store, or remove its manifests to start over)")]
+    Regressed { partition: String, reason: String },
     #[error("opening the store {url}: {reason}")]
     Open { url: String, reason: String },
     #[error(transparent)]
@@ -112,7 +114,9 @@ impl RemoteError {
             Self::Verify { .. } | Self::TooLarge { .. } => "corrupt",
             Self::Io { .. } | Self::Log(_) | Self::Join(_) => "local",
             Self::Manifest { .. } => "manifest",
-            Self::ForeignStore { .. } | Self::Conflict { .. } => "conflict",
+            Self::ForeignStore { .. } | Self::Conflict { .. } | Self::Regressed { .. } => {
+                "conflict"
+            }
             Self::Open { .. } | Self::Restore { .. } => "config",
         }
     }

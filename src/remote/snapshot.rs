@@ -55,8 +55,14 @@ pub(super) struct LocalSnapshot {
 
 /// Take the snapshot of `log` (blocking: opens files).
 pub(super) fn take(tp: &TopicPartition, log: &SharedLog) -> Result<LocalSnapshot, RemoteError> {
+    // The clean point before the segments: the cleaner writes it after its
+    // swap, so read first it is never ahead of the segments listed with it.
+    let dir = log.read().dir().to_path_buf();
+    let clean_offset = dir.parent().and_then(|parent| {
+        let file = OffsetCheckpointFile::new(parent, CLEANER_OFFSET_CHECKPOINT);
+        file.read().ok()?.get(tp).copied()
+    });
     let log = log.read();
-    let dir = log.dir().to_path_buf();
     let bound = log.last_stable_offset();
     let active = log.active_segment().base_offset();
     let mut segments = Vec::new();
@@ -71,10 +77,6 @@ pub(super) fn take(tp: &TopicPartition, log: &SharedLog) -> Result<LocalSnapshot
     drop(log);
     let path = dir.join(PARTITION_METADATA_FILE);
     let partition_metadata = std::fs::read_to_string(&path).map_err(RemoteError::io(&path))?;
-    let clean_offset = dir.parent().and_then(|parent| {
-        let file = OffsetCheckpointFile::new(parent, CLEANER_OFFSET_CHECKPOINT);
-        file.read().ok()?.get(tp).copied()
-    });
     Ok(LocalSnapshot { segments, log_start_offset, partition_metadata, topic_config, clean_offset })
 }
 

@@ -111,7 +111,7 @@ impl RemoteLogManager {
             }
             if let Err(e) = self.sync_partition(&tp, log, state).await {
                 self.stats.error(e.kind());
-                if matches!(e, RemoteError::Conflict { .. }) {
+                if matches!(e, RemoteError::Conflict { .. } | RemoteError::Regressed { .. }) {
                     state.fenced = true;
                     tracing::error!(partition = %tp, "tiered storage: {e}");
                 } else {
@@ -141,6 +141,12 @@ impl RemoteLogManager {
         if entries.is_empty() && state.manifest.is_none() {
             return Ok(());
         }
+        let next = self.manifest_for(tp, &snap, entries.clone());
+        if let Some(reason) =
+            state.manifest.as_ref().and_then(|(_, m)| manifest::regression(m, &next))
+        {
+            return Err(RemoteError::Regressed { partition: tp.to_string(), reason });
+        }
         let listed: HashSet<String> = state
             .manifest
             .iter()
@@ -156,7 +162,6 @@ impl RemoteLogManager {
                 }
             }
         }
-        let next = self.manifest_for(tp, &snap, entries.clone());
         let unchanged = state.manifest.as_ref().is_some_and(|(_, m)| m.same_state(&next));
         if !unchanged {
             self.check_still_latest(tp, state).await?;
