@@ -26,7 +26,7 @@ use super::cleaner::{CleanerError, IoContext};
 use super::source_segment::SourceSegment;
 use super::stats::CleanerStats;
 use crate::log::error::{BatchError, LogError};
-use crate::log::record_batch::{LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
+use crate::log::record_batch::{framed_batch_size as batch_size, LOG_OVERHEAD};
 use crate::log::segment::{LogSegment, SegmentConfig, CLEANED_SUFFIX};
 
 /// Per-group output: the `.cleaned` segment once the group changes, and the
@@ -156,19 +156,6 @@ impl GroupWriter<'_> {
         }
         Ok(())
     }
-}
-
-/// The declared size of the batch at the start of `bytes`.
-fn batch_size(bytes: &[u8]) -> Result<usize, BatchError> {
-    let Some(length) = bytes.get(8..LOG_OVERHEAD) else {
-        return Err(BatchError::Truncated { needed: LOG_OVERHEAD, available: bytes.len() });
-    };
-    let length = i32::from_be_bytes([length[0], length[1], length[2], length[3]]);
-    let size = i64::from(length) + LOG_OVERHEAD as i64;
-    if size < RECORD_BATCH_OVERHEAD as i64 {
-        return Err(BatchError::InvalidLength(i64::from(length)));
-    }
-    usize::try_from(size).map_err(|_| BatchError::InvalidLength(i64::from(length)))
 }
 
 /// How many leading bytes of `bytes` are whole batches (0 when the first is cut off).

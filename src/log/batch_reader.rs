@@ -27,7 +27,7 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use super::error::{BatchError, LogError};
-use super::record_batch::{self, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
+use super::record_batch::{self, LOG_OVERHEAD};
 
 /// Bytes read per I/O when the caller's buffer starts empty.
 pub const READ_CHUNK: usize = 1 << 20;
@@ -193,11 +193,10 @@ impl<H: ChunkHook> BatchReader<'_, H> {
             return Err(self.framing(BatchError::Truncated { needed: LOG_OVERHEAD, available }));
         }
         let head = &self.buf[self.start..self.start + LOG_OVERHEAD];
-        let length = i64::from(i32::from_be_bytes(head[8..12].try_into().expect("4 bytes")));
-        if length < (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i64 {
-            return Err(self.framing(BatchError::InvalidLength(length)));
-        }
-        let size = length as usize + LOG_OVERHEAD;
+        let size = match record_batch::framed_batch_size(head) {
+            Ok(size) => size,
+            Err(e) => return Err(self.framing(e)),
+        };
         if size > self.max_batch_size {
             let (path, limit) = (self.path.clone(), self.max_batch_size);
             return Err(BatchReadError::TooLarge { path, position, size, limit }.into());
@@ -424,7 +423,7 @@ mod tests {
     #[test]
     fn a_corrupt_batch_is_invalid_at_its_position() {
         let (file, mut bytes, starts) = file_of(&[10, 20, 30], &[]);
-        let at = starts[1] as usize + RECORD_BATCH_OVERHEAD + 3;
+        let at = starts[1] as usize + record_batch::RECORD_BATCH_OVERHEAD + 3;
         bytes[at] ^= 0xff;
         file.as_file().write_all_at(&bytes, 0).unwrap();
         let mut buf = Vec::new();

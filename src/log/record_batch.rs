@@ -196,6 +196,23 @@ pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
 }
 
 /// CRC32C of a whole batch as the `crc` field should hold it.
+/// The size (length field plus [`LOG_OVERHEAD`]) of the batch whose framing
+/// starts `head`: what a reader must have before it can look at the batch.
+///
+/// # Errors
+/// `Truncated` below [`LOG_OVERHEAD`] bytes; `InvalidLength` for a length
+/// below the batch header's.
+pub fn framed_batch_size(head: &[u8]) -> Result<usize, BatchError> {
+    let Some(field) = head.get(LENGTH_OFFSET..LOG_OVERHEAD) else {
+        return Err(BatchError::Truncated { needed: LOG_OVERHEAD, available: head.len() });
+    };
+    let length = i64::from(i32::from_be_bytes([field[0], field[1], field[2], field[3]]));
+    if length < (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i64 {
+        return Err(BatchError::InvalidLength(length));
+    }
+    Ok(length as usize + LOG_OVERHEAD)
+}
+
 pub fn compute_crc(batch: &[u8]) -> u32 {
     crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..])
 }
