@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod reference_kafka;
+pub mod remote;
 pub mod txn;
 
 use std::io::{BufRead, BufReader};
