@@ -85,6 +85,15 @@ pub struct FetchRegionInfo {
 }
 
 impl Log {
+    /// The first offset on local disk (Kafka's `localLogStartOffset`). For a
+    /// topic whose oldest segments live only in the remote store it is above
+    /// `log_start_offset`, and reads below it are served from the store;
+    /// otherwise the two are equal.
+    pub fn local_log_start_offset(&self) -> i64 {
+        let first = self.segment_map().keys().next().copied();
+        first.unwrap_or(self.log_start_offset()).max(self.log_start_offset())
+    }
+
     /// Whole batches from the one holding `offset` (or the next offset present),
     /// up to `max_bytes`; at least one batch when `min_one_batch`.
     ///
