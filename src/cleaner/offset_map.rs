@@ -7,10 +7,13 @@
 //! Layout and invariants:
 //! * One table of `slots × 24` bytes. The byte budget
 //!   (`log.cleaner.dedupe.buffer.size` divided among the threads) bounds it,
-//!   but the table starts at [`INITIAL_SLOTS`] and doubles (rehashing every
-//!   entry) when a new key would pass its load factor, up to the budget's
-//!   slots: memory follows the keys a clean meets, not the budget. Kafka
-//!   allocates the whole budget up front. [`OffsetMap::clear`] gives a grown
+//!   but the table starts at [`INITIAL_SLOTS`] and grows by half (rehashing
+//!   every entry into a new table) when a new key would pass its load factor,
+//!   up to the budget's slots: memory follows the keys a clean meets, not the
+//!   budget. Kafka allocates the whole budget up front. Growing by half, not
+//!   doubling, keeps both the peak while rehashing (old plus new table, 2.5×
+//!   the old) and the final table's slack small, at the price of rehashing
+//!   each key about twice in all instead of once. [`OffsetMap::clear`] gives a grown
 //!   table back and starts the next clean small again.
 //! * What the cleaner and the gauges see is the budget: [`OffsetMap::max_entries`],
 //!   [`OffsetMap::remaining`] and [`OffsetMap::utilization`] count against the
@@ -266,12 +269,12 @@ impl OffsetMap {
         Ok(())
     }
 
-    /// Double the table (at most to the budget) and put every entry back.
+    /// Grow the table by half (at most to the budget) and put every entry back.
     fn grow(&mut self) {
-        let slots = self.budget_slots.min(self.table_slots.saturating_mul(2));
+        let slots = self.budget_slots.min(self.table_slots.saturating_add(self.table_slots / 2));
         let old = std::mem::replace(&mut self.bytes, vec![0u8; slots * BYTES_PER_ENTRY]);
         self.table_slots = slots;
-        // The budget's load factor may be 1: the last doubling must still take
+        // The budget's load factor may be 1: the last growth must still take
         // every key the budget allows.
         self.grow_at = if slots == self.budget_slots {
             self.max_entries
@@ -403,6 +406,27 @@ mod tests {
             map.put(format!("k{i}").as_bytes(), i).unwrap();
         }
         assert_eq!(map.table_slots(), INITIAL_SLOTS);
+    }
+
+    #[test]
+    fn each_growth_adds_half_the_table_so_the_rehash_peak_stays_small() {
+        let mut map = OffsetMap::new(24 << 24, 0.9).unwrap();
+        let mut sizes = vec![map.table_slots()];
+        for i in 0..200_000i64 {
+            map.put(&i.to_be_bytes(), i).unwrap();
+            if map.table_slots() != *sizes.last().unwrap() {
+                sizes.push(map.table_slots());
+            }
+        }
+        for w in sizes.windows(2) {
+            assert_eq!(w[1], w[0] + w[0] / 2, "grew by half: {sizes:?}");
+        }
+        // 200,000 keys at 0.9 need 222,223 slots: the table is the first
+        // step past that, not a power of two above it.
+        assert!(map.table_slots() < 222_223 * 3 / 2, "{sizes:?}");
+        for i in (0..200_000i64).step_by(101) {
+            assert_eq!(map.get(&i.to_be_bytes()), Some(i));
+        }
     }
 
     #[test]
