@@ -45,8 +45,10 @@
 //! through `LogManager`'s public surface.
 
 pub mod config;
+pub mod crash_point;
 pub mod manifest;
 pub mod restore;
+mod retire;
 mod snapshot;
 pub mod status;
 pub mod store;
@@ -77,6 +79,8 @@ pub enum RemoteError {
     },
     #[error("manifest {key}: {reason}")]
     Manifest { key: String, reason: String },
+    #[error("manifest {key} is invalid ({reason}): uploads of this partition wait until it is removed or fixed; readers use the newest valid manifest below it")]
+    Corrupt { key: String, reason: String },
     #[error("the store at {url} belongs to sediment cluster {found}, this broker is cluster {ours}: refusing to write to it")]
     ForeignStore { url: String, found: String, ours: String },
     #[error("manifest {key} already exists: another writer is uploading this partition; uploads of it stop until a restart")]
@@ -93,17 +97,25 @@ pub enum RemoteError {
     Join(String),
 }
 
-/// A failed store request, with a hint at the cause.
+/// A failed store request, with a hint at the cause: only the HTTP status,
+/// the S3 error code and the key are kept, never the response body or the
+/// request (an error body can echo the access key id, a presigned URL's
+/// session token or the string that was signed), so logs and
+/// `sediment check-config` never show them.
 #[derive(Debug, thiserror::Error)]
-#[error("object store {url}: {hint} ({op} {key}: {source})")]
+#[error("object store {url}: {hint} ({op} {key}{})", store::detail(*.status, .code.as_deref()))]
 pub struct StoreFailure {
     pub url: String,
     pub op: &'static str,
     pub key: String,
     pub hint: &'static str,
     pub kind: &'static str,
-    #[source]
-    pub source: object_store::Error,
+    /// The HTTP status, when the store answered.
+    pub status: Option<u16>,
+    /// S3's `<Code>` (`SignatureDoesNotMatch`, `NoSuchBucket`, ...).
+    pub code: Option<String>,
+    /// The store said the object (or bucket) does not exist.
+    pub not_found: bool,
 }
 
 impl RemoteError {
@@ -111,7 +123,7 @@ impl RemoteError {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Store(f) => f.kind,
-            Self::Verify { .. } | Self::TooLarge { .. } => "corrupt",
+            Self::Verify { .. } | Self::TooLarge { .. } | Self::Corrupt { .. } => "corrupt",
             Self::Io { .. } | Self::Log(_) | Self::Join(_) => "local",
             Self::Manifest { .. } => "manifest",
             Self::ForeignStore { .. } | Self::Conflict { .. } | Self::Regressed { .. } => {
