@@ -24,8 +24,23 @@
 //!   cleaner replaced locally is replaced in the next manifest.
 //! * An object is deleted only when no manifest current within
 //!   `sediment.remote.storage.delete.delay.ms` lists it and it is itself older
-//!   than the delay ([`sweep`]); the latest manifest is never deleted.
+//!   than the delay, both on the store's clock ([`sweep`]); a manifest that
+//!   cannot be read stops the sweep, it never counts as listing nothing. The
+//!   latest manifest is never deleted, except a retired one (below).
+//! * Manifests are validated when read ([`manifest`]): the uploader never
+//!   writes past an invalid latest one; readers fall back to the newest valid.
+//! * A partition whose topic is deleted or whose remote storage is disabled
+//!   is retired (`retire`): one more manifest, `retired: true`, listing
+//!   nothing. Restore skips it; the sweep deletes its objects and older
+//!   manifests after the delay, and the retired manifest itself last, only
+//!   when it is the partition's only manifest, no object is left, and it is
+//!   older than the delay. Deleted earlier, an older manifest would be the
+//!   latest again (the topic back on a restore) or objects would be left
+//!   with no manifest to lead a sweep to them; while a newer manifest exists
+//!   (the topic created again, numbered after it) it is an ordinary old one.
 //! * A store whose `sediment-store.json` names another cluster is refused.
+//! * Store errors show the HTTP status, the S3 error code and the key, never
+//!   a response body or a request header (`StoreFailure`).
 //!
 //! One upload round for a partition ([`uploader`]), with what a crash at each
 //! step leaves:
@@ -40,6 +55,10 @@
 //!    after: done.
 //! 4. Sweep objects and manifests out of date for longer than the delay.
 //!    Crash: some left, removed by a later sweep.
+//!
+//! Before the partitions, each round retires what went away since the last
+//! (`retire`). `crash_point` (test-only, `SEDIMENT_REMOTE_CRASH_POINT`) kills
+//! the process before and after step 3's write, and inside step 4.
 //!
 //! Nothing in `log/` or `cleaner/` knows this module: it reads the logs
 //! through `LogManager`'s public surface.
