@@ -419,7 +419,8 @@ mod tests {
             f(&mut m);
             m.check("k", &tp).unwrap_err().to_string()
         };
-        let cases: Vec<(&str, Box<dyn Fn(&mut Manifest)>)> = vec![
+        type Edit = Box<dyn Fn(&mut Manifest)>;
+        let cases: Vec<(&str, Edit)> = vec![
             ("out of order", Box::new(|m| m.segments.swap(0, 1))),
             ("out of order", Box::new(|m| m.segments[1] = segment(0, 9))),
             ("no offsets", Box::new(|m| m.segments[1] = segment(5, 5))),
