@@ -33,8 +33,33 @@ fn manifest_seqs(store: &RemoteStore, tp: &TopicPartition) -> Vec<u64> {
     listed.into_iter().map(|(seq, _)| seq).collect()
 }
 
+/// IncrementalAlterConfigs SET of one topic key.
+fn alter_topic(port: u16, topic: &str, key: &str, value: &str) {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    use kafka_protocol::messages::IncrementalAlterConfigsRequest;
+    use kafka_protocol::protocol::StrBytes;
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_string(topic.into()))
+            .with_configs(vec![AlterableConfig::default()
+                .with_name(StrBytes::from_string(key.into()))
+                .with_config_operation(0)
+                .with_value(Some(StrBytes::from_string(value.into())))]),
+    ]);
+    let response = Wire::connect(port).call(1, &request);
+    assert_eq!(response.responses[0].error_code, 0, "{:?}", response.responses[0].error_message);
+}
+
+/// Whether the store holds nothing of `tp` any more.
+fn swept(store: &RemoteStore, tp: &TopicPartition) -> bool {
+    segment_objects(store, tp).is_empty() && manifest_count(store, tp) == 0
+}
+
 #[test]
-fn deleted_topics_are_retired_swept_and_not_restored_and_a_new_one_goes_on_after() {
+fn deleted_and_disabled_topics_are_retired_swept_and_not_restored_and_a_new_one_goes_on() {
     let moto = Moto::start(&[]);
     moto.create_bucket("bucket-retire");
     let url = "s3://bucket-retire/c";
@@ -42,8 +67,8 @@ fn deleted_topics_are_retired_swept_and_not_restored_and_a_new_one_goes_on_after
     let mut overrides = remote_overrides(url, &moto.endpoint(), 1500);
     overrides.push("log.cleaner.enable=false".into());
     let mut b = start(&overrides);
-    let (again, dropped) = (TopicPartition::new("again", 0), TopicPartition::new("dropped", 0));
-    for tp in [&again, &dropped] {
+    let [again, dropped, off] = ["again", "dropped", "off"].map(|t| TopicPartition::new(t, 0));
+    for tp in [&again, &dropped, &off] {
         create_topic(b.port, &tp.topic, 1, TOPIC_CONFIG);
         produce_keyed(&b, &tp.topic);
         let dir = b.data_dir().join(tp.to_string());
@@ -53,36 +78,43 @@ fn deleted_topics_are_retired_swept_and_not_restored_and_a_new_one_goes_on_after
     }
     let (old_seq, old) = latest(&store, &again).expect("manifest");
 
-    // Deleted: one more manifest, retired, numbered next.
+    // Deleted, created again at once (most likely within one upload round),
+    // and another disabled: each gets one more manifest, retired.
     delete_topic(b.port, "again");
     delete_topic(b.port, "dropped");
-    let (seq, retired) = wait_logged(&b, 60, "the retired manifest", || {
-        latest(&store, &again).filter(|m| m.1.retired)
-    });
-    assert_eq!(seq, old_seq + 1);
-    assert!(retired.segments.is_empty());
-
-    // Created again under the name: a new topic id, numbered after the retired one.
     create_topic(b.port, "again", 1, TOPIC_CONFIG);
+    alter_topic(b.port, "off", "remote.storage.enable", "false");
+    wait_logged(&b, 60, "the retired manifests", || {
+        let retired = |tp: &TopicPartition| latest(&store, tp).is_some_and(|(_, m)| m.retired);
+        let again_retired = b.log().lines().any(|l| {
+            l.contains("partition retired in the store")
+                && l.contains("partition=again-0")
+                && l.contains(&format!("seq={}", old_seq + 1))
+        });
+        (again_retired && retired(&off) && (retired(&dropped) || swept(&store, &dropped)))
+            .then_some(())
+    });
+
+    // The topic created again goes on after the retired manifest: a new
+    // topic id, no regression refusal.
     let expected = produce_keyed(&b, "again");
     let dir = b.data_dir().join("again-0");
     let (new_seq, new) = wait_logged(&b, 60, "the new topic's manifest", || {
         latest(&store, &again).filter(|(_, m)| !m.retired && mirrors(&store, &again, m, &dir))
     });
-    assert!(new_seq > seq, "{new_seq} after {seq}");
+    assert!(new_seq > old_seq + 1, "{new_seq} after the retired {}", old_seq + 1);
     assert_ne!(new.partition_metadata, old.partition_metadata, "the same topic id");
     assert!(!b.log().contains("lacks what the store"), "refused as a regression:\n{}", b.log());
 
-    // Past the delay the dropped topic is gone from the store entirely, and
-    // the old topic's objects that the new one does not list too.
-    wait_logged(&b, 60, "the dropped topic to be swept", || {
-        (segment_objects(&store, &dropped).is_empty() && manifest_count(&store, &dropped) == 0)
-            .then_some(())
-    });
-    wait_logged(&b, 60, "the old topic's objects to be swept", || {
+    // Past the delay the retired partitions are gone from the store, and so
+    // are the old topic's objects the new one does not list.
+    wait_logged(&b, 60, "the retired partitions and old objects to be swept", || {
         let (_, m) = latest(&store, &again)?;
         let listed: BTreeSet<String> = m.keys().map(str::to_string).collect();
-        (segment_objects(&store, &again) == listed).then_some(())
+        (swept(&store, &dropped)
+            && swept(&store, &off)
+            && segment_objects(&store, &again) == listed)
+            .then_some(())
     });
     b.stop();
 
@@ -93,6 +125,7 @@ fn deleted_topics_are_retired_swept_and_not_restored_and_a_new_one_goes_on_after
         .arg(&restored)
         .envs(CREDS.iter().copied()));
     assert!(ok, "restore failed: {out}{err}");
+    assert!(out.contains("restored 1 partition(s)"), "{out}");
     assert!(!restored.join("dropped-0").exists(), "a deleted topic came back");
     let metadata = std::fs::read_to_string(restored.join("again-0/partition.metadata"))
         .expect("the new topic restored");
@@ -198,4 +231,50 @@ fn a_sigkill_at_each_step_of_the_manifest_switch_loses_and_leaves_nothing() {
     for point in ["before-manifest", "after-manifest", "mid-sweep"] {
         crash_at(&moto, point);
     }
+}
+
+#[test]
+fn an_invalid_latest_manifest_stops_uploads_and_a_restore_uses_the_one_below() {
+    let moto = Moto::start(&[]);
+    moto.create_bucket("bucket-corrupt");
+    let url = "s3://bucket-corrupt/c";
+    let store = open_store(url, Some(moto.endpoint()));
+    let tp = TopicPartition::new("state", 0);
+    let mut overrides = remote_overrides(url, &moto.endpoint(), 60_000);
+    overrides.push("log.cleaner.enable=false".into());
+    let mut b = start(&overrides);
+    create_topic(b.port, "state", 1, TOPIC_CONFIG);
+    produce_keyed(&b, "state");
+    let dir = b.data_dir().join("state-0");
+    let (first, _) = wait_logged(&b, 60, "the first manifest", || {
+        latest(&store, &tp).filter(|(_, m)| mirrors(&store, &tp, m, &dir))
+    });
+    produce_keyed(&b, "state");
+    let (seq, _) = wait_logged(&b, 60, "the next manifest", || {
+        latest(&store, &tp).filter(|(seq, m)| *seq > first && mirrors(&store, &tp, m, &dir))
+    });
+    b.stop();
+    // The latest manifest is broken (another writer, a bad edit): its key
+    // names other content than it lists.
+    let key = manifest::manifest_key(&tp, seq);
+    let text = rt().block_on(store.get_bounded(&store.key(&key), 1 << 20)).expect("manifest");
+    let broken = String::from_utf8_lossy(&text).replacen("\"size\": ", "\"size\": 1", 1);
+    rt().block_on(store.put_verified(&store.key(&key), broken.into_bytes().into())).expect("put");
+
+    b.restart();
+    produce_keyed(&b, "state");
+    wait_logged(&b, 60, "the corrupt manifest to be reported", || {
+        (b.metric("sediment_remote_store_errors_total{kind=\"corrupt\"}")? > 0.0).then_some(())
+    });
+    assert!(b.log().contains(&key), "the manifest's key is not in the log");
+    assert_eq!(manifest_seqs(&store, &tp).last(), Some(&seq), "written past the invalid manifest");
+    b.stop();
+
+    let restored = b.dir.path().join("restored");
+    let (ok, out, err) = run(Command::new(env!("CARGO_BIN_EXE_sediment"))
+        .args(["restore", "--from", url, "--endpoint", &moto.endpoint(), "--data-dir"])
+        .arg(&restored)
+        .envs(CREDS.iter().copied()));
+    assert!(ok && out.contains("restored 1 partition(s)"), "{out}{err}");
+    assert!(err.contains(&key), "the restore does not say it skipped {key}: {err}");
 }

@@ -122,16 +122,16 @@ impl Retirer {
                 }
             }
             for (tp, log) in enabled {
-                match state.seen.get(tp) {
-                    Some(seen) if seen.log.as_ptr() == Arc::as_ptr(log) => {}
-                    Some(_) => {
-                        let seen = state.seen.remove(tp).expect("present");
-                        state.pending.insert(tp.clone(), seen.metadata);
-                        held.insert(tp.clone());
-                        fresh.push((tp.clone(), Arc::clone(log)));
-                    }
-                    None => fresh.push((tp.clone(), Arc::clone(log))),
+                let same = state.seen.get(tp).map(|seen| seen.log.as_ptr() == Arc::as_ptr(log));
+                if same == Some(true) {
+                    continue;
                 }
+                if let Some(seen) = state.seen.remove(tp) {
+                    tracing::info!(partition = %tp, "tiered storage: the log was replaced (the topic created again); retiring the old topic's manifests first");
+                    state.pending.insert(tp.clone(), seen.metadata);
+                    held.insert(tp.clone());
+                }
+                fresh.push((tp.clone(), Arc::clone(log)));
             }
             held.extend(state.pending.keys().filter(|tp| names.contains(tp)).cloned());
         }
