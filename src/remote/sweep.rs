@@ -48,6 +48,18 @@ pub async fn sweep(
     delay_ms: i64,
 ) -> Result<u64, RemoteError> {
     let clock = store.now_ms().await?;
+    sweep_at(store, tp, latest_seq, latest, delay_ms, clock).await
+}
+
+/// [`sweep`] with the store's clock read as `clock` (ms).
+async fn sweep_at(
+    store: &RemoteStore,
+    tp: &TopicPartition,
+    latest_seq: u64,
+    latest: &Manifest,
+    delay_ms: i64,
+    clock: i64,
+) -> Result<u64, RemoteError> {
     let manifests = manifest::list_manifests(store, tp).await?;
     if manifests.last().map(|m| m.0) != Some(latest_seq) {
         return Ok(0);
@@ -221,21 +233,28 @@ mod tests {
         assert_eq!(names(&store, "topics/t-0/segments").await.len(), 2, "the sweep widened");
     }
 
-    /// Ages are the store's: objects just written are young whatever the
-    /// broker's clock says, and the clock probe is the store's Last-Modified.
+    /// Ages are the store's. A store whose clock is two hours behind the
+    /// broker's wrote everything with Last-Modified two hours in the
+    /// broker's past: by its own clock nothing is old yet, while the
+    /// broker's clock would delete the replaced object and its manifest.
     #[tokio::test]
     async fn ages_are_taken_on_the_stores_clock() {
-        let (dir, store, tp) = setup(&[(0, 1)]).await;
-        let latest = manifest(&tp, &[]);
-        manifest::write(&store, &tp, 1, &latest).await.unwrap();
-        // A store clock an hour behind the broker's: the orphan is young by it.
+        let (replaced, cleaned) = ((0, 1), (0, 2));
+        let (dir, store, tp) = setup(&[replaced, cleaned]).await;
+        manifest::write(&store, &tp, 1, &manifest(&tp, &[replaced])).await.unwrap();
+        let latest = manifest(&tp, &[cleaned]);
+        manifest::write(&store, &tp, 2, &latest).await.unwrap();
+        age_all(dir.path(), 2 * HOUR);
+        let broker_now = crate::remote::now_ms();
+        let store_now = broker_now - 2 * HOUR;
+        assert_eq!(sweep_at(&store, &tp, 2, &latest, HOUR, store_now).await.unwrap(), 0);
+        assert_eq!(names(&store, "topics/t-0/manifest").await.len(), 2);
+        assert_eq!(sweep_at(&store, &tp, 2, &latest, HOUR, broker_now).await.unwrap(), 1);
+        // The clock `sweep` reads is the store's: the probe's Last-Modified.
         let clock = store.now_ms().await.unwrap();
         let probe = std::fs::metadata(dir.path().join(crate::remote::store::CLOCK)).unwrap();
         let mtime = probe.modified().unwrap().duration_since(SystemTime::UNIX_EPOCH).unwrap();
         assert_eq!(clock, mtime.as_millis() as i64);
-        assert_eq!(sweep(&store, &tp, 1, &latest, HOUR).await.unwrap(), 0);
-        age_all(&dir.path().join("topics"), 2 * HOUR);
-        assert_eq!(sweep(&store, &tp, 1, &latest, HOUR).await.unwrap(), 1);
     }
 
     /// A retired partition: the objects and older manifests go after the
