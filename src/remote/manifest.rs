@@ -6,6 +6,20 @@
 //! `topics/<tp>/manifest/<20-digit seq>.json`, one number above the latest;
 //! the reader takes the highest number. A number already taken means another
 //! writer: the write fails and nothing is overwritten.
+//!
+//! A manifest is validated when read ([`Manifest::check`]): segments sorted
+//! and disjoint, each with offsets, known file extensions, keys that name
+//! exactly the entry's (base, CRC32C, size, extension), sizes a segment file
+//! can have. An invalid manifest is `Corrupt` (with its key): the uploader
+//! never writes past an invalid latest one (it would silently replace what
+//! another sediment or a newer version wrote), while readers ([`latest_valid`])
+//! fall back to the newest valid one below it, whose objects the sweep keeps
+//! (it stops at an invalid manifest, see `sweep`).
+//!
+//! A retired manifest (`retired: true`, no segments) ends a partition whose
+//! topic was deleted or whose remote storage was disabled (`retire`):
+//! readers skip the partition, and a topic created again under the name goes
+//! on with the next number.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +31,11 @@ use super::RemoteError;
 use crate::log::TopicPartition;
 
 pub const FORMAT: u32 = 1;
+/// The file extensions of a segment, as uploaded.
+pub const EXTS: [&str; 4] = ["log", "index", "timeindex", "txnindex"];
+/// The largest segment file a manifest may list: Kafka's positions in a
+/// segment are 32-bit.
+pub const MAX_OBJECT_BYTES: u64 = i32::MAX as u64;
 
 /// One file of a segment in the store.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +85,10 @@ pub struct Manifest {
     pub end_offset: i64,
     pub segments: Vec<SegmentEntry>,
     pub written_at_ms: i64,
+    /// The partition's last manifest: its topic was deleted or its remote
+    /// storage disabled. Lists no segment. Absent (false) in older manifests.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retired: bool,
 }
 
 impl Manifest {
@@ -83,8 +106,12 @@ impl Manifest {
             && self.partition_metadata == other.partition_metadata
     }
 
-    fn check(&self, key: &str, tp: &TopicPartition) -> Result<(), RemoteError> {
-        let bad = |reason: String| Err(RemoteError::Manifest { key: key.into(), reason });
+    /// Whether the manifest is one sediment could have written for `tp`.
+    ///
+    /// # Errors
+    /// `Corrupt`, with the reason.
+    pub fn check(&self, key: &str, tp: &TopicPartition) -> Result<(), RemoteError> {
+        let bad = |reason: String| Err(RemoteError::Corrupt { key: key.into(), reason });
         if self.format != FORMAT {
             return bad(format!("format {} is not {FORMAT}", self.format));
         }
@@ -92,19 +119,65 @@ impl Manifest {
             return bad(format!("names {}-{}", self.topic, self.partition));
         }
         for w in self.segments.windows(2) {
-            if w[0].next_offset > w[1].base_offset {
+            if w[0].next_offset > w[1].base_offset || w[0].base_offset >= w[1].base_offset {
                 return bad(format!(
-                    "segments {} and {} overlap",
+                    "segments {} and {} overlap or are out of order",
                     w[0].base_offset, w[1].base_offset
                 ));
             }
         }
         for s in &self.segments {
-            if s.log_key().is_none() || s.next_offset < s.base_offset {
-                return bad(format!("segment {} has no .log object or no offsets", s.base_offset));
+            if let Err(reason) = s.check() {
+                return bad(format!("segment {}: {reason}", s.base_offset));
             }
-            if s.files.iter().any(|f| !f.key.starts_with("segments/") || f.key.contains("..")) {
-                return bad(format!("segment {} names a key outside segments/", s.base_offset));
+        }
+        let last_next = self.segments.last().map_or(self.log_start_offset, |s| s.next_offset);
+        if self.end_offset < last_next
+            || self.log_start_offset < 0
+            || self.log_start_offset > self.end_offset
+            || self.clean_offset.is_some_and(|c| c < 0 || c > self.end_offset)
+        {
+            return bad(format!(
+                "offsets do not fit: log start {}, clean point {:?}, end {}, last segment ends at {last_next}",
+                self.log_start_offset, self.clean_offset, self.end_offset
+            ));
+        }
+        if self.retired && !self.segments.is_empty() {
+            return bad("a retired manifest lists segments".into());
+        }
+        Ok(())
+    }
+}
+
+impl SegmentEntry {
+    /// Offsets and files consistent: base below the next offset (equal only
+    /// for an empty `.log`), each extension known and once, a `.log`, keys
+    /// naming the file's content, sizes bounded.
+    fn check(&self) -> Result<(), String> {
+        let empty = self.files.iter().any(|f| f.ext == "log" && f.size == 0);
+        if self.base_offset < 0
+            || self.next_offset < self.base_offset
+            || (self.next_offset == self.base_offset && !empty)
+        {
+            return Err(format!("no offsets (next offset {})", self.next_offset));
+        }
+        if self.log_key().is_none() {
+            return Err("no .log object".into());
+        }
+        let mut seen = Vec::new();
+        for f in &self.files {
+            if !EXTS.contains(&f.ext.as_str()) || seen.contains(&f.ext.as_str()) {
+                return Err(format!("extension {:?} unknown or listed twice", f.ext));
+            }
+            seen.push(f.ext.as_str());
+            if f.size > MAX_OBJECT_BYTES {
+                return Err(format!(
+                    "{} is {} bytes, more than a segment file holds",
+                    f.key, f.size
+                ));
+            }
+            if f.key != object_key(self.base_offset, f.crc32c, f.size, &f.ext) {
+                return Err(format!("key {:?} does not name its content", f.key));
             }
         }
         Ok(())
@@ -131,6 +204,16 @@ pub fn regression(prev: &Manifest, next: &Manifest) -> Option<String> {
             next.end_offset, prev.end_offset, next.log_start_offset
         )
     })
+}
+
+/// Why the uploader must not write `next` over `prev`: [`regression`], but
+/// nothing after a retired manifest (its topic is gone; a topic of the same
+/// name starts over under the next number).
+pub fn refusal(prev: &Manifest, next: &Manifest) -> Option<String> {
+    if prev.retired {
+        return None;
+    }
+    regression(prev, next)
 }
 
 pub fn partition_dir(tp: &TopicPartition) -> String {
@@ -170,7 +253,7 @@ pub async fn list_manifests(
 /// Read manifest `seq` of `tp`.
 ///
 /// # Errors
-/// Store errors; `Manifest` when it does not parse or names another partition.
+/// Store errors; `Corrupt` when it does not parse or is invalid ([`Manifest::check`]).
 pub async fn read(
     store: &RemoteStore,
     tp: &TopicPartition,
@@ -179,7 +262,7 @@ pub async fn read(
     let key = manifest_key(tp, seq);
     let bytes = store.get_bounded(&store.key(&key), MAX_METADATA_BYTES).await?;
     let manifest: Manifest = serde_json::from_slice(&bytes)
-        .map_err(|e| RemoteError::Manifest { key: key.clone(), reason: e.to_string() })?;
+        .map_err(|e| RemoteError::Corrupt { key: key.clone(), reason: e.to_string() })?;
     manifest.check(&key, tp)?;
     Ok(manifest)
 }
@@ -196,6 +279,28 @@ pub async fn latest(
         Some(&(seq, _)) => Ok(Some((seq, read(store, tp, seq).await?))),
         None => Ok(None),
     }
+}
+
+/// The newest manifest of `tp` that reads and is valid, for readers: an
+/// invalid one above it is skipped (logged with its key).
+///
+/// # Errors
+/// Store errors (a manifest that cannot be read now is not skipped: the
+/// one below it may be out of date).
+pub async fn latest_valid(
+    store: &RemoteStore,
+    tp: &TopicPartition,
+) -> Result<Option<(u64, Manifest)>, RemoteError> {
+    for &(seq, _) in list_manifests(store, tp).await?.iter().rev() {
+        match read(store, tp, seq).await {
+            Ok(m) => return Ok(Some((seq, m))),
+            Err(e @ RemoteError::Corrupt { .. }) => {
+                tracing::warn!(partition = %tp, "{e}; reading the manifest below it");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
 }
 
 /// Write `manifest` as number `seq`, create-only.
@@ -243,6 +348,7 @@ mod tests {
             end_offset: segments.last().map_or(0, |s| s.next_offset),
             segments,
             written_at_ms: 0,
+            retired: false,
         }
     }
 
@@ -293,8 +399,100 @@ mod tests {
         // A manifest naming another partition, or overlapping segments, is refused.
         let other = TopicPartition::new("t", 1);
         write(&store, &tp, 3, &manifest(&other, vec![])).await.unwrap();
-        assert!(matches!(read(&store, &tp, 3).await, Err(RemoteError::Manifest { .. })));
+        assert!(matches!(read(&store, &tp, 3).await, Err(RemoteError::Corrupt { .. })));
         write(&store, &tp, 4, &manifest(&tp, vec![segment(0, 6), segment(5, 9)])).await.unwrap();
-        assert!(matches!(read(&store, &tp, 4).await, Err(RemoteError::Manifest { .. })));
+        assert!(matches!(read(&store, &tp, 4).await, Err(RemoteError::Corrupt { .. })));
+        // Readers fall back past invalid manifests; the uploader's `latest` does not.
+        let err = latest(&store, &tp).await.unwrap_err();
+        assert!(err.to_string().contains(&manifest_key(&tp, 4)), "{err}");
+        assert_eq!(err.kind(), "corrupt");
+        assert_eq!(latest_valid(&store, &tp).await.unwrap().map(|(s, _)| s), Some(2));
+    }
+
+    #[test]
+    fn invalid_manifests_are_refused_with_the_reason() {
+        let tp = TopicPartition::new("t", 0);
+        let ok = manifest(&tp, vec![segment(0, 5), segment(5, 9)]);
+        ok.check("k", &tp).unwrap();
+        let with = |f: &dyn Fn(&mut Manifest)| {
+            let mut m = ok.clone();
+            f(&mut m);
+            m.check("k", &tp).unwrap_err().to_string()
+        };
+        type Edit = Box<dyn Fn(&mut Manifest)>;
+        let cases: Vec<(&str, Edit)> = vec![
+            ("out of order", Box::new(|m| m.segments.swap(0, 1))),
+            ("out of order", Box::new(|m| m.segments[1] = segment(0, 9))),
+            ("no offsets", Box::new(|m| m.segments[1] = segment(5, 5))),
+            ("no offsets", Box::new(|m| m.segments[1] = segment(5, 4))),
+            (
+                "unknown",
+                Box::new(|m| {
+                    let key = object_key(0, 7, 10, "exe");
+                    let f = ObjectEntry { ext: "exe".into(), key, size: 10, crc32c: 7 };
+                    m.segments[0].files.push(f)
+                }),
+            ),
+            (
+                "twice",
+                Box::new(|m| {
+                    let dup = m.segments[0].files[0].clone();
+                    m.segments[0].files.push(dup)
+                }),
+            ),
+            ("does not name", Box::new(|m| m.segments[0].files[0].size = 11)),
+            ("does not name", Box::new(|m| m.segments[0].files[0].crc32c = 8)),
+            ("does not name", Box::new(|m| m.segments[1].files[0].key = "segments/../x".into())),
+            (
+                "more than",
+                Box::new(|m| {
+                    let size = MAX_OBJECT_BYTES + 1;
+                    let f = &mut m.segments[0].files[0];
+                    (f.size, f.key) = (size, object_key(0, 7, size, "log"));
+                }),
+            ),
+            ("offsets do not fit", Box::new(|m| m.end_offset = 8)),
+            ("offsets do not fit", Box::new(|m| m.clean_offset = Some(10))),
+            ("retired", Box::new(|m| m.retired = true)),
+        ];
+        for (want, f) in cases {
+            let err = with(&*f);
+            assert!(err.contains(want), "{want}: {err}");
+        }
+        // An empty cleaned segment (base = next, zero bytes) is fine.
+        let empty = SegmentEntry {
+            base_offset: 9,
+            next_offset: 9,
+            files: vec![ObjectEntry {
+                ext: "log".into(),
+                key: object_key(9, 0, 0, "log"),
+                size: 0,
+                crc32c: 0,
+            }],
+        };
+        let mut m = ok.clone();
+        m.segments.push(empty);
+        m.check("k", &tp).unwrap();
+    }
+
+    #[test]
+    fn a_retired_manifest_is_followed_by_any_and_parses_without_the_field() {
+        let tp = TopicPartition::new("t", 0);
+        let prev = manifest(&tp, vec![segment(0, 5)]);
+        let recreated = Manifest {
+            partition_metadata: "version: 0\ntopic_id: other\n".into(),
+            ..manifest(&tp, vec![])
+        };
+        assert!(refusal(&prev, &recreated).is_some());
+        let retired = super::super::retire::retired(prev.clone());
+        retired.check("k", &tp).unwrap();
+        assert_eq!(refusal(&retired, &recreated), None);
+        // Written without the field when false; older manifests have none.
+        let text = serde_json::to_string(&prev).unwrap();
+        assert!(!text.contains("retired"), "{text}");
+        let back: Manifest = serde_json::from_str(&text).unwrap();
+        assert!(!back.retired);
+        let text = serde_json::to_string(&retired).unwrap();
+        assert!(serde_json::from_str::<Manifest>(&text).unwrap().retired);
     }
 }

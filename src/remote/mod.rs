@@ -24,8 +24,23 @@
 //!   cleaner replaced locally is replaced in the next manifest.
 //! * An object is deleted only when no manifest current within
 //!   `sediment.remote.storage.delete.delay.ms` lists it and it is itself older
-//!   than the delay ([`sweep`]); the latest manifest is never deleted.
+//!   than the delay, both on the store's clock ([`sweep`]); a manifest that
+//!   cannot be read stops the sweep, it never counts as listing nothing. The
+//!   latest manifest is never deleted, except a retired one (below).
+//! * Manifests are validated when read ([`manifest`]): the uploader never
+//!   writes past an invalid latest one; readers fall back to the newest valid.
+//! * A partition whose topic is deleted or whose remote storage is disabled
+//!   is retired (`retire`): one more manifest, `retired: true`, listing
+//!   nothing. Restore skips it; the sweep deletes its objects and older
+//!   manifests after the delay, and the retired manifest itself last, only
+//!   when it is the partition's only manifest, no object is left, and it is
+//!   older than the delay. Deleted earlier, an older manifest would be the
+//!   latest again (the topic back on a restore) or objects would be left
+//!   with no manifest to lead a sweep to them; while a newer manifest exists
+//!   (the topic created again, numbered after it) it is an ordinary old one.
 //! * A store whose `sediment-store.json` names another cluster is refused.
+//! * Store errors show the HTTP status, the S3 error code and the key, never
+//!   a response body or a request header (`StoreFailure`).
 //!
 //! One upload round for a partition ([`uploader`]), with what a crash at each
 //! step leaves:
@@ -41,12 +56,18 @@
 //! 4. Sweep objects and manifests out of date for longer than the delay.
 //!    Crash: some left, removed by a later sweep.
 //!
+//! Before the partitions, each round retires what went away since the last
+//! (`retire`). `crash_point` (test-only, `SEDIMENT_REMOTE_CRASH_POINT`) kills
+//! the process before and after step 3's write, and inside step 4.
+//!
 //! Nothing in `log/` or `cleaner/` knows this module: it reads the logs
 //! through `LogManager`'s public surface.
 
 pub mod config;
+pub mod crash_point;
 pub mod manifest;
 pub mod restore;
+mod retire;
 mod snapshot;
 pub mod status;
 pub mod store;
@@ -77,6 +98,8 @@ pub enum RemoteError {
     },
     #[error("manifest {key}: {reason}")]
     Manifest { key: String, reason: String },
+    #[error("manifest {key} is invalid ({reason}): uploads of this partition wait until it is removed or fixed; readers use the newest valid manifest below it")]
+    Corrupt { key: String, reason: String },
     #[error("the store at {url} belongs to sediment cluster {found}, this broker is cluster {ours}: refusing to write to it")]
     ForeignStore { url: String, found: String, ours: String },
     #[error("manifest {key} already exists: another writer is uploading this partition; uploads of it stop until a restart")]
@@ -93,17 +116,25 @@ pub enum RemoteError {
     Join(String),
 }
 
-/// A failed store request, with a hint at the cause.
+/// A failed store request, with a hint at the cause: only the HTTP status,
+/// the S3 error code and the key are kept, never the response body or the
+/// request (an error body can echo the access key id, a presigned URL's
+/// session token or the string that was signed), so logs and
+/// `sediment check-config` never show them.
 #[derive(Debug, thiserror::Error)]
-#[error("object store {url}: {hint} ({op} {key}: {source})")]
+#[error("object store {url}: {hint} ({op} {key}{})", store::detail(*.status, .code.as_deref()))]
 pub struct StoreFailure {
     pub url: String,
     pub op: &'static str,
     pub key: String,
     pub hint: &'static str,
     pub kind: &'static str,
-    #[source]
-    pub source: object_store::Error,
+    /// The HTTP status, when the store answered.
+    pub status: Option<u16>,
+    /// S3's `<Code>` (`SignatureDoesNotMatch`, `NoSuchBucket`, ...).
+    pub code: Option<String>,
+    /// The store said the object (or bucket) does not exist.
+    pub not_found: bool,
 }
 
 impl RemoteError {
@@ -111,7 +142,7 @@ impl RemoteError {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Store(f) => f.kind,
-            Self::Verify { .. } | Self::TooLarge { .. } => "corrupt",
+            Self::Verify { .. } | Self::TooLarge { .. } | Self::Corrupt { .. } => "corrupt",
             Self::Io { .. } | Self::Log(_) | Self::Join(_) => "local",
             Self::Manifest { .. } => "manifest",
             Self::ForeignStore { .. } | Self::Conflict { .. } | Self::Regressed { .. } => {

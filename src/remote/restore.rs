@@ -1,8 +1,13 @@
-//! `sediment restore`: a fresh data dir built from the latest manifest of
-//! every partition in the store.
+//! `sediment restore`: a fresh data dir built from the latest valid manifest
+//! of every partition in the store (a retired partition is skipped: its
+//! topic was deleted).
 //!
-//! Each partition is written as `<tp>.creating` and renamed into place when
-//! complete (a start deletes `.creating` leftovers); every object is checked
+//! Crash safety: everything is written into `DIR.restoring` beside the
+//! target, fsynced, and renamed to `DIR` at the very end, so a killed restore
+//! leaves no `DIR` that `serve` would start on, only a `.restoring` that the
+//! next restore removes and redoes. A `DIR` that exists and is not empty is
+//! refused (an empty one is replaced; an empty mount point cannot be, so
+//! restore into a directory below it). Every object is checked
 //! against the manifest's size and CRC32C before it is written, so a corrupt
 //! object fails the restore with its key instead of being served. Then the
 //! dir's checkpoints are written: log start offsets, recovery points (the end
@@ -15,7 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::manifest::{self, partition_dir, Manifest};
 use super::store::RemoteStore;
@@ -48,6 +53,14 @@ fn fail(dir: &Path, reason: impl Into<String>) -> RemoteError {
     RemoteError::Restore { dir: dir.to_path_buf(), reason: reason.into() }
 }
 
+/// Where a restore into `data_dir` is built: `DIR.restoring` beside it.
+pub fn staging_dir(data_dir: &Path) -> Result<PathBuf, RemoteError> {
+    let name = data_dir.file_name().ok_or_else(|| fail(data_dir, "names no directory"))?;
+    let mut staged = name.to_os_string();
+    staged.push(".restoring");
+    Ok(data_dir.with_file_name(staged))
+}
+
 /// Build `data_dir` (missing or empty) from `store`.
 ///
 /// # Errors
@@ -59,12 +72,38 @@ pub async fn restore(
     node_id: i32,
 ) -> Result<RestoreSummary, RemoteError> {
     if std::fs::read_dir(data_dir).is_ok_and(|mut d| d.next().is_some()) {
-        return Err(fail(data_dir, "the directory is not empty; restore builds a fresh one"));
+        return Err(fail(
+            data_dir,
+            "the directory exists and is not empty; restore builds a fresh one (move it away or name another)",
+        ));
     }
+    let staged = staging_dir(data_dir)?;
     let marker = store.read_marker().await?.ok_or_else(|| {
         fail(data_dir, format!("{} has no sediment-store.json: not a sediment store", store.url()))
     })?;
-    std::fs::create_dir_all(data_dir).map_err(RemoteError::io(data_dir))?;
+    if staged.exists() {
+        tracing::warn!("removing {}, left by a restore that did not finish", staged.display());
+        std::fs::remove_dir_all(&staged).map_err(RemoteError::io(&staged))?;
+    }
+    std::fs::create_dir_all(&staged).map_err(RemoteError::io(&staged))?;
+    let summary = restore_into(store, &staged, marker, node_id).await?;
+    crate::log::checkpoint::fsync_dir(&staged)?;
+    if data_dir.exists() {
+        std::fs::remove_dir(data_dir).map_err(RemoteError::io(data_dir))?;
+    }
+    std::fs::rename(&staged, data_dir).map_err(RemoteError::io(data_dir))?;
+    let parent = data_dir.parent().filter(|p| !p.as_os_str().is_empty());
+    crate::log::checkpoint::fsync_dir(parent.unwrap_or(Path::new(".")))?;
+    Ok(summary)
+}
+
+/// Restore every partition and the dir's checkpoints into `data_dir`.
+async fn restore_into(
+    store: &RemoteStore,
+    data_dir: &Path,
+    marker: super::store::StoreMarker,
+    node_id: i32,
+) -> Result<RestoreSummary, RemoteError> {
     let (_, names) = store.list("topics").await?;
     let mut summary =
         RestoreSummary { cluster_id: marker.cluster_id.clone(), ..Default::default() };
@@ -74,7 +113,11 @@ pub async fn restore(
             tracing::warn!("restore skips {name}: not a topic-partition");
             continue;
         };
-        let Some((seq, m)) = manifest::latest(store, &tp).await? else { continue };
+        let Some((seq, m)) = manifest::latest_valid(store, &tp).await? else { continue };
+        if m.retired {
+            tracing::info!(partition = %tp, seq, "skipped: retired (its topic was deleted)");
+            continue;
+        }
         tracing::info!(partition = %tp, seq, segments = m.segments.len(), "restoring");
         restore_partition(store, &tp, &m, data_dir, &mut summary).await?;
         checkpoints.log_start.insert(tp.clone(), m.log_start_offset);
@@ -104,7 +147,7 @@ async fn restore_partition(
     data_dir: &Path,
     summary: &mut RestoreSummary,
 ) -> Result<(), RemoteError> {
-    let staged = data_dir.join(format!("{tp}.creating"));
+    let staged = data_dir.join(tp.to_string());
     std::fs::create_dir_all(&staged).map_err(RemoteError::io(&staged))?;
     for seg in &m.segments {
         for f in &seg.files {
@@ -132,9 +175,7 @@ async fn restore_partition(
     write_synced(&staged.join(PARTITION_METADATA_FILE), m.partition_metadata.as_bytes())?;
     let config: String = m.topic_config.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
     write_synced(&staged.join(TOPIC_CONFIG_FILE), config.as_bytes())?;
-    let dir = data_dir.join(tp.to_string());
-    std::fs::rename(&staged, &dir).map_err(RemoteError::io(&dir))?;
-    crate::log::checkpoint::fsync_dir(data_dir)?;
+    crate::log::checkpoint::fsync_dir(&staged)?;
     Ok(())
 }
 
@@ -152,10 +193,35 @@ mod tests {
     use crate::remote::manifest::{object_key, ObjectEntry, SegmentEntry, FORMAT};
     use crate::remote::RemoteStorageConfig;
 
-    /// A corrupt object fails the restore with its key; a non-empty dir and
-    /// a store without a marker are refused.
+    fn one_segment(tp: &TopicPartition, content: &[u8]) -> Manifest {
+        let key = object_key(0, crc32c::crc32c(content), content.len() as u64, "log");
+        let file = ObjectEntry {
+            ext: "log".into(),
+            key,
+            size: content.len() as u64,
+            crc32c: crc32c::crc32c(content),
+        };
+        Manifest {
+            format: FORMAT,
+            cluster_id: "cluster-r".into(),
+            topic: tp.topic.clone(),
+            partition: tp.partition,
+            partition_metadata: "version: 0\n".into(),
+            topic_config: BTreeMap::new(),
+            log_start_offset: 0,
+            clean_offset: None,
+            end_offset: 1,
+            segments: vec![SegmentEntry { base_offset: 0, next_offset: 1, files: vec![file] }],
+            written_at_ms: 0,
+            retired: false,
+        }
+    }
+
+    /// A corrupt object fails the restore with its key and leaves no data
+    /// dir behind (only the staging dir, which the next restore redoes); a
+    /// non-empty dir and a store without a marker are refused.
     #[tokio::test]
-    async fn corrupt_objects_foreign_stores_and_non_empty_dirs_are_refused() {
+    async fn a_failed_restore_leaves_no_data_dir_and_is_redone() {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("file://{}", dir.path().join("store").display());
         std::fs::create_dir_all(dir.path().join("store")).unwrap();
@@ -165,36 +231,59 @@ mod tests {
         assert!(err.to_string().contains("not a sediment store"), "{err}");
 
         store.claim("cluster-r", 1).await.unwrap();
-        let tp = TopicPartition::new("t", 0);
+        let (tp, gone) = (TopicPartition::new("t", 0), TopicPartition::new("gone", 0));
         let good = b"the segment's bytes";
-        let key = object_key(0, crc32c::crc32c(good), good.len() as u64, "log");
-        let path = store.key(&format!("{}/{key}", partition_dir(&tp)));
+        let m = one_segment(&tp, good);
+        let path = store.key(&format!("{}/{}", partition_dir(&tp), m.segments[0].files[0].key));
         // The store holds other bytes of the same size under the key.
         store.put_verified(&path, Bytes::from_static(b"the segment's BYTES")).await.unwrap();
-        let file = ObjectEntry {
-            ext: "log".into(),
-            key: key.clone(),
-            size: good.len() as u64,
-            crc32c: crc32c::crc32c(good),
-        };
-        let m = Manifest {
-            format: FORMAT,
-            cluster_id: "cluster-r".into(),
-            topic: "t".into(),
-            partition: 0,
-            partition_metadata: "version: 0\n".into(),
-            topic_config: BTreeMap::new(),
-            log_start_offset: 0,
-            clean_offset: None,
-            end_offset: 1,
-            segments: vec![SegmentEntry { base_offset: 0, next_offset: 1, files: vec![file] }],
-            written_at_ms: 0,
-        };
         manifest::write(&store, &tp, 1, &m).await.unwrap();
+        // A deleted topic: its retired manifest is the latest.
+        let g = one_segment(&gone, good);
+        let gpath = store.key(&format!("{}/{}", partition_dir(&gone), g.segments[0].files[0].key));
+        store.put_verified(&gpath, Bytes::from_static(good)).await.unwrap();
+        manifest::write(&store, &gone, 1, &g).await.unwrap();
+        manifest::write(&store, &gone, 2, &crate::remote::retire::retired(g)).await.unwrap();
+
         let err = restore(&store, &target, 1).await.unwrap_err();
         assert!(matches!(err, RemoteError::Verify { .. }), "{err}");
-        assert!(err.to_string().contains(&key), "{err}");
+        assert!(err.to_string().contains(&m.segments[0].files[0].key), "{err}");
+        assert!(!target.exists(), "a failed restore left a data dir to start on");
+        assert!(staging_dir(&target).unwrap().exists());
+
+        // Repaired, the next restore removes the leftover and redoes it all.
+        store.put_verified(&path, Bytes::from_static(good)).await.unwrap();
+        std::fs::create_dir(&target).unwrap(); // an empty dir is fine
+        let summary = restore(&store, &target, 1).await.unwrap();
+        assert_eq!((summary.partitions, summary.segments), (1, 1));
+        assert!(!staging_dir(&target).unwrap().exists());
+        assert_eq!(std::fs::read(target.join("t-0").join(format!("{:020}.log", 0))).unwrap(), good);
+        assert!(!target.join("gone-0").exists(), "a retired partition came back");
+        assert!(target.join(META_PROPERTIES_FILE).exists());
         let err = restore(&store, &target, 1).await.unwrap_err();
         assert!(err.to_string().contains("not empty"), "{err}");
+    }
+
+    /// An invalid latest manifest: the restore uses the valid one below it.
+    #[tokio::test]
+    async fn an_invalid_latest_manifest_falls_back_to_the_valid_one_below() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().join("store").display());
+        std::fs::create_dir_all(dir.path().join("store")).unwrap();
+        let store = RemoteStorageConfig::for_tool(&url, None, None).open().unwrap();
+        store.claim("cluster-r", 1).await.unwrap();
+        let tp = TopicPartition::new("t", 0);
+        let good = b"segment";
+        let m = one_segment(&tp, good);
+        let path = store.key(&format!("{}/{}", partition_dir(&tp), m.segments[0].files[0].key));
+        store.put_verified(&path, Bytes::from_static(good)).await.unwrap();
+        manifest::write(&store, &tp, 1, &m).await.unwrap();
+        let mut bad = m.clone();
+        bad.segments[0].files[0].size = 3; // its key names 7 bytes
+        manifest::write(&store, &tp, 2, &bad).await.unwrap();
+        let target = dir.path().join("data");
+        let summary = restore(&store, &target, 1).await.unwrap();
+        assert_eq!(summary.partitions, 1);
+        assert_eq!(std::fs::read(target.join("t-0").join(format!("{:020}.log", 0))).unwrap(), good);
     }
 }

@@ -34,8 +34,50 @@ pub struct RemoteStore {
     url: String,
 }
 
+/// The store's probe of its own clock, overwritten by each sweep.
+pub const CLOCK: &str = "sediment-clock";
+
+/// The whole text of `e` and its sources, to look for a status and a code
+/// in (never shown: it can hold the response body).
+fn chain_text(e: &object_store::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(" | ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// The HTTP status in object_store's "status code: 403 Forbidden" text.
+fn http_status(text: &str) -> Option<u16> {
+    let rest = text.split("status code: ").nth(1)?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok().filter(|s| (100..600).contains(s))
+}
+
+/// S3's `<Code>...</Code>` in an error body, when it looks like one.
+fn s3_code(text: &str) -> Option<String> {
+    let code = text.split("<Code>").nth(1)?.split("</Code>").next()?;
+    let plain = !code.is_empty()
+        && code.len() <= 64
+        && code.chars().all(|c| c.is_ascii_alphanumeric() || c == '.');
+    plain.then(|| code.to_string())
+}
+
+/// The status and code part of a [`StoreFailure`]'s message.
+pub(super) fn detail(status: Option<u16>, code: Option<&str>) -> String {
+    match (status, code) {
+        (Some(s), Some(c)) => format!(": HTTP {s}, {c}"),
+        (Some(s), None) => format!(": HTTP {s}"),
+        (None, Some(c)) => format!(": {c}"),
+        (None, None) => String::new(),
+    }
+}
+
 /// A short hint and a metrics kind for a store error.
-fn classify(e: &object_store::Error) -> (&'static str, &'static str) {
+fn classify(e: &object_store::Error, text: &str) -> (&'static str, &'static str) {
     use object_store::Error as E;
     match e {
         E::PermissionDenied { .. } | E::Unauthenticated { .. } => (
@@ -48,7 +90,6 @@ fn classify(e: &object_store::Error) -> (&'static str, &'static str) {
             ("the store does not support this operation", "unsupported")
         }
         _ => {
-            let text = e.to_string();
             if text.contains("InvalidAccessKeyId") || text.contains("SignatureDoesNotMatch") {
                 ("the store refused the credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE)", "auth")
             } else if text.contains("NoSuchBucket") {
@@ -84,17 +125,37 @@ impl RemoteStore {
         key.parts().skip(skip).map(|p| p.as_ref().to_string()).collect::<Vec<_>>().join("/")
     }
 
+    /// The failure of `op` on `key`, keeping only what is safe to show
+    /// (the source error is dropped: see [`StoreFailure`]).
     fn err(&self, op: &'static str, key: &StorePath, source: object_store::Error) -> RemoteError {
-        let (hint, kind) = classify(&source);
-        let url = self.url.clone();
+        let text = chain_text(&source);
+        let (hint, kind) = classify(&source, &text);
         RemoteError::Store(Box::new(StoreFailure {
-            url,
+            url: self.url.clone(),
             op,
             key: key.to_string(),
             hint,
             kind,
-            source,
+            status: http_status(&text),
+            code: s3_code(&text),
+            not_found: matches!(source, object_store::Error::NotFound { .. }),
         }))
+    }
+
+    /// The store's clock: the Last-Modified of [`CLOCK`], written now. Ages
+    /// of objects are taken on this clock, never the broker's, so a broker
+    /// clock ahead of the store's cannot make an object look old enough to
+    /// delete.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn now_ms(&self) -> Result<i64, RemoteError> {
+        let key = self.key(CLOCK);
+        let payload =
+            PutPayload::from(Bytes::from_static(b"sediment's probe of the store's clock\n"));
+        self.store.put(&key, payload).await.map_err(|e| self.err("put", &key, e))?;
+        let meta = self.store.head(&key).await.map_err(|e| self.err("head", &key, e))?;
+        Ok(meta.last_modified.timestamp_millis())
     }
 
     /// Upload `bytes` to `key` (overwriting: keys name their content), then
@@ -183,9 +244,7 @@ impl RemoteStore {
         let key = self.key(MARKER);
         let bytes = match self.get_bounded(&key, MAX_METADATA_BYTES).await {
             Ok(b) => b,
-            Err(RemoteError::Store(f))
-                if matches!(f.source, object_store::Error::NotFound { .. }) =>
-            {
+            Err(RemoteError::Store(f)) if f.not_found => {
                 // A missing marker and a missing bucket both answer 404 on
                 // GET: a listing tells them apart.
                 self.list("").await?;
@@ -237,6 +296,36 @@ mod tests {
     fn local(dir: &std::path::Path) -> RemoteStore {
         let url = format!("file://{}", dir.display());
         super::super::RemoteStorageConfig::for_tool(&url, None, None).open().unwrap()
+    }
+
+    /// A store error keeps the status, S3's code and the key, and drops the
+    /// body and the request, whatever they echo.
+    #[test]
+    fn errors_show_status_code_and_key_never_the_body() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = local(dir.path());
+        let body = "Server returned non-2xx status code: 403 Forbidden: <?xml version=\"1.0\"?>\
+            <Error><Code>SignatureDoesNotMatch</Code><AWSAccessKeyId>AKIDLEAKED</AWSAccessKeyId>\
+            <StringToSign>X-Amz-Security-Token=TOKENLEAKED</StringToSign></Error>";
+        let source: Box<dyn std::error::Error + Send + Sync> = body.into();
+        let e = object_store::Error::Generic { store: "S3", source };
+        let err = store.err("get", &store.key("topics/t-0/manifest/1.json"), e);
+        let mut text = format!("{err} {err:?}");
+        let mut source = std::error::Error::source(&err);
+        while let Some(s) = source {
+            text.push_str(&s.to_string());
+            source = s.source();
+        }
+        for leaked in ["AKIDLEAKED", "TOKENLEAKED", "StringToSign", "<Error>"] {
+            assert!(!text.contains(leaked), "{leaked} shown: {text}");
+        }
+        let shown = err.to_string();
+        assert!(shown.contains("HTTP 403, SignatureDoesNotMatch"), "{shown}");
+        assert!(shown.contains("topics/t-0/manifest/1.json"), "{shown}");
+        assert!(shown.contains("refused the credentials"), "{shown}");
+        assert_eq!(err.kind(), "auth");
+        assert_eq!(s3_code("<Code>a b</Code>"), None);
+        assert_eq!(http_status("status code: 99"), None);
     }
 
     #[tokio::test]

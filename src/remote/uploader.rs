@@ -49,6 +49,7 @@ pub struct RemoteLogManager {
     config: RemoteStorageConfig,
     cluster_id: String,
     stats: Arc<RemoteStats>,
+    retirer: super::retire::Retirer,
 }
 
 impl RemoteLogManager {
@@ -67,7 +68,9 @@ impl RemoteLogManager {
         let store = config.open()?;
         store.claim(cluster_id, node_id).await?;
         let cluster_id = cluster_id.to_string();
-        Ok(Arc::new(Self { store, logs, config, cluster_id, stats: Arc::default() }))
+        super::crash_point::init();
+        let (stats, retirer) = Default::default();
+        Ok(Arc::new(Self { store, logs, config, cluster_id, stats, retirer }))
     }
 
     pub fn stats(&self) -> Arc<RemoteStats> {
@@ -94,12 +97,13 @@ impl RemoteLogManager {
 
     /// One pass over the enabled partitions; false when any failed.
     async fn round(&self, states: &mut HashMap<TopicPartition, PartitionState>) -> bool {
-        let enabled: Vec<(TopicPartition, SharedLog)> = self
+        let mut enabled: Vec<(TopicPartition, SharedLog)> = self
             .logs
             .all_logs()
             .into_iter()
             .filter(|(_, log)| log.read().config().remote_storage_enable)
             .collect();
+        self.retirer.round(&self.store, &self.stats, &self.logs, &mut enabled, &self.config).await;
         let names: HashSet<TopicPartition> = enabled.iter().map(|(tp, _)| tp.clone()).collect();
         states.retain(|tp, _| names.contains(tp));
         self.stats.retain(|tp| names.contains(tp));
@@ -142,8 +146,7 @@ impl RemoteLogManager {
             return Ok(());
         }
         let next = self.manifest_for(tp, &snap, entries.clone());
-        if let Some(reason) =
-            state.manifest.as_ref().and_then(|(_, m)| manifest::regression(m, &next))
+        if let Some(reason) = state.manifest.as_ref().and_then(|(_, m)| manifest::refusal(m, &next))
         {
             return Err(RemoteError::Regressed { partition: tp.to_string(), reason });
         }
@@ -166,7 +169,9 @@ impl RemoteLogManager {
         if !unchanged {
             self.check_still_latest(tp, state).await?;
             let seq = state.manifest.as_ref().map_or(1, |(seq, _)| seq + 1);
+            super::crash_point::reached(super::crash_point::RemoteCrashPoint::BeforeManifest);
             manifest::write(&self.store, tp, seq, &next).await?;
+            super::crash_point::reached(super::crash_point::RemoteCrashPoint::AfterManifest);
             tracing::debug!(partition = %tp, seq, segments = next.segments.len(), "manifest written");
             state.manifest = Some((seq, next));
             state.uploaded.clear();
@@ -280,6 +285,7 @@ impl RemoteLogManager {
             end_offset,
             segments,
             written_at_ms: now_ms(),
+            retired: false,
         }
     }
 
@@ -298,7 +304,7 @@ impl RemoteLogManager {
             return Ok(());
         }
         let deleted =
-            sweep::sweep(&self.store, tp, *seq, latest, self.config.delete_delay_ms, now).await?;
+            sweep::sweep(&self.store, tp, *seq, latest, self.config.delete_delay_ms).await?;
         state.last_sweep_ms = now;
         state.uploaded.clear();
         if deleted > 0 {
