@@ -33,10 +33,12 @@ impl LogManager {
     /// Resolve a topic config from overrides (validating them) without creating anything.
     ///
     /// # Errors
-    /// `InvalidConfig` naming the key; also `remote.storage.enable=true` while
+    /// `InvalidConfig` naming the key (a `local.retention.*` above its
+    /// `retention.*` included); also `remote.storage.enable=true` while
     /// the broker's `remote.log.storage.system.enable` is off (as Kafka refuses it).
     pub fn resolve_config(&self, overrides: BTreeMap<String, String>) -> Result<LogConfig> {
         let config = LogConfig::resolve(&self.topic_defaults.read(), overrides)?;
+        config.check_local_retention()?;
         if config.remote_storage_enable {
             let on = [("remote.storage.enable".to_string(), "true".to_string())].into();
             self.check_remote_default(&on)?;
