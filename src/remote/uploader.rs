@@ -5,10 +5,12 @@
 //! what a crash at each leaves are in the module doc of `remote`.
 //!
 //! It never blocks produce or fetch: it holds a log's read lock only to open
-//! the segment files (`snapshot`), does file I/O on blocking threads and
-//! store I/O on the runtime. A failing store makes it back off (doubling
-//! from `sediment.remote.storage.upload.interval.ms` to a minute); the local
-//! log is untouched by anything here, so produce and fetch go on.
+//! the segment files (`snapshot`) and its write lock only to set the highest
+//! offset in the store, does file I/O on blocking threads and store I/O on
+//! the runtime. A failing store makes it back off (doubling from
+//! `sediment.remote.storage.upload.interval.ms` to a minute); produce and
+//! fetch go on, and the highest offset stays where the last manifest put it,
+//! so local retention deletes nothing newer.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -49,6 +51,44 @@ pub struct RemoteLogManager {
     config: RemoteStorageConfig,
     cluster_id: String,
     stats: Arc<RemoteStats>,
+}
+
+/// The segments of `prev` (the store's latest manifest) that the next
+/// manifest carries over as they are: those wholly below the local start
+/// (their local copies are gone) and not wholly below the log start (those
+/// retention or DeleteRecords gave up).
+fn store_only(prev: Option<&Manifest>, snap: &LocalSnapshot) -> Vec<SegmentEntry> {
+    prev.map_or_else(Vec::new, |m| {
+        m.segments
+            .iter()
+            .filter(|s| {
+                s.next_offset <= snap.local_start_offset && s.next_offset > snap.log_start_offset
+            })
+            .cloned()
+            .collect()
+    })
+}
+
+/// A log start below the store's (its checkpoint was not written before a
+/// crash after DeleteRecords or retention moved it) is raised to the
+/// store's: the log start only moves up, and the store's was the log's once.
+/// Not for another incarnation of the topic (the regression check refuses
+/// that one), nor past the local log end (a lost disk, refused too).
+fn raise_log_start(
+    tp: &TopicPartition,
+    log: &SharedLog,
+    prev: &Manifest,
+    snap: &mut LocalSnapshot,
+) {
+    if prev.log_start_offset <= snap.log_start_offset
+        || prev.partition_metadata != snap.partition_metadata
+    {
+        return;
+    }
+    if let Ok(start) = log.write().maybe_increment_log_start_offset(prev.log_start_offset) {
+        tracing::info!(partition = %tp, log_start = start, "log start raised to the store's");
+        snap.log_start_offset = start;
+    }
 }
 
 impl RemoteLogManager {
@@ -131,7 +171,7 @@ impl RemoteLogManager {
         state: &mut PartitionState,
     ) -> Result<(), RemoteError> {
         let dir = log.read().dir().to_path_buf();
-        let (snap, entries) = self.digested_snapshot(tp, log, &dir, state).await?;
+        let (mut snap, entries) = self.digested_snapshot(tp, Arc::clone(&log), &dir, state).await?;
         self.report(tp, &snap, &entries, state.manifest.as_ref().map(|m| &m.1));
         if !state.loaded {
             state.manifest = manifest::latest(&self.store, tp).await?;
@@ -141,11 +181,19 @@ impl RemoteLogManager {
         if entries.is_empty() && state.manifest.is_none() {
             return Ok(());
         }
-        let next = self.manifest_for(tp, &snap, entries.clone());
-        if let Some(reason) =
-            state.manifest.as_ref().and_then(|(_, m)| manifest::regression(m, &next))
-        {
-            return Err(RemoteError::Regressed { partition: tp.to_string(), reason });
+        if let Some((_, prev)) = &state.manifest {
+            raise_log_start(tp, &log, prev, &mut snap);
+        }
+        let mut segments = store_only(state.manifest.as_ref().map(|m| &m.1), &snap);
+        segments.extend(entries.iter().cloned());
+        let next = self.manifest_for(tp, &snap, segments);
+        if let Some((_, prev)) = &state.manifest {
+            if let Some(reason) = manifest::regression(prev, &next) {
+                return Err(RemoteError::Regressed { partition: tp.to_string(), reason });
+            }
+            // The store's latest agrees with the local log: what it lists may
+            // leave local disk.
+            log.write().set_highest_offset_in_remote_storage(prev.end_offset - 1);
         }
         let listed: HashSet<String> = state
             .manifest
@@ -164,10 +212,11 @@ impl RemoteLogManager {
         }
         let unchanged = state.manifest.as_ref().is_some_and(|(_, m)| m.same_state(&next));
         if !unchanged {
-            self.check_still_latest(tp, state).await?;
+            self.check_still_latest(tp, &log, state).await?;
             let seq = state.manifest.as_ref().map_or(1, |(seq, _)| seq + 1);
             manifest::write(&self.store, tp, seq, &next).await?;
             tracing::debug!(partition = %tp, seq, segments = next.segments.len(), "manifest written");
+            log.write().set_highest_offset_in_remote_storage(next.end_offset - 1);
             state.manifest = Some((seq, next));
             state.uploaded.clear();
             self.report(tp, &snap, &entries, state.manifest.as_ref().map(|m| &m.1));
@@ -183,6 +232,7 @@ impl RemoteLogManager {
     async fn check_still_latest(
         &self,
         tp: &TopicPartition,
+        log: &SharedLog,
         state: &mut PartitionState,
     ) -> Result<(), RemoteError> {
         let Some((seq, _)) = &state.manifest else { return Ok(()) };
@@ -195,6 +245,8 @@ impl RemoteLogManager {
                 state.manifest = None;
                 state.loaded = false;
                 state.uploaded.clear();
+                // What the lost manifests listed may not be in the store now.
+                log.write().set_highest_offset_in_remote_storage(-1);
                 Err(RemoteError::Manifest {
                     key: manifest::manifest_key(tp, seq),
                     reason: "gone from the store: reading the store again".into(),
@@ -204,7 +256,8 @@ impl RemoteLogManager {
     }
 
     /// The snapshot and each segment's manifest entry (digests cached by
-    /// physical file, so a segment is read for its CRCs once).
+    /// physical file, so a segment is read for its CRCs once, and not even
+    /// opened again once the latest manifest lists it).
     async fn digested_snapshot(
         &self,
         tp: &TopicPartition,
@@ -214,8 +267,18 @@ impl RemoteLogManager {
     ) -> Result<(LocalSnapshot, Vec<SegmentEntry>), RemoteError> {
         let (tp2, dir) = (tp.clone(), dir.to_path_buf());
         let mut cache = std::mem::take(&mut state.digests);
+        let in_manifest: HashSet<&str> = state
+            .manifest
+            .iter()
+            .flat_map(|(_, m)| m.segments.iter().filter_map(SegmentEntry::log_key))
+            .collect();
+        let listed: HashSet<(i64, u64, u64)> = cache
+            .iter()
+            .filter(|(_, e)| e.log_key().is_some_and(|k| in_manifest.contains(k)))
+            .map(|(id, _)| *id)
+            .collect();
         let (snap, entries, cache) = blocking(move || {
-            let snap = snapshot::take(&tp2, &log)?;
+            let snap = snapshot::take(&tp2, &log, &listed)?;
             let entries = snap
                 .segments
                 .iter()
@@ -330,6 +393,12 @@ impl RemoteLogManager {
         if let Some(m) = manifest {
             status.remote_segments = m.segments.len() as u64;
             status.remote_bytes = m.segments.iter().map(SegmentEntry::size).sum();
+            status.store_only_bytes = m
+                .segments
+                .iter()
+                .filter(|s| s.next_offset <= snap.local_start_offset)
+                .map(SegmentEntry::size)
+                .sum();
         }
         self.stats.set_partition(tp, status);
     }

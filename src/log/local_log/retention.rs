@@ -71,10 +71,11 @@ impl Log {
     }
 
     /// The uploader read or wrote a manifest listing every offset up to
-    /// `offset`: local retention may delete segments at or below it. It
-    /// only moves up.
+    /// `offset`: local retention may delete segments at or below it. Set as
+    /// given, not only up: the uploader sets -1 when the store lost its
+    /// manifests, so nothing more goes until it lists them again.
     pub fn set_highest_offset_in_remote_storage(&mut self, offset: i64) {
-        self.highest_offset_in_remote_storage = self.highest_offset_in_remote_storage.max(offset);
+        self.highest_offset_in_remote_storage = offset;
     }
 
     /// Retention by the rules of the module doc. Returns the number of
@@ -265,9 +266,7 @@ mod tests {
         // Below the local start nothing is read here; from it on, as before.
         assert!(matches!(log.read(0, 1 << 20, true), Err(LogError::OffsetOutOfRange { .. })));
         assert!(!log.read(2, 1 << 20, true).unwrap().records.is_empty());
-        // The setter only moves up; the active segment never goes.
-        log.set_highest_offset_in_remote_storage(0);
-        assert_eq!(log.highest_offset_in_remote_storage(), 1);
+        // The active segment never goes.
         log.set_highest_offset_in_remote_storage(100);
         assert_eq!(log.delete_old_segments().unwrap(), 2);
         assert_eq!(bases(&log), [4]);
