@@ -12,6 +12,9 @@
 //!    `localRetentionMs/Bytes`: -2 takes the total retention). They move only
 //!    the local start ([`Log::local_log_start_offset`]): the log start offset
 //!    stays the earliest offset of the whole log, the store's included.
+//!    Not on the coordinators' topics (`__consumer_offsets`,
+//!    `__transaction_state`): their state is loaded from the local log at
+//!    start, so it stays whole on local disk.
 //!
 //! With `remote.storage.enable`, rules 2 and 3 delete a segment only when the
 //! store holds it: every offset it covers is at or below
@@ -32,6 +35,7 @@ use super::Log;
 use crate::log::error::{LogError, Result};
 use crate::log::producer_snapshot;
 use crate::log::segment::LogSegment;
+use crate::log::topic_partition::is_coordinator_topic;
 
 /// What a retention rule may delete and which start offset it moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +97,7 @@ impl Log {
             let (ms, bytes) = (self.config.retention_ms, self.config.retention_bytes);
             deleted += self.delete_by_time_and_size(Rule::Total, now, ms, bytes)?;
         }
-        if self.config.remote_storage_enable {
+        if self.config.remote_storage_enable && !is_coordinator_topic(&self.tp.topic) {
             let ms = self.config.local_retention_ms();
             let bytes = self.config.local_retention_bytes();
             deleted += self.delete_by_time_and_size(Rule::Local, now, ms, bytes)?;
@@ -315,6 +319,21 @@ mod tests {
         assert_eq!(log.delete_old_segments().unwrap(), 1);
         // Total retention: the log start moves with it (the store drops it too).
         assert_eq!((log.log_start_offset(), log.local_log_start_offset()), (1, 1));
+    }
+
+    #[test]
+    fn a_coordinator_topic_keeps_its_local_copies() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock: SharedClock = MockClock::new(NOW);
+        let pairs = [REMOTE_COMPACT[0], REMOTE_COMPACT[1], ("local.retention.ms", "0")];
+        let overrides = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let config = Arc::new(LogConfig::resolve(&BTreeMap::new(), overrides).unwrap());
+        let load = LoadParams { recovery_point: 0, log_start_offset: 0, clean_shutdown: true };
+        let tp = TopicPartition::new("__consumer_offsets", 0);
+        let mut log = Log::open(dir.path(), tp, config, load, false, Arc::clone(&clock)).unwrap();
+        append_segments(&mut log, &[NOW - 10; 2]);
+        log.set_highest_offset_in_remote_storage(100);
+        assert_eq!(log.delete_old_segments().unwrap(), 0);
     }
 
     #[test]
