@@ -133,3 +133,44 @@ impl LogManager {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::clock::MockClock;
+    use crate::log::checkpoint::{OffsetCheckpointFile, LOG_START_OFFSET_CHECKPOINT};
+    use crate::log::compression::Compression;
+    use crate::log::record_batch::BatchBuilder;
+    use crate::log::{LogManager, LogManagerConfig, TopicPartition};
+
+    #[test]
+    fn retention_of_a_remote_log_writes_the_log_start_checkpoint_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = 1_000_000_000;
+        let mut config = LogManagerConfig::new(dir.path());
+        config.remote_log_storage_system_enable = true;
+        let logs = LogManager::open(config, MockClock::new(now)).unwrap();
+        let overrides: BTreeMap<String, String> =
+            [("remote.storage.enable", "true"), ("retention.ms", "1000")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        logs.create_topic("t", 1, overrides).unwrap();
+        let tp = TopicPartition::new("t", 0);
+        let log = logs.get_log(&tp).unwrap();
+        for i in 0..3 {
+            let mut b = BatchBuilder::new(Compression::None, now - 5000);
+            b.append(now - 5000, Some(format!("k{i}").as_bytes()), Some(b"v"));
+            let mut log = log.write();
+            log.append_as_leader(&mut b.build()).unwrap();
+            log.roll_if_not_empty().unwrap();
+        }
+        log.write().set_highest_offset_in_remote_storage(1);
+        // Retention only, no periodic checkpoint: the file is written anyway.
+        logs.run_periodic_tasks(true, false).unwrap();
+        assert_eq!(log.read().log_start_offset(), 2);
+        let file = OffsetCheckpointFile::new(dir.path(), LOG_START_OFFSET_CHECKPOINT);
+        assert_eq!(file.read().unwrap().get(&tp), Some(&2));
+    }
+}
