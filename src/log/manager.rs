@@ -157,6 +157,7 @@ impl LogManager {
             scheduler_thread: Mutex::new(None),
             cleaning: RwLock::new(None),
         };
+        manager.check_local_retention_defaults(&manager.config.topic_defaults)?;
         for dir in manager.config.log_dirs.clone() {
             manager.load_dir(&dir)?;
         }

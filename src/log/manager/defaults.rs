@@ -55,8 +55,24 @@ impl LogManager {
         resolve_all(&self.topics.read(), defaults).map(|_| ())
     }
 
-    /// A default of `remote.storage.enable=true` needs the broker's system key.
+    /// With tiered storage on, the broker's `log.local.retention.*` must fit
+    /// its `log.retention.*` as a remote-enabled topic's would (Kafka's
+    /// `validateBrokerLogConfigValues`).
+    pub(super) fn check_local_retention_defaults(
+        &self,
+        defaults: &BTreeMap<String, String>,
+    ) -> Result<()> {
+        if !self.config.remote_log_storage_system_enable {
+            return Ok(());
+        }
+        let on = BTreeMap::from([("remote.storage.enable".to_string(), "true".to_string())]);
+        LogConfig::resolve(defaults, on)?.check_local_retention()
+    }
+
+    /// A default of `remote.storage.enable=true` needs the broker's system
+    /// key; the local retention defaults must fit the total ones.
     fn check_remote_default(&self, defaults: &BTreeMap<String, String>) -> Result<()> {
+        self.check_local_retention_defaults(defaults)?;
         let on = defaults.get("remote.storage.enable").is_some_and(|v| v.trim() == "true");
         if on && !self.config.remote_log_storage_system_enable {
             return Err(crate::log::error::LogError::InvalidConfig {
@@ -150,8 +166,20 @@ mod remote_tests {
         let dir = tempfile::tempdir().unwrap();
         let mut config = LogManagerConfig::new(dir.path());
         config.remote_log_storage_system_enable = true;
-        let enabled = LogManager::open(config, crate::clock::system()).unwrap();
+        let enabled = LogManager::open(config.clone(), crate::clock::system()).unwrap();
         assert!(enabled.create_topic("t", 1, on()).unwrap().config.remote_storage_enable);
+        // Local retention defaults above the total ones: refused live and at start.
+        let too_long = BTreeMap::from([
+            ("retention.ms".to_string(), "1000".to_string()),
+            ("local.retention.ms".to_string(), "2000".to_string()),
+        ]);
+        match enabled.check_topic_defaults(&too_long) {
+            Err(LogError::InvalidConfig { key, .. }) => assert_eq!(key, "local.retention.ms"),
+            other => panic!("{other:?}"),
+        }
+        let mut bad_start = config.clone();
+        bad_start.topic_defaults = too_long;
+        assert!(LogManager::open(bad_start, crate::clock::system()).is_err());
         enabled.set_topic_defaults(on()).unwrap();
     }
 }
