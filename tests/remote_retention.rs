@@ -4,9 +4,12 @@
 //! (the store's offsets count) across a restart while EARLIEST_LOCAL moves
 //! up, the manifests keep listing the segments only in the store so a
 //! restore holds every offset, and with the store unreachable nothing more
-//! is deleted locally until it answers again.
+//! is deleted locally until it answers again. And the cleaner keeps
+//! tombstones while older segments are only in the store, where no clean
+//! reaches the copies they delete.
 
 mod broker;
+mod common;
 
 use std::path::Path;
 use std::process::Command;
@@ -181,4 +184,59 @@ fn local_copies_go_only_once_listed_and_the_store_keeps_every_offset() {
     });
     assert_eq!(earliest_offsets(&b).0, 0, "the log start stays");
     b.stop();
+}
+
+/// The records of key `k` left in a compacted, remote-enabled log after a
+/// tombstone's horizon passed, with its oldest segment (`k`'s first value)
+/// deleted locally (`in_store_only`) or still local.
+fn key_after_horizon(in_store_only: bool) -> Vec<common::Rec> {
+    use parking_lot::RwLock;
+    use sediment::clock::MockClock;
+    use sediment::log::compression::Compression;
+    const NOW: i64 = 1_700_000_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = MockClock::new(NOW);
+    let pairs = [
+        ("cleanup.policy", "compact"),
+        ("remote.storage.enable", "true"),
+        ("local.retention.ms", "0"),
+        ("delete.retention.ms", "1000"),
+    ];
+    let mut log = common::open_log(dir.path(), "t", &pairs, clock.clone());
+    // 0: k=v1 | 1: k=tombstone, 2: other | 3: other (active after the roll)
+    common::append(&mut log, Compression::None, &[(NOW - 10, Some(b"k"), Some(b"v1"))]);
+    log.roll_if_not_empty().unwrap();
+    common::append(&mut log, Compression::None, &[(NOW - 10, Some(b"k"), None)]);
+    common::append(&mut log, Compression::None, &[(NOW - 10, Some(b"o"), Some(b"x"))]);
+    log.roll_if_not_empty().unwrap();
+    common::append(&mut log, Compression::None, &[(NOW - 10, Some(b"o"), Some(b"y"))]);
+    log.roll_if_not_empty().unwrap();
+    if in_store_only {
+        log.set_highest_offset_in_remote_storage(0);
+        assert_eq!(log.delete_old_segments().unwrap(), 1);
+        assert_eq!((log.log_start_offset(), log.local_log_start_offset()), (0, 1));
+    }
+    let log = RwLock::new(log);
+    let mut cleaner = common::cleaner(1 << 20, clock.clone());
+    // The first clean stamps the tombstone's horizon; the second is past it.
+    let checkpoint = common::clean_fully(&mut cleaner, &log, 0, NOW);
+    clock.advance(5000);
+    common::clean_once(&mut cleaner, &log, checkpoint, NOW + 5000);
+    let log = log.read();
+    let start = log.local_log_start_offset();
+    common::read_all(&log, start, 1 << 20)
+        .into_iter()
+        .filter(|r| r.key.as_deref() == Some(b"k"))
+        .collect()
+}
+
+#[test]
+fn tombstones_stay_while_older_segments_are_only_in_the_store() {
+    // All local: the clean removed v1, then the tombstone past its horizon.
+    assert_eq!(key_after_horizon(false), vec![]);
+    // v1 only in the store: the tombstone stays, or a reader from offset 0
+    // would end with k=v1.
+    let kept = key_after_horizon(true);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!((kept[0].offset, kept[0].value.as_deref()), (1, None));
 }
