@@ -403,3 +403,88 @@ impl RemoteLogManager {
         self.stats.set_partition(tp, status);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use parking_lot::RwLock;
+
+    use super::*;
+    use crate::log::{LoadParams, Log, LogConfig};
+
+    fn entry(base: i64, next: i64) -> SegmentEntry {
+        let key = manifest::object_key(base, 1, 10, "log");
+        let files = vec![ObjectEntry { ext: "log".into(), key, size: 10, crc32c: 1 }];
+        SegmentEntry { base_offset: base, next_offset: next, files }
+    }
+
+    fn snap(log_start_offset: i64, local_start_offset: i64) -> LocalSnapshot {
+        LocalSnapshot {
+            segments: Vec::new(),
+            log_start_offset,
+            local_start_offset,
+            partition_metadata: "version: 0\n".into(),
+            topic_config: BTreeMap::new(),
+            clean_offset: None,
+        }
+    }
+
+    fn prev(log_start_offset: i64, segments: Vec<SegmentEntry>) -> Manifest {
+        Manifest {
+            format: FORMAT,
+            cluster_id: "c".into(),
+            topic: "t".into(),
+            partition: 0,
+            partition_metadata: "version: 0\n".into(),
+            topic_config: BTreeMap::new(),
+            log_start_offset,
+            clean_offset: None,
+            end_offset: segments.last().map_or(log_start_offset, |s| s.next_offset),
+            segments,
+            written_at_ms: 0,
+        }
+    }
+
+    #[test]
+    fn store_only_segments_are_carried_over_unless_below_the_log_start() {
+        let m = prev(0, vec![entry(0, 5), entry(5, 9), entry(9, 12)]);
+        let bases = |v: Vec<SegmentEntry>| v.iter().map(|s| s.base_offset).collect::<Vec<_>>();
+        // Local from 9: the two older ones are only in the store.
+        assert_eq!(bases(store_only(Some(&m), &snap(0, 9))), [0, 5]);
+        // The log start passed the first: it goes; one it is inside stays.
+        assert_eq!(bases(store_only(Some(&m), &snap(5, 9))), [5]);
+        assert_eq!(bases(store_only(Some(&m), &snap(6, 9))), [5]);
+        // All local, or no manifest yet: nothing to carry.
+        assert!(store_only(Some(&m), &snap(0, 0)).is_empty());
+        assert!(store_only(None, &snap(0, 9)).is_empty());
+    }
+
+    #[test]
+    fn a_stale_log_start_is_raised_to_the_stores() {
+        let dir = tempfile::tempdir().unwrap();
+        let load = LoadParams { recovery_point: 0, log_start_offset: 0, clean_shutdown: true };
+        let tp = TopicPartition::new("t", 0);
+        let config = Arc::new(LogConfig::default());
+        let mut log =
+            Log::open(dir.path(), tp.clone(), config, load, false, crate::clock::system()).unwrap();
+        for _ in 0..10 {
+            let mut b = crate::log::record_batch::BatchBuilder::new(
+                crate::log::compression::Compression::None,
+                0,
+            );
+            b.append(0, Some(b"k"), Some(b"v"));
+            log.append_as_leader(&mut b.build()).unwrap();
+        }
+        let log: SharedLog = Arc::new(RwLock::new(log));
+        let mut s = snap(0, 0);
+        raise_log_start(&tp, &log, &prev(4, vec![]), &mut s);
+        assert_eq!((log.read().log_start_offset(), s.log_start_offset), (4, 4));
+        // Never down, never past the log end, never from another topic id.
+        raise_log_start(&tp, &log, &prev(2, vec![]), &mut s);
+        raise_log_start(&tp, &log, &prev(11, vec![]), &mut s);
+        let other = Manifest { partition_metadata: "other".into(), ..prev(6, vec![]) };
+        raise_log_start(&tp, &log, &other, &mut s);
+        assert_eq!((log.read().log_start_offset(), s.log_start_offset), (4, 4));
+    }
+}
