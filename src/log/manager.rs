@@ -500,6 +500,7 @@ impl LogManager {
         let mut topics = self.topics.write();
         let info =
             topics.get_mut(name).ok_or_else(|| LogError::UnknownTopicOrPartition(name.into()))?;
+        self.check_store_only_kept(info, &config)?;
         for p in 0..info.partitions {
             if let Some(log) = self.get_log(&TopicPartition::new(name, p)) {
                 let mut log = log.write();
