@@ -305,7 +305,9 @@ impl Cleaner {
             first_dirty: to_clean.first_dirty_offset,
             end,
             upper: snapshot.upper,
-            now_ms,
+            // A tombstone removed locally would let a copy of its key only in
+            // the store come back for a reader from the log start.
+            now_ms: if snapshot.older_segments_in_store { i64::MIN } else { now_ms },
             horizon_to_stamp: now_ms.saturating_add(snapshot.config.delete_retention_ms),
             last_records: &snapshot.last_records,
             txn: CleanedTransactionMetadata::new(snapshot.aborted_transactions(to_clean)),

@@ -344,10 +344,12 @@ fn scan_segment(
 fn regions(view: &PartitionView, facts: &[SegmentFacts], now_ms: i64) -> Regions {
     let log_end = facts.last().map_or(view.log_start_offset, |f| f.next_offset);
     let active = facts.last().map_or(log_end, |f| f.base_offset);
+    let local_start = facts.first().map_or(log_end, |f| f.base_offset).max(view.log_start_offset);
     let first_dirty = match view.checkpoint {
         Some(c) if c >= view.log_start_offset && c <= log_end => c,
         _ => view.log_start_offset,
-    };
+    }
+    .max(local_start.min(log_end));
     let mut uncleanable = active;
     if let Some(u) = view.first_unstable_offset {
         uncleanable = uncleanable.min(u);

@@ -145,7 +145,8 @@ impl LogToClean {
 }
 
 /// Kafka's `cleanableOffsets`: the first dirty offset (the checkpoint, reset
-/// to the log start when it is missing or outside the log) and the first
+/// to the log start when it is missing or outside the log, and never below
+/// the first offset on local disk) and the first
 /// uncleanable offset: the smallest of the active segment's base, the first
 /// unstable offset (open transactions) and the base of the first segment
 /// holding a record younger than `min.compaction.lag.ms`.
@@ -163,7 +164,9 @@ pub fn cleanable_offsets(
             start
         }
         None => start,
-    };
+    }
+    // Below the local start the segments are only in the object store.
+    .max(log.local_log_start_offset());
     let mut uncleanable = log.active_segment().base_offset();
     if let Some(u) = first_unstable_offset {
         uncleanable = uncleanable.min(upload_bound(log, u));

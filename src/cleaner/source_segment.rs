@@ -56,6 +56,10 @@ pub(super) struct LogSnapshot {
     /// What each producer with state needs kept (its last data batch, else
     /// its current epoch's marker), from the producer state at the snapshot.
     pub(super) last_records: HashMap<i64, LastRecord>,
+    /// Segments below the local start are only in the object store, where
+    /// no clean reaches: older copies of a key may live there, so no
+    /// tombstone or marker may go (its delete horizon never passes).
+    pub(super) older_segments_in_store: bool,
 }
 
 impl LogSnapshot {
@@ -104,6 +108,7 @@ impl LogSnapshot {
             segments,
             upper,
             last_records: log.producer_state().last_records_of_active_producers(),
+            older_segments_in_store: log.local_log_start_offset() > log.log_start_offset(),
         })
     }
 

@@ -117,9 +117,9 @@ pub const LOG_CONFIGS: &[ConfigDef] = &[
     def!("remote.storage.enable", "remote.storage.enable", Boolean, "false", None, None, &[],
         "copy the topic's closed segments to the object store (remote.log.storage.system.enable must be on); sediment allows it on compacted topics and mirrors their cleaning; as a broker key (sediment), the default of every topic"),
     def!("local.retention.ms", "log.local.retention.ms", Long, "-2", Some(-2.0), None, &[],
-        "how long segments stay on local disk once in the store; only -2 (as retention.ms) is accepted: sediment does not read from the store yet, so local data is never dropped early"),
+        "with remote.storage.enable, how long a closed segment stays on local disk once the store's manifest lists it (by its newest record's timestamp); -2 takes retention.ms, -1 keeps it forever; at most retention.ms when that is not -1; applies to compacted topics too"),
     def!("local.retention.bytes", "log.local.retention.bytes", Long, "-2", Some(-2.0), None, &[],
-        "local size kept once segments are in the store; only -2 (as retention.bytes) is accepted, for the same reason as local.retention.ms"),
+        "with remote.storage.enable, the local size above which the oldest closed segments the store's manifest lists leave local disk; -2 takes retention.bytes, -1 is unlimited; at most retention.bytes when that is not -1"),
     def!("sediment.tombstone.retention.wait.for.groups", "sediment.tombstone.retention.wait.for.groups", Boolean, "false", None, None, &[],
         "sediment extension: keep a tombstone past its delete horizon while a consumer group with committed offsets on the partition has not committed beyond it (at most sediment.tombstone.retention.max.wait.ms longer)"),
     def!("sediment.tombstone.retention.max.wait.ms", "sediment.tombstone.retention.max.wait.ms", Long, "604800000", Some(0.0), None, &[],
@@ -139,12 +139,6 @@ pub fn config_def(name: &str) -> Option<&'static ConfigDef> {
 pub fn validate_value(name: &str, value: &str) -> Result<()> {
     let def = config_def(name).ok_or_else(|| invalid(name, "unknown topic config".to_string()))?;
     let value = value.trim();
-    if name.starts_with("local.retention.") && value != "-2" {
-        return Err(invalid(
-            name,
-            format!("{value} would delete local data the broker cannot yet read back from the store; only -2 (as retention) is accepted"),
-        ));
-    }
     if name == "compression.gzip.level" && value == "0" {
         return Err(invalid(name, "0 is not -1 or between 1 and 9".into()));
     }
@@ -261,6 +255,10 @@ pub struct LogConfig {
     pub tombstone_max_wait_ms: i64,
     /// Closed segments are copied to the object store (`remote.storage.enable`).
     pub remote_storage_enable: bool,
+    /// `local.retention.ms` as set (-2: `retention.ms`); see [`LogConfig::local_retention_ms`].
+    pub local_retention_ms_setting: i64,
+    /// `local.retention.bytes` as set (-2: `retention.bytes`).
+    pub local_retention_bytes_setting: i64,
     /// The topic's own overrides, as set by CreateTopics/AlterConfigs.
     pub overrides: BTreeMap<String, String>,
 }
@@ -326,8 +324,72 @@ impl LogConfig {
                 == "true",
             tombstone_max_wait_ms: long("sediment.tombstone.retention.max.wait.ms"),
             remote_storage_enable: get("remote.storage.enable") == "true",
+            local_retention_ms_setting: long("local.retention.ms"),
+            local_retention_bytes_setting: long("local.retention.bytes"),
             overrides,
         })
+    }
+
+    /// How long a closed segment the store holds stays on local disk
+    /// (Kafka's `localRetentionMs`: `local.retention.ms`, or `retention.ms`
+    /// for -2); negative keeps it.
+    pub fn local_retention_ms(&self) -> i64 {
+        match self.local_retention_ms_setting {
+            -2 => self.retention_ms,
+            v => v,
+        }
+    }
+
+    /// The local size above which closed segments the store holds leave
+    /// local disk (Kafka's `localRetentionBytes`); negative is unlimited.
+    pub fn local_retention_bytes(&self) -> i64 {
+        match self.local_retention_bytes_setting {
+            -2 => self.retention_bytes,
+            v => v,
+        }
+    }
+
+    /// Kafka's checks of a remote-enabled topic's local retention against
+    /// its total retention (`validateRemoteStorageRetentionSize/Time`):
+    /// with `retention.*` bounded, `local.retention.*` is -2 or a bound not
+    /// above it. Run when a topic is created or altered, not on load, so a
+    /// changed broker default never takes a partition offline.
+    ///
+    /// # Errors
+    /// `InvalidConfig` naming the `local.retention.*` key.
+    pub fn check_local_retention(&self) -> Result<()> {
+        if !self.remote_storage_enable {
+            return Ok(());
+        }
+        let pairs = [
+            (
+                "local.retention.bytes",
+                "retention.bytes",
+                self.local_retention_bytes_setting,
+                self.retention_bytes,
+            ),
+            (
+                "local.retention.ms",
+                "retention.ms",
+                self.local_retention_ms_setting,
+                self.retention_ms,
+            ),
+        ];
+        for (key, total_key, local, total) in pairs {
+            if total == -1 || local == -2 {
+                continue;
+            }
+            if local == -1 {
+                return Err(invalid(
+                    key,
+                    format!("-1 (unlimited) is not allowed while {total_key} is {total}"),
+                ));
+            }
+            if local > total {
+                return Err(invalid(key, format!("{local} is more than {total_key} ({total})")));
+            }
+        }
+        Ok(())
     }
 
     /// The codec and level `compression.type` imposes on appended batches;
@@ -379,6 +441,47 @@ impl LogConfig {
 mod tests {
     use super::*;
 
+    fn config(pairs: &[(&str, &str)]) -> Result<LogConfig> {
+        let overrides = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        LogConfig::resolve(&BTreeMap::new(), overrides)
+    }
+
+    #[test]
+    fn local_retention_takes_retention_for_minus_two_and_is_bounded_by_it() {
+        let c = config(&[("retention.ms", "5000"), ("retention.bytes", "900")]).unwrap();
+        assert_eq!((c.local_retention_ms(), c.local_retention_bytes()), (5000, 900));
+        let c = config(&[("local.retention.ms", "0"), ("local.retention.bytes", "-1")]).unwrap();
+        assert_eq!((c.local_retention_ms(), c.local_retention_bytes()), (0, -1));
+        let remote = ("remote.storage.enable", "true");
+        for (bad_key, pairs) in [
+            (
+                "local.retention.ms",
+                [remote, ("retention.ms", "5000"), ("local.retention.ms", "6000")],
+            ),
+            (
+                "local.retention.ms",
+                [remote, ("retention.ms", "5000"), ("local.retention.ms", "-1")],
+            ),
+            (
+                "local.retention.bytes",
+                [remote, ("retention.bytes", "10"), ("local.retention.bytes", "11")],
+            ),
+        ] {
+            match config(&pairs).unwrap().check_local_retention() {
+                Err(LogError::InvalidConfig { key, .. }) => assert_eq!(key, bad_key),
+                other => panic!("{pairs:?}: {other:?}"),
+            }
+        }
+        // Unbounded total retention, or a local bound within it: accepted.
+        for pairs in [
+            [remote, ("retention.ms", "-1"), ("local.retention.ms", "-1")],
+            [remote, ("retention.ms", "5000"), ("local.retention.ms", "5000")],
+            [remote, ("retention.bytes", "-1"), ("local.retention.bytes", "1000000")],
+        ] {
+            config(&pairs).unwrap().check_local_retention().unwrap();
+        }
+    }
+
     #[test]
     fn kafka_defaults() {
         let c = LogConfig::default();
@@ -420,8 +523,8 @@ mod tests {
             ("compression.zstd.level", "23"),
             ("compression.type", "brotli"),
             ("nope", "1"),
-            ("local.retention.ms", "60000"),
-            ("local.retention.bytes", "0"),
+            ("local.retention.ms", "-3"),
+            ("local.retention.bytes", "-3"),
         ] {
             match LogConfig::resolve(&BTreeMap::new(), [(k.to_string(), v.to_string())].into()) {
                 Err(LogError::InvalidConfig { key, .. }) => assert_eq!(key, k),

@@ -1,15 +1,20 @@
 //! `Log`: one partition's ordered segments, the offsets that describe it, and
-//! the rules that append to it, roll it and retain it. Opening and recovery
-//! are the loader's (`log_loader`); reads by isolation level are in
-//! `log_read`; the cleaner's swap of segments is in `replace_segments`.
+//! the rules that append to it and roll it. Retention and DeleteRecords are
+//! in `retention` (a child module); opening and recovery are the loader's
+//! (`log_loader`); reads by isolation level are in `log_read`; the cleaner's
+//! swap of segments is in `replace_segments`.
 //!
 //! Invariants:
 //! * `segments` is keyed by base offset, non-empty, and the last one is active:
 //!   only it is appended to. Every other segment is closed and immutable except
 //!   through the cleaner's swap.
 //! * `log_start_offset <= recovery_point <= next_offset` (the log end offset,
-//!   which is also the high watermark on a single node), and
-//!   `log_start_offset <= last stable offset <= next_offset`.
+//!   which is also the high watermark on a single node),
+//!   `log_start_offset <= local_log_start_offset() <= next_offset`, and
+//!   `log_start_offset <= last stable offset <= next_offset`. The first
+//!   segment's base is the log start only without `remote.storage.enable`:
+//!   with it, the segments below the first local one may be only in the
+//!   object store, and the log start is the earliest offset of the two.
 //! * An append's producer checks pass as a whole before a byte is written; its
 //!   producer state and the transactions its markers complete (with their
 //!   `.txnindex` entries) are installed right after the bytes.
@@ -44,6 +49,8 @@ use super::transaction_index::AbortedTxn;
 use super::validator::{self, ValidatedBatch, ValidationContext};
 use crate::clock::SharedClock;
 
+mod retention;
+
 /// What an append did, for the Produce response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogAppendInfo {
@@ -77,6 +84,8 @@ pub struct Log {
     validated: Vec<ValidatedBatch>,
     /// Producers' last batches and open transactions, rebuilt from the log on open.
     producers: ProducerStateManager,
+    /// The last offset the object store holds (`retention`); -1 until known.
+    highest_offset_in_remote_storage: i64,
 }
 
 impl Log {
@@ -104,7 +113,9 @@ impl Log {
         clock: SharedClock,
     ) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(LogError::io(dir))?;
-        let loaded = log_loader::load(dir, &tp, Self::segment_config(&config), load, &clock)?;
+        let seg_config = Self::segment_config(&config);
+        let remote = config.remote_storage_enable;
+        let loaded = log_loader::load(dir, &tp, seg_config, load, remote, &clock)?;
         Ok(Self {
             dir: dir.into(),
             tp,
@@ -121,6 +132,7 @@ impl Log {
             scratch: Vec::new(),
             validated: Vec::new(),
             producers: loaded.producers,
+            highest_offset_in_remote_storage: -1,
         })
     }
     /// The idempotent-producer state (for tests and the producer id allocator).
@@ -540,25 +552,6 @@ impl Log {
         Ok(())
     }
 
-    /// DeleteRecords: move the log start offset forward (never back).
-    ///
-    /// # Errors
-    /// `OffsetOutOfRange` past the high watermark.
-    pub fn maybe_increment_log_start_offset(&mut self, new_start: i64) -> Result<i64> {
-        if new_start > self.next_offset {
-            return Err(LogError::OffsetOutOfRange {
-                offset: new_start,
-                log_start: self.log_start_offset,
-                log_end: self.next_offset,
-            });
-        }
-        if new_start > self.log_start_offset {
-            self.log_start_offset = new_start;
-            self.recovery_point = self.recovery_point.max(new_start);
-        }
-        Ok(self.log_start_offset)
-    }
-
     /// Fsync everything up to the log end and advance the recovery point.
     ///
     /// # Errors
@@ -590,97 +583,6 @@ impl Log {
             return Ok(true);
         }
         Ok(false)
-    }
-
-    /// Retention (Kafka's `deleteOldSegments`): segments wholly below the log start
-    /// offset always go; with `delete` in the policy also segments past
-    /// `retention.ms` and the oldest segments while over `retention.bytes`.
-    /// Returns the number of segments removed.
-    ///
-    /// # Errors
-    /// I/O errors renaming files.
-    pub fn delete_old_segments(&mut self) -> Result<usize> {
-        let now = self.clock.now_ms();
-        let mut deleted = self.delete_segments_while(|_, next_base, log| {
-            next_base.is_some_and(|n| n <= log.log_start_offset)
-        })?;
-        if self.config.delete {
-            let retention_ms = self.config.retention_ms;
-            if retention_ms >= 0 {
-                deleted += self.delete_segments_while(|seg, _, _| {
-                    now - seg.largest_timestamp() > retention_ms
-                })?;
-            }
-            let retention_bytes = self.config.retention_bytes;
-            if retention_bytes >= 0 {
-                let mut diff = self.size() as i64 - retention_bytes;
-                deleted += self.delete_segments_while(|seg, _, _| {
-                    if diff - seg.size() as i64 >= 0 {
-                        diff -= seg.size() as i64;
-                        true
-                    } else {
-                        false
-                    }
-                })?;
-            }
-        }
-        Ok(deleted)
-    }
-
-    /// Delete segments from the oldest while `pred(segment, next segment's base, log)` holds.
-    fn delete_segments_while(
-        &mut self,
-        mut pred: impl FnMut(&LogSegment, Option<i64>, &Self) -> bool,
-    ) -> Result<usize> {
-        let mut doomed = Vec::new();
-        let bases: Vec<i64> = self.segments.keys().copied().collect();
-        for (i, base) in bases.iter().enumerate() {
-            let seg = &self.segments[base];
-            let next = bases.get(i + 1).copied();
-            let last_and_empty = next.is_none() && seg.size() == 0;
-            if last_and_empty || !pred(seg, next, self) {
-                break;
-            }
-            doomed.push(*base);
-        }
-        if doomed.is_empty() {
-            return Ok(0);
-        }
-        if doomed.len() == self.segments.len() {
-            // Never leave a log without an active segment.
-            self.roll(self.next_offset)?;
-        }
-        let due = self.file_delete_due_ms();
-        for &base in &doomed {
-            let size = self.segments[&base].size();
-            tracing::info!(partition = %self.tp, base_offset = base, size, "deleting segment (retention)");
-            self.retire_segment(base, due)?;
-            // Kafka deletes the producer snapshot with its segment.
-            producer_snapshot::delete(&self.dir, base)?;
-        }
-        let first = *self.segments.keys().next().expect("non-empty");
-        self.log_start_offset = self.log_start_offset.max(first);
-        self.recovery_point = self.recovery_point.max(self.log_start_offset);
-        Ok(doomed.len())
-    }
-
-    /// Unlink `.deleted` files whose `file.delete.delay.ms` has passed (all of them with `force`).
-    ///
-    /// # Errors
-    /// I/O errors.
-    pub fn delete_expired_files(&mut self, now: i64, force: bool) -> Result<usize> {
-        let mut n = 0;
-        let mut i = 0;
-        while i < self.pending_deletes.len() {
-            if force || self.pending_deletes[i].0 <= now {
-                let (_, seg) = self.pending_deletes.swap_remove(i);
-                seg.delete_files()?;
-                n += 1;
-            } else {
-                i += 1;
-            }
-        }
-        Ok(n)
     }
 
     /// Remove the whole log from disk (DeleteTopics).

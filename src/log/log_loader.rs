@@ -30,7 +30,10 @@
 //!
 //! Invariants of what `load` returns (the segments `Log::open` starts from):
 //! * at least one segment, keyed by base offset; the last one is the active one;
-//! * `log_start_offset <= recovery_point <= next_offset`;
+//! * `log_start_offset <= recovery_point <= next_offset`; the log start is
+//!   the checkpointed one for a `remote.storage.enable` topic (the offsets
+//!   below the first local segment may be in the object store), else at
+//!   least the first segment's base;
 //! * nothing below the recovery point it was given was cut: damage there is
 //!   `Offline` with the file and position, never a silent truncation;
 //! * no `.cleaned`, `.swap` or `.deleted` file is left in the directory;
@@ -82,6 +85,7 @@ pub(super) fn load(
     tp: &TopicPartition,
     seg_config: SegmentConfig,
     load: LoadParams,
+    remote_storage_enable: bool,
     clock: &SharedClock,
 ) -> Result<LoadedLog> {
     let bases = complete_interrupted_swaps(dir, seg_config)?;
@@ -94,10 +98,15 @@ pub(super) fn load(
     }
     let next_offset = segments.values().next_back().map_or(start, LogSegment::next_offset);
     let first_base = *segments.keys().next().expect("non-empty");
-    let log_start_offset = start.max(first_base).min(next_offset);
+    // With the object store holding the segments below the first local one,
+    // the checkpointed log start is the log's (Kafka's loader keeps it too);
+    // otherwise nothing below the first segment exists.
+    let log_start_offset =
+        if remote_storage_enable { start } else { start.max(first_base) }.min(next_offset);
+    let local_start = log_start_offset.max(first_base).min(next_offset);
     let recovery_point = load
         .recovery_point
-        .clamp(log_start_offset, next_offset)
+        .clamp(local_start, next_offset)
         .max(truncated_at.unwrap_or(0).min(next_offset));
     let snapshot_limit = recovered.iter().next().map_or(next_offset, |&b| b.min(next_offset));
     let (state, from) =

@@ -17,6 +17,9 @@
 //!   transactional batches from those first offsets to their ABORT markers.
 //!   A read that returns nothing names none.
 //! * Every read reports the LSO, whatever its isolation.
+//! * ListOffsets EARLIEST answers the log start offset, EARLIEST_LOCAL the
+//!   local one (they differ once segments are only in the object store);
+//!   Fetch reads from the local start on.
 //! * ListOffsets LATEST answers the last offset a reader of the isolation may
 //!   fetch (the LSO or the high watermark); a timestamp or max-timestamp
 //!   lookup whose offset is at or past it answers nothing (Kafka's
@@ -98,7 +101,7 @@ impl Log {
     /// up to `max_bytes`; at least one batch when `min_one_batch`.
     ///
     /// # Errors
-    /// `OffsetOutOfRange` outside [log start, log end]; I/O errors.
+    /// `OffsetOutOfRange` outside [local log start, log end]; I/O errors.
     pub fn read(
         &self,
         offset: i64,
@@ -122,7 +125,7 @@ impl Log {
     /// when there is nothing to return.
     ///
     /// # Errors
-    /// `OffsetOutOfRange` outside [log start, log end]; I/O errors.
+    /// `OffsetOutOfRange` outside [local log start, log end]; I/O errors.
     pub fn read_region(
         &self,
         offset: i64,
@@ -140,7 +143,7 @@ impl Log {
     /// [`Log::read_region`] for a reader of `isolation` (the module doc).
     ///
     /// # Errors
-    /// `OffsetOutOfRange` outside [log start, log end]; I/O errors.
+    /// `OffsetOutOfRange` outside [local log start, log end]; I/O errors.
     pub fn read_region_with_isolation(
         &self,
         offset: i64,
@@ -160,8 +163,16 @@ impl Log {
         if offset == end {
             return Ok(empty());
         }
-        if offset < start || offset > end {
-            return Err(LogError::OffsetOutOfRange { offset, log_start: start, log_end: end });
+        // Below the local start the offsets are only in the object store:
+        // not readable here (the segments' lookup would skip to the first
+        // local batch).
+        let local_start = self.local_log_start_offset();
+        if offset < local_start || offset > end {
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                log_start: local_start,
+                log_end: end,
+            });
         }
         let max_offset = if committed { self.last_stable_offset() } else { end };
         if offset >= max_offset {
@@ -266,8 +277,9 @@ impl Log {
     pub fn fetch_offset_by_timestamp(&mut self, target: i64) -> Result<Option<(i64, i64)>> {
         let start = self.log_start_offset();
         match target {
-            EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => {
-                return Ok(Some((NO_TIMESTAMP, start)))
+            EARLIEST_TIMESTAMP => return Ok(Some((NO_TIMESTAMP, start))),
+            EARLIEST_LOCAL_TIMESTAMP => {
+                return Ok(Some((NO_TIMESTAMP, self.local_log_start_offset())))
             }
             LATEST_TIMESTAMP => return Ok(Some((NO_TIMESTAMP, self.log_end_offset()))),
             MAX_TIMESTAMP => return self.max_timestamp_and_offset(),

@@ -49,6 +49,7 @@ pub const TOPIC_CONFIG_FILE: &str = "topic.properties";
 const CREATING_SUFFIX: &str = ".creating";
 
 mod defaults;
+mod scheduler;
 
 /// Broker-level settings of the log layer.
 #[derive(Debug, Clone)]
@@ -156,6 +157,7 @@ impl LogManager {
             scheduler_thread: Mutex::new(None),
             cleaning: RwLock::new(None),
         };
+        manager.check_local_retention_defaults(&manager.config.topic_defaults)?;
         for dir in manager.config.log_dirs.clone() {
             manager.load_dir(&dir)?;
         }
@@ -498,6 +500,7 @@ impl LogManager {
         let mut topics = self.topics.write();
         let info =
             topics.get_mut(name).ok_or_else(|| LogError::UnknownTopicOrPartition(name.into()))?;
+        self.check_store_only_kept(info, &config)?;
         for p in 0..info.partitions {
             if let Some(log) = self.get_log(&TopicPartition::new(name, p)) {
                 let mut log = log.write();
@@ -533,119 +536,6 @@ impl LogManager {
             OffsetCheckpointFile::new(dir, file).write(&entries)?;
         }
         Ok(())
-    }
-
-    /// Forget, in every log, the producers with no open transaction whose
-    /// last write is older than `producer.id.expiration.ms` (Kafka's
-    /// `removeExpiredProducers`): their state is what lets a retry be answered
-    /// as a duplicate, and without expiry it grows with every producer ever
-    /// seen. Returns how many were removed.
-    pub fn remove_expired_producers(&self) -> usize {
-        let now = self.clock.now_ms();
-        let expiration = self.config.producer_id_expiration_ms;
-        let mut removed = 0;
-        for (_, log) in self.all_logs() {
-            removed += log.write().remove_expired_producers(now, expiration);
-        }
-        removed
-    }
-
-    /// One pass of the periodic work: retention, time-based flushes, removal of
-    /// `.deleted` files, checkpoints. The scheduler thread calls it; tests call it
-    /// directly with a mock clock.
-    ///
-    /// # Errors
-    /// The first I/O error; other logs are still processed.
-    pub fn run_periodic_tasks(&self, retention: bool, checkpoints: bool) -> Result<()> {
-        let now = self.clock.now_ms();
-        let mut first_error = None;
-        let control = if retention { self.cleaning() } else { None };
-        for (tp, log) in self.all_logs() {
-            // Kafka's pauseCleaningForNonCompactedPartitions: a log whose policy
-            // no longer has compact (altered while a clean ran) must not be
-            // swapped into while retention deletes its segments. Compacted logs
-            // are cleaned concurrently: the cleaner's swap refuses segments that
-            // retention changed, and that clean is retried.
-            let paused = match &control {
-                Some(c) if !log.read().config().compact => {
-                    c.abort_and_pause_cleaning(&tp);
-                    Some(c)
-                }
-                _ => None,
-            };
-            let mut log = log.write();
-            let result = (|| -> Result<()> {
-                if retention {
-                    log.delete_old_segments()?;
-                }
-                log.maybe_flush_by_time(now)?;
-                log.delete_expired_files(now, false)?;
-                Ok(())
-            })();
-            drop(log);
-            if let Some(c) = paused {
-                c.resume_cleaning(&tp);
-            }
-            if let Err(e) = result {
-                tracing::error!(partition = %tp, error = %e, "periodic log maintenance failed");
-                first_error.get_or_insert(e);
-            }
-        }
-        if checkpoints {
-            if let Err(e) = self.checkpoint_all() {
-                first_error.get_or_insert(e);
-            }
-        }
-        first_error.map_or(Ok(()), Err)
-    }
-
-    /// Start the background thread that runs [`LogManager::run_periodic_tasks`].
-    pub fn start_scheduler(self: &Arc<Self>) {
-        let me = Arc::clone(self);
-        let handle = std::thread::Builder::new()
-            .name("log-scheduler".into())
-            .spawn(move || me.scheduler_loop())
-            .expect("spawn log scheduler");
-        *self.scheduler_thread.lock() = Some(handle);
-    }
-
-    fn scheduler_loop(&self) {
-        let tick_ms = 1000.min(self.config.retention_check_interval_ms.max(1));
-        let start = self.clock.now_ms();
-        let (mut last_retention, mut last_checkpoint, mut last_expiry) = (start, start, start);
-        let checkpoint_every = self
-            .config
-            .flush_offset_checkpoint_interval_ms
-            .min(self.config.flush_start_offset_checkpoint_interval_ms);
-        loop {
-            {
-                let mut state = self.scheduler.0.lock();
-                let tick = std::time::Duration::from_millis(tick_ms as u64);
-                self.scheduler.1.wait_while_for(&mut state, |s| !s.stop, tick);
-                if state.stop {
-                    return;
-                }
-            }
-            let now = self.clock.now_ms();
-            let retention = now - last_retention >= self.config.retention_check_interval_ms;
-            let checkpoints = now - last_checkpoint >= checkpoint_every;
-            if retention {
-                last_retention = now;
-            }
-            if checkpoints {
-                last_checkpoint = now;
-            }
-            if let Err(e) = self.run_periodic_tasks(retention, checkpoints) {
-                tracing::error!(error = %e, "log scheduler task failed");
-            }
-            if now - last_expiry >= self.config.producer_id_expiration_check_interval_ms {
-                last_expiry = now;
-                let removed = self.remove_expired_producers();
-                if removed > 0 {
-                    tracing::debug!(removed, "expired producer state removed");
-                }
-            }
-        }
     }
 
     /// Clean shutdown: stop the scheduler, flush every log, write the

@@ -75,7 +75,8 @@
 //!     directory, recovering it after a crash, replaying the producer state.
 //! 19. `local_log` (config, control_record, error, log_loader, producer_state,
 //!     record_batch, segment, topic_partition, transaction_index, validator):
-//!     `Log`, append, read, roll, retention, the LSO.
+//!     `Log`, append, read, roll, the LSO; its child `retention`: retention,
+//!     local retention below the store's highest offset, DeleteRecords.
 //!     (`log_read`, which reads the `Log` it extends, sits beside it: Fetch
 //!     and ListOffsets by isolation level.)
 //! 20. `replace_segments` (error, local_log, segment): the cleaner's crash-safe swap.

@@ -37,6 +37,12 @@ impl std::fmt::Display for TopicPartition {
     }
 }
 
+/// Whether `topic` is a coordinator's (`__consumer_offsets`,
+/// `__transaction_state`): its state is loaded from the local log at start.
+pub fn is_coordinator_topic(topic: &str) -> bool {
+    matches!(topic, "__consumer_offsets" | "__transaction_state")
+}
+
 /// The partition of a coordinator's topic holding `key` (a group id or a
 /// transactional id), out of `partitions`: Kafka's
 /// `Utils.abs(key.hashCode()) % partitions`, where `hashCode` is Java's

@@ -1,6 +1,8 @@
 //! Tiered storage's metrics, from the uploader's [`RemoteStats`] at each
 //! scrape: per topic the bytes and segments in the store and the upload lag
-//! (bytes, and age of the oldest closed segment not yet uploaded); store
+//! (bytes, and age of the oldest closed segment not yet uploaded); per
+//! partition the bytes in the store and those only there (the local bytes
+//! are `kafka_log_log_size`); store
 //! errors by kind; uploads, their bytes and time. The unlabelled
 //! `sediment_remote_upload_lag_max_seconds` and the error counter's kinds
 //! exist on every broker (0 without tiered storage), so alerts on them work
@@ -29,6 +31,8 @@ const KINDS: &[&str] = &[
 #[derive(Debug)]
 pub(super) struct RemoteGauges {
     bytes: IntGaugeVec,
+    partition_bytes: IntGaugeVec,
+    store_only_bytes: IntGaugeVec,
     segments: IntGaugeVec,
     lag_bytes: IntGaugeVec,
     lag_seconds: GaugeVec,
@@ -57,6 +61,8 @@ impl RemoteGauges {
         }
         Ok(Self {
             bytes: reg(r, IntGaugeVec::new(Opts::new("sediment_remote_log_size_bytes", "Bytes of .log objects the latest manifests list, per topic"), topic)?)?,
+            partition_bytes: reg(r, IntGaugeVec::new(Opts::new("sediment_remote_partition_log_size_bytes", "Bytes of .log objects the partition's latest manifest lists"), &["topic", "partition"])?)?,
+            store_only_bytes: reg(r, IntGaugeVec::new(Opts::new("sediment_remote_partition_store_only_bytes", "Bytes of .log objects the partition's latest manifest lists below its local log start: in the store only"), &["topic", "partition"])?)?,
             segments: reg(r, IntGaugeVec::new(Opts::new("sediment_remote_log_segments", "Segments the latest manifests list, per topic"), topic)?)?,
             lag_bytes: reg(r, IntGaugeVec::new(Opts::new("sediment_remote_upload_lag_bytes", "Bytes of closed segments not yet in the store, per topic"), topic)?)?,
             lag_seconds: reg(r, GaugeVec::new(Opts::new("sediment_remote_upload_lag_seconds", "Age of the oldest closed segment not yet in the store, per topic (0: none)"), topic)?)?,
@@ -71,7 +77,12 @@ impl RemoteGauges {
 
     pub(super) fn refresh(&self, stats: &RemoteStats) {
         let mut topics: BTreeMap<String, (i64, i64, i64, f64)> = BTreeMap::new();
+        self.partition_bytes.reset();
+        self.store_only_bytes.reset();
         for (tp, p) in stats.partitions() {
+            let labels = [tp.topic.as_str(), &tp.partition.to_string()];
+            self.partition_bytes.with_label_values(&labels).set(p.remote_bytes as i64);
+            self.store_only_bytes.with_label_values(&labels).set(p.store_only_bytes as i64);
             let t = topics.entry(tp.topic.clone()).or_default();
             t.0 += p.remote_bytes as i64;
             t.1 += p.remote_segments as i64;

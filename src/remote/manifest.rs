@@ -184,24 +184,41 @@ impl SegmentEntry {
     }
 }
 
-/// The partition's directory in the store, relative to the prefix.
 /// Why `next` must not replace `prev`: it drops offsets `prev` holds that
-/// neither retention (the log start moved past them) nor a clean (a cleaned
-/// segment still covers them) took away, or it is another topic of the same
-/// name. A lost disk, a topic deleted and created again, or a segment removed
-/// by hand leaves such a local log; replacing the manifest would let the sweep
-/// delete the only copy.
+/// neither retention nor DeleteRecords (the log start moved past them) nor a
+/// clean (a cleaned segment still covers them) took away, or it is another
+/// topic of the same name. A lost disk, a topic deleted and created again, or
+/// a segment removed by hand leaves such a local log; replacing the manifest
+/// would let the sweep delete the only copy.
+///
+/// Offsets are lost at the end (`next` ends before `prev` while its log
+/// start is below `prev`'s end) or at the front (`next` starts above the
+/// first offset of `prev` it still claims: the segments only in the store,
+/// which the next manifest carries over, are missing). A segment's span runs
+/// to the next segment's base, so a clean that dropped a segment's last
+/// records, or merged segments, is no loss.
 pub fn regression(prev: &Manifest, next: &Manifest) -> Option<String> {
     if prev.partition_metadata != next.partition_metadata {
         return Some(
             "its partition.metadata (topic id) differs: the topic was created again".into(),
         );
     }
-    let lost = next.end_offset < prev.end_offset && next.log_start_offset < prev.end_offset;
-    lost.then(|| {
-        format!(
+    if next.end_offset < prev.end_offset && next.log_start_offset < prev.end_offset {
+        return Some(format!(
             "it ends at offset {} where the store's ends at {}, with its log start at {}",
             next.end_offset, prev.end_offset, next.log_start_offset
+        ));
+    }
+    let claimed = prev
+        .segments
+        .iter()
+        .find(|s| s.next_offset > next.log_start_offset)
+        .map(|s| s.base_offset.max(next.log_start_offset))?;
+    let first = next.segments.first().map_or(next.end_offset, |s| s.base_offset);
+    (first > claimed).then(|| {
+        format!(
+            "it starts at offset {first} where the store's holds offset {claimed} at or above its log start {}",
+            next.log_start_offset
         )
     })
 }
@@ -216,6 +233,7 @@ pub fn refusal(prev: &Manifest, next: &Manifest) -> Option<String> {
     regression(prev, next)
 }
 
+/// The partition's directory in the store, relative to the prefix.
 pub fn partition_dir(tp: &TopicPartition) -> String {
     format!("topics/{tp}")
 }
@@ -376,6 +394,28 @@ mod tests {
         let recreated =
             Manifest { partition_metadata: "version: 0\ntopic_id: other\n".into(), ..prev.clone() };
         assert!(regression(&prev, &recreated).is_some());
+    }
+
+    #[test]
+    fn dropping_store_only_segments_is_a_regression_unless_the_log_start_passed_them() {
+        let tp = TopicPartition::new("t", 0);
+        // 0..5 only in the store, 5..9 local too.
+        let prev = manifest(&tp, vec![segment(0, 5), segment(5, 9)]);
+        // Carried over, or merged by a clean whose last records went: fine.
+        assert_eq!(regression(&prev, &manifest(&tp, vec![segment(0, 5), segment(5, 12)])), None);
+        assert_eq!(regression(&prev, &manifest(&tp, vec![segment(0, 3), segment(5, 9)])), None);
+        // The store-only segment missing while the log start is still 0: refused.
+        let dropped = manifest(&tp, vec![segment(5, 9), segment(9, 12)]);
+        assert!(regression(&prev, &dropped).is_some());
+        // The log start moved past it (retention, DeleteRecords): fine, also
+        // when it stops inside the next segment.
+        let retained = Manifest { log_start_offset: 5, ..dropped.clone() };
+        assert_eq!(regression(&prev, &retained), None);
+        let inside = Manifest { log_start_offset: 7, ..dropped.clone() };
+        assert_eq!(regression(&prev, &inside), None);
+        // Past 5 but the segment holding it gone too: refused.
+        let cut = Manifest { log_start_offset: 7, ..manifest(&tp, vec![segment(9, 12)]) };
+        assert!(regression(&prev, &cut).is_some());
     }
 
     #[tokio::test]

@@ -19,9 +19,18 @@
 //!   before it was written. Manifests are written create-only
 //!   (`PutMode::Create`) under the next sequence number, so of two writers
 //!   only one can win a number; a reader takes the highest.
-//! * A manifest lists exactly the partition's local closed segments below the
-//!   last stable offset at one instant (one read lock of the log): what the
-//!   cleaner replaced locally is replaced in the next manifest.
+//! * A manifest lists the previous manifest's segments wholly below the
+//!   local log start (their local copies were deleted by local retention;
+//!   carried over as they are, minus those wholly below the log start) and
+//!   then exactly the partition's local closed segments below the last
+//!   stable offset at one instant (one read lock of the log): what the
+//!   cleaner replaced locally is replaced in the next manifest. A manifest
+//!   that would lose offsets the previous one lists is refused
+//!   (`manifest::regression`).
+//! * The log learns the last offset each manifest read or written lists
+//!   (`Log::set_highest_offset_in_remote_storage`); its local retention
+//!   deletes only segments at or below it, so nothing not in the store is
+//!   deleted locally.
 //! * An object is deleted only when no manifest current within
 //!   `sediment.remote.storage.delete.delay.ms` lists it and it is itself older
 //!   than the delay, both on the store's clock ([`sweep`]); a manifest that
@@ -61,7 +70,9 @@
 //! the process before and after step 3's write, and inside step 4.
 //!
 //! Nothing in `log/` or `cleaner/` knows this module: it reads the logs
-//! through `LogManager`'s public surface.
+//! through `LogManager`'s public surface and hands each log two numbers, the
+//! highest offset in the store and (raising a stale one) the store's log
+//! start.
 
 pub mod config;
 pub mod crash_point;

@@ -8,8 +8,13 @@
 //! when they roll, or were read back by recovery after a crash, so the store
 //! never has records a restart takes back. (The recovery point is no bound:
 //! after an unclean start it stays behind until the next flush.)
+//!
+//! A segment whose `.log` is one the latest manifest already lists (same
+//! base offset, inode and size, digested before) is only stat'ed, not
+//! opened: its entry comes from the digest cache and nothing of it is
+//! uploaded again.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
@@ -22,6 +27,9 @@ use crate::log::log_file_utils::segment_files;
 use crate::log::manager::{SharedLog, PARTITION_METADATA_FILE};
 use crate::log::TopicPartition;
 
+/// (base offset, inode, size) of a segment's `.log`.
+pub(super) type SegmentId = (i64, u64, u64);
+
 const EXTS: [&str; 4] = ["log", "index", "timeindex", "txnindex"];
 
 /// One file of a closed segment, opened.
@@ -32,13 +40,14 @@ pub(super) struct LocalFile {
     pub size: u64,
 }
 
-/// One closed segment: what identifies the physical `.log` file, and its files.
+/// One closed segment: what identifies the physical `.log` file, and its
+/// files (none opened when the latest manifest lists it already).
 #[derive(Debug)]
 pub(super) struct LocalSegment {
     pub base_offset: i64,
     pub next_offset: i64,
     /// (base offset, inode, size) of the `.log`: a cleaned replacement is a new file.
-    pub id: (i64, u64, u64),
+    pub id: SegmentId,
     pub modified_ms: i64,
     pub files: Vec<LocalFile>,
 }
@@ -48,13 +57,20 @@ pub(super) struct LocalSegment {
 pub(super) struct LocalSnapshot {
     pub segments: Vec<LocalSegment>,
     pub log_start_offset: i64,
+    /// The first offset on local disk: below it segments are only in the store.
+    pub local_start_offset: i64,
     pub partition_metadata: String,
     pub topic_config: BTreeMap<String, String>,
     pub clean_offset: Option<i64>,
 }
 
-/// Take the snapshot of `log` (blocking: opens files).
-pub(super) fn take(tp: &TopicPartition, log: &SharedLog) -> Result<LocalSnapshot, RemoteError> {
+/// Take the snapshot of `log` (blocking: opens files). Segments whose
+/// `.log` identity is in `listed` are not opened.
+pub(super) fn take(
+    tp: &TopicPartition,
+    log: &SharedLog,
+    listed: &HashSet<SegmentId>,
+) -> Result<LocalSnapshot, RemoteError> {
     // The clean point before the segments: the cleaner writes it after its
     // swap, so read first it is never ahead of the segments listed with it.
     let dir = log.read().dir().to_path_buf();
@@ -70,14 +86,47 @@ pub(super) fn take(tp: &TopicPartition, log: &SharedLog) -> Result<LocalSnapshot
         if seg.base_offset() == active || seg.next_offset() > bound {
             break;
         }
-        segments.push(open_segment(&dir, seg.base_offset(), seg.next_offset())?);
+        let (base, next) = (seg.base_offset(), seg.next_offset());
+        let known = stat_log(&dir, base)?.filter(|(id, _)| listed.contains(id));
+        segments.push(match known {
+            Some((id, modified_ms)) => LocalSegment {
+                base_offset: base,
+                next_offset: next,
+                id,
+                modified_ms,
+                files: vec![],
+            },
+            None => open_segment(&dir, base, next)?,
+        });
     }
     let log_start_offset = log.log_start_offset();
+    let local_start_offset = log.local_log_start_offset();
     let topic_config = log.config().overrides.clone();
     drop(log);
     let path = dir.join(PARTITION_METADATA_FILE);
     let partition_metadata = std::fs::read_to_string(&path).map_err(RemoteError::io(&path))?;
-    Ok(LocalSnapshot { segments, log_start_offset, partition_metadata, topic_config, clean_offset })
+    Ok(LocalSnapshot {
+        segments,
+        log_start_offset,
+        local_start_offset,
+        partition_metadata,
+        topic_config,
+        clean_offset,
+    })
+}
+
+/// The identity and modification time of the `.log` at `base`, without
+/// opening it (`None` when it is not there: the open that follows says why).
+fn stat_log(dir: &Path, base: i64) -> Result<Option<(SegmentId, i64)>, RemoteError> {
+    let path = label(dir, base, "log");
+    match std::fs::metadata(&path) {
+        Ok(meta) => {
+            let modified_ms = meta.mtime() * 1000 + meta.mtime_nsec() / 1_000_000;
+            Ok(Some(((base, meta.ino(), meta.len()), modified_ms)))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(RemoteError::io(path)(e)),
+    }
 }
 
 fn open_segment(dir: &Path, base: i64, next: i64) -> Result<LocalSegment, RemoteError> {

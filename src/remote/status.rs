@@ -1,5 +1,6 @@
 //! What the uploader reports for the metrics endpoint: per partition the
-//! bytes and segments in the store and the upload lag; store errors by kind;
+//! bytes and segments in the store (and of those, the bytes only there) and
+//! the upload lag; store errors by kind;
 //! upload count and time. The uploader writes it, scrapes read a copy.
 
 use std::collections::BTreeMap;
@@ -14,6 +15,9 @@ pub struct PartitionRemoteStatus {
     /// `.log` bytes of the segments the latest manifest lists.
     pub remote_bytes: u64,
     pub remote_segments: u64,
+    /// `.log` bytes of the listed segments below the local start: in the
+    /// store only, their local copies deleted by local retention.
+    pub store_only_bytes: u64,
     /// `.log` bytes of closed segments not in the latest manifest.
     pub lag_bytes: u64,
     /// Age of the oldest closed segment not in the latest manifest (0: none).

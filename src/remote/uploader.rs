@@ -5,10 +5,12 @@
 //! what a crash at each leaves are in the module doc of `remote`.
 //!
 //! It never blocks produce or fetch: it holds a log's read lock only to open
-//! the segment files (`snapshot`), does file I/O on blocking threads and
-//! store I/O on the runtime. A failing store makes it back off (doubling
-//! from `sediment.remote.storage.upload.interval.ms` to a minute); the local
-//! log is untouched by anything here, so produce and fetch go on.
+//! the segment files (`snapshot`) and its write lock only to set the highest
+//! offset in the store, does file I/O on blocking threads and store I/O on
+//! the runtime. A failing store makes it back off (doubling from
+//! `sediment.remote.storage.upload.interval.ms` to a minute); produce and
+//! fetch go on, and the highest offset stays where the last manifest put it,
+//! so local retention deletes nothing newer.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -50,6 +52,44 @@ pub struct RemoteLogManager {
     cluster_id: String,
     stats: Arc<RemoteStats>,
     retirer: super::retire::Retirer,
+}
+
+/// The segments of `prev` (the store's latest manifest) that the next
+/// manifest carries over as they are: those wholly below the local start
+/// (their local copies are gone) and not wholly below the log start (those
+/// retention or DeleteRecords gave up).
+fn store_only(prev: Option<&Manifest>, snap: &LocalSnapshot) -> Vec<SegmentEntry> {
+    prev.map_or_else(Vec::new, |m| {
+        m.segments
+            .iter()
+            .filter(|s| {
+                s.next_offset <= snap.local_start_offset && s.next_offset > snap.log_start_offset
+            })
+            .cloned()
+            .collect()
+    })
+}
+
+/// A log start below the store's (its checkpoint was not written before a
+/// crash after DeleteRecords or retention moved it) is raised to the
+/// store's: the log start only moves up, and the store's was the log's once.
+/// Not for another incarnation of the topic (the regression check refuses
+/// that one), nor past the local log end (a lost disk, refused too).
+fn raise_log_start(
+    tp: &TopicPartition,
+    log: &SharedLog,
+    prev: &Manifest,
+    snap: &mut LocalSnapshot,
+) {
+    if prev.log_start_offset <= snap.log_start_offset
+        || prev.partition_metadata != snap.partition_metadata
+    {
+        return;
+    }
+    if let Ok(start) = log.write().maybe_increment_log_start_offset(prev.log_start_offset) {
+        tracing::info!(partition = %tp, log_start = start, "log start raised to the store's");
+        snap.log_start_offset = start;
+    }
 }
 
 impl RemoteLogManager {
@@ -135,7 +175,7 @@ impl RemoteLogManager {
         state: &mut PartitionState,
     ) -> Result<(), RemoteError> {
         let dir = log.read().dir().to_path_buf();
-        let (snap, entries) = self.digested_snapshot(tp, log, &dir, state).await?;
+        let (mut snap, entries) = self.digested_snapshot(tp, Arc::clone(&log), &dir, state).await?;
         self.report(tp, &snap, &entries, state.manifest.as_ref().map(|m| &m.1));
         if !state.loaded {
             state.manifest = manifest::latest(&self.store, tp).await?;
@@ -145,10 +185,24 @@ impl RemoteLogManager {
         if entries.is_empty() && state.manifest.is_none() {
             return Ok(());
         }
-        let next = self.manifest_for(tp, &snap, entries.clone());
-        if let Some(reason) = state.manifest.as_ref().and_then(|(_, m)| manifest::refusal(m, &next))
-        {
-            return Err(RemoteError::Regressed { partition: tp.to_string(), reason });
+        // Not from a retired manifest: its log start is the end of a log that
+        // was deleted or disabled, not a start this log ever had.
+        if let Some((_, prev)) = state.manifest.as_ref().filter(|(_, m)| !m.retired) {
+            raise_log_start(tp, &log, prev, &mut snap);
+        }
+        let mut segments = store_only(state.manifest.as_ref().map(|m| &m.1), &snap);
+        segments.extend(entries.iter().cloned());
+        let next = self.manifest_for(tp, &snap, segments);
+        if let Some((_, prev)) = &state.manifest {
+            if let Some(reason) = manifest::refusal(prev, &next) {
+                return Err(RemoteError::Regressed { partition: tp.to_string(), reason });
+            }
+            // The store's latest agrees with the local log: what it lists may
+            // leave local disk. Not a retired manifest's: it speaks for a
+            // topic deleted before this one was created under its name.
+            if !prev.retired {
+                log.write().set_highest_offset_in_remote_storage(prev.end_offset - 1);
+            }
         }
         let listed: HashSet<String> = state
             .manifest
@@ -167,12 +221,13 @@ impl RemoteLogManager {
         }
         let unchanged = state.manifest.as_ref().is_some_and(|(_, m)| m.same_state(&next));
         if !unchanged {
-            self.check_still_latest(tp, state).await?;
+            self.check_still_latest(tp, &log, state).await?;
             let seq = state.manifest.as_ref().map_or(1, |(seq, _)| seq + 1);
             super::crash_point::reached(super::crash_point::RemoteCrashPoint::BeforeManifest);
             manifest::write(&self.store, tp, seq, &next).await?;
             super::crash_point::reached(super::crash_point::RemoteCrashPoint::AfterManifest);
             tracing::debug!(partition = %tp, seq, segments = next.segments.len(), "manifest written");
+            log.write().set_highest_offset_in_remote_storage(next.end_offset - 1);
             state.manifest = Some((seq, next));
             state.uploaded.clear();
             self.report(tp, &snap, &entries, state.manifest.as_ref().map(|m| &m.1));
@@ -188,6 +243,7 @@ impl RemoteLogManager {
     async fn check_still_latest(
         &self,
         tp: &TopicPartition,
+        log: &SharedLog,
         state: &mut PartitionState,
     ) -> Result<(), RemoteError> {
         let Some((seq, _)) = &state.manifest else { return Ok(()) };
@@ -200,6 +256,8 @@ impl RemoteLogManager {
                 state.manifest = None;
                 state.loaded = false;
                 state.uploaded.clear();
+                // What the lost manifests listed may not be in the store now.
+                log.write().set_highest_offset_in_remote_storage(-1);
                 Err(RemoteError::Manifest {
                     key: manifest::manifest_key(tp, seq),
                     reason: "gone from the store: reading the store again".into(),
@@ -209,7 +267,8 @@ impl RemoteLogManager {
     }
 
     /// The snapshot and each segment's manifest entry (digests cached by
-    /// physical file, so a segment is read for its CRCs once).
+    /// physical file, so a segment is read for its CRCs once, and not even
+    /// opened again once the latest manifest lists it).
     async fn digested_snapshot(
         &self,
         tp: &TopicPartition,
@@ -219,8 +278,18 @@ impl RemoteLogManager {
     ) -> Result<(LocalSnapshot, Vec<SegmentEntry>), RemoteError> {
         let (tp2, dir) = (tp.clone(), dir.to_path_buf());
         let mut cache = std::mem::take(&mut state.digests);
+        let in_manifest: HashSet<&str> = state
+            .manifest
+            .iter()
+            .flat_map(|(_, m)| m.segments.iter().filter_map(SegmentEntry::log_key))
+            .collect();
+        let listed: HashSet<(i64, u64, u64)> = cache
+            .iter()
+            .filter(|(_, e)| e.log_key().is_some_and(|k| in_manifest.contains(k)))
+            .map(|(id, _)| *id)
+            .collect();
         let (snap, entries, cache) = blocking(move || {
-            let snap = snapshot::take(&tp2, &log)?;
+            let snap = snapshot::take(&tp2, &log, &listed)?;
             let entries = snap
                 .segments
                 .iter()
@@ -336,7 +405,99 @@ impl RemoteLogManager {
         if let Some(m) = manifest {
             status.remote_segments = m.segments.len() as u64;
             status.remote_bytes = m.segments.iter().map(SegmentEntry::size).sum();
+            status.store_only_bytes = m
+                .segments
+                .iter()
+                .filter(|s| s.next_offset <= snap.local_start_offset)
+                .map(SegmentEntry::size)
+                .sum();
         }
         self.stats.set_partition(tp, status);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use parking_lot::RwLock;
+
+    use super::*;
+    use crate::log::{LoadParams, Log, LogConfig};
+
+    fn entry(base: i64, next: i64) -> SegmentEntry {
+        let key = manifest::object_key(base, 1, 10, "log");
+        let files = vec![ObjectEntry { ext: "log".into(), key, size: 10, crc32c: 1 }];
+        SegmentEntry { base_offset: base, next_offset: next, files }
+    }
+
+    fn snap(log_start_offset: i64, local_start_offset: i64) -> LocalSnapshot {
+        LocalSnapshot {
+            segments: Vec::new(),
+            log_start_offset,
+            local_start_offset,
+            partition_metadata: "version: 0\n".into(),
+            topic_config: BTreeMap::new(),
+            clean_offset: None,
+        }
+    }
+
+    fn prev(log_start_offset: i64, segments: Vec<SegmentEntry>) -> Manifest {
+        Manifest {
+            format: FORMAT,
+            cluster_id: "c".into(),
+            topic: "t".into(),
+            partition: 0,
+            partition_metadata: "version: 0\n".into(),
+            topic_config: BTreeMap::new(),
+            log_start_offset,
+            clean_offset: None,
+            end_offset: segments.last().map_or(log_start_offset, |s| s.next_offset),
+            segments,
+            written_at_ms: 0,
+            retired: false,
+        }
+    }
+
+    #[test]
+    fn store_only_segments_are_carried_over_unless_below_the_log_start() {
+        let m = prev(0, vec![entry(0, 5), entry(5, 9), entry(9, 12)]);
+        let bases = |v: Vec<SegmentEntry>| v.iter().map(|s| s.base_offset).collect::<Vec<_>>();
+        // Local from 9: the two older ones are only in the store.
+        assert_eq!(bases(store_only(Some(&m), &snap(0, 9))), [0, 5]);
+        // The log start passed the first: it goes; one it is inside stays.
+        assert_eq!(bases(store_only(Some(&m), &snap(5, 9))), [5]);
+        assert_eq!(bases(store_only(Some(&m), &snap(6, 9))), [5]);
+        // All local, or no manifest yet: nothing to carry.
+        assert!(store_only(Some(&m), &snap(0, 0)).is_empty());
+        assert!(store_only(None, &snap(0, 9)).is_empty());
+    }
+
+    #[test]
+    fn a_stale_log_start_is_raised_to_the_stores() {
+        let dir = tempfile::tempdir().unwrap();
+        let load = LoadParams { recovery_point: 0, log_start_offset: 0, clean_shutdown: true };
+        let tp = TopicPartition::new("t", 0);
+        let config = Arc::new(LogConfig::default());
+        let mut log =
+            Log::open(dir.path(), tp.clone(), config, load, false, crate::clock::system()).unwrap();
+        for _ in 0..10 {
+            let mut b = crate::log::record_batch::BatchBuilder::new(
+                crate::log::compression::Compression::None,
+                0,
+            );
+            b.append(0, Some(b"k"), Some(b"v"));
+            log.append_as_leader(&mut b.build()).unwrap();
+        }
+        let log: SharedLog = Arc::new(RwLock::new(log));
+        let mut s = snap(0, 0);
+        raise_log_start(&tp, &log, &prev(4, vec![]), &mut s);
+        assert_eq!((log.read().log_start_offset(), s.log_start_offset), (4, 4));
+        // Never down, never past the log end, never from another topic id.
+        raise_log_start(&tp, &log, &prev(2, vec![]), &mut s);
+        raise_log_start(&tp, &log, &prev(11, vec![]), &mut s);
+        let other = Manifest { partition_metadata: "other".into(), ..prev(6, vec![]) };
+        raise_log_start(&tp, &log, &other, &mut s);
+        assert_eq!((log.read().log_start_offset(), s.log_start_offset), (4, 4));
     }
 }

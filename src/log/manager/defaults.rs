@@ -33,10 +33,12 @@ impl LogManager {
     /// Resolve a topic config from overrides (validating them) without creating anything.
     ///
     /// # Errors
-    /// `InvalidConfig` naming the key; also `remote.storage.enable=true` while
+    /// `InvalidConfig` naming the key (a `local.retention.*` above its
+    /// `retention.*` included); also `remote.storage.enable=true` while
     /// the broker's `remote.log.storage.system.enable` is off (as Kafka refuses it).
     pub fn resolve_config(&self, overrides: BTreeMap<String, String>) -> Result<LogConfig> {
         let config = LogConfig::resolve(&self.topic_defaults.read(), overrides)?;
+        config.check_local_retention()?;
         if config.remote_storage_enable {
             let on = [("remote.storage.enable".to_string(), "true".to_string())].into();
             self.check_remote_default(&on)?;
@@ -53,8 +55,46 @@ impl LogManager {
         resolve_all(&self.topics.read(), defaults).map(|_| ())
     }
 
-    /// A default of `remote.storage.enable=true` needs the broker's system key.
+    /// With tiered storage on, the broker's `log.local.retention.*` must fit
+    /// its `log.retention.*` as a remote-enabled topic's would (Kafka's
+    /// `validateBrokerLogConfigValues`).
+    pub(super) fn check_local_retention_defaults(
+        &self,
+        defaults: &BTreeMap<String, String>,
+    ) -> Result<()> {
+        if !self.config.remote_log_storage_system_enable {
+            return Ok(());
+        }
+        let on = BTreeMap::from([("remote.storage.enable".to_string(), "true".to_string())]);
+        LogConfig::resolve(defaults, on)?.check_local_retention()
+    }
+
+    /// `remote.storage.enable` may not turn off while a partition of the
+    /// topic has offsets only in the store: the log start would fall back to
+    /// the first local segment and the store's copy be forgotten (Kafka
+    /// refuses turning it off without deleting the remote data).
+    pub(super) fn check_store_only_kept(&self, info: &TopicInfo, config: &LogConfig) -> Result<()> {
+        if config.remote_storage_enable {
+            return Ok(());
+        }
+        for p in 0..info.partitions {
+            let Some(log) = self.get_log(&TopicPartition::new(&info.name, p)) else { continue };
+            let log = log.read();
+            let (start, local) = (log.log_start_offset(), log.local_log_start_offset());
+            if local > start {
+                return Err(crate::log::error::LogError::InvalidConfig {
+                    key: "remote.storage.enable".into(),
+                    reason: format!("partition {p} holds offsets {start} to {} only in the remote store; remote storage cannot be turned off while it does", local - 1),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A default of `remote.storage.enable=true` needs the broker's system
+    /// key; the local retention defaults must fit the total ones.
     fn check_remote_default(&self, defaults: &BTreeMap<String, String>) -> Result<()> {
+        self.check_local_retention_defaults(defaults)?;
         let on = defaults.get("remote.storage.enable").is_some_and(|v| v.trim() == "true");
         if on && !self.config.remote_log_storage_system_enable {
             return Err(crate::log::error::LogError::InvalidConfig {
@@ -79,6 +119,11 @@ impl LogManager {
         self.check_remote_default(&defaults)?;
         let mut topics = self.topics.write();
         let resolved = resolve_all(&topics, &defaults)?;
+        for (name, config) in &resolved {
+            if let Some(info) = topics.get(name) {
+                self.check_store_only_kept(info, config)?;
+            }
+        }
         *self.topic_defaults.write() = defaults;
         for (name, config) in resolved {
             let Some(info) = topics.get_mut(&name) else { continue };
@@ -148,8 +193,47 @@ mod remote_tests {
         let dir = tempfile::tempdir().unwrap();
         let mut config = LogManagerConfig::new(dir.path());
         config.remote_log_storage_system_enable = true;
-        let enabled = LogManager::open(config, crate::clock::system()).unwrap();
+        let enabled = LogManager::open(config.clone(), crate::clock::system()).unwrap();
         assert!(enabled.create_topic("t", 1, on()).unwrap().config.remote_storage_enable);
+        // Local retention defaults above the total ones: refused live and at start.
+        let too_long = BTreeMap::from([
+            ("retention.ms".to_string(), "1000".to_string()),
+            ("local.retention.ms".to_string(), "2000".to_string()),
+        ]);
+        match enabled.check_topic_defaults(&too_long) {
+            Err(LogError::InvalidConfig { key, .. }) => assert_eq!(key, "local.retention.ms"),
+            other => panic!("{other:?}"),
+        }
+        // Offsets only in the store: remote storage stays on.
+        let tp = TopicPartition::new("t", 0);
+        let log = enabled.get_log(&tp).unwrap();
+        for _ in 0..2 {
+            let mut b = crate::log::record_batch::BatchBuilder::new(
+                crate::log::compression::Compression::None,
+                0,
+            );
+            b.append(0, Some(b"k"), Some(b"v"));
+            let mut log = log.write();
+            log.append_as_leader(&mut b.build()).unwrap();
+            log.roll_if_not_empty().unwrap();
+        }
+        let local_zero = BTreeMap::from([
+            ("remote.storage.enable".to_string(), "true".to_string()),
+            ("local.retention.bytes".to_string(), "0".to_string()),
+            ("retention.ms".to_string(), "-1".to_string()),
+        ]);
+        enabled.alter_topic_config("t", local_zero).unwrap();
+        log.write().set_highest_offset_in_remote_storage(0);
+        assert_eq!(log.write().delete_old_segments().unwrap(), 1);
+        let off = BTreeMap::from([("remote.storage.enable".to_string(), "false".to_string())]);
+        match enabled.alter_topic_config("t", off) {
+            Err(LogError::InvalidConfig { key, .. }) => assert_eq!(key, "remote.storage.enable"),
+            other => panic!("{other:?}"),
+        }
+        assert!(log.read().config().remote_storage_enable);
+        let mut bad_start = config.clone();
+        bad_start.topic_defaults = too_long;
+        assert!(LogManager::open(bad_start, crate::clock::system()).is_err());
         enabled.set_topic_defaults(on()).unwrap();
     }
 }
