@@ -33,8 +33,8 @@ fn manifest_seqs(store: &RemoteStore, tp: &TopicPartition) -> Vec<u64> {
     listed.into_iter().map(|(seq, _)| seq).collect()
 }
 
-/// IncrementalAlterConfigs SET of one topic key.
-fn alter_topic(port: u16, topic: &str, key: &str, value: &str) {
+/// IncrementalAlterConfigs SET of topic keys; the error code.
+fn alter_topic(port: u16, topic: &str, set: &[(&str, &str)]) -> i16 {
     use kafka_protocol::messages::incremental_alter_configs_request::{
         AlterConfigsResource, AlterableConfig,
     };
@@ -44,13 +44,19 @@ fn alter_topic(port: u16, topic: &str, key: &str, value: &str) {
         AlterConfigsResource::default()
             .with_resource_type(2)
             .with_resource_name(StrBytes::from_string(topic.into()))
-            .with_configs(vec![AlterableConfig::default()
-                .with_name(StrBytes::from_string(key.into()))
-                .with_config_operation(0)
-                .with_value(Some(StrBytes::from_string(value.into())))]),
+            .with_configs(
+                set.iter()
+                    .map(|(key, value)| {
+                        AlterableConfig::default()
+                            .with_name(StrBytes::from_string(key.to_string()))
+                            .with_config_operation(0)
+                            .with_value(Some(StrBytes::from_string(value.to_string())))
+                    })
+                    .collect(),
+            ),
     ]);
     let response = Wire::connect(port).call(1, &request);
-    assert_eq!(response.responses[0].error_code, 0, "{:?}", response.responses[0].error_message);
+    response.responses[0].error_code
 }
 
 /// Whether the store holds nothing of `tp` any more.
@@ -83,7 +89,12 @@ fn deleted_and_disabled_topics_are_retired_swept_and_not_restored_and_a_new_one_
     delete_topic(b.port, "again");
     delete_topic(b.port, "dropped");
     create_topic(b.port, "again", 1, TOPIC_CONFIG);
-    alter_topic(b.port, "off", "remote.storage.enable", "false");
+    // Turning remote storage off needs remote.log.delete.on.disable (Kafka's
+    // rule: the store's copy is deleted); alone it is refused (INVALID_CONFIG).
+    assert_eq!(alter_topic(b.port, "off", &[("remote.storage.enable", "false")]), 40);
+    let off_and_delete =
+        [("remote.storage.enable", "false"), ("remote.log.delete.on.disable", "true")];
+    assert_eq!(alter_topic(b.port, "off", &off_and_delete), 0);
     wait_logged(&b, 60, "the retired manifests", || {
         let retired = |tp: &TopicPartition| latest(&store, tp).is_some_and(|(_, m)| m.retired);
         let again_retired = b.log().lines().any(|l| {
@@ -181,9 +192,22 @@ fn crash_at(moto: &Moto, point: &str) {
     let mut env: Vec<(&str, &str)> = CREDS.to_vec();
     env.push(("SEDIMENT_REMOTE_CRASH_POINT", point));
     let mut b = TestBroker::start_with_env(&o, &env);
-    create_topic(b.port, "state", 1, TOPIC_CONFIG);
+    // mid-sweep: no clean until the uncleaned segments are in the store, so
+    // the clean replaces uploaded objects and the sweep has them to delete.
+    let mut config = TOPIC_CONFIG.to_vec();
+    if point == "mid-sweep" {
+        config.push(("min.compaction.lag.ms", "3600000"));
+    }
+    create_topic(b.port, "state", 1, &config);
     let produced =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| produce_keyed(&b, "state")));
+    if point == "mid-sweep" {
+        let dir = b.data_dir().join("state-0");
+        wait_logged(&b, 60, "the uncleaned segments' manifest", || {
+            latest(&store, &tp).filter(|(_, m)| mirrors(&store, &tp, m, &dir))
+        });
+        assert_eq!(alter_topic(b.port, "state", &[("min.compaction.lag.ms", "0")]), 0);
+    }
     let status = b.wait_exit(60);
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&status),

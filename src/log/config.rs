@@ -116,6 +116,8 @@ pub const LOG_CONFIGS: &[ConfigDef] = &[
         "has no effect on a single node"),
     def!("remote.storage.enable", "remote.storage.enable", Boolean, "false", None, None, &[],
         "copy the topic's closed segments to the object store (remote.log.storage.system.enable must be on); sediment allows it on compacted topics and mirrors their cleaning; as a broker key (sediment), the default of every topic"),
+    def!("remote.log.delete.on.disable", "remote.log.delete.on.disable", Boolean, "false", None, None, &[],
+        "must be true to turn remote.storage.enable from true to false: the store's copy of the topic is then retired and deleted after sediment.remote.storage.delete.delay.ms (false keeps it and refuses the change, as Kafka); as a broker key (sediment), the default of every topic"),
     def!("local.retention.ms", "log.local.retention.ms", Long, "-2", Some(-2.0), None, &[],
         "with remote.storage.enable, how long a closed segment stays on local disk once the store's manifest lists it (by its newest record's timestamp); -2 takes retention.ms, -1 keeps it forever; at most retention.ms when that is not -1; applies to compacted topics too"),
     def!("local.retention.bytes", "log.local.retention.bytes", Long, "-2", Some(-2.0), None, &[],
@@ -255,6 +257,9 @@ pub struct LogConfig {
     pub tombstone_max_wait_ms: i64,
     /// Closed segments are copied to the object store (`remote.storage.enable`).
     pub remote_storage_enable: bool,
+    /// Turning remote storage off deletes the store's copy
+    /// (`remote.log.delete.on.disable`); without it, turning off is refused.
+    pub remote_log_delete_on_disable: bool,
     /// `local.retention.ms` as set (-2: `retention.ms`); see [`LogConfig::local_retention_ms`].
     pub local_retention_ms_setting: i64,
     /// `local.retention.bytes` as set (-2: `retention.bytes`).
@@ -324,6 +329,7 @@ impl LogConfig {
                 == "true",
             tombstone_max_wait_ms: long("sediment.tombstone.retention.max.wait.ms"),
             remote_storage_enable: get("remote.storage.enable") == "true",
+            remote_log_delete_on_disable: get("remote.log.delete.on.disable") == "true",
             local_retention_ms_setting: long("local.retention.ms"),
             local_retention_bytes_setting: long("local.retention.bytes"),
             overrides,

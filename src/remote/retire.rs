@@ -12,7 +12,8 @@
 //!
 //! What is retired, and only that:
 //! * a partition the uploader saw enabled in this process (its log object
-//!   and `partition.metadata` remembered) whose log is gone, disabled, or
+//!   and `partition.metadata` remembered) whose log is gone, disabled with
+//!   `remote.log.delete.on.disable=true`, or
 //!   replaced by another log (a topic deleted and created again between two
 //!   rounds), when the store's latest manifest is that log's (same
 //!   `partition.metadata`). A replaced log's partition is held out of the
@@ -21,7 +22,13 @@
 //!   as a regression;
 //! * on a periodic scan of the store (the first round, then every quarter of
 //!   the delay): a partition whose local log exists with remote storage
-//!   disabled and the same `partition.metadata` as the latest manifest.
+//!   disabled and `remote.log.delete.on.disable=true`, and the same
+//!   `partition.metadata` as the latest manifest.
+//!
+//! A log turned off without `remote.log.delete.on.disable` keeps its copy:
+//! AlterConfigs refuses that change (Kafka's rule), so it only happens when a
+//! broker default changes across a restart, and the operator did not ask for
+//! the copy to be deleted.
 //!
 //! A partition in the store with no local log at all is left alone: a
 //! missing log dir must not turn into deleted objects. (A topic deleted just
@@ -75,7 +82,7 @@ impl Retirer {
         enabled: &mut Vec<(TopicPartition, SharedLog)>,
         config: &RemoteStorageConfig,
     ) {
-        let held = self.note(enabled).await;
+        let held = self.note(logs, enabled).await;
         let pending: Vec<(TopicPartition, String)> =
             self.state.lock().pending.iter().map(|(tp, m)| (tp.clone(), m.clone())).collect();
         for (tp, metadata) in pending {
@@ -108,7 +115,11 @@ impl Retirer {
 
     /// Compare `enabled` with the logs seen last round: those gone or
     /// replaced become pending retirements. Returns the replaced ones.
-    async fn note(&self, enabled: &[(TopicPartition, SharedLog)]) -> HashSet<TopicPartition> {
+    async fn note(
+        &self,
+        logs: &LogManager,
+        enabled: &[(TopicPartition, SharedLog)],
+    ) -> HashSet<TopicPartition> {
         let mut held = HashSet::new();
         let mut fresh = Vec::new();
         {
@@ -117,7 +128,10 @@ impl Retirer {
             let gone: Vec<TopicPartition> =
                 state.seen.keys().filter(|tp| !names.contains(tp)).cloned().collect();
             for tp in gone {
-                if let Some(seen) = state.seen.remove(&tp) {
+                let Some(seen) = state.seen.remove(&tp) else { continue };
+                if kept_on_disable(logs, &tp, &seen) {
+                    tracing::info!(partition = %tp, "tiered storage turned off without remote.log.delete.on.disable: the store's copy is kept");
+                } else {
                     state.pending.insert(tp, seen.metadata);
                 }
             }
@@ -147,6 +161,19 @@ impl Retirer {
         }
         held
     }
+}
+
+/// Whether `tp`'s log is still the one seen, with remote storage off but
+/// without `remote.log.delete.on.disable`: its copy in the store stays (a
+/// broker default changed across a restart turns a topic off this way; the
+/// operator did not ask for the copy to go).
+fn kept_on_disable(logs: &LogManager, tp: &TopicPartition, seen: &Seen) -> bool {
+    let Some(log) = logs.get_log(tp) else { return false };
+    if seen.log.as_ptr() != Arc::as_ptr(&log) {
+        return false;
+    }
+    let config = log.read().config().clone();
+    !config.remote_storage_enable && !config.remote_log_delete_on_disable
 }
 
 /// Write the retired manifest of `tp` if the store's latest is the manifest
@@ -196,7 +223,7 @@ async fn scan(
                 sweep::sweep(store, &tp, seq, &m, delay_ms).await.map(|n| stats.deleted(n))
             }
             Ok(Some((_, m))) => match logs.get_log(&tp) {
-                Some(log) => {
+                Some(log) if log.read().config().remote_log_delete_on_disable => {
                     let path = log.read().dir().join(PARTITION_METADATA_FILE);
                     let local = blocking(move || {
                         std::fs::read_to_string(&path).map_err(RemoteError::io(path))
@@ -210,7 +237,8 @@ async fn scan(
                         Err(e) => Err(e),
                     }
                 }
-                None => Ok(()),
+                // Gone, or off without remote.log.delete.on.disable: kept.
+                _ => Ok(()),
             },
             Ok(None) => Ok(()),
             Err(e) => Err(e),
@@ -221,4 +249,47 @@ async fn scan(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::log::manager::LogManagerConfig;
+
+    fn on() -> BTreeMap<String, String> {
+        BTreeMap::from([("remote.storage.enable".to_string(), "true".to_string())])
+    }
+
+    /// Turned off without remote.log.delete.on.disable the copy stays; with
+    /// the key, or for a log deleted, it is retired.
+    #[test]
+    fn only_an_operator_asking_for_it_retires_a_log_turned_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = LogManagerConfig::new(dir.path());
+        config.remote_log_storage_system_enable = true;
+        let logs = LogManager::open(config, crate::clock::system()).unwrap();
+        logs.set_topic_defaults(on()).unwrap();
+        logs.create_topic("t", 1, BTreeMap::new()).unwrap();
+        let tp = TopicPartition::new("t", 0);
+        let log = logs.get_log(&tp).unwrap();
+        let seen = Seen { log: Arc::downgrade(&log), metadata: String::new() };
+        assert!(!kept_on_disable(&logs, &tp, &seen), "still on: not a disable");
+
+        // Live, a default cannot turn it off without the key (the refusal is
+        // LogManager's); a log whose config says off without it keeps its copy.
+        assert!(logs.set_topic_defaults(BTreeMap::new()).is_err());
+        let off = crate::log::LogConfig::resolve(&BTreeMap::new(), BTreeMap::new()).unwrap();
+        log.write().update_config(Arc::new(off));
+        assert!(kept_on_disable(&logs, &tp, &seen), "off without the key: kept");
+
+        let delete =
+            BTreeMap::from([("remote.log.delete.on.disable".to_string(), "true".to_string())]);
+        logs.alter_topic_config("t", delete).unwrap();
+        assert!(!kept_on_disable(&logs, &tp, &seen), "the operator asked for deletion");
+
+        logs.delete_topic("t").unwrap();
+        assert!(!kept_on_disable(&logs, &tp, &seen), "deleted: retired");
+    }
 }

@@ -69,13 +69,20 @@ impl LogManager {
         LogConfig::resolve(defaults, on)?.check_local_retention()
     }
 
-    /// `remote.storage.enable` may not turn off while a partition of the
-    /// topic has offsets only in the store: the log start would fall back to
-    /// the first local segment and the store's copy be forgotten (Kafka
-    /// refuses turning it off without deleting the remote data).
+    /// `remote.storage.enable` may turn off only with
+    /// `remote.log.delete.on.disable=true` (Kafka's rule: the store's copy is
+    /// then deleted, so the operator must say so), and never while a
+    /// partition of the topic has offsets only in the store: the log start
+    /// would fall back to the first local segment and those offsets be lost.
     pub(super) fn check_store_only_kept(&self, info: &TopicInfo, config: &LogConfig) -> Result<()> {
         if config.remote_storage_enable {
             return Ok(());
+        }
+        if info.config.remote_storage_enable && !config.remote_log_delete_on_disable {
+            return Err(crate::log::error::LogError::InvalidConfig {
+                key: "remote.storage.enable".into(),
+                reason: "turning remote storage off deletes the topic's copy in the store: set remote.log.delete.on.disable=true with it to do so".into(),
+            });
         }
         for p in 0..info.partitions {
             let Some(log) = self.get_log(&TopicPartition::new(&info.name, p)) else { continue };
@@ -204,6 +211,15 @@ mod remote_tests {
             Err(LogError::InvalidConfig { key, .. }) => assert_eq!(key, "local.retention.ms"),
             other => panic!("{other:?}"),
         }
+        // Off only with remote.log.delete.on.disable (Kafka's rule).
+        let off = BTreeMap::from([("remote.storage.enable".to_string(), "false".to_string())]);
+        match enabled.alter_topic_config("t", off) {
+            Err(LogError::InvalidConfig { key, reason }) => {
+                assert_eq!(key, "remote.storage.enable");
+                assert!(reason.contains("remote.log.delete.on.disable"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
         // Offsets only in the store: remote storage stays on.
         let tp = TopicPartition::new("t", 0);
         let log = enabled.get_log(&tp).unwrap();
@@ -225,9 +241,15 @@ mod remote_tests {
         enabled.alter_topic_config("t", local_zero).unwrap();
         log.write().set_highest_offset_in_remote_storage(0);
         assert_eq!(log.write().delete_old_segments().unwrap(), 1);
-        let off = BTreeMap::from([("remote.storage.enable".to_string(), "false".to_string())]);
+        let off = BTreeMap::from([
+            ("remote.storage.enable".to_string(), "false".to_string()),
+            ("remote.log.delete.on.disable".to_string(), "true".to_string()),
+        ]);
         match enabled.alter_topic_config("t", off) {
-            Err(LogError::InvalidConfig { key, .. }) => assert_eq!(key, "remote.storage.enable"),
+            Err(LogError::InvalidConfig { key, reason }) => {
+                assert_eq!(key, "remote.storage.enable");
+                assert!(reason.contains("only in the remote store"), "{reason}");
+            }
             other => panic!("{other:?}"),
         }
         assert!(log.read().config().remote_storage_enable);
