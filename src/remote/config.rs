@@ -66,6 +66,8 @@ pub struct RemoteStorageConfig {
     pub region: Option<String>,
     pub upload_interval_ms: u64,
     pub delete_delay_ms: i64,
+    /// `sediment.remote.storage.cache.bytes`: the downloaded segments kept on disk.
+    pub cache_bytes: u64,
 }
 
 fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
@@ -104,6 +106,7 @@ impl RemoteStorageConfig {
             upload_interval_ms: config.int("sediment.remote.storage.upload.interval.ms").max(1)
                 as u64,
             delete_delay_ms: config.int("sediment.remote.storage.delete.delay.ms").max(0),
+            cache_bytes: config.int("sediment.remote.storage.cache.bytes").max(0) as u64,
         }))
     }
 
@@ -115,6 +118,7 @@ impl RemoteStorageConfig {
             region,
             upload_interval_ms: 5000,
             delete_delay_ms: 300_000,
+            cache_bytes: 1 << 30,
         }
     }
 

@@ -44,8 +44,11 @@
 //! Nothing in `log/` or `cleaner/` knows this module: it reads the logs
 //! through `LogManager`'s public surface.
 
+pub mod cache;
 pub mod config;
 pub mod manifest;
+pub mod read_stats;
+pub mod reader;
 pub mod restore;
 mod snapshot;
 pub mod status;
@@ -67,6 +70,8 @@ pub enum RemoteError {
     Store(Box<StoreFailure>),
     #[error("object {key} read back as {got_size} bytes with CRC32C {got_crc:08x}; {size} bytes with CRC32C {crc:08x} were uploaded")]
     Verify { key: String, size: u64, crc: u32, got_size: u64, got_crc: u32 },
+    #[error("segment {key} does not read back as the segment the manifest lists: {reason}")]
+    CorruptSegment { key: String, reason: String },
     #[error("object {key} is {size} bytes, more than the {max} allowed")]
     TooLarge { key: String, size: u64, max: u64 },
     #[error("{path}: {source}")]
@@ -111,7 +116,7 @@ impl RemoteError {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Store(f) => f.kind,
-            Self::Verify { .. } | Self::TooLarge { .. } => "corrupt",
+            Self::Verify { .. } | Self::TooLarge { .. } | Self::CorruptSegment { .. } => "corrupt",
             Self::Io { .. } | Self::Log(_) | Self::Join(_) => "local",
             Self::Manifest { .. } => "manifest",
             Self::ForeignStore { .. } | Self::Conflict { .. } | Self::Regressed { .. } => {
