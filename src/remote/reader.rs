@@ -40,6 +40,10 @@ pub enum RemoteReadError {
     /// The store lists no segment at or after the offset below the local start.
     #[error("offset {offset} of {partition} is not in the store (its segments reach {end})")]
     NotInStore { partition: String, offset: i64, end: i64 },
+    /// Segments of the partition are in the store only, and tiered storage
+    /// is off on this broker.
+    #[error("{partition}: the offset is in the store only and tiered storage is off on this broker (remote.log.storage.system.enable)")]
+    Disabled { partition: String },
     #[error(transparent)]
     Remote(Arc<RemoteError>),
 }
@@ -255,6 +259,7 @@ fn stale(e: &RemoteReadError) -> bool {
     match e {
         RemoteReadError::NotInStore { .. } => true,
         RemoteReadError::Remote(r) => r.kind() == "not_found",
+        RemoteReadError::Disabled { .. } => false,
     }
 }
 
