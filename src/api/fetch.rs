@@ -296,7 +296,8 @@ fn read_once(
                             let budget =
                                 Budget { remaining: &mut remaining, total: &mut total, isolation };
                             let log = log.read();
-                            let target = Target { tp: &tp, p, version, from_store };
+                            let remote_on = broker.remote_reader.is_some();
+                            let target = Target { tp: &tp, p, version, from_store, remote_on };
                             read_log(&log, target, &mut data, &mut regions, budget)
                         }
                     }
@@ -332,6 +333,8 @@ struct Target<'a> {
     p: &'a FetchPartition,
     version: i16,
     from_store: Option<&'a RemotePart>,
+    /// Tiered storage is on (the store can be read).
+    remote_on: bool,
 }
 
 /// Answer one partition of an existing log: from the store's read when it is
@@ -360,10 +363,7 @@ fn read_log(
             Err(code) => return Some(code),
         }
     } else if fetch_remote::below_local(log, t.p.fetch_offset) {
-        data.high_watermark = log.high_watermark();
-        data.last_stable_offset = log.last_stable_offset();
-        data.log_start_offset = log.log_start_offset();
-        return None;
+        return fetch_remote::not_this_time(log, t.tp, t.remote_on, data);
     }
     read_partition(log, t.tp, t.p, data, regions, budget)
 }

@@ -49,6 +49,7 @@ pub(super) async fn read_first(
     version: i16,
     access: &FetchAccess,
 ) -> Option<RemotePart> {
+    let reader = broker.remote_reader.as_ref()?;
     let isolation = FetchIsolation::from_isolation_level(request.isolation_level);
     for (ti, topic) in request.topics.iter().enumerate() {
         let name = if version >= 13 {
@@ -80,14 +81,30 @@ pub(super) async fn read_first(
                 min_one_batch: true,
                 isolation,
             };
-            let result = match &broker.remote_reader {
-                Some(reader) => reader.read(&tp, range, config).await,
-                None => Err(RemoteReadError::Disabled { partition: tp.to_string() }),
-            };
+            let result = reader.read(&tp, range, config).await;
             return Some(RemotePart { topic: ti, partition: pi, result });
         }
     }
     None
+}
+
+/// Answer a partition below its local start that is not this request's
+/// read from the store: no records now (its turn comes), or, with tiered
+/// storage off on this broker, the error that says the data is elsewhere.
+pub(super) fn not_this_time(
+    log: &Log,
+    tp: &TopicPartition,
+    remote_on: bool,
+    data: &mut PartitionData,
+) -> Option<ResponseError> {
+    data.high_watermark = log.high_watermark();
+    data.last_stable_offset = log.last_stable_offset();
+    data.log_start_offset = log.log_start_offset();
+    (!remote_on).then(|| {
+        let e = RemoteReadError::Disabled { partition: tp.to_string() };
+        tracing::warn!("fetch: {e}");
+        remote_read_error_code(&e)
+    })
 }
 
 /// Answer a partition from the store's read: records, the partition's

@@ -236,10 +236,9 @@ impl SegmentCache {
                 tracing::warn!(partition = %tp, "tiered storage: reading from the store: {e}");
                 let e = Arc::new(e);
                 if e.kind() == "corrupt" {
-                    self.state
-                        .lock()
-                        .failed
-                        .insert(id.to_string(), (Instant::now(), Arc::clone(&e)));
+                    let mut st = self.state.lock();
+                    st.failed.retain(|_, (at, _)| at.elapsed() < FAILED_RETRY);
+                    st.failed.insert(id.to_string(), (Instant::now(), Arc::clone(&e)));
                 }
                 Err(e)
             }

@@ -30,6 +30,7 @@ use super::cache::{CachedSegment, SegmentCache};
 use super::manifest::{self, Manifest, SegmentEntry};
 use super::store::RemoteStore;
 use super::{blocking, RemoteError};
+use crate::log::index::TimeIndex;
 use crate::log::segment::SegmentConfig;
 use crate::log::transaction_index::AbortedTxn;
 use crate::log::{FetchIsolation, LogError, TopicPartition};
@@ -91,11 +92,18 @@ pub struct RemoteLogReader {
     store: RemoteStore,
     cache: Arc<SegmentCache>,
     manifests: Mutex<HashMap<TopicPartition, Arc<Manifest>>>,
+    /// Store segments' largest timestamps, by `.timeindex` key (which names its content).
+    max_timestamps: Mutex<HashMap<String, i64>>,
 }
+
+/// Largest `.timeindex` object read for a timestamp lookup (an index's limit).
+const MAX_TIME_INDEX: u64 = 64 << 20;
+/// Segments' largest timestamps remembered (a few MB at most).
+const MAX_KNOWN_TIMESTAMPS: usize = 100_000;
 
 impl RemoteLogReader {
     pub fn new(store: RemoteStore, cache: Arc<SegmentCache>) -> Self {
-        Self { store, cache, manifests: Mutex::default() }
+        Self { store, cache, manifests: Mutex::default(), max_timestamps: Mutex::default() }
     }
 
     pub fn cache(&self) -> &Arc<SegmentCache> {
@@ -200,6 +208,10 @@ impl RemoteLogReader {
             .iter()
             .filter(|s| s.next_offset > log_start && s.base_offset < local_start)
         {
+            // Only the segment that can answer is downloaded whole.
+            if self.max_timestamp(tp, entry).await? < target {
+                continue;
+            }
             let seg = self.cache.get(tp, entry, config).await?;
             if seg.segment().max_timestamp() < target {
                 continue;
@@ -216,6 +228,52 @@ impl RemoteLogReader {
         self.cache.reads().fetch_seconds.observe(started.elapsed().as_secs_f64());
         self.cache.release();
         Ok(found)
+    }
+
+    /// A store segment's largest timestamp, from its `.timeindex` object
+    /// (small; verified against the manifest; remembered by key). A segment
+    /// listed without one answers `i64::MAX`: only the segment can tell.
+    async fn max_timestamp(
+        &self,
+        tp: &TopicPartition,
+        entry: &SegmentEntry,
+    ) -> Result<i64, RemoteReadError> {
+        let Some(f) = entry.files.iter().find(|f| f.ext == "timeindex") else {
+            return Ok(i64::MAX);
+        };
+        if let Some(ts) = self.max_timestamps.lock().get(&f.key) {
+            return Ok(*ts);
+        }
+        let key = self.store.key(&format!("{}/{}", manifest::partition_dir(tp), f.key));
+        let fetched = match self.store.get_bounded(&key, f.size.min(MAX_TIME_INDEX)).await {
+            Ok(bytes) => {
+                let crc = crc32c::crc32c(&bytes);
+                if bytes.len() as u64 == f.size && crc == f.crc32c {
+                    Ok(bytes)
+                } else {
+                    Err(RemoteError::Verify {
+                        key: key.to_string(),
+                        size: f.size,
+                        crc: f.crc32c,
+                        got_size: bytes.len() as u64,
+                        got_crc: crc,
+                    })
+                }
+            }
+            Err(e) => Err(e),
+        };
+        let bytes = fetched.map_err(|e| {
+            self.cache.stats().error(e.kind());
+            tracing::warn!(partition = %tp, "tiered storage: reading from the store: {e}");
+            RemoteReadError::from(e)
+        })?;
+        let ts = TimeIndex::last_entry_of(&bytes, entry.base_offset).map_or(-1, |e| e.timestamp);
+        let mut known = self.max_timestamps.lock();
+        if known.len() >= MAX_KNOWN_TIMESTAMPS {
+            known.clear();
+        }
+        known.insert(f.key.clone(), ts);
+        Ok(ts)
     }
 
     /// The partition's latest manifest: the one kept, unless `fresh` or none.

@@ -150,8 +150,11 @@ async fn timestamps_are_found_in_the_store() {
     write_manifest(&f.store, &f.tp, 1, 0, f.entries.clone()).await;
     let find = |t, start| f.reader.find_offset_by_timestamp(&f.tp, t, start, 180, config());
     assert_eq!(find(timestamp(100), 0).await.unwrap(), Some((timestamp(100), 100)));
+    // Segment 0's largest timestamp came from its .timeindex: only segment 1 was downloaded.
+    assert_eq!(f.reader.cache().downloads(), 1);
     assert_eq!(find(timestamp(100) - 5, 0).await.unwrap(), Some((timestamp(100), 100)));
     assert_eq!(find(0, 0).await.unwrap(), Some((timestamp(0), 0)));
     assert_eq!(find(0, 61).await.unwrap(), Some((timestamp(61), 61)), "from the log start");
     assert_eq!(find(timestamp(180), 0).await.unwrap(), None, "later: the local log's");
+    assert_eq!(f.reader.cache().downloads(), 2, "no segment downloaded for a later timestamp");
 }
