@@ -484,6 +484,7 @@ async fn start_remote(
     let Some(rc) = broker.config.remote_storage_config()? else { return Ok(None) };
     let store = rc.open().map_err(BrokerError::Remote)?;
     let (cache_bytes, node_id) = (rc.cache_bytes, broker.config.node_id());
+    let fetch_max_wait = std::time::Duration::from_millis(rc.fetch_max_wait_ms);
     let manager = RemoteLogManager::start(rc, Arc::clone(logs), &broker.cluster_id, node_id)
         .await
         .map_err(BrokerError::Remote)?;
@@ -496,7 +497,8 @@ async fn start_remote(
         RemoteReadStats::default(),
     )
     .map_err(BrokerError::Remote)?;
-    broker.remote_reader = Some(Arc::new(RemoteLogReader::new(store, cache)));
+    let reader = RemoteLogReader::new(store, cache).with_fetch_max_wait(fetch_max_wait);
+    broker.remote_reader = Some(Arc::new(reader));
     Ok(Some(manager))
 }
 

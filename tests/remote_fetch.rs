@@ -108,6 +108,7 @@ type Records = Vec<(i64, String)>;
 fn walk(w: &mut Wire, topic: &str, end: i64) -> (Records, Option<(i64, i16)>) {
     let mut got: Records = Vec::new();
     let mut next = 0;
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
     while next < end {
         let (code, bytes) = fetch(w, &[(topic, next)]).remove(0);
         if code != 0 {
@@ -115,7 +116,11 @@ fn walk(w: &mut Wire, topic: &str, end: i64) -> (Records, Option<(i64, i16)>) {
             return (got, Some((next, code)));
         }
         let recs = records(&bytes);
-        assert!(!recs.is_empty(), "an empty fetch at {next} below {end}");
+        if recs.is_empty() {
+            // A download longer than remote.fetch.max.wait.ms: asked again, it is cached.
+            assert!(Instant::now() < deadline, "no records at {next} below {end} for 60 s");
+            continue;
+        }
         got.extend(recs.into_iter().filter(|(o, _)| *o >= next));
         next = got.last().map_or(next, |(o, _)| o + 1);
     }

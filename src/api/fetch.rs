@@ -53,7 +53,7 @@ use kafka_protocol::messages::fetch_response::{
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
 use super::error::{error_code, fetch_session_error_code};
-use super::fetch_remote::{self, RemotePart};
+use super::fetch_remote::{self, RemotePart, StoreRead};
 use super::fetch_session::{FetchContext, SessionError};
 use super::RequestContext;
 use crate::broker::Broker;
@@ -352,9 +352,9 @@ fn read_log(
         return Some(ResponseError::UnsupportedCompressionType);
     }
     if let Some(part) = t.from_store {
-        match fetch_remote::fill(log, t.tp, t.p.fetch_offset, &part.result, data) {
+        match fetch_remote::fill(log, t.tp, t.p.fetch_offset, &part.read, data) {
             // The store has nothing there: the local log's first batch follows.
-            Ok(_) if matches!(part.result, Ok(None)) => {}
+            Ok(_) if matches!(part.read, StoreRead::Nothing) => {}
             Ok(len) => {
                 *budget.total += len;
                 *budget.remaining = budget.remaining.saturating_sub(len);

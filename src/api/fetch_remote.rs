@@ -5,7 +5,10 @@
 //! As Kafka (4.0) does, one such partition is read from the store per
 //! request, the first in request order, before the local reads and without
 //! a log lock held while the store or the cache works; its data (or its
-//! error) makes the fetch answer at once, without the long-poll wait. Other
+//! error) makes the fetch answer at once, without the long-poll wait. The
+//! wait for the store is bounded by `remote.fetch.max.wait.ms`: past it the
+//! partition answers no records this time, the local partitions are answered,
+//! and the download goes on (the cache's task) for the client's next fetch. Other
 //! partitions below their local start answer no records and no error this
 //! time (the client asks again), and every local partition is read as
 //! usual. A store that fails, or an object that fails its check, is that
@@ -22,18 +25,31 @@ use crate::broker::Broker;
 use crate::log::{FetchIsolation, Log, TopicPartition};
 use crate::remote::reader::{RemoteFetch, RemoteRange, RemoteReadError};
 
+/// What the store gave for a partition.
+#[derive(Debug)]
+pub(super) enum StoreRead {
+    Data(RemoteFetch),
+    /// The store has no batch at or after the offset below the local start:
+    /// the local log answers (from its first batch).
+    Nothing,
+    /// Not within `remote.fetch.max.wait.ms`: no records this time; the
+    /// download goes on and a later fetch finds the segment in the cache.
+    Pending,
+    Failed(RemoteReadError),
+}
+
 /// The one partition of a request read from the store, and what it got.
 #[derive(Debug)]
 pub(super) struct RemotePart {
     pub topic: usize,
     pub partition: usize,
-    pub result: Result<Option<RemoteFetch>, RemoteReadError>,
+    pub read: StoreRead,
 }
 
 impl RemotePart {
-    /// Whether it answers the fetch at once (data or an error).
+    /// Whether it answers the fetch at once (data, an error, or the wait spent).
     pub fn answers(&self) -> bool {
-        !matches!(self.result, Ok(None))
+        !matches!(self.read, StoreRead::Nothing)
     }
 }
 
@@ -81,8 +97,14 @@ pub(super) async fn read_first(
                 min_one_batch: true,
                 isolation,
             };
-            let result = reader.read(&tp, range, config).await;
-            return Some(RemotePart { topic: ti, partition: pi, result });
+            let wait = reader.fetch_max_wait();
+            let read = match tokio::time::timeout(wait, reader.read(&tp, range, config)).await {
+                Ok(Ok(Some(fetch))) => StoreRead::Data(fetch),
+                Ok(Ok(None)) => StoreRead::Nothing,
+                Ok(Err(e)) => StoreRead::Failed(e),
+                Err(_) => StoreRead::Pending,
+            };
+            return Some(RemotePart { topic: ti, partition: pi, read });
         }
     }
     None
@@ -111,20 +133,21 @@ pub(super) fn not_this_time(
 /// offsets from the local log, and for read_committed the aborted
 /// transactions (the search continued in the local log when the store's
 /// segments did not end it). Returns the records' length or the error.
+/// `StoreRead::Nothing` is the caller's to answer from the local log.
 pub(super) fn fill(
     log: &Log,
     tp: &TopicPartition,
     fetch_offset: i64,
-    result: &Result<Option<RemoteFetch>, RemoteReadError>,
+    read: &StoreRead,
     data: &mut PartitionData,
 ) -> Result<usize, ResponseError> {
     data.high_watermark = log.high_watermark();
     data.last_stable_offset = log.last_stable_offset();
     data.log_start_offset = log.log_start_offset();
-    let fetch = match result {
-        Ok(Some(fetch)) => fetch,
-        Ok(None) => return Ok(0),
-        Err(e) => {
+    let fetch = match read {
+        StoreRead::Data(fetch) => fetch,
+        StoreRead::Nothing | StoreRead::Pending => return Ok(0),
+        StoreRead::Failed(e) => {
             tracing::warn!(partition = %tp, offset = fetch_offset, "fetch from the store failed: {e}");
             return Err(remote_read_error_code(e));
         }

@@ -68,6 +68,8 @@ pub struct RemoteStorageConfig {
     pub delete_delay_ms: i64,
     /// `sediment.remote.storage.cache.bytes`: the downloaded segments kept on disk.
     pub cache_bytes: u64,
+    /// `remote.fetch.max.wait.ms`: the longest a fetch waits for the store.
+    pub fetch_max_wait_ms: u64,
 }
 
 fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
@@ -107,6 +109,7 @@ impl RemoteStorageConfig {
                 as u64,
             delete_delay_ms: config.int("sediment.remote.storage.delete.delay.ms").max(0),
             cache_bytes: config.int("sediment.remote.storage.cache.bytes").max(0) as u64,
+            fetch_max_wait_ms: config.int("remote.fetch.max.wait.ms").max(1) as u64,
         }))
     }
 
@@ -119,6 +122,7 @@ impl RemoteStorageConfig {
             upload_interval_ms: 5000,
             delete_delay_ms: 300_000,
             cache_bytes: 1 << 30,
+            fetch_max_wait_ms: 500,
         }
     }
 

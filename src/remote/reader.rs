@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -94,6 +94,8 @@ pub struct RemoteLogReader {
     manifests: Mutex<HashMap<TopicPartition, Arc<Manifest>>>,
     /// Store segments' largest timestamps, by `.timeindex` key (which names its content).
     max_timestamps: Mutex<HashMap<String, i64>>,
+    /// `remote.fetch.max.wait.ms`: how long a fetch waits for the store.
+    fetch_max_wait: Duration,
 }
 
 /// Largest `.timeindex` object read for a timestamp lookup (an index's limit).
@@ -103,7 +105,24 @@ const MAX_KNOWN_TIMESTAMPS: usize = 100_000;
 
 impl RemoteLogReader {
     pub fn new(store: RemoteStore, cache: Arc<SegmentCache>) -> Self {
-        Self { store, cache, manifests: Mutex::default(), max_timestamps: Mutex::default() }
+        Self {
+            store,
+            cache,
+            manifests: Mutex::default(),
+            max_timestamps: Mutex::default(),
+            fetch_max_wait: Duration::from_millis(500),
+        }
+    }
+
+    #[must_use]
+    pub fn with_fetch_max_wait(mut self, wait: Duration) -> Self {
+        self.fetch_max_wait = wait;
+        self
+    }
+
+    /// How long a fetch waits for a read from the store.
+    pub fn fetch_max_wait(&self) -> Duration {
+        self.fetch_max_wait
     }
 
     pub fn cache(&self) -> &Arc<SegmentCache> {
