@@ -547,21 +547,6 @@ impl Metrics {
         self
     }
 
-    /// Export reads from the tiered storage store too (latency, cache).
-    ///
-    /// # Errors
-    /// A metric registered twice.
-    pub fn with_remote_reads(
-        self,
-        reads: &crate::remote::read_stats::RemoteReadStats,
-    ) -> Result<Self, MetricsError> {
-        self.registry.register(Box::new(reads.fetch_seconds.clone()))?;
-        self.registry.register(Box::new(reads.cache_hits.clone()))?;
-        self.registry.register(Box::new(reads.cache_misses.clone()))?;
-        self.registry.register(Box::new(reads.cache_bytes.clone()))?;
-        Ok(self)
-    }
-
     /// The cleaner's own gauges, from the manager's status and the threads'.
     fn refresh_cleaner(&self, status: &ManagerStatus, threads: &CleanerThreadsStatus) {
         let g = &self.gauges;

@@ -41,6 +41,13 @@
 //! 4. Sweep objects and manifests out of date for longer than the delay.
 //!    Crash: some left, removed by a later sweep.
 //!
+//! Reads ([`reader`] through [`cache`]): Fetch and ListOffsets below a
+//! partition's local log start are answered from the segments its latest
+//! manifest lists, downloaded whole into a bounded cache under the first log
+//! dir and opened with `log::segment`. Every object is checked against the
+//! manifest's size and CRC32C before it is used: one that fails is an error
+//! naming its key, counted as `corrupt`, never served.
+//!
 //! Nothing in `log/` or `cleaner/` knows this module: it reads the logs
 //! through `LogManager`'s public surface.
 
