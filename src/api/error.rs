@@ -26,9 +26,9 @@ use crate::txn::TxnError;
 pub fn remote_read_error_code(e: &RemoteReadError) -> ResponseError {
     match e {
         RemoteReadError::NotInStore { .. } => ResponseError::OffsetOutOfRange,
-        RemoteReadError::Disabled { .. } | RemoteReadError::Remote(_) => {
-            ResponseError::UnknownServerError
-        }
+        RemoteReadError::Disabled { .. }
+        | RemoteReadError::OtherTopic { .. }
+        | RemoteReadError::Remote(_) => ResponseError::UnknownServerError,
     }
 }
 

@@ -80,6 +80,7 @@ pub(super) async fn read_first(
         for (pi, p) in topic.partitions.iter().enumerate() {
             let tp = TopicPartition::new(name.clone(), p.partition);
             let Some(log) = broker.logs.get_log(&tp) else { continue };
+            let Some(topic_id) = broker.logs.topic(&name).map(|t| t.id) else { continue };
             let (local_start, config) = {
                 let log = log.read();
                 if !below_local(&log, p.fetch_offset) {
@@ -96,6 +97,7 @@ pub(super) async fn read_first(
                 max_bytes,
                 min_one_batch: true,
                 isolation,
+                topic_id,
             };
             let wait = reader.fetch_max_wait();
             let read = match tokio::time::timeout(wait, reader.read(&tp, range, config)).await {

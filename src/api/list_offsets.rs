@@ -109,8 +109,12 @@ async fn lookup(
     if target == EARLIEST_LOCAL_TIMESTAMP {
         return Ok(Some((NO_TIMESTAMP, local_start)));
     }
-    if let (Some(reader), true) = (&broker.remote_reader, target >= 0 && log_start < local_start) {
-        match reader.find_offset_by_timestamp(tp, target, log_start, local_start, config).await {
+    let topic_id = broker.logs.topic(&tp.topic).map(|t| t.id);
+    let reader = broker.remote_reader.as_ref().filter(|_| target >= 0 && log_start < local_start);
+    if let (Some(reader), Some(id)) = (reader, topic_id) {
+        let lookup =
+            reader.find_offset_by_timestamp(tp, target, log_start, local_start, config, &id);
+        match lookup.await {
             Ok(Some(found)) => return Ok(Some(found).filter(|&(_, o)| o < last_fetchable)),
             Ok(None) => {}
             Err(e) => {

@@ -31,6 +31,7 @@ use super::manifest::{self, Manifest, SegmentEntry};
 use super::store::RemoteStore;
 use super::{blocking, RemoteError};
 use crate::log::index::TimeIndex;
+use crate::log::manager::topic_id_to_string;
 use crate::log::segment::SegmentConfig;
 use crate::log::transaction_index::AbortedTxn;
 use crate::log::{FetchIsolation, LogError, TopicPartition};
@@ -45,6 +46,9 @@ pub enum RemoteReadError {
     /// is off on this broker.
     #[error("{partition}: the offset is in the store only and tiered storage is off on this broker (remote.log.storage.system.enable)")]
     Disabled { partition: String },
+    /// The store's latest manifest is of an earlier topic of the same name.
+    #[error("the store's manifest of {partition} is of another topic of that name (deleted and created again): not served")]
+    OtherTopic { partition: String },
     #[error(transparent)]
     Remote(Arc<RemoteError>),
 }
@@ -85,6 +89,8 @@ pub struct RemoteRange {
     pub max_bytes: usize,
     pub min_one_batch: bool,
     pub isolation: FetchIsolation,
+    /// The local topic's id: a manifest of another topic of that name is not read.
+    pub topic_id: [u8; 16],
 }
 
 #[derive(Debug)]
@@ -144,8 +150,14 @@ impl RemoteLogReader {
         let started = Instant::now();
         let mut fresh = false;
         let result = loop {
-            let manifest = self.manifest(tp, fresh).await?;
-            match self.read_from(tp, &manifest, range, config).await {
+            let attempt = match self.manifest(tp, fresh).await {
+                Ok(m) if same_topic(&m, &range.topic_id) => {
+                    self.read_from(tp, &m, range, config).await
+                }
+                Ok(_) => Err(other_topic(tp)),
+                Err(e) => Err(e),
+            };
+            match attempt {
                 Err(e) if !fresh && stale(&e) => fresh = true,
                 other => break other,
             }
@@ -218,9 +230,16 @@ impl RemoteLogReader {
         log_start: i64,
         local_start: i64,
         config: SegmentConfig,
+        topic_id: &[u8; 16],
     ) -> Result<Option<(i64, i64)>, RemoteReadError> {
         let started = Instant::now();
-        let manifest = self.manifest(tp, false).await?;
+        let mut manifest = self.manifest(tp, false).await?;
+        if !same_topic(&manifest, topic_id) {
+            manifest = self.manifest(tp, true).await?;
+            if !same_topic(&manifest, topic_id) {
+                return Err(other_topic(tp));
+            }
+        }
         let mut found = None;
         for entry in manifest
             .segments
@@ -331,10 +350,23 @@ impl RemoteLogReader {
     }
 }
 
+/// Whether `m` is of the topic with this id, not of an earlier topic of
+/// the same name (deleted and created again).
+fn same_topic(m: &Manifest, topic_id: &[u8; 16]) -> bool {
+    let id = topic_id_to_string(topic_id);
+    m.partition_metadata
+        .lines()
+        .any(|l| l.strip_prefix("topic_id:").map(str::trim) == Some(id.as_str()))
+}
+
+fn other_topic(tp: &TopicPartition) -> RemoteReadError {
+    RemoteReadError::OtherTopic { partition: tp.to_string() }
+}
+
 /// Whether reading the latest manifest again may help.
 fn stale(e: &RemoteReadError) -> bool {
     match e {
-        RemoteReadError::NotInStore { .. } => true,
+        RemoteReadError::NotInStore { .. } | RemoteReadError::OtherTopic { .. } => true,
         RemoteReadError::Remote(r) => r.kind() == "not_found",
         RemoteReadError::Disabled { .. } => false,
     }

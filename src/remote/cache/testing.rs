@@ -7,6 +7,7 @@ use std::path::Path;
 use bytes::Bytes;
 
 use crate::log::compression::Compression;
+use crate::log::manager::topic_id_to_string;
 use crate::log::record_batch::{self, BatchBuilder};
 use crate::log::segment::{LogSegment, SegmentConfig};
 use crate::log::transaction_index::AbortedTxn;
@@ -16,6 +17,9 @@ use crate::remote::manifest::{
 };
 use crate::remote::store::RemoteStore;
 use crate::remote::RemoteStorageConfig;
+
+/// The id of the tests' topic.
+pub(crate) const TOPIC_ID: [u8; 16] = [7; 16];
 
 pub(crate) fn config() -> SegmentConfig {
     SegmentConfig { index_interval_bytes: 200, max_index_size: 1 << 20, max_batch_size: 1 << 20 }
@@ -96,7 +100,7 @@ pub(crate) async fn write_manifest(
         cluster_id: "c".into(),
         topic: tp.topic.clone(),
         partition: tp.partition,
-        partition_metadata: "version: 0\n".into(),
+        partition_metadata: format!("version: 0\ntopic_id: {}\n", topic_id_to_string(&TOPIC_ID)),
         topic_config: BTreeMap::new(),
         log_start_offset: log_start,
         clean_offset: None,

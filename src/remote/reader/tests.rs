@@ -3,7 +3,7 @@ use std::sync::Arc;
 use super::*;
 use crate::log::record_batch::{BatchHeader, RecordIter};
 use crate::remote::cache::testing::{
-    config, local_store, timestamp, upload_segments, value, write_manifest,
+    config, local_store, timestamp, upload_segments, value, write_manifest, TOPIC_ID,
 };
 use crate::remote::cache::CACHE_DIR;
 use crate::remote::manifest::object_key;
@@ -42,6 +42,7 @@ fn range(offset: i64, max_bytes: usize) -> RemoteRange {
         max_bytes,
         min_one_batch: true,
         isolation: FetchIsolation::HighWatermark,
+        topic_id: TOPIC_ID,
     }
 }
 
@@ -148,7 +149,8 @@ async fn read_committed_names_aborts_from_later_segments() {
 async fn timestamps_are_found_in_the_store() {
     let f = fixture(&[]).await;
     write_manifest(&f.store, &f.tp, 1, 0, f.entries.clone()).await;
-    let find = |t, start| f.reader.find_offset_by_timestamp(&f.tp, t, start, 180, config());
+    let find =
+        |t, start| f.reader.find_offset_by_timestamp(&f.tp, t, start, 180, config(), &TOPIC_ID);
     assert_eq!(find(timestamp(100), 0).await.unwrap(), Some((timestamp(100), 100)));
     // Segment 0's largest timestamp came from its .timeindex: only segment 1 was downloaded.
     assert_eq!(f.reader.cache().downloads(), 1);
@@ -157,4 +159,17 @@ async fn timestamps_are_found_in_the_store() {
     assert_eq!(find(0, 61).await.unwrap(), Some((timestamp(61), 61)), "from the log start");
     assert_eq!(find(timestamp(180), 0).await.unwrap(), None, "later: the local log's");
     assert_eq!(f.reader.cache().downloads(), 2, "no segment downloaded for a later timestamp");
+}
+
+#[tokio::test]
+async fn a_manifest_of_an_earlier_topic_of_that_name_is_not_read() {
+    let f = fixture(&[]).await;
+    write_manifest(&f.store, &f.tp, 1, 0, f.entries.clone()).await;
+    let recreated = RemoteRange { topic_id: [9; 16], ..range(0, 100) };
+    let err = f.reader.read(&f.tp, recreated, config()).await.unwrap_err();
+    assert!(matches!(err, RemoteReadError::OtherTopic { .. }), "{err}");
+    let find = f.reader.find_offset_by_timestamp(&f.tp, 0, 0, 180, config(), &[9; 16]);
+    assert!(matches!(find.await, Err(RemoteReadError::OtherTopic { .. })));
+    assert_eq!(f.reader.cache().downloads(), 0, "nothing of it downloaded");
+    assert!(f.reader.read(&f.tp, range(0, 100), config()).await.unwrap().is_some());
 }
