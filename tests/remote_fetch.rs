@@ -56,6 +56,16 @@ fn list_offset(w: &mut Wire, topic: &str, timestamp: i64) -> (i16, i64) {
 
 /// One Fetch v12 of partition 0 of each (topic, offset): (error, records) each.
 fn fetch(w: &mut Wire, parts: &[(&str, i64)]) -> Vec<(i16, Bytes)> {
+    fetch_isolated(w, parts, 0).into_iter().map(|(code, bytes, _)| (code, bytes)).collect()
+}
+
+/// [`fetch`] at an isolation level (1: read_committed), with each
+/// partition's aborted transactions (their count; `None`: absent).
+fn fetch_isolated(
+    w: &mut Wire,
+    parts: &[(&str, i64)],
+    isolation: i8,
+) -> Vec<(i16, Bytes, Option<usize>)> {
     let topics = parts
         .iter()
         .map(|(topic, offset)| {
@@ -71,13 +81,15 @@ fn fetch(w: &mut Wire, parts: &[(&str, i64)]) -> Vec<(i16, Bytes)> {
         .with_replica_id(BrokerId(-1))
         .with_max_wait_ms(0)
         .with_max_bytes(4 << 20)
+        .with_isolation_level(isolation)
         .with_topics(topics);
     let r = w.call(12, &request);
     r.responses
         .iter()
         .map(|t| {
             let p = &t.partitions[0];
-            (p.error_code, p.records.clone().unwrap_or_default())
+            let aborted = p.aborted_transactions.as_ref().map(Vec::len);
+            (p.error_code, p.records.clone().unwrap_or_default(), aborted)
         })
         .collect()
 }
@@ -213,6 +225,12 @@ fn store_only_segments_are_read_by_every_client_and_a_corrupt_object_is_never_se
     assert!(b.metric("sediment_remote_cache_hits_total").unwrap_or(0.0) > 0.0);
     assert!(b.metric("sediment_remote_fetch_seconds_count").unwrap_or(0.0) > 0.0);
     assert!(b.metric("sediment_remote_cache_bytes").unwrap_or(0.0) > 0.0);
+
+    // read_committed from the store: the same batches, no aborted transaction.
+    let (code, bytes, aborted) = fetch_isolated(&mut w, &[(TOPIC, 0)], 1).remove(0);
+    assert_eq!((code, aborted), (0, Some(0)));
+    let committed = records(&bytes);
+    assert!(!committed.is_empty() && committed.iter().all(|(o, v)| *v == value(*o)));
 
     // A timestamp in the store's part, and one in the local part.
     assert_eq!(list_offset(&mut w, TOPIC, base_ts + 40), (0, 40));

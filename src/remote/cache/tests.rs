@@ -142,3 +142,19 @@ async fn the_directory_is_emptied_at_start() {
     assert!(!dir.join("t-0/junk").exists());
     drop(c.get(&f.tp, &f.entries[0], config()).await.unwrap());
 }
+
+#[tokio::test]
+async fn a_segment_larger_than_the_cap_is_served_alone_and_goes_first() {
+    let f = fixture(2).await;
+    let c = cache(&f, 100);
+    let big = c.get(&f.tp, &f.entries[0], config()).await.unwrap();
+    assert_eq!(big.segment().next_offset(), f.entries[0].next_offset);
+    assert_eq!(c.bytes(), seg_bytes(&f.entries[0]), "admitted although over the cap");
+    drop(big);
+    let other = c.get(&f.tp, &f.entries[1], config()).await.unwrap();
+    assert_eq!(c.bytes(), seg_bytes(&f.entries[1]), "the released one went");
+    drop(other);
+    c.release();
+    assert_eq!(c.bytes(), 0);
+    assert_eq!(c.reads().cache_bytes.get(), 0);
+}
