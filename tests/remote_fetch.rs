@@ -19,7 +19,9 @@ mod broker;
 use std::time::Instant;
 
 use broker::remote::*;
-use broker::{create_topic, kafka_tool, kcat, now_ms, produce, run_python_script, Wire};
+use broker::{
+    create_topic, kafka_tool, kafka_tool_output, kcat, now_ms, produce, run_python_script, Wire,
+};
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -287,5 +289,23 @@ fn store_only_segments_are_read_by_every_client_and_a_corrupt_object_is_never_se
     assert!(b.log().contains(key.as_ref()), "the broker's log names {key}");
     let stop = bad.base_offset.to_string();
     run_python_script(&b, "remote_fetch_confluent.py", &[TOPIC, &stop, "corrupt"], "done");
+    // The Java client retries UNKNOWN_SERVER_ERROR until its timeout: what it
+    // printed is exactly the records before the corrupt segment.
+    let args = [
+        "--bootstrap-server",
+        &bs,
+        "--topic",
+        TOPIC,
+        "--from-beginning",
+        "--max-messages",
+        &count,
+        "--timeout-ms",
+        "8000",
+    ];
+    let (_, out, err) = kafka_tool_output(CONSUMER, &args, None);
+    let want: Vec<String> = (0..bad.base_offset).map(value).collect();
+    let got: Vec<&str> = out.lines().collect();
+    let tail = &err[err.len().saturating_sub(2000)..];
+    assert!(got == want, "the console consumer printed {} lines: ...{tail}", got.len());
     b.stop();
 }
