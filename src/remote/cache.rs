@@ -10,9 +10,12 @@
 //!   the size and CRC32C its manifest lists, and the opened segment ends at
 //!   the offset and size the manifest says. A mismatch is an error naming the
 //!   object's key, counted as `corrupt`, logged once per download, and the
-//!   files are removed: wrong bytes are never served. A corrupt segment is
-//!   not downloaded again for [`FAILED_RETRY`], so a consumer retrying does
-//!   not turn into a download loop.
+//!   files are removed: wrong bytes are never served.
+//! * A failed download (a corrupt object, a store that does not answer) is
+//!   the answer for that segment during [`FAILED_RETRY`], so consumers
+//!   retrying get the error at once and do not turn into a download loop; a
+//!   missing object is not remembered (the reader reads the latest manifest
+//!   again: a clean may have replaced the segment).
 //! * The unit of the cache is a whole segment (its objects together: a fetch
 //!   needs the `.log` and `.index`, a lookup the `.timeindex` and `.log`).
 //!   Segments are evicted least recently used first, whole, until the
@@ -54,8 +57,8 @@ pub const CHUNK: u64 = 8 << 20;
 const MAX_LOG_OBJECT: u64 = i32::MAX as u64;
 /// Largest index object accepted (what the local index loader accepts).
 const MAX_INDEX_OBJECT: u64 = 64 << 20;
-/// How long a segment found corrupt is answered from memory before it is
-/// downloaded again (it may have been re-uploaded).
+/// How long a failed download is answered from memory before the segment
+/// is downloaded again (the store may be back, the object re-uploaded).
 pub const FAILED_RETRY: Duration = Duration::from_secs(10);
 const EXTS: [&str; 4] = ["log", "index", "timeindex", "txnindex"];
 
@@ -235,7 +238,7 @@ impl SegmentCache {
                 self.stats.error(e.kind());
                 tracing::warn!(partition = %tp, "tiered storage: reading from the store: {e}");
                 let e = Arc::new(e);
-                if e.kind() == "corrupt" {
+                if e.kind() != "not_found" {
                     let mut st = self.state.lock();
                     st.failed.retain(|_, (at, _)| at.elapsed() < FAILED_RETRY);
                     st.failed.insert(id.to_string(), (Instant::now(), Arc::clone(&e)));
