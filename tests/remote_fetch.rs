@@ -5,7 +5,8 @@
 //! kcat, confluent-kafka and Kafka's console consumer; ListOffsets finds the
 //! store's offsets by timestamp and answers the earliest and earliest-local
 //! offsets; an object corrupted in the bucket is reported with its key and
-//! never served, while the rest of a fetch is answered.
+//! never served, and a store that is gone fails the partition's uncached
+//! segments only, while the rest of a fetch, and local reads, are answered.
 //!
 //! The store-only state needs the local retention of remote-enabled topics:
 //! a loader that keeps the checkpointed log start below the first local
@@ -307,5 +308,17 @@ fn store_only_segments_are_read_by_every_client_and_a_corrupt_object_is_never_se
     let got: Vec<&str> = out.lines().collect();
     let tail = &err[err.char_indices().rev().nth(2000).map_or(0, |(i, _)| i)..];
     assert!(got == want, "the console consumer printed {} lines: ...{tail}", got.len());
+
+    // The store gone: a segment not in the cache fails that partition only.
+    drop(moto);
+    let after = gone[gone.len() / 2 + 1].base_offset;
+    let (code, plain) = wait_logged(&b, 60, "the store's error for an uncached segment", || {
+        let both = fetch(&mut w, &[(TOPIC, after), (PLAIN, 0)]);
+        (both[0].0 != 0).then(|| (both[0].0, both[1].clone()))
+    });
+    assert_eq!(code, -1, "UNKNOWN_SERVER_ERROR");
+    assert_eq!((plain.0, records(&plain.1)), (0, vec![(0, "plain-0".to_string())]));
+    let (_, bytes) = fetch(&mut w, &[(TOPIC, local_start)]).remove(0);
+    assert_eq!(records(&bytes)[0], (local_start, value(local_start)), "local reads go on");
     b.stop();
 }
