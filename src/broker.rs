@@ -65,6 +65,9 @@ use crate::log::meta_properties::MetaProperties;
 use crate::log::producer_id_manager::ProducerIdManager;
 use crate::log::{LogError, LogManager, TopicPartition};
 use crate::metrics::{Metrics, MetricsError, RequestMetrics};
+use crate::remote::cache::{SegmentCache, CACHE_DIR};
+use crate::remote::read_stats::RemoteReadStats;
+use crate::remote::reader::RemoteLogReader;
 use crate::remote::RemoteLogManager;
 use crate::security::acl_store::AclStore;
 use crate::security::credentials::CredentialStore;
@@ -112,6 +115,8 @@ pub struct Broker {
     pub cleaner: Option<Arc<LogCleanerHandle>>,
     /// Incremental fetch sessions (KIP-227), shared by every connection.
     pub fetch_sessions: FetchSessionCache,
+    /// Reads below the local log from the tiered storage store, when it is on.
+    pub remote_reader: Option<Arc<RemoteLogReader>>,
 }
 
 fn store_error(e: StoreError) -> LogError {
@@ -190,6 +195,7 @@ impl Broker {
             dynamic: None,
             cleaner: None,
             fetch_sessions,
+            remote_reader: None,
         })
     }
 
@@ -411,6 +417,8 @@ async fn serve(
         .map_err(BrokerError::Init)?;
     broker.dynamic = Some(dynamic);
     broker.cleaner = Some(Arc::clone(cleaner.handle()));
+    // Tiered storage: the store must answer and be this cluster's before anything is served.
+    let remote = start_remote(&mut broker, logs).await?;
     let broker = Arc::new(broker);
     // SCRAM exchanges look users up in the store the broker just loaded.
     for (b, _) in &mut bound {
@@ -420,20 +428,6 @@ async fn serve(
     }
     // The resurrection guard reads the groups' committed offsets.
     cleaner.handle().manager().set_consumer_offsets(Arc::clone(&broker.groups) as _);
-    // Tiered storage: the store must answer and be this cluster's before anything is served.
-    let remote = match broker.config.remote_storage_config()? {
-        Some(rc) => Some(
-            RemoteLogManager::start(
-                rc,
-                Arc::clone(logs),
-                &broker.cluster_id,
-                broker.config.node_id(),
-            )
-            .await
-            .map_err(BrokerError::Remote)?,
-        ),
-        None => None,
-    };
     threads.group_loader = Some(spawn_group_loader(&broker.groups)?);
     threads.txn = Some(
         TxnScheduler::start(Arc::clone(&broker.txn))
@@ -450,6 +444,10 @@ async fn serve(
             .with_max_transaction_timeout_ms(i64::from(max_timeout));
             let metrics = match &remote {
                 Some(r) => metrics.with_remote(r.stats()),
+                None => metrics,
+            };
+            let metrics = match &broker.remote_reader {
+                Some(reader) => metrics.with_remote_reads(reader.cache().reads())?,
                 None => metrics,
             };
             Some(MetricsEndpoint::start(&addr, metrics).await?)
@@ -475,6 +473,33 @@ async fn serve(
         metrics.stop().await;
     }
     Ok(())
+}
+
+/// With tiered storage on: reach and claim the store, and give the broker
+/// the reader of what is only there (its cache under the first log dir).
+async fn start_remote(
+    broker: &mut Broker,
+    logs: &Arc<LogManager>,
+) -> Result<Option<Arc<RemoteLogManager>>, BrokerError> {
+    let Some(rc) = broker.config.remote_storage_config()? else { return Ok(None) };
+    let store = rc.open().map_err(BrokerError::Remote)?;
+    let (cache_bytes, node_id) = (rc.cache_bytes, broker.config.node_id());
+    let fetch_max_wait = std::time::Duration::from_millis(rc.fetch_max_wait_ms);
+    let manager = RemoteLogManager::start(rc, Arc::clone(logs), &broker.cluster_id, node_id)
+        .await
+        .map_err(BrokerError::Remote)?;
+    let first = broker.config.log_dirs().first().cloned().unwrap_or_else(|| PathBuf::from("data"));
+    let cache = SegmentCache::open(
+        &first.join(CACHE_DIR),
+        cache_bytes,
+        store.clone(),
+        manager.stats(),
+        RemoteReadStats::default(),
+    )
+    .map_err(BrokerError::Remote)?;
+    let reader = RemoteLogReader::new(store, cache).with_fetch_max_wait(fetch_max_wait);
+    broker.remote_reader = Some(Arc::new(reader));
+    Ok(Some(manager))
 }
 
 /// Rebuild the groups from `__consumer_offsets` on a thread of its own, so the

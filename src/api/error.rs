@@ -14,7 +14,23 @@ use super::fetch_session::SessionError;
 use crate::group::GroupError;
 use crate::log::producer_state::ProducerError;
 use crate::log::{BatchError, LogError};
+use crate::remote::reader::RemoteReadError;
 use crate::txn::TxnError;
+
+/// A Kafka error code for a failed read from the tiered storage store. An
+/// offset the store does not hold is OFFSET_OUT_OF_RANGE (Kafka's answer for
+/// an offset no remote segment holds); a store that fails, or an object that
+/// fails its size or CRC check, is UNKNOWN_SERVER_ERROR, what Kafka answers
+/// for a `RemoteStorageException` and what the Java client and librdkafka
+/// log and retry after their backoff.
+pub fn remote_read_error_code(e: &RemoteReadError) -> ResponseError {
+    match e {
+        RemoteReadError::NotInStore { .. } => ResponseError::OffsetOutOfRange,
+        RemoteReadError::Disabled { .. }
+        | RemoteReadError::OtherTopic { .. }
+        | RemoteReadError::Remote(_) => ResponseError::UnknownServerError,
+    }
+}
 
 /// A Kafka error code for a storage-layer error.
 pub fn error_code(e: &LogError) -> ResponseError {

@@ -21,6 +21,11 @@
 //! answer the same bytes (read_uncommitted keeps an empty aborted list, as
 //! this broker always sent).
 //!
+//! Tiered storage: a partition whose fetch offset is below its local log
+//! start (its oldest segments are in the store only) is read from the store
+//! (`fetch_remote`): one such partition per request, read before the local
+//! ones with no lock held, and a fetch with its data or error answers at once.
+//!
 //! Zero copy: the records are not read here. Each partition's bytes are a
 //! [`FileRegion`] of a segment file; the response carries a placeholder of
 //! the same length in their place ([`placeholder`]), and the server, while
@@ -48,6 +53,7 @@ use kafka_protocol::messages::fetch_response::{
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
 use super::error::{error_code, fetch_session_error_code};
+use super::fetch_remote::{self, RemotePart, StoreRead};
 use super::fetch_session::{FetchContext, SessionError};
 use super::RequestContext;
 use crate::broker::Broker;
@@ -93,7 +99,7 @@ pub struct FetchReply {
 }
 
 /// What the request's principal may read, decided before any read.
-enum FetchAccess {
+pub(super) enum FetchAccess {
     /// A replica allowed CLUSTER_ACTION (or no authorizer): every partition.
     All,
     /// A replica without CLUSTER_ACTION: no partition.
@@ -142,7 +148,7 @@ impl FetchAccess {
 
     /// May a topic known by `name` (`None`: an unknown id) be read? `None`
     /// when the answer is the existence check's.
-    fn refusal(&self, name: Option<&str>) -> Option<ResponseError> {
+    pub(super) fn refusal(&self, name: Option<&str>) -> Option<ResponseError> {
         match (self, name) {
             (Self::All, _) => None,
             (Self::Nothing, _) => Some(ResponseError::TopicAuthorizationFailed),
@@ -218,11 +224,16 @@ async fn long_poll(
     let wait = Duration::from_millis(request.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64);
     let deadline = tokio::time::Instant::now() + wait;
     let mut appends = broker.subscribe_appends();
+    // The store's partition is read first, with no lock held (fetch_remote).
+    let remote = fetch_remote::read_first(broker, request, version, &access).await;
+    let remote = remote.as_ref();
     loop {
         appends.borrow_and_update();
         let (reply, bytes, errors) =
-            tokio::task::block_in_place(|| read_once(broker, request, version, &access));
-        let enough = bytes >= request.min_bytes.max(0) as usize || errors;
+            tokio::task::block_in_place(|| read_once(broker, request, version, &access, remote));
+        let enough = bytes >= request.min_bytes.max(0) as usize
+            || errors
+            || remote.is_some_and(RemotePart::answers);
         if enough || tokio::time::Instant::now() >= deadline {
             return reply;
         }
@@ -230,8 +241,10 @@ async fn long_poll(
             Ok(Ok(())) => continue,
             // Timed out (or the broker is going away): answer with what there is.
             _ => {
-                return tokio::task::block_in_place(|| read_once(broker, request, version, &access))
-                    .0
+                return tokio::task::block_in_place(|| {
+                    read_once(broker, request, version, &access, remote)
+                })
+                .0
             }
         }
     }
@@ -242,6 +255,7 @@ fn read_once(
     request: &FetchRequest,
     version: i16,
     access: &FetchAccess,
+    remote: Option<&RemotePart>,
 ) -> (FetchReply, usize, bool) {
     let mut regions = Vec::new();
     let mut remaining = request.max_bytes.max(0) as usize;
@@ -249,14 +263,15 @@ fn read_once(
     let mut errors = false;
     let isolation = FetchIsolation::from_isolation_level(request.isolation_level);
     let mut topics = Vec::with_capacity(request.topics.len());
-    for topic in &request.topics {
+    for (ti, topic) in request.topics.iter().enumerate() {
         let name = if version >= 13 {
             broker.topic_name_by_id(&topic.topic_id)
         } else {
             Some(topic.topic.0.to_string())
         };
         let mut partitions = Vec::with_capacity(topic.partitions.len());
-        for p in &topic.partitions {
+        for (pi, p) in topic.partitions.iter().enumerate() {
+            let from_store = remote.filter(|r| (r.topic, r.partition) == (ti, pi));
             let mut data = PartitionData::default()
                 .with_partition_index(p.partition)
                 .with_high_watermark(-1)
@@ -278,18 +293,12 @@ fn read_once(
                             ResponseError::UnknownTopicOrPartition
                         }),
                         Some(log) => {
+                            let budget =
+                                Budget { remaining: &mut remaining, total: &mut total, isolation };
                             let log = log.read();
-                            if version < 10 && log.config().compression_type == "zstd" {
-                                // Kafka's answer to a client too old for zstd.
-                                Some(ResponseError::UnsupportedCompressionType)
-                            } else {
-                                let budget = Budget {
-                                    remaining: &mut remaining,
-                                    total: &mut total,
-                                    isolation,
-                                };
-                                read_partition(&log, &tp, p, &mut data, &mut regions, budget)
-                            }
+                            let remote_on = broker.remote_reader.is_some();
+                            let target = Target { tp: &tp, p, version, from_store, remote_on };
+                            read_log(&log, target, &mut data, &mut regions, budget)
                         }
                     }
                 }
@@ -315,6 +324,48 @@ fn read_once(
         total,
         errors,
     )
+}
+
+/// One partition of a request, and the store's read of it when it is the
+/// request's partition read from the store.
+struct Target<'a> {
+    tp: &'a TopicPartition,
+    p: &'a FetchPartition,
+    version: i16,
+    from_store: Option<&'a RemotePart>,
+    /// Tiered storage is on (the store can be read).
+    remote_on: bool,
+}
+
+/// Answer one partition of an existing log: from the store's read when it is
+/// the request's partition read from the store, nothing for another one below
+/// its local start (its turn comes), else from the local log.
+fn read_log(
+    log: &Log,
+    t: Target<'_>,
+    data: &mut PartitionData,
+    regions: &mut Vec<FileRegion>,
+    budget: Budget<'_>,
+) -> Option<ResponseError> {
+    if t.version < 10 && log.config().compression_type == "zstd" {
+        // Kafka's answer to a client too old for zstd.
+        return Some(ResponseError::UnsupportedCompressionType);
+    }
+    if let Some(part) = t.from_store {
+        match fetch_remote::fill(log, t.tp, t.p.fetch_offset, &part.read, data) {
+            // The store has nothing there: the local log's first batch follows.
+            Ok(_) if matches!(part.read, StoreRead::Nothing) => {}
+            Ok(len) => {
+                *budget.total += len;
+                *budget.remaining = budget.remaining.saturating_sub(len);
+                return None;
+            }
+            Err(code) => return Some(code),
+        }
+    } else if fetch_remote::below_local(log, t.p.fetch_offset) {
+        return fetch_remote::not_this_time(log, t.tp, t.remote_on, data);
+    }
+    read_partition(log, t.tp, t.p, data, regions, budget)
 }
 
 /// The response's byte budget (what is left of `max_bytes`, and what was

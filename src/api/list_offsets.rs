@@ -1,5 +1,11 @@
 //! ListOffsets: earliest (-2), latest (-1), max timestamp (-3), earliest local
 //! (-4) and the first offset whose timestamp is at or after a given time.
+//!
+//! Tiered storage: earliest is the log start, earliest local the first offset
+//! on local disk (above the log start once the oldest segments are in the
+//! store only). A timestamp is looked for in the store's segments below the
+//! local start first, then in the local log (Kafka's order); max timestamp
+//! looks at the local segments only, as Kafka's does.
 //! With `isolation_level` read_committed (v2+) latest is the last stable
 //! offset, and a lookup finding an offset at or past it finds nothing.
 //!
@@ -12,13 +18,16 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
-use super::error::error_code;
+use super::error::{error_code, remote_read_error_code};
 use super::RequestContext;
 use crate::broker::Broker;
+use crate::log::log_read::EARLIEST_LOCAL_TIMESTAMP;
+use crate::log::manager::SharedLog;
+use crate::log::record_batch::NO_TIMESTAMP;
 use crate::log::{FetchIsolation, TopicPartition};
 use crate::security::acl::{AclOperation, ResourceType};
 
-pub fn handle(
+pub async fn handle(
     broker: &Broker,
     ctx: &RequestContext<'_>,
     request: ListOffsetsRequest,
@@ -29,11 +38,13 @@ pub fn handle(
     } else {
         FetchIsolation::HighWatermark
     };
-    let describable = ctx.filter_authorized(
-        AclOperation::Describe,
-        ResourceType::Topic,
-        request.topics.iter().map(|t| t.name.0.as_str()),
-    );
+    let describable = tokio::task::block_in_place(|| {
+        ctx.filter_authorized(
+            AclOperation::Describe,
+            ResourceType::Topic,
+            request.topics.iter().map(|t| t.name.0.as_str()),
+        )
+    });
     let denied: Vec<bool> =
         request.topics.iter().map(|t| describable.get(t.name.0.as_str()) != Some(&true)).collect();
     let mut topics = Vec::with_capacity(request.topics.len());
@@ -53,14 +64,14 @@ pub fn handle(
             let tp = TopicPartition::new(name.clone(), p.partition_index);
             let r = match broker.logs.get_log(&tp) {
                 None => r.with_error_code(ResponseError::UnknownTopicOrPartition.code()),
-                Some(log) => match log.write().fetch_offset_for_isolation(p.timestamp, isolation) {
+                Some(log) => match lookup(broker, &tp, &log, p.timestamp, isolation).await {
                     // The leader epoch exists from v4; older encoders refuse a non-default value.
                     Ok(Some((ts, offset))) => r
                         .with_timestamp(ts)
                         .with_offset(offset)
                         .with_leader_epoch(if version >= 4 { 0 } else { -1 }),
                     Ok(None) => r,
-                    Err(e) => r.with_error_code(error_code(&e).code()),
+                    Err(code) => r.with_error_code(code.code()),
                 },
             };
             partitions.push(r);
@@ -71,4 +82,47 @@ pub fn handle(
         );
     }
     ListOffsetsResponse::default().with_topics(topics)
+}
+
+/// One partition's answer: the store's segments first for a timestamp
+/// (Kafka's order: remote, then local), the local log otherwise.
+async fn lookup(
+    broker: &Broker,
+    tp: &TopicPartition,
+    log: &SharedLog,
+    target: i64,
+    isolation: FetchIsolation,
+) -> Result<Option<(i64, i64)>, ResponseError> {
+    let (log_start, local_start, last_fetchable, config) = {
+        let log = log.read();
+        let last = match isolation {
+            FetchIsolation::HighWatermark => log.high_watermark(),
+            FetchIsolation::TxnCommitted => log.last_stable_offset(),
+        };
+        (
+            log.log_start_offset(),
+            log.local_log_start_offset(),
+            last,
+            log.segment_config_for_cleaning(),
+        )
+    };
+    if target == EARLIEST_LOCAL_TIMESTAMP {
+        return Ok(Some((NO_TIMESTAMP, local_start)));
+    }
+    let topic_id = broker.logs.topic(&tp.topic).map(|t| t.id);
+    let reader = broker.remote_reader.as_ref().filter(|_| target >= 0 && log_start < local_start);
+    if let (Some(reader), Some(id)) = (reader, topic_id) {
+        let lookup =
+            reader.find_offset_by_timestamp(tp, target, log_start, local_start, config, &id);
+        match lookup.await {
+            Ok(Some(found)) => return Ok(Some(found).filter(|&(_, o)| o < last_fetchable)),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(partition = %tp, target, "offset lookup in the store failed: {e}");
+                return Err(remote_read_error_code(&e));
+            }
+        }
+    }
+    tokio::task::block_in_place(|| log.write().fetch_offset_for_isolation(target, isolation))
+        .map_err(|e| error_code(&e))
 }

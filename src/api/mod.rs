@@ -34,6 +34,7 @@ pub mod describe_transactions;
 pub mod end_txn;
 pub mod error;
 pub mod fetch;
+mod fetch_remote;
 pub mod fetch_session;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -220,7 +221,7 @@ pub async fn dispatch(
             }));
         }
         RequestKind::ListOffsets(r) => {
-            ResponseKind::ListOffsets(blocking(|| list_offsets::handle(broker, ctx, r, v)))
+            ResponseKind::ListOffsets(list_offsets::handle(broker, ctx, r, v).await)
         }
         RequestKind::Metadata(r) => {
             ResponseKind::Metadata(blocking(|| metadata::handle(broker, ctx, r, v)))

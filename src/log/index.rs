@@ -345,11 +345,23 @@ impl TimeIndex {
     }
 
     pub fn entry(&self, i: usize) -> TimestampOffset {
-        let e = self.inner.entry(i);
+        Self::decode(self.inner.entry(i), self.base_offset)
+    }
+
+    fn decode(e: &[u8], base_offset: i64) -> TimestampOffset {
         TimestampOffset {
             timestamp: i64::from_be_bytes(e[..8].try_into().expect("8 bytes")),
-            offset: self.base_offset + u32_at(e, 8) as i64,
+            offset: base_offset + u32_at(e, 8) as i64,
         }
+    }
+
+    /// The last whole entry of a time index file's bytes: for a closed
+    /// segment, its largest timestamp (written when it rolled), known
+    /// without opening the segment.
+    pub fn last_entry_of(bytes: &[u8], base_offset: i64) -> Option<TimestampOffset> {
+        let n = bytes.len() / Self::ENTRY_SIZE;
+        let start = n.checked_sub(1)? * Self::ENTRY_SIZE;
+        Some(Self::decode(&bytes[start..start + Self::ENTRY_SIZE], base_offset))
     }
 
     pub fn last_entry(&self) -> Option<TimestampOffset> {

@@ -6,12 +6,16 @@
 //! errors by kind; uploads, their bytes and time. The unlabelled
 //! `sediment_remote_upload_lag_max_seconds` and the error counter's kinds
 //! exist on every broker (0 without tiered storage), so alerts on them work
-//! before the first upload.
+//! before the first upload. Reads from the store (latency, the cache's hits,
+//! misses and bytes) are the reader's own metrics, registered as they are
+//! when tiered storage is on.
 
 use std::collections::BTreeMap;
 
 use prometheus::{Counter, GaugeVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry};
 
+use super::{Metrics, MetricsError};
+use crate::remote::read_stats::RemoteReadStats;
 use crate::remote::RemoteStats;
 
 /// The kinds of `sediment_remote_store_errors_total` (`RemoteError::kind`).
@@ -113,5 +117,19 @@ impl RemoteGauges {
             self.upload_seconds.inc_by(c.upload_seconds - self.upload_seconds.get());
         }
         self.deleted.inc_by(c.deleted_objects.saturating_sub(self.deleted.get()));
+    }
+}
+
+impl Metrics {
+    /// Export reads from the tiered storage store too (latency, cache).
+    ///
+    /// # Errors
+    /// A metric registered twice.
+    pub fn with_remote_reads(self, reads: &RemoteReadStats) -> Result<Self, MetricsError> {
+        self.registry.register(Box::new(reads.fetch_seconds.clone()))?;
+        self.registry.register(Box::new(reads.cache_hits.clone()))?;
+        self.registry.register(Box::new(reads.cache_misses.clone()))?;
+        self.registry.register(Box::new(reads.cache_bytes.clone()))?;
+        Ok(self)
     }
 }

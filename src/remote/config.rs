@@ -66,6 +66,10 @@ pub struct RemoteStorageConfig {
     pub region: Option<String>,
     pub upload_interval_ms: u64,
     pub delete_delay_ms: i64,
+    /// `sediment.remote.storage.cache.bytes`: the downloaded segments kept on disk.
+    pub cache_bytes: u64,
+    /// `remote.fetch.max.wait.ms`: the longest a fetch waits for the store.
+    pub fetch_max_wait_ms: u64,
 }
 
 fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
@@ -104,6 +108,8 @@ impl RemoteStorageConfig {
             upload_interval_ms: config.int("sediment.remote.storage.upload.interval.ms").max(1)
                 as u64,
             delete_delay_ms: config.int("sediment.remote.storage.delete.delay.ms").max(0),
+            cache_bytes: config.int("sediment.remote.storage.cache.bytes").max(0) as u64,
+            fetch_max_wait_ms: config.int("remote.fetch.max.wait.ms").max(1) as u64,
         }))
     }
 
@@ -115,6 +121,8 @@ impl RemoteStorageConfig {
             region,
             upload_interval_ms: 5000,
             delete_delay_ms: 300_000,
+            cache_bytes: 1 << 30,
+            fetch_max_wait_ms: 500,
         }
     }
 

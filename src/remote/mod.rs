@@ -69,14 +69,24 @@
 //! (`retire`). `crash_point` (test-only, `SEDIMENT_REMOTE_CRASH_POINT`) kills
 //! the process before and after step 3's write, and inside step 4.
 //!
+//! Reads ([`reader`] through [`cache`]): Fetch and ListOffsets below a
+//! partition's local log start are answered from the segments its latest
+//! manifest lists, downloaded whole into a bounded cache under the first log
+//! dir and opened with `log::segment`. Every object is checked against the
+//! manifest's size and CRC32C before it is used: one that fails is an error
+//! naming its key, counted as `corrupt`, never served.
+//!
 //! Nothing in `log/` or `cleaner/` knows this module: it reads the logs
 //! through `LogManager`'s public surface and hands each log two numbers, the
 //! highest offset in the store and (raising a stale one) the store's log
 //! start.
 
+pub mod cache;
 pub mod config;
 pub mod crash_point;
 pub mod manifest;
+pub mod read_stats;
+pub mod reader;
 pub mod restore;
 mod retire;
 mod snapshot;
@@ -99,6 +109,8 @@ pub enum RemoteError {
     Store(Box<StoreFailure>),
     #[error("object {key} read back as {got_size} bytes with CRC32C {got_crc:08x}; {size} bytes with CRC32C {crc:08x} were uploaded")]
     Verify { key: String, size: u64, crc: u32, got_size: u64, got_crc: u32 },
+    #[error("segment {key} does not read back as the segment the manifest lists: {reason}")]
+    CorruptSegment { key: String, reason: String },
     #[error("object {key} is {size} bytes, more than the {max} allowed")]
     TooLarge { key: String, size: u64, max: u64 },
     #[error("{path}: {source}")]
@@ -153,7 +165,10 @@ impl RemoteError {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Store(f) => f.kind,
-            Self::Verify { .. } | Self::TooLarge { .. } | Self::Corrupt { .. } => "corrupt",
+            Self::Verify { .. }
+            | Self::TooLarge { .. }
+            | Self::Corrupt { .. }
+            | Self::CorruptSegment { .. } => "corrupt",
             Self::Io { .. } | Self::Log(_) | Self::Join(_) => "local",
             Self::Manifest { .. } => "manifest",
             Self::ForeignStore { .. } | Self::Conflict { .. } | Self::Regressed { .. } => {

@@ -206,6 +206,27 @@ impl RemoteStore {
         got.bytes().await.map_err(|e| self.err("get", key, e))
     }
 
+    /// The size of the object at `key`, without reading it.
+    ///
+    /// # Errors
+    /// Store errors (`NotFound` among them).
+    pub async fn size_of(&self, key: &StorePath) -> Result<u64, RemoteError> {
+        let meta = self.store.head(key).await.map_err(|e| self.err("head", key, e))?;
+        Ok(meta.size)
+    }
+
+    /// The bytes `range` of the object at `key` (the caller bounds the range).
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn get_range(
+        &self,
+        key: &StorePath,
+        range: std::ops::Range<u64>,
+    ) -> Result<Bytes, RemoteError> {
+        self.store.get_range(key, range).await.map_err(|e| self.err("get", key, e))
+    }
+
     /// The objects directly under `dir` (relative) and its sub-directories
     /// (their last part).
     ///

@@ -1,0 +1,409 @@
+//! `RemoteLogReader`: Fetch and ListOffsets below the local log, served from
+//! the store's segments through the [`SegmentCache`] (Kafka's
+//! `RemoteLogManager.read` and `findOffsetByTimestamp`).
+//!
+//! * The segment holding an offset is found in the partition's latest
+//!   manifest, read from the store on first use and kept per partition. A
+//!   manifest that does not reach the offset, or an object gone from the
+//!   store (a clean replaced the segment and the sweep deleted the old
+//!   objects), makes the reader read the latest manifest again, once, and retry.
+//! * A read returns whole batches from the batch holding the offset (or the
+//!   next one), from ONE segment, as Kafka does: when the segment holds no
+//!   batch at or after the offset (a compaction gap at its end) the next
+//!   listed segment is read; a fetch never spans two segments.
+//! * Only segments below the local log start are read: from there on the
+//!   local log answers. read_committed reads name the aborted transactions of
+//!   the store's segments from the one read up to the local log start (by
+//!   their `.txnindex`, the rule of `log::log_read`); when that search is not
+//!   complete the caller continues it in the local log.
+//! * Everything here runs on the async runtime; segment file reads run on
+//!   blocking threads, never under a log's lock.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use super::cache::{CachedSegment, SegmentCache};
+use super::manifest::{self, Manifest, SegmentEntry};
+use super::store::RemoteStore;
+use super::{blocking, RemoteError};
+use crate::log::index::TimeIndex;
+use crate::log::manager::topic_id_to_string;
+use crate::log::segment::SegmentConfig;
+use crate::log::transaction_index::AbortedTxn;
+use crate::log::{FetchIsolation, LogError, TopicPartition};
+
+/// A failed remote read.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RemoteReadError {
+    /// The store lists no segment at or after the offset below the local start.
+    #[error("offset {offset} of {partition} is not in the store (its segments reach {end})")]
+    NotInStore { partition: String, offset: i64, end: i64 },
+    /// Segments of the partition are in the store only, and tiered storage
+    /// is off on this broker.
+    #[error("{partition}: the offset is in the store only and tiered storage is off on this broker (remote.log.storage.system.enable)")]
+    Disabled { partition: String },
+    /// The store's latest manifest is of an earlier topic of the same name.
+    #[error("the store's manifest of {partition} is of another topic of that name (deleted and created again): not served")]
+    OtherTopic { partition: String },
+    #[error(transparent)]
+    Remote(Arc<RemoteError>),
+}
+
+impl From<RemoteError> for RemoteReadError {
+    fn from(e: RemoteError) -> Self {
+        Self::Remote(Arc::new(e))
+    }
+}
+
+impl From<Arc<RemoteError>> for RemoteReadError {
+    fn from(e: Arc<RemoteError>) -> Self {
+        Self::Remote(e)
+    }
+}
+
+/// What a fetch read from the store.
+#[derive(Debug, Clone, Default)]
+pub struct RemoteFetch {
+    /// Whole batches, as in the segment.
+    pub records: Bytes,
+    /// read_committed: the aborted transactions overlapping `records` found
+    /// in the store's segments below the local start.
+    pub aborted_transactions: Option<Vec<AbortedTxn>>,
+    /// Whether that search ended in the store (else the caller continues it
+    /// in the local log, from `fetch_offset` to `upper_bound`).
+    pub aborted_complete: bool,
+    /// The offset after the batches returned.
+    pub upper_bound: i64,
+}
+
+/// Where a read is, in the store's terms.
+#[derive(Debug, Clone, Copy)]
+pub struct RemoteRange {
+    pub fetch_offset: i64,
+    /// The local log's first offset: the store answers below it only.
+    pub local_start: i64,
+    pub max_bytes: usize,
+    pub min_one_batch: bool,
+    pub isolation: FetchIsolation,
+    /// The local topic's id: a manifest of another topic of that name is not read.
+    pub topic_id: [u8; 16],
+}
+
+#[derive(Debug)]
+pub struct RemoteLogReader {
+    store: RemoteStore,
+    cache: Arc<SegmentCache>,
+    manifests: Mutex<HashMap<TopicPartition, Arc<Manifest>>>,
+    /// Store segments' largest timestamps, by `.timeindex` key (which names its content).
+    max_timestamps: Mutex<HashMap<String, i64>>,
+    /// `remote.fetch.max.wait.ms`: how long a fetch waits for the store.
+    fetch_max_wait: Duration,
+}
+
+/// Largest `.timeindex` object read for a timestamp lookup (an index's limit).
+const MAX_TIME_INDEX: u64 = 64 << 20;
+/// Segments' largest timestamps remembered (a few MB at most).
+const MAX_KNOWN_TIMESTAMPS: usize = 100_000;
+
+impl RemoteLogReader {
+    pub fn new(store: RemoteStore, cache: Arc<SegmentCache>) -> Self {
+        Self {
+            store,
+            cache,
+            manifests: Mutex::default(),
+            max_timestamps: Mutex::default(),
+            fetch_max_wait: Duration::from_millis(500),
+        }
+    }
+
+    #[must_use]
+    pub fn with_fetch_max_wait(mut self, wait: Duration) -> Self {
+        self.fetch_max_wait = wait;
+        self
+    }
+
+    /// How long a fetch waits for a read from the store.
+    pub fn fetch_max_wait(&self) -> Duration {
+        self.fetch_max_wait
+    }
+
+    pub fn cache(&self) -> &Arc<SegmentCache> {
+        &self.cache
+    }
+
+    /// Batches of `tp` from the store at `range.fetch_offset`; `None` when
+    /// the store has no batch at or after it below the local start (the
+    /// local log answers from its first batch).
+    ///
+    /// # Errors
+    /// `NotInStore`, or the store's or cache's error (a corrupt object names its key).
+    pub async fn read(
+        &self,
+        tp: &TopicPartition,
+        range: RemoteRange,
+        config: SegmentConfig,
+    ) -> Result<Option<RemoteFetch>, RemoteReadError> {
+        let started = Instant::now();
+        let mut fresh = false;
+        let result = loop {
+            let attempt = match self.manifest(tp, fresh).await {
+                Ok(m) if same_topic(&m, &range.topic_id) => {
+                    self.read_from(tp, &m, range, config).await
+                }
+                Ok(_) => Err(other_topic(tp)),
+                Err(e) => Err(e),
+            };
+            match attempt {
+                Err(e) if !fresh && stale(&e) => fresh = true,
+                other => break other,
+            }
+        };
+        self.cache.reads().fetch_seconds.observe(started.elapsed().as_secs_f64());
+        self.cache.release();
+        result
+    }
+
+    async fn read_from(
+        &self,
+        tp: &TopicPartition,
+        manifest: &Manifest,
+        range: RemoteRange,
+        config: SegmentConfig,
+    ) -> Result<Option<RemoteFetch>, RemoteReadError> {
+        let below: Vec<&SegmentEntry> = manifest
+            .segments
+            .iter()
+            .filter(|s| s.next_offset > range.fetch_offset && s.base_offset < range.local_start)
+            .collect();
+        if below.is_empty() {
+            let end = manifest.segments.last().map_or(manifest.log_start_offset, |s| s.next_offset);
+            return if end >= range.local_start {
+                Ok(None)
+            } else {
+                Err(RemoteReadError::NotInStore {
+                    partition: tp.to_string(),
+                    offset: range.fetch_offset,
+                    end,
+                })
+            };
+        }
+        for (i, entry) in below.iter().enumerate() {
+            let seg = self.cache.get(tp, entry, config).await?;
+            let Some(mut fetch) = read_segment(Arc::clone(&seg), range).await? else { continue };
+            if range.isolation == FetchIsolation::TxnCommitted && !fetch.aborted_complete {
+                for later in &below[i + 1..] {
+                    if !later.files.iter().any(|f| f.ext == "txnindex") {
+                        continue;
+                    }
+                    let seg = self.cache.get(tp, later, config).await?;
+                    let (from, upper) = (range.fetch_offset, fetch.upper_bound);
+                    let found = blocking(move || {
+                        Ok(seg.segment().txn_index().collect_aborted_txns(from, upper)?)
+                    })
+                    .await?;
+                    fetch.aborted_transactions.get_or_insert_with(Vec::new).extend(found.aborted);
+                    if found.complete {
+                        fetch.aborted_complete = true;
+                        break;
+                    }
+                }
+            }
+            return Ok(Some(fetch));
+        }
+        Ok(None)
+    }
+
+    /// ListOffsets by timestamp over the store's segments below the local
+    /// start: the first record at or after `log_start` with a timestamp at or
+    /// after `target` (`None`: the local log answers).
+    ///
+    /// # Errors
+    /// As [`RemoteLogReader::read`].
+    pub async fn find_offset_by_timestamp(
+        &self,
+        tp: &TopicPartition,
+        target: i64,
+        log_start: i64,
+        local_start: i64,
+        config: SegmentConfig,
+        topic_id: &[u8; 16],
+    ) -> Result<Option<(i64, i64)>, RemoteReadError> {
+        let started = Instant::now();
+        let mut manifest = self.manifest(tp, false).await?;
+        if !same_topic(&manifest, topic_id) {
+            manifest = self.manifest(tp, true).await?;
+            if !same_topic(&manifest, topic_id) {
+                return Err(other_topic(tp));
+            }
+        }
+        let mut found = None;
+        for entry in manifest
+            .segments
+            .iter()
+            .filter(|s| s.next_offset > log_start && s.base_offset < local_start)
+        {
+            // Only the segment that can answer is downloaded whole.
+            if self.max_timestamp(tp, entry).await? < target {
+                continue;
+            }
+            let seg = self.cache.get(tp, entry, config).await?;
+            if seg.segment().max_timestamp() < target {
+                continue;
+            }
+            found = blocking(move || {
+                let mut scratch = Vec::new();
+                Ok(seg.segment().find_offset_by_timestamp(target, log_start, &mut scratch)?)
+            })
+            .await?;
+            if found.is_some() {
+                break;
+            }
+        }
+        self.cache.reads().fetch_seconds.observe(started.elapsed().as_secs_f64());
+        self.cache.release();
+        Ok(found)
+    }
+
+    /// A store segment's largest timestamp, from its `.timeindex` object
+    /// (small; verified against the manifest; remembered by key). A segment
+    /// listed without one answers `i64::MAX`: only the segment can tell.
+    async fn max_timestamp(
+        &self,
+        tp: &TopicPartition,
+        entry: &SegmentEntry,
+    ) -> Result<i64, RemoteReadError> {
+        let Some(f) = entry.files.iter().find(|f| f.ext == "timeindex") else {
+            return Ok(i64::MAX);
+        };
+        if let Some(ts) = self.max_timestamps.lock().get(&f.key) {
+            return Ok(*ts);
+        }
+        let key = self.store.key(&format!("{}/{}", manifest::partition_dir(tp), f.key));
+        let fetched = match self.store.get_bounded(&key, f.size.min(MAX_TIME_INDEX)).await {
+            Ok(bytes) => {
+                let crc = crc32c::crc32c(&bytes);
+                if bytes.len() as u64 == f.size && crc == f.crc32c {
+                    Ok(bytes)
+                } else {
+                    Err(RemoteError::Verify {
+                        key: key.to_string(),
+                        size: f.size,
+                        crc: f.crc32c,
+                        got_size: bytes.len() as u64,
+                        got_crc: crc,
+                    })
+                }
+            }
+            Err(e) => Err(e),
+        };
+        let bytes = fetched.map_err(|e| {
+            self.cache.stats().error(e.kind());
+            tracing::warn!(partition = %tp, "tiered storage: reading from the store: {e}");
+            RemoteReadError::from(e)
+        })?;
+        let ts = TimeIndex::last_entry_of(&bytes, entry.base_offset).map_or(-1, |e| e.timestamp);
+        let mut known = self.max_timestamps.lock();
+        if known.len() >= MAX_KNOWN_TIMESTAMPS {
+            known.clear();
+        }
+        known.insert(f.key.clone(), ts);
+        Ok(ts)
+    }
+
+    /// The partition's latest valid manifest (an invalid latest one is
+    /// skipped, as a restore skips it): the one kept, unless `fresh` or none.
+    async fn manifest(
+        &self,
+        tp: &TopicPartition,
+        fresh: bool,
+    ) -> Result<Arc<Manifest>, RemoteReadError> {
+        if !fresh {
+            if let Some(m) = self.manifests.lock().get(tp) {
+                return Ok(Arc::clone(m));
+            }
+        }
+        let latest = match manifest::latest_valid(&self.store, tp).await {
+            Ok(m) => m,
+            Err(e) => {
+                self.cache.stats().error(e.kind());
+                return Err(e.into());
+            }
+        };
+        let Some((_, m)) = latest else {
+            return Err(RemoteReadError::NotInStore {
+                partition: tp.to_string(),
+                offset: -1,
+                end: -1,
+            });
+        };
+        let m = Arc::new(m);
+        self.manifests.lock().insert(tp.clone(), Arc::clone(&m));
+        Ok(m)
+    }
+
+    /// Forget a partition's manifest (a deleted topic).
+    pub fn forget(&self, tp: &TopicPartition) {
+        self.manifests.lock().remove(tp);
+    }
+}
+
+/// Whether `m` is of the topic with this id, not of an earlier topic of
+/// the same name (deleted and created again).
+fn same_topic(m: &Manifest, topic_id: &[u8; 16]) -> bool {
+    let id = topic_id_to_string(topic_id);
+    m.partition_metadata
+        .lines()
+        .any(|l| l.strip_prefix("topic_id:").map(str::trim) == Some(id.as_str()))
+}
+
+fn other_topic(tp: &TopicPartition) -> RemoteReadError {
+    RemoteReadError::OtherTopic { partition: tp.to_string() }
+}
+
+/// Whether reading the latest manifest again may help.
+fn stale(e: &RemoteReadError) -> bool {
+    match e {
+        RemoteReadError::NotInStore { .. } | RemoteReadError::OtherTopic { .. } => true,
+        RemoteReadError::Remote(r) => r.kind() == "not_found",
+        RemoteReadError::Disabled { .. } => false,
+    }
+}
+
+/// Read `range` from one cached segment (blocking file reads off the runtime).
+async fn read_segment(
+    seg: Arc<CachedSegment>,
+    range: RemoteRange,
+) -> Result<Option<RemoteFetch>, RemoteError> {
+    blocking(move || {
+        let s = seg.segment();
+        let offset = range.fetch_offset;
+        let Some((_, region)) = s.read_region(offset, range.max_bytes, range.min_one_batch)? else {
+            return Ok(None);
+        };
+        let records = region.read_to_bytes().map_err(LogError::io(s.log_path()))?;
+        let end = region.position() + region.len() as u64;
+        let upper = s.read_header_at(end)?.map_or(s.next_offset(), |h| h.base_offset);
+        let (aborted_transactions, aborted_complete) =
+            if range.isolation == FetchIsolation::TxnCommitted && !records.is_empty() {
+                let found = s.txn_index().collect_aborted_txns(offset, upper)?;
+                (Some(found.aborted), found.complete)
+            } else {
+                let committed = range.isolation == FetchIsolation::TxnCommitted;
+                (committed.then(Vec::new), true)
+            };
+        Ok(Some(RemoteFetch {
+            records,
+            aborted_transactions,
+            aborted_complete,
+            upper_bound: upper,
+        }))
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests;
