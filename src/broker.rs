@@ -485,6 +485,7 @@ async fn start_remote(
     let store = rc.open().map_err(BrokerError::Remote)?;
     let (cache_bytes, node_id) = (rc.cache_bytes, broker.config.node_id());
     let fetch_max_wait = std::time::Duration::from_millis(rc.fetch_max_wait_ms);
+    let list_timeout = std::time::Duration::from_millis(rc.list_offsets_timeout_ms);
     let manager = RemoteLogManager::start(rc, Arc::clone(logs), &broker.cluster_id, node_id)
         .await
         .map_err(BrokerError::Remote)?;
@@ -497,7 +498,9 @@ async fn start_remote(
         RemoteReadStats::default(),
     )
     .map_err(BrokerError::Remote)?;
-    let reader = RemoteLogReader::new(store, cache).with_fetch_max_wait(fetch_max_wait);
+    let reader = RemoteLogReader::new(store, cache)
+        .with_fetch_max_wait(fetch_max_wait)
+        .with_list_offsets_timeout(list_timeout);
     broker.remote_reader = Some(Arc::new(reader));
     Ok(Some(manager))
 }

@@ -353,8 +353,15 @@ fn read_log(
     }
     if let Some(part) = t.from_store {
         match fetch_remote::fill(log, t.tp, t.p.fetch_offset, &part.read, data) {
-            // The store has nothing there: the local log's first batch follows.
-            Ok(_) if matches!(part.read, StoreRead::Nothing) => {}
+            // The store has no batch at or after the offset (a compaction gap
+            // at the end of its last segment): the local log's first batch
+            // follows, read from the local start (below it the local read
+            // would answer OFFSET_OUT_OF_RANGE; Kafka skips ahead the same way).
+            Ok(_) if matches!(part.read, StoreRead::Nothing) => {
+                let from = t.p.fetch_offset.max(log.local_log_start_offset());
+                let moved = t.p.clone().with_fetch_offset(from);
+                return read_partition(log, t.tp, &moved, data, regions, budget);
+            }
             Ok(len) => {
                 *budget.total += len;
                 *budget.remaining = budget.remaining.saturating_sub(len);

@@ -114,12 +114,18 @@ async fn lookup(
     if let (Some(reader), Some(id)) = (reader, topic_id) {
         let lookup =
             reader.find_offset_by_timestamp(tp, target, log_start, local_start, config, &id);
-        match lookup.await {
-            Ok(Some(found)) => return Ok(Some(found).filter(|&(_, o)| o < last_fetchable)),
-            Ok(None) => {}
-            Err(e) => {
+        // A store that does not answer holds this response (and the requests
+        // after it on the connection) no longer than Kafka's timeout.
+        match tokio::time::timeout(reader.list_offsets_timeout(), lookup).await {
+            Ok(Ok(Some(found))) => return Ok(Some(found).filter(|&(_, o)| o < last_fetchable)),
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => {
                 tracing::warn!(partition = %tp, target, "offset lookup in the store failed: {e}");
                 return Err(remote_read_error_code(&e));
+            }
+            Err(_) => {
+                tracing::warn!(partition = %tp, target, "offset lookup in the store timed out");
+                return Err(ResponseError::RequestTimedOut);
             }
         }
     }

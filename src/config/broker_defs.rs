@@ -91,6 +91,8 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "sediment: how long an object no longer in a partition's latest manifest (replaced by a clean, or left by a crash) stays in the store before it is deleted"),
     broker_def!("remote.fetch.max.wait.ms", Int, "500", Some(1.0),
         "tiered storage: the longest a fetch waits for a read from the store (a download in progress goes on, and a later fetch finds the segment in the cache)"),
+    broker_def!("remote.list.offsets.request.timeout.ms", Long, "30000", Some(1.0),
+        "tiered storage: the longest a ListOffsets timestamp lookup waits for the store before the partition answers REQUEST_TIMED_OUT"),
     broker_def!("sediment.remote.storage.cache.bytes", Long, "1073741824", Some(0.0),
         "sediment: the most bytes of segments downloaded from the store kept on local disk (<log dir>/remote-cache, emptied at start) for fetches and offset lookups below the local log; the least recently read go first, never one being read"),
     broker_def!("offsets.topic.num.partitions", Int, "50", Some(1.0), "partitions of __consumer_offsets (fixed once the topic exists)"),

@@ -150,7 +150,13 @@ impl Log {
         &self.config
     }
     /// Replace the config (AlterConfigs); takes effect on the next append or check.
+    /// Turning remote storage off or on forgets what the store held: its
+    /// copy may be retired and swept meanwhile, so nothing may leave local
+    /// disk on its account until the uploader has read the store again.
     pub fn update_config(&mut self, config: Arc<LogConfig>) {
+        if config.remote_storage_enable != self.config.remote_storage_enable {
+            self.highest_offset_in_remote_storage = -1;
+        }
         self.config = config;
     }
     pub fn log_start_offset(&self) -> i64 {

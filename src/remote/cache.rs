@@ -410,13 +410,22 @@ fn remove_dirs(dirs: Vec<PathBuf>) {
     }
 }
 
-/// The cache's name of a segment: its partition, base offset and a digest of
-/// its objects' keys (which name their contents), so a cleaned replacement of
-/// the same base offset is another entry.
+/// The cache's name of a segment: its partition and its `.log` object's
+/// name, which names the content (base offset, CRC32C, size), so a cleaned
+/// replacement of the same base offset is another entry. (Without a `.log`
+/// object, which a valid manifest does not allow, a digest of its keys.)
 fn segment_id(tp: &TopicPartition, entry: &SegmentEntry) -> String {
-    let digest =
-        entry.files.iter().fold(0u32, |crc, f| crc32c::crc32c_append(crc, f.key.as_bytes()));
-    format!("{tp}/{:020}-{digest:08x}", entry.base_offset)
+    let log = entry.files.iter().find(|f| f.ext == "log");
+    match log.and_then(|f| f.key.rsplit('/').next()) {
+        Some(name) => format!("{tp}/{}", name.trim_end_matches(".log")),
+        None => {
+            let digest = entry
+                .files
+                .iter()
+                .fold(0u32, |crc, f| crc32c::crc32c_append(crc, f.key.as_bytes()));
+            format!("{tp}/{:020}-{digest:08x}", entry.base_offset)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -70,6 +70,9 @@ pub struct RemoteStorageConfig {
     pub cache_bytes: u64,
     /// `remote.fetch.max.wait.ms`: the longest a fetch waits for the store.
     pub fetch_max_wait_ms: u64,
+    /// `remote.list.offsets.request.timeout.ms`: the longest a ListOffsets
+    /// lookup waits for the store.
+    pub list_offsets_timeout_ms: u64,
 }
 
 fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
@@ -110,6 +113,8 @@ impl RemoteStorageConfig {
             delete_delay_ms: config.int("sediment.remote.storage.delete.delay.ms").max(0),
             cache_bytes: config.int("sediment.remote.storage.cache.bytes").max(0) as u64,
             fetch_max_wait_ms: config.int("remote.fetch.max.wait.ms").max(1) as u64,
+            list_offsets_timeout_ms: config.int("remote.list.offsets.request.timeout.ms").max(1)
+                as u64,
         }))
     }
 
@@ -123,6 +128,7 @@ impl RemoteStorageConfig {
             delete_delay_ms: 300_000,
             cache_bytes: 1 << 30,
             fetch_max_wait_ms: 500,
+            list_offsets_timeout_ms: 30_000,
         }
     }
 

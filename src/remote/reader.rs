@@ -2,7 +2,7 @@
 //! the store's segments through the [`SegmentCache`] (Kafka's
 //! `RemoteLogManager.read` and `findOffsetByTimestamp`).
 //!
-//! * The segment holding an offset is found in the partition's latest
+//! * The segment holding an offset is found in the partition's latest valid
 //!   manifest, read from the store on first use and kept per partition. A
 //!   manifest that does not reach the offset, or an object gone from the
 //!   store (a clean replaced the segment and the sweep deleted the old
@@ -10,7 +10,9 @@
 //! * A read returns whole batches from the batch holding the offset (or the
 //!   next one), from ONE segment, as Kafka does: when the segment holds no
 //!   batch at or after the offset (a compaction gap at its end) the next
-//!   listed segment is read; a fetch never spans two segments.
+//!   listed segment is read; a fetch never spans two segments. Past the last
+//!   store-only segment the read answers nothing, and the fetch reads the
+//!   local log from its start instead.
 //! * Only segments below the local log start are read: from there on the
 //!   local log answers. read_committed reads name the aborted transactions of
 //!   the store's segments from the one read up to the local log start (by
@@ -102,6 +104,8 @@ pub struct RemoteLogReader {
     max_timestamps: Mutex<HashMap<String, i64>>,
     /// `remote.fetch.max.wait.ms`: how long a fetch waits for the store.
     fetch_max_wait: Duration,
+    /// `remote.list.offsets.request.timeout.ms`: how long an offset lookup waits.
+    list_offsets_timeout: Duration,
 }
 
 /// Largest `.timeindex` object read for a timestamp lookup (an index's limit).
@@ -117,6 +121,7 @@ impl RemoteLogReader {
             manifests: Mutex::default(),
             max_timestamps: Mutex::default(),
             fetch_max_wait: Duration::from_millis(500),
+            list_offsets_timeout: Duration::from_secs(30),
         }
     }
 
@@ -129,6 +134,17 @@ impl RemoteLogReader {
     /// How long a fetch waits for a read from the store.
     pub fn fetch_max_wait(&self) -> Duration {
         self.fetch_max_wait
+    }
+
+    #[must_use]
+    pub fn with_list_offsets_timeout(mut self, timeout: Duration) -> Self {
+        self.list_offsets_timeout = timeout;
+        self
+    }
+
+    /// How long a ListOffsets lookup waits for the store.
+    pub fn list_offsets_timeout(&self) -> Duration {
+        self.list_offsets_timeout
     }
 
     pub fn cache(&self) -> &Arc<SegmentCache> {
@@ -343,11 +359,6 @@ impl RemoteLogReader {
         let m = Arc::new(m);
         self.manifests.lock().insert(tp.clone(), Arc::clone(&m));
         Ok(m)
-    }
-
-    /// Forget a partition's manifest (a deleted topic).
-    pub fn forget(&self, tp: &TopicPartition) {
-        self.manifests.lock().remove(tp);
     }
 }
 

@@ -6,7 +6,7 @@
 //!
 //! It never blocks produce or fetch: it holds a log's read lock only to open
 //! the segment files (`snapshot`) and its write lock only to set the highest
-//! offset in the store, does file I/O on blocking threads and store I/O on
+//! offset in the store or raise a stale log start to the store's, does file I/O on blocking threads and store I/O on
 //! the runtime. A failing store makes it back off (doubling from
 //! `sediment.remote.storage.upload.interval.ms` to a minute); produce and
 //! fetch go on, and the highest offset stays where the last manifest put it,
@@ -80,15 +80,19 @@ fn raise_log_start(
     log: &SharedLog,
     prev: &Manifest,
     snap: &mut LocalSnapshot,
-) {
+) -> bool {
     if prev.log_start_offset <= snap.log_start_offset
         || prev.partition_metadata != snap.partition_metadata
     {
-        return;
+        return false;
     }
-    if let Ok(start) = log.write().maybe_increment_log_start_offset(prev.log_start_offset) {
-        tracing::info!(partition = %tp, log_start = start, "log start raised to the store's");
-        snap.log_start_offset = start;
+    match log.write().maybe_increment_log_start_offset(prev.log_start_offset) {
+        Ok(start) => {
+            tracing::info!(partition = %tp, log_start = start, "log start raised to the store's");
+            snap.log_start_offset = start;
+            true
+        }
+        Err(_) => false,
     }
 }
 
@@ -182,28 +186,17 @@ impl RemoteLogManager {
             state.loaded = true;
             self.report(tp, &snap, &entries, state.manifest.as_ref().map(|m| &m.1));
         }
+        // No manifest, or a retired one (a topic deleted or turned off before
+        // this log was enabled): the store holds nothing of this log yet, so
+        // nothing may leave local disk on its account. (The log may remember
+        // an offset from an earlier enabled spell of the same log.)
+        if state.manifest.as_ref().is_none_or(|(_, m)| m.retired) {
+            log.write().set_highest_offset_in_remote_storage(-1);
+        }
         if entries.is_empty() && state.manifest.is_none() {
             return Ok(());
         }
-        // Not from a retired manifest: its log start is the end of a log that
-        // was deleted or disabled, not a start this log ever had.
-        if let Some((_, prev)) = state.manifest.as_ref().filter(|(_, m)| !m.retired) {
-            raise_log_start(tp, &log, prev, &mut snap);
-        }
-        let mut segments = store_only(state.manifest.as_ref().map(|m| &m.1), &snap);
-        segments.extend(entries.iter().cloned());
-        let next = self.manifest_for(tp, &snap, segments);
-        if let Some((_, prev)) = &state.manifest {
-            if let Some(reason) = manifest::refusal(prev, &next) {
-                return Err(RemoteError::Regressed { partition: tp.to_string(), reason });
-            }
-            // The store's latest agrees with the local log: what it lists may
-            // leave local disk. Not a retired manifest's: it speaks for a
-            // topic deleted before this one was created under its name.
-            if !prev.retired {
-                log.write().set_highest_offset_in_remote_storage(prev.end_offset - 1);
-            }
-        }
+        let next = self.next_manifest(tp, &log, state, &entries, &mut snap)?;
         let listed: HashSet<String> = state
             .manifest
             .iter()
@@ -232,7 +225,7 @@ impl RemoteLogManager {
             state.uploaded.clear();
             self.report(tp, &snap, &entries, state.manifest.as_ref().map(|m| &m.1));
         }
-        self.maybe_sweep(tp, state, !unchanged).await
+        self.maybe_sweep(tp, &log, state, !unchanged).await
     }
 
     /// Before a manifest is written: the one this task knows must still be
@@ -358,20 +351,66 @@ impl RemoteLogManager {
         }
     }
 
+    /// The manifest that follows the store's latest, refused (`Regressed`)
+    /// when it would drop what the latest lists. The refusal is decided on
+    /// the log as it is; only a manifest that passes may raise a stale log
+    /// start to the store's (a raise is checkpointed, and local retention
+    /// deletes below it), and only then does the log learn what the store
+    /// holds.
+    fn next_manifest(
+        &self,
+        tp: &TopicPartition,
+        log: &SharedLog,
+        state: &PartitionState,
+        entries: &[SegmentEntry],
+        snap: &mut LocalSnapshot,
+    ) -> Result<Manifest, RemoteError> {
+        let prev = state.manifest.as_ref().map(|(_, m)| m);
+        let build = |snap: &LocalSnapshot| {
+            let mut segments = store_only(prev, snap);
+            segments.extend(entries.iter().cloned());
+            self.manifest_for(tp, snap, segments)
+        };
+        let mut next = build(snap);
+        let Some(prev) = prev else { return Ok(next) };
+        if let Some(reason) = manifest::refusal(prev, &next) {
+            return Err(RemoteError::Regressed { partition: tp.to_string(), reason });
+        }
+        // Not from a retired manifest: its log start is the end of a log that
+        // was deleted or disabled, not a start this log ever had, and what it
+        // listed is not this log's.
+        if !prev.retired {
+            if raise_log_start(tp, log, prev, snap) {
+                next = build(snap);
+            }
+            // The store's latest agrees with the local log: what it lists may
+            // leave local disk.
+            log.write().set_highest_offset_in_remote_storage(prev.end_offset - 1);
+        }
+        Ok(next)
+    }
+
     /// Sweep after a new manifest, and now and then for what a manifest
     /// replaced a while ago.
     async fn maybe_sweep(
         &self,
         tp: &TopicPartition,
+        log: &SharedLog,
         state: &mut PartitionState,
         committed: bool,
     ) -> Result<(), RemoteError> {
         let now = now_ms();
         let every = (self.config.delete_delay_ms / 4).max(self.config.upload_interval_ms as i64);
-        let Some((seq, latest)) = &state.manifest else { return Ok(()) };
-        if !committed && now - state.last_sweep_ms < every {
+        if state.manifest.is_none() || (!committed && now - state.last_sweep_ms < every) {
             return Ok(());
         }
+        if !committed {
+            // A quiet partition writes no manifest, so this is where it
+            // notices a store that lost its manifests: the log then forgets
+            // what the store held, before local retention relies on it.
+            self.check_still_latest(tp, log, state).await?;
+        }
+        let Some((seq, latest)) = &state.manifest else { return Ok(()) };
         let deleted =
             sweep::sweep(&self.store, tp, *seq, latest, self.config.delete_delay_ms).await?;
         state.last_sweep_ms = now;

@@ -246,6 +246,28 @@ mod tests {
     const REMOTE_COMPACT: [(&str, &str); 2] =
         [("remote.storage.enable", "true"), ("cleanup.policy", "compact")];
 
+    /// Remote storage turned off then on again: the store's copy may have
+    /// been retired and swept meanwhile, so what it held is forgotten.
+    #[test]
+    fn turning_remote_storage_off_or_on_forgets_what_the_store_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock: SharedClock = MockClock::new(NOW);
+        let pairs = [REMOTE_COMPACT[0], REMOTE_COMPACT[1], ("local.retention.ms", "0")];
+        let mut log = open(dir.path(), &pairs, &clock, 0);
+        append_segments(&mut log, &[NOW - 10; 3]);
+        log.set_highest_offset_in_remote_storage(2);
+        let on = log.config().clone();
+        log.update_config(Arc::clone(&on));
+        assert_eq!(log.highest_offset_in_remote_storage(), 2, "the same setting keeps it");
+        let off = BTreeMap::from([("cleanup.policy".to_string(), "compact".to_string())]);
+        log.update_config(Arc::new(LogConfig::resolve(&BTreeMap::new(), off).unwrap()));
+        assert_eq!(log.highest_offset_in_remote_storage(), -1);
+        log.set_highest_offset_in_remote_storage(2);
+        log.update_config(on);
+        assert_eq!(log.highest_offset_in_remote_storage(), -1, "on again: forgotten");
+        assert_eq!(log.delete_old_segments().unwrap(), 0, "nothing leaves local disk");
+    }
+
     #[test]
     fn local_retention_deletes_only_segments_the_store_holds() {
         let dir = tempfile::tempdir().unwrap();
