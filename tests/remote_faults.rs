@@ -33,32 +33,6 @@ fn manifest_seqs(store: &RemoteStore, tp: &TopicPartition) -> Vec<u64> {
     listed.into_iter().map(|(seq, _)| seq).collect()
 }
 
-/// IncrementalAlterConfigs SET of topic keys; the error code.
-fn alter_topic(port: u16, topic: &str, set: &[(&str, &str)]) -> i16 {
-    use kafka_protocol::messages::incremental_alter_configs_request::{
-        AlterConfigsResource, AlterableConfig,
-    };
-    use kafka_protocol::messages::IncrementalAlterConfigsRequest;
-    use kafka_protocol::protocol::StrBytes;
-    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
-        AlterConfigsResource::default()
-            .with_resource_type(2)
-            .with_resource_name(StrBytes::from_string(topic.into()))
-            .with_configs(
-                set.iter()
-                    .map(|(key, value)| {
-                        AlterableConfig::default()
-                            .with_name(StrBytes::from_string(key.to_string()))
-                            .with_config_operation(0)
-                            .with_value(Some(StrBytes::from_string(value.to_string())))
-                    })
-                    .collect(),
-            ),
-    ]);
-    let response = Wire::connect(port).call(1, &request);
-    response.responses[0].error_code
-}
-
 /// Whether the store holds nothing of `tp` any more.
 fn swept(store: &RemoteStore, tp: &TopicPartition) -> bool {
     segment_objects(store, tp).is_empty() && manifest_count(store, tp) == 0

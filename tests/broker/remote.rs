@@ -239,3 +239,29 @@ pub fn kcat_latest(b: &TestBroker, topic: &str) -> BTreeMap<String, String> {
     assert!(ok, "kcat: {err}");
     out.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect()
 }
+
+/// IncrementalAlterConfigs SET of topic keys; the error code.
+pub fn alter_topic(port: u16, topic: &str, set: &[(&str, &str)]) -> i16 {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    use kafka_protocol::messages::IncrementalAlterConfigsRequest;
+    use kafka_protocol::protocol::StrBytes;
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_string(topic.into()))
+            .with_configs(
+                set.iter()
+                    .map(|(key, value)| {
+                        AlterableConfig::default()
+                            .with_name(StrBytes::from_string(key.to_string()))
+                            .with_config_operation(0)
+                            .with_value(Some(StrBytes::from_string(value.to_string())))
+                    })
+                    .collect(),
+            ),
+    ]);
+    let response = Wire::connect(port).call(1, &request);
+    response.responses[0].error_code
+}
