@@ -28,7 +28,8 @@
 //!   own, so a fetch that gives up (its client gone) does not cut it short.
 //! * Sizes are checked before anything is written: the object's size in the
 //!   store must be the manifest's, which is bounded; bytes are streamed to
-//!   disk in chunks of [`CHUNK`], never held whole in memory.
+//!   disk in ranged GETs of [`super::store::CHUNK`] bytes ([`RangedRead`]), never held whole in
+//!   memory.
 //! * The directory is emptied when the broker starts: nothing in it is
 //!   trusted across a restart.
 
@@ -44,15 +45,13 @@ use tokio::sync::watch;
 use super::manifest::{partition_dir, SegmentEntry};
 use super::read_stats::RemoteReadStats;
 use super::status::RemoteStats;
-use super::store::RemoteStore;
+use super::store::{RangedRead, RemoteStore};
 use super::{blocking, RemoteError};
 use crate::log::segment::{LogSegment, SegmentConfig};
 use crate::log::TopicPartition;
 
 /// The cache's directory under the first log dir.
 pub const CACHE_DIR: &str = "remote-cache";
-/// Bytes per ranged GET while downloading.
-pub const CHUNK: u64 = 8 << 20;
 /// Largest `.log` object accepted (`segment.bytes` is an int).
 const MAX_LOG_OBJECT: u64 = i32::MAX as u64;
 /// Largest index object accepted (what the local index loader accepts).
@@ -325,49 +324,16 @@ impl SegmentCache {
             if f.size > max {
                 return Err(RemoteError::TooLarge { key: key.to_string(), size: f.size, max });
             }
-            let found = self.store.size_of(&key).await?;
-            if found != f.size {
-                return Err(RemoteError::Verify {
-                    key: key.to_string(),
-                    size: f.size,
-                    crc: f.crc32c,
-                    got_size: found,
-                    got_crc: 0,
-                });
-            }
+            let mut read = RangedRead::open(&self.store, &key, f.size, f.crc32c).await?;
             let path = dir.join(format!("{:020}.{ext}", entry.base_offset));
             let p = path.clone();
             let file = Arc::new(
                 blocking(move || std::fs::File::create(&p).map_err(RemoteError::io(&p))).await?,
             );
-            let mut crc = 0u32;
-            let mut pos = 0u64;
-            while pos < f.size {
-                let end = (pos + CHUNK).min(f.size);
-                let chunk = self.store.get_range(&key, pos..end).await?;
-                if chunk.len() as u64 != end - pos {
-                    return Err(RemoteError::Verify {
-                        key: key.to_string(),
-                        size: f.size,
-                        crc: f.crc32c,
-                        got_size: pos + chunk.len() as u64,
-                        got_crc: crc32c::crc32c_append(crc, &chunk),
-                    });
-                }
-                crc = crc32c::crc32c_append(crc, &chunk);
+            while let Some((pos, chunk)) = read.next().await? {
                 let (file, p) = (Arc::clone(&file), path.clone());
                 blocking(move || file.write_all_at(&chunk, pos).map_err(RemoteError::io(&p)))
                     .await?;
-                pos = end;
-            }
-            if crc != f.crc32c {
-                return Err(RemoteError::Verify {
-                    key: key.to_string(),
-                    size: f.size,
-                    crc: f.crc32c,
-                    got_size: f.size,
-                    got_crc: crc,
-                });
             }
             bytes += f.size;
         }

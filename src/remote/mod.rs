@@ -55,9 +55,14 @@
 //! step leaves:
 //! 1. Snapshot the closed segments (files opened under the log's read lock,
 //!    so a clean's swap cannot change them under the upload). Crash: nothing.
-//! 2. Upload each file not in the latest manifest and read it back. Crash:
-//!    objects no manifest lists; the sweep deletes them after the delay (or a
-//!    restart's upload rewrites the same keys with the same bytes first).
+//! 2. Upload each file not in the latest manifest and read it back, both
+//!    streamed (`store`: multipart above a part, ranged GETs, at most two
+//!    parts in memory whatever the segment's size). Crash: objects no
+//!    manifest lists; the sweep deletes them after the delay (or a restart's
+//!    upload rewrites the same keys with the same bytes first). A crash
+//!    inside a multipart upload leaves an incomplete upload, no object: the
+//!    store's lifecycle rule (`AbortIncompleteMultipartUpload`) expires it;
+//!    one that fails is aborted.
 //! 3. Check the task's last manifest is still the store's latest (a higher
 //!    one: another writer, stop; none: the store lost it, read the store
 //!    again), then write manifest `seq + 1` create-only. Crash before: as 2;
@@ -71,8 +76,8 @@
 //!
 //! Reads ([`reader`] through [`cache`]): Fetch and ListOffsets below a
 //! partition's local log start are answered from the segments its latest
-//! manifest lists, downloaded whole into a bounded cache under the first log
-//! dir and opened with `log::segment`. Every object is checked against the
+//! manifest lists, downloaded whole (in ranged GETs) into a bounded cache
+//! under the first log dir and opened with `log::segment`. Every object is checked against the
 //! manifest's size and CRC32C before it is used: one that fails is an error
 //! naming its key, counted as `corrupt`, never served.
 //!

@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::manifest::{self, partition_dir, Manifest};
-use super::store::RemoteStore;
+use super::manifest::{self, partition_dir, Manifest, ObjectEntry};
+use super::store::{RangedRead, RemoteStore};
 use super::RemoteError;
 use crate::log::checkpoint::{
     OffsetCheckpointFile, CLEANER_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
@@ -152,19 +152,8 @@ async fn restore_partition(
     for seg in &m.segments {
         for f in &seg.files {
             let key = store.key(&format!("{}/{}", partition_dir(tp), f.key));
-            let bytes = store.get_bounded(&key, f.size).await?;
-            let crc = crc32c::crc32c(&bytes);
-            if bytes.len() as u64 != f.size || crc != f.crc32c {
-                return Err(RemoteError::Verify {
-                    key: key.to_string(),
-                    size: f.size,
-                    crc: f.crc32c,
-                    got_size: bytes.len() as u64,
-                    got_crc: crc,
-                });
-            }
             let path = staged.join(format!("{:020}.{}", seg.base_offset, f.ext));
-            write_synced(&path, &bytes)?;
+            download_synced(store, &key, f, &path).await?;
             summary.bytes += f.size;
         }
         summary.segments += 1;
@@ -177,6 +166,22 @@ async fn restore_partition(
     write_synced(&staged.join(TOPIC_CONFIG_FILE), config.as_bytes())?;
     crate::log::checkpoint::fsync_dir(&staged)?;
     Ok(())
+}
+
+/// Download `key` to `path` in ranged GETs (never whole in memory),
+/// checking size and CRC32C, and fsync it.
+async fn download_synced(
+    store: &RemoteStore,
+    key: &object_store::path::Path,
+    f: &ObjectEntry,
+    path: &Path,
+) -> Result<(), RemoteError> {
+    let mut read = RangedRead::open(store, key, f.size, f.crc32c).await?;
+    let mut file = std::fs::File::create(path).map_err(RemoteError::io(path))?;
+    while let Some((_, chunk)) = read.next().await? {
+        file.write_all(&chunk).map_err(RemoteError::io(path))?;
+    }
+    file.sync_all().map_err(RemoteError::io(path))
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), RemoteError> {

@@ -12,15 +12,15 @@
 //! A segment whose `.log` is one the latest manifest already lists (same
 //! base offset, inode and size, digested before) is only stat'ed, not
 //! opened: its entry comes from the digest cache and nothing of it is
-//! uploaded again.
+//! uploaded again. Digests read a file in chunks, never whole.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
-use std::io::Read;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use super::manifest::{object_key, ObjectEntry, SegmentEntry};
+use super::store::CHUNK;
 use super::RemoteError;
 use crate::log::checkpoint::{OffsetCheckpointFile, CLEANER_OFFSET_CHECKPOINT};
 use crate::log::log_file_utils::segment_files;
@@ -150,14 +150,18 @@ fn open_segment(dir: &Path, base: i64, next: i64) -> Result<LocalSegment, Remote
     Ok(LocalSegment { base_offset: base, next_offset: next, id, modified_ms, files })
 }
 
-/// Read a whole opened file (bounded by the size it had when opened).
-pub(super) fn read_all(f: &LocalFile, label: &Path) -> Result<Vec<u8>, RemoteError> {
-    let mut buf = Vec::with_capacity(f.size as usize);
-    let mut file = f.file.try_clone().map_err(RemoteError::io(label))?;
-    use std::io::Seek;
-    file.seek(std::io::SeekFrom::Start(0)).map_err(RemoteError::io(label))?;
-    file.take(f.size).read_to_end(&mut buf).map_err(RemoteError::io(label))?;
-    Ok(buf)
+/// The CRC32C of an opened file's first `f.size` bytes (the size it had
+/// when opened), read in chunks of [`CHUNK`]: never held whole.
+fn crc_of(f: &LocalFile, label: &Path) -> Result<u32, RemoteError> {
+    let mut buf = vec![0; CHUNK.min(f.size) as usize];
+    let (mut pos, mut crc) = (0u64, 0u32);
+    while pos < f.size {
+        let len = CHUNK.min(f.size - pos) as usize;
+        f.file.read_exact_at(&mut buf[..len], pos).map_err(RemoteError::io(label))?;
+        crc = crc32c::crc32c_append(crc, &buf[..len]);
+        pos += len as u64;
+    }
+    Ok(crc)
 }
 
 /// The manifest entry of `seg`: its files' CRC32Cs and content keys, from
@@ -173,9 +177,8 @@ pub(super) fn digest(
     let mut files = Vec::new();
     for f in &seg.files {
         let label = label(dir, seg.base_offset, f.ext);
-        let bytes = read_all(f, &label)?;
-        let crc = crc32c::crc32c(&bytes);
-        let size = bytes.len() as u64;
+        let crc = crc_of(f, &label)?;
+        let size = f.size;
         let key = object_key(seg.base_offset, crc, size, f.ext);
         files.push(ObjectEntry { ext: f.ext.to_string(), key, size, crc32c: crc });
     }

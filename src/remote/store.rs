@@ -4,14 +4,36 @@
 //!
 //! The store's owner is `sediment-store.json`, written create-only by the
 //! first broker that uses the store; a broker of another cluster is refused.
+//!
+//! Segment files go up and come back with memory bounded by a part, whatever
+//! the segment's size:
+//! * [`RemoteStore::put_file_verified`] sends a file of at most
+//!   [`PART_BYTES`] in one PUT and a larger one as a multipart upload of
+//!   [`PART_BYTES`] parts (S3 wants at least 5 MiB for each but the last),
+//!   read from the file one part at a time while the previous part is sent:
+//!   at most two parts are in memory. The CRC32C of what was sent is compared
+//!   with the digest before the upload is completed, so a file that changed
+//!   since it was digested never becomes the object its key names. An upload
+//!   that fails midway is aborted, so the bucket keeps no parts of it. One cut
+//!   short by a crash (or by the upload task being stopped at an await) is
+//!   left incomplete: it is no object, nothing lists or reads it, and the
+//!   store expires it only under a lifecycle rule
+//!   (`AbortIncompleteMultipartUpload` on S3: the operator sets one; a local
+//!   directory leaves a staging file next to the key).
+//! * [`RangedRead`] reads an object back in ranged GETs of [`CHUNK`] bytes,
+//!   checking its size first and its CRC32C at the end: the upload's read
+//!   back, the cache's downloads and restore use it.
 
 use bytes::Bytes;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{RemoteError, StoreFailure};
+use super::{blocking, RemoteError, StoreFailure};
 
 /// The store marker's name under the prefix.
 pub const MARKER: &str = "sediment-store.json";
@@ -32,6 +54,118 @@ pub struct RemoteStore {
     store: Arc<dyn ObjectStore>,
     root: StorePath,
     url: String,
+}
+
+/// Files above this many bytes are uploaded in parts of this size.
+pub const PART_BYTES: u64 = 16 << 20;
+/// Bytes per ranged GET when an object is read back or downloaded.
+pub const CHUNK: u64 = 8 << 20;
+
+/// A local file to upload: what it should hold (digested before), and its
+/// path for messages.
+#[derive(Debug, Clone)]
+pub struct FileUpload {
+    pub file: Arc<File>,
+    pub path: PathBuf,
+    pub size: u64,
+    pub crc32c: u32,
+}
+
+/// `len` bytes of `file` at `pos`, read on a blocking thread (`len` is at
+/// most a part).
+async fn read_part(up: &FileUpload, pos: u64, len: u64) -> Result<Bytes, RemoteError> {
+    let (file, path) = (Arc::clone(&up.file), up.path.clone());
+    blocking(move || {
+        let mut buf = vec![0; len as usize];
+        file.read_exact_at(&mut buf, pos).map_err(RemoteError::io(&path))?;
+        Ok(Bytes::from(buf))
+    })
+    .await
+}
+
+/// The file no longer has the content it was digested with.
+fn changed(up: &FileUpload, got_size: u64, got_crc: u32) -> RemoteError {
+    RemoteError::Verify {
+        key: up.path.display().to_string(),
+        size: up.size,
+        crc: up.crc32c,
+        got_size,
+        got_crc,
+    }
+}
+
+/// An object read in ranged GETs of [`CHUNK`] bytes, each checked for its
+/// length, and the whole for its CRC32C after the last.
+#[derive(Debug)]
+pub struct RangedRead<'a> {
+    store: &'a RemoteStore,
+    key: &'a StorePath,
+    size: u64,
+    crc: u32,
+    pos: u64,
+    got: u32,
+}
+
+impl<'a> RangedRead<'a> {
+    /// Start reading `key`, which must be `size` bytes with CRC32C `crc`
+    /// (its size is checked now, with a HEAD).
+    ///
+    /// # Errors
+    /// Store errors; `Verify` for another size.
+    pub async fn open(
+        store: &'a RemoteStore,
+        key: &'a StorePath,
+        size: u64,
+        crc: u32,
+    ) -> Result<Self, RemoteError> {
+        let found = store.size_of(key).await?;
+        let read = Self { store, key, size, crc, pos: 0, got: 0 };
+        if found != size {
+            return Err(read.mismatch(found, 0));
+        }
+        Ok(read)
+    }
+
+    fn mismatch(&self, got_size: u64, got_crc: u32) -> RemoteError {
+        RemoteError::Verify {
+            key: self.key.to_string(),
+            size: self.size,
+            crc: self.crc,
+            got_size,
+            got_crc,
+        }
+    }
+
+    /// The next chunk and its offset; `None` after the last, once the CRC32C
+    /// of the whole matched.
+    ///
+    /// # Errors
+    /// Store errors; `Verify` for a short chunk or another CRC32C.
+    pub async fn next(&mut self) -> Result<Option<(u64, Bytes)>, RemoteError> {
+        if self.pos >= self.size {
+            if self.got != self.crc {
+                return Err(self.mismatch(self.size, self.got));
+            }
+            return Ok(None);
+        }
+        let (pos, end) = (self.pos, (self.pos + CHUNK).min(self.size));
+        let chunk = self.store.get_range(self.key, pos..end).await?;
+        self.got = crc32c::crc32c_append(self.got, &chunk);
+        if chunk.len() as u64 != end - pos {
+            return Err(self.mismatch(pos + chunk.len() as u64, self.got));
+        }
+        self.pos = end;
+        Ok(Some((pos, chunk)))
+    }
+
+    /// Read to the end, checking size and CRC32C, keeping nothing.
+    ///
+    /// # Errors
+    /// As [`Self::next`].
+    pub async fn verify(mut self) -> Result<(), RemoteError> {
+        while self.next().await?.is_some() {}
+        Ok(())
+    }
 }
 
 /// The store's probe of its own clock, overwritten by each sweep.
@@ -166,16 +300,90 @@ impl RemoteStore {
     pub async fn put_verified(&self, key: &StorePath, bytes: Bytes) -> Result<(), RemoteError> {
         let (size, crc) = (bytes.len() as u64, crc32c::crc32c(&bytes));
         self.store.put(key, PutPayload::from(bytes)).await.map_err(|e| self.err("put", key, e))?;
-        let back = self.get_bounded(key, size).await?;
-        let got_crc = crc32c::crc32c(&back);
-        if back.len() as u64 != size || got_crc != crc {
-            return Err(RemoteError::Verify {
-                key: key.to_string(),
-                size,
-                crc,
-                got_size: back.len() as u64,
-                got_crc,
-            });
+        RangedRead::open(self, key, size, crc).await?.verify().await
+    }
+
+    /// Upload the file `up` to `key` (overwriting: keys name their content),
+    /// in one PUT up to `part_bytes` and in parts of `part_bytes` above, then
+    /// read it back in ranged GETs and compare size and CRC32C. Memory: at
+    /// most two parts, or one [`CHUNK`] while reading back.
+    ///
+    /// # Errors
+    /// Store errors; `Verify` when the file no longer has its digested
+    /// content or the object read back differs; `Io` reading the file.
+    pub async fn put_file_verified(
+        &self,
+        key: &StorePath,
+        up: &FileUpload,
+        part_bytes: u64,
+    ) -> Result<(), RemoteError> {
+        let part_bytes = part_bytes.max(1);
+        if up.size <= part_bytes {
+            let bytes = read_part(up, 0, up.size).await?;
+            let crc = crc32c::crc32c(&bytes);
+            if crc != up.crc32c {
+                return Err(changed(up, up.size, crc));
+            }
+            let payload = PutPayload::from(bytes);
+            self.store.put(key, payload).await.map_err(|e| self.err("put", key, e))?;
+        } else {
+            self.put_multipart(key, up, part_bytes).await?;
+        }
+        RangedRead::open(self, key, up.size, up.crc32c).await?.verify().await
+    }
+
+    /// A multipart upload of `up`, completed only when every part was sent
+    /// and what was sent has the digested CRC32C; aborted otherwise.
+    async fn put_multipart(
+        &self,
+        key: &StorePath,
+        up: &FileUpload,
+        part_bytes: u64,
+    ) -> Result<(), RemoteError> {
+        let mut upload =
+            self.store.put_multipart(key).await.map_err(|e| self.err("put", key, e))?;
+        let mut result = self.send_parts(key, upload.as_mut(), up, part_bytes).await;
+        if result.is_ok() {
+            result = upload.complete().await.map(drop).map_err(|e| self.err("put", key, e));
+        }
+        if result.is_err() {
+            if let Err(e) = upload.abort().await {
+                let e = self.err("abort", key, e);
+                tracing::warn!("tiered storage: aborting a failed multipart upload: {e}");
+            }
+        }
+        result
+    }
+
+    /// Send `up` part by part, reading the next part while one is sent.
+    async fn send_parts(
+        &self,
+        key: &StorePath,
+        upload: &mut dyn object_store::MultipartUpload,
+        up: &FileUpload,
+        part_bytes: u64,
+    ) -> Result<(), RemoteError> {
+        let mut sending: Option<object_store::UploadPart> = None;
+        let (mut pos, mut crc) = (0u64, 0u32);
+        while pos < up.size {
+            let len = part_bytes.min(up.size - pos);
+            let bytes = match sending.take() {
+                Some(part) => {
+                    let (sent, read) = tokio::join!(part, read_part(up, pos, len));
+                    sent.map_err(|e| self.err("put", key, e))?;
+                    read?
+                }
+                None => read_part(up, pos, len).await?,
+            };
+            crc = crc32c::crc32c_append(crc, &bytes);
+            sending = Some(upload.put_part(PutPayload::from(bytes)));
+            pos += len;
+        }
+        if let Some(part) = sending {
+            part.await.map_err(|e| self.err("put", key, e))?;
+        }
+        if crc != up.crc32c {
+            return Err(changed(up, pos, crc));
         }
         Ok(())
     }
@@ -347,6 +555,72 @@ mod tests {
         assert_eq!(err.kind(), "auth");
         assert_eq!(s3_code("<Code>a b</Code>"), None);
         assert_eq!(http_status("status code: 99"), None);
+    }
+
+    fn upload_of(path: &std::path::Path, crc32c: u32) -> FileUpload {
+        let file = File::open(path).unwrap();
+        let size = file.metadata().unwrap().len();
+        FileUpload { file: Arc::new(file), path: path.to_path_buf(), size, crc32c }
+    }
+
+    /// Files above the part size go up in parts (the local store supports
+    /// multipart uploads) and come back equal; one at or below in one PUT.
+    #[tokio::test]
+    async fn files_upload_in_parts_and_read_back_equal() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("store")).unwrap();
+        let store = local(&dir.path().join("store"));
+        let part = 256 << 10;
+        for size in [0, 1000, part, 5 * part + 123] {
+            let content: Vec<u8> = (0..size).map(|i| (i * 7 + i / 251) as u8).collect();
+            let path = dir.path().join(format!("f{size}"));
+            std::fs::write(&path, &content).unwrap();
+            let key = store.key(&format!("objects/{size}"));
+            let up = upload_of(&path, crc32c::crc32c(&content));
+            store.put_file_verified(&key, &up, part as u64).await.unwrap();
+            let back = store.get_bounded(&key, size as u64).await.unwrap();
+            assert!(back == content, "object of {size} bytes differs from its file");
+        }
+        // Read back in ranged GETs of CHUNK: an object several chunks long.
+        let size = 2 * CHUNK as usize + 5;
+        let content: Vec<u8> = (0..size).map(|i| (i % 253) as u8).collect();
+        let path = dir.path().join("big");
+        std::fs::write(&path, &content).unwrap();
+        let up = upload_of(&path, crc32c::crc32c(&content));
+        store.put_file_verified(&store.key("objects/big"), &up, PART_BYTES).await.unwrap();
+        assert_eq!(std::fs::read(dir.path().join("store/objects/big")).unwrap(), content);
+    }
+
+    /// A file that no longer has its digested content is not completed as
+    /// the object: the multipart upload is aborted and nothing is left, not
+    /// even a staging file; a wrong object is refused by its read back.
+    #[tokio::test]
+    async fn a_changed_file_is_aborted_and_a_wrong_object_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("store")).unwrap();
+        let store = local(&dir.path().join("store"));
+        let content = vec![7u8; 300_000];
+        let path = dir.path().join("f");
+        std::fs::write(&path, &content).unwrap();
+        let key = store.key("objects/f");
+        let up = upload_of(&path, crc32c::crc32c(&content) ^ 1);
+        for part in [100_000, 1 << 20] {
+            let err = store.put_file_verified(&key, &up, part).await.unwrap_err();
+            assert!(matches!(err, RemoteError::Verify { .. }), "{err}");
+            let left: Vec<_> = std::fs::read_dir(dir.path().join("store"))
+                .map(|d| d.map(|e| e.unwrap().path()).collect())
+                .unwrap_or_default();
+            let left: Vec<_> =
+                left.into_iter().flat_map(|d| std::fs::read_dir(d).unwrap()).collect();
+            assert!(left.is_empty(), "left in the store: {left:?}");
+        }
+        // An object of another content under the key: its read back fails.
+        store.put_verified(&key, Bytes::from(vec![8u8; 300_000])).await.unwrap();
+        let crc = crc32c::crc32c(&content);
+        let err = RangedRead::open(&store, &key, 300_000, crc).await.unwrap().verify().await;
+        assert!(matches!(err, Err(RemoteError::Verify { .. })), "{err:?}");
+        let err = RangedRead::open(&store, &key, 300_001, crc).await.unwrap_err();
+        assert!(matches!(err, RemoteError::Verify { got_size: 300_000, .. }), "{err}");
     }
 
     #[tokio::test]

@@ -17,13 +17,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-
 use super::config::RemoteStorageConfig;
 use super::manifest::{self, partition_dir, Manifest, ObjectEntry, SegmentEntry, FORMAT};
 use super::snapshot::{self, LocalFile, LocalSnapshot};
 use super::status::{PartitionRemoteStatus, RemoteStats};
-use super::store::RemoteStore;
+use super::store::{FileUpload, RemoteStore, PART_BYTES};
 use super::{blocking, now_ms, sweep, RemoteError};
 use crate::log::manager::SharedLog;
 use crate::log::{LogManager, TopicPartition};
@@ -297,7 +295,8 @@ impl RemoteLogManager {
         Ok((snap, entries))
     }
 
-    /// Upload one file, checking it still has the digested content.
+    /// Upload one file and read it back, checking it still has the digested
+    /// content (streamed: memory bounded by a part, see `store`).
     async fn upload(
         &self,
         tp: &TopicPartition,
@@ -306,24 +305,15 @@ impl RemoteLogManager {
         label: PathBuf,
     ) -> Result<(), RemoteError> {
         let opened = file.file.try_clone().map_err(RemoteError::io(&label))?;
-        let (ext, size) = (file.ext, file.size);
-        let path = label.clone();
-        let bytes =
-            blocking(move || snapshot::read_all(&LocalFile { ext, file: opened, size }, &path))
-                .await?;
-        let crc = crc32c::crc32c(&bytes);
-        if crc != object.crc32c || bytes.len() as u64 != object.size {
-            return Err(RemoteError::Verify {
-                key: label.display().to_string(),
-                size: object.size,
-                crc: object.crc32c,
-                got_size: bytes.len() as u64,
-                got_crc: crc,
-            });
-        }
+        let up = FileUpload {
+            file: Arc::new(opened),
+            path: label,
+            size: object.size,
+            crc32c: object.crc32c,
+        };
         let key = self.store.key(&format!("{}/{}", partition_dir(tp), object.key));
         let started = Instant::now();
-        self.store.put_verified(&key, Bytes::from(bytes)).await?;
+        self.store.put_file_verified(&key, &up, PART_BYTES).await?;
         self.stats.uploaded(object.size, started.elapsed().as_secs_f64());
         Ok(())
     }
