@@ -105,10 +105,7 @@ fn deleted_and_disabled_topics_are_retired_swept_and_not_restored_and_a_new_one_
 
     // A restore brings back the new topic only.
     let restored = b.dir.path().join("restored");
-    let (ok, out, err) = run(Command::new(env!("CARGO_BIN_EXE_sediment"))
-        .args(["restore", "--from", url, "--endpoint", &moto.endpoint(), "--data-dir"])
-        .arg(&restored)
-        .envs(CREDS.iter().copied()));
+    let (ok, out, err) = restore(&moto, url, &restored);
     assert!(ok, "restore failed: {out}{err}");
     assert!(out.contains("restored 1 partition(s)"), "{out}");
     assert!(!restored.join("dropped-0").exists(), "a deleted topic came back");
@@ -269,10 +266,7 @@ fn an_invalid_latest_manifest_stops_uploads_and_a_restore_uses_the_one_below() {
     b.stop();
 
     let restored = b.dir.path().join("restored");
-    let (ok, out, err) = run(Command::new(env!("CARGO_BIN_EXE_sediment"))
-        .args(["restore", "--from", url, "--endpoint", &moto.endpoint(), "--data-dir"])
-        .arg(&restored)
-        .envs(CREDS.iter().copied()));
+    let (ok, out, err) = restore(&moto, url, &restored);
     assert!(ok && out.contains("restored 1 partition(s)"), "{out}{err}");
     assert!(err.contains(&key), "the restore does not say it skipped {key}: {err}");
 }

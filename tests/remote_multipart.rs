@@ -5,10 +5,9 @@
 
 mod broker;
 
-use std::process::Command;
 
 use broker::remote::*;
-use broker::{create_topic, produce, run, Wire};
+use broker::{create_topic, produce, Wire};
 use sediment::log::TopicPartition;
 use sediment::remote::store::PART_BYTES;
 
@@ -83,10 +82,7 @@ fn segments_larger_than_a_part_go_up_in_parts_and_restore_byte_identical() {
 
     // Restored byte for byte, from the store alone.
     let restored = b.dir.path().join("restored");
-    let (ok, out, err) = run(Command::new(env!("CARGO_BIN_EXE_sediment"))
-        .args(["restore", "--from", url, "--endpoint", &moto.endpoint(), "--data-dir"])
-        .arg(&restored)
-        .envs(CREDS.iter().copied()));
+    let (ok, out, err) = restore(&moto, url, &restored);
     assert!(ok, "restore failed: {out}{err}");
     let mut restored_segments = local_segments(&restored.join("big-0"));
     restored_segments.pop_last();

@@ -12,10 +12,9 @@ mod broker;
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use broker::remote::*;
-use broker::{create_topic, kcat, run, TestBroker, Wire};
+use broker::{create_topic, kcat, TestBroker, Wire};
 use sediment::log::TopicPartition;
 
 const TOPIC: &str = "state";
@@ -125,10 +124,7 @@ fn local_copies_go_only_once_listed_and_the_store_keeps_every_offset() {
     b.stop();
     let kept = b.data_dir().with_extension("kept");
     std::fs::rename(b.data_dir(), &kept).expect("set the data dir aside");
-    let (ok, out, err) = run(Command::new(env!("CARGO_BIN_EXE_sediment"))
-        .args(["restore", "--from", url, "--endpoint", &moto.endpoint(), "--data-dir"])
-        .arg(b.data_dir())
-        .envs(CREDS.iter().copied()));
+    let (ok, out, err) = restore(&moto, url, &b.data_dir());
     assert!(ok, "restore failed: {out}{err}");
     let plain: Vec<&str> = overrides
         .iter()

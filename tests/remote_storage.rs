@@ -83,10 +83,7 @@ fn the_store_mirrors_uploads_and_cleans_and_a_restore_serves_every_latest_value(
     // Disaster: the data dir is lost; restore it from the store and serve it.
     b.stop();
     std::fs::remove_dir_all(b.data_dir()).expect("remove data dir");
-    let (ok, out, err) = run(Command::new(env!("CARGO_BIN_EXE_sediment"))
-        .args(["restore", "--from", url, "--endpoint", &moto.endpoint(), "--data-dir"])
-        .arg(b.data_dir())
-        .envs(CREDS.iter().copied()));
+    let (ok, out, err) = restore(&moto, url, &b.data_dir());
     assert!(ok, "restore failed: {out}{err}");
     assert!(out.contains("restored 2 partition(s)"), "{out}");
     assert_eq!(
@@ -95,10 +92,7 @@ fn the_store_mirrors_uploads_and_cleans_and_a_restore_serves_every_latest_value(
         "the cleaner's clean point is restored"
     );
     // A second restore into the now non-empty dir is refused.
-    let (ok, _, err) = run(Command::new(env!("CARGO_BIN_EXE_sediment"))
-        .args(["restore", "--from", url, "--endpoint", &moto.endpoint(), "--data-dir"])
-        .arg(b.data_dir())
-        .envs(CREDS.iter().copied()));
+    let (ok, _, err) = restore(&moto, url, &b.data_dir());
     assert!(!ok && err.contains("not empty"), "{err}");
     b.restart();
     // The restored broker goes on with the same store and drops nothing from it.

@@ -265,3 +265,14 @@ pub fn alter_topic(port: u16, topic: &str, set: &[(&str, &str)]) -> i16 {
     let response = Wire::connect(port).call(1, &request);
     response.responses[0].error_code
 }
+
+/// `sediment restore --from url --endpoint <moto> --data-dir dir` with the
+/// test credentials: (success, stdout, stderr).
+pub fn restore(moto: &Moto, url: &str, dir: &Path) -> (bool, String, String) {
+    super::run(
+        Command::new(env!("CARGO_BIN_EXE_sediment"))
+            .args(["restore", "--from", url, "--endpoint", &moto.endpoint(), "--data-dir"])
+            .arg(dir)
+            .envs(CREDS.iter().copied()),
+    )
+}
