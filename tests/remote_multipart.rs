@@ -5,7 +5,6 @@
 
 mod broker;
 
-
 use broker::remote::*;
 use broker::{create_topic, produce, Wire};
 use sediment::log::TopicPartition;
