@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: bench/remote-read.sh [MB] [SEGMENT_MB]
+# Usage: bench/remote-read.sh [MB] [SEGMENT_MB] [ROUNDS]
 #
 # Tiered storage reads against local reads of the same bytes, on loopback:
 # moto's S3 server (target/pyenv) and one sediment broker with tiered storage
@@ -13,8 +13,10 @@
 #   remote-warm  the remote topic again, from the segment cache;
 # and GETs the same objects from moto with boto3 (moto's own rate). Each read
 # records MB/s, the broker's CPU seconds and peak RSS, moto's CPU seconds and
-# the cache's misses and hits. Writes bench/results/<date>-<commit>-remote.md
-# (raw numbers in .json next to it) and prints it. A few minutes at 512 MB.
+# the cache's misses and hits. ROUNDS (default 3) repeats restart, reads and
+# GETs; the report shows medians and every round. Writes
+# bench/results/<date>-<commit>-remote.md (raw numbers in .json next to it)
+# and prints it. About 5 minutes at 512 MB.
 #
 # Environment:
 #   SEDIMENT_BIN   the sediment binary (default: cargo build --release, then
@@ -32,6 +34,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 cd "$root"
 mb="${1:-512}"
 segment_mb="${2:-16}"
+rounds="${3:-3}"
 
 if [ -z "${SEDIMENT_BIN:-}" ]; then
   echo "remote-read: cargo build --release" >&2
@@ -48,4 +51,4 @@ mkdir -p bench/results
 
 exec "$python" bench/remote_read.py --bin "$SEDIMENT_BIN" --jars "$jars" --python "$python" \
   --work "$work" --out "bench/results/$stamp-$commit-remote.md" --commit "$commit" \
-  --mb "$mb" --segment-mb "$segment_mb" --label "${BENCH_LABEL:-}"
+  --mb "$mb" --segment-mb "$segment_mb" --rounds "$rounds" --label "${BENCH_LABEL:-}"

@@ -30,6 +30,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -246,6 +247,15 @@ def raw_get(endpoint: str, prefix: str, below: int) -> dict:
     return {"objects": len(keys), "bytes": total, "seconds": secs, "mb_per_s": total / 2**20 / secs}
 
 
+def median_of(runs: list[dict]) -> dict:
+    """Field by field median of numeric fields (the others from the first run)."""
+    out = dict(runs[0])
+    for k, v in runs[0].items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k] = statistics.median(r[k] for r in runs)
+    return out
+
+
 def loadavg() -> str:
     return Path("/proc/loadavg").read_text().split()[0]
 
@@ -261,6 +271,7 @@ def main() -> int:
     ap.add_argument("--mb", type=int, default=512)
     ap.add_argument("--segment-mb", type=int, default=16)
     ap.add_argument("--label", default="")
+    ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
 
     a.work.mkdir(parents=True, exist_ok=True)
@@ -279,7 +290,7 @@ def main() -> int:
         "log.cleaner.enable=false",
     ]
     broker = Broker(a.bin, a.work, overrides)
-    result: dict = {"bin": a.bin, "mb": a.mb, "segment_mb": a.segment_mb, "commit": a.commit, "reads": {}}
+    result: dict = {"bin": os.path.relpath(a.bin, ROOT) if a.bin.startswith(str(ROOT)) else a.bin, "mb": a.mb, "segment_mb": a.segment_mb, "commit": a.commit, "reads": {}}
     try:
         broker.start()
         from confluent_kafka.admin import AdminClient, NewTopic
@@ -310,27 +321,34 @@ def main() -> int:
 
         local_start = min(int(p.stem) for p in (a.work / "data" / "remote-0").glob("*.log"))
         result["local_start_offset"] = local_start
-        broker.stop()
-        broker.start()  # empties remote-cache
-        for name, topic in (("local", "local"), ("remote-cold", "remote"), ("remote-warm", "remote")):
-            before = broker.metrics()
-            load = loadavg()
-            with Usage(broker.proc.pid) as bu, Usage(moto.pid) as mu:
-                r = consume(java, broker.bootstrap, topic, records, name)
-            after = broker.metrics()
-            r.update({
-                "broker_cpu_s": bu.cpu, "broker_peak_rss_mb": bu.peak_kb / 1024, "rss_from_hwm": bu.hwm_reset,
-                "moto_cpu_s": mu.cpu, "load_before": load,
-                "cache_hits": after.get("sediment_remote_cache_hits_total", 0) - before.get("sediment_remote_cache_hits_total", 0),
-                "cache_misses": after.get("sediment_remote_cache_misses_total", 0) - before.get("sediment_remote_cache_misses_total", 0),
-            })
-            result["reads"][name] = r
-            print(f"remote-read: {name}: {r['fetch_mb_per_s']:.1f} MB/s", file=sys.stderr)
-        with Usage(moto.pid) as mu:
-            raw = raw_get(endpoint, f"{PREFIX}/topics/remote-0/segments/", local_start)
-        raw["moto_cpu_s"] = mu.cpu
-        result["raw_get"] = raw
-        print(f"remote-read: raw GET {raw['mb_per_s']:.1f} MB/s", file=sys.stderr)
+        result["rounds"] = []
+        for i in range(a.rounds):
+            rnd: dict = {"reads": {}}
+            print(f"remote-read: round {i + 1} of {a.rounds}", file=sys.stderr)
+            broker.stop()
+            broker.start()  # empties remote-cache
+            for name, topic in (("local", "local"), ("remote-cold", "remote"), ("remote-warm", "remote")):
+                before = broker.metrics()
+                load = loadavg()
+                with Usage(broker.proc.pid) as bu, Usage(moto.pid) as mu:
+                    r = consume(java, broker.bootstrap, topic, records, name)
+                after = broker.metrics()
+                r.update({
+                    "broker_cpu_s": bu.cpu, "broker_peak_rss_mb": bu.peak_kb / 1024, "rss_from_hwm": bu.hwm_reset,
+                    "moto_cpu_s": mu.cpu, "load_before": load,
+                    "cache_hits": after.get("sediment_remote_cache_hits_total", 0) - before.get("sediment_remote_cache_hits_total", 0),
+                    "cache_misses": after.get("sediment_remote_cache_misses_total", 0) - before.get("sediment_remote_cache_misses_total", 0),
+                })
+                rnd["reads"][name] = r
+                print(f"remote-read: {name}: {r['fetch_mb_per_s']:.1f} MB/s", file=sys.stderr)
+            with Usage(moto.pid) as mu:
+                raw = raw_get(endpoint, f"{PREFIX}/topics/remote-0/segments/", local_start)
+            raw["moto_cpu_s"] = mu.cpu
+            rnd["raw_get"] = raw
+            print(f"remote-read: raw GET {raw['mb_per_s']:.1f} MB/s", file=sys.stderr)
+            result["rounds"].append(rnd)
+        result["reads"] = {n: median_of([r["reads"][n] for r in result["rounds"]]) for n in result["rounds"][0]["reads"]}
+        result["raw_get"] = median_of([r["raw_get"] for r in result["rounds"]])
     finally:
         broker.stop()
         moto.terminate()
@@ -357,14 +375,15 @@ def render(r: dict, label: str) -> str:
         "(2 cores; other cargo builds ran during this run): the figures are indicative, the ratios "
         "(all from the same run) more so than the rates.",
         "",
-        f"One sediment broker (`{r['bin']}`) and moto's S3 server (Python, in-memory) on loopback. "
+        f"One sediment broker (`{r['bin']}`) and moto's S3 server (Python, one process) on loopback. "
         f"{r['mb']} MB of 1 KiB records (ProducerPerformance, acks=all) to each of two 1-partition topics "
         f"with {r['segment_mb']} MiB segments: `remote` (remote.storage.enable, local.retention.bytes = one "
         f"segment) and `local`. After the upload and local retention, {r['store_only_bytes'] / 2**20:.0f} of "
         f"{r['log_bytes'] / 2**20:.0f} MiB of `remote` were in the store only (the rest, the newest "
         f"segments, local). The broker was then restarted (its remote-cache emptied) and each topic read from "
         "the beginning by ConsumerPerformance (one consumer, default fetch sizes); MB/s is ConsumerPerformance's "
-        "fetch.MB.sec (group join excluded).",
+        f"fetch.MB.sec (group join excluded). {len(r['rounds'])} rounds (restart, local, cold, warm, raw GET); "
+        "the table shows each column's median, every round's rates follow.",
         "",
         "| read | MB | fetch MB/s | vs local | wall MB/s | broker CPU s | broker CPU s/GB | broker peak RSS MB | moto CPU s | cache misses / hits |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -374,6 +393,12 @@ def render(r: dict, label: str) -> str:
             f"| {name} | {x['mb']:.0f} | {x['fetch_mb_per_s']:.1f} | {ratio(x['fetch_mb_per_s'], local['fetch_mb_per_s'])} "
             f"| {x['mb_per_s']:.1f} | {x['broker_cpu_s']:.2f} | {x['broker_cpu_s'] / (x['mb'] / 1024):.2f} "
             f"| {x['broker_peak_rss_mb']:.0f} | {x['moto_cpu_s']:.2f} | {x['cache_misses']:.0f} / {x['cache_hits']:.0f} |")
+    lines += ["", "| round | local MB/s | remote-cold MB/s | remote-warm MB/s | raw GET MB/s | cold / local | warm / local |",
+              "|---|---|---|---|---|---|---|"]
+    for i, rnd in enumerate(r["rounds"]):
+        x = {n: v["fetch_mb_per_s"] for n, v in rnd["reads"].items()}
+        lines.append(f"| {i + 1} | {x['local']:.1f} | {x['remote-cold']:.1f} | {x['remote-warm']:.1f} | "
+                     f"{rnd['raw_get']['mb_per_s']:.1f} | {ratio(x['remote-cold'], x['local'])} | {ratio(x['remote-warm'], x['local'])} |")
     raw = r["raw_get"]
     cold = reads["remote-cold"]
     lines += [
@@ -383,7 +408,7 @@ def render(r: dict, label: str) -> str:
         f"{raw['mb_per_s']:.1f} MB/s, moto CPU {raw['moto_cpu_s']:.2f} s. The cold read ran at "
         f"{ratio(cold['fetch_mb_per_s'], raw['mb_per_s'])} of it.",
         "",
-        "Ratios: remote-cold / local "
+        "Ratios of the medians: remote-cold / local "
         f"{ratio(cold['fetch_mb_per_s'], local['fetch_mb_per_s'])}, remote-warm / local "
         f"{ratio(reads['remote-warm']['fetch_mb_per_s'], local['fetch_mb_per_s'])}, remote-cold / raw GET "
         f"{ratio(cold['fetch_mb_per_s'], raw['mb_per_s'])}; broker CPU per GB cold / local "
