@@ -50,6 +50,9 @@ use super::validator::{self, ValidatedBatch, ValidationContext};
 use crate::clock::SharedClock;
 
 mod retention;
+mod store_retention;
+
+pub use store_retention::StoreSegment;
 
 /// What an append did, for the Produce response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +89,8 @@ pub struct Log {
     producers: ProducerStateManager,
     /// The last offset the object store holds (`retention`); -1 until known.
     highest_offset_in_remote_storage: i64,
+    /// The segments the store lists, as numbers (`store_retention`).
+    store_segments: Vec<StoreSegment>,
 }
 
 impl Log {
@@ -133,6 +138,7 @@ impl Log {
             validated: Vec::new(),
             producers: loaded.producers,
             highest_offset_in_remote_storage: -1,
+            store_segments: Vec::new(),
         })
     }
     /// The idempotent-producer state (for tests and the producer id allocator).
@@ -156,6 +162,7 @@ impl Log {
     pub fn update_config(&mut self, config: Arc<LogConfig>) {
         if config.remote_storage_enable != self.config.remote_storage_enable {
             self.highest_offset_in_remote_storage = -1;
+            self.store_segments.clear();
         }
         self.config = config;
     }

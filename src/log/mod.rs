@@ -117,7 +117,9 @@ pub mod validator;
 
 pub use config::LogConfig;
 pub use error::{BatchError, LogError, ProducerError};
-pub use local_log::{FetchDataInfo, FetchIsolation, FetchRegionInfo, Log, LogAppendInfo};
+pub use local_log::{
+    FetchDataInfo, FetchIsolation, FetchRegionInfo, Log, LogAppendInfo, StoreSegment,
+};
 pub use log_loader::LoadParams;
 pub use manager::{LogManager, LogManagerConfig, TopicInfo};
 pub use replace_segments::{SegmentSnapshot, SwapOutcome, SwapStep};

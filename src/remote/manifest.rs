@@ -54,6 +54,15 @@ pub struct SegmentEntry {
     pub base_offset: i64,
     pub next_offset: i64,
     pub files: Vec<ObjectEntry>,
+    /// The largest record timestamp of the segment (what `retention.ms`
+    /// measures); -1 in manifests written before it was recorded: such a
+    /// segment is never expired by time.
+    #[serde(default = "unknown_timestamp")]
+    pub max_timestamp: i64,
+}
+
+fn unknown_timestamp() -> i64 {
+    -1
 }
 
 impl SegmentEntry {
@@ -376,6 +385,7 @@ mod tests {
             base_offset: base,
             next_offset: next,
             files: vec![ObjectEntry { ext: "log".into(), key, size: 10, crc32c: 7 }],
+            max_timestamp: 1_000 + base,
         }
     }
 
@@ -509,6 +519,7 @@ mod tests {
                 size: 0,
                 crc32c: 0,
             }],
+            max_timestamp: -1,
         };
         let mut m = ok.clone();
         m.segments.push(empty);
@@ -534,5 +545,20 @@ mod tests {
         assert!(!back.retired);
         let text = serde_json::to_string(&retired).unwrap();
         assert!(serde_json::from_str::<Manifest>(&text).unwrap().retired);
+    }
+
+    #[test]
+    fn a_segment_without_max_timestamp_parses_as_unknown() {
+        let tp = TopicPartition::new("t", 0);
+        let m = manifest(&tp, vec![segment(0, 5)]);
+        let text = serde_json::to_string(&m).unwrap();
+        assert!(text.contains("\"max_timestamp\":1000"), "{text}");
+        let back: Manifest = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.segments[0].max_timestamp, 1000);
+        let old = text.replace(",\"max_timestamp\":1000", "");
+        assert!(!old.contains("max_timestamp"), "{old}");
+        let back: Manifest = serde_json::from_str(&old).unwrap();
+        back.check("k", &tp).unwrap();
+        assert_eq!(back.segments[0].max_timestamp, -1);
     }
 }

@@ -216,7 +216,12 @@ mod tests {
             log_start_offset: 0,
             clean_offset: None,
             end_offset: 1,
-            segments: vec![SegmentEntry { base_offset: 0, next_offset: 1, files: vec![file] }],
+            segments: vec![SegmentEntry {
+                base_offset: 0,
+                next_offset: 1,
+                files: vec![file],
+                max_timestamp: -1,
+            }],
             written_at_ms: 0,
             retired: false,
         }

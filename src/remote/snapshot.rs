@@ -49,6 +49,8 @@ pub(super) struct LocalSegment {
     /// (base offset, inode, size) of the `.log`: a cleaned replacement is a new file.
     pub id: SegmentId,
     pub modified_ms: i64,
+    /// The largest record timestamp (read under the log's lock with the rest).
+    pub max_timestamp: i64,
     pub files: Vec<LocalFile>,
 }
 
@@ -88,15 +90,17 @@ pub(super) fn take(
         }
         let (base, next) = (seg.base_offset(), seg.next_offset());
         let known = stat_log(&dir, base)?.filter(|(id, _)| listed.contains(id));
+        let max_timestamp = seg.largest_timestamp();
         segments.push(match known {
             Some((id, modified_ms)) => LocalSegment {
                 base_offset: base,
                 next_offset: next,
                 id,
                 modified_ms,
+                max_timestamp,
                 files: vec![],
             },
-            None => open_segment(&dir, base, next)?,
+            None => LocalSegment { max_timestamp, ..open_segment(&dir, base, next)? },
         });
     }
     let log_start_offset = log.log_start_offset();
@@ -147,7 +151,14 @@ fn open_segment(dir: &Path, base: i64, next: i64) -> Result<LocalSegment, Remote
         }
         files.push(LocalFile { ext, file, size: meta.len() });
     }
-    Ok(LocalSegment { base_offset: base, next_offset: next, id, modified_ms, files })
+    Ok(LocalSegment {
+        base_offset: base,
+        next_offset: next,
+        id,
+        modified_ms,
+        max_timestamp: -1,
+        files,
+    })
 }
 
 /// The CRC32C of an opened file's first `f.size` bytes (the size it had
@@ -182,7 +193,12 @@ pub(super) fn digest(
         let key = object_key(seg.base_offset, crc, size, f.ext);
         files.push(ObjectEntry { ext: f.ext.to_string(), key, size, crc32c: crc });
     }
-    let entry = SegmentEntry { base_offset: seg.base_offset, next_offset: seg.next_offset, files };
+    let entry = SegmentEntry {
+        base_offset: seg.base_offset,
+        next_offset: seg.next_offset,
+        files,
+        max_timestamp: seg.max_timestamp,
+    };
     cache.insert(seg.id, entry.clone());
     Ok(entry)
 }

@@ -131,6 +131,7 @@ mod tests {
                     size: 1,
                     crc32c: crc,
                 }],
+                max_timestamp: -1,
             })
             .collect();
         Manifest {

@@ -24,7 +24,7 @@ use super::status::{PartitionRemoteStatus, RemoteStats};
 use super::store::{FileUpload, RemoteStore, PART_BYTES};
 use super::{blocking, now_ms, sweep, RemoteError};
 use crate::log::manager::SharedLog;
-use crate::log::{LogManager, TopicPartition};
+use crate::log::{LogManager, StoreSegment, TopicPartition};
 
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
@@ -66,6 +66,25 @@ fn store_only(prev: Option<&Manifest>, snap: &LocalSnapshot) -> Vec<SegmentEntry
             .cloned()
             .collect()
     })
+}
+
+/// Tell the log what the store's latest manifest (not a retired one) holds:
+/// local retention may drop local copies up to its end, and total retention
+/// measures and expires the segments only in the store.
+fn tell_log(log: &SharedLog, manifest: &Manifest) {
+    let segments = manifest
+        .segments
+        .iter()
+        .map(|s| StoreSegment {
+            base_offset: s.base_offset,
+            next_offset: s.next_offset,
+            size_in_bytes: s.size(),
+            largest_timestamp: s.max_timestamp,
+        })
+        .collect();
+    let mut log = log.write();
+    log.set_highest_offset_in_remote_storage(manifest.end_offset - 1);
+    log.set_store_segments(segments);
 }
 
 /// A log start below the store's (its checkpoint was not written before a
@@ -189,7 +208,9 @@ impl RemoteLogManager {
         // nothing may leave local disk on its account. (The log may remember
         // an offset from an earlier enabled spell of the same log.)
         if state.manifest.as_ref().is_none_or(|(_, m)| m.retired) {
-            log.write().set_highest_offset_in_remote_storage(-1);
+            let mut log = log.write();
+            log.set_highest_offset_in_remote_storage(-1);
+            log.set_store_segments(Vec::new());
         }
         if entries.is_empty() && state.manifest.is_none() {
             return Ok(());
@@ -218,7 +239,7 @@ impl RemoteLogManager {
             manifest::write(&self.store, tp, seq, &next).await?;
             super::crash_point::reached(super::crash_point::RemoteCrashPoint::AfterManifest);
             tracing::debug!(partition = %tp, seq, segments = next.segments.len(), "manifest written");
-            log.write().set_highest_offset_in_remote_storage(next.end_offset - 1);
+            tell_log(&log, &next);
             state.manifest = Some((seq, next));
             state.uploaded.clear();
             self.report(tp, &snap, &entries, state.manifest.as_ref().map(|m| &m.1));
@@ -248,7 +269,9 @@ impl RemoteLogManager {
                 state.loaded = false;
                 state.uploaded.clear();
                 // What the lost manifests listed may not be in the store now.
-                log.write().set_highest_offset_in_remote_storage(-1);
+                let mut log = log.write();
+                log.set_highest_offset_in_remote_storage(-1);
+                log.set_store_segments(Vec::new());
                 Err(RemoteError::Manifest {
                     key: manifest::manifest_key(tp, seq),
                     reason: "gone from the store: reading the store again".into(),
@@ -375,7 +398,7 @@ impl RemoteLogManager {
             }
             // The store's latest agrees with the local log: what it lists may
             // leave local disk.
-            log.write().set_highest_offset_in_remote_storage(prev.end_offset - 1);
+            tell_log(log, prev);
         }
         Ok(next)
     }
@@ -457,7 +480,7 @@ mod tests {
     fn entry(base: i64, next: i64) -> SegmentEntry {
         let key = manifest::object_key(base, 1, 10, "log");
         let files = vec![ObjectEntry { ext: "log".into(), key, size: 10, crc32c: 1 }];
-        SegmentEntry { base_offset: base, next_offset: next, files }
+        SegmentEntry { base_offset: base, next_offset: next, files, max_timestamp: -1 }
     }
 
     fn snap(log_start_offset: i64, local_start_offset: i64) -> LocalSnapshot {

@@ -22,10 +22,10 @@
 //! the store's manifest; -1 until it has read one, so after a start nothing
 //! goes before the store was heard from) and below the last stable offset.
 //! Nothing that is not yet in the store is ever deleted by retention; rule 1
-//! deletes only what DeleteRecords gave up. On such a topic the total
-//! retention is measured over the local segments: segments only in the store
-//! are not expired by time or size by themselves (they go when the log start
-//! passes them).
+//! deletes only what DeleteRecords gave up. On such a topic rule 2 first
+//! expires the segments only in the store (`store_retention`: the size rule
+//! measures the whole log, store-only bytes included), then applies to the
+//! local segments.
 //!
 //! A deleted segment is renamed `.deleted` and its files unlinked after
 //! `file.delete.delay.ms` (`delete_expired_files`); the log start and
@@ -83,7 +83,7 @@ impl Log {
     }
 
     /// Retention by the rules of the module doc. Returns the number of
-    /// segments removed.
+    /// segments removed, local ones and store-only ones expired.
     ///
     /// # Errors
     /// I/O errors renaming files.
@@ -95,6 +95,9 @@ impl Log {
             })?;
         if self.config.delete {
             let (ms, bytes) = (self.config.retention_ms, self.config.retention_bytes);
+            if self.config.remote_storage_enable {
+                deleted += self.expire_store_only_segments(now, ms, bytes);
+            }
             deleted += self.delete_by_time_and_size(Rule::Total, now, ms, bytes)?;
         }
         if self.config.remote_storage_enable && !is_coordinator_topic(&self.tp.topic) {
@@ -209,7 +212,7 @@ impl Log {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
@@ -219,9 +222,14 @@ mod tests {
     use crate::log::record_batch::BatchBuilder;
     use crate::log::{LoadParams, Log, LogConfig, TopicPartition};
 
-    const NOW: i64 = 1_000_000_000;
+    pub(crate) const NOW: i64 = 1_000_000_000;
 
-    fn open(dir: &std::path::Path, pairs: &[(&str, &str)], clock: &SharedClock, start: i64) -> Log {
+    pub(crate) fn open(
+        dir: &std::path::Path,
+        pairs: &[(&str, &str)],
+        clock: &SharedClock,
+        start: i64,
+    ) -> Log {
         let overrides = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let config = LogConfig::resolve(&BTreeMap::new(), overrides).expect("config");
         let load = LoadParams { recovery_point: 0, log_start_offset: start, clean_shutdown: true };
@@ -230,7 +238,7 @@ mod tests {
     }
 
     /// One closed segment per record, timestamped `ts`, keyed.
-    fn append_segments(log: &mut Log, timestamps: &[i64]) {
+    pub(crate) fn append_segments(log: &mut Log, timestamps: &[i64]) {
         for (i, &ts) in timestamps.iter().enumerate() {
             let mut b = BatchBuilder::new(Compression::None, ts);
             b.append(ts, Some(format!("k{i}").as_bytes()), Some(b"value"));
@@ -239,7 +247,7 @@ mod tests {
         }
     }
 
-    fn bases(log: &Log) -> Vec<i64> {
+    pub(crate) fn bases(log: &Log) -> Vec<i64> {
         log.segments().map(|s| s.base_offset()).collect()
     }
 

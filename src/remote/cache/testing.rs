@@ -82,7 +82,9 @@ pub(crate) async fn upload_segments(
             store.put_verified(&full, Bytes::from(bytes.clone())).await.unwrap();
             files.push(ObjectEntry { ext: ext.into(), key, size: bytes.len() as u64, crc32c: crc });
         }
-        entries.push(SegmentEntry { base_offset: seg.base_offset(), next_offset: next, files });
+        let max_timestamp = seg.largest_timestamp();
+        let base_offset = seg.base_offset();
+        entries.push(SegmentEntry { base_offset, next_offset: next, files, max_timestamp });
     }
     entries
 }
