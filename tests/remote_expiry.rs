@@ -10,29 +10,17 @@ mod broker;
 mod common;
 
 use broker::remote::*;
-use broker::{create_topic, kcat, TestBroker, Wire};
+use broker::{create_topic, kcat, TestBroker};
 use sediment::log::TopicPartition;
 
 const TOPIC: &str = "events";
 const RETENTION_BYTES: u64 = 12_288;
 
-/// ListOffsets v8 of `events-0` at `timestamp` (-2 EARLIEST, -1 LATEST).
+/// ListOffsets of `events-0` at `timestamp` (-2 EARLIEST, -1 LATEST).
 fn list_offset(b: &TestBroker, timestamp: i64) -> i64 {
-    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-    use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, TopicName};
-    use kafka_protocol::protocol::StrBytes;
-    let mut w = Wire::connect(b.port);
-    let r = ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_topics(vec![
-        ListOffsetsTopic::default()
-            .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
-            .with_partitions(vec![ListOffsetsPartition::default()
-                .with_partition_index(0)
-                .with_current_leader_epoch(-1)
-                .with_timestamp(timestamp)]),
-    ]);
-    let p = &w.call(8, &r).topics[0].partitions[0];
-    assert_eq!(p.error_code, 0, "ListOffsets {timestamp}");
-    p.offset
+    let (code, offset) = broker::remote::list_offset(b.port, TOPIC, timestamp);
+    assert_eq!(code, 0, "ListOffsets {timestamp}");
+    offset
 }
 
 #[test]

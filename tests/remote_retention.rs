@@ -14,29 +14,17 @@ mod common;
 use std::path::Path;
 
 use broker::remote::*;
-use broker::{create_topic, kcat, TestBroker, Wire};
+use broker::{create_topic, kcat, TestBroker};
 use sediment::log::TopicPartition;
 
 const TOPIC: &str = "state";
 
-/// (EARLIEST, EARLIEST_LOCAL) offsets of `state-0` by ListOffsets v8.
+/// (EARLIEST, EARLIEST_LOCAL) offsets of `state-0`.
 fn earliest_offsets(b: &TestBroker) -> (i64, i64) {
-    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-    use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, TopicName};
-    use kafka_protocol::protocol::StrBytes;
-    let mut w = Wire::connect(b.port);
-    let mut ask = |timestamp: i64| {
-        let r = ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_topics(vec![
-            ListOffsetsTopic::default()
-                .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
-                .with_partitions(vec![ListOffsetsPartition::default()
-                    .with_partition_index(0)
-                    .with_current_leader_epoch(-1)
-                    .with_timestamp(timestamp)]),
-        ]);
-        let p = &w.call(8, &r).topics[0].partitions[0];
-        assert_eq!(p.error_code, 0, "ListOffsets {timestamp}");
-        p.offset
+    let ask = |timestamp: i64| {
+        let (code, offset) = list_offset(b.port, TOPIC, timestamp);
+        assert_eq!(code, 0, "ListOffsets {timestamp}");
+        offset
     };
     (ask(-2), ask(-4))
 }

@@ -276,3 +276,21 @@ pub fn restore(moto: &Moto, url: &str, dir: &Path) -> (bool, String, String) {
             .envs(CREDS.iter().copied()),
     )
 }
+
+/// ListOffsets v8 of partition 0 of `topic` at `timestamp` (-2 EARLIEST,
+/// -1 LATEST, -4 EARLIEST_LOCAL): (error code, offset).
+pub fn list_offset(port: u16, topic: &str, timestamp: i64) -> (i16, i64) {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let r = ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_topics(vec![
+        ListOffsetsTopic::default()
+            .with_name(TopicName(StrBytes::from_string(topic.into())))
+            .with_partitions(vec![ListOffsetsPartition::default()
+                .with_partition_index(0)
+                .with_current_leader_epoch(-1)
+                .with_timestamp(timestamp)]),
+    ]);
+    let p = &Wire::connect(port).call(8, &r).topics[0].partitions[0];
+    (p.error_code, p.offset)
+}
