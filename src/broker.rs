@@ -68,6 +68,7 @@ use crate::metrics::{Metrics, MetricsError, RequestMetrics};
 use crate::remote::cache::{SegmentCache, CACHE_DIR};
 use crate::remote::read_stats::RemoteReadStats;
 use crate::remote::reader::RemoteLogReader;
+use crate::remote::store_cleaner::StoreCleaner;
 use crate::remote::RemoteLogManager;
 use crate::security::acl_store::AclStore;
 use crate::security::credentials::CredentialStore;
@@ -498,6 +499,20 @@ async fn start_remote(
         RemoteReadStats::default(),
     )
     .map_err(BrokerError::Remote)?;
+    // The cleaner pool's share of the dedupe budget and its I/O throttle
+    // also clean the segments only in the store.
+    if let Some(handle) = broker.cleaner.as_ref().filter(|h| h.config().enable) {
+        let clock = Arc::clone(handle.manager().clock());
+        let per_thread = handle.config().per_thread();
+        let cleaner = StoreCleaner::new(
+            Arc::clone(&cache),
+            per_thread,
+            Arc::clone(handle.throttler()),
+            clock,
+        )
+        .map_err(BrokerError::Remote)?;
+        manager.set_store_cleaner(cleaner);
+    }
     let reader = RemoteLogReader::new(store, cache)
         .with_fetch_max_wait(fetch_max_wait)
         .with_list_offsets_timeout(list_timeout);

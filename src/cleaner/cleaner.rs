@@ -141,8 +141,8 @@ pub struct Cleaner {
     pub(super) map: OffsetMap,
     /// Which mapped dirty offsets are their key's newest (from the map).
     pub(super) newest: NewestOffsets,
-    throttler: Arc<Throttler>,
-    clock: SharedClock,
+    pub(super) throttler: Arc<Throttler>,
+    pub(super) clock: SharedClock,
     pub(super) bufs: Buffers,
     crash_point: Option<CrashPoint>,
 }
@@ -274,11 +274,7 @@ impl Cleaner {
 
         // Step 1: the offset map over the dirty range.
         let end = self.build_offset_map(&snapshot, to_clean, &io, &mut stats)?;
-        stats.map_complete_ms = self.clock.now_ms();
-        stats.map_entries = self.map.len() as u64;
-        stats.map_max_entries = self.map.max_entries() as u64;
-        stats.buffer_utilization = self.map.utilization();
-        stats.map_filled = end < to_clean.first_uncleanable_offset;
+        self.note_map(&mut stats, end < to_clean.first_uncleanable_offset);
         // With nothing new to map the clean region is still recopied: tombstones
         // and markers whose delete horizon has passed leave that way (the manager
         // schedules such cleans when a horizon expires).
@@ -331,6 +327,15 @@ impl Cleaner {
             stats.summary(self.id, &tp.to_string(), to_clean.first_dirty_offset, end)
         );
         Ok(CleanResult { end_offset: end, stats, kept_tombstones })
+    }
+
+    /// The map's figures once step 1 is done.
+    pub(super) fn note_map(&self, stats: &mut CleanerStats, filled: bool) {
+        stats.map_complete_ms = self.clock.now_ms();
+        stats.map_entries = self.map.len() as u64;
+        stats.map_max_entries = self.map.max_entries() as u64;
+        stats.buffer_utilization = self.map.utilization();
+        stats.map_filled = filled;
     }
 
     /// Recopy the segments `group` of `snapshot` into a `.cleaned` segment and
@@ -389,7 +394,7 @@ impl Cleaner {
     /// for byte, and its `.txnindex` entries exactly those a cleaned segment
     /// would get), and nothing was written. On any failure the `.cleaned`
     /// files are deleted.
-    fn write_cleaned(
+    pub(super) fn write_cleaned(
         &mut self,
         snapshot: &LogSnapshot,
         group: &[SourceSegment],

@@ -184,6 +184,7 @@ pub mod offset_map;
 mod source_segment;
 pub mod stats;
 pub mod status;
+pub mod store_segments;
 pub mod throttler;
 pub mod tombstone_guard;
 pub mod transactions;

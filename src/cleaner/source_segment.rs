@@ -21,7 +21,7 @@ use super::cleaner::CleanerError;
 use super::log_to_clean::LogToClean;
 use crate::log::error::LogError;
 use crate::log::producer_state::LastRecord;
-use crate::log::segment::SegmentConfig;
+use crate::log::segment::{LogSegment, SegmentConfig};
 use crate::log::transaction_index::AbortedTxn;
 use crate::log::{Log, LogConfig, SegmentSnapshot};
 
@@ -62,6 +62,35 @@ pub(super) struct LogSnapshot {
     pub(super) older_segments_in_store: bool,
 }
 
+impl SourceSegment {
+    /// `seg` through a descriptor of its own, with where `first_dirty`'s
+    /// batch starts when `seg` holds it.
+    ///
+    /// # Errors
+    /// I/O errors duplicating the descriptor or finding the batch.
+    pub(super) fn of(seg: &LogSegment, first_dirty: i64) -> Result<Self, CleanerError> {
+        let file = seg.file().try_clone().map_err(LogError::io(seg.log_path()))?;
+        advise_sequential(&file);
+        let dirty_position = if seg.base_offset() <= first_dirty && seg.next_offset() > first_dirty
+        {
+            seg.translate_offset(first_dirty)?.map(|p| p.position)
+        } else {
+            None
+        };
+        Ok(Self {
+            snapshot: SegmentSnapshot { base_offset: seg.base_offset(), size: seg.size() },
+            next_offset: seg.next_offset(),
+            modified: file.metadata().ok().and_then(|m| m.modified().ok()),
+            file,
+            path: seg.log_path(),
+            offset_index_bytes: seg.offset_index().size_in_bytes(),
+            time_index_bytes: seg.time_index().size_in_bytes(),
+            dirty_position,
+            aborted_txns: seg.txn_index().all_aborted_txns()?,
+        })
+    }
+}
+
 impl LogSnapshot {
     /// Snapshot `log` (under its read lock) for cleaning `to_clean`.
     ///
@@ -81,25 +110,7 @@ impl LogSnapshot {
         let first_dirty = to_clean.first_dirty_offset;
         let mut segments = Vec::with_capacity(log.segments().len());
         for seg in log.segments() {
-            let file = seg.file().try_clone().map_err(LogError::io(seg.log_path()))?;
-            advise_sequential(&file);
-            let dirty_position =
-                if seg.base_offset() <= first_dirty && seg.next_offset() > first_dirty {
-                    seg.translate_offset(first_dirty)?.map(|p| p.position)
-                } else {
-                    None
-                };
-            segments.push(SourceSegment {
-                snapshot: SegmentSnapshot { base_offset: seg.base_offset(), size: seg.size() },
-                next_offset: seg.next_offset(),
-                modified: file.metadata().ok().and_then(|m| m.modified().ok()),
-                file,
-                path: seg.log_path(),
-                offset_index_bytes: seg.offset_index().size_in_bytes(),
-                time_index_bytes: seg.time_index().size_in_bytes(),
-                dirty_position,
-                aborted_txns: seg.txn_index().all_aborted_txns()?,
-            });
+            segments.push(SourceSegment::of(seg, first_dirty)?);
         }
         Ok(Self {
             dir: log.dir().to_path_buf(),

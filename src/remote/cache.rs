@@ -137,6 +137,11 @@ impl SegmentCache {
         }))
     }
 
+    /// The cache's directory (emptied at start).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     pub fn stats(&self) -> &Arc<RemoteStats> {
         &self.stats
     }

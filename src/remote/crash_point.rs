@@ -10,7 +10,10 @@
 //!   manifest is not written;
 //! * `after-manifest`: the manifest is written, the round's sweep has not run;
 //! * `mid-sweep`: a sweep deleted objects, the manifests it found out of date
-//!   are not deleted yet.
+//!   are not deleted yet;
+//! * `store-clean-before-manifest`: a store clean's segments are uploaded and
+//!   read back, its manifest is not written (`store_cleaner`);
+//! * `store-clean-after-manifest`: its manifest is written.
 //!
 //! A value it cannot parse is logged and ignored.
 
@@ -25,6 +28,8 @@ pub enum RemoteCrashPoint {
     BeforeManifest,
     AfterManifest,
     MidSweep,
+    StoreCleanBeforeManifest,
+    StoreCleanAfterManifest,
 }
 
 static POINT: OnceLock<Option<RemoteCrashPoint>> = OnceLock::new();
@@ -36,6 +41,8 @@ impl RemoteCrashPoint {
             "before-manifest" => Some(Self::BeforeManifest),
             "after-manifest" => Some(Self::AfterManifest),
             "mid-sweep" => Some(Self::MidSweep),
+            "store-clean-before-manifest" => Some(Self::StoreCleanBeforeManifest),
+            "store-clean-after-manifest" => Some(Self::StoreCleanAfterManifest),
             _ => None,
         }
     }

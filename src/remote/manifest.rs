@@ -90,6 +90,10 @@ pub struct Manifest {
     /// The cleaner's first dirty offset, at most `end_offset`; `None` when
     /// the partition was never cleaned.
     pub clean_offset: Option<i64>,
+    /// The store cleaner's clean point (`store_cleaner`): the end of its
+    /// last map; `None` before the first store clean (and in older manifests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_clean_offset: Option<i64>,
     /// The next offset after the last segment listed.
     pub end_offset: i64,
     pub segments: Vec<SegmentEntry>,
@@ -111,6 +115,7 @@ impl Manifest {
         self.segments == other.segments
             && self.log_start_offset == other.log_start_offset
             && self.clean_offset == other.clean_offset
+            && self.store_clean_offset == other.store_clean_offset
             && self.topic_config == other.topic_config
             && self.partition_metadata == other.partition_metadata
     }
@@ -145,6 +150,7 @@ impl Manifest {
             || self.log_start_offset < 0
             || self.log_start_offset > self.end_offset
             || self.clean_offset.is_some_and(|c| c < 0 || c > self.end_offset)
+            || self.store_clean_offset.is_some_and(|c| c < 0 || c > self.end_offset)
         {
             return bad(format!(
                 "offsets do not fit: log start {}, clean point {:?}, end {}, last segment ends at {last_next}",
@@ -372,6 +378,7 @@ mod tests {
             topic_config: BTreeMap::new(),
             log_start_offset: 0,
             clean_offset: None,
+            store_clean_offset: None,
             end_offset: segments.last().map_or(0, |s| s.next_offset),
             segments,
             written_at_ms: 0,

@@ -97,6 +97,7 @@ mod retire;
 mod snapshot;
 pub mod status;
 pub mod store;
+pub mod store_cleaner;
 pub mod sweep;
 pub mod uploader;
 
@@ -142,6 +143,11 @@ pub enum RemoteError {
     Restore { dir: PathBuf, reason: String },
     #[error("a blocking task failed: {0}")]
     Join(String),
+    #[error("cleaning the store's segments of {partition}: {reason}")]
+    StoreClean { partition: String, reason: String },
+    /// An error shared by the callers of one cache download.
+    #[error(transparent)]
+    Shared(std::sync::Arc<RemoteError>),
 }
 
 /// A failed store request, with a hint at the cause: only the HTTP status,
@@ -174,7 +180,8 @@ impl RemoteError {
             | Self::TooLarge { .. }
             | Self::Corrupt { .. }
             | Self::CorruptSegment { .. } => "corrupt",
-            Self::Io { .. } | Self::Log(_) | Self::Join(_) => "local",
+            Self::Io { .. } | Self::Log(_) | Self::Join(_) | Self::StoreClean { .. } => "local",
+            Self::Shared(e) => e.kind(),
             Self::Manifest { .. } => "manifest",
             Self::ForeignStore { .. } | Self::Conflict { .. } | Self::Regressed { .. } => {
                 "conflict"

@@ -215,6 +215,7 @@ mod tests {
             topic_config: BTreeMap::new(),
             log_start_offset: 0,
             clean_offset: None,
+            store_clean_offset: None,
             end_offset: 1,
             segments: vec![SegmentEntry {
                 base_offset: 0,

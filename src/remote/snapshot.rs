@@ -133,7 +133,7 @@ fn stat_log(dir: &Path, base: i64) -> Result<Option<(SegmentId, i64)>, RemoteErr
     }
 }
 
-fn open_segment(dir: &Path, base: i64, next: i64) -> Result<LocalSegment, RemoteError> {
+pub(super) fn open_segment(dir: &Path, base: i64, next: i64) -> Result<LocalSegment, RemoteError> {
     let mut files = Vec::new();
     let mut id = (base, 0, 0);
     let mut modified_ms = 0;

@@ -31,6 +31,9 @@ pub struct RemoteCounters {
     pub upload_bytes: u64,
     pub upload_seconds: f64,
     pub deleted_objects: u64,
+    /// Cleans of store-only segments, and the `.log` bytes they removed.
+    pub store_cleans: u64,
+    pub store_clean_removed_bytes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -70,6 +73,12 @@ impl RemoteStats {
 
     pub fn deleted(&self, objects: u64) {
         self.counters.lock().deleted_objects += objects;
+    }
+
+    pub fn store_cleaned(&self, removed_bytes: u64) {
+        let mut c = self.counters.lock();
+        c.store_cleans += 1;
+        c.store_clean_removed_bytes += removed_bytes;
     }
 
     pub fn counters(&self) -> RemoteCounters {

@@ -14,7 +14,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::config::RemoteStorageConfig;
@@ -22,6 +22,7 @@ use super::manifest::{self, partition_dir, Manifest, ObjectEntry, SegmentEntry, 
 use super::snapshot::{self, LocalFile, LocalSnapshot};
 use super::status::{PartitionRemoteStatus, RemoteStats};
 use super::store::{FileUpload, RemoteStore, PART_BYTES};
+use super::store_cleaner::StoreCleaner;
 use super::{blocking, now_ms, sweep, RemoteError};
 use crate::log::manager::SharedLog;
 use crate::log::{LogManager, StoreSegment, TopicPartition};
@@ -30,9 +31,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// What the task knows of one partition between rounds.
 #[derive(Debug, Default)]
-struct PartitionState {
+pub(super) struct PartitionState {
     /// The latest manifest and its number, once read from the store.
-    manifest: Option<(u64, Manifest)>,
+    pub(super) manifest: Option<(u64, Manifest)>,
     loaded: bool,
     /// Another writer took a manifest number: no more uploads of it.
     fenced: bool,
@@ -44,12 +45,15 @@ struct PartitionState {
 
 #[derive(Debug)]
 pub struct RemoteLogManager {
-    store: RemoteStore,
+    pub(super) store: RemoteStore,
     logs: Arc<LogManager>,
     config: RemoteStorageConfig,
     cluster_id: String,
-    stats: Arc<RemoteStats>,
+    pub(super) stats: Arc<RemoteStats>,
     retirer: super::retire::Retirer,
+    /// Cleans the store-only segments of compacted topics, once the broker
+    /// has a cleaner and a read cache (`store_cleaner`).
+    store_cleaner: OnceLock<StoreCleaner>,
 }
 
 /// The segments of `prev` (the store's latest manifest) that the next
@@ -71,7 +75,7 @@ fn store_only(prev: Option<&Manifest>, snap: &LocalSnapshot) -> Vec<SegmentEntry
 /// Tell the log what the store's latest manifest (not a retired one) holds:
 /// local retention may drop local copies up to its end, and total retention
 /// measures and expires the segments only in the store.
-fn tell_log(log: &SharedLog, manifest: &Manifest) {
+pub(super) fn tell_log(log: &SharedLog, manifest: &Manifest) {
     let segments = manifest
         .segments
         .iter()
@@ -130,8 +134,18 @@ impl RemoteLogManager {
         store.claim(cluster_id, node_id).await?;
         let cluster_id = cluster_id.to_string();
         super::crash_point::init();
-        let (stats, retirer) = Default::default();
-        Ok(Arc::new(Self { store, logs, config, cluster_id, stats, retirer }))
+        let (stats, retirer, store_cleaner) = Default::default();
+        Ok(Arc::new(Self { store, logs, config, cluster_id, stats, retirer, store_cleaner }))
+    }
+
+    /// Clean the store-only segments of compacted topics with `cleaner`
+    /// (once; before the task is spawned).
+    pub fn set_store_cleaner(&self, cleaner: StoreCleaner) {
+        let _ = self.store_cleaner.set(cleaner);
+    }
+
+    pub(super) fn store_cleaner(&self) -> Option<&StoreCleaner> {
+        self.store_cleaner.get()
     }
 
     pub fn stats(&self) -> Arc<RemoteStats> {
@@ -244,6 +258,7 @@ impl RemoteLogManager {
             state.uploaded.clear();
             self.report(tp, &snap, &entries, state.manifest.as_ref().map(|m| &m.1));
         }
+        self.maybe_clean_store(tp, &log, state).await?;
         self.maybe_sweep(tp, &log, state, !unchanged).await
     }
 
@@ -252,7 +267,7 @@ impl RemoteLogManager {
     /// none, or a lower one, means the store lost manifests (a bucket emptied
     /// or restored from a backup): the task forgets what it knew and reads
     /// the store again, so it never lists objects it has not uploaded there.
-    async fn check_still_latest(
+    pub(super) async fn check_still_latest(
         &self,
         tp: &TopicPartition,
         log: &SharedLog,
@@ -320,7 +335,7 @@ impl RemoteLogManager {
 
     /// Upload one file and read it back, checking it still has the digested
     /// content (streamed: memory bounded by a part, see `store`).
-    async fn upload(
+    pub(super) async fn upload(
         &self,
         tp: &TopicPartition,
         file: &LocalFile,
@@ -357,6 +372,7 @@ impl RemoteLogManager {
             topic_config: snap.topic_config.clone(),
             log_start_offset: snap.log_start_offset.min(end_offset),
             clean_offset: snap.clean_offset.map(|c| c.min(end_offset)),
+            store_clean_offset: None,
             end_offset,
             segments,
             written_at_ms: now_ms(),
@@ -386,6 +402,13 @@ impl RemoteLogManager {
         };
         let mut next = build(snap);
         let Some(prev) = prev else { return Ok(next) };
+        // The store's clean point goes on while the partition is the same.
+        let carried = |next: &mut Manifest| {
+            if !prev.retired && prev.partition_metadata == next.partition_metadata {
+                next.store_clean_offset = prev.store_clean_offset.map(|c| c.min(next.end_offset));
+            }
+        };
+        carried(&mut next);
         if let Some(reason) = manifest::refusal(prev, &next) {
             return Err(RemoteError::Regressed { partition: tp.to_string(), reason });
         }
@@ -395,6 +418,7 @@ impl RemoteLogManager {
         if !prev.retired {
             if raise_log_start(tp, log, prev, snap) {
                 next = build(snap);
+                carried(&mut next);
             }
             // The store's latest agrees with the local log: what it lists may
             // leave local disk.
@@ -504,6 +528,7 @@ mod tests {
             topic_config: BTreeMap::new(),
             log_start_offset,
             clean_offset: None,
+            store_clean_offset: None,
             end_offset: segments.last().map_or(log_start_offset, |s| s.next_offset),
             segments,
             written_at_ms: 0,

@@ -106,6 +106,7 @@ pub(crate) async fn write_manifest(
         topic_config: BTreeMap::new(),
         log_start_offset: log_start,
         clean_offset: None,
+        store_clean_offset: None,
         end_offset: segments.last().map_or(log_start, |s| s.next_offset),
         segments,
         written_at_ms: 0,
