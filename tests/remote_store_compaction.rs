@@ -148,6 +148,11 @@ fn segments_only_in_the_store_are_compacted_there() {
         listed_bytes(&m)
     );
     assert!(b.log().contains("segments in the store cleaned"), "{}", b.log());
+    let cleans = b.metric("sediment_remote_store_cleans_total").unwrap_or(0.0);
+    let removed = b.metric("sediment_remote_store_clean_removed_bytes_total").unwrap_or(0.0);
+    assert!(cleans >= 1.0 && removed > 0.0, "{cleans} cleans removed {removed} bytes");
+    let ratio = r#"sediment_remote_partition_store_dirty_ratio{partition="0",topic="tiered"}"#;
+    assert_eq!(b.metric(ratio), Some(0.0), "nothing dirty in the store after the clean");
     assert_latest_values(&b, &before.latest, "after the clean");
     b.stop();
 

@@ -162,6 +162,11 @@
 //!   hands the [`CleanResult::end_offset`] back, which becomes the
 //!   partition's `cleaner-offset-checkpoint` entry; the [`CleanerStats`] feed
 //!   the metrics and the `log_cleaner` summary lines.
+//! * **Segments only in the object store.** `store_segments.rs` runs the
+//!   same map and recopy over a tiered log: downloaded store-only segments
+//!   (tiered storage hands them in) followed by the local log, mapped up to
+//!   the store's end, and only the store-only segments recopied into
+//!   `.cleaned` files that are never swapped: tiered storage uploads them.
 //!
 //! [`BatchReader`]: crate::log::batch_reader::BatchReader
 //! [`Log::replace_segments`]: crate::log::Log::replace_segments

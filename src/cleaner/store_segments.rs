@@ -66,8 +66,11 @@ pub struct CleanedStoreGroup {
 /// What a clean of the store-only segments did.
 #[derive(Debug)]
 pub struct StoreCleanResult {
-    /// The first offset not mapped: the store's next clean point.
+    /// The first offset not mapped.
     pub end_offset: i64,
+    /// The base of the first segment the recopy left alone (not rewritable,
+    /// or past the map): the store's clean point is at most this.
+    pub recopied_end: i64,
     pub stats: CleanerStats,
     pub groups: Vec<CleanedStoreGroup>,
 }
@@ -148,6 +151,9 @@ impl Cleaner {
         });
         self.newest.clear();
         self.restore_buffers();
+        // The map's grown table goes back until the next store clean.
+        self.map.clear();
+        let recopied_end = snapshot.segments.get(to_copy).map_or(end, |s| s.snapshot.base_offset);
         if let Err(e) = copied {
             for group in cleaned {
                 let _ = group.segment.delete_files();
@@ -156,7 +162,7 @@ impl Cleaner {
         }
         stats.end_messages = stats.messages_written;
         stats.end_ms = self.clock.now_ms();
-        Ok(StoreCleanResult { end_offset: end, stats, groups: cleaned })
+        Ok(StoreCleanResult { end_offset: end, recopied_end, stats, groups: cleaned })
     }
 }
 

@@ -2,8 +2,9 @@
 //! scrape: per topic the bytes and segments in the store and the upload lag
 //! (bytes, and age of the oldest closed segment not yet uploaded); per
 //! partition the bytes in the store and those only there (the local bytes
-//! are `kafka_log_log_size`); store
-//! errors by kind; uploads, their bytes and time. The unlabelled
+//! are `kafka_log_log_size`) and, for compacted ones, the store's dirty
+//! ratio; store errors by kind; uploads, their bytes and time; cleans of
+//! store-only segments and the bytes they removed. The unlabelled
 //! `sediment_remote_upload_lag_max_seconds` and the error counter's kinds
 //! exist on every broker (0 without tiered storage), so alerts on them work
 //! before the first upload. Reads from the store (latency, the cache's hits,
@@ -37,6 +38,7 @@ pub(super) struct RemoteGauges {
     bytes: IntGaugeVec,
     partition_bytes: IntGaugeVec,
     store_only_bytes: IntGaugeVec,
+    store_dirty_ratio: prometheus::GaugeVec,
     segments: IntGaugeVec,
     lag_bytes: IntGaugeVec,
     lag_seconds: GaugeVec,
@@ -46,6 +48,8 @@ pub(super) struct RemoteGauges {
     upload_bytes: IntCounter,
     upload_seconds: Counter,
     deleted: IntCounter,
+    store_cleans: IntCounter,
+    store_clean_removed: IntCounter,
 }
 
 fn reg<T: prometheus::core::Collector + Clone + 'static>(
@@ -67,6 +71,7 @@ impl RemoteGauges {
             bytes: reg(r, IntGaugeVec::new(Opts::new("sediment_remote_log_size_bytes", "Bytes of .log objects the latest manifests list, per topic"), topic)?)?,
             partition_bytes: reg(r, IntGaugeVec::new(Opts::new("sediment_remote_partition_log_size_bytes", "Bytes of .log objects the partition's latest manifest lists"), &["topic", "partition"])?)?,
             store_only_bytes: reg(r, IntGaugeVec::new(Opts::new("sediment_remote_partition_store_only_bytes", "Bytes of .log objects the partition's latest manifest lists below its local log start: in the store only"), &["topic", "partition"])?)?,
+            store_dirty_ratio: reg(r, GaugeVec::new(Opts::new("sediment_remote_partition_store_dirty_ratio", "A compacted partition with segments only in the store: bytes its latest manifest lists at or past the store cleaner's clean point over all it lists (the store cleaner runs at min.cleanable.dirty.ratio)"), &["topic", "partition"])?)?,
             segments: reg(r, IntGaugeVec::new(Opts::new("sediment_remote_log_segments", "Segments the latest manifests list, per topic"), topic)?)?,
             lag_bytes: reg(r, IntGaugeVec::new(Opts::new("sediment_remote_upload_lag_bytes", "Bytes of closed segments not yet in the store, per topic"), topic)?)?,
             lag_seconds: reg(r, GaugeVec::new(Opts::new("sediment_remote_upload_lag_seconds", "Age of the oldest closed segment not yet in the store, per topic (0: none)"), topic)?)?,
@@ -76,6 +81,8 @@ impl RemoteGauges {
             upload_bytes: reg(r, IntCounter::new("sediment_remote_upload_bytes_total", "Bytes uploaded and verified")?)?,
             upload_seconds: reg(r, Counter::new("sediment_remote_upload_seconds_total", "Time spent uploading and verifying segment files (divide by sediment_remote_uploads_total for the mean)")?)?,
             deleted: reg(r, IntCounter::new("sediment_remote_deleted_objects_total", "Objects deleted because no current manifest lists them")?)?,
+            store_cleans: reg(r, IntCounter::new("sediment_remote_store_cleans_total", "Cleans of segments only in the store that wrote a manifest")?)?,
+            store_clean_removed: reg(r, IntCounter::new("sediment_remote_store_clean_removed_bytes_total", "Bytes of .log objects the cleans of segments only in the store removed from the latest manifests")?)?,
         })
     }
 
@@ -83,10 +90,14 @@ impl RemoteGauges {
         let mut topics: BTreeMap<String, (i64, i64, i64, f64)> = BTreeMap::new();
         self.partition_bytes.reset();
         self.store_only_bytes.reset();
+        self.store_dirty_ratio.reset();
         for (tp, p) in stats.partitions() {
             let labels = [tp.topic.as_str(), &tp.partition.to_string()];
             self.partition_bytes.with_label_values(&labels).set(p.remote_bytes as i64);
             self.store_only_bytes.with_label_values(&labels).set(p.store_only_bytes as i64);
+            if let Some(ratio) = p.store_dirty_ratio {
+                self.store_dirty_ratio.with_label_values(&labels).set(ratio);
+            }
             let t = topics.entry(tp.topic.clone()).or_default();
             t.0 += p.remote_bytes as i64;
             t.1 += p.remote_segments as i64;
@@ -117,6 +128,9 @@ impl RemoteGauges {
             self.upload_seconds.inc_by(c.upload_seconds - self.upload_seconds.get());
         }
         self.deleted.inc_by(c.deleted_objects.saturating_sub(self.deleted.get()));
+        self.store_cleans.inc_by(c.store_cleans.saturating_sub(self.store_cleans.get()));
+        let removed = c.store_clean_removed_bytes.saturating_sub(self.store_clean_removed.get());
+        self.store_clean_removed.inc_by(removed);
     }
 }
 

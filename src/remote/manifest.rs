@@ -90,6 +90,10 @@ pub struct Manifest {
     /// The cleaner's first dirty offset, at most `end_offset`; `None` when
     /// the partition was never cleaned.
     pub clean_offset: Option<i64>,
+    /// The first offset on local disk when the manifest was written: below
+    /// it segments were only in the store. `None` in older manifests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_log_start_offset: Option<i64>,
     /// The store cleaner's clean point (`store_cleaner`): the end of its
     /// last map; `None` before the first store clean (and in older manifests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -365,10 +369,10 @@ pub async fn write(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn manifest(tp: &TopicPartition, segments: Vec<SegmentEntry>) -> Manifest {
+    pub(crate) fn manifest(tp: &TopicPartition, segments: Vec<SegmentEntry>) -> Manifest {
         Manifest {
             format: FORMAT,
             cluster_id: "c".into(),
@@ -379,6 +383,7 @@ mod tests {
             log_start_offset: 0,
             clean_offset: None,
             store_clean_offset: None,
+            local_log_start_offset: None,
             end_offset: segments.last().map_or(0, |s| s.next_offset),
             segments,
             written_at_ms: 0,
@@ -386,7 +391,7 @@ mod tests {
         }
     }
 
-    fn segment(base: i64, next: i64) -> SegmentEntry {
+    pub(crate) fn segment(base: i64, next: i64) -> SegmentEntry {
         let key = object_key(base, 7, 10, "log");
         SegmentEntry {
             base_offset: base,

@@ -97,6 +97,22 @@ pub async fn restore(
     Ok(summary)
 }
 
+/// The cleaner checkpoint a restored partition starts from. The local
+/// cleaner's clean point holds for what was on local disk when it was set;
+/// segments that were only in the store are clean only below the store
+/// cleaner's clean point (or not at all), so with such segments the lower
+/// of the two: a restored log is recleaned from there, never treated as
+/// clean where it is not (a tombstone removed there could bring back an
+/// older copy of its key). `None`: clean from the log start.
+fn restored_clean_point(m: &Manifest) -> Option<i64> {
+    let clean = m.clean_offset?;
+    let store_only = m.local_log_start_offset.is_none_or(|l| l > m.log_start_offset);
+    if !store_only {
+        return Some(clean);
+    }
+    Some(clean.min(m.store_clean_offset.unwrap_or(m.log_start_offset)))
+}
+
 /// Restore every partition and the dir's checkpoints into `data_dir`.
 async fn restore_into(
     store: &RemoteStore,
@@ -122,7 +138,7 @@ async fn restore_into(
         restore_partition(store, &tp, &m, data_dir, &mut summary).await?;
         checkpoints.log_start.insert(tp.clone(), m.log_start_offset);
         checkpoints.recovery.insert(tp.clone(), m.end_offset);
-        if let Some(clean) = m.clean_offset {
+        if let Some(clean) = restored_clean_point(&m) {
             checkpoints.cleaner.insert(tp, clean);
         }
         summary.partitions += 1;
@@ -216,6 +232,7 @@ mod tests {
             log_start_offset: 0,
             clean_offset: None,
             store_clean_offset: None,
+            local_log_start_offset: None,
             end_offset: 1,
             segments: vec![SegmentEntry {
                 base_offset: 0,

@@ -198,6 +198,7 @@ pub fn retired(latest: Manifest) -> Manifest {
         log_start_offset: latest.end_offset,
         clean_offset: None,
         store_clean_offset: None,
+        local_log_start_offset: None,
         segments: Vec::new(),
         written_at_ms: now_ms(),
         retired: true,

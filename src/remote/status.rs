@@ -22,6 +22,9 @@ pub struct PartitionRemoteStatus {
     pub lag_bytes: u64,
     /// Age of the oldest closed segment not in the latest manifest (0: none).
     pub lag_seconds: f64,
+    /// A compacted partition with segments only in the store: the store's
+    /// dirty ratio (`store_cleaner`); `None` otherwise.
+    pub store_dirty_ratio: Option<f64>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -43,8 +46,21 @@ pub struct RemoteStats {
 }
 
 impl RemoteStats {
-    pub fn set_partition(&self, tp: &TopicPartition, status: PartitionRemoteStatus) {
-        self.partitions.lock().insert(tp.clone(), status);
+    /// Replace what the uploader measured of `tp` (the store dirty ratio,
+    /// which the store cleaner measures, stays).
+    pub fn set_partition(&self, tp: &TopicPartition, mut status: PartitionRemoteStatus) {
+        let mut partitions = self.partitions.lock();
+        if let Some(old) = partitions.get(tp) {
+            status.store_dirty_ratio = old.store_dirty_ratio;
+        }
+        partitions.insert(tp.clone(), status);
+    }
+
+    /// What the store cleaner measured of `tp` last.
+    pub fn set_store_dirty_ratio(&self, tp: &TopicPartition, ratio: Option<f64>) {
+        if let Some(p) = self.partitions.lock().get_mut(tp) {
+            p.store_dirty_ratio = ratio;
+        }
     }
 
     /// Forget partitions no longer enabled or no longer present.

@@ -43,6 +43,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -53,10 +54,13 @@ use super::snapshot::{self, LocalSegment};
 use super::uploader::{tell_log, PartitionState, RemoteLogManager};
 use super::{blocking, now_ms, RemoteError};
 use crate::cleaner::store_segments::StoreSegmentsToClean;
-use crate::cleaner::{CancellationToken, Cleaner, CleanerConfig, Throttler};
+use crate::cleaner::{CancellationToken, Cleaner, CleanerConfig, LogToClean, Throttler};
 use crate::clock::SharedClock;
 use crate::log::manager::SharedLog;
 use crate::log::TopicPartition;
+
+/// The longest wait before a failed store clean of a partition is tried again.
+const MAX_STORE_CLEAN_BACKOFF: Duration = Duration::from_secs(300);
 
 /// The cleaner of store-only segments, and where it writes.
 #[derive(Debug)]
@@ -96,12 +100,26 @@ pub(super) struct StoreCleanPlan {
     /// How many of them (from the first) may be rewritten: all but the
     /// manifest's last entry.
     pub(super) recopy: usize,
+    /// The store's clean point: below it every record was recopied against
+    /// a map of everything up to it.
     pub(super) first_dirty: i64,
+    /// The base of the entry after the rewritable ones: the clean point
+    /// never passes it (what is not rewritten is not clean).
+    pub(super) recopy_end: i64,
     pub(super) dirty_ratio: f64,
 }
 
 impl StoreCleanPlan {
-    pub(super) fn of(m: &Manifest, local_start: i64, log_start: i64) -> Self {
+    /// The plan for manifest `m` of a log with these starts. `mapped_to`:
+    /// where the last store clean's map ended (this task's memory; 0 after a
+    /// start); `upper`: what a map could reach now (the manifest's end and
+    /// the log's cleanable bound). The ratio's dirty bytes are the
+    /// rewritable store-only entries past the clean point and the entries
+    /// past both `mapped_to` and the clean point below `upper` (records no
+    /// store clean has mapped yet); its clean bytes the entries below the
+    /// clean point.
+    pub(super) fn of(m: &Manifest, starts: (i64, i64), mapped_to: i64, upper: i64) -> Self {
+        let (local_start, log_start) = starts;
         let first_dirty = m.store_clean_offset.unwrap_or(m.log_start_offset).max(log_start);
         let below_local = m.segments.iter().take_while(|s| s.next_offset <= local_start).count();
         let start = m.segments[..below_local]
@@ -109,17 +127,19 @@ impl StoreCleanPlan {
             .position(|s| s.next_offset > log_start)
             .unwrap_or(below_local);
         let recopy = below_local.min(m.segments.len().saturating_sub(1)).saturating_sub(start);
+        let recopy_end = m.segments.get(start + recopy).map_or(m.end_offset, |s| s.base_offset);
+        let mapped = mapped_to.max(first_dirty);
         let (mut clean, mut dirty) = (0u64, 0u64);
-        for s in &m.segments[start..] {
+        for (i, s) in m.segments.iter().enumerate().skip(start) {
             if s.next_offset <= first_dirty {
                 clean += s.size();
-            } else {
+            } else if i < start + recopy || (s.next_offset > mapped && s.base_offset < upper) {
                 dirty += s.size();
             }
         }
         let total = clean + dirty;
         let dirty_ratio = if total == 0 { 0.0 } else { dirty as f64 / total as f64 };
-        Self { store_only: start..below_local, recopy, first_dirty, dirty_ratio }
+        Self { store_only: start..below_local, recopy, first_dirty, recopy_end, dirty_ratio }
     }
 }
 
@@ -130,10 +150,61 @@ struct CleanedGroup {
     files: LocalSegment,
 }
 
+/// What step 1 made: the end of the map, the new clean point, the groups.
+struct Cleaned {
+    map_end: i64,
+    clean_point: i64,
+    groups: Vec<CleanedGroup>,
+}
+
+/// Gives back what a store clean held of the cache, and its scratch
+/// directory, however the clean ends.
+struct Held<'a> {
+    cache: &'a SegmentCache,
+    dir: PathBuf,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        self.cache.release();
+    }
+}
+
 impl RemoteLogManager {
     /// Clean `tp`'s store-only segments when its store dirty ratio calls for
-    /// it (the steps are in the module doc).
+    /// it (the steps are in the module doc). A failure other than another
+    /// writer or a lost manifest is counted and logged here, and the next
+    /// try waits (doubling up to [`MAX_STORE_CLEAN_BACKOFF`]): uploads and
+    /// sweeps of the partition go on.
     pub(super) async fn maybe_clean_store(
+        &self,
+        tp: &TopicPartition,
+        log: &SharedLog,
+        state: &mut PartitionState,
+    ) -> Result<(), RemoteError> {
+        if state.store_clean_retry.is_some_and(|(at, _)| Instant::now() < at) {
+            return Ok(());
+        }
+        match self.clean_store(tp, log, state).await {
+            Ok(()) => {
+                state.store_clean_retry = None;
+                Ok(())
+            }
+            Err(e @ (RemoteError::Conflict { .. } | RemoteError::Regressed { .. })) => Err(e),
+            Err(e) => {
+                self.stats.error(e.kind());
+                let wait = state
+                    .store_clean_retry
+                    .map_or(Duration::from_secs(1), |(_, w)| (w * 2).min(MAX_STORE_CLEAN_BACKOFF));
+                tracing::warn!(partition = %tp, "tiered storage: cleaning the store's segments: {e}; next try in {wait:?}");
+                state.store_clean_retry = Some((Instant::now() + wait, wait));
+                Ok(())
+            }
+        }
+    }
+
+    async fn clean_store(
         &self,
         tp: &TopicPartition,
         log: &SharedLog,
@@ -141,47 +212,58 @@ impl RemoteLogManager {
     ) -> Result<(), RemoteError> {
         let Some(cleaner) = self.store_cleaner() else { return Ok(()) };
         let Some((seq, latest)) = state.manifest.clone() else { return Ok(()) };
-        let (compact, min_ratio, local_start, log_start) = {
-            let l = log.read();
-            let c = l.config();
-            (
-                c.compact,
-                c.min_cleanable_dirty_ratio,
-                l.local_log_start_offset(),
-                l.log_start_offset(),
-            )
-        };
-        if latest.retired || !compact {
+        let Some((plan, min_ratio)) = self.plan(tp, log, &latest, state.store_mapped_to) else {
             return Ok(());
-        }
-        let plan = StoreCleanPlan::of(&latest, local_start, log_start);
+        };
         if plan.recopy == 0 || plan.dirty_ratio < min_ratio {
             return Ok(());
         }
-        let entries = latest.segments[plan.store_only.clone()].to_vec();
         let config = log.read().segment_config_for_cleaning();
-        let mut held = Vec::with_capacity(entries.len());
-        for entry in &entries {
+        let held_guard = Held { cache: &cleaner.cache, dir: cleaner.scratch.join(tp.to_string()) };
+        let mut held = Vec::with_capacity(plan.store_only.len());
+        for entry in &latest.segments[plan.store_only.clone()] {
             held.push(cleaner.cache.get(tp, entry, config).await.map_err(RemoteError::Shared)?);
         }
-        let dir = cleaner.scratch.join(tp.to_string());
-        let cleaned = clean_blocking(cleaner, log, held, &dir, &plan, latest.end_offset).await;
-        let result = match cleaned {
-            // Nothing to rewrite and nothing newer mapped: no manifest.
-            Ok((end, groups)) if groups.is_empty() && end <= plan.first_dirty => Ok(()),
-            Ok((end, groups)) => {
-                self.publish(tp, log, state, (seq, &latest), &plan, end, groups).await
-            }
-            Err(e) => Err(e),
-        };
-        let _ = std::fs::remove_dir_all(&dir);
-        cleaner.cache.release();
-        result
+        let cleaned =
+            clean_blocking(cleaner, log, held, &held_guard.dir, &plan, latest.end_offset).await?;
+        state.store_mapped_to = cleaned.map_end;
+        if cleaned.groups.is_empty() && cleaned.clean_point <= plan.first_dirty {
+            // Nothing rewritten and the clean point where it was: no manifest.
+            return Ok(());
+        }
+        self.publish(tp, log, state, (seq, &latest), &plan, cleaned).await
+    }
+
+    /// The plan for `tp`'s latest manifest and the topic's
+    /// `min.cleanable.dirty.ratio`, with the dirty ratio published; `None`
+    /// when the partition is not a compacted one the store lists.
+    fn plan(
+        &self,
+        tp: &TopicPartition,
+        log: &SharedLog,
+        latest: &Manifest,
+        mapped_to: i64,
+    ) -> Option<(StoreCleanPlan, f64)> {
+        let l = log.read();
+        let config = Arc::clone(l.config());
+        if latest.retired || !config.compact {
+            drop(l);
+            self.stats.set_store_dirty_ratio(tp, None);
+            return None;
+        }
+        let starts = (l.local_log_start_offset(), l.log_start_offset());
+        let local_dirty = latest.store_clean_offset.unwrap_or(0).max(starts.0);
+        let bound = LogToClean::measure(&l, Some(local_dirty), now_ms());
+        drop(l);
+        let upper = bound.first_uncleanable_offset.min(latest.end_offset);
+        let plan = StoreCleanPlan::of(latest, starts, mapped_to, upper);
+        let has_store_only = !plan.store_only.is_empty();
+        self.stats.set_store_dirty_ratio(tp, has_store_only.then_some(plan.dirty_ratio));
+        Some((plan, config.min_cleanable_dirty_ratio))
     }
 
     /// Steps 2 and 3: upload the cleaned groups, then the manifest that lists
     /// them in place of what they replace.
-    #[allow(clippy::too_many_arguments)]
     async fn publish(
         &self,
         tp: &TopicPartition,
@@ -189,9 +271,9 @@ impl RemoteLogManager {
         state: &mut PartitionState,
         (seq, latest): (u64, &Manifest),
         plan: &StoreCleanPlan,
-        end: i64,
-        groups: Vec<CleanedGroup>,
+        cleaned: Cleaned,
     ) -> Result<(), RemoteError> {
+        let groups = cleaned.groups;
         for g in &groups {
             for (file, object) in g.files.files.iter().zip(&g.entry.files) {
                 let label = PathBuf::from(&object.key);
@@ -204,7 +286,7 @@ impl RemoteLogManager {
             let range = (g.replaced.start + offset)..(g.replaced.end + offset);
             next.segments.splice(range, [g.entry.clone()]);
         }
-        next.store_clean_offset = Some(end.min(next.end_offset));
+        next.store_clean_offset = Some(cleaned.clean_point.min(next.end_offset));
         next.written_at_ms = now_ms();
         let removed = latest
             .segments
@@ -216,10 +298,16 @@ impl RemoteLogManager {
         reached(RemoteCrashPoint::StoreCleanBeforeManifest);
         manifest::write(&self.store, tp, seq + 1, &next).await?;
         reached(RemoteCrashPoint::StoreCleanAfterManifest);
-        tracing::info!(partition = %tp, seq = seq + 1, replaced = groups.iter().map(|g| g.replaced.len()).sum::<usize>(), cleaned = groups.len(), removed_bytes = removed, clean_point = end, "segments in the store cleaned");
+        let replaced: usize = groups.iter().map(|g| g.replaced.len()).sum();
+        tracing::info!(partition = %tp, seq = seq + 1, replaced, cleaned = groups.len(), removed_bytes = removed, clean_point = cleaned.clean_point, "segments in the store cleaned");
         self.stats.store_cleaned(removed);
         tell_log(log, &next);
         state.manifest = Some((seq + 1, next));
+        // The ratio the next round starts from.
+        let latest = state.manifest.as_ref().map(|(_, m)| m.clone());
+        if let Some(m) = latest {
+            self.plan(tp, log, &m, state.store_mapped_to);
+        }
         Ok(())
     }
 }
@@ -233,8 +321,8 @@ async fn clean_blocking(
     dir: &Path,
     plan: &StoreCleanPlan,
     map_upper: i64,
-) -> Result<(i64, Vec<CleanedGroup>), RemoteError> {
-    let (first_dirty, recopy) = (plan.first_dirty, plan.recopy);
+) -> Result<Cleaned, RemoteError> {
+    let (first_dirty, recopy, recopy_end) = (plan.first_dirty, plan.recopy, plan.recopy_end);
     let (cleaner, log, dir) = (Arc::clone(&cleaner.cleaner), Arc::clone(log), dir.to_path_buf());
     let tp = log.read().topic_partition().clone();
     blocking(move || {
@@ -264,7 +352,54 @@ async fn clean_blocking(
                 held[g.replaced.clone()].iter().map(|s| s.entry.max_timestamp).max().unwrap_or(-1);
             groups.push(CleanedGroup { replaced: g.replaced, entry, files });
         }
-        Ok((result.end_offset, groups))
+        // Only what was rewritten is clean: the first segment the recopy
+        // left alone (or the entry after the rewritable ones) bounds it.
+        let clean_point = result.end_offset.min(result.recopied_end).min(recopy_end);
+        Ok(Cleaned { map_end: result.end_offset, clean_point, groups })
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StoreCleanPlan;
+    use crate::log::TopicPartition;
+    use crate::remote::manifest::tests::{manifest, segment};
+    use crate::remote::manifest::Manifest;
+
+    /// Four segments of 10 bytes: [0,5) [5,9) [9,12) [12,20).
+    fn four() -> Manifest {
+        let tp = TopicPartition::new("t", 0);
+        manifest(&tp, vec![segment(0, 5), segment(5, 9), segment(9, 12), segment(12, 20)])
+    }
+
+    #[test]
+    fn the_plan_maps_every_store_only_segment_and_rewrites_all_but_the_last_entry() {
+        // Local start 12: three segments only in the store, all rewritable.
+        let plan = StoreCleanPlan::of(&four(), (12, 0), 0, i64::MAX);
+        assert_eq!((plan.store_only, plan.recopy, plan.first_dirty), (0..3, 3, 0));
+        assert_eq!((plan.recopy_end, plan.dirty_ratio), (12, 1.0));
+        // Everything in the store only: the last entry is mapped, not
+        // rewritten, and the clean point stops at it.
+        let plan = StoreCleanPlan::of(&four(), (20, 0), 0, i64::MAX);
+        assert_eq!((plan.store_only, plan.recopy, plan.recopy_end), (0..4, 3, 12));
+        // Below the log start nothing counts.
+        let plan = StoreCleanPlan::of(&four(), (12, 6), 0, i64::MAX);
+        assert_eq!((plan.store_only, plan.recopy, plan.first_dirty), (1..3, 2, 6));
+        // Nothing only in the store: nothing to rewrite.
+        assert_eq!(StoreCleanPlan::of(&four(), (0, 0), 0, i64::MAX).recopy, 0);
+    }
+
+    #[test]
+    fn the_dirty_ratio_counts_what_no_store_clean_rewrote_or_mapped() {
+        // Rewritable past the clean point, and local bytes never mapped.
+        let cleaned = Manifest { store_clean_offset: Some(9), ..four() };
+        assert_eq!(StoreCleanPlan::of(&cleaned, (12, 0), 9, i64::MAX).dirty_ratio, 0.5);
+        // The local segment was mapped by the last clean: nothing is dirty.
+        let all = Manifest { store_clean_offset: Some(12), ..four() };
+        assert_eq!(StoreCleanPlan::of(&all, (12, 0), 20, i64::MAX).dirty_ratio, 0.0);
+        // Not mapped, but past what a map may reach now (compaction lag).
+        assert_eq!(StoreCleanPlan::of(&all, (12, 0), 0, 12).dirty_ratio, 0.0);
+        assert_eq!(StoreCleanPlan::of(&all, (12, 0), 0, 13).dirty_ratio, 0.25);
+    }
 }

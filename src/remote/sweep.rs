@@ -144,6 +144,7 @@ mod tests {
             log_start_offset: 0,
             clean_offset: None,
             store_clean_offset: None,
+            local_log_start_offset: None,
             end_offset: segments.last().map_or(0, |s| s.next_offset),
             segments,
             written_at_ms: 0,

@@ -41,6 +41,10 @@ pub(super) struct PartitionState {
     /// Objects uploaded since the last manifest (not re-uploaded on a retry).
     uploaded: HashSet<String>,
     last_sweep_ms: i64,
+    /// Where the last store clean's map ended (`store_cleaner`).
+    pub(super) store_mapped_to: i64,
+    /// After a failed store clean: when to try again, and the wait.
+    pub(super) store_clean_retry: Option<(Instant, Duration)>,
 }
 
 #[derive(Debug)]
@@ -373,6 +377,7 @@ impl RemoteLogManager {
             log_start_offset: snap.log_start_offset.min(end_offset),
             clean_offset: snap.clean_offset.map(|c| c.min(end_offset)),
             store_clean_offset: None,
+            local_log_start_offset: Some(snap.local_start_offset),
             end_offset,
             segments,
             written_at_ms: now_ms(),
@@ -529,6 +534,7 @@ mod tests {
             log_start_offset,
             clean_offset: None,
             store_clean_offset: None,
+            local_log_start_offset: None,
             end_offset: segments.last().map_or(log_start_offset, |s| s.next_offset),
             segments,
             written_at_ms: 0,

@@ -107,6 +107,7 @@ pub(crate) async fn write_manifest(
         log_start_offset: log_start,
         clean_offset: None,
         store_clean_offset: None,
+        local_log_start_offset: None,
         end_offset: segments.last().map_or(log_start, |s| s.next_offset),
         segments,
         written_at_ms: 0,
