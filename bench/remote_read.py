@@ -418,9 +418,7 @@ def render(r: dict, label: str) -> str:
         f"Produce: {r['produce_mb_per_s']['remote']:.1f} MB/s to `remote`, {r['produce_mb_per_s']['local']:.1f} "
         f"MB/s to `local`; upload and local retention done {r['tiering_wait_s']:.0f} s after the produce ended.",
         "",
-        "Not measured: a remote clean against a local one. sediment does not yet compact segments that are "
-        "only in the store (the cleaner cleans local segments and the store follows), so there is no remote "
-        "clean to time.",
+        "A clean in the store against a local clean: bench/remote-clean.sh.",
         "",
     ]
     return "\n".join(lines)
