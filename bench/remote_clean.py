@@ -46,7 +46,7 @@ from pathlib import Path
 sys.dont_write_bytecode = True  # no bench/__pycache__ from the imports below
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import (IO_FIELDS, Tools, in_progress_files, machine_busy_seconds, proc_io,  # noqa: E402
-                   read_cleaner_checkpoint, segments, status_kb, wait_quiet)
+                   read_cleaner_checkpoint, reset_peak_rss, segments, status_kb, wait_quiet)
 from remote_read import BUCKET, CREDS, PREFIX, Broker, cpu_seconds, start_moto, wait_until  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,7 +67,7 @@ class Window:
 
     def __enter__(self):
         subprocess.run(["sync"], check=False)  # earlier writeback is not this window's
-        Path(f"/proc/{self.bpid}/clear_refs").write_text("5")
+        reset_peak_rss(self.bpid)
         self.io0 = proc_io(self.bpid)
         self.bcpu0, self.mcpu0 = cpu_seconds(self.bpid), cpu_seconds(self.mpid)
         self.busy0 = machine_busy_seconds()

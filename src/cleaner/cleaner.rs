@@ -264,11 +264,7 @@ impl Cleaner {
         let tp = to_clean.topic_partition.clone();
         let mut stats = CleanerStats { start_ms: self.clock.now_ms(), ..Default::default() };
         let snapshot = LogSnapshot::take(&log.read(), to_clean)?;
-        let grow_limit = self
-            .config
-            .max_message_size
-            .max(snapshot.config.max_message_bytes)
-            .max(self.config.io_buffer_size);
+        let grow_limit = self.grow_limit(&snapshot);
         let throttler = Arc::clone(&self.throttler);
         let io = IoContext { throttler: &throttler, cancel, partition: &tp, grow_limit };
 
@@ -327,6 +323,15 @@ impl Cleaner {
             stats.summary(self.id, &tp.to_string(), to_clean.first_dirty_offset, end)
         );
         Ok(CleanResult { end_offset: end, stats, kept_tombstones })
+    }
+
+    /// The largest batch a buffer may grow to for `snapshot`'s log: the
+    /// broker's `message.max.bytes` or the log's own, if larger.
+    pub(super) fn grow_limit(&self, snapshot: &LogSnapshot) -> usize {
+        self.config
+            .max_message_size
+            .max(snapshot.config.max_message_bytes)
+            .max(self.config.io_buffer_size)
     }
 
     /// The map's figures once step 1 is done.

@@ -93,11 +93,7 @@ impl Cleaner {
         let mut stats = CleanerStats { start_ms: self.clock.now_ms(), ..Default::default() };
         let (snapshot, range) = store_snapshot(&log.read(), to_clean, now_ms)?;
         let store_count = to_clean.recopy.min(to_clean.segments.len());
-        let grow_limit = self
-            .config
-            .max_message_size
-            .max(snapshot.config.max_message_bytes)
-            .max(self.config.io_buffer_size);
+        let grow_limit = self.grow_limit(&snapshot);
         let throttler = Arc::clone(&self.throttler);
         let tp = range.topic_partition.clone();
         let io = IoContext { throttler: &throttler, cancel, partition: &tp, grow_limit };

@@ -3,11 +3,15 @@
 //! there too, by the uploader's task right after a round's manifest, so one
 //! task writes a partition's manifests and no two of its rounds overlap.
 //!
-//! When: the store's dirty ratio — bytes the manifest lists at or past the
-//! store's clean point over all bytes it lists — reaches the topic's
-//! `min.cleanable.dirty.ratio` and some segment is only in the store. The
-//! clean point (`Manifest::store_clean_offset`, the log start until the
-//! first clean) is the end of the last store clean's map.
+//! When: the store's dirty ratio ([`StoreCleanPlan`]: bytes no store clean
+//! has rewritten or mapped yet, over those and the bytes below the clean
+//! point) reaches the topic's `min.cleanable.dirty.ratio` and some segment
+//! is only in the store. The clean point (`Manifest::store_clean_offset`,
+//! the log start until the first clean) is where the last store clean's map
+//! ended, but never past the first segment it did not rewrite: only what
+//! was recopied against that map is clean. A tombstone whose delete horizon
+//! passed leaves at the next store clean the ratio calls for (the store has
+//! no horizon-driven schedule).
 //!
 //! One store clean, with what a crash at each step leaves:
 //! 1. Download the store-only segments through the read cache (verified
@@ -39,7 +43,9 @@
 //!   never cleaned here, so the store's end never moves back (the uploader's
 //!   next manifest would read that as lost offsets).
 //! * Offsets only leave the store with a newer copy of their key: the
-//!   manifest keeps its log start, end and every entry's base offset.
+//!   manifest keeps its log start, its end and the base offset of every
+//!   entry (a cleaned entry left empty, base = next offset, is dropped by
+//!   the uploader's next manifest, as any empty entry at the log start).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -302,12 +308,9 @@ impl RemoteLogManager {
         tracing::info!(partition = %tp, seq = seq + 1, replaced, cleaned = groups.len(), removed_bytes = removed, clean_point = cleaned.clean_point, "segments in the store cleaned");
         self.stats.store_cleaned(removed);
         tell_log(log, &next);
+        // Publish the ratio the next round starts from.
+        self.plan(tp, log, &next, state.store_mapped_to);
         state.manifest = Some((seq + 1, next));
-        // The ratio the next round starts from.
-        let latest = state.manifest.as_ref().map(|(_, m)| m.clone());
-        if let Some(m) = latest {
-            self.plan(tp, log, &m, state.store_mapped_to);
-        }
         Ok(())
     }
 }
