@@ -250,7 +250,13 @@ impl RemoteLogReader {
     ) -> Result<Option<(i64, i64)>, RemoteReadError> {
         let started = Instant::now();
         let mut manifest = self.manifest(tp, false).await?;
-        if !same_topic(&manifest, topic_id) {
+        // A kept manifest older than the local start (local retention went
+        // on after it was read) does not list every segment below it: the
+        // lookup would skip them and answer from the local log.
+        let ends_below = |m: &Manifest| {
+            m.segments.last().map_or(m.log_start_offset, |s| s.next_offset) < local_start
+        };
+        if !same_topic(&manifest, topic_id) || ends_below(&manifest) {
             manifest = self.manifest(tp, true).await?;
             if !same_topic(&manifest, topic_id) {
                 return Err(other_topic(tp));
