@@ -66,6 +66,7 @@ use crate::log::producer_id_manager::ProducerIdManager;
 use crate::log::{LogError, LogManager, TopicPartition};
 use crate::metrics::{Metrics, MetricsError, RequestMetrics};
 use crate::remote::cache::{SegmentCache, CACHE_DIR};
+use crate::remote::cleaner_view::TieredStoreView;
 use crate::remote::read_stats::RemoteReadStats;
 use crate::remote::reader::RemoteLogReader;
 use crate::remote::store_cleaner::StoreCleaner;
@@ -516,7 +517,14 @@ async fn start_remote(
     let reader = RemoteLogReader::new(store, cache)
         .with_fetch_max_wait(fetch_max_wait)
         .with_list_offsets_timeout(list_timeout);
-    broker.remote_reader = Some(Arc::new(reader));
+    let reader = Arc::new(reader);
+    // cleaner-status, the gauges and the key audit show the store's part.
+    if let Some(handle) = broker.cleaner.as_ref() {
+        let runtime = tokio::runtime::Handle::current();
+        let view = TieredStoreView::new(manager.stats(), Arc::clone(&reader), runtime);
+        handle.manager().set_tiered_store(Arc::new(view));
+    }
+    broker.remote_reader = Some(reader);
     Ok(Some(manager))
 }
 

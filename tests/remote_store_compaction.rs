@@ -12,10 +12,11 @@ mod broker;
 use std::collections::{BTreeMap, BTreeSet};
 
 use broker::remote::*;
-use broker::{create_topic, kcat, TestBroker};
+use broker::{create_topic, http_get, kcat, TestBroker};
 use sediment::log::TopicPartition;
 use sediment::remote::manifest::{self, Manifest};
 use sediment::remote::RemoteStore;
+use serde_json::Value;
 
 const TOPIC: &str = "tiered";
 
@@ -122,6 +123,68 @@ fn wait_swept(b: &TestBroker, store: &RemoteStore, tp: &TopicPartition) -> Manif
     })
 }
 
+/// The tiered partition's entry in `/cleaner-status`.
+fn cleaner_status(b: &TestBroker) -> Value {
+    let (code, body) = http_get(b.metrics_port, "/cleaner-status");
+    assert_eq!(code, 200, "{body}");
+    let doc: Value = serde_json::from_str(&body).expect("cleaner-status JSON");
+    let partitions = doc["manager"]["partitions"].as_array().cloned().unwrap_or_default();
+    partitions.into_iter().find(|p| p["topic"] == TOPIC).unwrap_or(Value::Null)
+}
+
+/// `/key-audit` of `key` in the topic.
+fn key_audit(b: &TestBroker, key: &str) -> Value {
+    let (code, body) = http_get(b.metrics_port, &format!("/key-audit?topic={TOPIC}&key={key}"));
+    assert_eq!(code, 200, "{body}");
+    serde_json::from_str(&body).expect("key-audit JSON")
+}
+
+/// Before any store clean: the store measured fully dirty, counted by
+/// max-dirty-percent and `sediment cleaner-status`; the four versions of a
+/// key in the store's segments, with no guarantee while the ratio holds.
+fn views_show_the_uncleaned_store(b: &TestBroker) {
+    let store = wait_logged(b, 60, "the store measured in cleaner-status", || {
+        let p = cleaner_status(b);
+        p["store"]["cleaning"].is_object().then(|| p["store"].clone())
+    });
+    assert_eq!(store["cleaning"]["dirty_ratio"], 1.0, "{store}");
+    assert_eq!(store["tiered_dirty_ratio"], 1.0, "{store}");
+    assert!(store["store_only_segments"].as_u64() >= Some(6), "{store}");
+    assert_eq!(store["store_only_bytes"], store["remote_bytes"], "{store}");
+    assert_eq!(b.metric("kafka_log_logcleanermanager_max_dirty_percent"), Some(100.0));
+    let metrics = format!("127.0.0.1:{}", b.metrics_port);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sediment"))
+        .args(["cleaner-status", "--metrics", &metrics])
+        .output()
+        .expect("sediment cleaner-status");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("store dirty ratio 1.000"), "{text}");
+
+    let audit = key_audit(b, "k07");
+    let copies = audit["copies"].as_array().cloned().unwrap_or_default();
+    assert_eq!(copies.len(), 4, "{audit:#}");
+    assert!(copies.iter().all(|c| c["region"] == "store"), "{audit:#}");
+    let why = copies[0]["no_guarantee"].as_str().unwrap_or_default();
+    assert!(why.contains("not above min.cleanable.dirty.ratio"), "{audit:#}");
+    assert_eq!(audit["verdict"], "pending");
+    assert!(audit["store"]["segments_read"].as_u64() >= Some(6), "{audit:#}");
+}
+
+/// After the store clean: one copy of the key left in the store, and the
+/// clean in the store's status.
+fn views_show_the_cleaned_store(b: &TestBroker) {
+    let audit = key_audit(b, "k07");
+    let copies = audit["copies"].as_array().cloned().unwrap_or_default();
+    assert_eq!(copies.len(), 1, "{audit:#}");
+    assert_eq!((&copies[0]["region"], &audit["verdict"]), (&"store".into(), &"live".into()));
+    let store = cleaner_status(b)["store"].clone();
+    let cleaning = &store["cleaning"];
+    assert_eq!(cleaning["dirty_ratio"], 0.0, "{store}");
+    assert!(cleaning["clean_offset"].as_i64() > Some(0), "{store}");
+    assert!(cleaning["last_clean"]["bytes_read"].as_u64() > Some(0), "{store}");
+    assert!(cleaning["last_error"].is_null(), "{store}");
+}
+
 #[test]
 fn segments_only_in_the_store_are_compacted_there() {
     let moto = Moto::start(&[]);
@@ -135,7 +198,12 @@ fn segments_only_in_the_store_are_compacted_there() {
     let before = stage(&b, &store, &tp);
     assert_latest_values(&b, &before.latest, "before the clean");
 
-    assert_eq!(alter_topic(b.port, TOPIC, &[("cleanup.policy", "compact")]), 0);
+    // Compacted, with no clean allowed yet (a ratio is never above 1): the
+    // cleaner's views show the store's part and every version in it.
+    let hold = [("cleanup.policy", "compact"), ("min.cleanable.dirty.ratio", "1")];
+    assert_eq!(alter_topic(b.port, TOPIC, &hold), 0);
+    views_show_the_uncleaned_store(&b);
+    assert_eq!(alter_topic(b.port, TOPIC, &[("min.cleanable.dirty.ratio", "0.01")]), 0);
     let m = wait_logged(&b, 60, "the store's segments cleaned", || cleaned(&store, &tp, &before));
     assert_eq!(m.log_start_offset, 0, "the log start moved");
     let m = wait_swept(&b, &store, &tp);
@@ -154,6 +222,7 @@ fn segments_only_in_the_store_are_compacted_there() {
     let ratio = r#"sediment_remote_partition_store_dirty_ratio{partition="0",topic="tiered"}"#;
     assert_eq!(b.metric(ratio), Some(0.0), "nothing dirty in the store after the clean");
     assert_latest_values(&b, &before.latest, "after the clean");
+    views_show_the_cleaned_store(&b);
     b.stop();
 
     // A restore from the cleaned store serves every latest value.

@@ -90,6 +90,8 @@ pub struct PartitionView {
     pub config: LogConfig,
     pub cleaner: CleanerView,
     pub max_batch_size: usize,
+    /// The offsets only in the object store, when the log has some.
+    pub store: Option<StorePart>,
 }
 
 impl PartitionView {
@@ -122,6 +124,7 @@ impl PartitionView {
             config: (**log.config()).clone(),
             cleaner,
             max_batch_size: log.active_segment().max_batch_size(),
+            store: None,
         })
     }
 }
@@ -140,6 +143,9 @@ pub enum Region {
     MinCompactionLag,
     /// At or past the first unstable offset: an open transaction holds it.
     OpenTransaction,
+    /// Below the local log start: only in the object store, where the store
+    /// cleaner removes it.
+    Store,
 }
 
 /// One physical copy of the key.
@@ -217,6 +223,8 @@ pub struct KeyAudit {
     pub no_guarantee: Option<String>,
     pub segments_read: usize,
     pub bytes_read: u64,
+    /// A tiered partition: what the audit read of the store.
+    pub store: Option<StoreAudit>,
 }
 
 /// Why an audit could not finish.
@@ -251,9 +259,13 @@ pub fn audit(
     throttler: Option<&Throttler>,
 ) -> Result<KeyAudit, AuditError> {
     let mut copies = Vec::new();
+    let mut buf = Vec::new();
+    let store = match &view.store {
+        Some(part) => Some(store::scan_store(view, part, key, &mut buf, throttler, &mut copies)?),
+        None => None,
+    };
     let mut facts = Vec::new();
     let mut bytes_read = 0;
-    let mut buf = Vec::new();
     for seg in &view.segments {
         let (f, read) = scan_segment(view, seg, key, &mut buf, Throttled(throttler), &mut copies)?;
         bytes_read += read;
@@ -263,6 +275,7 @@ pub fn audit(
     audit.key = String::from_utf8_lossy(key).into_owned();
     audit.segments_read = facts.len();
     audit.bytes_read = bytes_read;
+    audit.store = store;
     Ok(audit)
 }
 
@@ -427,6 +440,8 @@ impl Rules<'_> {
                 "{what} is in the active segment, which is never cleaned; it rolls at the first append once it holds segment.bytes or spans {} ms (segment.ms, bounded by max.compaction.lag.ms)",
                 c.segment_ms.min(c.max_compaction_lag_ms)
             )),
+            // Local rules only: a copy in the store follows `key_audit_store`'s.
+            Region::Store => Err(format!("{what} is only in the object store")),
             Region::OpenTransaction => Err(format!(
                 "{what} is past the first unstable offset {}: a transaction is open there",
                 self.regions.first_unstable_offset.unwrap_or(-1)
@@ -517,15 +532,17 @@ fn assess(
     let rules = Rules { view, regions: &regions, facts, now_ms };
     let offsets: Vec<i64> = copies.iter().map(|c| c.offset).collect();
     let newest = offsets.len().checked_sub(1);
+    let store_end = view.store.as_ref().map(|s| s.offsets.end);
     for (i, copy) in copies.iter_mut().enumerate() {
-        copy.region = region_of(copy.offset, &regions);
+        let in_store = store_end.is_some_and(|end| copy.offset < end);
+        copy.region = if in_store { Region::Store } else { region_of(copy.offset, &regions) };
         copy.superseded = Some(i) != newest;
-        let bound = if copy.superseded {
-            Some(rules.superseded_gone_by(&offsets[i + 1..]))
-        } else if copy.tombstone {
-            Some(rules.tombstone_gone_by(copy))
-        } else {
-            None
+        let bound = match (copy.superseded, copy.tombstone, in_store) {
+            (true, _, false) => Some(rules.superseded_gone_by(&offsets[i + 1..])),
+            (true, _, true) => Some(rules.store_superseded_gone_by(copy.offset, &offsets[i + 1..])),
+            (false, true, false) => Some(rules.tombstone_gone_by(copy)),
+            (false, true, true) => Some(rules.store_tombstone_gone_by(copy)),
+            (false, false, _) => None,
         };
         match bound {
             Some(Ok(t)) => copy.gone_by_ms = Some(t),
@@ -557,6 +574,7 @@ fn assess(
         no_guarantee,
         segments_read: 0,
         bytes_read: 0,
+        store: None,
     }
 }
 
@@ -633,11 +651,25 @@ impl LogCleanerHandle {
             backoff_ms: self.config().backoff_ms,
             blocked: blocked.map(|b| b.to_string()),
         };
-        let view = PartitionView::of_log(&shared.read(), checkpoint, cleaner)
-            .map_err(|source| KeyAuditError::Snapshot { partition: tp.clone(), source })?;
+        let (mut view, store_offsets, segment_config) = {
+            let log = shared.read();
+            let view = PartitionView::of_log(&log, checkpoint, cleaner)
+                .map_err(|source| KeyAuditError::Snapshot { partition: tp.clone(), source })?;
+            let offsets = log.log_start_offset()..log.local_log_start_offset();
+            (view, offsets, log.segment_config_for_cleaning())
+        };
+        // Read after the snapshot, with no lock held: the store's part up
+        // to the local start the snapshot saw.
+        if !store_offsets.is_empty() {
+            view.store = Some(manager.store_part(&tp, store_offsets, segment_config));
+        }
         Ok(audit(&view, key, now, Some(self.throttler()))?)
     }
 }
+
+#[path = "key_audit_store.rs"]
+mod store;
+pub use store::{StoreAudit, StorePart};
 
 #[cfg(test)]
 #[path = "key_audit_tests.rs"]

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::*;
+use crate::cleaner::StoreCleanState;
 use crate::clock::{Clock, MockClock};
 use crate::log::compression::Compression;
 use crate::log::record_batch::BatchBuilder;
@@ -200,4 +201,71 @@ fn an_open_transaction_holds_the_newer_copy() {
     assert_eq!(a.copies[1].region, Region::OpenTransaction);
     let why = a.no_guarantee.unwrap();
     assert!(why.contains("first unstable offset 1"), "{why}");
+}
+
+/// The log's first `n` segments moved into a store part (as if local
+/// retention deleted them after upload), measured as `state`.
+fn tiered_view(f: &Fixture, n: usize, state: Option<StoreCleanState>) -> PartitionView {
+    let log = f.logs.get_log(&TopicPartition::new("t", 0)).unwrap();
+    let cleaner = CleanerView { enabled: true, backoff_ms: 15_000, blocked: None };
+    let mut view = PartitionView::of_log(&log.read(), None, cleaner).unwrap();
+    let local: Vec<SegmentFile> = view.segments.split_off(n);
+    let store = std::mem::replace(&mut view.segments, local);
+    let offsets = view.log_start_offset..view.segments[0].base_offset;
+    view.store = Some(StorePart { offsets, segments: Ok(store), state });
+    view
+}
+
+#[test]
+fn copies_in_the_store_go_by_the_store_cleaners_rules() {
+    let f = fixture(&[("min.cleanable.dirty.ratio", "0.5")]);
+    let now = f.clock.now_ms();
+    // Segments [0] [1] [2] in the store only, [3] [4] local (4 active).
+    for v in ["v0", "v1", "v2", "v3"] {
+        f.write("k", Some(v), true);
+    }
+    f.write("tail", Some("x"), false);
+    let state = |ratio: f64, last_entry: i64| StoreCleanState {
+        end_offset: 3,
+        last_entry_base_offset: last_entry,
+        clean_offset: 0,
+        dirty_ratio: ratio,
+        check_interval_ms: 5_000,
+        ..Default::default()
+    };
+    let a = audit(&tiered_view(&f, 3, Some(state(0.8, 2))), b"k", now, None).unwrap();
+    let regions: Vec<Region> = a.copies.iter().map(|c| c.region).collect();
+    use Region::{Dirty, Store};
+    assert_eq!(regions, [Store, Store, Store, Dirty], "{:?}", a.copies);
+    let store = a.store.as_ref().unwrap();
+    assert_eq!((store.first_offset, store.end_offset, store.segments_read), (0, 3, 3));
+    assert!(store.bytes_read > 0 && a.segments_read == 2);
+    // Above the ratio: gone at the uploader's next look.
+    assert_eq!(a.copies[0].gone_by_ms, Some(now + 5_000));
+    assert_eq!(a.copies[1].gone_by_ms, Some(now + 5_000));
+    // The manifest's last entry is mapped, never rewritten.
+    let why = a.copies[2].no_guarantee.as_deref().unwrap();
+    assert!(why.contains("never rewrites"), "{why}");
+    assert_eq!(a.verdict, Verdict::Pending);
+
+    // At or under the ratio the store has no schedule.
+    let a = audit(&tiered_view(&f, 3, Some(state(0.5, 3))), b"k", now, None).unwrap();
+    let why = a.copies[0].no_guarantee.as_deref().unwrap();
+    assert!(why.contains("not above min.cleanable.dirty.ratio"), "{why}");
+    assert_eq!(a.guaranteed_by_ms, None);
+
+    // A newer copy not yet listed by the manifest maps nothing.
+    let listed_to_1 = StoreCleanState { end_offset: 1, ..state(0.8, 3) };
+    let a = audit(&tiered_view(&f, 1, Some(listed_to_1)), b"k", now, None).unwrap();
+    let why = a.copies[0].no_guarantee.as_deref().unwrap();
+    assert!(why.contains("no newer copy is in the store yet"), "{why}");
+
+    // Not measured yet, or a store not read: said so.
+    let a = audit(&tiered_view(&f, 3, None), b"k", now, None).unwrap();
+    assert!(a.copies[0].no_guarantee.as_deref().unwrap().contains("not measured"));
+    let mut view = tiered_view(&f, 3, None);
+    view.store.as_mut().unwrap().segments = Err("offline".into());
+    let a = audit(&view, b"k", now, None).unwrap();
+    assert_eq!(a.copies.len(), 1, "only the local copy is known");
+    assert_eq!(a.store.unwrap().not_read.as_deref(), Some("offline"));
 }

@@ -64,6 +64,7 @@ use super::cleaning_state::{CleaningStateError, LogCleaningState};
 use super::eligibility::CleaningCandidate;
 use super::log_to_clean::LogToClean;
 use super::status::{LastClean, ProducerIdResolver, CLEAN_HISTORY};
+use super::tiered_store::TieredStore;
 use super::tombstone_guard::{ConsumerOffsets, KeptTombstones, TombstoneGuard};
 use crate::clock::SharedClock;
 use crate::log::manager::{CleaningControl, SharedLog};
@@ -144,6 +145,8 @@ pub struct LogCleanerManager {
     resolver: Option<Arc<dyn ProducerIdResolver>>,
     /// The groups' committed offsets (the group coordinator, set once it exists).
     consumer_offsets: OnceLock<Arc<dyn ConsumerOffsets>>,
+    /// Tiered storage's view of the store, when it runs (set once it starts).
+    tiered_store: OnceLock<Arc<dyn TieredStore>>,
 }
 
 impl LogCleanerManager {
@@ -162,6 +165,7 @@ impl LogCleanerManager {
             state_changed: Condvar::new(),
             resolver: None,
             consumer_offsets: OnceLock::new(),
+            tiered_store: OnceLock::new(),
         }
     }
 
@@ -185,6 +189,17 @@ impl LogCleanerManager {
 
     pub(super) fn consumer_offsets(&self) -> Option<&dyn ConsumerOffsets> {
         self.consumer_offsets.get().map(|o| o.as_ref())
+    }
+
+    /// Where `cleaner-status`, the gauges and the key audit read the store's
+    /// part of tiered partitions (tiered storage starts after the cleaner).
+    /// Only the first call counts.
+    pub fn set_tiered_store(&self, store: Arc<dyn TieredStore>) {
+        let _ = self.tiered_store.set(store);
+    }
+
+    pub(super) fn tiered_store(&self) -> Option<&dyn TieredStore> {
+        self.tiered_store.get().map(|s| s.as_ref())
     }
 
     /// The guard a clean of `grabbed` respects: only when its topic asks for

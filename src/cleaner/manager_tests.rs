@@ -4,6 +4,7 @@
 use super::super::log_to_clean::OpenTransaction;
 use super::super::stats::CleanerStats;
 use super::super::status::{Ineligible, CLEAN_HISTORY};
+use super::super::tiered_store::StoreCleanState;
 use super::*;
 use crate::clock::{Clock, MockClock};
 use crate::log::compression::Compression;
@@ -434,4 +435,64 @@ fn with_remote_storage_an_open_transaction_bounds_cleaning_at_its_segment() {
     assert_eq!(of(&remote).first_uncleanable_offset, 2, "the base of its segment");
     let open = of(&remote).open_transaction.as_ref().expect("named as what holds it back");
     assert_eq!((open.producer_id, open.first_offset), (42, 3));
+}
+
+/// A store that measured one partition at a fixed ratio.
+#[derive(Debug)]
+struct FixedStore(TopicPartition, StoreCleanState);
+
+impl TieredStore for FixedStore {
+    fn store_clean_state(&self, tp: &TopicPartition) -> Option<StoreCleanState> {
+        (*tp == self.0).then(|| self.1.clone())
+    }
+
+    fn store_only_segment_files(
+        &self,
+        _: &TopicPartition,
+        _: std::ops::Range<i64>,
+        _: crate::log::segment::SegmentConfig,
+    ) -> Result<Vec<super::super::key_audit::SegmentFile>, String> {
+        Err("not in this test".into())
+    }
+}
+
+#[test]
+fn the_status_shows_the_store_and_max_dirty_percent_counts_it() {
+    let f = fixture();
+    let tp = compacted(&f, "tiered", &[("min.cleanable.dirty.ratio", "0.9")]);
+    append_closed(&f, &tp, &["k1", "k2"]);
+    append_closed(&f, &tp, &["k1", "k2"]);
+    set_checkpoint(&f, &tp, 4);
+    let log = f.logs.get_log(&tp).unwrap();
+    let store_segment = |base, next| crate::log::StoreSegment {
+        base_offset: base,
+        next_offset: next,
+        size_in_bytes: 1000,
+        largest_timestamp: -1,
+    };
+    // The store lists both local segments (uploaded, still local): none is
+    // only in the store.
+    log.write().set_store_segments(vec![store_segment(0, 2), store_segment(2, 4)]);
+    let status = f.manager.status();
+    let p = &status.partitions[0];
+    let store = p.store.as_ref().expect("a store section");
+    assert_eq!((store.remote_bytes, store.remote_segments, store.store_only_bytes), (2000, 2, 0));
+    assert_eq!((store.cleaning.as_ref(), store.tiered_dirty_ratio), (None, None));
+    assert_eq!(status.max_dirty_percent, 0, "no choice was made and no store measured");
+
+    let measured = StoreCleanState {
+        clean_bytes: 100,
+        dirty_bytes: 900,
+        dirty_ratio: 0.9,
+        ..Default::default()
+    };
+    f.manager.set_tiered_store(Arc::new(FixedStore(tp.clone(), measured.clone())));
+    let status = f.manager.status();
+    let store = status.partitions[0].store.clone().unwrap();
+    assert_eq!(store.cleaning, Some(measured));
+    let p = &status.partitions[0];
+    let whole =
+        (900 + p.cleanable_bytes) as f64 / (1000 + p.clean_bytes + p.cleanable_bytes) as f64;
+    assert_eq!(store.tiered_dirty_ratio, Some(whole));
+    assert_eq!(status.max_dirty_percent, 90, "the store's ratio, above the local one");
 }

@@ -191,6 +191,7 @@ pub mod stats;
 pub mod status;
 pub mod store_segments;
 pub mod throttler;
+pub mod tiered_store;
 pub mod tombstone_guard;
 pub mod transactions;
 
@@ -214,3 +215,4 @@ pub use status::{
     ProducerIdResolver,
 };
 pub use throttler::Throttler;
+pub use tiered_store::{StoreCleanState, StoreCleaning, TieredStore};

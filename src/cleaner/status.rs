@@ -19,7 +19,10 @@ use serde::Serialize;
 use super::cleaner::CleanResult;
 use super::log_to_clean::{oldest_dirty_timestamp, LogToClean, OpenTransaction};
 use super::manager::{log_dir_of, LogCleanerManager};
+use super::stats::CleanerStats;
+use super::tiered_store::{StoreCleanState, StoreCleaning};
 use super::tombstone_guard::TombstonesAtRisk;
+use crate::log::manager::SharedLog;
 use crate::log::{Log, TopicPartition};
 
 /// Who owns a producer id: the transactional id the transaction coordinator
@@ -36,7 +39,7 @@ pub trait ProducerIdResolver: Send + Sync + std::fmt::Debug {
 pub const CLEAN_HISTORY: usize = 10;
 
 /// What one successful clean of a partition did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LastClean {
     pub start_time_ms: i64,
     pub end_time_ms: i64,
@@ -67,12 +70,23 @@ pub struct LastClean {
 impl LastClean {
     /// The record of `result`, a clean from `first_dirty_offset` that ended at `end_time_ms`.
     pub(super) fn new(end_time_ms: i64, first_dirty_offset: i64, result: &CleanResult) -> Self {
-        let s = &result.stats;
+        Self::of_stats(end_time_ms, first_dirty_offset, result.end_offset, &result.stats)
+    }
+
+    /// The record of a clean from `first_dirty_offset` to `end_offset` that
+    /// ended at `end_time_ms` having done what `s` counts (a store clean
+    /// reports its own this way).
+    pub fn of_stats(
+        end_time_ms: i64,
+        first_dirty_offset: i64,
+        end_offset: i64,
+        s: &CleanerStats,
+    ) -> Self {
         Self {
             start_time_ms: s.start_ms,
             end_time_ms,
             first_dirty_offset,
-            end_offset: result.end_offset,
+            end_offset,
             elapsed_ms: s.elapsed_ms(),
             bytes_read: s.map_bytes_read + s.bytes_read,
             bytes_written: s.bytes_written,
@@ -211,6 +225,9 @@ pub struct PartitionCleaningStatus {
     pub last_clean: Option<LastClean>,
     /// The last [`CLEAN_HISTORY`] cleans, oldest first (the last is `last_clean`).
     pub history: Vec<LastClean>,
+    /// A tiered partition: its segments in the object store and the store
+    /// cleaner's measure of them (`tiered_store.rs`).
+    pub store: Option<StoreCleaning>,
 }
 
 impl PartitionCleaningStatus {
@@ -248,6 +265,7 @@ impl PartitionCleaningStatus {
             tombstones_at_risk: Vec::new(),
             last_clean: None,
             history: Vec::new(),
+            store: None,
         }
     }
 }
@@ -273,7 +291,8 @@ impl LogDirCleaningStatus {
 pub struct ManagerStatus {
     pub now_ms: i64,
     /// Kafka's `max-dirty-percent`: the highest dirty ratio seen by the last
-    /// choice, as an integer percent.
+    /// choice, or a store's dirty ratio (a tiered partition's store-only
+    /// segments) when higher, as an integer percent.
     pub max_dirty_percent: i64,
     pub time_since_last_run_ms: i64,
     pub max_compaction_delay_ms: i64,
@@ -287,6 +306,7 @@ impl LogCleanerManager {
         let now = self.clock.now_ms();
         let all = self.logs.all_logs();
         let committed = self.committed_offsets();
+        let store_states = self.store_clean_states(&all);
         let mut inner = self.lock();
         let mut partitions = Vec::new();
         let mut dirs: BTreeMap<PathBuf, LogDirCleaningStatus> = BTreeMap::new();
@@ -321,6 +341,11 @@ impl LogCleanerManager {
                     .get(&tp)
                     .map(|h| h.iter().cloned().collect())
                     .unwrap_or_default(),
+                store: StoreCleaning::of(
+                    &log,
+                    store_states.get(&tp).cloned(),
+                    (to_clean.clean_bytes, to_clean.cleanable_bytes),
+                ),
                 ..PartitionCleaningStatus::new(&log, &dir, &to_clean, ineligible)
             });
         }
@@ -329,9 +354,13 @@ impl LogCleanerManager {
                 d.offline_cause = Some(cause.clone());
             }
         }
+        let store_dirtiest = partitions
+            .iter()
+            .filter_map(|p| p.store.as_ref()?.cleaning.as_ref().map(|c| c.dirty_ratio))
+            .fold(0.0, f64::max);
         let status = ManagerStatus {
             now_ms: now,
-            max_dirty_percent: (100.0 * inner.dirtiest_ratio) as i64,
+            max_dirty_percent: (100.0 * inner.dirtiest_ratio.max(store_dirtiest)) as i64,
             time_since_last_run_ms: (now - inner.time_of_last_run_ms).max(0),
             max_compaction_delay_ms: inner.max_compaction_delay_ms,
             log_dirs: dirs.into_values().collect(),
@@ -339,6 +368,16 @@ impl LogCleanerManager {
         };
         drop(inner);
         self.name_open_transactions(status)
+    }
+
+    /// The store cleaner's measure of every tiered partition among `all`
+    /// that it measured, asked before any lock of the manager is taken.
+    fn store_clean_states(
+        &self,
+        all: &[(TopicPartition, SharedLog)],
+    ) -> HashMap<TopicPartition, StoreCleanState> {
+        let Some(store) = self.tiered_store() else { return HashMap::new() };
+        all.iter().filter_map(|(tp, _)| Some((tp.clone(), store.store_clean_state(tp)?))).collect()
     }
 
     /// The groups' committed offsets on every partition that has some,

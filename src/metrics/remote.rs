@@ -95,8 +95,8 @@ impl RemoteGauges {
             let labels = [tp.topic.as_str(), &tp.partition.to_string()];
             self.partition_bytes.with_label_values(&labels).set(p.remote_bytes as i64);
             self.store_only_bytes.with_label_values(&labels).set(p.store_only_bytes as i64);
-            if let Some(ratio) = p.store_dirty_ratio {
-                self.store_dirty_ratio.with_label_values(&labels).set(ratio);
+            if let Some(state) = &p.store_clean {
+                self.store_dirty_ratio.with_label_values(&labels).set(state.dirty_ratio);
             }
             let t = topics.entry(tp.topic.clone()).or_default();
             t.0 += p.remote_bytes as i64;

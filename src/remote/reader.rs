@@ -336,6 +336,32 @@ impl RemoteLogReader {
         Ok(ts)
     }
 
+    /// The store segments of `tp` that hold offsets in `offsets` (below
+    /// the local start), oldest first, from the latest manifest read now.
+    ///
+    /// # Errors
+    /// The store's error; `NotInStore` when the manifest does not reach
+    /// `offsets.end` (a store that lost segments).
+    pub async fn entries_holding(
+        &self,
+        tp: &TopicPartition,
+        offsets: std::ops::Range<i64>,
+    ) -> Result<Vec<SegmentEntry>, RemoteReadError> {
+        let m = self.manifest(tp, true).await?;
+        if m.end_offset < offsets.end {
+            return Err(RemoteReadError::NotInStore {
+                partition: tp.to_string(),
+                offset: offsets.end - 1,
+                end: m.end_offset,
+            });
+        }
+        Ok(m.segments
+            .iter()
+            .filter(|s| s.base_offset < offsets.end && s.next_offset > offsets.start)
+            .cloned()
+            .collect())
+    }
+
     /// The partition's latest valid manifest (an invalid latest one is
     /// skipped, as a restore skips it): the one kept, unless `fresh` or none.
     async fn manifest(

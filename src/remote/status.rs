@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use parking_lot::Mutex;
 
+use crate::cleaner::{LastClean, StoreCleanState};
 use crate::log::TopicPartition;
 
 /// One partition's remote state.
@@ -22,9 +23,9 @@ pub struct PartitionRemoteStatus {
     pub lag_bytes: u64,
     /// Age of the oldest closed segment not in the latest manifest (0: none).
     pub lag_seconds: f64,
-    /// A compacted partition with segments only in the store: the store's
-    /// dirty ratio (`store_cleaner`); `None` otherwise.
-    pub store_dirty_ratio: Option<f64>,
+    /// A compacted partition with segments only in the store: the store
+    /// cleaner's measure and its last clean (`store_cleaner`); `None` otherwise.
+    pub store_clean: Option<StoreCleanState>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -46,21 +47,63 @@ pub struct RemoteStats {
 }
 
 impl RemoteStats {
-    /// Replace what the uploader measured of `tp` (the store dirty ratio,
-    /// which the store cleaner measures, stays).
+    /// Replace what the uploader measured of `tp` (the store cleaner's
+    /// measure stays).
     pub fn set_partition(&self, tp: &TopicPartition, mut status: PartitionRemoteStatus) {
         let mut partitions = self.partitions.lock();
-        if let Some(old) = partitions.get(tp) {
-            status.store_dirty_ratio = old.store_dirty_ratio;
+        if let Some(old) = partitions.get_mut(tp) {
+            status.store_clean = old.store_clean.take();
         }
         partitions.insert(tp.clone(), status);
     }
 
-    /// What the store cleaner measured of `tp` last.
-    pub fn set_store_dirty_ratio(&self, tp: &TopicPartition, ratio: Option<f64>) {
-        if let Some(p) = self.partitions.lock().get_mut(tp) {
-            p.store_dirty_ratio = ratio;
+    /// What the store cleaner measured of `tp` last (`None`: nothing only in
+    /// the store, or not compacted); its last clean and failure stay.
+    pub fn set_store_measure(&self, tp: &TopicPartition, measure: Option<StoreCleanState>) {
+        let mut partitions = self.partitions.lock();
+        let Some(p) = partitions.get_mut(tp) else { return };
+        p.store_clean = measure.map(|mut m| {
+            if let Some(old) = p.store_clean.take() {
+                (m.last_clean, m.last_error, m.retry_at_ms) =
+                    (old.last_clean, old.last_error, old.retry_at_ms);
+            }
+            m
+        });
+    }
+
+    /// The outcome of a store clean of `tp`: what it did, or why it failed
+    /// and when it is tried again.
+    pub fn set_store_clean_outcome(
+        &self,
+        tp: &TopicPartition,
+        outcome: Result<LastClean, (String, i64)>,
+    ) {
+        let mut partitions = self.partitions.lock();
+        let Some(state) = partitions.get_mut(tp).and_then(|p| p.store_clean.as_mut()) else {
+            return;
+        };
+        match outcome {
+            Ok(clean) => {
+                (state.last_clean, state.last_error, state.retry_at_ms) = (Some(clean), None, None)
+            }
+            Err((error, retry_at_ms)) => {
+                (state.last_error, state.retry_at_ms) = (Some(error), Some(retry_at_ms))
+            }
         }
+    }
+
+    /// A store clean of `tp` that failed before went through without a new
+    /// manifest (nothing to rewrite): the failure is over.
+    pub fn store_clean_recovered(&self, tp: &TopicPartition) {
+        let mut partitions = self.partitions.lock();
+        if let Some(state) = partitions.get_mut(tp).and_then(|p| p.store_clean.as_mut()) {
+            (state.last_error, state.retry_at_ms) = (None, None);
+        }
+    }
+
+    /// The store cleaner's state of `tp`, if it measured it.
+    pub fn store_clean_state(&self, tp: &TopicPartition) -> Option<StoreCleanState> {
+        self.partitions.lock().get(tp)?.store_clean.clone()
     }
 
     /// Forget partitions no longer enabled or no longer present.

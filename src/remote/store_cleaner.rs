@@ -60,7 +60,10 @@ use super::snapshot::{self, LocalSegment};
 use super::uploader::{tell_log, PartitionState, RemoteLogManager};
 use super::{blocking, now_ms, RemoteError};
 use crate::cleaner::store_segments::StoreSegmentsToClean;
-use crate::cleaner::{CancellationToken, Cleaner, CleanerConfig, LogToClean, Throttler};
+use crate::cleaner::{
+    CancellationToken, Cleaner, CleanerConfig, CleanerStats, LastClean, LogToClean,
+    StoreCleanState, Throttler,
+};
 use crate::clock::SharedClock;
 use crate::log::manager::SharedLog;
 use crate::log::TopicPartition;
@@ -112,6 +115,8 @@ pub(super) struct StoreCleanPlan {
     /// The base of the entry after the rewritable ones: the clean point
     /// never passes it (what is not rewritten is not clean).
     pub(super) recopy_end: i64,
+    pub(super) clean_bytes: u64,
+    pub(super) dirty_bytes: u64,
     pub(super) dirty_ratio: f64,
 }
 
@@ -145,7 +150,15 @@ impl StoreCleanPlan {
         }
         let total = clean + dirty;
         let dirty_ratio = if total == 0 { 0.0 } else { dirty as f64 / total as f64 };
-        Self { store_only: start..below_local, recopy, first_dirty, recopy_end, dirty_ratio }
+        Self {
+            store_only: start..below_local,
+            recopy,
+            first_dirty,
+            recopy_end,
+            clean_bytes: clean,
+            dirty_bytes: dirty,
+            dirty_ratio,
+        }
     }
 }
 
@@ -161,6 +174,7 @@ struct Cleaned {
     map_end: i64,
     clean_point: i64,
     groups: Vec<CleanedGroup>,
+    stats: CleanerStats,
 }
 
 /// Gives back what a store clean held of the cache, and its scratch
@@ -194,7 +208,9 @@ impl RemoteLogManager {
         }
         match self.clean_store(tp, log, state).await {
             Ok(()) => {
-                state.store_clean_retry = None;
+                if state.store_clean_retry.take().is_some() {
+                    self.stats.store_clean_recovered(tp);
+                }
                 Ok(())
             }
             Err(e @ (RemoteError::Conflict { .. } | RemoteError::Regressed { .. })) => Err(e),
@@ -205,6 +221,8 @@ impl RemoteLogManager {
                     .map_or(Duration::from_secs(1), |(_, w)| (w * 2).min(MAX_STORE_CLEAN_BACKOFF));
                 tracing::warn!(partition = %tp, "tiered storage: cleaning the store's segments: {e}; next try in {wait:?}");
                 state.store_clean_retry = Some((Instant::now() + wait, wait));
+                let retry_at_ms = now_ms().saturating_add(wait.as_millis() as i64);
+                self.stats.set_store_clean_outcome(tp, Err((e.to_string(), retry_at_ms)));
                 Ok(())
             }
         }
@@ -221,7 +239,8 @@ impl RemoteLogManager {
         let Some((plan, min_ratio)) = self.plan(tp, log, &latest, state.store_mapped_to) else {
             return Ok(());
         };
-        if plan.recopy == 0 || plan.dirty_ratio < min_ratio {
+        // As the local cleaner: only a ratio above the minimum cleans.
+        if plan.recopy == 0 || plan.dirty_ratio <= min_ratio {
             return Ok(());
         }
         let config = log.read().segment_config_for_cleaning();
@@ -254,7 +273,7 @@ impl RemoteLogManager {
         let config = Arc::clone(l.config());
         if latest.retired || !config.compact {
             drop(l);
-            self.stats.set_store_dirty_ratio(tp, None);
+            self.stats.set_store_measure(tp, None);
             return None;
         }
         let starts = (l.local_log_start_offset(), l.log_start_offset());
@@ -263,8 +282,20 @@ impl RemoteLogManager {
         drop(l);
         let upper = bound.first_uncleanable_offset.min(latest.end_offset);
         let plan = StoreCleanPlan::of(latest, starts, mapped_to, upper);
-        let has_store_only = !plan.store_only.is_empty();
-        self.stats.set_store_dirty_ratio(tp, has_store_only.then_some(plan.dirty_ratio));
+        let measure = StoreCleanState {
+            end_offset: latest.end_offset,
+            last_entry_base_offset: latest
+                .segments
+                .last()
+                .map_or(latest.end_offset, |s| s.base_offset),
+            clean_offset: plan.first_dirty,
+            clean_bytes: plan.clean_bytes,
+            dirty_bytes: plan.dirty_bytes,
+            dirty_ratio: plan.dirty_ratio,
+            check_interval_ms: self.config.upload_interval_ms as i64,
+            ..Default::default()
+        };
+        self.stats.set_store_measure(tp, (!plan.store_only.is_empty()).then_some(measure));
         Some((plan, config.min_cleanable_dirty_ratio))
     }
 
@@ -307,9 +338,11 @@ impl RemoteLogManager {
         let replaced: usize = groups.iter().map(|g| g.replaced.len()).sum();
         tracing::info!(partition = %tp, seq = seq + 1, replaced, cleaned = groups.len(), removed_bytes = removed, clean_point = cleaned.clean_point, "segments in the store cleaned");
         self.stats.store_cleaned(removed);
+        let last = LastClean::of_stats(now_ms(), plan.first_dirty, cleaned.map_end, &cleaned.stats);
         tell_log(log, &next);
         // Publish the ratio the next round starts from.
         self.plan(tp, log, &next, state.store_mapped_to);
+        self.stats.set_store_clean_outcome(tp, Ok(last));
         state.manifest = Some((seq + 1, next));
         Ok(())
     }
@@ -358,7 +391,7 @@ async fn clean_blocking(
         // Only what was rewritten is clean: the first segment the recopy
         // left alone (or the entry after the rewritable ones) bounds it.
         let clean_point = result.end_offset.min(result.recopied_end).min(recopy_end);
-        Ok(Cleaned { map_end: result.end_offset, clean_point, groups })
+        Ok(Cleaned { map_end: result.end_offset, clean_point, groups, stats: result.stats })
     })
     .await
 }

@@ -51,7 +51,7 @@ pub(super) struct PartitionState {
 pub struct RemoteLogManager {
     pub(super) store: RemoteStore,
     logs: Arc<LogManager>,
-    config: RemoteStorageConfig,
+    pub(super) config: RemoteStorageConfig,
     cluster_id: String,
     pub(super) stats: Arc<RemoteStats>,
     retirer: super::retire::Retirer,

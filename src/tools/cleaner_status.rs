@@ -75,6 +75,36 @@ fn history(out: &mut String, p: &serde_json::Value) -> std::fmt::Result {
     Ok(())
 }
 
+/// A tiered partition's store: its segments and the store cleaner's measure.
+fn store_line(out: &mut String, st: &serde_json::Value) -> std::fmt::Result {
+    if !st.is_object() {
+        return Ok(());
+    }
+    write!(
+        out,
+        "{:<32} store: {} segment(s), {} bytes, {} bytes only there (below offset {})",
+        "",
+        st["remote_segments"],
+        st["remote_bytes"],
+        st["store_only_bytes"],
+        st["local_log_start_offset"]
+    )?;
+    let c = &st["cleaning"];
+    if c.is_object() {
+        write!(
+            out,
+            "; store clean point {}, store dirty ratio {:.3}, whole log {:.3}",
+            c["clean_offset"],
+            c["dirty_ratio"].as_f64().unwrap_or(0.0),
+            st["tiered_dirty_ratio"].as_f64().unwrap_or(0.0)
+        )?;
+        if let Some(e) = c["last_error"].as_str() {
+            write!(out, "; last store clean failed: {e}")?;
+        }
+    }
+    writeln!(out)
+}
+
 /// The person's form of the whole document.
 fn render(doc: &serde_json::Value) -> anyhow::Result<String> {
     let m = &doc["manager"];
@@ -119,6 +149,7 @@ fn render(doc: &serde_json::Value) -> anyhow::Result<String> {
             p["cleanable_bytes"].as_i64().unwrap_or(0),
             p["first_dirty_offset"].as_i64().unwrap_or(0)
         )?;
+        store_line(&mut out, &p["store"])?;
         // An open transaction that bounds an otherwise cleanable log (when it
         // is why nothing is cleanable, the status above already says so).
         let open = &p["open_transaction"];

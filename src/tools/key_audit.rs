@@ -14,7 +14,9 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use crate::cleaner::key_audit::{audit, CleanerView, KeyAudit, PartitionView, SegmentFile};
+use crate::cleaner::key_audit::{
+    audit, CleanerView, KeyAudit, PartitionView, SegmentFile, StorePart,
+};
 use crate::cleaner::CleanerOffsetCheckpoint;
 use crate::config::BrokerConfig;
 use crate::log::checkpoint::{OffsetCheckpointFile, LOG_START_OFFSET_CHECKPOINT};
@@ -137,6 +139,16 @@ pub fn from_data_dir(
         .or_else(|| segments.first().map(|s| s.base_offset))
         .unwrap_or(0);
     let cleaner_config = config.cleaner_config();
+    // Offsets below the first local segment are only in the object store
+    // (tiered storage's local retention deleted their files).
+    let local_start = segments.first().map_or(log_start, |s| s.base_offset);
+    let store = (log_start < local_start).then(|| StorePart {
+        offsets: log_start..local_start,
+        segments: Err(
+            "an audit of a data dir does not read the object store: ask the running broker".into(),
+        ),
+        state: None,
+    });
     let view = PartitionView {
         topic_partition: tp,
         segments,
@@ -150,6 +162,7 @@ pub fn from_data_dir(
             backoff_ms: cleaner_config.backoff_ms,
             blocked: None,
         },
+        store,
     };
     let now = crate::clock::Clock::now_ms(&crate::clock::SystemClock);
     audit(&view, key.as_bytes(), now, None).map_err(|e| Failure::Unreadable(e.to_string()))
@@ -258,6 +271,21 @@ pub fn render(a: &serde_json::Value) -> String {
     };
     let _ = writeln!(out, "verdict: {verdict}{detail}");
     let _ = writeln!(out, "read {} bytes of {} segment(s)", a["bytes_read"], a["segments_read"]);
+    let st = &a["store"];
+    if st.is_object() {
+        let range = format!("[{}, {})", st["first_offset"], st["end_offset"]);
+        let _ = match st["not_read"].as_str() {
+            Some(why) => writeln!(
+                out,
+                "store: offsets {range} are only in the object store and were not read ({why}): the copies and verdict above cover the local log only"
+            ),
+            None => writeln!(
+                out,
+                "store: offsets {range} only in the object store: read {} bytes of {} segment(s)",
+                st["bytes_read"], st["segments_read"]
+            ),
+        };
+    }
     out
 }
 

@@ -52,6 +52,11 @@ impl Log {
         self.store_segments = segments;
     }
 
+    /// Every segment the store's latest manifest lists, oldest first.
+    pub fn store_segments(&self) -> &[StoreSegment] {
+        &self.store_segments
+    }
+
     /// The segments only in the store: wholly below the local start, not
     /// wholly below the log start; oldest first.
     pub fn store_only_segments(&self) -> impl Iterator<Item = &StoreSegment> {
