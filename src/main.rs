@@ -70,7 +70,8 @@ enum Command {
     },
     /// Every copy of a key in a compacted partition: offset, segment, region,
     /// whether it is superseded and by when compaction guarantees it gone;
-    /// then a verdict (erased, pending, live, absent). Exit codes: 0 found,
+    /// then a verdict (erased, pending, live, absent; incomplete when offsets
+    /// only in the object store were not read). Exit codes: 0 found,
     /// 4 no copy of the key, 3 unknown topic or partition, 5 unreadable or
     /// corrupt segment, 6 broker not reachable, 7 topic not compacted.
     KeyAudit {

@@ -185,6 +185,23 @@ fn views_show_the_cleaned_store(b: &TestBroker) {
     assert!(cleaning["last_error"].is_null(), "{store}");
 }
 
+/// `sediment key-audit --data-dir` of a stopped broker: the key's copies
+/// are all in the store, which it does not read, so no verdict but
+/// `incomplete`, and says why.
+fn offline_audit_says_the_store_was_not_read(b: &TestBroker) {
+    let data = b.data_dir();
+    let args =
+        ["key-audit", "--data-dir", data.to_str().unwrap(), "--topic", TOPIC, "--key", "k07"];
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sediment"))
+        .args(args)
+        .output()
+        .expect("sediment key-audit");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("verdict: incomplete"), "{text}");
+    assert!(text.contains("only in the object store and were not read"), "{text}");
+}
+
 #[test]
 fn segments_only_in_the_store_are_compacted_there() {
     let moto = Moto::start(&[]);
@@ -224,6 +241,7 @@ fn segments_only_in_the_store_are_compacted_there() {
     assert_latest_values(&b, &before.latest, "after the clean");
     views_show_the_cleaned_store(&b);
     b.stop();
+    offline_audit_says_the_store_was_not_read(&b);
 
     // A restore from the cleaned store serves every latest value.
     std::fs::remove_dir_all(b.data_dir()).expect("remove the data dir");

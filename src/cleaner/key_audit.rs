@@ -179,6 +179,9 @@ pub enum Verdict {
     Pending,
     /// The newest copy is a value and it is the only one.
     Live,
+    /// No superseded copy in what was read, but offsets only in the object
+    /// store were not read: absent, live or erased cannot be told.
+    Incomplete,
 }
 
 /// The partition's regions when the audit ran.
@@ -275,6 +278,9 @@ pub fn audit(
     audit.key = String::from_utf8_lossy(key).into_owned();
     audit.segments_read = facts.len();
     audit.bytes_read = bytes_read;
+    if audit.verdict != Verdict::Pending && store.as_ref().is_some_and(|s| s.not_read.is_some()) {
+        audit.verdict = Verdict::Incomplete;
+    }
     audit.store = store;
     Ok(audit)
 }

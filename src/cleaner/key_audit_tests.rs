@@ -267,5 +267,6 @@ fn copies_in_the_store_go_by_the_store_cleaners_rules() {
     view.store.as_mut().unwrap().segments = Err("offline".into());
     let a = audit(&view, b"k", now, None).unwrap();
     assert_eq!(a.copies.len(), 1, "only the local copy is known");
+    assert_eq!(a.verdict, Verdict::Incomplete, "not live: the store may hold older copies");
     assert_eq!(a.store.unwrap().not_read.as_deref(), Some("offline"));
 }

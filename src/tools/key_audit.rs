@@ -267,6 +267,7 @@ pub fn render(a: &serde_json::Value) -> String {
             format!(": every superseded copy gone {}", when(&a["guaranteed_by_ms"]))
         }
         ("absent", _) => ": no copy of the key in this partition".to_string(),
+        ("incomplete", _) => ": the store's part was not read (below)".to_string(),
         _ => String::new(),
     };
     let _ = writeln!(out, "verdict: {verdict}{detail}");
