@@ -68,7 +68,10 @@ impl Cleaner {
             if seg.next_offset <= start || seg.snapshot.base_offset >= snapshot.upper {
                 continue;
             }
-            if self.map_segment(&mut progress, seg)? {
+            let stop = self.map_segment(&mut progress, seg);
+            // A store segment is fetched again by the recopy, if it needs it.
+            seg.release();
+            if stop? {
                 break;
             }
             // A whole segment mapped: the next dirty offset is where the next
@@ -87,15 +90,11 @@ impl Cleaner {
     ) -> Result<bool, CleanerError> {
         let from = seg.dirty_position.unwrap_or(0);
         let io = progress.io;
+        let file = seg.file()?;
         let mut buf = self.take_read_buffer();
-        let mut reader = BatchReader::new(
-            &seg.file,
-            &seg.path,
-            from..seg.snapshot.size,
-            io.grow_limit,
-            &mut buf,
-        )
-        .with_hook(io);
+        let mut reader =
+            BatchReader::new(&file, &seg.path, from..seg.snapshot.size, io.grow_limit, &mut buf)
+                .with_hook(io);
         let result =
             (|| -> Result<bool, CleanerError> {
                 while let Some((position, batch)) = reader.next_batch()? {

@@ -124,9 +124,10 @@ impl Cleaner {
     ) -> Result<SegmentCopy, CleanerError> {
         let io = recopy.io;
         let seg = &group[si];
+        let file = seg.file()?;
         let mut buf = self.take_read_buffer();
         let mut reader =
-            BatchReader::new(&seg.file, &seg.path, 0..seg.snapshot.size, io.grow_limit, &mut buf)
+            BatchReader::new(&file, &seg.path, 0..seg.snapshot.size, io.grow_limit, &mut buf)
                 .with_hook(io)
                 .deferring_crc();
         let mut copy = SegmentCopy { wrote_any: false, last_header: None };

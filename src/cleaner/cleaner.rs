@@ -57,6 +57,9 @@ pub enum CleanerError {
     Aborted { partition: String },
     #[error("injected crash at {0:?}")]
     InjectedCrash(CrashPoint),
+    /// A segment only in the object store could not be fetched.
+    #[error("{0}")]
+    Store(String),
 }
 
 /// Where a test may stop a clean as if the process had died there.
@@ -446,6 +449,8 @@ impl Cleaner {
             }
             Ok(true)
         });
+        // Store segments: one group fetched at a time.
+        group.iter().for_each(SourceSegment::release);
         match finished {
             Ok(true) => Ok(writer.segment),
             Ok(false) => Ok(None),

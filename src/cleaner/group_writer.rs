@@ -115,11 +115,12 @@ impl GroupWriter<'_> {
         if buf.len() < self.flush_at {
             buf.resize(self.flush_at, 0);
         }
+        let file = source.file()?;
         let mut pos = 0u64;
         while pos < end {
             let want = usize::try_from(end - pos).unwrap_or(usize::MAX).min(buf.len());
             self.io.before_io(want)?;
-            source.file.read_exact_at(&mut buf[..want], pos).map_err(LogError::io(&source.path))?;
+            file.read_exact_at(&mut buf[..want], pos).map_err(LogError::io(&source.path))?;
             let corrupt = |e: BatchError| CleanerError::Batch {
                 path: source.path.clone(),
                 position: pos,

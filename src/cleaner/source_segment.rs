@@ -17,8 +17,11 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 use super::cleaner::CleanerError;
 use super::log_to_clean::LogToClean;
+use super::store_segments::{FetchedSegment, StoreSegmentSource};
 use crate::log::error::LogError;
 use crate::log::producer_state::LastRecord;
 use crate::log::segment::{LogSegment, SegmentConfig};
@@ -30,7 +33,8 @@ use crate::log::{Log, LogConfig, SegmentSnapshot};
 pub(super) struct SourceSegment {
     pub(super) snapshot: SegmentSnapshot,
     pub(super) next_offset: i64,
-    pub(super) file: File,
+    pub(super) bytes: SegmentBytes,
+    /// The file's path (a store segment: its object's key, for errors).
     pub(super) path: PathBuf,
     pub(super) offset_index_bytes: usize,
     pub(super) time_index_bytes: usize,
@@ -39,6 +43,40 @@ pub(super) struct SourceSegment {
     pub(super) dirty_position: Option<u64>,
     /// The entries of its `.txnindex` (a closed segment's never change).
     pub(super) aborted_txns: Vec<AbortedTxn>,
+}
+
+/// Where a segment's bytes are read from.
+#[derive(Debug)]
+pub(super) enum SegmentBytes {
+    /// A local segment: a descriptor duplicated under the log's read lock.
+    Local(File),
+    /// A segment only in the object store, fetched when the clean reads it
+    /// and let go once read ([`SourceSegment::release`]), so a clean holds
+    /// one group of them at a time (`store_segments.rs`).
+    Store {
+        source: Arc<dyn StoreSegmentSource>,
+        index: usize,
+        /// Shared with the reads in progress: a copy of an unchanged
+        /// prefix reads the segment while its recopy still holds it.
+        fetched: Mutex<Option<Arc<FetchedSegment>>>,
+    },
+}
+
+/// A segment's file for reading: the local descriptor, or a fetched one.
+pub(super) enum SegmentFile<'a> {
+    Local(&'a File),
+    Store(Arc<FetchedSegment>, std::marker::PhantomData<&'a File>),
+}
+
+impl std::ops::Deref for SegmentFile<'_> {
+    type Target = File;
+
+    fn deref(&self) -> &File {
+        match self {
+            Self::Local(f) => f,
+            Self::Store(f, _) => &f.file,
+        }
+    }
 }
 
 /// A log as one clean found it.
@@ -81,13 +119,72 @@ impl SourceSegment {
             snapshot: SegmentSnapshot { base_offset: seg.base_offset(), size: seg.size() },
             next_offset: seg.next_offset(),
             modified: file.metadata().ok().and_then(|m| m.modified().ok()),
-            file,
+            bytes: SegmentBytes::Local(file),
             path: seg.log_path(),
             offset_index_bytes: seg.offset_index().size_in_bytes(),
             time_index_bytes: seg.time_index().size_in_bytes(),
             dirty_position,
             aborted_txns: seg.txn_index().all_aborted_txns()?,
         })
+    }
+
+    /// Segment `index` of `source`, only in the object store: known by its
+    /// manifest entry, fetched when first read. Its aborted transactions are
+    /// read now (a fetch, only when its `.txnindex` has entries).
+    ///
+    /// # Errors
+    /// The store's error reading the `.txnindex`.
+    pub(super) fn in_store(
+        source: &Arc<dyn StoreSegmentSource>,
+        index: usize,
+    ) -> Result<Self, CleanerError> {
+        let meta = &source.segments()[index];
+        Ok(Self {
+            snapshot: SegmentSnapshot { base_offset: meta.base_offset, size: meta.size },
+            next_offset: meta.next_offset,
+            aborted_txns: source.aborted_txns(index).map_err(CleanerError::Store)?,
+            bytes: SegmentBytes::Store {
+                source: Arc::clone(source),
+                index,
+                fetched: Mutex::new(None),
+            },
+            path: PathBuf::from(&meta.name),
+            offset_index_bytes: meta.offset_index_bytes,
+            time_index_bytes: meta.time_index_bytes,
+            modified: None,
+            // The map skips batches below the first dirty offset anyway.
+            dirty_position: None,
+        })
+    }
+
+    /// The file to read, fetched first when the segment is in the store.
+    ///
+    /// # Errors
+    /// The store's error fetching it.
+    pub(super) fn file(&self) -> Result<SegmentFile<'_>, CleanerError> {
+        match &self.bytes {
+            SegmentBytes::Local(f) => Ok(SegmentFile::Local(f)),
+            SegmentBytes::Store { source, index, fetched } => {
+                let mut fetched = fetched.lock();
+                let segment = match &*fetched {
+                    Some(segment) => Arc::clone(segment),
+                    None => {
+                        let segment = source.fetch(*index).map_err(CleanerError::Store)?;
+                        advise_sequential(&segment.file);
+                        Arc::clone(fetched.insert(Arc::new(segment)))
+                    }
+                };
+                Ok(SegmentFile::Store(segment, std::marker::PhantomData))
+            }
+        }
+    }
+
+    /// Let a fetched store segment go (a later read fetches it again), so
+    /// the read cache may evict it; nothing for a local segment.
+    pub(super) fn release(&self) {
+        if let SegmentBytes::Store { fetched, .. } = &self.bytes {
+            fetched.lock().take();
+        }
     }
 }
 
@@ -192,7 +289,7 @@ mod tests {
         SourceSegment {
             snapshot: SegmentSnapshot { base_offset: base, size },
             next_offset: next,
-            file: File::open("/dev/null").unwrap(),
+            bytes: SegmentBytes::Local(File::open("/dev/null").unwrap()),
             path: PathBuf::from("/dev/null"),
             offset_index_bytes: index,
             time_index_bytes: index,

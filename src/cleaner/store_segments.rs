@@ -22,9 +22,17 @@
 //!   consumer groups (`sediment.tombstone.retention.wait.for.groups`), whose
 //!   offsets the store side does not see: then every tombstone stays.
 //! * A group the clean leaves unchanged yields no segment: its objects stay.
+//! * The store's segments come from a [`StoreSegmentSource`] and are fetched
+//!   as they are read: the map pass fetches one at a time, the recopy one
+//!   group at a time, and each is let go once read, so a clean of a store
+//!   larger than the local disk holds no more than that beside the read
+//!   cache. A segment the cache evicted between the passes is fetched
+//!   again; the cache verifies every download against the manifest's CRC,
+//!   so the recopy reads the bytes the map pass checked.
 
+use std::fs::File;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -37,13 +45,56 @@ use super::stats::CleanerStats;
 use super::tombstone_guard::KeptTombstones;
 use super::transactions::CleanedTransactionMetadata;
 use crate::log::segment::LogSegment;
+use crate::log::transaction_index::AbortedTxn;
 use crate::log::Log;
 
-/// The store-only part of a log, downloaded, and what bounds its clean.
+/// One segment only in the store, as its manifest entry describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreSegmentMeta {
+    pub base_offset: i64,
+    pub next_offset: i64,
+    /// `.log` bytes.
+    pub size: u64,
+    pub offset_index_bytes: usize,
+    pub time_index_bytes: usize,
+    /// Names it in errors (its `.log` object's key).
+    pub name: String,
+}
+
+/// A fetched store segment's `.log`, readable while this is held.
+#[derive(Debug)]
+pub struct FetchedSegment {
+    pub file: File,
+    pub path: PathBuf,
+    /// What keeps the fetched copy (the read cache's hold on it).
+    pub hold: Box<dyn std::any::Any + Send + Sync>,
+}
+
+/// The segments only in the store of one clean, fetched as it reads them
+/// (tiered storage implements it over its read cache). Called from the
+/// clean's thread.
+pub trait StoreSegmentSource: Send + Sync + std::fmt::Debug {
+    /// Every store-only segment, in offset order, from the log start.
+    fn segments(&self) -> &[StoreSegmentMeta];
+
+    /// Segment `index`, fetched and verified if it is not at hand.
+    ///
+    /// # Errors
+    /// The store's or the cache's error, as text.
+    fn fetch(&self, index: usize) -> Result<FetchedSegment, String>;
+
+    /// The aborted transactions of segment `index`'s `.txnindex`.
+    ///
+    /// # Errors
+    /// As [`StoreSegmentSource::fetch`].
+    fn aborted_txns(&self, index: usize) -> Result<Vec<AbortedTxn>, String>;
+}
+
+/// The store-only part of a log and what bounds its clean.
 #[derive(Debug)]
 pub struct StoreSegmentsToClean<'a> {
-    /// The segments only in the store, in offset order, from the log start.
-    pub segments: Vec<&'a LogSegment>,
+    /// The segments only in the store.
+    pub source: Arc<dyn StoreSegmentSource>,
     /// How many of them, from the first, may be rewritten (the rest are
     /// only mapped).
     pub recopy: usize,
@@ -56,7 +107,7 @@ pub struct StoreSegmentsToClean<'a> {
 }
 
 /// One cleaned group: the store segments it replaces (indexes into
-/// [`StoreSegmentsToClean::segments`]) and its `.cleaned` segment, durable.
+/// [`StoreSegmentSource::segments`]) and its `.cleaned` segment, durable.
 #[derive(Debug)]
 pub struct CleanedStoreGroup {
     pub replaced: Range<usize>,
@@ -92,7 +143,7 @@ impl Cleaner {
     ) -> Result<StoreCleanResult, CleanerError> {
         let mut stats = CleanerStats { start_ms: self.clock.now_ms(), ..Default::default() };
         let (snapshot, range) = store_snapshot(&log.read(), to_clean, now_ms)?;
-        let store_count = to_clean.recopy.min(to_clean.segments.len());
+        let store_count = to_clean.recopy.min(to_clean.source.segments().len());
         let grow_limit = self.grow_limit(&snapshot);
         let throttler = Arc::clone(&self.throttler);
         let tp = range.topic_partition.clone();
@@ -174,10 +225,9 @@ fn store_snapshot(
     let local_dirty = first_dirty.max(log.local_log_start_offset());
     let local_range = LogToClean::measure(log, Some(local_dirty), now_ms);
     let local = LogSnapshot::take(log, &local_range)?;
-    let mut segments = to_clean
-        .segments
-        .iter()
-        .map(|s| SourceSegment::of(s, first_dirty))
+    let count = to_clean.source.segments().len();
+    let mut segments = (0..count)
+        .map(|i| SourceSegment::in_store(&to_clean.source, i))
         .collect::<Result<Vec<_>, _>>()?;
     segments.extend(local.segments);
     let upper = local.upper.min(to_clean.map_upper);

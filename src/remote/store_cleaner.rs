@@ -14,12 +14,13 @@
 //! no horizon-driven schedule).
 //!
 //! One store clean, with what a crash at each step leaves:
-//! 1. Download the store-only segments through the read cache (verified
-//!    against the manifest; held, so not evicted, for the clean) and clean
-//!    them with a cleaner of the pool's share of the dedupe budget and the
-//!    pool's I/O throttle: the map covers the whole tiered log from the clean
-//!    point up to the manifest's end (`cleaner::store_segments`), the output
-//!    goes to `.cleaned` files in a scratch directory under the cache's.
+//! 1. Clean the store-only segments with a cleaner of the pool's share of
+//!    the dedupe budget and the pool's I/O throttle, fetching each through
+//!    the read cache (verified against the manifest) as the clean reads it
+//!    and letting it go after (`cleaner::store_segments`): the map covers
+//!    the whole tiered log from the clean point up to the manifest's end,
+//!    the output goes to `.cleaned` files in a scratch directory under the
+//!    cache's.
 //!    Crash: scratch files, removed with the cache at the next start.
 //! 2. Upload each cleaned segment's files under new keys (a key names its
 //!    content) and read them back. Crash: objects no manifest lists; the
@@ -59,13 +60,17 @@ use super::manifest::{self, Manifest, SegmentEntry};
 use super::snapshot::{self, LocalSegment};
 use super::uploader::{tell_log, PartitionState, RemoteLogManager};
 use super::{blocking, now_ms, RemoteError};
-use crate::cleaner::store_segments::StoreSegmentsToClean;
+use crate::cleaner::store_segments::{
+    FetchedSegment, StoreSegmentMeta, StoreSegmentSource, StoreSegmentsToClean,
+};
 use crate::cleaner::{
     CancellationToken, Cleaner, CleanerConfig, CleanerStats, LastClean, LogToClean,
     StoreCleanState, Throttler,
 };
 use crate::clock::SharedClock;
 use crate::log::manager::SharedLog;
+use crate::log::segment::SegmentConfig;
+use crate::log::transaction_index::AbortedTxn;
 use crate::log::TopicPartition;
 
 /// The longest wait before a failed store clean of a partition is tried again.
@@ -177,6 +182,79 @@ struct Cleaned {
     stats: CleanerStats,
 }
 
+/// The store-only segments of one clean, fetched through the read cache
+/// as the clean reads them ([`StoreSegmentSource`]): on the clean's blocking
+/// thread, each fetch runs on the runtime and waits.
+#[derive(Debug)]
+struct CachedSegments {
+    cache: Arc<SegmentCache>,
+    tp: TopicPartition,
+    entries: Vec<SegmentEntry>,
+    meta: Vec<StoreSegmentMeta>,
+    config: SegmentConfig,
+    runtime: tokio::runtime::Handle,
+}
+
+impl CachedSegments {
+    fn new(
+        cache: &Arc<SegmentCache>,
+        tp: &TopicPartition,
+        entries: &[SegmentEntry],
+        config: SegmentConfig,
+    ) -> Self {
+        let ext_size = |e: &SegmentEntry, ext: &str| {
+            e.files.iter().find(|f| f.ext == ext).map_or(0, |f| f.size as usize)
+        };
+        let meta = entries
+            .iter()
+            .map(|e| StoreSegmentMeta {
+                base_offset: e.base_offset,
+                next_offset: e.next_offset,
+                size: e.size(),
+                offset_index_bytes: ext_size(e, "index"),
+                time_index_bytes: ext_size(e, "timeindex"),
+                name: e.log_key().unwrap_or_default().to_string(),
+            })
+            .collect();
+        Self {
+            cache: Arc::clone(cache),
+            tp: tp.clone(),
+            entries: entries.to_vec(),
+            meta,
+            config,
+            runtime: tokio::runtime::Handle::current(),
+        }
+    }
+
+    fn cached(&self, index: usize) -> Result<Arc<CachedSegment>, String> {
+        let get = self.cache.get(&self.tp, &self.entries[index], self.config);
+        self.runtime.block_on(get).map_err(|e| e.to_string())
+    }
+}
+
+impl StoreSegmentSource for CachedSegments {
+    fn segments(&self) -> &[StoreSegmentMeta] {
+        &self.meta
+    }
+
+    fn fetch(&self, index: usize) -> Result<FetchedSegment, String> {
+        let cached = self.cached(index)?;
+        let s = cached.segment();
+        let path = s.log_path();
+        let file = s.file().try_clone().map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(FetchedSegment { file, path, hold: Box::new(cached) })
+    }
+
+    fn aborted_txns(&self, index: usize) -> Result<Vec<AbortedTxn>, String> {
+        let listed = self.entries[index].files.iter().any(|f| f.ext == "txnindex" && f.size > 0);
+        if !listed {
+            return Ok(Vec::new());
+        }
+        let cached = self.cached(index)?;
+        cached.segment().txn_index().all_aborted_txns().map_err(|e| e.to_string())
+    }
+}
+
 /// Gives back what a store clean held of the cache, and its scratch
 /// directory, however the clean ends.
 struct Held<'a> {
@@ -245,12 +323,10 @@ impl RemoteLogManager {
         }
         let config = log.read().segment_config_for_cleaning();
         let held_guard = Held { cache: &cleaner.cache, dir: cleaner.scratch.join(tp.to_string()) };
-        let mut held = Vec::with_capacity(plan.store_only.len());
-        for entry in &latest.segments[plan.store_only.clone()] {
-            held.push(cleaner.cache.get(tp, entry, config).await.map_err(RemoteError::Shared)?);
-        }
+        let entries = &latest.segments[plan.store_only.clone()];
+        let source = Arc::new(CachedSegments::new(&cleaner.cache, tp, entries, config));
         let cleaned =
-            clean_blocking(cleaner, log, held, &held_guard.dir, &plan, latest.end_offset).await?;
+            clean_blocking(cleaner, log, source, &held_guard.dir, &plan, latest.end_offset).await?;
         state.store_mapped_to = cleaned.map_end;
         if cleaned.groups.is_empty() && cleaned.clean_point <= plan.first_dirty {
             // Nothing rewritten and the clean point where it was: no manifest.
@@ -348,12 +424,12 @@ impl RemoteLogManager {
     }
 }
 
-/// Step 1 on a blocking thread: clean the held segments into `dir`, then
+/// Step 1 on a blocking thread: clean the store-only segments into `dir`, then
 /// name each cleaned segment's files as a segment's and digest them.
 async fn clean_blocking(
     cleaner: &StoreCleaner,
     log: &SharedLog,
-    held: Vec<Arc<CachedSegment>>,
+    source: Arc<CachedSegments>,
     dir: &Path,
     plan: &StoreCleanPlan,
     map_upper: i64,
@@ -365,7 +441,7 @@ async fn clean_blocking(
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(RemoteError::io(&dir))?;
         let to_clean = StoreSegmentsToClean {
-            segments: held.iter().map(|s| s.segment()).collect(),
+            source: Arc::clone(&source) as Arc<dyn StoreSegmentSource>,
             recopy,
             dir: &dir,
             first_dirty_offset: first_dirty,
@@ -384,8 +460,11 @@ async fn clean_blocking(
             let (base, next) = (g.segment.base_offset(), g.segment.next_offset());
             let files = snapshot::open_segment(&dir, base, next)?;
             let mut entry = snapshot::digest(&files, &dir, &mut Default::default())?;
-            entry.max_timestamp =
-                held[g.replaced.clone()].iter().map(|s| s.entry.max_timestamp).max().unwrap_or(-1);
+            entry.max_timestamp = source.entries[g.replaced.clone()]
+                .iter()
+                .map(|e| e.max_timestamp)
+                .max()
+                .unwrap_or(-1);
             groups.push(CleanedGroup { replaced: g.replaced, entry, files });
         }
         // Only what was rewritten is clean: the first segment the recopy
