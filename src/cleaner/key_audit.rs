@@ -278,8 +278,17 @@ pub fn audit(
     audit.key = String::from_utf8_lossy(key).into_owned();
     audit.segments_read = facts.len();
     audit.bytes_read = bytes_read;
-    if audit.verdict != Verdict::Pending && store.as_ref().is_some_and(|s| s.not_read.is_some()) {
-        audit.verdict = Verdict::Incomplete;
+    if let Some(why) = store.as_ref().and_then(|s| s.not_read.as_ref()) {
+        // Older copies may be in the store's part: no verdict but pending
+        // holds, and no time for it.
+        if audit.verdict == Verdict::Pending {
+            audit.guaranteed_by_ms = None;
+            audit.no_guarantee.get_or_insert_with(|| {
+                format!("offsets only in the object store were not read ({why})")
+            });
+        } else {
+            audit.verdict = Verdict::Incomplete;
+        }
     }
     audit.store = store;
     Ok(audit)
@@ -546,6 +555,9 @@ fn assess(
         let bound = match (copy.superseded, copy.tombstone, in_store) {
             (true, _, false) => Some(rules.superseded_gone_by(&offsets[i + 1..])),
             (true, _, true) => Some(rules.store_superseded_gone_by(copy.offset, &offsets[i + 1..])),
+            // The local cleaner keeps tombstones while older segments are
+            // only in the store (a copy there would come back).
+            (false, true, false) if view.store.is_some() => Some(Err("kept by the local cleaner while older segments are only in the object store: it leaves with a store clean once local retention moves it there".into())),
             (false, true, false) => Some(rules.tombstone_gone_by(copy)),
             (false, true, true) => Some(rules.store_tombstone_gone_by(copy)),
             (false, false, _) => None,

@@ -8,7 +8,10 @@
 
 use serde::Serialize;
 
+use std::sync::Arc;
+
 use super::{AuditError, Bound, KeyCopy, PartitionView, Rules, SegmentFile, Throttled};
+use crate::cleaner::store_segments::{FetchedSegment, StoreSegmentSource};
 use crate::cleaner::throttler::Throttler;
 use crate::cleaner::tiered_store::StoreCleanState;
 
@@ -18,9 +21,10 @@ use crate::cleaner::tiered_store::StoreCleanState;
 pub struct StorePart {
     /// From the log start to the local log start.
     pub offsets: std::ops::Range<i64>,
-    /// The store segments holding them, oldest first; or why they were not
-    /// read (an offline audit, the store unreachable).
-    pub segments: Result<Vec<SegmentFile>, String>,
+    /// The store segments holding them, oldest first, fetched one at a
+    /// time as the audit reads them; or why they cannot be read (an
+    /// offline audit, the store unreachable).
+    pub segments: Result<Arc<dyn StoreSegmentSource>, String>,
     /// The store cleaner's last measure, if any.
     pub state: Option<StoreCleanState>,
 }
@@ -58,20 +62,31 @@ pub(super) fn scan_store(
         clean_offset: part.state.as_ref().map(|s| s.clean_offset),
         dirty_ratio: part.state.as_ref().map(|s| s.dirty_ratio),
     };
-    let segments = match &part.segments {
-        Ok(segments) => segments,
+    let source = match &part.segments {
+        Ok(source) => source,
         Err(why) => {
             audit.not_read = Some(why.clone());
             return Ok(audit);
         }
     };
-    for seg in segments {
-        let mut found = Vec::new();
-        let (_, read) = super::scan_segment(view, seg, key, buf, Throttled(throttler), &mut found)?;
-        copies.extend(found.into_iter().filter(|c| part.offsets.contains(&c.offset)));
+    let mut found = Vec::new();
+    for (i, meta) in source.segments().iter().enumerate() {
+        // One fetched segment at a time: its copy is let go once scanned.
+        let FetchedSegment { file, path, hold } = match source.fetch(i) {
+            Ok(fetched) => fetched,
+            Err(why) => {
+                audit.not_read = Some(why);
+                return Ok(audit);
+            }
+        };
+        let seg = SegmentFile { path, base_offset: meta.base_offset, size: meta.size, file };
+        let (_, read) =
+            super::scan_segment(view, &seg, key, buf, Throttled(throttler), &mut found)?;
+        drop(hold);
         audit.segments_read += 1;
         audit.bytes_read += read;
     }
+    copies.extend(found.into_iter().filter(|c| part.offsets.contains(&c.offset)));
     Ok(audit)
 }
 
@@ -91,10 +106,14 @@ impl Rules<'_> {
     }
 
     /// When a store clean is bound to start: at the uploader's next look
-    /// once the store's dirty ratio exceeds `min.cleanable.dirty.ratio`
-    /// (after the backoff of a failed one). Below it, only segments leaving
-    /// local disk raise the ratio: the store has no time-driven schedule.
+    /// once the store's dirty ratio exceeds `min.cleanable.dirty.ratio`,
+    /// assuming the store answers. Below it, only segments leaving local
+    /// disk raise the ratio: the store has no time-driven schedule. A store
+    /// clean that failed last gives no time.
     fn store_clean_starts_by(&self, state: &StoreCleanState) -> Bound {
+        if let Some(e) = &state.last_error {
+            return Err(format!("the last store clean failed ({e}); it is tried again later"));
+        }
         let min = self.view.config.min_cleanable_dirty_ratio;
         if state.dirty_ratio <= min {
             return Err(format!(
@@ -102,22 +121,22 @@ impl Rules<'_> {
                 state.dirty_ratio
             ));
         }
-        let at = state.retry_at_ms.unwrap_or(self.now_ms).max(self.now_ms);
-        Ok(at.saturating_add(state.check_interval_ms))
+        Ok(self.now_ms.saturating_add(state.check_within_ms))
     }
 
     /// A superseded copy in the store: gone with the first store clean
-    /// that maps a newer copy (listed by the store's manifest) and rewrites
-    /// its segment (not the manifest's last entry).
+    /// that maps a newer copy (below what its map reaches: the manifest's
+    /// end and the local first uncleanable offset) and rewrites its segment
+    /// (not the manifest's last entry).
     pub(super) fn store_superseded_gone_by(&self, offset: i64, newer: &[i64]) -> Bound {
         let state = self.store_state()?;
         if offset >= state.last_entry_base_offset {
             return Err("its segment is the store's last, which a store clean maps but never rewrites: it is cleaned once a later segment is in the store".into());
         }
-        if !newer.iter().any(|&n| n < state.end_offset) {
+        if !newer.iter().any(|&n| n < state.map_bound) {
             return Err(format!(
-                "no newer copy is in the store yet: a store clean maps only what the store's manifest lists (below offset {})",
-                state.end_offset
+                "no newer copy is where a store clean maps yet: below offset {} (what the store's manifest lists, short of the local log's first uncleanable offset)",
+                state.map_bound
             ));
         }
         self.store_clean_starts_by(state)
@@ -127,6 +146,9 @@ impl Rules<'_> {
     /// clean after its horizon, which only the store's ratio schedules.
     pub(super) fn store_tombstone_gone_by(&self, copy: &KeyCopy) -> Bound {
         let state = self.store_state()?;
+        if self.view.config.tombstone_wait_for_groups {
+            return Err("the topic keeps tombstones for consumer groups (sediment.tombstone.retention.wait.for.groups), whose offsets the store's clean does not see: it keeps every tombstone".into());
+        }
         match copy.delete_horizon_ms {
             Some(h) if h <= self.now_ms && copy.offset < state.last_entry_base_offset => {
                 self.store_clean_starts_by(state)

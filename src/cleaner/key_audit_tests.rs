@@ -5,6 +5,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::*;
+use std::fs::File;
+use std::path::PathBuf;
+
+use crate::cleaner::store_segments::{FetchedSegment, StoreSegmentMeta, StoreSegmentSource};
 use crate::cleaner::StoreCleanState;
 use crate::clock::{Clock, MockClock};
 use crate::log::compression::Compression;
@@ -203,6 +207,29 @@ fn an_open_transaction_holds_the_newer_copy() {
     assert!(why.contains("first unstable offset 1"), "{why}");
 }
 
+/// Segment files standing in for the store, handed out as fetched.
+#[derive(Debug)]
+struct StoreFiles(Vec<StoreSegmentMeta>, Vec<PathBuf>);
+
+impl StoreSegmentSource for StoreFiles {
+    fn segments(&self) -> &[StoreSegmentMeta] {
+        &self.0
+    }
+
+    fn fetch(&self, index: usize) -> Result<FetchedSegment, String> {
+        let path = self.1[index].clone();
+        let file = File::open(&path).map_err(|e| e.to_string())?;
+        Ok(FetchedSegment { file, path, hold: Box::new(()) })
+    }
+
+    fn aborted_txns(
+        &self,
+        _: usize,
+    ) -> Result<Vec<crate::log::transaction_index::AbortedTxn>, String> {
+        Ok(Vec::new())
+    }
+}
+
 /// The log's first `n` segments moved into a store part (as if local
 /// retention deleted them after upload), measured as `state`.
 fn tiered_view(f: &Fixture, n: usize, state: Option<StoreCleanState>) -> PartitionView {
@@ -212,7 +239,19 @@ fn tiered_view(f: &Fixture, n: usize, state: Option<StoreCleanState>) -> Partiti
     let local: Vec<SegmentFile> = view.segments.split_off(n);
     let store = std::mem::replace(&mut view.segments, local);
     let offsets = view.log_start_offset..view.segments[0].base_offset;
-    view.store = Some(StorePart { offsets, segments: Ok(store), state });
+    let meta = store
+        .iter()
+        .map(|s| StoreSegmentMeta {
+            base_offset: s.base_offset,
+            next_offset: -1,
+            size: s.size,
+            offset_index_bytes: 0,
+            time_index_bytes: 0,
+            name: s.path.display().to_string(),
+        })
+        .collect();
+    let source = StoreFiles(meta, store.into_iter().map(|s| s.path).collect());
+    view.store = Some(StorePart { offsets, segments: Ok(Arc::new(source)), state });
     view
 }
 
@@ -227,10 +266,12 @@ fn copies_in_the_store_go_by_the_store_cleaners_rules() {
     f.write("tail", Some("x"), false);
     let state = |ratio: f64, last_entry: i64| StoreCleanState {
         end_offset: 3,
+        map_bound: 4,
+        rewritable: true,
         last_entry_base_offset: last_entry,
         clean_offset: 0,
         dirty_ratio: ratio,
-        check_interval_ms: 5_000,
+        check_within_ms: 5_000,
         ..Default::default()
     };
     let a = audit(&tiered_view(&f, 3, Some(state(0.8, 2))), b"k", now, None).unwrap();
@@ -254,11 +295,15 @@ fn copies_in_the_store_go_by_the_store_cleaners_rules() {
     assert!(why.contains("not above min.cleanable.dirty.ratio"), "{why}");
     assert_eq!(a.guaranteed_by_ms, None);
 
-    // A newer copy not yet listed by the manifest maps nothing.
-    let listed_to_1 = StoreCleanState { end_offset: 1, ..state(0.8, 3) };
-    let a = audit(&tiered_view(&f, 1, Some(listed_to_1)), b"k", now, None).unwrap();
+    // A newer copy past what a store clean maps now counts for nothing.
+    let mapped_to_1 = StoreCleanState { map_bound: 1, ..state(0.8, 3) };
+    let a = audit(&tiered_view(&f, 1, Some(mapped_to_1)), b"k", now, None).unwrap();
     let why = a.copies[0].no_guarantee.as_deref().unwrap();
-    assert!(why.contains("no newer copy is in the store yet"), "{why}");
+    assert!(why.contains("no newer copy is where a store clean maps yet"), "{why}");
+    // A store clean that failed last promises nothing.
+    let failed = StoreCleanState { last_error: Some("boom".into()), ..state(0.8, 3) };
+    let a = audit(&tiered_view(&f, 3, Some(failed)), b"k", now, None).unwrap();
+    assert!(a.copies[0].no_guarantee.as_deref().unwrap().contains("failed (boom)"));
 
     // Not measured yet, or a store not read: said so.
     let a = audit(&tiered_view(&f, 3, None), b"k", now, None).unwrap();
@@ -269,4 +314,41 @@ fn copies_in_the_store_go_by_the_store_cleaners_rules() {
     assert_eq!(a.copies.len(), 1, "only the local copy is known");
     assert_eq!(a.verdict, Verdict::Incomplete, "not live: the store may hold older copies");
     assert_eq!(a.store.unwrap().not_read.as_deref(), Some("offline"));
+    // Pending locally: still pending, but no time while the store is unread.
+    let mut view = tiered_view(&f, 2, None);
+    view.store.as_mut().unwrap().segments = Err("offline".into());
+    let a = audit(&view, b"k", now, None).unwrap();
+    assert_eq!((a.verdict, a.guaranteed_by_ms), (Verdict::Pending, None));
+    assert!(a.no_guarantee.unwrap().contains("were not read (offline)"));
+}
+
+#[test]
+fn tombstones_are_kept_while_older_segments_are_only_in_the_store() {
+    let f = fixture(&[("min.cleanable.dirty.ratio", "0.5")]);
+    let now = f.clock.now_ms();
+    f.write("k", Some("v0"), true);
+    f.write("k", None, true);
+    f.write("tail", Some("x"), false);
+    let measured = StoreCleanState {
+        end_offset: 2,
+        map_bound: 2,
+        rewritable: true,
+        last_entry_base_offset: 1,
+        dirty_ratio: 0.8,
+        check_within_ms: 5_000,
+        ..Default::default()
+    };
+    // The local tombstone: the local cleaner keeps it.
+    let a = audit(&tiered_view(&f, 1, Some(measured.clone())), b"k", now, None).unwrap();
+    assert_eq!(a.copies[0].gone_by_ms, Some(now + 5_000), "the value goes from the store");
+    let why = a.copies[1].no_guarantee.as_deref().unwrap();
+    assert!(why.contains("kept by the local cleaner"), "{why}");
+    // A store tombstone under the groups' guard stays in the store.
+    let f = fixture(&[("sediment.tombstone.retention.wait.for.groups", "true")]);
+    f.write("k", None, true);
+    f.write("tail", Some("x"), true);
+    f.write("tail", Some("y"), false);
+    let a = audit(&tiered_view(&f, 1, Some(measured)), b"k", now, None).unwrap();
+    let why = a.copies[0].no_guarantee.as_deref().unwrap();
+    assert!(why.contains("keeps every tombstone"), "{why}");
 }

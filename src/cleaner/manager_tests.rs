@@ -446,12 +446,12 @@ impl TieredStore for FixedStore {
         (*tp == self.0).then(|| self.1.clone())
     }
 
-    fn store_only_segment_files(
+    fn store_only_segments(
         &self,
         _: &TopicPartition,
         _: std::ops::Range<i64>,
         _: crate::log::segment::SegmentConfig,
-    ) -> Result<Vec<super::super::key_audit::SegmentFile>, String> {
+    ) -> Result<Arc<dyn super::super::store_segments::StoreSegmentSource>, String> {
         Err("not in this test".into())
     }
 }
@@ -481,6 +481,7 @@ fn the_status_shows_the_store_and_max_dirty_percent_counts_it() {
     assert_eq!(status.max_dirty_percent, 0, "no choice was made and no store measured");
 
     let measured = StoreCleanState {
+        rewritable: true,
         clean_bytes: 100,
         dirty_bytes: 900,
         dirty_ratio: 0.9,
@@ -491,8 +492,16 @@ fn the_status_shows_the_store_and_max_dirty_percent_counts_it() {
     let store = status.partitions[0].store.clone().unwrap();
     assert_eq!(store.cleaning, Some(measured));
     let p = &status.partitions[0];
-    let whole =
-        (900 + p.cleanable_bytes) as f64 / (1000 + p.clean_bytes + p.cleanable_bytes) as f64;
+    // Nothing is only in the store: the whole log's ratio is the local one.
+    let whole = p.cleanable_bytes as f64 / (p.clean_bytes + p.cleanable_bytes) as f64;
     assert_eq!(store.tiered_dirty_ratio, Some(whole));
     assert_eq!(status.max_dirty_percent, 90, "the store's ratio, above the local one");
+    // Nothing the store cleaner could rewrite: not counted.
+    let idle = StoreCleanState { rewritable: false, dirty_ratio: 0.9, ..Default::default() };
+    let f2 = fixture();
+    let tp2 = compacted(&f2, "tiered", &[]);
+    append_closed(&f2, &tp2, &["k1"]);
+    f2.logs.get_log(&tp2).unwrap().write().set_store_segments(vec![store_segment(0, 1)]);
+    f2.manager.set_tiered_store(Arc::new(FixedStore(tp2, idle)));
+    assert_eq!(f2.manager.status().max_dirty_percent, 0);
 }

@@ -356,7 +356,10 @@ impl LogCleanerManager {
         }
         let store_dirtiest = partitions
             .iter()
-            .filter_map(|p| p.store.as_ref()?.cleaning.as_ref().map(|c| c.dirty_ratio))
+            .filter_map(|p| p.store.as_ref()?.cleaning.as_ref())
+            // A store with nothing to rewrite is not behind, however dirty.
+            .filter(|c| c.rewritable)
+            .map(|c| c.dirty_ratio)
             .fold(0.0, f64::max);
         let status = ManagerStatus {
             now_ms: now,

@@ -9,8 +9,8 @@
 //! * The tiered log is the store-only segments (below the local log start)
 //!   followed by the local log; the two never overlap, so bytes of the two
 //!   add up. [`StoreCleaning::tiered_dirty_ratio`] is the dirty ratio of that
-//!   whole log: the store's dirty bytes and the local cleanable bytes over
-//!   those and both clean sections.
+//!   whole log: the store-only dirty bytes and the local cleanable bytes
+//!   over all store-only bytes and the local clean and cleanable bytes.
 //! * Nothing here moves a clean point or runs a clean: the local cleaner
 //!   decides by the local ratio (Kafka's), the store cleaner by the store's.
 //!
@@ -18,9 +18,12 @@
 
 use serde::Serialize;
 
-use super::key_audit::{SegmentFile, StorePart};
+use std::sync::Arc;
+
+use super::key_audit::StorePart;
 use super::manager::LogCleanerManager;
 use super::status::LastClean;
+use super::store_segments::StoreSegmentSource;
 use crate::log::segment::SegmentConfig;
 use crate::log::{Log, TopicPartition};
 
@@ -30,26 +33,34 @@ pub trait TieredStore: Send + Sync + std::fmt::Debug {
     /// The store cleaner's last measure of `tp`, if it measured it.
     fn store_clean_state(&self, tp: &TopicPartition) -> Option<StoreCleanState>;
 
-    /// Read-only handles to the files of `tp`'s store segments that hold
-    /// offsets in `[log_start, local_start)`, oldest first, fetched through
-    /// the broker's read cache (blocking: a key audit's thread calls it).
+    /// `tp`'s store segments that hold offsets in `offsets` (from the log
+    /// start to the local start), oldest first, by the store's latest
+    /// manifest; each is fetched through the broker's read cache when the
+    /// caller asks for it (blocking: a key audit's thread calls it).
     ///
     /// # Errors
-    /// The store unreachable, a manifest or object missing or corrupt.
-    fn store_only_segment_files(
+    /// The store unreachable, the manifest missing or not reaching `offsets.end`.
+    fn store_only_segments(
         &self,
         tp: &TopicPartition,
         offsets: std::ops::Range<i64>,
         config: SegmentConfig,
-    ) -> Result<Vec<SegmentFile>, String>;
+    ) -> Result<Arc<dyn StoreSegmentSource>, String>;
 }
 
 /// The store cleaner's view of one partition (`sediment_remote_*` gauges
 /// and the `store.cleaning` object of `cleaner-status`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct StoreCleanState {
-    /// The manifest's end: a store clean maps no further.
+    /// The manifest's end.
     pub end_offset: i64,
+    /// What a store clean's map reaches now: the manifest's end, and no
+    /// further than the local log's first uncleanable offset
+    /// (`min.compaction.lag.ms`, an open transaction, the active segment).
+    pub map_bound: i64,
+    /// Whether a store clean can rewrite anything: some store-only entry
+    /// besides the manifest's last.
+    pub rewritable: bool,
     /// The base offset of the manifest's last entry, which a store clean
     /// maps but never rewrites (the store's end never moves back).
     pub last_entry_base_offset: i64,
@@ -57,11 +68,16 @@ pub struct StoreCleanState {
     /// a map of everything up to it.
     pub clean_offset: i64,
     pub clean_bytes: u64,
-    /// Bytes no store clean has rewritten or mapped yet.
+    /// Bytes no store clean has rewritten or mapped yet: store-only ones,
+    /// and uploaded local segments whose records no store clean has mapped.
     pub dirty_bytes: u64,
+    /// Of `dirty_bytes`, those of segments only in the store.
+    pub store_only_dirty_bytes: u64,
     pub dirty_ratio: f64,
-    /// How often the uploader's task looks again (`sediment.remote.storage.interval.ms`).
-    pub check_interval_ms: i64,
+    /// The longest the uploader's task takes to look again while the store
+    /// answers: `sediment.remote.storage.upload.interval.ms`, doubled after
+    /// a failed round up to a minute.
+    pub check_within_ms: i64,
     /// The last store clean failed: why, and when it is tried again.
     pub last_error: Option<String>,
     pub retry_at_ms: Option<i64>,
@@ -86,13 +102,13 @@ pub struct StoreCleaning {
     pub cleaning: Option<StoreCleanState>,
 }
 
-/// The whole tiered log's dirty ratio: the store's dirty bytes and the local
-/// cleanable bytes over those and both clean sections (`local`: the local
-/// clean and cleanable bytes).
-fn tiered_ratio(store: &StoreCleanState, local: (u64, u64)) -> f64 {
+/// The whole tiered log's dirty ratio: the dirty bytes only in the store
+/// and the local cleanable bytes over all store-only bytes and the local
+/// clean and cleanable bytes (`local`).
+fn tiered_ratio(store: &StoreCleanState, store_only_bytes: u64, local: (u64, u64)) -> f64 {
     let (local_clean, local_cleanable) = local;
-    let dirty = store.dirty_bytes + local_cleanable;
-    let total = dirty + store.clean_bytes + local_clean;
+    let dirty = store.store_only_dirty_bytes.min(store_only_bytes) + local_cleanable;
+    let total = store_only_bytes + local_clean + local_cleanable;
     if total == 0 {
         0.0
     } else {
@@ -109,11 +125,12 @@ impl StoreCleaning {
         if listed.is_empty() {
             return None;
         }
-        let tiered_dirty_ratio = state.as_ref().map(|s| tiered_ratio(s, local));
+        let store_only_bytes = log.store_only_size();
+        let tiered_dirty_ratio = state.as_ref().map(|s| tiered_ratio(s, store_only_bytes, local));
         Some(Self {
             remote_bytes: listed.iter().map(|s| s.size_in_bytes).sum(),
             remote_segments: listed.len(),
-            store_only_bytes: log.store_only_size(),
+            store_only_bytes,
             store_only_segments: log.store_only_segments().count(),
             local_log_start_offset: log.local_log_start_offset(),
             tiered_dirty_ratio,
@@ -139,7 +156,7 @@ impl LogCleanerManager {
             };
         };
         StorePart {
-            segments: store.store_only_segment_files(tp, offsets.clone(), config),
+            segments: store.store_only_segments(tp, offsets.clone(), config),
             state: store.store_clean_state(tp),
             offsets,
         }
@@ -152,10 +169,12 @@ mod tests {
 
     #[test]
     fn the_tiered_ratio_adds_the_store_to_the_local_sections() {
-        let store = StoreCleanState { clean_bytes: 100, dirty_bytes: 300, ..Default::default() };
-        // (300 + 400) / (300 + 400 + 100 + 200)
-        assert_eq!(tiered_ratio(&store, (200, 400)), 0.7);
-        assert_eq!(tiered_ratio(&store, (0, 0)), 0.75, "the store alone");
-        assert_eq!(tiered_ratio(&StoreCleanState::default(), (0, 0)), 0.0, "nothing at all");
+        // Dirty bytes of uploaded local segments are the local ones' business.
+        let store =
+            StoreCleanState { dirty_bytes: 900, store_only_dirty_bytes: 300, ..Default::default() };
+        // (300 + 400) / (400 store-only + 200 + 400)
+        assert_eq!(tiered_ratio(&store, 400, (200, 400)), 0.7);
+        assert_eq!(tiered_ratio(&store, 400, (0, 0)), 0.75, "the store alone");
+        assert_eq!(tiered_ratio(&StoreCleanState::default(), 0, (0, 0)), 0.0, "nothing at all");
     }
 }

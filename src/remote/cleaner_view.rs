@@ -1,20 +1,20 @@
 //! What the cleaner's views (`cleaner-status`, the gauges, the key audit)
 //! read of tiered storage ([`TieredStore`]): the store cleaner's measure,
-//! from the uploader's stats, and the store-only segments' files, through
-//! the read cache.
+//! from the uploader's stats, and the store-only segments, through the read
+//! cache.
 //!
 //! Invariants:
-//! * A key audit holds at most one downloaded segment of the cache at a
-//!   time: it keeps an open descriptor of each `.log` (readable after an
-//!   eviction unlinks it) and lets the cache evict as it needs to.
-//! * A download waits at most the reader's ListOffsets timeout
-//!   (`remote.list.offsets.request.timeout.ms`) per segment.
+//! * A key audit fetches one store segment at a time and lets it go once
+//!   scanned ([`CachedSegments`]), so it holds one segment beside the cache.
+//! * The manifest read and each download wait at most the reader's
+//!   ListOffsets timeout (`remote.list.offsets.request.timeout.ms`).
 
 use std::sync::Arc;
 
+use super::cached_segments::CachedSegments;
 use super::reader::RemoteLogReader;
 use super::status::RemoteStats;
-use crate::cleaner::key_audit::SegmentFile;
+use crate::cleaner::store_segments::StoreSegmentSource;
 use crate::cleaner::{StoreCleanState, TieredStore};
 use crate::log::segment::SegmentConfig;
 use crate::log::TopicPartition;
@@ -37,38 +37,6 @@ impl TieredStoreView {
     ) -> Self {
         Self { stats, reader, runtime }
     }
-
-    async fn files(
-        &self,
-        tp: &TopicPartition,
-        offsets: std::ops::Range<i64>,
-        config: SegmentConfig,
-    ) -> Result<Vec<SegmentFile>, String> {
-        let timeout = self.reader.list_offsets_timeout();
-        let entries = tokio::time::timeout(timeout, self.reader.entries_holding(tp, offsets))
-            .await
-            .map_err(|_| format!("the store did not answer within {timeout:?}"))?
-            .map_err(|e| e.to_string())?;
-        let cache = self.reader.cache();
-        let mut files = Vec::with_capacity(entries.len());
-        for entry in &entries {
-            let cached = tokio::time::timeout(timeout, cache.get(tp, entry, config))
-                .await
-                .map_err(|_| format!("the store did not answer within {timeout:?}"))?
-                .map_err(|e| e.to_string())?;
-            let s = cached.segment();
-            let file =
-                s.file().try_clone().map_err(|e| format!("{}: {e}", s.log_path().display()))?;
-            files.push(SegmentFile {
-                path: s.log_path(),
-                base_offset: s.base_offset(),
-                size: s.size(),
-                file,
-            });
-        }
-        cache.release();
-        Ok(files)
-    }
 }
 
 impl TieredStore for TieredStoreView {
@@ -76,12 +44,22 @@ impl TieredStore for TieredStoreView {
         self.stats.store_clean_state(tp)
     }
 
-    fn store_only_segment_files(
+    fn store_only_segments(
         &self,
         tp: &TopicPartition,
         offsets: std::ops::Range<i64>,
         config: SegmentConfig,
-    ) -> Result<Vec<SegmentFile>, String> {
-        self.runtime.block_on(self.files(tp, offsets, config))
+    ) -> Result<Arc<dyn StoreSegmentSource>, String> {
+        let timeout = self.reader.list_offsets_timeout();
+        let listed = self.runtime.block_on(async {
+            tokio::time::timeout(timeout, self.reader.entries_holding(tp, offsets)).await
+        });
+        let entries = listed
+            .map_err(|_| format!("the store did not answer within {timeout:?}"))?
+            .map_err(|e| e.to_string())?;
+        let cache = self.reader.cache();
+        let source = CachedSegments::new(cache, tp, &entries, config, self.runtime.clone())
+            .with_timeout(timeout);
+        Ok(Arc::new(source))
     }
 }

@@ -87,6 +87,7 @@
 //! start.
 
 pub mod cache;
+pub mod cached_segments;
 pub mod cleaner_view;
 pub mod config;
 pub mod crash_point;

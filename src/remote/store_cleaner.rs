@@ -5,8 +5,9 @@
 //!
 //! When: the store's dirty ratio ([`StoreCleanPlan`]: bytes no store clean
 //! has rewritten or mapped yet, over those and the bytes below the clean
-//! point) reaches the topic's `min.cleanable.dirty.ratio` and some segment
-//! is only in the store. The clean point (`Manifest::store_clean_offset`,
+//! point) is above the topic's `min.cleanable.dirty.ratio` (as for a local
+//! clean) and some store-only segment besides the manifest's last can be
+//! rewritten. The clean point (`Manifest::store_clean_offset`,
 //! the log start until the first clean) is where the last store clean's map
 //! ended, but never past the first segment it did not rewrite: only what
 //! was recopied against that map is clean. A tombstone whose delete horizon
@@ -54,23 +55,20 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use super::cache::{CachedSegment, SegmentCache};
+use super::cache::SegmentCache;
+use super::cached_segments::CachedSegments;
 use super::crash_point::{reached, RemoteCrashPoint};
 use super::manifest::{self, Manifest, SegmentEntry};
 use super::snapshot::{self, LocalSegment};
-use super::uploader::{tell_log, PartitionState, RemoteLogManager};
+use super::uploader::{tell_log, PartitionState, RemoteLogManager, MAX_BACKOFF};
 use super::{blocking, now_ms, RemoteError};
-use crate::cleaner::store_segments::{
-    FetchedSegment, StoreSegmentMeta, StoreSegmentSource, StoreSegmentsToClean,
-};
+use crate::cleaner::store_segments::{StoreSegmentSource, StoreSegmentsToClean};
 use crate::cleaner::{
     CancellationToken, Cleaner, CleanerConfig, CleanerStats, LastClean, LogToClean,
     StoreCleanState, Throttler,
 };
 use crate::clock::SharedClock;
 use crate::log::manager::SharedLog;
-use crate::log::segment::SegmentConfig;
-use crate::log::transaction_index::AbortedTxn;
 use crate::log::TopicPartition;
 
 /// The longest wait before a failed store clean of a partition is tried again.
@@ -122,6 +120,8 @@ pub(super) struct StoreCleanPlan {
     pub(super) recopy_end: i64,
     pub(super) clean_bytes: u64,
     pub(super) dirty_bytes: u64,
+    /// Of `dirty_bytes`, those of the store-only entries.
+    pub(super) store_only_dirty_bytes: u64,
     pub(super) dirty_ratio: f64,
 }
 
@@ -145,12 +145,15 @@ impl StoreCleanPlan {
         let recopy = below_local.min(m.segments.len().saturating_sub(1)).saturating_sub(start);
         let recopy_end = m.segments.get(start + recopy).map_or(m.end_offset, |s| s.base_offset);
         let mapped = mapped_to.max(first_dirty);
-        let (mut clean, mut dirty) = (0u64, 0u64);
+        let (mut clean, mut dirty, mut store_only_dirty) = (0u64, 0u64, 0u64);
         for (i, s) in m.segments.iter().enumerate().skip(start) {
             if s.next_offset <= first_dirty {
                 clean += s.size();
             } else if i < start + recopy || (s.next_offset > mapped && s.base_offset < upper) {
                 dirty += s.size();
+                if i < below_local {
+                    store_only_dirty += s.size();
+                }
             }
         }
         let total = clean + dirty;
@@ -162,6 +165,7 @@ impl StoreCleanPlan {
             recopy_end,
             clean_bytes: clean,
             dirty_bytes: dirty,
+            store_only_dirty_bytes: store_only_dirty,
             dirty_ratio,
         }
     }
@@ -180,79 +184,6 @@ struct Cleaned {
     clean_point: i64,
     groups: Vec<CleanedGroup>,
     stats: CleanerStats,
-}
-
-/// The store-only segments of one clean, fetched through the read cache
-/// as the clean reads them ([`StoreSegmentSource`]): on the clean's blocking
-/// thread, each fetch runs on the runtime and waits.
-#[derive(Debug)]
-struct CachedSegments {
-    cache: Arc<SegmentCache>,
-    tp: TopicPartition,
-    entries: Vec<SegmentEntry>,
-    meta: Vec<StoreSegmentMeta>,
-    config: SegmentConfig,
-    runtime: tokio::runtime::Handle,
-}
-
-impl CachedSegments {
-    fn new(
-        cache: &Arc<SegmentCache>,
-        tp: &TopicPartition,
-        entries: &[SegmentEntry],
-        config: SegmentConfig,
-    ) -> Self {
-        let ext_size = |e: &SegmentEntry, ext: &str| {
-            e.files.iter().find(|f| f.ext == ext).map_or(0, |f| f.size as usize)
-        };
-        let meta = entries
-            .iter()
-            .map(|e| StoreSegmentMeta {
-                base_offset: e.base_offset,
-                next_offset: e.next_offset,
-                size: e.size(),
-                offset_index_bytes: ext_size(e, "index"),
-                time_index_bytes: ext_size(e, "timeindex"),
-                name: e.log_key().unwrap_or_default().to_string(),
-            })
-            .collect();
-        Self {
-            cache: Arc::clone(cache),
-            tp: tp.clone(),
-            entries: entries.to_vec(),
-            meta,
-            config,
-            runtime: tokio::runtime::Handle::current(),
-        }
-    }
-
-    fn cached(&self, index: usize) -> Result<Arc<CachedSegment>, String> {
-        let get = self.cache.get(&self.tp, &self.entries[index], self.config);
-        self.runtime.block_on(get).map_err(|e| e.to_string())
-    }
-}
-
-impl StoreSegmentSource for CachedSegments {
-    fn segments(&self) -> &[StoreSegmentMeta] {
-        &self.meta
-    }
-
-    fn fetch(&self, index: usize) -> Result<FetchedSegment, String> {
-        let cached = self.cached(index)?;
-        let s = cached.segment();
-        let path = s.log_path();
-        let file = s.file().try_clone().map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(FetchedSegment { file, path, hold: Box::new(cached) })
-    }
-
-    fn aborted_txns(&self, index: usize) -> Result<Vec<AbortedTxn>, String> {
-        let listed = self.entries[index].files.iter().any(|f| f.ext == "txnindex" && f.size > 0);
-        if !listed {
-            return Ok(Vec::new());
-        }
-        let cached = self.cached(index)?;
-        cached.segment().txn_index().all_aborted_txns().map_err(|e| e.to_string())
-    }
 }
 
 /// Gives back what a store clean held of the cache, and its scratch
@@ -324,7 +255,8 @@ impl RemoteLogManager {
         let config = log.read().segment_config_for_cleaning();
         let held_guard = Held { cache: &cleaner.cache, dir: cleaner.scratch.join(tp.to_string()) };
         let entries = &latest.segments[plan.store_only.clone()];
-        let source = Arc::new(CachedSegments::new(&cleaner.cache, tp, entries, config));
+        let runtime = tokio::runtime::Handle::current();
+        let source = Arc::new(CachedSegments::new(&cleaner.cache, tp, entries, config, runtime));
         let cleaned =
             clean_blocking(cleaner, log, source, &held_guard.dir, &plan, latest.end_offset).await?;
         state.store_mapped_to = cleaned.map_end;
@@ -358,6 +290,7 @@ impl RemoteLogManager {
         drop(l);
         let upper = bound.first_uncleanable_offset.min(latest.end_offset);
         let plan = StoreCleanPlan::of(latest, starts, mapped_to, upper);
+        let interval = Duration::from_millis(self.config.upload_interval_ms);
         let measure = StoreCleanState {
             end_offset: latest.end_offset,
             last_entry_base_offset: latest
@@ -367,8 +300,11 @@ impl RemoteLogManager {
             clean_offset: plan.first_dirty,
             clean_bytes: plan.clean_bytes,
             dirty_bytes: plan.dirty_bytes,
+            store_only_dirty_bytes: plan.store_only_dirty_bytes,
             dirty_ratio: plan.dirty_ratio,
-            check_interval_ms: self.config.upload_interval_ms as i64,
+            map_bound: upper,
+            rewritable: plan.recopy > 0,
+            check_within_ms: MAX_BACKOFF.max(interval).as_millis() as i64,
             ..Default::default()
         };
         self.stats.set_store_measure(tp, (!plan.store_only.is_empty()).then_some(measure));

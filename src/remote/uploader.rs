@@ -27,7 +27,7 @@ use super::{blocking, now_ms, sweep, RemoteError};
 use crate::log::manager::SharedLog;
 use crate::log::{LogManager, StoreSegment, TopicPartition};
 
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
+pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// What the task knows of one partition between rounds.
 #[derive(Debug, Default)]

@@ -142,7 +142,7 @@ pub fn from_data_dir(
     // Offsets below the first local segment are only in the object store
     // (tiered storage's local retention deleted their files).
     let local_start = segments.first().map_or(log_start, |s| s.base_offset);
-    let store = (log_start < local_start).then(|| StorePart {
+    let store = (log_config.remote_storage_enable && log_start < local_start).then(|| StorePart {
         offsets: log_start..local_start,
         segments: Err(
             "an audit of a data dir does not read the object store: ask the running broker".into(),
