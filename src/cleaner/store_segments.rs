@@ -142,7 +142,13 @@ impl Cleaner {
         cancel: &CancellationToken,
     ) -> Result<StoreCleanResult, CleanerError> {
         let mut stats = CleanerStats { start_ms: self.clock.now_ms(), ..Default::default() };
-        let (snapshot, range) = store_snapshot(&log.read(), to_clean, now_ms)?;
+        // Described (and their `.txnindex` entries read, which may fetch)
+        // before the log's read lock is taken: appends wait for no download.
+        let count = to_clean.source.segments().len();
+        let store = (0..count)
+            .map(|i| SourceSegment::in_store(&to_clean.source, i))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (snapshot, range) = store_snapshot(&log.read(), to_clean, store, now_ms)?;
         let store_count = to_clean.recopy.min(to_clean.source.segments().len());
         let grow_limit = self.grow_limit(&snapshot);
         let throttler = Arc::clone(&self.throttler);
@@ -213,22 +219,20 @@ impl Cleaner {
     }
 }
 
-/// The snapshot of the whole tiered log: the store-only segments, then the
-/// local log's (taken under its read lock), bounded by the store's end; and
+/// The snapshot of the whole tiered log: the store-only segments (`store`),
+/// then the local log's (taken under its read lock), bounded by the store's end; and
 /// the range to map, from the store's clean point.
 fn store_snapshot(
     log: &Log,
     to_clean: &StoreSegmentsToClean<'_>,
+    store: Vec<SourceSegment>,
     now_ms: i64,
 ) -> Result<(LogSnapshot, LogToClean), CleanerError> {
     let first_dirty = to_clean.first_dirty_offset.max(log.log_start_offset());
     let local_dirty = first_dirty.max(log.local_log_start_offset());
     let local_range = LogToClean::measure(log, Some(local_dirty), now_ms);
     let local = LogSnapshot::take(log, &local_range)?;
-    let count = to_clean.source.segments().len();
-    let mut segments = (0..count)
-        .map(|i| SourceSegment::in_store(&to_clean.source, i))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut segments = store;
     segments.extend(local.segments);
     let upper = local.upper.min(to_clean.map_upper);
     let snapshot = LogSnapshot {
