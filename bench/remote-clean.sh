@@ -27,6 +27,10 @@
 #                  target/release/sediment)
 #   BENCH_DIR      work dir for data and logs (default target/bench/remote-clean-<date>)
 #   BENCH_LABEL    put this in the report title
+#   CACHE_MB       sediment.remote.storage.cache.bytes in MiB (default 1 GiB
+#                  or twice MB); below MB the store clean cannot keep the
+#                  store in the cache, and the report's peak cache disk shows
+#                  what it held
 set -euo pipefail
 
 if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
@@ -63,4 +67,4 @@ mkdir -p bench/results
 
 exec "$python" bench/remote_clean.py --bin "$SEDIMENT_BIN" --jars "$jars" --classes "$classes" \
   --python "$python" --work "$work" --out "bench/results/$stamp-$commit-remote-clean.md" --commit "$commit" \
-  --mb "$mb" --segment-mb "$segment_mb" --rounds "$rounds" --keys "$keys" --label "${BENCH_LABEL:-}"
+  --mb "$mb" --segment-mb "$segment_mb" --rounds "$rounds" --keys "$keys" --cache-mb "${CACHE_MB:-0}" --label "${BENCH_LABEL:-}"

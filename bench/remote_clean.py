@@ -54,6 +54,28 @@ MB = 1 << 20
 STORE_CLEAN = "segments in the store cleaned"
 
 
+def cache_disk_bytes(pid: int, cache_dir: Path) -> int:
+    """Disk the read cache takes now: its files, and those deleted (evicted)
+    but still open in the broker (their blocks stay until closed)."""
+    blocks: dict[tuple[int, int], int] = {}
+    for root, _, files in os.walk(cache_dir):
+        for f in files:
+            try:
+                st = os.stat(os.path.join(root, f))
+            except OSError:
+                continue
+            blocks[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+    fds = Path(f"/proc/{pid}/fd")
+    for fd in fds.iterdir() if fds.exists() else []:
+        try:
+            if os.readlink(fd).startswith(str(cache_dir)):
+                st = os.stat(fd)
+                blocks[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+        except OSError:
+            continue
+    return sum(blocks.values())
+
+
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] remote-clean: {msg}", file=sys.stderr, flush=True)
 
@@ -263,6 +285,7 @@ class Bench:
                 time.sleep(0.02)
             c["seconds"] = time.monotonic() - t0
         c.update(w.as_dict())
+        c["cache_peak_bytes"] = peak_cache
         c["moto_requests"] = moto_requests(self.moto_log.lines())
         c["after"] = local_figures(pdir)
         c["checkpoint"] = read_cleaner_checkpoint(self.data, topic, 0)
@@ -287,7 +310,10 @@ class Bench:
             t0 = time.monotonic()
             deadline = t0 + self.a.clean_timeout
             seen: list[str] = []
+            cache_dir = self.data / "remote-cache"
+            peak_cache = 0
             while True:
+                peak_cache = max(peak_cache, cache_disk_bytes(self.broker.proc.pid, cache_dir))
                 new = tail.lines()
                 seen += new
                 hit = [ln for ln in new if STORE_CLEAN in ln and fields(ln).get("partition") == part]
@@ -300,6 +326,7 @@ class Bench:
                 time.sleep(0.05)
             c["seconds"] = time.monotonic() - t0
         c.update(w.as_dict())
+        c["cache_peak_bytes"] = peak_cache
         c["moto_requests"] = moto_requests(self.moto_log.lines())
         metrics1 = self.broker.metrics()
         for name in ("sediment_remote_upload_bytes_total", "sediment_remote_uploads_total",
@@ -345,6 +372,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--clean-timeout", type=float, default=300)
     ap.add_argument("--settle-s", type=float, default=15, help="wait after the last round before counting cleans")
+    ap.add_argument("--cache-mb", type=int, default=0,
+                    help="sediment.remote.storage.cache.bytes in MiB (default: 1 GiB or twice --mb)")
     ap.add_argument("--label", default="")
     a = ap.parse_args()
     a.records = a.mb * 1024
@@ -361,14 +390,14 @@ def main() -> int:
         "sediment.remote.storage.upload.interval.ms=200",
         # No sweep during the run: the replaced objects stay, counted apart.
         "sediment.remote.storage.delete.delay.ms=3600000",
-        f"sediment.remote.storage.cache.bytes={max(1 << 30, 2 * a.mb * MB)}",
+        f"sediment.remote.storage.cache.bytes={a.cache_mb * MB if a.cache_mb else max(1 << 30, 2 * a.mb * MB)}",
         "log.retention.check.interval.ms=500",
         "log.cleaner.enable=true",
         "log.cleaner.backoff.ms=100",
     ]
     broker = Broker(a.bin, a.work, overrides)
     result: dict = {"bin": os.path.relpath(a.bin, ROOT) if a.bin.startswith(str(ROOT)) else a.bin,
-                    "mb": a.mb, "segment_mb": a.segment_mb, "records": a.records, "keys": a.keys,
+                    "mb": a.mb, "segment_mb": a.segment_mb, "cache_mb": a.cache_mb or max(1024, 2 * a.mb), "records": a.records, "keys": a.keys,
                     "commit": a.commit, "overrides": overrides, "rounds": []}
     try:
         broker.start()
@@ -518,6 +547,11 @@ def render(r: dict, label: str) -> str:
         f"{', '.join(f'{n} {k}' for k, n in sorted(last['moto_requests'].items())) or 'no requests'}. "
         f"{a_['empty_segments']} of the {a_['segments']} entries the clean's manifest lists hold no record "
         "(next_offset = base_offset, 0-byte objects).",
+        "",
+        f"The read cache (`sediment.remote.storage.cache.bytes` = {r['cache_mb']} MiB) took at most "
+        f"{mib(last.get('cache_peak_bytes', 0))} MiB of disk during the last round's store clean (sampled every 50 ms: "
+        "the files in its directory and evicted ones the broker still held open), against "
+        f"{mib(b['log_bytes'])} MiB of store-only .log the clean read.",
         "",
         "Manifests written after each store clean's (until the end of the run):",
         "",
