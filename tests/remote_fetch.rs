@@ -152,6 +152,20 @@ fn check(got: &[(i64, String)], range: std::ops::Range<i64>, what: &str) {
     }
 }
 
+const LOCAL_RETENTION_BYTES: u64 = 524_288;
+
+/// The `.log` files of a partition dir: base offset to size.
+fn local_log_sizes(dir: &std::path::Path) -> std::collections::BTreeMap<i64, u64> {
+    std::fs::read_dir(dir)
+        .expect("partition dir")
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let base = e.file_name().to_string_lossy().strip_suffix(".log")?.parse().ok()?;
+            Some((base, e.metadata().ok()?.len()))
+        })
+        .collect()
+}
+
 #[test]
 fn store_only_segments_are_read_by_every_client_and_a_corrupt_object_is_never_served() {
     let moto = Moto::start(&[]);
@@ -163,12 +177,13 @@ fn store_only_segments_are_read_by_every_client_and_a_corrupt_object_is_never_se
     overrides
         .extend(["log.cleaner.enable=false".into(), "log.retention.check.interval.ms=200".into()]);
     let mut b = start(&overrides);
+    let retention = LOCAL_RETENTION_BYTES.to_string();
     let config = [
         ("cleanup.policy", "delete"),
         ("segment.bytes", "131072"),
         ("retention.ms", "-1"),
         ("remote.storage.enable", "true"),
-        ("local.retention.bytes", "524288"),
+        ("local.retention.bytes", &retention),
     ];
     create_topic(b.port, TOPIC, 1, &config);
     create_topic(b.port, PLAIN, 1, &[]);
@@ -180,12 +195,20 @@ fn store_only_segments_are_read_by_every_client_and_a_corrupt_object_is_never_se
     }
     produce(&mut w, PLAIN, 0, base_ts, &[("p".into(), Some("plain-0".into()))]);
     let dir = b.data_dir().join(format!("{TOPIC}-0"));
-    // Local retention drops the oldest segments, only those the store lists.
-    let (manifest, local_start) = wait_logged(&b, 60, "local retention past half the log", || {
+    // Local retention drops the oldest segments, only those the store lists;
+    // waited for until it is done (every closed segment listed, no segment
+    // left to drop), so the local start stays where it is read here.
+    let what = "local retention past half the log, and done";
+    let (manifest, local_start) = wait_logged(&b, 60, what, || {
         let local_start = list_offset(&mut w, TOPIC, -4).1;
         let (_, m) = latest(&store, &tp)?;
-        let listed = m.segments.iter().any(|s| s.next_offset == local_start);
-        (local_start >= RECORDS / 2 && listed).then_some((m, local_start))
+        let sizes = local_log_sizes(&dir);
+        let (&oldest_base, &oldest) = sizes.first_key_value()?;
+        let total: u64 = sizes.values().sum();
+        let settled = m.end_offset == local_active_base(&dir)
+            && total - oldest < LOCAL_RETENTION_BYTES
+            && oldest_base == local_start;
+        (local_start >= RECORDS / 2 && settled).then_some((m, local_start))
     });
     let gone: Vec<_> =
         manifest.segments.iter().filter(|s| s.next_offset <= local_start).cloned().collect();

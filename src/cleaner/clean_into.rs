@@ -137,7 +137,9 @@ impl Cleaner {
                 let header = BatchHeader::parse(batch).map_err(err)?;
                 // The map pass of this clean checked the CRC of every batch of
                 // the mapped range, read through the same descriptor of the
-                // same closed segment. Any other batch is checked now; a
+                // same closed segment (a store segment fetched again holds
+                // the same bytes: the cache verifies every download against
+                // the manifest's CRC32C). Any other batch is checked now; a
                 // mapped one again only if its bytes are dropped or re-encoded
                 // (below), so corruption is never hidden under a fresh CRC. A
                 // batch forwarded as it is keeps its own CRC for every reader.

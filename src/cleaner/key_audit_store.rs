@@ -75,7 +75,9 @@ pub(super) fn scan_store(
         let FetchedSegment { file, path, hold } = match source.fetch(i) {
             Ok(fetched) => fetched,
             Err(why) => {
+                // What was read stays in the answer; the rest is unknown.
                 audit.not_read = Some(why);
+                copies.extend(found.into_iter().filter(|c| part.offsets.contains(&c.offset)));
                 return Ok(audit);
             }
         };

@@ -72,7 +72,8 @@ pub struct FetchedSegment {
 
 /// The segments only in the store of one clean, fetched as it reads them
 /// (tiered storage implements it over its read cache). Called from the
-/// clean's thread.
+/// clean's blocking thread, never under a log's lock (a fetch may wait for
+/// a download).
 pub trait StoreSegmentSource: Send + Sync + std::fmt::Debug {
     /// Every store-only segment, in offset order, from the log start.
     fn segments(&self) -> &[StoreSegmentMeta];

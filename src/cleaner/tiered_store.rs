@@ -74,9 +74,11 @@ pub struct StoreCleanState {
     /// Of `dirty_bytes`, those of segments only in the store.
     pub store_only_dirty_bytes: u64,
     pub dirty_ratio: f64,
-    /// The longest the uploader's task takes to look again while the store
-    /// answers: `sediment.remote.storage.upload.interval.ms`, doubled after
-    /// a failed round up to a minute.
+    /// How long until the uploader's task looks again, as an estimate like
+    /// the local cleaner's (which assumes a free thread): the pause between
+    /// rounds, `sediment.remote.storage.upload.interval.ms` doubled after a
+    /// failed round up to a minute; a round itself (every partition's
+    /// uploads and store cleans) adds its own time.
     pub check_within_ms: i64,
     /// The last store clean failed: why, and when it is tried again.
     pub last_error: Option<String>,
