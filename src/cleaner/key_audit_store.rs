@@ -69,7 +69,7 @@ pub(super) fn scan_store(
             return Ok(audit);
         }
     };
-    let mut found = Vec::new();
+    let mut found: Vec<KeyCopy> = Vec::new();
     for (i, meta) in source.segments().iter().enumerate() {
         // One fetched segment at a time: its copy is let go once scanned.
         let FetchedSegment { file, path, hold } = match source.fetch(i) {
