@@ -285,7 +285,6 @@ class Bench:
                 time.sleep(0.02)
             c["seconds"] = time.monotonic() - t0
         c.update(w.as_dict())
-        c["cache_peak_bytes"] = peak_cache
         c["moto_requests"] = moto_requests(self.moto_log.lines())
         c["after"] = local_figures(pdir)
         c["checkpoint"] = read_cleaner_checkpoint(self.data, topic, 0)
