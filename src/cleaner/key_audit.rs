@@ -44,6 +44,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::log_cleaner::LogCleanerHandle;
+use super::log_to_clean::dirty_ratio;
 use super::manager::log_dir_of;
 use super::status::Ineligible;
 use super::throttler::Throttler;
@@ -399,7 +400,6 @@ fn regions(view: &PartitionView, facts: &[SegmentFacts], now_ms: i64) -> Regions
     let cleanable = bytes(&|f| {
         f.next_offset > first_dirty && f.base_offset < uncleanable && f.base_offset < active
     });
-    let total = clean + cleanable;
     Regions {
         log_start_offset: view.log_start_offset,
         first_dirty_offset: first_dirty,
@@ -407,7 +407,7 @@ fn regions(view: &PartitionView, facts: &[SegmentFacts], now_ms: i64) -> Regions
         active_segment_base_offset: active,
         first_unstable_offset: view.first_unstable_offset,
         log_end_offset: log_end,
-        dirty_ratio: if total == 0 { 0.0 } else { cleanable as f64 / total as f64 },
+        dirty_ratio: dirty_ratio(cleanable, clean),
     }
 }
 
@@ -476,12 +476,7 @@ impl Rules<'_> {
         };
         let clean = bytes(&|f| f.next_offset <= first_dirty);
         let cleanable = bytes(&|f| f.next_offset > first_dirty && f.base_offset <= upto);
-        let total = clean + cleanable;
-        if total == 0 {
-            0.0
-        } else {
-            cleanable as f64 / total as f64
-        }
+        dirty_ratio(cleanable, clean)
     }
 
     /// When a clean that can map the copy at `offset` is bound to start.

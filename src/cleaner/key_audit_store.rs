@@ -77,8 +77,7 @@ pub(super) fn scan_store(
             Err(why) => {
                 // What was read stays in the answer; the rest is unknown.
                 audit.not_read = Some(why);
-                copies.extend(found.into_iter().filter(|c| part.offsets.contains(&c.offset)));
-                return Ok(audit);
+                break;
             }
         };
         let seg = SegmentFile { path, base_offset: meta.base_offset, size: meta.size, file };

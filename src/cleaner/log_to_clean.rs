@@ -135,12 +135,18 @@ impl LogToClean {
 
     /// Dirty share of the cleanable log, what the manager ranks by.
     pub fn cleanable_ratio(&self) -> f64 {
-        let total = self.clean_bytes + self.cleanable_bytes;
-        if total == 0 {
-            0.0
-        } else {
-            self.cleanable_bytes as f64 / total as f64
-        }
+        dirty_ratio(self.cleanable_bytes, self.clean_bytes)
+    }
+}
+
+/// Kafka's cleanable ratio: `dirty` bytes over those and the `clean` ones
+/// (0 for an empty log).
+pub fn dirty_ratio(dirty: u64, clean: u64) -> f64 {
+    let total = dirty + clean;
+    if total == 0 {
+        0.0
+    } else {
+        dirty as f64 / total as f64
     }
 }
 

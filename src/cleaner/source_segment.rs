@@ -65,7 +65,7 @@ pub(super) enum SegmentBytes {
 /// A segment's file for reading: the local descriptor, or a fetched one.
 pub(super) enum SegmentFile<'a> {
     Local(&'a File),
-    Store(Arc<FetchedSegment>, std::marker::PhantomData<&'a File>),
+    Store(Arc<FetchedSegment>),
 }
 
 impl std::ops::Deref for SegmentFile<'_> {
@@ -74,7 +74,7 @@ impl std::ops::Deref for SegmentFile<'_> {
     fn deref(&self) -> &File {
         match self {
             Self::Local(f) => f,
-            Self::Store(f, _) => &f.file,
+            Self::Store(f) => &f.file,
         }
     }
 }
@@ -174,7 +174,7 @@ impl SourceSegment {
                         Arc::clone(fetched.insert(Arc::new(segment)))
                     }
                 };
-                Ok(SegmentFile::Store(segment, std::marker::PhantomData))
+                Ok(SegmentFile::Store(segment))
             }
         }
     }

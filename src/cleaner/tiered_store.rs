@@ -21,6 +21,7 @@ use serde::Serialize;
 use std::sync::Arc;
 
 use super::key_audit::StorePart;
+use super::log_to_clean::dirty_ratio;
 use super::manager::LogCleanerManager;
 use super::status::LastClean;
 use super::store_segments::StoreSegmentSource;
@@ -109,13 +110,9 @@ pub struct StoreCleaning {
 /// clean and cleanable bytes (`local`).
 fn tiered_ratio(store: &StoreCleanState, store_only_bytes: u64, local: (u64, u64)) -> f64 {
     let (local_clean, local_cleanable) = local;
-    let dirty = store.store_only_dirty_bytes.min(store_only_bytes) + local_cleanable;
-    let total = store_only_bytes + local_clean + local_cleanable;
-    if total == 0 {
-        0.0
-    } else {
-        dirty as f64 / total as f64
-    }
+    let store_dirty = store.store_only_dirty_bytes.min(store_only_bytes);
+    let clean = store_only_bytes - store_dirty + local_clean;
+    dirty_ratio(store_dirty + local_cleanable, clean)
 }
 
 impl StoreCleaning {

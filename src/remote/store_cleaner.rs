@@ -62,6 +62,7 @@ use super::manifest::{self, Manifest, SegmentEntry};
 use super::snapshot::{self, LocalSegment};
 use super::uploader::{tell_log, PartitionState, RemoteLogManager, MAX_BACKOFF};
 use super::{blocking, now_ms, RemoteError};
+use crate::cleaner::log_to_clean::dirty_ratio;
 use crate::cleaner::store_segments::{StoreSegmentSource, StoreSegmentsToClean};
 use crate::cleaner::{
     CancellationToken, Cleaner, CleanerConfig, CleanerStats, LastClean, LogToClean,
@@ -156,8 +157,7 @@ impl StoreCleanPlan {
                 }
             }
         }
-        let total = clean + dirty;
-        let dirty_ratio = if total == 0 { 0.0 } else { dirty as f64 / total as f64 };
+        let dirty_ratio = dirty_ratio(dirty, clean);
         Self {
             store_only: start..below_local,
             recopy,
@@ -186,17 +186,15 @@ struct Cleaned {
     stats: CleanerStats,
 }
 
-/// Gives back what a store clean held of the cache, and its scratch
-/// directory, however the clean ends.
-struct Held<'a> {
-    cache: &'a SegmentCache,
+/// Removes a store clean's scratch directory however the clean ends (what
+/// it held of the cache goes back when its `CachedSegments` is dropped).
+struct Scratch {
     dir: PathBuf,
 }
 
-impl Drop for Held<'_> {
+impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
-        self.cache.release();
     }
 }
 
@@ -253,12 +251,12 @@ impl RemoteLogManager {
             return Ok(());
         }
         let config = log.read().segment_config_for_cleaning();
-        let held_guard = Held { cache: &cleaner.cache, dir: cleaner.scratch.join(tp.to_string()) };
+        let scratch = Scratch { dir: cleaner.scratch.join(tp.to_string()) };
         let entries = &latest.segments[plan.store_only.clone()];
         let runtime = tokio::runtime::Handle::current();
         let source = Arc::new(CachedSegments::new(&cleaner.cache, tp, entries, config, runtime));
         let cleaned =
-            clean_blocking(cleaner, log, source, &held_guard.dir, &plan, latest.end_offset).await?;
+            clean_blocking(cleaner, log, source, &scratch.dir, &plan, latest.end_offset).await?;
         state.store_mapped_to = cleaned.map_end;
         if cleaned.groups.is_empty() && cleaned.clean_point <= plan.first_dirty {
             // Nothing rewritten and the clean point where it was: no manifest.
