@@ -14,7 +14,7 @@
 //!
 //! [`OffsetMap`]: super::OffsetMap
 
-use super::cleaner::{Cleaner, CleanerError, IoContext};
+use super::cleaner::{Cleaner, CleanerError, IoContext, READAHEAD};
 use super::log_to_clean::LogToClean;
 use super::offset_map::hash_key;
 use super::source_segment::{LogSnapshot, SourceSegment};
@@ -50,6 +50,7 @@ impl Cleaner {
         stats: &mut CleanerStats,
     ) -> Result<i64, CleanerError> {
         self.map.clear();
+        self.mapped.clear();
         let start = to_clean.first_dirty_offset;
         // The walk starts at the first dirty offset: an aborted transaction
         // whose marker is before it is over (Kafka's `collectAbortedTransactions`
@@ -69,6 +70,7 @@ impl Cleaner {
                 continue;
             }
             let stop = self.map_segment(&mut progress, seg);
+            self.mapped.end_run();
             // A store segment is fetched again by the recopy, if it needs it.
             seg.release();
             if stop? {
@@ -94,7 +96,8 @@ impl Cleaner {
         let mut buf = self.take_read_buffer();
         let mut reader =
             BatchReader::new(&file, &seg.path, from..seg.snapshot.size, io.grow_limit, &mut buf)
-                .with_hook(io);
+                .with_hook(io)
+                .with_readahead(READAHEAD);
         let result =
             (|| -> Result<bool, CleanerError> {
                 while let Some((position, batch)) = reader.next_batch()? {
@@ -116,6 +119,7 @@ impl Cleaner {
                     if !self.put_batch(progress, &header)? {
                         return Ok(true);
                     }
+                    self.note_mapped_batch(progress, seg, (position, batch.len()), &header);
                 }
                 Ok(false)
             })();
@@ -125,6 +129,35 @@ impl Cleaner {
         }
         self.bufs.read = buf;
         result
+    }
+
+    /// Record where a mapped batch is (`mapped_batches.rs`) if it is plain
+    /// data, while the record fits in the budget beside the map and the
+    /// bits the recopy will need; otherwise end the run, or give up.
+    fn note_mapped_batch(
+        &mut self,
+        progress: &MapProgress<'_>,
+        seg: &SourceSegment,
+        (position, size): (u64, usize),
+        header: &BatchHeader,
+    ) {
+        if header.is_control() || header.is_transactional() {
+            self.mapped.end_run();
+            return;
+        }
+        if !self.mapped.is_recording() {
+            return;
+        }
+        let offsets = usize::try_from(progress.end - progress.start).unwrap_or(usize::MAX);
+        let bits = offsets.div_ceil(64).saturating_mul(8);
+        let needed = self.mapped.memory_bytes_after_push() + self.map.memory_bytes() + bits;
+        if needed > self.config.dedupe_buffer_size {
+            self.mapped.give_up();
+            return;
+        }
+        let offsets = (header.base_offset, header.last_offset());
+        let records = u32::try_from(header.records_count).unwrap_or(0);
+        self.mapped.push_plain(seg.snapshot.base_offset, position, size, offsets, records);
     }
 
     /// The key hashes of a batch's records in the dirty range, with their
@@ -180,6 +213,10 @@ impl Cleaner {
                 }
                 return Ok(false);
             }
+        }
+        // The batch's slots are fetched from memory together, not one by one.
+        for (hash, _) in &self.bufs.hashes {
+            self.map.prefetch(hash);
         }
         for (hash, offset) in &self.bufs.hashes {
             self.map.put_hash(hash, *offset)?;

@@ -20,8 +20,9 @@
 use std::collections::HashMap;
 
 use super::batch_writer;
-use super::cleaner::{Cleaner, CleanerError, IoContext};
+use super::cleaner::{Cleaner, CleanerError, IoContext, READAHEAD};
 use super::group_writer::GroupWriter;
+use super::mapped_batches::SegmentBatches;
 use super::newest_offsets::NewestOffsets;
 use super::offset_map::{hash_key, OffsetMap};
 use super::source_segment::SourceSegment;
@@ -51,12 +52,34 @@ pub(super) struct Recopy<'a> {
     /// What each producer with state needs kept, even empty: its last data
     /// batch, else its current epoch's marker.
     pub(super) last_records: &'a HashMap<i64, LastRecord>,
+    /// The last offsets of those last data batches, sorted: a batch holding
+    /// one is never dropped unread.
+    pub(super) last_data_offsets: Vec<i64>,
     pub(super) txn: CleanedTransactionMetadata,
     pub(super) stats: &'a mut CleanerStats,
     /// Tombstones past their horizon stay while a group has not read them.
     pub(super) guard: Option<TombstoneGuard>,
     /// Every tombstone kept with a horizon, for the at-risk counts.
     pub(super) kept_tombstones: KeptTombstones,
+}
+
+/// The last offsets of the producers' last data batches, sorted.
+pub(super) fn last_data_offsets(last_records: &HashMap<i64, LastRecord>) -> Vec<i64> {
+    let mut offsets: Vec<i64> = last_records.values().filter_map(|l| l.last_data_offset).collect();
+    offsets.sort_unstable();
+    offsets
+}
+
+impl Recopy<'_> {
+    /// Whether the batches holding offsets `[from, to)` may go unread: all
+    /// in the mapped dirty range, none a key's newest, none a producer's
+    /// last data batch.
+    fn may_drop_unread(&self, newest: &NewestOffsets, from: i64, to: i64) -> bool {
+        from >= self.first_dirty && to <= self.end && newest.any_in(from, to) == Some(false) && {
+            let i = self.last_data_offsets.partition_point(|o| *o < from);
+            self.last_data_offsets.get(i).is_none_or(|o| *o >= to)
+        }
+    }
 }
 
 /// What the filter made of one batch.
@@ -86,10 +109,12 @@ impl Cleaner {
     ) -> Result<(), CleanerError> {
         let mut out = std::mem::take(&mut self.bufs.write);
         out.clear();
+        let mapped = std::mem::take(&mut self.mapped);
         let result = (|| -> Result<(), CleanerError> {
             for (si, seg) in group.iter().enumerate() {
                 recopy.stats.start_size += seg.snapshot.size;
-                let copy = self.clean_into(recopy, group, si, writer, &mut out)?;
+                let mut batches = mapped.segment(seg.snapshot.base_offset);
+                let copy = self.clean_into(recopy, (group, si), &mut batches, writer, &mut out)?;
                 // The offset fence: the group's output must reach into its last
                 // segment, so that recovery from a `.swap` (which replaces the old
                 // segments within the swap's offsets) also replaces that segment.
@@ -106,6 +131,7 @@ impl Cleaner {
             }
             writer.maybe_flush(&mut out, recopy.stats, true)
         })();
+        self.mapped = mapped;
         out.clear();
         self.bufs.write = out;
         self.restore_buffers();
@@ -117,8 +143,8 @@ impl Cleaner {
     fn clean_into(
         &mut self,
         recopy: &mut Recopy<'_>,
-        group: &[SourceSegment],
-        si: usize,
+        (group, si): (&[SourceSegment], usize),
+        batches: &mut SegmentBatches<'_>,
         writer: &mut GroupWriter<'_>,
         out: &mut Vec<u8>,
     ) -> Result<SegmentCopy, CleanerError> {
@@ -129,10 +155,27 @@ impl Cleaner {
         let mut reader =
             BatchReader::new(&file, &seg.path, 0..seg.snapshot.size, io.grow_limit, &mut buf)
                 .with_hook(io)
+                .with_readahead(READAHEAD)
                 .deferring_crc();
         let mut copy = SegmentCopy { wrote_any: false, last_header: None };
         let result = (|| -> Result<(), CleanerError> {
-            while let Some((position, batch)) = reader.next_batch()? {
+            loop {
+                let at = reader.position();
+                let newest = &self.newest;
+                let run = batches.droppable_run(at, seg.snapshot.size, |from, to| {
+                    recopy.may_drop_unread(newest, from, to)
+                });
+                if let Some(run) = run {
+                    // Nothing of these batches stays: the group changes here.
+                    self.start_group_output(recopy, (group, si, at), writer)?;
+                    // The run ends at a batch start inside the segment, so
+                    // the skip cannot fail; if it did, the batches are read.
+                    if reader.skip_to(run.end_position) {
+                        recopy.stats.note_dropped_unread(run.end_position - at, run);
+                    }
+                    continue;
+                }
+                let Some((position, batch)) = reader.next_batch()? else { break };
                 let err = |source| CleanerError::Batch { path: seg.path.clone(), position, source };
                 let header = BatchHeader::parse(batch).map_err(err)?;
                 // The map pass of this clean checked the CRC of every batch of
@@ -166,14 +209,7 @@ impl Cleaner {
                         out.truncate(written_before);
                         continue;
                     }
-                    // The first change: the `.cleaned` segment starts with the
-                    // batches forwarded so far. NOTE: the inflate buffer is
-                    // free here (the filter is done with this batch), so the
-                    // prefix is read through it and costs no extra memory.
-                    let mut scratch = std::mem::take(&mut self.bufs.inflated);
-                    let started = writer.start(group, (si, position), &mut scratch, recopy.stats);
-                    self.bufs.inflated = scratch;
-                    started?;
+                    self.start_group_output(recopy, (group, si, position), writer)?;
                 }
                 if outcome == Outcome::Forward {
                     out.extend_from_slice(batch);
@@ -188,6 +224,26 @@ impl Cleaner {
         recopy.stats.bytes_read += reader.bytes_read();
         self.bufs.read = buf;
         result.map(|()| copy)
+    }
+
+    /// The first change of a group: its `.cleaned` segment starts with the
+    /// batches forwarded so far, those before `position` of segment `si`
+    /// (nothing when it has started already). NOTE: the inflate buffer is
+    /// free here (the filter is done with the batch before), so the prefix
+    /// is read through it and costs no extra memory.
+    fn start_group_output(
+        &mut self,
+        recopy: &mut Recopy<'_>,
+        (group, si, position): (&[SourceSegment], usize, u64),
+        writer: &mut GroupWriter<'_>,
+    ) -> Result<(), CleanerError> {
+        if writer.started() {
+            return Ok(());
+        }
+        let mut scratch = std::mem::take(&mut self.bufs.inflated);
+        let started = writer.start(group, (si, position), &mut scratch, recopy.stats);
+        self.bufs.inflated = scratch;
+        started
     }
 
     /// Append to `out` what survives of one batch.

@@ -115,7 +115,8 @@ pub struct CleanerThreadsStatus {
     pub dead_thread_count: usize,
     /// `max-buffer-utilization-percent` over the threads' last cleans.
     pub max_buffer_utilization_percent: i64,
-    /// `cleaner-recopy-percent`: written / read over the threads' last cleans.
+    /// `cleaner-recopy-percent`: written / gone through over the threads' last
+    /// cleans ([`CleanerStats::recopy_percent`]).
     pub cleaner_recopy_percent: i64,
     /// `max-clean-time-secs` over the threads' last cleans.
     pub max_clean_time_secs: i64,
@@ -268,7 +269,7 @@ impl LogCleanerHandle {
     pub fn threads_status(&self) -> CleanerThreadsStatus {
         let stats = self.last_stats.lock();
         let last: Vec<&CleanerStats> = stats.iter().flatten().collect();
-        let read: u64 = last.iter().map(|s| s.bytes_read).sum();
+        let read: u64 = last.iter().map(|s| s.recopy_bytes()).sum();
         let written: u64 = last.iter().map(|s| s.bytes_written).sum();
         CleanerThreadsStatus {
             threads: stats.len(),

@@ -184,6 +184,7 @@ pub mod key_audit;
 pub mod log_cleaner;
 pub mod log_to_clean;
 pub mod manager;
+mod mapped_batches;
 mod newest_offsets;
 pub mod offset_map;
 mod source_segment;

@@ -74,6 +74,32 @@ impl NewestOffsets {
         self.bits.get(i / 64).map(|w| w & (1 << (i % 64)) != 0)
     }
 
+    /// Whether any offset of `[from, to)` is its key's newest, when the bits
+    /// cover the whole range.
+    pub(super) fn any_in(&self, from: i64, to: i64) -> Option<bool> {
+        if from < self.start || to > self.end || from > to {
+            return None;
+        }
+        let (from, to) = ((from - self.start) as usize, (to - self.start) as usize);
+        let mut i = from;
+        while i < to {
+            let word = self.bits.get(i / 64)?;
+            let bit = i % 64;
+            let span = (64 - bit).min(to - i);
+            let mask = if span == 64 { u64::MAX } else { ((1u64 << span) - 1) << bit };
+            if word & mask != 0 {
+                return Some(true);
+            }
+            i += span;
+        }
+        Some(false)
+    }
+
+    /// Bytes held.
+    pub(super) fn memory_bytes(&self) -> usize {
+        self.bits.capacity() * 8
+    }
+
     /// Forget the range and give the memory back.
     pub(super) fn clear(&mut self) {
         self.bits = Vec::new();
@@ -99,6 +125,14 @@ mod tests {
         assert_eq!(n.get(3), None, "below the range: ask the map");
         assert_eq!(n.get(100), None);
         assert_eq!(n.bits.len(), 2);
+        assert_eq!(n.any_in(5, 10), Some(false));
+        assert_eq!(n.any_in(5, 11), Some(true));
+        assert_eq!(n.any_in(11, 70), Some(false));
+        assert_eq!(n.any_in(11, 71), Some(true));
+        assert_eq!(n.any_in(71, 100), Some(false));
+        assert_eq!(n.any_in(70, 70), Some(false), "an empty range");
+        assert_eq!(n.any_in(4, 10), None, "not covered");
+        assert_eq!(n.any_in(90, 101), None);
         assert!(!n.build(&map, 0, 1 << 20, 1 << 10), "over the budget");
         assert_eq!(n.get(70), None);
         assert!(!n.build(&map, 0, MAX_OFFSETS + 1, usize::MAX));

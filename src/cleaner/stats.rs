@@ -19,6 +19,14 @@ pub struct CleanerStats {
     pub buffer_utilization: f64,
     /// Bytes read while recopying.
     pub bytes_read: u64,
+    /// Bytes of batches the recopy dropped without reading them: the map
+    /// pass had read them (`mapped_batches.rs`) and none of their records
+    /// is its key's newest.
+    pub bytes_dropped_unread: u64,
+    /// Batches dropped that way, and their records (counted in
+    /// `start_messages`, not in `messages_read`).
+    pub batches_dropped_unread: u64,
+    pub messages_dropped_unread: u64,
     /// Bytes written to cleaned segments.
     pub bytes_written: u64,
     /// Records read while recopying.
@@ -112,11 +120,31 @@ impl CleanerStats {
         }
     }
 
-    /// `cleaner-recopy-percent`: bytes written per byte the recopy read. A
-    /// segment kept as it is counts as read and not written, so a clean that
-    /// leaves most of the log untouched shows a low recopy percent.
+    /// Bytes of the log the recopy went through: read, or dropped unread.
+    pub fn recopy_bytes(&self) -> u64 {
+        self.bytes_read + self.bytes_dropped_unread
+    }
+
+    /// A run of batches the recopy dropped unread (`bytes` long).
+    pub(super) fn note_dropped_unread(
+        &mut self,
+        bytes: u64,
+        run: super::mapped_batches::DroppedRun,
+    ) {
+        self.bytes_dropped_unread += bytes;
+        self.batches_dropped_unread += run.batches;
+        self.messages_dropped_unread += run.records;
+        self.start_messages += run.records;
+    }
+
+    /// `cleaner-recopy-percent`: bytes written per byte of log the recopy
+    /// went through ([`CleanerStats::recopy_bytes`]), as Kafka's, whose
+    /// recopy reads every byte. A segment kept as it is counts as read and
+    /// not written, so a clean that leaves most of the log untouched shows a
+    /// low recopy percent; a batch dropped unread counts as gone through and
+    /// not written, as it would had it been read.
     pub fn recopy_percent(&self) -> f64 {
-        percent(self.bytes_written as f64, self.bytes_read as f64)
+        percent(self.bytes_written as f64, self.recopy_bytes() as f64)
     }
 
     /// Kafka's summary of a clean, for the log and for operators.
@@ -138,7 +166,7 @@ impl CleanerStats {
              \tCleaned {:.1} MB in {:.1} seconds ({:.1} MB/sec, {:.1}% of total time)\n\
              \tStart size: {:.1} MB ({} messages)\n\
              \tEnd size: {:.1} MB ({} messages)\n\
-             \t{:.1}% size reduction ({:.1}% fewer messages)",
+             \t{:.1}% size reduction ({:.1}% fewer messages){}",
             total as f64 / MB,
             secs(elapsed),
             per_sec(total, elapsed),
@@ -159,6 +187,20 @@ impl CleanerStats {
             self.end_messages,
             percent(self.start_size.saturating_sub(self.end_size) as f64, self.start_size as f64),
             percent(self.start_messages.saturating_sub(self.end_messages) as f64, self.start_messages as f64),
+            self.dropped_unread_line(),
+        )
+    }
+
+    /// A line for the batches the recopy dropped unread, when there were any.
+    fn dropped_unread_line(&self) -> String {
+        if self.batches_dropped_unread == 0 {
+            return String::new();
+        }
+        format!(
+            "\n\tDropped unread: {:.1} MB ({} batches, {} messages) with no key's newest record",
+            self.bytes_dropped_unread as f64 / MB,
+            self.batches_dropped_unread,
+            self.messages_dropped_unread,
         )
     }
 }

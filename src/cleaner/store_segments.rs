@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use super::clean_into::Recopy;
+use super::clean_into::{last_data_offsets, Recopy};
 use super::cleaner::{CancellationToken, Cleaner, CleanerError, IoContext};
 use super::log_to_clean::LogToClean;
 use super::source_segment::{group_segments, LogSnapshot, SourceSegment};
@@ -156,11 +156,11 @@ impl Cleaner {
         let tp = range.topic_partition.clone();
         let io = IoContext { throttler: &throttler, cancel, partition: &tp, grow_limit };
 
-        let end = self.build_offset_map(&snapshot, &range, &io, &mut stats)?;
+        let mapped = self.build_offset_map(&snapshot, &range, &io, &mut stats);
+        let end = mapped.inspect_err(|_| self.mapped.clear())?;
         self.note_map(&mut stats, end < range.first_uncleanable_offset);
         let end = end.max(range.first_dirty_offset);
-        let spare = self.config.dedupe_buffer_size.saturating_sub(self.map.memory_bytes());
-        self.newest.build(&self.map, range.first_dirty_offset, end, spare);
+        self.prepare_recopy(range.first_dirty_offset, end);
         let to_copy = snapshot.segments[..store_count]
             .iter()
             .take_while(|s| s.snapshot.base_offset < end)
@@ -179,6 +179,7 @@ impl Cleaner {
             now_ms: if keep_tombstones { i64::MIN } else { now_ms },
             horizon_to_stamp: now_ms.saturating_add(snapshot.config.delete_retention_ms),
             last_records: &snapshot.last_records,
+            last_data_offsets: last_data_offsets(&snapshot.last_records),
             txn: CleanedTransactionMetadata::new(snapshot.aborted_transactions(&range)),
             stats: &mut stats,
             guard: None,
@@ -203,7 +204,7 @@ impl Cleaner {
             }
             Ok(())
         });
-        self.newest.clear();
+        self.finish_recopy();
         self.restore_buffers();
         // The map's grown table goes back until the next store clean.
         self.map.clear();

@@ -104,7 +104,16 @@ pub struct BatchReader<'a, H = NoHook> {
     bytes_read: u64,
     grew: bool,
     check_crc: bool,
+    readahead: Option<Readahead>,
     hook: H,
+}
+
+/// How far ahead of its reads a reader asks the kernel to read the file.
+#[derive(Debug, Clone, Copy)]
+struct Readahead {
+    window: u64,
+    /// The file is advised up to here.
+    advised: u64,
 }
 
 impl<'a> BatchReader<'a> {
@@ -129,6 +138,7 @@ impl<'a> BatchReader<'a> {
             bytes_read: 0,
             grew: false,
             check_crc: true,
+            readahead: None,
             hook: NoHook,
         }
     }
@@ -147,6 +157,7 @@ impl<'a> BatchReader<'a> {
             bytes_read: self.bytes_read,
             grew: self.grew,
             check_crc: self.check_crc,
+            readahead: self.readahead,
             hook,
         }
     }
@@ -159,6 +170,18 @@ impl<H: ChunkHook> BatchReader<'_, H> {
     #[must_use]
     pub fn deferring_crc(mut self) -> Self {
         self.check_crc = false;
+        self
+    }
+
+    /// The same reader, keeping the kernel reading up to `window` bytes
+    /// of the range ahead of each chunk it reads (`POSIX_FADV_WILLNEED`,
+    /// renewed every half window). The disk then works while the caller
+    /// computes, instead of waiting for each chunk's read: a cold log is read
+    /// at the disk's streaming rate. Only the page cache holds the bytes read
+    /// ahead, and at most `window` of them are not yet consumed.
+    #[must_use]
+    pub fn with_readahead(mut self, window: u64) -> Self {
+        self.readahead = Some(Readahead { window, advised: self.position });
         self
     }
 
@@ -175,6 +198,26 @@ impl<H: ChunkHook> BatchReader<'_, H> {
     /// The buffer grew past its starting length for a batch larger than it.
     pub fn grew(&self) -> bool {
         self.grew
+    }
+
+    /// Move forward to `position`, which the caller knows to be a batch
+    /// start (or the range's end), without reading what lies before it.
+    /// Bytes already in the buffer are passed over; the next chunk is read
+    /// from `position`. A position behind the reader or past the range's
+    /// end leaves it where it is and returns `false`.
+    pub fn skip_to(&mut self, position: u64) -> bool {
+        if position < self.position || position > self.range_end {
+            return false;
+        }
+        let ahead = position - self.position;
+        let buffered = (self.end - self.start) as u64;
+        if ahead <= buffered {
+            self.start += ahead as usize;
+        } else {
+            (self.start, self.end) = (0, 0);
+        }
+        self.position = position;
+        true
     }
 
     /// The next whole, checked batch and its position; `None` at the end of the range.
@@ -224,6 +267,29 @@ impl<H: ChunkHook> BatchReader<'_, H> {
         Ok(Some((position, &self.buf[batch])))
     }
 
+    /// Renew the readahead advice for a read at `file_pos`, in steps of half
+    /// a window (so one call per that many bytes read).
+    fn advise_ahead(&mut self, file_pos: u64) {
+        let Some(ra) = &mut self.readahead else { return };
+        let want = file_pos.saturating_add(ra.window).min(self.range_end);
+        let from = ra.advised.max(file_pos);
+        if want > from && (want - from >= ra.window / 2 || want == self.range_end) {
+            use std::os::unix::io::AsRawFd;
+            let (Ok(offset), Ok(len)) =
+                (libc::off_t::try_from(from), libc::off_t::try_from(want - from))
+            else {
+                return;
+            };
+            // SAFETY: posix_fadvise reads no memory of ours; the descriptor
+            // is open (borrowed for the reader's life). Advice only: a
+            // failure changes nothing but speed, so it is ignored.
+            let _ = unsafe {
+                libc::posix_fadvise(self.file.as_raw_fd(), offset, len, libc::POSIX_FADV_WILLNEED)
+            };
+            ra.advised = want;
+        }
+    }
+
     fn framing(&self, source: BatchError) -> H::Error {
         BatchReadError::Framing { path: self.path.clone(), position: self.position, source }.into()
     }
@@ -253,6 +319,7 @@ impl<H: ChunkHook> BatchReader<'_, H> {
             let len = usize::try_from(self.range_end - file_pos)
                 .unwrap_or(usize::MAX)
                 .min(self.buf.len() - self.end);
+            self.advise_ahead(file_pos);
             self.hook.before_chunk(len)?;
             let n = self
                 .file
@@ -501,6 +568,37 @@ mod tests {
         let read = reader.bytes_read();
         assert_eq!(hook.calls.len(), 2);
         assert_eq!(read, hook.calls.iter().sum::<usize>() as u64, "nothing read after the stop");
+    }
+
+    #[test]
+    fn skipping_to_a_batch_start_reads_on_from_there_and_not_what_was_skipped() {
+        let (file, bytes, starts) = file_of(&[10, 700, 3, 2_000, 50, 400], &[]);
+        let len = bytes.len() as u64;
+        // A buffer holding a few batches (skips within it) and one smaller
+        // than the skipped span (skips past it: nothing of it is read).
+        for buffer in [4_000usize, 200] {
+            let mut buf = vec![0; buffer];
+            let mut reader =
+                BatchReader::new(file.as_file(), file.path(), 0..len, 1 << 20, &mut buf);
+            let (pos, _) = reader.next_batch().unwrap().unwrap();
+            assert_eq!(pos, starts[0]);
+            assert!(!reader.skip_to(0), "behind the reader");
+            assert!(!reader.skip_to(len + 1), "past the range");
+            assert!(reader.skip_to(starts[4]));
+            let (pos, b) = reader.next_batch().unwrap().unwrap();
+            assert_eq!(pos, starts[4]);
+            assert_eq!(record_batch::BatchHeader::parse(b).unwrap().base_offset, 4);
+            if buffer == 200 {
+                let skipped = starts[4] - starts[1];
+                // At most the first chunk overlaps the skipped batches.
+                let most = len - skipped + buffer as u64;
+                assert!(reader.bytes_read() <= most, "{} > {most}", reader.bytes_read());
+            }
+            assert!(reader.skip_to(starts[5]));
+            assert_eq!(reader.next_batch().unwrap().unwrap().0, starts[5]);
+            assert!(reader.skip_to(len));
+            assert!(reader.next_batch().unwrap().is_none());
+        }
     }
 
     #[test]
