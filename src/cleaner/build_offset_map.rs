@@ -132,7 +132,7 @@ impl Cleaner {
     }
 
     /// Record where a mapped batch is (`mapped_batches.rs`) if it is plain
-    /// data, while the record fits in the budget beside the map and the
+    /// data whose records were all mapped, while the record fits in the budget beside the map and the
     /// bits the recopy will need; otherwise end the run, or give up.
     fn note_mapped_batch(
         &mut self,
@@ -141,7 +141,13 @@ impl Cleaner {
         (position, size): (u64, usize),
         header: &BatchHeader,
     ) {
-        if header.is_control() || header.is_transactional() {
+        // Only a batch the read path would drop whole when none of its
+        // records is newest: keyed records only (a key-less one is counted
+        // when read), all in the range, and at least one (an empty batch is
+        // forwarded as it is).
+        let keyed = self.bufs.hashes.len();
+        let plain = !header.is_control() && !header.is_transactional();
+        if !plain || keyed == 0 || i32::try_from(keyed).ok() != Some(header.records_count) {
             self.mapped.end_run();
             return;
         }

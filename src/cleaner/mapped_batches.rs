@@ -8,8 +8,11 @@
 //!
 //! Invariants:
 //! * Only plain data batches are recorded: not control batches, not
-//!   transactional ones (the recopy's transaction walk must see those), and
-//!   only batches the map pass put in the map and CRC-checked, read from
+//!   transactional ones (the recopy's transaction walk must see those), not
+//!   empty ones or ones with a key-less record or a record below the first
+//!   dirty offset (the recopy forwards or counts those), so a batch dropped
+//!   unread is exactly one the recopy would have dropped whole on reading
+//!   it; and only batches the map pass put in the map and CRC-checked, read from
 //!   the same closed segment through the same descriptor (a store segment
 //!   fetched again holds the same, verified bytes). A batch is dropped
 //!   unread only on what the map pass read: its position and offsets.

@@ -49,6 +49,10 @@
 //!    Whether a record of the mapped range is its key's newest is read from
 //!    one bit per offset set from the map (`newest_offsets.rs`), not by
 //!    hashing its key again, when the budget leaves room for the bits.
+//!    A run of plain batches none of whose records is its key's newest is
+//!    dropped without being read again: the map pass recorded where each
+//!    batch is (`mapped_batches.rs`), so a first clean of a log with many
+//!    versions per key reads most of it once.
 //!    A batch whose records all stay is copied byte for byte; otherwise the
 //!    survivors are written into a new batch that keeps the base offset, last
 //!    offset delta, producer id/epoch/base sequence, each record's offset
@@ -130,12 +134,17 @@
 //!   empty "offset fence" batch if nothing else survives from it), so recovery
 //!   from a `.swap`, which replaces the segments inside the swap's offsets,
 //!   replaces the whole group.
-//! * Memory is bounded by configuration: the map's budget, plus read and write
+//! * Memory is bounded by configuration: the map's budget (which also holds
+//!   the newest-offset bits and the map pass's record of the batches, each
+//!   only while it fits beside the map), plus read and write
 //!   buffers that start at `io_buffer_size`, grow to at most the largest
 //!   allowed batch when one batch needs it, and shrink back afterwards.
 //! * Cancellation is checked before every chunk read and written; an aborted
 //!   clean deletes its `.cleaned` output and changes nothing else.
 //! * All I/O (read and write bytes) goes through the shared [`Throttler`].
+//!   Each segment read keeps the kernel reading up to 64 MiB ahead
+//!   (`POSIX_FADV_WILLNEED`), so a cold log streams from disk while the
+//!   clean computes; those bytes are only in the page cache.
 //! * Every batch a clean reads has its CRC checked at least once in that
 //!   clean: the map pass checks the mapped range; the recopy checks every
 //!   other batch, and a mapped one again only before dropping or

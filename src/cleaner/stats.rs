@@ -234,5 +234,22 @@ mod tests {
         assert!(text.contains("dirty section = [5, 99]"), "{text}");
         assert_eq!(s.recopy_percent(), 25.0);
         assert_eq!(CleanerStats::default().recopy_percent(), 0.0);
+        assert!(!text.contains("Dropped unread"), "{text}");
+
+        // Batches dropped unread count as gone through, not as read.
+        let mut d = s.clone();
+        d.bytes_read = 5 << 20;
+        let run = crate::cleaner::mapped_batches::DroppedRun {
+            end_position: 0,
+            batches: 30,
+            records: 600,
+        };
+        d.note_dropped_unread(15 << 20, run);
+        assert_eq!(d.recopy_bytes(), 20 << 20);
+        assert_eq!(d.recopy_percent(), 25.0);
+        assert_eq!(d.start_messages, 1600);
+        let text = d.summary(0, "t-0", 5, 99);
+        assert!(text.contains("Cleaned 5.0 MB"), "{text}");
+        assert!(text.contains("Dropped unread: 15.0 MB (30 batches, 600 messages)"), "{text}");
     }
 }

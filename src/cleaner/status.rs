@@ -47,6 +47,9 @@ pub struct LastClean {
     pub end_offset: i64,
     pub elapsed_ms: i64,
     pub bytes_read: u64,
+    /// Bytes of batches the recopy dropped without reading them again
+    /// (every record superseded, known from the map pass).
+    pub bytes_dropped_unread: u64,
     pub bytes_written: u64,
     pub records_read: u64,
     pub records_written: u64,
@@ -89,6 +92,7 @@ impl LastClean {
             end_offset,
             elapsed_ms: s.elapsed_ms(),
             bytes_read: s.map_bytes_read + s.bytes_read,
+            bytes_dropped_unread: s.bytes_dropped_unread,
             bytes_written: s.bytes_written,
             records_read: s.map_messages_read + s.messages_read,
             records_written: s.messages_written,
