@@ -24,7 +24,7 @@ use super::group_writer::GroupWriter;
 use super::log_to_clean::LogToClean;
 use super::mapped_batches::MappedBatches;
 use super::newest_offsets::NewestOffsets;
-use super::offset_map::{KeyHash, OffsetMap, OffsetMapError};
+use super::offset_map::{KeyHash, KeyHasher, OffsetMap, OffsetMapError};
 use super::source_segment::{group_segments, LogSnapshot, SourceSegment};
 use super::stats::CleanerStats;
 use super::throttler::Throttler;
@@ -154,6 +154,8 @@ pub struct Cleaner {
     /// Where the map pass found each plain batch, so the recopy can drop
     /// superseded ones unread.
     pub(super) mapped: MappedBatches,
+    /// The map pass's fingerprints, many keys at a time.
+    pub(super) key_hasher: KeyHasher,
     pub(super) throttler: Arc<Throttler>,
     pub(super) clock: SharedClock,
     pub(super) bufs: Buffers,
@@ -231,6 +233,7 @@ impl Cleaner {
             map,
             newest: NewestOffsets::default(),
             mapped: MappedBatches::default(),
+            key_hasher: KeyHasher::default(),
             throttler,
             clock,
             bufs: Buffers::default(),
