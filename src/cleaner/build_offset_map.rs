@@ -16,6 +16,7 @@
 
 use super::cleaner::{Cleaner, CleanerError, IoContext, READAHEAD};
 use super::log_to_clean::LogToClean;
+use super::newest_offsets::NewestOffsets;
 use super::offset_map::HASH_LANES;
 use super::source_segment::{LogSnapshot, SourceSegment};
 use super::stats::CleanerStats;
@@ -154,8 +155,7 @@ impl Cleaner {
         if !self.mapped.is_recording() {
             return;
         }
-        let offsets = usize::try_from(progress.end - progress.start).unwrap_or(usize::MAX);
-        let bits = offsets.div_ceil(64).saturating_mul(8);
+        let bits = NewestOffsets::bytes_for(progress.end - progress.start);
         let needed = self.mapped.memory_bytes_after_push() + self.map.memory_bytes() + bits;
         if needed > self.config.dedupe_buffer_size {
             self.mapped.give_up();

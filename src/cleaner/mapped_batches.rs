@@ -69,7 +69,7 @@ pub(super) struct DroppedRun {
 }
 
 /// Bytes one recorded batch costs.
-pub(super) const ENTRY_BYTES: usize = std::mem::size_of::<Entry>();
+const ENTRY_BYTES: usize = std::mem::size_of::<Entry>();
 
 impl MappedBatches {
     /// Forget everything and give the memory back; recording starts afresh.
@@ -88,14 +88,16 @@ impl MappedBatches {
 
     /// Bytes held.
     pub(super) fn memory_bytes(&self) -> usize {
-        self.entries.capacity() * ENTRY_BYTES
-            + self.segments.capacity() * std::mem::size_of::<(i64, usize)>()
+        self.bytes_with_entries(self.entries.capacity())
     }
 
     /// Bytes held once one more entry is pushed (a full vector doubles).
     pub(super) fn memory_bytes_after_push(&self) -> usize {
         let (len, capacity) = (self.entries.len(), self.entries.capacity());
-        let entries = if len < capacity { capacity } else { (capacity * 2).max(4) };
+        self.bytes_with_entries(if len < capacity { capacity } else { (capacity * 2).max(4) })
+    }
+
+    fn bytes_with_entries(&self, entries: usize) -> usize {
         entries * ENTRY_BYTES + self.segments.capacity() * std::mem::size_of::<(i64, usize)>()
     }
 

@@ -49,8 +49,8 @@ impl NewestOffsets {
         if len <= 0 || len > MAX_OFFSETS {
             return false;
         }
-        let words = usize::try_from((len + 63) / 64).unwrap_or(usize::MAX);
-        if words.saturating_mul(8) > max_bytes {
+        let words = Self::bytes_for(len) / 8;
+        if Self::bytes_for(len) > max_bytes {
             return false;
         }
         self.bits = vec![0u64; words];
@@ -63,6 +63,11 @@ impl NewestOffsets {
             }
         });
         true
+    }
+
+    /// Bytes of the bits for a range of `len` offsets.
+    pub(super) fn bytes_for(len: i64) -> usize {
+        usize::try_from((len.max(0) + 63) / 64).map_or(usize::MAX, |w| w.saturating_mul(8))
     }
 
     /// Whether `offset` is its key's newest, when the bits cover it.
