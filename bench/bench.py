@@ -481,7 +481,7 @@ class Kafka(Broker):
         }
         conf = self.workdir / "kafka-server.properties"
         conf.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-        self.tools.java("kafka.tools.StorageTool", ["format", "-t", base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="), "-c", str(conf), "--standalone"],
+        self.tools.java("kafka.tools.StorageTool", ["format", "--cluster-id=" + base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="), "-c", str(conf), "--standalone"],
                         "kafka-format", heap="-Xmx256m")
         self.cmd = ["java", KAFKA_HEAP, *KAFKA_JVM.split(), "-Djava.awt.headless=true",
                     f"-Dlog4j2.configurationFile={ROOT}/tools/kafka-jars/log4j2.properties",

@@ -54,7 +54,10 @@ impl ReferenceKafka {
             use base64::Engine;
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(uuid::Uuid::new_v4().as_bytes())
         };
-        let format = ["format", "-t", &cluster_id, "-c", &conf, "--standalone"];
+        // Glued to its flag: a URL-safe base64 id starts with '-' one time in
+        // 64, and the tool's argument parser would take it for an option.
+        let cluster_id = format!("--cluster-id={cluster_id}");
+        let format = ["format", &cluster_id, "-c", &conf, "--standalone"];
         let (ok, out, err) = kafka_tool_output("kafka.tools.StorageTool", &format, None);
         assert!(ok, "kafka-storage format failed:\n{out}\n{err}");
 
