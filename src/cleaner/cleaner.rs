@@ -449,6 +449,7 @@ impl Cleaner {
             flush_at: self.config.io_buffer_size,
             io: recopy.io,
             segment: None,
+            written_back: 0,
         };
         let copied = self.clean_group(recopy, group, &mut writer);
         let finished = copied.and_then(|()| {

@@ -19,6 +19,12 @@
 //!   clean's own descriptors; they are copied by batch framing only, and the
 //!   segment's `append` parses every header again to build its indexes.
 //! * Every read and write is checked for cancellation and throttled.
+//! * Writeback starts behind the writes: every [`WRITE_BEHIND`] bytes
+//!   appended, the kernel is asked to start writing them to disk without
+//!   waiting (`sync_file_range(SYNC_FILE_RANGE_WRITE)`), so the group's one
+//!   fsync at the end waits for the tail only, not for the whole segment
+//!   while the clean stands still. It is a hint for speed: durability still
+//!   comes from that fsync alone, before the swap.
 
 use std::path::Path;
 
@@ -28,6 +34,11 @@ use super::stats::CleanerStats;
 use crate::log::error::{BatchError, LogError};
 use crate::log::record_batch::{framed_batch_size as batch_size, LOG_OVERHEAD};
 use crate::log::segment::{LogSegment, SegmentConfig, CLEANED_SUFFIX};
+
+/// Bytes appended to a `.cleaned` segment between two requests to start
+/// their writeback: large enough for big sequential writes, small enough
+/// that the disk works while the clean reads on.
+const WRITE_BEHIND: u64 = 8 << 20;
 
 /// Per-group output: the `.cleaned` segment once the group changes, and the
 /// write buffer in front of it.
@@ -40,6 +51,8 @@ pub(super) struct GroupWriter<'a> {
     pub(super) io: &'a IoContext<'a>,
     /// `None` while everything read from the group was forwarded unchanged.
     pub(super) segment: Option<LogSegment>,
+    /// Where in the segment writeback was last asked to start up to.
+    pub(super) written_back: u64,
 }
 
 impl GroupWriter<'_> {
@@ -74,7 +87,37 @@ impl GroupWriter<'_> {
         segment.append(buf)?;
         stats.bytes_written += buf.len() as u64;
         buf.clear();
+        self.write_behind();
         Ok(())
+    }
+
+    /// Ask the kernel to start writing back what was appended since the
+    /// last request, once that is [`WRITE_BEHIND`] bytes or more.
+    fn write_behind(&mut self) {
+        let Some(segment) = &self.segment else { return };
+        let size = segment.size();
+        if size - self.written_back < WRITE_BEHIND {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        if let (Ok(offset), Ok(len)) = (
+            libc::off_t::try_from(self.written_back),
+            libc::off_t::try_from(size - self.written_back),
+        ) {
+            use std::os::unix::io::AsRawFd;
+            // SAFETY: sync_file_range reads no memory of ours; the descriptor
+            // is the open segment's. A hint only: a failure changes nothing
+            // but speed (the fsync before the swap reports any I/O error).
+            let _ = unsafe {
+                libc::sync_file_range(
+                    segment.file().as_raw_fd(),
+                    offset,
+                    len,
+                    libc::SYNC_FILE_RANGE_WRITE,
+                )
+            };
+        }
+        self.written_back = size;
     }
 
     /// Create the `.cleaned` segment and copy into it the unchanged prefix:
@@ -154,6 +197,7 @@ impl GroupWriter<'_> {
             stats.bytes_written += whole as u64;
             stats.unchanged_bytes_copied += whole as u64;
             pos += whole as u64;
+            self.write_behind();
         }
         Ok(())
     }
