@@ -31,7 +31,8 @@ Phases, per broker:
             file is left; the broker's CPU, peak RSS and /proc/<pid>/io are
             taken over the same span. Then the topic is read back to check one
             record per key below the checkpoint. --profile-clean records
-            `perf record -g` of the broker during the warm clean. A clean that
+            `perf record -g` of the broker during the warm clean (and
+            during changelog round 1). A clean that
             does not finish within --clean-timeout fails the broker's run.
   changelog a changelog: --changelog-keys keys written once and cleaned (round
             0), then --changelog-rounds rounds that each update the same
@@ -850,10 +851,14 @@ def changelog(broker: Broker, tools: Tools, args) -> dict:
             out = tools.client(["update", broker.bootstrap, topic, str(keys), str(hot), str(size), str(rnd)], f"{broker.name}-changelog-update-{rnd}")
         r = {"round": rnd, "records": int(out["records"]), "record_bytes": log_bytes(pdir) - before, "log_bytes_before": log_bytes(pdir)}
         r["settle_s"] = wait_quiet(broker.pid)
-        with Phase(broker.pid) as ph:
+        # Round 1 is the one that rewrites the whole log: the one worth a profile.
+        profile = Perf(broker.pid, args.workdir / f"perf-{broker.name}-changelog-1.data") if args.profile_clean and rnd == 1 else None
+        with Phase(broker.pid) as ph, profile or _nothing():
             rolled = tools.client(["roll", broker.bootstrap, topic, str(pdir), "segment.ms=604800000", "min.cleanable.dirty.ratio=0"],
                                   f"{broker.name}-changelog-roll-{rnd}")
             done_ms = wait_cleaned(broker, topic, pdir, args.clean_timeout, at_least=int(rolled["marker_offset"]))
+        if profile:
+            r["profile"] = profile.top()
         r["seconds"] = (done_ms - int(rolled["altered_ms"])) / 1000
         r["io"] = ph.io
         r["cpu_s"] = round(ph.cpu, 2)
@@ -1060,7 +1065,7 @@ def main() -> int:
     ap.add_argument("--cleaner-backoff-ms", type=int, default=100,
                     help="log.cleaner.backoff.ms of both brokers: the idle cleaner's poll interval, part of every timed clean")
     ap.add_argument("--profile-clean", action="store_true",
-                    help="perf record -g of each broker during its warm clean; the report lists the top entries")
+                    help="perf record -g of each broker during its warm clean and changelog round 1; the report lists the top entries")
     ap.add_argument("--changelog-keys", type=int, default=2_000_000, help="changelog phase: keys written once")
     ap.add_argument("--changelog-hot-percent", type=float, default=5.0, help="changelog phase: percent of the keys each round updates")
     ap.add_argument("--changelog-rounds", type=int, default=3, help="changelog phase: rounds of hot-key updates, each followed by a clean")

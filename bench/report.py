@@ -325,13 +325,19 @@ def cold_drop(kc: dict, sc: dict) -> str:
 def profile_section(w, kc: dict, sc: dict) -> None:
     """The top self-time entries of perf during each broker's warm clean."""
     cols = [(name, get(c, "warm", "profile")) for name, c in (("Kafka", kc), ("sediment", sc))]
+    write_profiles(w, cols, "the warm clean")
+
+
+def write_profiles(w, cols: list, span: str) -> None:
+    """Top self-time entries of perf for each (broker name, profile) in cols,
+    recorded over `span`."""
     if not any(p for _, p in cols):
         return
     cols = [(name, p if "symbols" in p else {"symbols": p}) for name, p in cols if p]
-    w("### Where the warm clean's CPU goes (`--profile-clean`)\n")
-    w("`perf record -g -p <broker pid>` for the span of the warm clean; `perf report --no-children --sort dso,symbol`: "
+    w(f"### Where the CPU of {span} goes (`--profile-clean`)\n")
+    w(f"`perf record -g -p <broker pid>` for the span of {span}; `perf report --no-children --sort dso,symbol`: "
       "self time, top entries by thread, by shared object, then by symbol. Kafka's JIT-compiled Java code has no symbols without a perf map agent (it shows as "
-      "`[JIT] tid <n>`), so its rows say which library, not which method. The warm clean's figures "
+      f"`[JIT] tid <n>`), so its rows say which library, not which method. The figures of {span} "
       "above were taken with perf attached ([k]: kernel).\n")
     for name, prof in cols:
         for key, what in (("threads", "thread"), ("dsos", "shared object")):
@@ -386,6 +392,9 @@ def changelog_section(w, env: dict, kl: dict, sl: dict) -> list:
         w(f"| log after the clean MB | {fmt(mb(a.get('log_bytes_after')))} | {fmt(mb(b.get('log_bytes_after')))} | | |")
     w(f"| **after the last round**: one record per key below the checkpoint | {fmt(kl.get('one_record_per_key'))} | {fmt(sl.get('one_record_per_key'))} | | |")
     w("")
+    cols = [(name, next((r.get("profile") for r in rounds if r.get("profile")), None))
+            for name, rounds in (("Kafka", kr), ("sediment", sr))]
+    write_profiles(w, cols, "changelog round 1")
     return targets
 
 
