@@ -24,7 +24,7 @@ use super::cleaner::{Cleaner, CleanerError, IoContext, READAHEAD};
 use super::group_writer::GroupWriter;
 use super::mapped_batches::SegmentBatches;
 use super::newest_offsets::NewestOffsets;
-use super::offset_map::{hash_key, OffsetMap};
+use super::offset_map::{hash_key, KeyHash, KeyHasher, OffsetMap, HASH_LANES};
 use super::source_segment::SourceSegment;
 use super::stats::CleanerStats;
 use super::tombstone_guard::{KeptTombstones, TombstoneGuard};
@@ -353,15 +353,32 @@ impl Cleaner {
         let discard_all = recopy.txn.on_batch_read(header);
         let limit = recopy.io.decompress_limit();
         let payload = record_batch::records_bytes(header, batch, &mut self.bufs.inflated, limit)?;
+        self.bufs.newest_by_map.clear();
+        if !discard_all
+            && header.base_offset < recopy.end
+            && self.newest.get(header.base_offset).is_none()
+        {
+            let lookup = MapLookup {
+                hasher: self.key_hasher,
+                bits: &self.newest,
+                end: recopy.end,
+                hashes: &mut self.bufs.hashes,
+                looked_up: &mut self.bufs.looked_up,
+            };
+            lookup.answer(&mut self.map, header, payload, &mut self.bufs.newest_by_map)?;
+        }
         self.bufs.retained.clear();
         let mut retained_tombstone = false;
         let batch_horizon = header.delete_horizon_ms().unwrap_or(recopy.horizon_to_stamp);
         let mut at = 0usize;
-        for rec in RecordIter::new(payload, header.records_count) {
+        for (i, rec) in RecordIter::new(payload, header.records_count).enumerate() {
             let rec = rec?;
             let range = at..at + rec.raw.len();
             at += rec.raw.len();
-            if !discard_all && should_keep(&mut self.map, &self.newest, recopy, header, &rec) {
+            let by_map = self.bufs.newest_by_map.get(i).copied();
+            if !discard_all
+                && should_keep(&mut self.map, &self.newest, recopy, header, &rec, by_map)
+            {
                 if rec.value.is_none() && rec.key.is_some() {
                     retained_tombstone = true;
                     let offset = header.base_offset + i64::from(rec.offset_delta);
@@ -405,15 +422,75 @@ impl Cleaner {
     }
 }
 
+/// The map's answers for the records of one batch that the newest-offset
+/// bits do not cover (a batch of the clean region, or any batch when the
+/// bits did not fit the budget): their keys are fingerprinted
+/// [`HASH_LANES`] at a time and their slots fetched from memory together,
+/// as the map pass does, instead of one digest and one cache miss after
+/// another.
+struct MapLookup<'a> {
+    hasher: KeyHasher,
+    bits: &'a NewestOffsets,
+    end: i64,
+    hashes: &'a mut Vec<(KeyHash, i64)>,
+    looked_up: &'a mut Vec<usize>,
+}
+
+impl MapLookup<'_> {
+    /// `newest[i]`: whether record `i` of the batch is its key's newest by
+    /// the map; `true` for a record that needs no answer from the map
+    /// (key-less, past the mapped range, or covered by the bits).
+    fn answer(
+        self,
+        map: &mut OffsetMap,
+        header: &BatchHeader,
+        payload: &[u8],
+        newest: &mut Vec<bool>,
+    ) -> Result<(), BatchError> {
+        self.hashes.clear();
+        self.looked_up.clear();
+        newest.clear();
+        let mut keys: [&[u8]; HASH_LANES] = [&[]; HASH_LANES];
+        let mut offsets = [0i64; HASH_LANES];
+        let mut n = 0;
+        for (i, rec) in RecordIter::new(payload, header.records_count).enumerate() {
+            let rec = rec?;
+            newest.push(true);
+            let offset = header.base_offset + i64::from(rec.offset_delta);
+            let Some(key) = rec.key.filter(|_| offset < self.end) else { continue };
+            if self.bits.get(offset).is_some() {
+                continue;
+            }
+            (keys[n], offsets[n]) = (key, offset);
+            self.looked_up.push(i);
+            n += 1;
+            if n == HASH_LANES {
+                self.hasher.hash_into(&keys, &offsets, self.hashes);
+                n = 0;
+            }
+        }
+        self.hasher.hash_into(&keys[..n], &offsets[..n], self.hashes);
+        for (hash, _) in self.hashes.iter() {
+            map.prefetch(hash);
+        }
+        for ((hash, offset), i) in self.hashes.iter().zip(self.looked_up.iter()) {
+            newest[*i] = map.get_hash(hash).is_none_or(|m| *offset >= m);
+        }
+        Ok(())
+    }
+}
+
 /// Whether a record of a data batch stays: past the mapped range, or the
 /// newest of its key (a tombstone only until its horizon). Key-less records
-/// are dropped and counted.
+/// are dropped and counted. `by_map`: the map's answer for the record when
+/// [`MapLookup`] computed it for the batch.
 fn should_keep(
     map: &mut OffsetMap,
     newest_bits: &NewestOffsets,
     recopy: &mut Recopy<'_>,
     header: &BatchHeader,
     rec: &Record<'_>,
+    by_map: Option<bool>,
 ) -> bool {
     let offset = header.base_offset + rec.offset_delta as i64;
     if offset >= recopy.end {
@@ -434,7 +511,13 @@ fn should_keep(
             );
             newest
         }
-        None => from_map(map),
+        None => match by_map {
+            Some(newest) => {
+                debug_assert_eq!(newest, from_map(map), "batched lookup of offset {offset}");
+                newest
+            }
+            None => from_map(map),
+        },
     };
     if !newest {
         false
@@ -456,5 +539,63 @@ fn should_keep(
         }
     } else {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::compression::Compression;
+    use crate::log::record_batch::BatchBuilder;
+
+    #[test]
+    fn batched_map_lookups_answer_as_single_ones() {
+        // 40 records at offsets 100..140 (more than two chunks of lanes):
+        // keys k0..k24, k0..k14 twice; every seventh record key-less; the
+        // mapped range ends at 130.
+        let (base, end) = (100i64, 130i64);
+        let key = |i: usize| format!("k{}", i % 25);
+        let mut builder = BatchBuilder::new(Compression::None, 0);
+        for i in 0..40 {
+            let k = key(i);
+            builder.append(0, (i % 7 != 3).then_some(k.as_bytes()), Some(b"v"));
+        }
+        let mut batch = builder.build();
+        record_batch::set_base_offset(&mut batch, base);
+        let header = BatchHeader::parse(&batch).unwrap();
+        let mut map = OffsetMap::new(24 * 1000, 0.9).unwrap();
+        for j in 0..25usize {
+            // Even keys were written again after the batch; odd ones are
+            // newest at their last record here.
+            let newest =
+                if j % 2 == 0 { 500 } else { base + (if j < 15 { j + 25 } else { j }) as i64 };
+            map.put(key(j).as_bytes(), newest).unwrap();
+        }
+        let (mut hashes, mut looked_up, mut newest) = (Vec::new(), Vec::new(), Vec::new());
+        let bits = NewestOffsets::default();
+        let lookup = MapLookup {
+            hasher: KeyHasher::default(),
+            bits: &bits,
+            end,
+            hashes: &mut hashes,
+            looked_up: &mut looked_up,
+        };
+        let mut inflated = Vec::new();
+        let payload = record_batch::records_bytes(&header, &batch, &mut inflated, 1 << 20).unwrap();
+        lookup.answer(&mut map, &header, payload, &mut newest).unwrap();
+        assert_eq!(newest.len(), 40);
+        let mut superseded = 0;
+        for (i, rec) in RecordIter::new(payload, header.records_count).enumerate() {
+            let rec = rec.unwrap();
+            let offset = base + i64::from(rec.offset_delta);
+            let want = match rec.key.filter(|_| offset < end) {
+                Some(k) => map.get(k).is_none_or(|m| offset >= m),
+                None => true,
+            };
+            assert_eq!(newest[i], want, "record {i} at offset {offset}");
+            superseded += usize::from(!want);
+        }
+        // Even keys, and odd keys' first records of k1..k13: both answers occur.
+        assert!(superseded > 15 && superseded < 30, "{superseded} superseded");
     }
 }

@@ -141,6 +141,10 @@ pub(super) struct Buffers {
     pub(super) writer: WriterScratch,
     pub(super) retained: Vec<Range<usize>>,
     pub(super) hashes: Vec<(KeyHash, i64)>,
+    /// The recopy's map answers for one batch: per record, whether it is its
+    /// key's newest, and which records were looked up.
+    pub(super) newest_by_map: Vec<bool>,
+    pub(super) looked_up: Vec<usize>,
 }
 
 /// Executes cleans, one at a time, with its own map and buffers.

@@ -49,6 +49,9 @@
 //!    Whether a record of the mapped range is its key's newest is read from
 //!    one bit per offset set from the map (`newest_offsets.rs`), not by
 //!    hashing its key again, when the budget leaves room for the bits.
+//!    A record the bits do not cover (the clean region) is looked up in the
+//!    map; a batch's keys are fingerprinted together and their slots
+//!    prefetched before the lookups, as the map pass does for its inserts.
 //!    A run of plain batches none of whose records is its key's newest is
 //!    dropped without being read again: the map pass recorded where each
 //!    batch is (`mapped_batches.rs`), so a first clean of a log with many
@@ -88,7 +91,8 @@
 //!    unstable offset) that share a segment with cleaned ones are copied
 //!    unchanged.
 //! 6. **Swap**, per group, crash-safe at every step ([`Log::replace_segments`]):
-//!    write `<base>.log.cleaned` and its indexes, fsync; rename to `.swap`
+//!    write `<base>.log.cleaned` and its indexes (writeback started every
+//!    8 MiB behind the writes, so the fsync waits for the tail), fsync; rename to `.swap`
 //!    (descending offsets); fsync the directory; rename the replaced segments
 //!    to `.deleted`; strip `.swap`; fsync the directory; unlink `.deleted`
 //!    after `file.delete.delay.ms`. `Log::open` completes or rolls back an
