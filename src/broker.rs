@@ -463,13 +463,16 @@ async fn serve(
     let cluster_id = &broker.cluster_id;
     tracing::info!(listening = %first_bound, %advertised, %cluster_id, "sediment started");
     let ticker = crate::group::spawn_ticker(Arc::clone(&broker.groups));
-    let uploader = remote.map(RemoteLogManager::spawn);
+    let uploader = remote.as_ref().map(|r| Arc::clone(r).spawn());
     let listeners = bound.into_iter().map(|(l, _)| l).collect();
     crate::server::run(listeners, broker, shutdown).await;
     ticker.abort();
     // Every step of an upload round is safe to cut (remote module doc).
     if let Some(uploader) = uploader {
         uploader.abort();
+    }
+    if let Some(remote) = &remote {
+        remote.stop();
     }
     if let Some(metrics) = metrics {
         metrics.stop().await;

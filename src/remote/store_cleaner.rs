@@ -82,6 +82,10 @@ pub struct StoreCleaner {
     cleaner: Arc<Mutex<Cleaner>>,
     /// Scratch for `.cleaned` segments: `<cache dir>/.clean/<tp>/`.
     scratch: PathBuf,
+    /// Set when the broker shuts down: a store clean running on a blocking
+    /// thread stops at its next chunk (aborting the upload task does not
+    /// reach it) and deletes its `.cleaned` output.
+    cancel: CancellationToken,
 }
 
 impl StoreCleaner {
@@ -100,7 +104,13 @@ impl StoreCleaner {
             RemoteError::StoreClean { partition: "-".into(), reason: e.to_string() }
         })?;
         let scratch = cache.dir().join(".clean");
-        Ok(Self { cache, cleaner: Arc::new(Mutex::new(cleaner)), scratch })
+        let cancel = CancellationToken::new();
+        Ok(Self { cache, cleaner: Arc::new(Mutex::new(cleaner)), scratch, cancel })
+    }
+
+    /// Stop the clean running now, and every later one, at its next chunk.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
     }
 }
 
@@ -369,6 +379,7 @@ async fn clean_blocking(
     map_upper: i64,
 ) -> Result<Cleaned, RemoteError> {
     let (first_dirty, recopy, recopy_end) = (plan.first_dirty, plan.recopy, plan.recopy_end);
+    let cancel = cleaner.cancel.clone();
     let (cleaner, log, dir) = (Arc::clone(&cleaner.cleaner), Arc::clone(log), dir.to_path_buf());
     let tp = log.read().topic_partition().clone();
     blocking(move || {
@@ -381,13 +392,10 @@ async fn clean_blocking(
             first_dirty_offset: first_dirty,
             map_upper,
         };
-        let result = cleaner
-            .lock()
-            .clean_store_segments(&log, &to_clean, now_ms(), &CancellationToken::new())
-            .map_err(|e| RemoteError::StoreClean {
-                partition: tp.to_string(),
-                reason: e.to_string(),
-            })?;
+        let result =
+            cleaner.lock().clean_store_segments(&log, &to_clean, now_ms(), &cancel).map_err(
+                |e| RemoteError::StoreClean { partition: tp.to_string(), reason: e.to_string() },
+            )?;
         let mut groups = Vec::with_capacity(result.groups.len());
         for mut g in result.groups {
             g.segment.change_file_suffix("")?;

@@ -148,6 +148,15 @@ impl RemoteLogManager {
         let _ = self.store_cleaner.set(cleaner);
     }
 
+    /// At shutdown, after the upload task is aborted: stop a store clean
+    /// still running on its blocking thread, which the abort cannot cut
+    /// and the runtime would wait for.
+    pub fn stop(&self) {
+        if let Some(cleaner) = self.store_cleaner.get() {
+            cleaner.cancel();
+        }
+    }
+
     pub(super) fn store_cleaner(&self) -> Option<&StoreCleaner> {
         self.store_cleaner.get()
     }
