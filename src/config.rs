@@ -611,6 +611,7 @@ impl BrokerConfig {
                 .get("max.message.bytes")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(1_048_588),
+            store_share: self.boolean("remote.log.storage.system.enable"),
         }
     }
 

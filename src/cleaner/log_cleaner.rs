@@ -56,6 +56,10 @@ pub struct LogCleanerConfig {
     pub uncleanable_retry_backoff_ms: i64,
     /// `message.max.bytes`: the largest batch a buffer may grow to.
     pub max_message_size: usize,
+    /// Tiered storage is on, so the cleaner of store-only segments
+    /// (`remote/store_cleaner.rs`) runs beside the threads: the budget is
+    /// split into one share more, and the sum of all maps stays within it.
+    pub store_share: bool,
 }
 
 impl Default for LogCleanerConfig {
@@ -71,6 +75,7 @@ impl Default for LogCleanerConfig {
             backoff_ms: 15_000,
             uncleanable_retry_backoff_ms: 300_000,
             max_message_size: 1_048_588,
+            store_share: false,
         }
     }
 }
@@ -95,9 +100,10 @@ impl LogCleanerConfig {
         Ok(())
     }
 
-    /// One thread's share (Kafka caps the map at 2 GiB per thread).
+    /// One thread's share (Kafka caps the map at 2 GiB per thread); the
+    /// store cleaner, when there is one, gets the same share.
     pub fn per_thread(&self) -> CleanerConfig {
-        let threads = self.num_threads.max(1);
+        let threads = self.num_threads.max(1) + usize::from(self.store_share);
         CleanerConfig {
             dedupe_buffer_size: (self.dedupe_buffer_size / threads as u64).min(i32::MAX as u64)
                 as usize,
@@ -590,5 +596,9 @@ mod tests {
         let huge =
             LogCleanerConfig { num_threads: 1, dedupe_buffer_size: 8 << 30, ..Default::default() };
         assert_eq!(huge.per_thread().dedupe_buffer_size, i32::MAX as usize);
+        // With tiered storage the store cleaner takes a share of its own:
+        // three threads and it, four shares in all.
+        let tiered = LogCleanerConfig { num_threads: 3, store_share: true, ..Default::default() };
+        assert_eq!(tiered.per_thread().dedupe_buffer_size, 32 << 20);
     }
 }
