@@ -92,6 +92,44 @@ pub struct TxnIndexSearchResult {
     pub complete: bool,
 }
 
+impl TxnIndexSearchResult {
+    /// Take the next entry of an index into the search of
+    /// `[fetch_offset, upper_bound)`; true once the search is complete.
+    fn take(&mut self, txn: AbortedTxn, fetch_offset: i64, upper_bound: i64) -> bool {
+        if txn.last_offset >= fetch_offset && txn.first_offset < upper_bound {
+            self.aborted.push(txn);
+        }
+        self.complete = txn.last_stable_offset >= upper_bound;
+        self.complete
+    }
+
+    /// [`TransactionIndex::collect_aborted_txns`] over the bytes of an
+    /// index file (a `.txnindex` object read from a store).
+    ///
+    /// # Errors
+    /// Bytes that are not whole entries of a known version, with the reason.
+    pub fn search_bytes(
+        bytes: &[u8],
+        fetch_offset: i64,
+        upper_bound: i64,
+    ) -> std::result::Result<Self, String> {
+        if bytes.len() % ENTRY_SIZE != 0 {
+            return Err(format!("{} bytes are not whole entries of {ENTRY_SIZE}", bytes.len()));
+        }
+        let mut result = Self::default();
+        for entry in bytes.chunks_exact(ENTRY_SIZE) {
+            let entry: &[u8; ENTRY_SIZE] = entry.try_into().expect("whole entries");
+            let txn = AbortedTxn::from_bytes(entry).map_err(|version| {
+                format!("entry of version {version}, only {CURRENT_VERSION} is known")
+            })?;
+            if result.take(txn, fetch_offset, upper_bound) {
+                break;
+            }
+        }
+        Ok(result)
+    }
+}
+
 /// The transaction index of one segment.
 #[derive(Debug)]
 pub struct TransactionIndex {
@@ -266,15 +304,7 @@ impl TransactionIndex {
         upper_bound: i64,
     ) -> Result<TxnIndexSearchResult> {
         let mut result = TxnIndexSearchResult::default();
-        let mut complete = false;
-        self.visit_until(|txn| {
-            if txn.last_offset >= fetch_offset && txn.first_offset < upper_bound {
-                result.aborted.push(txn);
-            }
-            complete = txn.last_stable_offset >= upper_bound;
-            complete
-        })?;
-        result.complete = complete;
+        self.visit_until(|txn| result.take(txn, fetch_offset, upper_bound))?;
         Ok(result)
     }
 
@@ -446,6 +476,19 @@ mod tests {
             index.append(&txn(9, 100 + i, 100 + i, 101 + i)).unwrap();
         }
         assert_eq!(index.collect_aborted_txns(0, 2000).unwrap().aborted.len(), 1003);
+        // The same search over the file's bytes (a store's object) agrees.
+        let bytes = std::fs::read(&path).unwrap();
+        for (from, upper) in [(11, 15), (0, 6), (31, 40), (0, 2000), (500, 600)] {
+            let from_file = index.collect_aborted_txns(from, upper).unwrap();
+            let from_bytes = TxnIndexSearchResult::search_bytes(&bytes, from, upper).unwrap();
+            assert_eq!(from_bytes, from_file, "[{from}, {upper})");
+        }
+        let cut = TxnIndexSearchResult::search_bytes(&bytes[..ENTRY_SIZE + 3], 0, 10);
+        assert!(cut.unwrap_err().contains("whole entries"));
+        let mut unknown = bytes[..ENTRY_SIZE].to_vec();
+        unknown[1] = 7;
+        let unknown = TxnIndexSearchResult::search_bytes(&unknown, 0, 10);
+        assert!(unknown.unwrap_err().contains("version 7"));
         index.reset().unwrap();
         assert!(!path.exists() && index.is_empty());
     }

@@ -166,6 +166,17 @@ impl SegmentCache {
     /// The download's error (shared by every caller that waited for it):
     /// store errors, `Verify`/`CorruptSegment`/`TooLarge` for bytes that do
     /// not match the manifest, `Io` for the local disk.
+    /// The segment if it is in the cache now (counted as a use); never
+    /// downloads.
+    pub fn peek(&self, tp: &TopicPartition, entry: &SegmentEntry) -> Option<Arc<CachedSegment>> {
+        let mut st = self.state.lock();
+        st.tick += 1;
+        let tick = st.tick;
+        let e = st.entries.get_mut(&segment_id(tp, entry))?;
+        e.last_used = tick;
+        Some(Arc::clone(&e.segment))
+    }
+
     pub async fn get(
         self: &Arc<Self>,
         tp: &TopicPartition,

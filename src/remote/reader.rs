@@ -17,7 +17,9 @@
 //!   local log answers. read_committed reads name the aborted transactions of
 //!   the store's segments from the one read up to the local log start (by
 //!   their `.txnindex`, the rule of `log::log_read`); when that search is not
-//!   complete the caller continues it in the local log.
+//!   complete the caller continues it in the local log. A later segment not
+//!   in the cache is not downloaded for it: its `.txnindex` object alone is
+//!   read (checked against the manifest's size and CRC32C).
 //! * Everything here runs on the async runtime; segment file reads run on
 //!   blocking threads, never under a log's lock.
 
@@ -29,13 +31,13 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use super::cache::{CachedSegment, SegmentCache};
-use super::manifest::{self, Manifest, SegmentEntry};
+use super::manifest::{self, Manifest, ObjectEntry, SegmentEntry};
 use super::store::RemoteStore;
 use super::{blocking, RemoteError};
 use crate::log::index::TimeIndex;
 use crate::log::manager::topic_id_to_string;
 use crate::log::segment::SegmentConfig;
-use crate::log::transaction_index::AbortedTxn;
+use crate::log::transaction_index::{AbortedTxn, TxnIndexSearchResult};
 use crate::log::{FetchIsolation, LogError, TopicPartition};
 
 /// A failed remote read.
@@ -110,6 +112,8 @@ pub struct RemoteLogReader {
 
 /// Largest `.timeindex` object read for a timestamp lookup (an index's limit).
 const MAX_TIME_INDEX: u64 = 64 << 20;
+/// Largest `.txnindex` object read to name a read's aborted transactions.
+const MAX_TXN_INDEX: u64 = 64 << 20;
 /// Segments' largest timestamps remembered (a few MB at most).
 const MAX_KNOWN_TIMESTAMPS: usize = 100_000;
 
@@ -212,15 +216,11 @@ impl RemoteLogReader {
             let Some(mut fetch) = read_segment(Arc::clone(&seg), range).await? else { continue };
             if range.isolation == FetchIsolation::TxnCommitted && !fetch.aborted_complete {
                 for later in &below[i + 1..] {
-                    if !later.files.iter().any(|f| f.ext == "txnindex") {
+                    let Some(f) = later.files.iter().find(|f| f.ext == "txnindex") else {
                         continue;
-                    }
-                    let seg = self.cache.get(tp, later, config).await?;
+                    };
                     let (from, upper) = (range.fetch_offset, fetch.upper_bound);
-                    let found = blocking(move || {
-                        Ok(seg.segment().txn_index().collect_aborted_txns(from, upper)?)
-                    })
-                    .await?;
+                    let found = self.later_aborted(tp, later, f, from, upper).await?;
                     fetch.aborted_transactions.get_or_insert_with(Vec::new).extend(found.aborted);
                     if found.complete {
                         fetch.aborted_complete = true;
@@ -293,6 +293,32 @@ impl RemoteLogReader {
     /// A store segment's largest timestamp, from its `.timeindex` object
     /// (small; verified against the manifest; remembered by key). A segment
     /// listed without one answers `i64::MAX`: only the segment can tell.
+    /// The aborted transactions a later segment adds to a read_committed
+    /// read of `[from, upper)`: from its copy in the cache when there is
+    /// one, else from its `.txnindex` object `f` alone, so that naming the
+    /// aborts of a read does not download the segments after it.
+    async fn later_aborted(
+        &self,
+        tp: &TopicPartition,
+        entry: &SegmentEntry,
+        f: &ObjectEntry,
+        from: i64,
+        upper: i64,
+    ) -> Result<TxnIndexSearchResult, RemoteReadError> {
+        if let Some(seg) = self.cache.peek(tp, entry) {
+            let found = blocking(move || {
+                Ok(seg.segment().txn_index().collect_aborted_txns(from, upper)?)
+            })
+            .await?;
+            return Ok(found);
+        }
+        let bytes = self.fetch_verified(tp, f, MAX_TXN_INDEX).await?;
+        TxnIndexSearchResult::search_bytes(&bytes, from, upper).map_err(|reason| {
+            let key = format!("{}/{}", manifest::partition_dir(tp), f.key);
+            RemoteReadError::from(RemoteError::CorruptSegment { key, reason })
+        })
+    }
+
     async fn max_timestamp(
         &self,
         tp: &TopicPartition,
@@ -304,8 +330,26 @@ impl RemoteLogReader {
         if let Some(ts) = self.max_timestamps.lock().get(&f.key) {
             return Ok(*ts);
         }
+        let bytes = self.fetch_verified(tp, f, MAX_TIME_INDEX).await?;
+        let ts = TimeIndex::last_entry_of(&bytes, entry.base_offset).map_or(-1, |e| e.timestamp);
+        let mut known = self.max_timestamps.lock();
+        if known.len() >= MAX_KNOWN_TIMESTAMPS {
+            known.clear();
+        }
+        known.insert(f.key.clone(), ts);
+        Ok(ts)
+    }
+
+    /// One object of a segment, read whole (refused above `max` bytes) and
+    /// checked against the manifest's size and CRC32C.
+    async fn fetch_verified(
+        &self,
+        tp: &TopicPartition,
+        f: &ObjectEntry,
+        max: u64,
+    ) -> Result<Bytes, RemoteReadError> {
         let key = self.store.key(&format!("{}/{}", manifest::partition_dir(tp), f.key));
-        let fetched = match self.store.get_bounded(&key, f.size.min(MAX_TIME_INDEX)).await {
+        let fetched = match self.store.get_bounded(&key, f.size.min(max)).await {
             Ok(bytes) => {
                 let crc = crc32c::crc32c(&bytes);
                 if bytes.len() as u64 == f.size && crc == f.crc32c {
@@ -322,18 +366,11 @@ impl RemoteLogReader {
             }
             Err(e) => Err(e),
         };
-        let bytes = fetched.map_err(|e| {
+        fetched.map_err(|e| {
             self.cache.stats().error(e.kind());
             tracing::warn!(partition = %tp, "tiered storage: reading from the store: {e}");
             RemoteReadError::from(e)
-        })?;
-        let ts = TimeIndex::last_entry_of(&bytes, entry.base_offset).map_or(-1, |e| e.timestamp);
-        let mut known = self.max_timestamps.lock();
-        if known.len() >= MAX_KNOWN_TIMESTAMPS {
-            known.clear();
-        }
-        known.insert(f.key.clone(), ts);
-        Ok(ts)
+        })
     }
 
     /// The store segments of `tp` that hold offsets in `offsets` (below

@@ -136,6 +136,14 @@ async fn read_committed_names_aborts_from_later_segments() {
     assert_eq!(got.upper_bound, 60);
     assert_eq!(got.aborted_transactions, Some(vec![txn]));
     assert!(got.aborted_complete);
+    // Segment 1's abort came from its .txnindex object alone.
+    assert!(f.reader.cache.peek(&f.tp, &f.entries[1]).is_none(), "segment 1 was downloaded");
+    // Once segment 1 is in the cache (read itself), its copy answers alike.
+    let one = RemoteRange { fetch_offset: 60, ..committed };
+    f.reader.read(&f.tp, one, config()).await.unwrap().unwrap();
+    assert!(f.reader.cache.peek(&f.tp, &f.entries[1]).is_some());
+    let again = f.reader.read(&f.tp, committed, config()).await.unwrap().unwrap();
+    assert_eq!((again.aborted_transactions, again.aborted_complete), (Some(vec![txn]), true));
     // Read past the marker: nothing overlaps.
     let later = RemoteRange { fetch_offset: 120, ..committed };
     let got = f.reader.read(&f.tp, later, config()).await.unwrap().unwrap();
