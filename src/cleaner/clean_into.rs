@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 
 use super::batch_writer;
-use super::cleaner::{Cleaner, CleanerError, IoContext, READAHEAD};
+use super::cleaner::{Cleaner, CleanerError, IoContext, MAX_BATCHED_LOOKUPS, READAHEAD};
 use super::group_writer::GroupWriter;
 use super::mapped_batches::SegmentBatches;
 use super::newest_offsets::NewestOffsets;
@@ -354,7 +354,9 @@ impl Cleaner {
         let limit = recopy.io.decompress_limit();
         let payload = record_batch::records_bytes(header, batch, &mut self.bufs.inflated, limit)?;
         self.bufs.newest_by_map.clear();
-        if !discard_all
+        let batched = usize::try_from(header.records_count).is_ok_and(|n| n <= MAX_BATCHED_LOOKUPS);
+        if batched
+            && !discard_all
             && header.base_offset < recopy.end
             && self.newest.get(header.base_offset).is_none()
         {

@@ -132,6 +132,12 @@ pub struct CleanResult {
     pub kept_tombstones: Option<KeptTombstones>,
 }
 
+/// The most records of one batch whose map lookups the recopy batches
+/// (`MapLookup`): a batch with more, which only a compressed batch of many
+/// tiny records can be, is looked up record by record, so the per-record
+/// buffers stay small whatever a batch inflates to.
+pub(super) const MAX_BATCHED_LOOKUPS: usize = 4096;
+
 /// Reusable memory of a cleaner.
 #[derive(Debug, Default)]
 pub(super) struct Buffers {
@@ -513,6 +519,12 @@ impl Cleaner {
             }
         }
         self.bufs.writer.shrink_to(size);
+        // Per-record buffers: one batch of many small records grew them.
+        let records = MAX_BATCHED_LOOKUPS;
+        self.bufs.retained.shrink_to(records);
+        self.bufs.hashes.shrink_to(records);
+        self.bufs.newest_by_map.shrink_to(records);
+        self.bufs.looked_up.shrink_to(records);
     }
 
     /// The read buffer, at least `io_buffer_size` long; the caller puts it back.

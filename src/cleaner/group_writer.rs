@@ -21,7 +21,9 @@
 //! * Every read and write is checked for cancellation and throttled.
 //! * Writeback starts behind the writes: every [`WRITE_BEHIND`] bytes
 //!   appended, the kernel is asked to start writing them to disk without
-//!   waiting (`sync_file_range(SYNC_FILE_RANGE_WRITE)`), so the group's one
+//!   waiting for the writes to complete (`sync_file_range(
+//!   SYNC_FILE_RANGE_WRITE)`; the call itself may block briefly while the
+//!   device's queue is full), so the group's one
 //!   fsync at the end waits for the tail only, not for the whole segment
 //!   while the clean stands still. It is a hint for speed: durability still
 //!   comes from that fsync alone, before the swap.
