@@ -103,31 +103,59 @@ impl TxnIndexSearchResult {
         self.complete
     }
 
-    /// [`TransactionIndex::collect_aborted_txns`] over the bytes of an
-    /// index file (a `.txnindex` object read from a store).
-    ///
-    /// # Errors
-    /// Bytes that are not whole entries of a known version, with the reason.
-    pub fn search_bytes(
-        bytes: &[u8],
-        fetch_offset: i64,
-        upper_bound: i64,
-    ) -> std::result::Result<Self, String> {
-        if bytes.len() % ENTRY_SIZE != 0 {
-            return Err(format!("{} bytes are not whole entries of {ENTRY_SIZE}", bytes.len()));
-        }
+    /// [`TransactionIndex::collect_aborted_txns`] over entries already
+    /// read (those of a `.txnindex` object of a store, [`parse_entries`]).
+    pub fn search(entries: &[AbortedTxn], fetch_offset: i64, upper_bound: i64) -> Self {
         let mut result = Self::default();
-        for entry in bytes.chunks_exact(ENTRY_SIZE) {
-            let entry: &[u8; ENTRY_SIZE] = entry.try_into().expect("whole entries");
-            let txn = AbortedTxn::from_bytes(entry).map_err(|version| {
-                format!("entry of version {version}, only {CURRENT_VERSION} is known")
-            })?;
-            if result.take(txn, fetch_offset, upper_bound) {
+        for txn in entries {
+            if result.take(*txn, fetch_offset, upper_bound) {
                 break;
             }
         }
-        Ok(result)
+        result
     }
+}
+
+/// The entries of an index file's bytes (a `.txnindex` object read from a
+/// store), checked as [`TransactionIndex::open`] checks a file: a trailing
+/// partial entry is cut off, and every entry must be of the known version,
+/// at or past `base_offset` and after the one before.
+///
+/// # Errors
+/// The first entry that fails, with the reason.
+pub fn parse_entries(
+    bytes: &[u8],
+    base_offset: i64,
+) -> std::result::Result<Vec<AbortedTxn>, String> {
+    let mut last = None;
+    bytes
+        .chunks_exact(ENTRY_SIZE)
+        .map(|entry| {
+            let entry: &[u8; ENTRY_SIZE] = entry.try_into().expect("whole entries");
+            let txn = AbortedTxn::from_bytes(entry).map_err(unknown_version)?;
+            match out_of_order(&txn, base_offset, &mut last) {
+                Some(reason) => Err(reason),
+                None => Ok(txn),
+            }
+        })
+        .collect()
+}
+
+fn unknown_version(version: i16) -> String {
+    format!("entry of version {version}, only {CURRENT_VERSION} is known")
+}
+
+/// Why `txn` cannot follow the entry whose marker is at `last` in a segment
+/// based at `base_offset` (none when it can; `last` moves on to it).
+fn out_of_order(txn: &AbortedTxn, base_offset: i64, last: &mut Option<i64>) -> Option<String> {
+    if txn.last_offset < base_offset || last.is_some_and(|l| txn.last_offset <= l) {
+        return Some(format!(
+            "entry with last offset {} after {last:?} in a segment based at {base_offset}",
+            txn.last_offset
+        ));
+    }
+    *last = Some(txn.last_offset);
+    None
 }
 
 /// The transaction index of one segment.
@@ -180,16 +208,7 @@ impl TransactionIndex {
         let mut index =
             Self { path: path.into(), base_offset, file: Some(file), len, last_offset: None };
         let mut last: Option<i64> = None;
-        index.visit(|txn| {
-            if txn.last_offset < base_offset || last.is_some_and(|l| txn.last_offset <= l) {
-                return Some(format!(
-                    "entry with last offset {} after {last:?} in a segment based at {base_offset}",
-                    txn.last_offset
-                ));
-            }
-            last = Some(txn.last_offset);
-            None
-        })?;
+        index.visit(|txn| out_of_order(&txn, base_offset, &mut last))?;
         index.last_offset = last;
         Ok(index)
     }
@@ -331,11 +350,8 @@ impl TransactionIndex {
             file.read_exact_at(&mut buf[..n], position).map_err(LogError::io(&self.path))?;
             for entry in buf[..n].chunks_exact(ENTRY_SIZE) {
                 let entry: &[u8; ENTRY_SIZE] = entry.try_into().expect("whole entries");
-                let txn = AbortedTxn::from_bytes(entry).map_err(|version| {
-                    self.corrupt(format!(
-                        "entry of version {version}, only {CURRENT_VERSION} is known"
-                    ))
-                })?;
+                let txn = AbortedTxn::from_bytes(entry)
+                    .map_err(|version| self.corrupt(unknown_version(version)))?;
                 if stop(txn) {
                     return Ok(());
                 }
@@ -478,17 +494,21 @@ mod tests {
         assert_eq!(index.collect_aborted_txns(0, 2000).unwrap().aborted.len(), 1003);
         // The same search over the file's bytes (a store's object) agrees.
         let bytes = std::fs::read(&path).unwrap();
+        let entries = parse_entries(&bytes, 0).unwrap();
         for (from, upper) in [(11, 15), (0, 6), (31, 40), (0, 2000), (500, 600)] {
             let from_file = index.collect_aborted_txns(from, upper).unwrap();
-            let from_bytes = TxnIndexSearchResult::search_bytes(&bytes, from, upper).unwrap();
+            let from_bytes = TxnIndexSearchResult::search(&entries, from, upper);
             assert_eq!(from_bytes, from_file, "[{from}, {upper})");
         }
-        let cut = TxnIndexSearchResult::search_bytes(&bytes[..ENTRY_SIZE + 3], 0, 10);
-        assert!(cut.unwrap_err().contains("whole entries"));
+        // Checked as a file is on open: a partial entry is cut off; another
+        // version, an entry out of order or below the base are refused.
+        assert_eq!(parse_entries(&bytes[..ENTRY_SIZE + 3], 0).unwrap().len(), 1);
         let mut unknown = bytes[..ENTRY_SIZE].to_vec();
         unknown[1] = 7;
-        let unknown = TxnIndexSearchResult::search_bytes(&unknown, 0, 10);
-        assert!(unknown.unwrap_err().contains("version 7"));
+        assert!(parse_entries(&unknown, 0).unwrap_err().contains("version 7"));
+        let swapped = [&bytes[ENTRY_SIZE..2 * ENTRY_SIZE], &bytes[..ENTRY_SIZE]].concat();
+        assert!(parse_entries(&swapped, 0).unwrap_err().contains("after Some(20)"));
+        assert!(parse_entries(&bytes[..ENTRY_SIZE], 11).unwrap_err().contains("based at 11"));
         index.reset().unwrap();
         assert!(!path.exists() && index.is_empty());
     }

@@ -160,12 +160,6 @@ impl SegmentCache {
         self.state.lock().downloads
     }
 
-    /// The segment `entry` of `tp`, downloaded first unless cached.
-    ///
-    /// # Errors
-    /// The download's error (shared by every caller that waited for it):
-    /// store errors, `Verify`/`CorruptSegment`/`TooLarge` for bytes that do
-    /// not match the manifest, `Io` for the local disk.
     /// The segment if it is in the cache now (counted as a use); never
     /// downloads.
     pub fn peek(&self, tp: &TopicPartition, entry: &SegmentEntry) -> Option<Arc<CachedSegment>> {
@@ -177,6 +171,12 @@ impl SegmentCache {
         Some(Arc::clone(&e.segment))
     }
 
+    /// The segment `entry` of `tp`, downloaded first unless cached.
+    ///
+    /// # Errors
+    /// The download's error (shared by every caller that waited for it):
+    /// store errors, `Verify`/`CorruptSegment`/`TooLarge` for bytes that do
+    /// not match the manifest, `Io` for the local disk.
     pub async fn get(
         self: &Arc<Self>,
         tp: &TopicPartition,

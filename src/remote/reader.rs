@@ -37,7 +37,7 @@ use super::{blocking, RemoteError};
 use crate::log::index::TimeIndex;
 use crate::log::manager::topic_id_to_string;
 use crate::log::segment::SegmentConfig;
-use crate::log::transaction_index::{AbortedTxn, TxnIndexSearchResult};
+use crate::log::transaction_index::{parse_entries, AbortedTxn, TxnIndexSearchResult};
 use crate::log::{FetchIsolation, LogError, TopicPartition};
 
 /// A failed remote read.
@@ -104,6 +104,8 @@ pub struct RemoteLogReader {
     manifests: Mutex<HashMap<TopicPartition, Arc<Manifest>>>,
     /// Store segments' largest timestamps, by `.timeindex` key (which names its content).
     max_timestamps: Mutex<HashMap<String, i64>>,
+    /// Store segments' aborted transactions, by `.txnindex` key.
+    txn_indexes: Mutex<HashMap<String, Arc<[AbortedTxn]>>>,
     /// `remote.fetch.max.wait.ms`: how long a fetch waits for the store.
     fetch_max_wait: Duration,
     /// `remote.list.offsets.request.timeout.ms`: how long an offset lookup waits.
@@ -112,8 +114,11 @@ pub struct RemoteLogReader {
 
 /// Largest `.timeindex` object read for a timestamp lookup (an index's limit).
 const MAX_TIME_INDEX: u64 = 64 << 20;
-/// Largest `.txnindex` object read to name a read's aborted transactions.
-const MAX_TXN_INDEX: u64 = 64 << 20;
+/// Largest `.txnindex` object read alone to name a read's aborted
+/// transactions (30,840 entries); a larger one is read from the segment.
+const MAX_TXN_INDEX_READ: u64 = 1 << 20;
+/// Most `.txnindex` entries remembered from the store (32 bytes each).
+const MAX_KNOWN_TXN_ENTRIES: usize = 1 << 18;
 /// Segments' largest timestamps remembered (a few MB at most).
 const MAX_KNOWN_TIMESTAMPS: usize = 100_000;
 
@@ -124,6 +129,7 @@ impl RemoteLogReader {
             cache,
             manifests: Mutex::default(),
             max_timestamps: Mutex::default(),
+            txn_indexes: Mutex::default(),
             fetch_max_wait: Duration::from_millis(500),
             list_offsets_timeout: Duration::from_secs(30),
         }
@@ -219,8 +225,8 @@ impl RemoteLogReader {
                     let Some(f) = later.files.iter().find(|f| f.ext == "txnindex") else {
                         continue;
                     };
-                    let (from, upper) = (range.fetch_offset, fetch.upper_bound);
-                    let found = self.later_aborted(tp, later, f, from, upper).await?;
+                    let bounds = (range.fetch_offset, fetch.upper_bound);
+                    let found = self.later_aborted(tp, later, f, config, bounds).await?;
                     fetch.aborted_transactions.get_or_insert_with(Vec::new).extend(found.aborted);
                     if found.complete {
                         fetch.aborted_complete = true;
@@ -290,35 +296,69 @@ impl RemoteLogReader {
         Ok(found)
     }
 
-    /// A store segment's largest timestamp, from its `.timeindex` object
-    /// (small; verified against the manifest; remembered by key). A segment
-    /// listed without one answers `i64::MAX`: only the segment can tell.
     /// The aborted transactions a later segment adds to a read_committed
-    /// read of `[from, upper)`: from its copy in the cache when there is
-    /// one, else from its `.txnindex` object `f` alone, so that naming the
-    /// aborts of a read does not download the segments after it.
+    /// read of `[from, upper)`. A segment in the cache answers from its
+    /// copy; else a small `.txnindex` object `f` is read alone (and its
+    /// entries remembered by key, which names the content), so naming the
+    /// aborts of a read does not download the segments after it; a large
+    /// one goes through the cache like a read of the segment.
     async fn later_aborted(
         &self,
         tp: &TopicPartition,
         entry: &SegmentEntry,
         f: &ObjectEntry,
-        from: i64,
-        upper: i64,
+        config: SegmentConfig,
+        (from, upper): (i64, i64),
     ) -> Result<TxnIndexSearchResult, RemoteReadError> {
-        if let Some(seg) = self.cache.peek(tp, entry) {
-            let found = blocking(move || {
-                Ok(seg.segment().txn_index().collect_aborted_txns(from, upper)?)
-            })
-            .await?;
-            return Ok(found);
-        }
-        let bytes = self.fetch_verified(tp, f, MAX_TXN_INDEX).await?;
-        TxnIndexSearchResult::search_bytes(&bytes, from, upper).map_err(|reason| {
-            let key = format!("{}/{}", manifest::partition_dir(tp), f.key);
-            RemoteReadError::from(RemoteError::CorruptSegment { key, reason })
-        })
+        let known = self.txn_indexes.lock().get(&f.key).cloned();
+        let entries = match known {
+            Some(entries) => entries,
+            None if f.size <= MAX_TXN_INDEX_READ && self.cache.peek(tp, entry).is_none() => {
+                self.read_txn_index(tp, entry, f).await?
+            }
+            None => {
+                let seg = self.cache.get(tp, entry, config).await?;
+                let found = blocking(move || {
+                    Ok(seg.segment().txn_index().collect_aborted_txns(from, upper)?)
+                })
+                .await?;
+                return Ok(found);
+            }
+        };
+        Ok(TxnIndexSearchResult::search(&entries, from, upper))
     }
 
+    /// The entries of a segment's `.txnindex` object, read, checked as a
+    /// file is on open, and remembered (the memory bounded by
+    /// [`MAX_KNOWN_TXN_ENTRIES`]).
+    async fn read_txn_index(
+        &self,
+        tp: &TopicPartition,
+        entry: &SegmentEntry,
+        f: &ObjectEntry,
+    ) -> Result<Arc<[AbortedTxn]>, RemoteReadError> {
+        let bytes = self.fetch_verified(tp, f, MAX_TXN_INDEX_READ).await?;
+        let entries: Arc<[AbortedTxn]> = match parse_entries(&bytes, entry.base_offset) {
+            Ok(entries) => entries.into(),
+            Err(reason) => {
+                let key = format!("{}/{}", manifest::partition_dir(tp), f.key);
+                let e = RemoteError::CorruptSegment { key, reason };
+                self.cache.stats().error(e.kind());
+                tracing::warn!(partition = %tp, "tiered storage: reading from the store: {e}");
+                return Err(e.into());
+            }
+        };
+        let mut known = self.txn_indexes.lock();
+        if known.values().map(|e| e.len()).sum::<usize>() + entries.len() > MAX_KNOWN_TXN_ENTRIES {
+            known.clear();
+        }
+        known.insert(f.key.clone(), Arc::clone(&entries));
+        Ok(entries)
+    }
+
+    /// A store segment's largest timestamp, from its `.timeindex` object
+    /// (small; verified against the manifest; remembered by key). A segment
+    /// listed without one answers `i64::MAX`: only the segment can tell.
     async fn max_timestamp(
         &self,
         tp: &TopicPartition,
