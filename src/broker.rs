@@ -506,15 +506,8 @@ async fn start_remote(
     // The cleaner pool's share of the dedupe budget and its I/O throttle
     // also clean the segments only in the store.
     if let Some(handle) = broker.cleaner.as_ref().filter(|h| h.config().enable) {
-        let clock = Arc::clone(handle.manager().clock());
-        let per_thread = handle.config().per_thread();
-        let cleaner = StoreCleaner::new(
-            Arc::clone(&cache),
-            per_thread,
-            Arc::clone(handle.throttler()),
-            clock,
-        )
-        .map_err(BrokerError::Remote)?;
+        let cleaner = StoreCleaner::new(Arc::clone(&cache), Arc::clone(handle))
+            .map_err(BrokerError::Remote)?;
         manager.set_store_cleaner(cleaner);
     }
     let reader = RemoteLogReader::new(store, cache)

@@ -65,10 +65,9 @@ use super::{blocking, now_ms, RemoteError};
 use crate::cleaner::log_to_clean::dirty_ratio;
 use crate::cleaner::store_segments::{StoreSegmentSource, StoreSegmentsToClean};
 use crate::cleaner::{
-    CancellationToken, Cleaner, CleanerConfig, CleanerStats, LastClean, LogToClean,
-    StoreCleanState, Throttler,
+    CancellationToken, Cleaner, CleanerStats, LastClean, LogCleanerHandle, LogToClean,
+    StoreCleanState,
 };
-use crate::clock::SharedClock;
 use crate::log::manager::SharedLog;
 use crate::log::TopicPartition;
 
@@ -80,6 +79,9 @@ const MAX_STORE_CLEAN_BACKOFF: Duration = Duration::from_secs(300);
 pub struct StoreCleaner {
     cache: Arc<SegmentCache>,
     cleaner: Arc<Mutex<Cleaner>>,
+    /// The cleaner pool: its share of the budget now (threads and budget
+    /// can change while the broker runs; the map follows before a clean).
+    pool: Arc<LogCleanerHandle>,
     /// Scratch for `.cleaned` segments: `<cache dir>/.clean/<tp>/`.
     scratch: PathBuf,
     /// Set when the broker shuts down: a store clean running on a blocking
@@ -89,23 +91,34 @@ pub struct StoreCleaner {
 }
 
 impl StoreCleaner {
-    /// A cleaner with `config` (one thread's share of the pool's budget)
-    /// and the pool's `throttler`, reading through `cache`.
+    /// A cleaner with one thread's share of `pool`'s budget and its
+    /// throttle, reading through `cache`.
     ///
     /// # Errors
     /// A dedupe share too small for one entry.
-    pub fn new(
-        cache: Arc<SegmentCache>,
-        config: CleanerConfig,
-        throttler: Arc<Throttler>,
-        clock: SharedClock,
-    ) -> Result<Self, RemoteError> {
-        let cleaner = Cleaner::new(usize::MAX, config, throttler, clock).map_err(|e| {
-            RemoteError::StoreClean { partition: "-".into(), reason: e.to_string() }
-        })?;
+    pub fn new(cache: Arc<SegmentCache>, pool: Arc<LogCleanerHandle>) -> Result<Self, RemoteError> {
+        let cleaner = Self::cleaner_for(&pool)?;
         let scratch = cache.dir().join(".clean");
         let cancel = CancellationToken::new();
-        Ok(Self { cache, cleaner: Arc::new(Mutex::new(cleaner)), scratch, cancel })
+        Ok(Self { cache, cleaner: Arc::new(Mutex::new(cleaner)), pool, scratch, cancel })
+    }
+
+    /// A cleaner with `pool`'s per-thread share, throttle and clock.
+    fn cleaner_for(pool: &LogCleanerHandle) -> Result<Cleaner, RemoteError> {
+        let (share, throttler) = (pool.config().per_thread(), Arc::clone(pool.throttler()));
+        let clock = Arc::clone(pool.manager().clock());
+        Cleaner::new(usize::MAX, share, throttler, clock)
+            .map_err(|e| RemoteError::StoreClean { partition: "-".into(), reason: e.to_string() })
+    }
+
+    /// Before a clean: a new map when the pool's share changed since the
+    /// last one (threads or budget reconfigured).
+    fn follow_pool(&self) -> Result<(), RemoteError> {
+        let mut cleaner = self.cleaner.lock();
+        if *cleaner.config() != self.pool.config().per_thread() {
+            *cleaner = Self::cleaner_for(&self.pool)?;
+        }
+        Ok(())
     }
 
     /// Stop the clean running now, and every later one, at its next chunk.
@@ -379,6 +392,7 @@ async fn clean_blocking(
     map_upper: i64,
 ) -> Result<Cleaned, RemoteError> {
     let (first_dirty, recopy, recopy_end) = (plan.first_dirty, plan.recopy, plan.recopy_end);
+    cleaner.follow_pool()?;
     let cancel = cleaner.cancel.clone();
     let (cleaner, log, dir) = (Arc::clone(&cleaner.cleaner), Arc::clone(log), dir.to_path_buf());
     let tp = log.read().topic_partition().clone();
@@ -419,10 +433,17 @@ async fn clean_blocking(
 
 #[cfg(test)]
 mod tests {
-    use super::StoreCleanPlan;
+    use std::sync::Arc;
+
+    use super::{StoreCleanPlan, StoreCleaner};
+    use crate::cleaner::{LogCleaner, LogCleanerConfig};
     use crate::log::TopicPartition;
+    use crate::log::{LogManager, LogManagerConfig};
+    use crate::remote::cache::testing::local_store;
+    use crate::remote::cache::{SegmentCache, CACHE_DIR};
     use crate::remote::manifest::tests::{manifest, segment};
     use crate::remote::manifest::Manifest;
+    use crate::remote::read_stats::RemoteReadStats;
 
     /// Four segments of 10 bytes: [0,5) [5,9) [9,12) [12,20).
     fn four() -> Manifest {
@@ -458,5 +479,31 @@ mod tests {
         // Not mapped, but past what a map may reach now (compaction lag).
         assert_eq!(StoreCleanPlan::of(&all, (12, 0), 0, 12).dirty_ratio, 0.0);
         assert_eq!(StoreCleanPlan::of(&all, (12, 0), 0, 13).dirty_ratio, 0.25);
+    }
+
+    #[test]
+    fn the_store_cleaners_map_follows_the_pools_share() {
+        let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+        let clock = crate::clock::system();
+        let logs = LogManager::open(LogManagerConfig::new(dirs[0].path()), Arc::clone(&clock));
+        let config = LogCleanerConfig {
+            dedupe_buffer_size: 1 << 20,
+            store_share: true,
+            ..Default::default()
+        };
+        let mut pool = LogCleaner::start(config.clone(), Arc::new(logs.unwrap()), clock, None);
+        let pool = pool.as_mut().unwrap();
+        let handle = Arc::clone(pool.handle());
+        let cache_dir = dirs[1].path().join(CACHE_DIR);
+        let store = local_store(dirs[2].path());
+        let reads = RemoteReadStats::default();
+        let cache = SegmentCache::open(&cache_dir, 1 << 20, store, Arc::default(), reads).unwrap();
+        let cleaner = StoreCleaner::new(cache, Arc::clone(&handle)).unwrap();
+        // One thread and the store cleaner: two shares.
+        assert_eq!(cleaner.cleaner.lock().config().dedupe_buffer_size, (1 << 20) / 2);
+        handle.reconfigure(LogCleanerConfig { num_threads: 3, ..config }).unwrap();
+        cleaner.follow_pool().unwrap();
+        assert_eq!(cleaner.cleaner.lock().config().dedupe_buffer_size, (1 << 20) / 4);
+        pool.shutdown();
     }
 }
