@@ -155,6 +155,50 @@ async fn read_committed_names_aborts_from_later_segments() {
 }
 
 #[tokio::test]
+async fn a_txnindex_object_that_fails_its_checks_is_reported_not_used() {
+    let txn =
+        AbortedTxn { producer_id: 7, first_offset: 5, last_offset: 70, last_stable_offset: 71 };
+    let f = fixture(&[txn]).await;
+    let committed = RemoteRange { isolation: FetchIsolation::TxnCommitted, ..range(0, 1 << 20) };
+    // Segment 1's .txnindex replaced by an entry of an unknown version,
+    // listed with its true size and CRC: it passes the object check and
+    // fails the entry check.
+    let mut bad = txn.to_bytes();
+    bad[1] = 7;
+    let mut entries = f.entries.clone();
+    let base = entries[1].base_offset;
+    let obj = entries[1].files.iter_mut().find(|o| o.ext == "txnindex").unwrap();
+    (obj.size, obj.crc32c) = (bad.len() as u64, crc32c::crc32c(&bad));
+    obj.key = object_key(base, obj.crc32c, obj.size, "txnindex");
+    let key = f.store.key(&format!("{}/{}", manifest::partition_dir(&f.tp), obj.key));
+    f.store.put_verified(&key, Bytes::copy_from_slice(&bad)).await.unwrap();
+    write_manifest(&f.store, &f.tp, 1, 0, entries.clone()).await;
+    let err = f.reader.read(&f.tp, committed, config()).await.unwrap_err();
+    assert!(matches!(&err, RemoteReadError::Remote(e) if e.kind() == "corrupt"), "{err}");
+    assert!(err.to_string().contains("version 7"), "{err}");
+    // Listed (and named) with a CRC its bytes do not have: refused before
+    // parsing.
+    let obj = entries[1].files.iter_mut().find(|o| o.ext == "txnindex").unwrap();
+    obj.crc32c ^= 1;
+    obj.key = object_key(base, obj.crc32c, obj.size, "txnindex");
+    let key = f.store.key(&format!("{}/{}", manifest::partition_dir(&f.tp), obj.key));
+    f.store.put_verified(&key, Bytes::copy_from_slice(&bad)).await.unwrap();
+    write_manifest(&f.store, &f.tp, 2, 0, entries).await;
+    f.reader.manifests.lock().clear(); // a corrupt object does not make it look again
+    let err = f.reader.read(&f.tp, committed, config()).await.unwrap_err();
+    assert!(
+        matches!(&err, RemoteReadError::Remote(e) if matches!(**e, RemoteError::Verify { .. })),
+        "{err}"
+    );
+    assert_eq!(f.reader.cache.stats().counters().errors.get("corrupt"), Some(&2));
+    // Neither was remembered: the good manifest answers again.
+    write_manifest(&f.store, &f.tp, 3, 0, f.entries.clone()).await;
+    f.reader.manifests.lock().clear();
+    let got = f.reader.read(&f.tp, committed, config()).await.unwrap().unwrap();
+    assert_eq!(got.aborted_transactions, Some(vec![txn]));
+}
+
+#[tokio::test]
 async fn timestamps_are_found_in_the_store() {
     let f = fixture(&[]).await;
     write_manifest(&f.store, &f.tp, 1, 0, f.entries.clone()).await;
