@@ -17,7 +17,7 @@
 use super::cleaner::{Cleaner, CleanerError, IoContext, READAHEAD};
 use super::log_to_clean::LogToClean;
 use super::newest_offsets::NewestOffsets;
-use super::offset_map::HASH_LANES;
+use super::offset_map::KeyLanes;
 use super::source_segment::{LogSnapshot, SourceSegment};
 use super::stats::CleanerStats;
 use super::transactions::{marker_type, CleanedTransactionMetadata};
@@ -188,22 +188,15 @@ impl Cleaner {
         }
         let payload = record_batch::records_bytes(header, batch, &mut self.bufs.inflated, limit)?;
         // Keys are fingerprinted HASH_LANES at a time (SIMD lanes).
-        let mut keys: [&[u8]; HASH_LANES] = [&[]; HASH_LANES];
-        let mut offsets = [0i64; HASH_LANES];
-        let mut n = 0;
+        let mut lanes = KeyLanes::new(self.key_hasher);
         for rec in RecordIter::new(payload, header.records_count) {
             let rec = rec?;
             let offset = header.base_offset + rec.offset_delta as i64;
             if let (Some(key), true) = (rec.key, offset >= progress.start) {
-                (keys[n], offsets[n]) = (key, offset);
-                n += 1;
-                if n == HASH_LANES {
-                    self.key_hasher.hash_into(&keys, &offsets, &mut self.bufs.hashes);
-                    n = 0;
-                }
+                lanes.push(key, offset, &mut self.bufs.hashes);
             }
         }
-        self.key_hasher.hash_into(&keys[..n], &offsets[..n], &mut self.bufs.hashes);
+        lanes.finish(&mut self.bufs.hashes);
         Ok(())
     }
 

@@ -24,7 +24,7 @@ use super::cleaner::{Cleaner, CleanerError, IoContext, MAX_BATCHED_LOOKUPS, READ
 use super::group_writer::GroupWriter;
 use super::mapped_batches::SegmentBatches;
 use super::newest_offsets::NewestOffsets;
-use super::offset_map::{hash_key, KeyHash, KeyHasher, OffsetMap, HASH_LANES};
+use super::offset_map::{hash_key, KeyHash, KeyHasher, KeyLanes, OffsetMap};
 use super::source_segment::SourceSegment;
 use super::stats::CleanerStats;
 use super::tombstone_guard::{KeptTombstones, TombstoneGuard};
@@ -452,9 +452,7 @@ impl MapLookup<'_> {
         self.hashes.clear();
         self.looked_up.clear();
         newest.clear();
-        let mut keys: [&[u8]; HASH_LANES] = [&[]; HASH_LANES];
-        let mut offsets = [0i64; HASH_LANES];
-        let mut n = 0;
+        let mut lanes = KeyLanes::new(self.hasher);
         for (i, rec) in RecordIter::new(payload, header.records_count).enumerate() {
             let rec = rec?;
             newest.push(true);
@@ -463,20 +461,15 @@ impl MapLookup<'_> {
             if self.bits.get(offset).is_some() {
                 continue;
             }
-            (keys[n], offsets[n]) = (key, offset);
+            lanes.push(key, offset, self.hashes);
             self.looked_up.push(i);
-            n += 1;
-            if n == HASH_LANES {
-                self.hasher.hash_into(&keys, &offsets, self.hashes);
-                n = 0;
-            }
         }
-        self.hasher.hash_into(&keys[..n], &offsets[..n], self.hashes);
+        lanes.finish(self.hashes);
         for (hash, _) in self.hashes.iter() {
             map.prefetch(hash);
         }
         for ((hash, offset), i) in self.hashes.iter().zip(self.looked_up.iter()) {
-            newest[*i] = map.get_hash(hash).is_none_or(|m| *offset >= m);
+            newest[*i] = map.is_newest(hash, *offset);
         }
         Ok(())
     }
@@ -503,7 +496,7 @@ fn should_keep(
         recopy.stats.invalid_messages_read += 1;
         return false;
     };
-    let from_map = |map: &mut OffsetMap| map.get_hash(&hash_key(key)).is_none_or(|m| offset >= m);
+    let from_map = |map: &mut OffsetMap| map.is_newest(&hash_key(key), offset);
     let newest = match newest_bits.get(offset) {
         Some(newest) => {
             debug_assert_eq!(

@@ -92,10 +92,10 @@
 //!    unchanged.
 //! 6. **Swap**, per group, crash-safe at every step ([`Log::replace_segments`]):
 //!    write `<base>.log.cleaned` and its indexes (writeback started every
-//!    8 MiB behind the writes, so the fsync waits for the tail), fsync; rename to `.swap`
-//!    (descending offsets); fsync the directory; rename the replaced segments
-//!    to `.deleted`; strip `.swap`; fsync the directory; unlink `.deleted`
-//!    after `file.delete.delay.ms`. `Log::open` completes or rolls back an
+//!    8 MiB behind the writes, so the fsync waits for the tail), fsync;
+//!    rename to `.swap` (descending offsets); fsync the directory; rename
+//!    the replaced segments to `.deleted`; strip `.swap`; fsync the
+//!    directory; unlink `.deleted` after `file.delete.delay.ms`. `Log::open` completes or rolls back an
 //!    interrupted swap from the suffixes alone. A kept group has no swap.
 //!
 //! # Kept groups

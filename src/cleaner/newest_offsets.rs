@@ -49,11 +49,11 @@ impl NewestOffsets {
         if len <= 0 || len > MAX_OFFSETS {
             return false;
         }
-        let words = Self::bytes_for(len) / 8;
-        if Self::bytes_for(len) > max_bytes {
+        let bytes = Self::bytes_for(len);
+        if bytes > max_bytes {
             return false;
         }
-        self.bits = vec![0u64; words];
+        self.bits = vec![0u64; bytes / 8];
         (self.start, self.end) = (start, end);
         let bits = &mut self.bits;
         map.for_each_offset(|offset| {
