@@ -111,12 +111,12 @@ impl StoreCleaner {
             .map_err(|e| RemoteError::StoreClean { partition: "-".into(), reason: e.to_string() })
     }
 
-    /// Before a clean: a new map when the pool's share changed since the
-    /// last one (threads or budget reconfigured).
-    fn follow_pool(&self) -> Result<(), RemoteError> {
-        let mut cleaner = self.cleaner.lock();
-        if *cleaner.config() != self.pool.config().per_thread() {
-            *cleaner = Self::cleaner_for(&self.pool)?;
+    /// Before a clean (on its blocking thread, holding the cleaner): a new
+    /// map when the pool's share changed since the last one (threads or
+    /// budget reconfigured).
+    fn follow_pool(cleaner: &mut Cleaner, pool: &LogCleanerHandle) -> Result<(), RemoteError> {
+        if *cleaner.config() != pool.config().per_thread() {
+            *cleaner = Self::cleaner_for(pool)?;
         }
         Ok(())
     }
@@ -392,8 +392,7 @@ async fn clean_blocking(
     map_upper: i64,
 ) -> Result<Cleaned, RemoteError> {
     let (first_dirty, recopy, recopy_end) = (plan.first_dirty, plan.recopy, plan.recopy_end);
-    cleaner.follow_pool()?;
-    let cancel = cleaner.cancel.clone();
+    let (cancel, pool) = (cleaner.cancel.clone(), Arc::clone(&cleaner.pool));
     let (cleaner, log, dir) = (Arc::clone(&cleaner.cleaner), Arc::clone(log), dir.to_path_buf());
     let tp = log.read().topic_partition().clone();
     blocking(move || {
@@ -406,10 +405,13 @@ async fn clean_blocking(
             first_dirty_offset: first_dirty,
             map_upper,
         };
+        let mut cleaner = cleaner.lock();
+        StoreCleaner::follow_pool(&mut cleaner, &pool)?;
         let result =
-            cleaner.lock().clean_store_segments(&log, &to_clean, now_ms(), &cancel).map_err(
-                |e| RemoteError::StoreClean { partition: tp.to_string(), reason: e.to_string() },
-            )?;
+            cleaner.clean_store_segments(&log, &to_clean, now_ms(), &cancel).map_err(|e| {
+                RemoteError::StoreClean { partition: tp.to_string(), reason: e.to_string() }
+            })?;
+        drop(cleaner);
         let mut groups = Vec::with_capacity(result.groups.len());
         for mut g in result.groups {
             g.segment.change_file_suffix("")?;
@@ -502,7 +504,7 @@ mod tests {
         // One thread and the store cleaner: two shares.
         assert_eq!(cleaner.cleaner.lock().config().dedupe_buffer_size, (1 << 20) / 2);
         handle.reconfigure(LogCleanerConfig { num_threads: 3, ..config }).unwrap();
-        cleaner.follow_pool().unwrap();
+        StoreCleaner::follow_pool(&mut cleaner.cleaner.lock(), &handle).unwrap();
         assert_eq!(cleaner.cleaner.lock().config().dedupe_buffer_size, (1 << 20) / 4);
         pool.shutdown();
     }
