@@ -27,7 +27,7 @@
 //!
 //! Beside the layers: `config` reads the broker's TOML; `tools` holds the
 //! operator commands built on the log; `readable` reads the coordinators'
-//! record schemas (used by `group` and `txn`).
+//! record schemas and `writable` writes them (used by `group` and `txn`).
 
 #![warn(clippy::too_many_lines)]
 
@@ -45,3 +45,4 @@ pub mod security;
 pub mod server;
 pub mod tools;
 pub mod txn;
+pub mod writable;

@@ -105,6 +105,11 @@ impl<'a> Readable<'a> {
         let Some(n) = self.length(flexible, true)? else {
             return Ok(None);
         };
+        // A classic length cannot exceed it; a compact one can, and Kafka's
+        // readers refuse it ("had invalid length").
+        if n > crate::writable::MAX_STRING_LEN {
+            return err(format!("a string of {n} bytes is longer than a Kafka string may be"));
+        }
         let bytes = self.take(n)?;
         match std::str::from_utf8(bytes) {
             Ok(s) => Ok(Some(s.to_owned())),
@@ -182,6 +187,10 @@ mod tests {
         assert_eq!(Readable::new(&[3, b'h', b'i']).string(true), Ok("hi".into()));
         assert!(Readable::new(&[0]).string(true).is_err());
         assert!(Readable::new(&[2, 0xc3]).string(true).is_err(), "not UTF-8");
+        // A compact length of 32,768: longer than any Kafka string.
+        let mut long = vec![0x81, 0x80, 0x02];
+        long.resize(3 + 32_768, b'a');
+        assert!(Readable::new(&long).string(true).is_err());
         // Classic bytes: null reads as empty.
         assert_eq!(Readable::new(&[0xff, 0xff, 0xff, 0xff]).bytes(), Ok(&[][..]));
     }

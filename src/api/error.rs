@@ -117,7 +117,7 @@ pub fn group_error_code(e: GroupError) -> ResponseError {
         GroupError::InvalidRegularExpression(_) => ResponseError::InvalidRegularExpression,
         GroupError::UnsupportedVersion => ResponseError::UnsupportedVersion,
         GroupError::Storage(_) => ResponseError::KafkaStorageError,
-        GroupError::IllegalState(_) => ResponseError::UnknownServerError,
+        GroupError::IllegalState(_) | GroupError::Schema(_) => ResponseError::UnknownServerError,
     }
 }
 

@@ -444,7 +444,7 @@ fn consumer_group_for(
     }
     if group.generation > 0 || group.protocol_type.is_some() {
         // The empty classic group's metadata goes; its offsets stay.
-        records.push((RecordKey::Group { group: req.group_id.clone() }.encode(), None));
+        records.push(OffsetsRecord::tombstone(RecordKey::Group { group: req.group_id.clone() }));
     }
     Ok(ConsumerGroup::default())
 }

@@ -18,14 +18,14 @@
 //!       member epoch, state i8, assigned [topic id, [partition]], pending revocation (same)
 //! ```
 //! A null value is a tombstone. Decoding checks every length against the
-//! bytes present before allocating.
+//! bytes present before allocating and requires the whole value to be read;
+//! encoding refuses a field too long for its length (`crate::writable`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use bytes::BufMut;
-
-use super::schema::SchemaError;
+use super::schema::{OffsetsRecord, RecordKey, RecordValue, SchemaError};
 use crate::readable::Readable;
+use crate::writable::{Writable, WriteError};
 
 /// A topic's id as the log layer keeps it.
 pub type TopicId = [u8; 16];
@@ -56,8 +56,10 @@ impl ConsumerGroupKey {
         }
     }
 
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::new();
+    /// # Errors
+    /// A group or member id longer than a Kafka string (32,767 bytes).
+    pub fn encode(&self) -> Result<Vec<u8>, SchemaError> {
+        let mut out = Writable::with_capacity(32);
         let (version, group, member) = match self {
             ConsumerGroupKey::Metadata { group } => (3, group, None),
             ConsumerGroupKey::PartitionMetadata { group } => (4, group, None),
@@ -66,12 +68,12 @@ impl ConsumerGroupKey {
             ConsumerGroupKey::TargetAssignmentMember { group, member } => (7, group, Some(member)),
             ConsumerGroupKey::CurrentMemberAssignment { group, member } => (8, group, Some(member)),
         };
-        out.put_i16(version);
-        put_string(&mut out, group);
+        out.i16(version);
+        out.string(group, false)?;
         if let Some(member) = member {
-            put_string(&mut out, member);
+            out.string(member, false)?;
         }
-        out
+        Ok(out.into_vec())
     }
 
     /// The rest of a key whose version (3 to 8) was read already.
@@ -138,48 +140,39 @@ pub enum ConsumerGroupValue {
 }
 
 impl ConsumerGroupValue {
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.put_i16(0);
+    /// # Errors
+    /// A string longer than a Kafka string (32,767 bytes), or an array
+    /// longer than a count can name.
+    pub fn encode(&self) -> Result<Vec<u8>, SchemaError> {
+        let mut out = Writable::with_capacity(64);
+        out.i16(0);
         match self {
             ConsumerGroupValue::Epoch(e) | ConsumerGroupValue::TargetAssignmentEpoch(e) => {
-                out.put_i32(*e)
+                out.i32(*e)
             }
             ConsumerGroupValue::PartitionMetadata(topics) => {
-                put_len(&mut out, topics.len());
+                out.array_len(Some(topics.len()), true)?;
                 for t in topics {
-                    out.put_slice(&t.id);
-                    put_compact(&mut out, &t.name);
-                    out.put_i32(t.partitions);
+                    out.raw(&t.id);
+                    out.string(&t.name, true)?;
+                    out.i32(t.partitions);
                     // PartitionMetadata (racks): unused since Kafka 4.0, empty.
-                    put_len(&mut out, 0);
-                    put_tags(&mut out);
+                    out.array_len(Some(0), true)?;
+                    out.empty_tags();
                 }
             }
-            ConsumerGroupValue::MemberMetadata(m) => {
-                put_nullable(&mut out, m.instance_id.as_deref());
-                put_nullable(&mut out, m.rack_id.as_deref());
-                put_compact(&mut out, &m.client_id);
-                put_compact(&mut out, &m.client_host);
-                put_len(&mut out, m.subscribed_topic_names.len());
-                for t in &m.subscribed_topic_names {
-                    put_compact(&mut out, t);
-                }
-                put_nullable(&mut out, m.subscribed_topic_regex.as_deref());
-                out.put_i32(m.rebalance_timeout_ms);
-                put_nullable(&mut out, m.server_assignor.as_deref());
-            }
-            ConsumerGroupValue::TargetAssignmentMember(a) => put_assignment(&mut out, a),
+            ConsumerGroupValue::MemberMetadata(m) => put_member(&mut out, m)?,
+            ConsumerGroupValue::TargetAssignmentMember(a) => put_assignment(&mut out, a)?,
             ConsumerGroupValue::CurrentMemberAssignment(c) => {
-                out.put_i32(c.member_epoch);
-                out.put_i32(c.previous_member_epoch);
-                out.put_i8(c.state);
-                put_assignment(&mut out, &c.assigned);
-                put_assignment(&mut out, &c.pending_revocation);
+                out.i32(c.member_epoch);
+                out.i32(c.previous_member_epoch);
+                out.i8(c.state);
+                put_assignment(&mut out, &c.assigned)?;
+                put_assignment(&mut out, &c.pending_revocation)?;
             }
         }
-        put_tags(&mut out);
-        out
+        out.empty_tags();
+        Ok(out.into_vec())
     }
 
     /// The value of a record whose key is `key`.
@@ -217,55 +210,36 @@ impl ConsumerGroupValue {
             }
         };
         skip_tags(&mut r)?;
+        r.finish()?;
         Ok(value)
     }
 }
 
-fn put_string(out: &mut Vec<u8>, s: &str) {
-    out.put_i16(s.len() as i16);
-    out.put_slice(s.as_bytes());
-}
-
-fn put_uvarint(out: &mut Vec<u8>, mut v: u32) {
-    while v >= 0x80 {
-        out.put_u8((v as u8 & 0x7f) | 0x80);
-        v >>= 7;
+fn put_member(out: &mut Writable, m: &MemberMetadataValue) -> Result<(), WriteError> {
+    out.nullable_string(m.instance_id.as_deref(), true)?;
+    out.nullable_string(m.rack_id.as_deref(), true)?;
+    out.string(&m.client_id, true)?;
+    out.string(&m.client_host, true)?;
+    out.array_len(Some(m.subscribed_topic_names.len()), true)?;
+    for t in &m.subscribed_topic_names {
+        out.string(t, true)?;
     }
-    out.put_u8(v as u8);
+    out.nullable_string(m.subscribed_topic_regex.as_deref(), true)?;
+    out.i32(m.rebalance_timeout_ms);
+    out.nullable_string(m.server_assignor.as_deref(), true)
 }
 
-/// A compact length or count: n + 1.
-fn put_len(out: &mut Vec<u8>, n: usize) {
-    put_uvarint(out, n as u32 + 1);
-}
-
-/// An empty tagged-field section.
-fn put_tags(out: &mut Vec<u8>) {
-    put_uvarint(out, 0);
-}
-
-fn put_compact(out: &mut Vec<u8>, s: &str) {
-    put_len(out, s.len());
-    out.put_slice(s.as_bytes());
-}
-
-fn put_nullable(out: &mut Vec<u8>, s: Option<&str>) {
-    match s {
-        Some(s) => put_compact(out, s),
-        None => put_uvarint(out, 0),
-    }
-}
-
-fn put_assignment(out: &mut Vec<u8>, a: &Assignment) {
-    put_len(out, a.len());
+fn put_assignment(out: &mut Writable, a: &Assignment) -> Result<(), WriteError> {
+    out.array_len(Some(a.len()), true)?;
     for (id, partitions) in a {
-        out.put_slice(id);
-        put_len(out, partitions.len());
+        out.raw(id);
+        out.array_len(Some(partitions.len()), true)?;
         for p in partitions {
-            out.put_i32(*p);
+            out.i32(*p);
         }
-        put_tags(out);
+        out.empty_tags();
     }
+    Ok(())
 }
 
 fn skip_tags(r: &mut Readable<'_>) -> Result<(), SchemaError> {
@@ -341,11 +315,8 @@ fn read_member(r: &mut Readable<'_>) -> Result<MemberMetadataValue, SchemaError>
 }
 
 /// `key`'s record with `value` (`None`: a tombstone).
-pub(super) fn record(
-    key: ConsumerGroupKey,
-    value: Option<ConsumerGroupValue>,
-) -> (Vec<u8>, Option<Vec<u8>>) {
-    (key.encode(), value.map(|v| v.encode()))
+pub(super) fn record(key: ConsumerGroupKey, value: Option<ConsumerGroupValue>) -> OffsetsRecord {
+    OffsetsRecord { key: RecordKey::Consumer(key), value: value.map(RecordValue::Consumer) }
 }
 
 #[cfg(test)]
@@ -405,11 +376,11 @@ mod tests {
     #[test]
     fn keys_and_values_round_trip() {
         for (key, value) in keys().into_iter().zip(values()) {
-            match RecordKey::decode(&key.encode()).expect("key") {
+            match RecordKey::decode(&key.encode().unwrap()).expect("key") {
                 RecordKey::Consumer(k) => assert_eq!(k, key),
                 other => panic!("{other:?}"),
             }
-            let bytes = value.encode();
+            let bytes = value.encode().unwrap();
             assert_eq!(ConsumerGroupValue::decode(&key, &bytes).expect("value"), value);
             for n in 0..bytes.len() {
                 assert!(ConsumerGroupValue::decode(&key, &bytes[..n]).is_err(), "{key:?} cut {n}");
@@ -420,9 +391,9 @@ mod tests {
     #[test]
     fn the_epoch_record_has_kafkas_bytes() {
         // Key: version 3, group "g". Value: version 0, epoch 7, no tagged fields.
-        let key = ConsumerGroupKey::Metadata { group: "g".into() }.encode();
+        let key = ConsumerGroupKey::Metadata { group: "g".into() }.encode().unwrap();
         assert_eq!(key, [0, 3, 0, 1, b'g']);
-        assert_eq!(ConsumerGroupValue::Epoch(7).encode(), [0, 0, 0, 0, 0, 7, 0]);
+        assert_eq!(ConsumerGroupValue::Epoch(7).encode().unwrap(), [0, 0, 0, 0, 0, 7, 0]);
     }
 
     #[test]
@@ -432,5 +403,14 @@ mod tests {
         // Version 0, then a compact count of 2^28 topics in four bytes.
         let bytes = [0, 0, 0x80, 0x80, 0x80, 0x01];
         assert!(ConsumerGroupValue::decode(&key, &bytes).is_err());
+    }
+
+    #[test]
+    fn bytes_after_a_value_are_refused() {
+        for (key, value) in keys().into_iter().zip(values()) {
+            let mut bytes = value.encode().unwrap();
+            bytes.push(0);
+            assert!(ConsumerGroupValue::decode(&key, &bytes).is_err(), "{key:?}");
+        }
     }
 }

@@ -371,7 +371,7 @@ impl GroupCoordinator {
         if let Some(cg) = &group.consumer {
             records.extend(super::consumer_group_admin::consumer_group_tombstones(group_id, cg));
         }
-        records.push((RecordKey::Group { group: group_id.to_string() }.encode(), None));
+        records.push(OffsetsRecord::tombstone(RecordKey::Group { group: group_id.to_string() }));
         self.append(group_id, &records)?;
         group.transition(GroupState::Dead, now)?;
         groups.remove(group_id);

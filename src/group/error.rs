@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::group_metadata::GroupStateError;
+use super::schema::SchemaError;
 use crate::log::LogError;
 
 /// Errors a group request can get.
@@ -67,6 +68,11 @@ pub enum GroupError {
     /// A protocol the broker does not enable (`group.coordinator.rebalance.protocols`).
     #[error("the group protocol is not enabled")]
     UnsupportedVersion,
+    /// A record of the request does not fit Kafka's schema (a string over
+    /// 32,767 bytes): refused before anything is written, as Kafka's record
+    /// serializer throws (UNKNOWN_SERVER_ERROR there too).
+    #[error("{0}")]
+    Schema(SchemaError),
     /// Writing (or creating) the offsets topic failed.
     #[error("storage error on the offsets topic: {0}")]
     Storage(#[source] Arc<LogError>),

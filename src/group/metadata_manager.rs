@@ -23,7 +23,7 @@ use super::coordinator::GroupCoordinator;
 use super::error::GroupError;
 use super::group_metadata::Group;
 use super::offsets::{CommittedOffset, OffsetsRecord};
-use super::schema::{GroupValue, OffsetValue, RecordKey, SchemaError};
+use super::schema::{GroupValue, OffsetValue, RecordKey, RecordValue, SchemaError};
 use super::txn_offsets::PendingOffset;
 use crate::log::compression::Compression;
 pub use crate::log::coordinator_loader::LoadStats;
@@ -136,6 +136,22 @@ impl GroupCoordinator {
         records: &[OffsetsRecord],
         producer: Option<(i64, i16)>,
     ) -> Result<Option<i64>, GroupError> {
+        let encoded = records.iter().map(OffsetsRecord::encode).collect::<Result<Vec<_>, _>>();
+        let encoded = encoded.map_err(|e| {
+            // The id itself may be tens of kilobytes: its length is logged.
+            tracing::warn!(group_id_bytes = group.len(), "refusing a group record: {e}");
+            GroupError::Schema(e)
+        })?;
+        self.append_encoded(group, &encoded, producer)
+    }
+
+    /// [`Self::append_batch`] of records already encoded.
+    fn append_encoded(
+        &self,
+        group: &str,
+        records: &[(Vec<u8>, Option<Vec<u8>>)],
+        producer: Option<(i64, i16)>,
+    ) -> Result<Option<i64>, GroupError> {
         if records.is_empty() {
             return Ok(None);
         }
@@ -168,8 +184,8 @@ impl GroupCoordinator {
 
     /// Write the group's metadata (members, assignments, generation).
     pub(super) fn persist_group(&self, g: &Group) -> Result<(), GroupError> {
-        let key = RecordKey::Group { group: g.id.clone() }.encode();
-        self.append(&g.id, &[(key, Some(g.to_value().encode()))])
+        let key = RecordKey::Group { group: g.id.clone() };
+        self.append(&g.id, &[OffsetsRecord { key, value: Some(RecordValue::Group(g.to_value())) }])
     }
 }
 
@@ -328,8 +344,9 @@ mod tests {
         let c = coordinator(dir.path());
         assert_eq!(c.commit("g", -1, "", None, &offset(5)), vec![None]);
         let cut_value = RecordKey::Offset { group: "g".into(), topic: "t".into(), partition: 1 };
-        let bad = [(vec![0, 9, 1, 2], Some(vec![1])), (cut_value.encode(), Some(vec![0, 3, 0]))];
-        c.append("g", &bad).expect("append");
+        let bad =
+            [(vec![0, 9, 1, 2], Some(vec![1])), (cut_value.encode().unwrap(), Some(vec![0, 3, 0]))];
+        c.append_encoded("g", &bad, None).expect("append");
         assert_eq!(c.commit("g", -1, "", None, &offset(7)), vec![None]);
 
         c.load();

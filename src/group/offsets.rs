@@ -18,7 +18,8 @@ use super::consumer_group_admin::consumer_group_tombstones;
 use super::coordinator::GroupCoordinator;
 use super::error::GroupError;
 use super::group_metadata::{Group, GroupState};
-use super::schema::{OffsetValue, RecordKey};
+pub(super) use super::schema::OffsetsRecord;
+use super::schema::{OffsetValue, RecordKey, RecordValue};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommittedOffset {
@@ -37,13 +38,10 @@ impl CommittedOffset {
     }
 }
 
-/// A key and value (`None`: a tombstone) for the offsets topic.
-pub(super) type OffsetsRecord = (Vec<u8>, Option<Vec<u8>>);
-
 /// The tombstone deleting the committed offset of `group` for a partition.
 pub(super) fn offset_tombstone(group: &str, topic: &str, partition: i32) -> OffsetsRecord {
     let key = RecordKey::Offset { group: group.to_string(), topic: topic.to_string(), partition };
-    (key.encode(), None)
+    OffsetsRecord::tombstone(key)
 }
 
 impl GroupCoordinator {
@@ -62,6 +60,7 @@ impl GroupCoordinator {
         }
         let now = self.now();
         let mut groups = self.lock();
+        let created = !groups.contains_key(group_id);
         let group = match group_for_commit(&mut groups, group_id, generation, member_id, now) {
             Ok(group) => group,
             Err(e) => return all(e),
@@ -73,7 +72,13 @@ impl GroupCoordinator {
             offset_records(group_id, offsets, now, self.config.offset_metadata_max_bytes);
         let log_offset = match self.append_batch(group_id, &records, None) {
             Ok(at) => at,
-            Err(e) => return all(e),
+            Err(e) => {
+                // A failed commit changes nothing: not even the group it created.
+                if created {
+                    groups.remove(group_id);
+                }
+                return all(e);
+            }
         };
         for (i, (topic, partition, o)) in offsets.iter().enumerate() {
             if results[i].is_none() {
@@ -168,7 +173,8 @@ impl GroupCoordinator {
                 if let Some(cg) = &group.consumer {
                     records.extend(consumer_group_tombstones(&group.id, cg));
                 }
-                records.push((RecordKey::Group { group: group.id.clone() }.encode(), None));
+                records
+                    .push(OffsetsRecord::tombstone(RecordKey::Group { group: group.id.clone() }));
             }
             if self.append(&group.id, &records).is_ok() {
                 for k in &expired {
@@ -264,7 +270,7 @@ pub(super) fn offset_records(
             metadata: o.metadata.clone(),
             commit_timestamp: now,
         };
-        records.push((key.encode(), Some(value.encode())));
+        records.push(OffsetsRecord { key, value: Some(RecordValue::Offset(value)) });
     }
     (results, records)
 }

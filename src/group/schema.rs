@@ -14,12 +14,15 @@
 //! ```
 //! A null value is a tombstone: the offset (or the group) was deleted. Key
 //! versions 3 to 8 are the consumer group records (`consumer_group_records`).
-//! Decoding checks every length against the bytes present.
+//! Decoding checks every length against the bytes present and requires the
+//! whole key and value to be read; encoding refuses a string or array too
+//! long for its length field (`crate::writable`).
 
-use bytes::{BufMut, Bytes};
+use bytes::Bytes;
 
-use super::consumer_group_records::ConsumerGroupKey;
+use super::consumer_group_records::{ConsumerGroupKey, ConsumerGroupValue};
 use crate::readable::{ReadError, Readable};
+use crate::writable::{Writable, WriteError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecordKey {
@@ -41,6 +44,50 @@ pub struct OffsetValue {
     pub leader_epoch: i32,
     pub metadata: String,
     pub commit_timestamp: i64,
+}
+
+/// A value of `__consumer_offsets`, of the type its key names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordValue {
+    Offset(OffsetValue),
+    Group(GroupValue),
+    Consumer(ConsumerGroupValue),
+}
+
+impl RecordValue {
+    /// # Errors
+    /// A field too long for Kafka's schema.
+    pub fn encode(&self) -> Result<Vec<u8>, SchemaError> {
+        match self {
+            RecordValue::Offset(v) => v.encode(),
+            RecordValue::Group(v) => v.encode(),
+            RecordValue::Consumer(v) => v.encode(),
+        }
+    }
+}
+
+/// A record for the offsets topic (`value` `None`: a tombstone), kept typed
+/// until it is appended. Encoding, where a field too long for Kafka's schema
+/// is refused, happens once, at the append, so such a record fails the
+/// operation before anything is written or applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetsRecord {
+    pub key: RecordKey,
+    pub value: Option<RecordValue>,
+}
+
+impl OffsetsRecord {
+    pub fn tombstone(key: RecordKey) -> Self {
+        Self { key, value: None }
+    }
+
+    /// The key's and value's bytes.
+    ///
+    /// # Errors
+    /// A field too long for Kafka's schema.
+    pub fn encode(&self) -> Result<(Vec<u8>, Option<Vec<u8>>), SchemaError> {
+        Ok((self.key.encode()?, self.value.as_ref().map(RecordValue::encode).transpose()?))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,7 +112,7 @@ pub struct GroupValue {
     pub members: Vec<MemberValue>,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 #[error("malformed __consumer_offsets record: {0}")]
 pub struct SchemaError(String);
 
@@ -81,118 +128,121 @@ impl From<ReadError> for SchemaError {
     }
 }
 
-fn put_string(out: &mut Vec<u8>, s: &str) {
-    out.put_i16(s.len() as i16);
-    out.put_slice(s.as_bytes());
-}
-
-fn put_nullable(out: &mut Vec<u8>, s: Option<&str>) {
-    match s {
-        Some(s) => put_string(out, s),
-        None => out.put_i16(-1),
+impl From<WriteError> for SchemaError {
+    fn from(e: WriteError) -> Self {
+        SchemaError(e.0)
     }
-}
-
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    out.put_i32(b.len() as i32);
-    out.put_slice(b);
 }
 
 impl RecordKey {
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::new();
+    /// # Errors
+    /// A group or topic longer than a Kafka string (32,767 bytes).
+    pub fn encode(&self) -> Result<Vec<u8>, SchemaError> {
+        let mut out = Writable::with_capacity(32);
         match self {
             RecordKey::Offset { group, topic, partition } => {
-                out.put_i16(1);
-                put_string(&mut out, group);
-                put_string(&mut out, topic);
-                out.put_i32(*partition);
+                out.i16(1);
+                out.string(group, false)?;
+                out.string(topic, false)?;
+                out.i32(*partition);
             }
             RecordKey::Group { group } => {
-                out.put_i16(2);
-                put_string(&mut out, group);
+                out.i16(2);
+                out.string(group, false)?;
             }
             RecordKey::Consumer(key) => return key.encode(),
         }
-        out
+        Ok(out.into_vec())
     }
 
     /// # Errors
-    /// Truncated or unknown-version keys.
+    /// Truncated or unknown-version keys, and bytes after the key (a key
+    /// read from a prefix of its bytes would name another group's record).
     pub fn decode(bytes: &[u8]) -> Result<Self, SchemaError> {
         let mut r = Readable::new(bytes);
-        match r.i16()? {
-            0 | 1 => Ok(RecordKey::Offset {
+        let key = match r.i16()? {
+            0 | 1 => RecordKey::Offset {
                 group: r.string(false)?,
                 topic: r.string(false)?,
                 partition: r.i32()?,
-            }),
-            2 => Ok(RecordKey::Group { group: r.string(false)? }),
-            v @ 3..=8 => Ok(RecordKey::Consumer(ConsumerGroupKey::decode(v, &mut r)?)),
-            v => Err(SchemaError(format!("unknown key version {v}"))),
-        }
+            },
+            2 => RecordKey::Group { group: r.string(false)? },
+            v @ 3..=8 => RecordKey::Consumer(ConsumerGroupKey::decode(v, &mut r)?),
+            v => return Err(SchemaError(format!("unknown key version {v}"))),
+        };
+        r.finish()?;
+        Ok(key)
     }
 }
 
 impl OffsetValue {
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.put_i16(3);
-        out.put_i64(self.offset);
-        out.put_i32(self.leader_epoch);
-        put_string(&mut out, &self.metadata);
-        out.put_i64(self.commit_timestamp);
-        out
+    /// # Errors
+    /// Metadata longer than a Kafka string (32,767 bytes).
+    pub fn encode(&self) -> Result<Vec<u8>, SchemaError> {
+        let mut out = Writable::with_capacity(32 + self.metadata.len());
+        out.i16(3);
+        out.i64(self.offset);
+        out.i32(self.leader_epoch);
+        out.string(&self.metadata, false)?;
+        out.i64(self.commit_timestamp);
+        Ok(out.into_vec())
     }
 
     /// # Errors
-    /// Truncated values or versions other than 1 and 3.
+    /// Truncated values, versions other than 1 and 3, bytes after the value.
     pub fn decode(bytes: &[u8]) -> Result<Self, SchemaError> {
         let mut r = Readable::new(bytes);
-        match r.i16()? {
-            // v1 also had an expire timestamp; v2 dropped it; v3 added the leader epoch.
+        let value = match r.i16()? {
+            // v1 also had an expire timestamp (read and dropped: Kafka 2.1+
+            // expires by group state); v2 dropped it; v3 added the leader epoch.
             1 => {
                 let offset = r.i64()?;
                 let metadata = r.string(false)?;
                 let commit_timestamp = r.i64()?;
-                Ok(Self { offset, leader_epoch: -1, metadata, commit_timestamp })
+                let _expire_timestamp = r.i64()?;
+                Self { offset, leader_epoch: -1, metadata, commit_timestamp }
             }
-            3 => Ok(Self {
+            3 => Self {
                 offset: r.i64()?,
                 leader_epoch: r.i32()?,
                 metadata: r.string(false)?,
                 commit_timestamp: r.i64()?,
-            }),
-            v => Err(SchemaError(format!("unsupported offset value version {v}"))),
-        }
+            },
+            v => return Err(SchemaError(format!("unsupported offset value version {v}"))),
+        };
+        r.finish()?;
+        Ok(value)
     }
 }
 
 impl GroupValue {
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.put_i16(3);
-        put_string(&mut out, &self.protocol_type);
-        out.put_i32(self.generation);
-        put_nullable(&mut out, self.protocol.as_deref());
-        put_nullable(&mut out, self.leader.as_deref());
-        out.put_i64(self.current_state_timestamp);
-        out.put_i32(self.members.len() as i32);
+    /// # Errors
+    /// A string longer than a Kafka string (32,767 bytes), or a member list
+    /// or subscription longer than an i32 count.
+    pub fn encode(&self) -> Result<Vec<u8>, SchemaError> {
+        let mut out = Writable::with_capacity(64);
+        out.i16(3);
+        out.string(&self.protocol_type, false)?;
+        out.i32(self.generation);
+        out.nullable_string(self.protocol.as_deref(), false)?;
+        out.nullable_string(self.leader.as_deref(), false)?;
+        out.i64(self.current_state_timestamp);
+        out.array_len(Some(self.members.len()), false)?;
         for m in &self.members {
-            put_string(&mut out, &m.member_id);
-            put_nullable(&mut out, m.group_instance_id.as_deref());
-            put_string(&mut out, &m.client_id);
-            put_string(&mut out, &m.client_host);
-            out.put_i32(m.rebalance_timeout);
-            out.put_i32(m.session_timeout);
-            put_bytes(&mut out, &m.subscription);
-            put_bytes(&mut out, &m.assignment);
+            out.string(&m.member_id, false)?;
+            out.nullable_string(m.group_instance_id.as_deref(), false)?;
+            out.string(&m.client_id, false)?;
+            out.string(&m.client_host, false)?;
+            out.i32(m.rebalance_timeout);
+            out.i32(m.session_timeout);
+            out.bytes(&m.subscription)?;
+            out.bytes(&m.assignment)?;
         }
-        out
+        Ok(out.into_vec())
     }
 
     /// # Errors
-    /// Truncated values or versions other than 3.
+    /// Truncated values, versions other than 3, bytes after the value.
     pub fn decode(bytes: &[u8]) -> Result<Self, SchemaError> {
         let mut r = Readable::new(bytes);
         let version = r.i16()?;
@@ -219,6 +269,7 @@ impl GroupValue {
                 assignment: Bytes::copy_from_slice(r.bytes()?),
             });
         }
+        r.finish()?;
         Ok(Self { protocol_type, generation, protocol, leader, current_state_timestamp, members })
     }
 }
@@ -230,12 +281,12 @@ mod tests {
     #[test]
     fn round_trips() {
         let k = RecordKey::Offset { group: "g".into(), topic: "t".into(), partition: 3 };
-        assert_eq!(RecordKey::decode(&k.encode()).unwrap(), k);
+        assert_eq!(RecordKey::decode(&k.encode().unwrap()).unwrap(), k);
         let k = RecordKey::Group { group: "g".into() };
-        assert_eq!(RecordKey::decode(&k.encode()).unwrap(), k);
+        assert_eq!(RecordKey::decode(&k.encode().unwrap()).unwrap(), k);
         let v =
             OffsetValue { offset: 42, leader_epoch: -1, metadata: "m".into(), commit_timestamp: 7 };
-        assert_eq!(OffsetValue::decode(&v.encode()).unwrap(), v);
+        assert_eq!(OffsetValue::decode(&v.encode().unwrap()).unwrap(), v);
         let g = GroupValue {
             protocol_type: "consumer".into(),
             generation: 5,
@@ -253,7 +304,7 @@ mod tests {
                 assignment: Bytes::from_static(b"asg"),
             }],
         };
-        assert_eq!(GroupValue::decode(&g.encode()).unwrap(), g);
+        assert_eq!(GroupValue::decode(&g.encode().unwrap()).unwrap(), g);
     }
 
     #[test]
@@ -266,7 +317,8 @@ mod tests {
             current_state_timestamp: 0,
             members: vec![],
         }
-        .encode();
+        .encode()
+        .unwrap();
         for n in 0..g.len() - 1 {
             assert!(GroupValue::decode(&g[..n]).is_err(), "{n}");
         }
@@ -275,5 +327,52 @@ mod tests {
         hostile[len - 4..].copy_from_slice(&i32::MAX.to_be_bytes());
         assert!(GroupValue::decode(&hostile).is_err());
         assert!(RecordKey::decode(&[0, 9]).is_err());
+    }
+
+    #[test]
+    fn a_key_with_bytes_after_it_is_refused() {
+        for k in [
+            RecordKey::Offset { group: "victim".into(), topic: "t".into(), partition: 0 },
+            RecordKey::Group { group: "victim".into() },
+        ] {
+            let mut bytes = k.encode().unwrap();
+            bytes.push(0);
+            assert!(RecordKey::decode(&bytes).is_err(), "{k:?}");
+        }
+        let v = OffsetValue {
+            offset: 1,
+            leader_epoch: 0,
+            metadata: String::new(),
+            commit_timestamp: 2,
+        };
+        let mut bytes = v.encode().unwrap();
+        bytes.extend_from_slice(&[0; 8]);
+        assert!(OffsetValue::decode(&bytes).is_err());
+    }
+
+    /// The forgery of issue 28: a 65,536 + 6 byte group id written with an
+    /// i16 length read back as the group "victim".
+    #[test]
+    fn a_group_id_too_long_for_the_schema_is_not_written() {
+        let forged = format!("{}victim", "x".repeat(65_536));
+        let offset = RecordKey::Offset { group: forged.clone(), topic: "t".into(), partition: 0 };
+        assert!(offset.encode().is_err());
+        assert!(RecordKey::Group { group: forged.clone() }.encode().is_err());
+        let member = ConsumerGroupKey::MemberMetadata { group: "g".into(), member: forged };
+        assert!(RecordKey::Consumer(member).encode().is_err());
+        let longest = "x".repeat(i16::MAX as usize);
+        let k = RecordKey::Group { group: longest };
+        assert_eq!(RecordKey::decode(&k.encode().unwrap()).unwrap(), k);
+    }
+
+    #[test]
+    fn offset_value_v1_reads_its_expire_timestamp() {
+        let mut v1 = vec![0, 1];
+        v1.extend_from_slice(&42i64.to_be_bytes());
+        v1.extend_from_slice(&[0, 1, b'm']);
+        v1.extend_from_slice(&7i64.to_be_bytes());
+        v1.extend_from_slice(&(-1i64).to_be_bytes());
+        let v = OffsetValue::decode(&v1).unwrap();
+        assert_eq!((v.offset, v.metadata.as_str(), v.commit_timestamp), (42, "m", 7));
     }
 }

@@ -35,9 +35,8 @@
 //! unknown tags are skipped by their size; anything that does not parse
 //! exactly, trailing bytes included, is a [`SchemaError`].
 
-use bytes::BufMut;
-
 use crate::readable::{ReadError, Readable};
+use crate::writable::{Writable, WriteError};
 
 /// The only key version (and Kafka 4.x's coordinator record type of the
 /// transaction log).
@@ -105,6 +104,12 @@ impl From<ReadError> for SchemaError {
     }
 }
 
+impl From<WriteError> for SchemaError {
+    fn from(e: WriteError) -> Self {
+        SchemaError(e.0)
+    }
+}
+
 fn err<T>(what: impl Into<String>) -> Result<T, SchemaError> {
     Err(SchemaError(what.into()))
 }
@@ -115,10 +120,10 @@ impl TransactionLogKey {
     /// # Errors
     /// An id longer than a Kafka string can be (32767 bytes).
     pub fn encode(&self) -> Result<Vec<u8>, SchemaError> {
-        let mut out = Vec::with_capacity(4 + self.transactional_id.len());
-        out.put_i16(KEY_VERSION);
-        put_string(&mut out, &self.transactional_id, false)?;
-        Ok(out)
+        let mut out = Writable::with_capacity(4 + self.transactional_id.len());
+        out.i16(KEY_VERSION);
+        out.string(&self.transactional_id, false)?;
+        Ok(out.into_vec())
     }
 
     /// # Errors
@@ -154,39 +159,35 @@ impl TransactionLogValue {
                 return err(format!("tagged field {tag} is not its default at version 0"));
             }
         }
-        let mut out = Vec::with_capacity(64);
-        out.put_i16(version);
-        out.put_i64(self.producer_id);
-        out.put_i16(self.producer_epoch);
-        out.put_i32(self.transaction_timeout_ms);
-        out.put_i8(self.transaction_status);
-        match &self.transaction_partitions {
-            None => put_array_len(&mut out, None, flexible)?,
-            Some(entries) => {
-                put_array_len(&mut out, Some(entries.len()), flexible)?;
-                for e in entries {
-                    put_string(&mut out, &e.topic, flexible)?;
-                    put_array_len(&mut out, Some(e.partition_ids.len()), flexible)?;
-                    for p in &e.partition_ids {
-                        out.put_i32(*p);
-                    }
-                    if flexible {
-                        put_uvarint(&mut out, 0);
-                    }
-                }
+        let mut out = Writable::with_capacity(64);
+        out.i16(version);
+        out.i64(self.producer_id);
+        out.i16(self.producer_epoch);
+        out.i32(self.transaction_timeout_ms);
+        out.i8(self.transaction_status);
+        let entries = self.transaction_partitions.as_deref();
+        out.array_len(entries.map(<[_]>::len), flexible)?;
+        for e in entries.unwrap_or_default() {
+            out.string(&e.topic, flexible)?;
+            out.array_len(Some(e.partition_ids.len()), flexible)?;
+            for p in &e.partition_ids {
+                out.i32(*p);
+            }
+            if flexible {
+                out.empty_tags();
             }
         }
-        out.put_i64(self.transaction_last_update_timestamp_ms);
-        out.put_i64(self.transaction_start_timestamp_ms);
+        out.i64(self.transaction_last_update_timestamp_ms);
+        out.i64(self.transaction_start_timestamp_ms);
         if flexible {
-            put_uvarint(&mut out, tagged.len() as u32);
+            out.uvarint(tagged.len() as u32);
             for (tag, bytes) in tagged {
-                put_uvarint(&mut out, tag);
-                put_uvarint(&mut out, bytes.len() as u32);
-                out.put_slice(&bytes);
+                out.uvarint(tag);
+                out.uvarint(bytes.len() as u32);
+                out.raw(&bytes);
             }
         }
-        Ok(out)
+        Ok(out.into_vec())
     }
 
     /// The tagged fields that differ from their defaults, in ascending tag
@@ -258,43 +259,6 @@ impl TransactionLogValue {
         }
         Ok(())
     }
-}
-
-fn put_uvarint(out: &mut Vec<u8>, mut v: u32) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn put_string(out: &mut Vec<u8>, s: &str, flexible: bool) -> Result<(), SchemaError> {
-    if s.len() > i16::MAX as usize {
-        return err(format!("a string of {} bytes is longer than {}", s.len(), i16::MAX));
-    }
-    if flexible {
-        put_uvarint(out, s.len() as u32 + 1);
-    } else {
-        out.put_i16(s.len() as i16);
-    }
-    out.put_slice(s.as_bytes());
-    Ok(())
-}
-
-fn put_array_len(out: &mut Vec<u8>, len: Option<usize>, flexible: bool) -> Result<(), SchemaError> {
-    let n = match len {
-        None => -1,
-        Some(n) => match i32::try_from(n) {
-            Ok(n) if n < i32::MAX => n,
-            _ => return err(format!("an array of {n} entries")),
-        },
-    };
-    if flexible {
-        put_uvarint(out, (n + 1) as u32);
-    } else {
-        out.put_i32(n);
-    }
-    Ok(())
 }
 
 /// The partitions of a transaction, grouped by topic.

@@ -412,6 +412,16 @@ impl<T: NewType<StrBytes>> Decoder<T> for String {
     }
 }
 
+/// Kafka's strings are at most `i16::MAX` bytes in every version: its
+/// generated readers refuse a longer compact string ("had invalid length"),
+/// so a request carrying one fails to parse there, and must here too.
+fn check_compact_string_len(len: u32) -> Result<()> {
+    if len > i16::MAX as u32 {
+        bail!("CompactString length {len} is longer than {} bytes", i16::MAX);
+    }
+    Ok(())
+}
+
 /// A string whose length is encoded with a `u32` or varint.
 #[derive(Debug, Copy, Clone, Default)]
 pub struct CompactString;
@@ -514,6 +524,7 @@ impl Decoder<Option<StdString>> for CompactString {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
             n => {
+                check_compact_string_len(n - 1)?;
                 if (n - 1) as usize > buf.remaining() {
                     bail!("CompactString length {} exceeds the {} bytes remaining", (n - 1) as usize, buf.remaining());
                 }
@@ -530,6 +541,7 @@ impl<T: NewType<StrBytes>> Decoder<Option<T>> for CompactString {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
             n => {
+                check_compact_string_len(n - 1)?;
                 let strbuf = StrBytes::try_from(buf.try_get_bytes((n - 1) as usize)?)?;
                 Ok(Some(strbuf.into()))
             }
