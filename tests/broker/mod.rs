@@ -132,8 +132,12 @@ impl TestBroker {
             cmd.arg("--override").arg(o);
         }
         cmd.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        // The broker's own SEDIMENT_TEST_LOG (from `env`) wins over the
+        // test process's, so one test's log level does not leak into others.
+        let own = self.env.iter().find(|(k, _)| k == "SEDIMENT_TEST_LOG").map(|(_, v)| v.clone());
+        let rust_log = own.or_else(|| std::env::var("SEDIMENT_TEST_LOG").ok());
         let mut child = cmd
-            .env("RUST_LOG", std::env::var("SEDIMENT_TEST_LOG").unwrap_or_else(|_| "info".into()))
+            .env("RUST_LOG", rust_log.unwrap_or_else(|| "info".into()))
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -567,6 +571,28 @@ impl Wire {
                     | std::io::ErrorKind::ConnectionAborted
             ),
         }
+    }
+}
+
+/// A connection once the group coordinator of `group` is loaded: Kafka's
+/// FindCoordinator names the partition's leader before it has loaded, so
+/// readiness is an OffsetFetch that no longer answers NOT_COORDINATOR or
+/// COORDINATOR_LOAD_IN_PROGRESS.
+pub fn connect_group_ready(port: u16, group: &str) -> Wire {
+    use kafka_protocol::messages::{FindCoordinatorRequest, GroupId, OffsetFetchRequest};
+    let mut w = Wire::connect(port);
+    let fetch =
+        OffsetFetchRequest::default().with_group_id(GroupId(txn::s(group))).with_topics(None);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let find = FindCoordinatorRequest::default().with_key_type(0).with_key(txn::s(group));
+        let found = w.call(3, &find).error_code;
+        let code = if found == 0 { w.call(7, &fetch).error_code } else { found };
+        if code == 0 {
+            return w;
+        }
+        assert!(std::time::Instant::now() < deadline, "the group coordinator: error {code}");
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

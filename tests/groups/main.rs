@@ -1,0 +1,16 @@
+//! Consumer groups: the classic and consumer protocols, committed offsets, Java and Python clients.
+//!
+//! One test binary for the area (`cargo test --test groups`), one module per
+//! scenario; the harness is shared by every binary (`tests/broker`, `tests/common`).
+
+#[path = "../broker/mod.rs"]
+mod broker;
+#[path = "../common/mod.rs"]
+mod common;
+
+mod conformance_long_strings;
+mod consumer_group_wire;
+mod consumer_groups_java;
+mod consumer_protocol_java;
+mod group_coordinator;
+mod interop_python_groups;

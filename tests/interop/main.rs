@@ -1,0 +1,17 @@
+//! Clients on the wire: Java, kcat, Python, fetch sessions, hostile frames, Kafka 4.1.2 conformance.
+//!
+//! One test binary for the area (`cargo test --test interop`), one module per
+//! scenario; the harness is shared by every binary (`tests/broker`, `tests/common`).
+
+#[path = "../broker/mod.rs"]
+mod broker;
+#[path = "../common/mod.rs"]
+mod common;
+
+mod conformance_unknown_topic;
+mod fetch_sessions_java;
+mod hostile_frames;
+mod interop_java;
+mod interop_kcat;
+mod interop_python;
+mod server_protocol;

@@ -1,0 +1,15 @@
+//! The log layer: the segment format, recovery, producer state, compression, dump-log.
+//!
+//! One test binary for the area (`cargo test --test log`), one module per
+//! scenario; the harness is shared by every binary (`tests/broker`, `tests/common`).
+
+#[path = "../broker/mod.rs"]
+mod broker;
+#[path = "../common/mod.rs"]
+mod common;
+
+mod compression_type;
+mod kafka_dump_log_format;
+mod log_model;
+mod log_recovery;
+mod producer_snapshots;
