@@ -5,7 +5,8 @@
 # tools, fetched from Maven Central; kcat from Debian; confluent-kafka and
 # kafka-python from PyPI into target/pyenv; Prometheus and docker-compose from
 # Debian), then checks formatting and lints (cargo fmt --check, cargo clippy
-# on every target with warnings as errors) and runs cargo test.
+# on every target with warnings as errors), prints the module import graph
+# (failing on a cycle) and runs cargo test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,5 +49,9 @@ echo "cargo fmt --check" >&2
 cargo fmt --check
 echo "cargo clippy --all-targets -- -D warnings" >&2
 cargo clippy --locked --all-targets -- -D warnings
+
+# The import graph between src/'s top-level modules, printed; a cycle fails.
+echo "cargo test --test ops module_graph" >&2
+cargo test --locked --test ops module_graph -- --nocapture
 
 cargo test --locked "$@"

@@ -6,14 +6,18 @@
 //! 2. The `LogManager` over `log.dirs`: every log recovered or, if it cannot
 //!    load, taken offline (and logged); then its scheduler thread.
 //! 3. The `LogCleaner` threads; their manager is given the transaction state
-//!    manager (built here, loaded in step 6) to name the transactional id of
-//!    an open transaction that holds cleaning back.
-//! 4. Every Kafka listener of `listeners` is bound (all or none: a failed bind,
-//!    or an SSL listener whose key or trust store does not load, fails the start), then the [`Broker`] built for their advertised
-//!    endpoints (`meta.properties`, the producer id block, the group coordinator);
-//!    with tiered storage on, the store is reached and claimed for this
-//!    cluster (a store that does not answer, refuses the credentials or is
-//!    another cluster's fails the start).
+//!    manager and the group coordinator (both built here, loaded in steps 5
+//!    and 6): the first names the transactional id of an open transaction
+//!    that holds cleaning back, the second gives the resurrection guard the
+//!    groups' committed offsets.
+//! 4. The SCRAM credential store; every Kafka listener of `listeners` is
+//!    bound (all or none: a failed bind, or an SSL listener whose key or
+//!    trust store does not load, fails the start); `meta.properties`; with
+//!    tiered storage on, the store is reached and claimed for this cluster
+//!    (a store that does not answer, refuses the credentials or is another
+//!    cluster's fails the start); then [`KafkaApis`] is built for the
+//!    listeners' advertised endpoints (the producer id block, the ACLs, the
+//!    transaction coordinator).
 //! 5. The `group-loader` thread, rebuilding the groups from
 //!    `__consumer_offsets`; group requests answer COORDINATOR_LOAD_IN_PROGRESS
 //!    until it is done.
@@ -44,10 +48,18 @@
 //! Once the cleaner runs (start step 3), a failed start still runs the stop
 //! steps for what it started, so the logs are closed cleanly.
 //!
-//! [`Broker`] is what every request handler gets: the broker's identity,
-//! config and managers. It starts no threads itself.
+//! [`KafkaApis`] (in `api`) is what every request handler gets: the broker's
+//! identity, config and managers, built here once, complete ([`build_apis`]).
+//! Every part is built before what needs it and passed to it: the group
+//! coordinator and the transaction state before the cleaner (its
+//! [`CleanerCollaborators`]), the credential store before the SASL
+//! listeners, tiered storage before `KafkaApis`. Two links are still made
+//! after construction, because tiered storage starts after the cleaner
+//! whose budget its store cleaner shares: the store cleaner handed to the
+//! `RemoteLogManager` and the store's view handed to the cleaner's manager.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -57,7 +69,8 @@ use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 
 use crate::api::fetch_session::{self, FetchSessionCache};
-use crate::cleaner::{LogCleaner, LogCleanerError, LogCleanerHandle, ProducerIdResolver};
+use crate::api::KafkaApis;
+use crate::cleaner::{CleanerCollaborators, LogCleaner, LogCleanerError, LogCleanerHandle};
 use crate::config::dynamic::{DynamicBrokerConfig, DynamicConfigError};
 use crate::config::{BrokerConfig, ConfigError, Listener};
 use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
@@ -70,7 +83,7 @@ use crate::remote::cleaner_view::TieredStoreView;
 use crate::remote::read_stats::RemoteReadStats;
 use crate::remote::reader::RemoteLogReader;
 use crate::remote::store_cleaner::StoreCleaner;
-use crate::remote::RemoteLogManager;
+use crate::remote::{RemoteLogManager, RemoteStorageConfig};
 use crate::security::acl_store::AclStore;
 use crate::security::credentials::CredentialStore;
 use crate::security::store::StoreError;
@@ -83,44 +96,6 @@ use crate::txn::{
     TransactionStateManager, TxnCompletionListener, TxnCrashPoint, TxnScheduler,
 };
 
-/// Everything a handler needs: the broker's identity, config and managers.
-#[derive(Debug)]
-pub struct Broker {
-    pub config: BrokerConfig,
-    pub logs: Arc<LogManager>,
-    pub node_id: i32,
-    pub cluster_id: String,
-    /// Each listener's advertised endpoint, by upper-case listener name, in
-    /// the order of `listeners`.
-    pub advertised: Vec<(String, Listener)>,
-    pub groups: Arc<GroupCoordinator>,
-    /// The transaction coordinator (its state loads on the `txn-coordinator`
-    /// thread [`run`] starts).
-    pub txn: Arc<TransactionCoordinator>,
-    /// The coordinator's marker writer, also used by WriteTxnMarkers (the
-    /// admin abort path) so both append markers the same way.
-    pub markers: Arc<LogMarkerWriter>,
-    /// Bumped after every append (and marker) so long-polling fetches wake up.
-    appended: Arc<watch::Sender<u64>>,
-    producer_ids: Arc<Mutex<ProducerIdManager>>,
-    /// Per-API counters and latency, updated by the server, exported by `metrics`.
-    pub request_metrics: RequestMetrics,
-    /// SCRAM credentials (`sediment-scram-credentials.json` in the first log dir).
-    pub scram: Arc<CredentialStore>,
-    /// The authorizer and its ACLs (`sediment-acls.json`), when
-    /// `authorizer.class.name` is set; `None`: every request is allowed.
-    pub acls: Option<Arc<AclStore>>,
-    /// The dynamic broker configs (`config::dynamic`); `None` in a broker
-    /// built by hand, which then refuses broker AlterConfigs.
-    pub dynamic: Option<Arc<DynamicBrokerConfig>>,
-    /// The cleaner's threads, reconfigured by dynamic configs.
-    pub cleaner: Option<Arc<LogCleanerHandle>>,
-    /// Incremental fetch sessions (KIP-227), shared by every connection.
-    pub fetch_sessions: FetchSessionCache,
-    /// Reads below the local log from the tiered storage store, when it is on.
-    pub remote_reader: Option<Arc<RemoteLogReader>>,
-}
-
 fn store_error(e: StoreError) -> LogError {
     match e {
         StoreError::Io { path, source } => LogError::Io { path, source },
@@ -128,110 +103,110 @@ fn store_error(e: StoreError) -> LogError {
     }
 }
 
-impl Broker {
-    /// Read or create `meta.properties` in every log dir and the producer id
-    /// block in the first, and build the group and transaction coordinators
-    /// (the latter over `txn_state`, which the cleaner was given before).
-    /// Neither is loaded: [`run`] starts the `group-loader` and
-    /// `txn-coordinator` threads for that.
-    ///
-    /// # Errors
-    /// I/O errors reading or creating `meta.properties` and the producer id file.
-    pub fn new(
-        config: BrokerConfig,
-        logs: Arc<LogManager>,
-        advertised: Vec<(String, Listener)>,
-        txn_state: Arc<TransactionStateManager>,
-    ) -> Result<Self, LogError> {
-        let dirs = config.log_dirs();
-        let first = dirs.first().cloned().unwrap_or_else(|| PathBuf::from("data"));
-        let node_id = config.node_id();
-        let meta = MetaProperties::load_or_create(&dirs, node_id)?;
-        // An id the logs already carry is never issued again, even if the block
-        // file was lost.
-        let max_pid = logs
-            .all_logs()
-            .iter()
-            .filter_map(|(_, log)| log.read().producer_state().max_producer_id())
-            .max()
-            .map_or(0, |m| m + 1);
-        let producer_ids = ProducerIdManager::load(&first, max_pid)?;
-        let scram = Arc::new(CredentialStore::open(&first).map_err(store_error)?);
-        let acls = match config.authorizer() {
-            Some(authorizer) => {
-                Some(Arc::new(AclStore::open(&first, authorizer).map_err(store_error)?))
-            }
-            None => None,
-        };
-        let groups = Arc::new(GroupCoordinator::new(
-            config.group_config(),
-            Arc::clone(&logs),
-            logs.clock().clone(),
-        ));
-        let producer_ids = Arc::new(Mutex::new(producer_ids));
-        let appended = Arc::new(watch::channel(0).0);
-        let (txn, markers) =
-            transaction_coordinator(txn_state, &logs, &producer_ids, &appended, &groups);
-        let request_metrics = RequestMetrics::new();
-        // A session holds at most what one request frame can name.
-        let fetch_sessions = FetchSessionCache::new(
-            config.max_incremental_fetch_session_cache_slots(),
-            fetch_session::EVICTION_MS,
-            config.socket_request_max_bytes() / fetch_session::MIN_PARTITION_BYTES,
-            request_metrics.fetch_sessions.clone(),
-        );
-        Ok(Self {
-            config,
-            logs,
-            node_id,
-            cluster_id: meta.cluster_id,
-            advertised,
-            groups,
-            txn,
-            markers,
-            appended,
-            producer_ids,
-            request_metrics,
-            scram,
-            acls,
-            dynamic: None,
-            cleaner: None,
-            fetch_sessions,
-            remote_reader: None,
-        })
-    }
+/// What [`build_apis`] is given that the start-up built before it: the
+/// parts the cleaner, the listeners or tiered storage needed first.
+pub struct ApisParts {
+    /// The group coordinator (the cleaner's resurrection guard reads its
+    /// offsets, so it is built before the cleaner).
+    pub groups: Arc<GroupCoordinator>,
+    /// SCRAM credentials (the SASL listeners look users up in it).
+    pub scram: Arc<CredentialStore>,
+    pub dynamic: Option<Arc<DynamicBrokerConfig>>,
+    pub cleaner: Option<Arc<LogCleanerHandle>>,
+    pub remote_reader: Option<Arc<RemoteLogReader>>,
+}
 
-    /// The endpoint advertised to clients of `listener`. Every session's
-    /// listener is one of ours; the first listener's endpoint stands in for a
-    /// name that is not (a broker built by hand, as in the fuzz target).
-    pub fn endpoint(&self, listener: &str) -> &Listener {
-        static NONE: Listener = Listener { host: String::new(), port: 0 };
-        self.advertised
-            .iter()
-            .find(|(name, _)| name == listener)
-            .or_else(|| self.advertised.first())
-            .map_or(&NONE, |(_, l)| l)
-    }
+/// Build what every handler runs against: the producer id block in the first
+/// log dir, the ACL store, the transaction coordinator (over `txn_state`,
+/// which the cleaner was given before), the fetch sessions, and `parts`.
+/// Nothing is loaded: [`run`] starts the `group-loader` and `txn-coordinator`
+/// threads for that.
+///
+/// # Errors
+/// I/O errors reading or creating the producer id file or the ACL store.
+pub fn build_apis(
+    config: BrokerConfig,
+    logs: Arc<LogManager>,
+    (cluster_id, advertised): (String, Vec<(String, Listener)>),
+    txn_state: Arc<TransactionStateManager>,
+    parts: ApisParts,
+) -> Result<KafkaApis, LogError> {
+    let first = first_log_dir(&config);
+    // An id the logs already carry is never issued again, even if the block
+    // file was lost.
+    let max_pid = logs
+        .all_logs()
+        .iter()
+        .filter_map(|(_, log)| log.read().producer_state().max_producer_id())
+        .max()
+        .map_or(0, |m| m + 1);
+    let producer_ids = ProducerIdManager::load(&first, max_pid)?;
+    let acls = match config.authorizer() {
+        Some(authorizer) => {
+            Some(Arc::new(AclStore::open(&first, authorizer).map_err(store_error)?))
+        }
+        None => None,
+    };
+    let producer_ids = Arc::new(Mutex::new(producer_ids));
+    let appended = Arc::new(watch::channel(0).0);
+    let (txn, markers) =
+        transaction_coordinator(txn_state, &logs, &producer_ids, &appended, &parts.groups);
+    let request_metrics = RequestMetrics::new();
+    // A session holds at most what one request frame can name.
+    let fetch_sessions = FetchSessionCache::new(
+        config.max_incremental_fetch_session_cache_slots(),
+        fetch_session::EVICTION_MS,
+        config.socket_request_max_bytes() / fetch_session::MIN_PARTITION_BYTES,
+        request_metrics.fetch_sessions.clone(),
+    );
+    Ok(KafkaApis {
+        node_id: config.node_id(),
+        config,
+        logs,
+        cluster_id,
+        advertised,
+        groups: parts.groups,
+        txn,
+        markers,
+        appended,
+        producer_ids,
+        request_metrics,
+        scram: parts.scram,
+        acls,
+        dynamic: parts.dynamic,
+        cleaner: parts.cleaner,
+        fetch_sessions,
+        remote_reader: parts.remote_reader,
+    })
+}
 
-    /// Wake fetches waiting for data.
-    pub fn notify_appended(&self) {
-        self.appended.send_modify(|n| *n = n.wrapping_add(1));
-    }
+/// [`build_apis`] for a broker with no cleaner, dynamic configs or tiered
+/// storage (the fuzz target): `meta.properties` read or created in every log
+/// dir, a group coordinator and the credential store built here.
+///
+/// # Errors
+/// I/O errors of `meta.properties`, the stores and the producer id file.
+pub fn standalone_apis(
+    config: BrokerConfig,
+    logs: Arc<LogManager>,
+    advertised: Vec<(String, Listener)>,
+    txn_state: Arc<TransactionStateManager>,
+) -> Result<KafkaApis, LogError> {
+    let meta = MetaProperties::load_or_create(&config.log_dirs(), config.node_id())?;
+    let groups = group_coordinator(&config, &logs);
+    let scram = Arc::new(CredentialStore::open(&first_log_dir(&config)).map_err(store_error)?);
+    let parts = ApisParts { groups, scram, dynamic: None, cleaner: None, remote_reader: None };
+    build_apis(config, logs, (meta.cluster_id, advertised), txn_state, parts)
+}
 
-    pub fn subscribe_appends(&self) -> watch::Receiver<u64> {
-        self.appended.subscribe()
-    }
+/// The first log dir: where the broker-wide files live (producer ids,
+/// credentials, ACLs, the tiered storage cache).
+fn first_log_dir(config: &BrokerConfig) -> PathBuf {
+    config.log_dirs().first().cloned().unwrap_or_else(|| PathBuf::from("data"))
+}
 
-    /// # Errors
-    /// The block file could not be written.
-    pub fn next_producer_id(&self) -> Result<i64, LogError> {
-        self.producer_ids.lock().generate_producer_id()
-    }
-
-    /// The name of the topic with this id.
-    pub fn topic_name_by_id(&self, id: &uuid::Uuid) -> Option<String> {
-        self.logs.topic_name_by_id(id.as_bytes())
-    }
+fn group_coordinator(config: &BrokerConfig, logs: &Arc<LogManager>) -> Arc<GroupCoordinator> {
+    Arc::new(GroupCoordinator::new(config.group_config(), Arc::clone(logs), logs.clock().clone()))
 }
 
 /// The transaction coordinator over `state` and `logs`, and the marker
@@ -338,13 +313,20 @@ pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(
         Arc::clone(&logs),
         Arc::clone(&clock),
     ));
-    let resolver: Arc<dyn ProducerIdResolver> = txn_state.clone();
+    // Built before the cleaner too: its resurrection guard reads the groups'
+    // committed offsets (loaded later, by the `group-loader` thread).
+    let groups = group_coordinator(&config, &logs);
+    let collaborators = CleanerCollaborators {
+        producer_ids: Some(txn_state.clone()),
+        consumer_offsets: Some(groups.clone()),
+    };
     let mut cleaner =
-        LogCleaner::start(effective.cleaner_config(), Arc::clone(&logs), clock, Some(resolver))
+        LogCleaner::start(effective.cleaner_config(), Arc::clone(&logs), clock, collaborators)
             .map_err(BrokerError::StartCleaner)?;
     let mut threads = CoordinatorThreads::default();
+    let coordinators = (txn_state, groups);
     let served =
-        runtime.block_on(serve(dynamic, &logs, txn_state, &cleaner, &mut threads, shutdown));
+        runtime.block_on(serve(dynamic, &logs, coordinators, &cleaner, &mut threads, shutdown));
     // The server has drained: nothing reads the logs on a client's behalf any more.
     if let Some(txn) = threads.txn {
         txn.shutdown();
@@ -373,63 +355,33 @@ struct CoordinatorThreads {
 async fn serve(
     dynamic: Arc<DynamicBrokerConfig>,
     logs: &Arc<LogManager>,
-    txn_state: Arc<TransactionStateManager>,
+    (txn_state, groups): (Arc<TransactionStateManager>, Arc<GroupCoordinator>),
     cleaner: &LogCleaner,
     threads: &mut CoordinatorThreads,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), BrokerError> {
     let config = dynamic.static_config().clone();
-    let mut bound = Vec::new();
-    let mut advertised = Vec::new();
-    for l in config.listeners()? {
-        // Built before binding: a key store that does not load fails the start.
-        let tls = match l.protocol {
-            SecurityProtocol::Ssl | SecurityProtocol::SaslSsl => {
-                let (loaded, settings) = config.tls_config(&l.name)?;
-                let (interval, allow_dn_changes, allow_san_changes) = config.ssl_reload(&l.name);
-                Some(ListenerTls {
-                    live: Arc::new(LiveTlsConfig::new(loaded)),
-                    principal_mapper: Arc::new(config.principal_mapper(&l.name)),
-                    handshake_timeout: config.ssl_handshake_timeout(&l.name),
-                    reload: TlsWatch { settings, interval, allow_dn_changes, allow_san_changes },
-                })
-            }
-            _ => None,
-        };
-        let sasl = match l.protocol {
-            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl => {
-                Some(Arc::new(config.sasl_listener(&l.name)?))
-            }
-            _ => None,
-        };
-        let addr = config.bind_addr(&l)?;
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| BrokerError::Bind { addr: addr.to_string(), source })?;
-        let local = listener.local_addr().map_err(BrokerError::LocalAddr)?;
-        let endpoint = config.advertised(&l, local.port())?;
-        let shown = format!("{}:{}", endpoint.host, endpoint.port);
-        tracing::info!(listener = %l.name, protocol = %l.protocol, bound = %local, advertised = %shown, "listener bound");
-        advertised.push((l.name.clone(), endpoint));
-        let (name, protocol) = (l.name, l.protocol);
-        bound.push((BoundListener { name, protocol, listener, tls, sasl }, local));
-    }
+    // SCRAM exchanges look users up in it: opened before the listeners.
+    let scram = CredentialStore::open(&first_log_dir(&config)).map_err(store_error);
+    let scram = Arc::new(scram.map_err(BrokerError::Init)?);
+    let (bound, advertised) = bind_listeners(&config, &scram).await?;
     let metrics_listen = config.metrics_listen();
-    let mut broker = Broker::new(config, Arc::clone(logs), advertised.clone(), txn_state)
+    let meta = MetaProperties::load_or_create(&config.log_dirs(), config.node_id())
         .map_err(BrokerError::Init)?;
-    broker.dynamic = Some(dynamic);
-    broker.cleaner = Some(Arc::clone(cleaner.handle()));
     // Tiered storage: the store must answer and be this cluster's before anything is served.
-    let remote = start_remote(&mut broker, logs).await?;
+    let (remote, remote_reader) =
+        start_remote(&config, &meta.cluster_id, logs, cleaner.handle()).await?;
+    let parts = ApisParts {
+        groups,
+        scram,
+        dynamic: Some(dynamic),
+        cleaner: Some(Arc::clone(cleaner.handle())),
+        remote_reader,
+    };
+    let identity = (meta.cluster_id, advertised.clone());
+    let broker = build_apis(config, Arc::clone(logs), identity, txn_state, parts)
+        .map_err(BrokerError::Init)?;
     let broker = Arc::new(broker);
-    // SCRAM exchanges look users up in the store the broker just loaded.
-    for (b, _) in &mut bound {
-        if let Some(sasl) = b.sasl.as_mut() {
-            Arc::make_mut(sasl).scram = Some(Arc::clone(&broker.scram) as _);
-        }
-    }
-    // The resurrection guard reads the groups' committed offsets.
-    cleaner.handle().manager().set_consumer_offsets(Arc::clone(&broker.groups) as _);
     threads.group_loader = Some(spawn_group_loader(&broker.groups)?);
     threads.txn = Some(
         TxnScheduler::start(Arc::clone(&broker.txn))
@@ -480,23 +432,71 @@ async fn serve(
     Ok(())
 }
 
+/// Bind every Kafka listener of `listeners` (all or none), each with its TLS
+/// config and SASL settings: the bound listeners with their local addresses,
+/// and each one's advertised endpoint.
+async fn bind_listeners(
+    config: &BrokerConfig,
+    scram: &Arc<CredentialStore>,
+) -> Result<(Vec<(BoundListener, SocketAddr)>, Vec<(String, Listener)>), BrokerError> {
+    let mut bound = Vec::new();
+    let mut advertised = Vec::new();
+    for l in config.listeners()? {
+        // Built before binding: a key store that does not load fails the start.
+        let tls = match l.protocol {
+            SecurityProtocol::Ssl | SecurityProtocol::SaslSsl => {
+                let (loaded, settings) = config.tls_config(&l.name)?;
+                let (interval, allow_dn_changes, allow_san_changes) = config.ssl_reload(&l.name);
+                Some(ListenerTls {
+                    live: Arc::new(LiveTlsConfig::new(loaded)),
+                    principal_mapper: Arc::new(config.principal_mapper(&l.name)),
+                    handshake_timeout: config.ssl_handshake_timeout(&l.name),
+                    reload: TlsWatch { settings, interval, allow_dn_changes, allow_san_changes },
+                })
+            }
+            _ => None,
+        };
+        let sasl = match l.protocol {
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl => {
+                let mut sasl = config.sasl_listener(&l.name)?;
+                sasl.scram = Some(Arc::clone(scram) as _);
+                Some(Arc::new(sasl))
+            }
+            _ => None,
+        };
+        let addr = config.bind_addr(&l)?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| BrokerError::Bind { addr: addr.to_string(), source })?;
+        let local = listener.local_addr().map_err(BrokerError::LocalAddr)?;
+        let endpoint = config.advertised(&l, local.port())?;
+        let shown = format!("{}:{}", endpoint.host, endpoint.port);
+        tracing::info!(listener = %l.name, protocol = %l.protocol, bound = %local, advertised = %shown, "listener bound");
+        advertised.push((l.name.clone(), endpoint));
+        let (name, protocol) = (l.name, l.protocol);
+        bound.push((BoundListener { name, protocol, listener, tls, sasl }, local));
+    }
+    Ok((bound, advertised))
+}
+
 /// With tiered storage on: reach and claim the store, and give the broker
 /// the reader of what is only there (its cache under the first log dir).
 async fn start_remote(
-    broker: &mut Broker,
+    config: &BrokerConfig,
+    cluster_id: &str,
     logs: &Arc<LogManager>,
-) -> Result<Option<Arc<RemoteLogManager>>, BrokerError> {
-    let Some(rc) = broker.config.remote_storage_config()? else { return Ok(None) };
+    cleaner: &Arc<LogCleanerHandle>,
+) -> Result<(Option<Arc<RemoteLogManager>>, Option<Arc<RemoteLogReader>>), BrokerError> {
+    let Some(rc) = RemoteStorageConfig::from_broker(config)? else { return Ok((None, None)) };
     let store = rc.open().map_err(BrokerError::Remote)?;
-    let (cache_bytes, node_id) = (rc.cache_bytes, broker.config.node_id());
+    let (cache_bytes, node_id) = (rc.cache_bytes, config.node_id());
     let fetch_max_wait = std::time::Duration::from_millis(rc.fetch_max_wait_ms);
     let list_timeout = std::time::Duration::from_millis(rc.list_offsets_timeout_ms);
-    let manager = RemoteLogManager::start(rc, Arc::clone(logs), &broker.cluster_id, node_id)
+    let manager = RemoteLogManager::start(rc, Arc::clone(logs), cluster_id, node_id)
         .await
         .map_err(BrokerError::Remote)?;
-    let first = broker.config.log_dirs().first().cloned().unwrap_or_else(|| PathBuf::from("data"));
     let cache = SegmentCache::open(
-        &first.join(CACHE_DIR),
+        &first_log_dir(config).join(CACHE_DIR),
         cache_bytes,
         store.clone(),
         manager.stats(),
@@ -505,23 +505,20 @@ async fn start_remote(
     .map_err(BrokerError::Remote)?;
     // The cleaner pool's share of the dedupe budget and its I/O throttle
     // also clean the segments only in the store.
-    if let Some(handle) = broker.cleaner.as_ref().filter(|h| h.config().enable) {
-        let cleaner = StoreCleaner::new(Arc::clone(&cache), Arc::clone(handle))
+    if cleaner.config().enable {
+        let store_cleaner = StoreCleaner::new(Arc::clone(&cache), Arc::clone(cleaner))
             .map_err(BrokerError::Remote)?;
-        manager.set_store_cleaner(cleaner);
+        manager.set_store_cleaner(store_cleaner);
     }
     let reader = RemoteLogReader::new(store, cache)
         .with_fetch_max_wait(fetch_max_wait)
         .with_list_offsets_timeout(list_timeout);
     let reader = Arc::new(reader);
     // cleaner-status, the gauges and the key audit show the store's part.
-    if let Some(handle) = broker.cleaner.as_ref() {
-        let runtime = tokio::runtime::Handle::current();
-        let view = TieredStoreView::new(manager.stats(), Arc::clone(&reader), runtime);
-        handle.manager().set_tiered_store(Arc::new(view));
-    }
-    broker.remote_reader = Some(reader);
-    Ok(Some(manager))
+    let runtime = tokio::runtime::Handle::current();
+    let view = TieredStoreView::new(manager.stats(), Arc::clone(&reader), runtime);
+    cleaner.manager().set_tiered_store(Arc::new(view));
+    Ok((Some(manager), Some(reader)))
 }
 
 /// Rebuild the groups from `__consumer_offsets` on a thread of its own, so the

@@ -499,7 +499,6 @@ impl BrokerConfig {
     pub fn check(&self) -> Result<(), ConfigError> {
         use crate::security::SecurityProtocol as P;
         self.check_consumer_group_keys()?;
-        self.remote_storage_config()?;
         for l in self.listeners()? {
             if matches!(l.protocol, P::Ssl | P::SaslSsl) {
                 self.tls_config(&l.name)?;
@@ -613,17 +612,6 @@ impl BrokerConfig {
                 .unwrap_or(1_048_588),
             store_share: self.boolean("remote.log.storage.system.enable"),
         }
-    }
-
-    /// Tiered storage (`remote.log.storage.system.enable`, `sediment.remote.storage.*`);
-    /// `None` when disabled.
-    ///
-    /// # Errors
-    /// The system enabled without a store URL, or a URL sediment cannot use.
-    pub fn remote_storage_config(
-        &self,
-    ) -> Result<Option<crate::remote::RemoteStorageConfig>, ConfigError> {
-        crate::remote::RemoteStorageConfig::from_broker(self)
     }
 
     /// Where the metrics endpoint listens; `None` when disabled.

@@ -305,6 +305,8 @@ fn load_config(file: Option<PathBuf>, overrides: &[String]) -> anyhow::Result<Br
     config.apply_overrides(overrides.iter().map(String::as_str))?;
     // The rules across keys (listeners and their protocols) once all are set.
     config.check()?;
+    // Tiered storage reads its own keys (`remote::config`): a bad URL fails here.
+    sediment::remote::RemoteStorageConfig::from_broker(&config)?;
     Ok(config)
 }
 

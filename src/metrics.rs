@@ -721,7 +721,9 @@ mod tests {
         let logs =
             Arc::new(LogManager::open(LogManagerConfig::new(dir.path()), clock.clone()).unwrap());
         let config = LogCleanerConfig { enable: false, ..Default::default() };
-        let cleaner = LogCleaner::start(config, Arc::clone(&logs), clock.clone(), None).unwrap();
+        let cleaner =
+            LogCleaner::start(config, Arc::clone(&logs), clock.clone(), Default::default())
+                .unwrap();
         let metrics =
             Metrics::new(Arc::clone(&logs), Arc::clone(cleaner.handle()), &RequestMetrics::new())
                 .unwrap()

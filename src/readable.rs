@@ -21,6 +21,9 @@ fn err<T>(what: impl Into<String>) -> Result<T> {
     Err(ReadError(what.into()))
 }
 
+/// The longest string any Kafka schema can carry.
+pub const MAX_STRING_LEN: usize = i16::MAX as usize;
+
 /// The bytes not read yet.
 pub struct Readable<'a>(&'a [u8]);
 
@@ -107,7 +110,7 @@ impl<'a> Readable<'a> {
         };
         // A classic length cannot exceed it; a compact one can, and Kafka's
         // readers refuse it ("had invalid length").
-        if n > crate::writable::MAX_STRING_LEN {
+        if n > MAX_STRING_LEN {
             return err(format!("a string of {n} bytes is longer than a Kafka string may be"));
         }
         let bytes = self.take(n)?;

@@ -11,15 +11,14 @@
 
 use bytes::BufMut;
 
+pub use crate::readable::MAX_STRING_LEN;
+
 /// A value that does not fit its schema's length field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct WriteError(pub String);
 
 pub type Result<T> = std::result::Result<T, WriteError>;
-
-/// The longest string any Kafka schema can carry.
-pub const MAX_STRING_LEN: usize = i16::MAX as usize;
 
 /// A record's bytes, written field by field.
 #[derive(Debug, Default)]

@@ -6,13 +6,13 @@
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use sediment::broker::Broker;
+use sediment::api::KafkaApis;
 use sediment::config::{BrokerConfig, Listener};
 use sediment::log::LogManager;
 
 struct Env {
     runtime: tokio::runtime::Runtime,
-    broker: Arc<Broker>,
+    broker: Arc<KafkaApis>,
     _dir: tempfile::TempDir,
 }
 
@@ -25,7 +25,7 @@ fn env() -> &'static Env {
         let logs = Arc::new(LogManager::open(config.log_manager_config(), sediment::clock::system()).unwrap());
         logs.create_topic("t", 2, Default::default()).unwrap();
         let txn_state = Arc::new(sediment::txn::TransactionStateManager::new(config.transaction_config(), Arc::clone(&logs), sediment::clock::system()));
-        let broker = Arc::new(Broker::new(config, logs, vec![("PLAINTEXT".into(), Listener { host: "localhost".into(), port: 9092 })], txn_state).unwrap());
+        let broker = Arc::new(sediment::broker::standalone_apis(config, logs, vec![("PLAINTEXT".into(), Listener { host: "localhost".into(), port: 9092 })], txn_state).unwrap());
         // What the broker's group-loader thread does; the group APIs then answer for real.
         broker.groups.load();
         // block_in_place (used by the handlers) needs the multi-threaded runtime.

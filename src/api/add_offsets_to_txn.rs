@@ -10,13 +10,13 @@ use kafka_protocol::ResponseError;
 
 use super::error::{txn_error_code, TxnApi};
 use super::RequestContext;
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::log::TopicPartition;
 use crate::security::acl::{AclOperation, ResourceType};
 use crate::txn::TxnError;
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &AddOffsetsToTxnRequest,
     version: i16,

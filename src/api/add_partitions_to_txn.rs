@@ -36,7 +36,7 @@ use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResp
 
 use super::error::{txn_error_code, TxnApi};
 use super::RequestContext;
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::group::OFFSETS_TOPIC;
 use crate::log::TopicPartition;
 use crate::security::acl::{AclOperation, ResourceType};
@@ -46,7 +46,7 @@ use crate::txn::{TxnError, TRANSACTION_STATE_TOPIC};
 const FIRST_BATCHED_VERSION: i16 = 4;
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &AddPartitionsToTxnRequest,
     version: i16,
@@ -145,7 +145,7 @@ fn every_partition(
 /// The answer for every partition of `txn`, by topic as asked; the
 /// partitions of `denied` topics fail the transaction.
 fn add_partitions(
-    broker: &Broker,
+    broker: &KafkaApis,
     txn: &Transaction<'_>,
     denied: &HashSet<&str>,
     version: i16,
@@ -206,7 +206,7 @@ fn add_partitions(
 }
 
 /// Verify-only: whether `tp` is in the transaction; nothing is written.
-fn verify(broker: &Broker, txn: &Transaction<'_>, tp: &TopicPartition, version: i16) -> i16 {
+fn verify(broker: &KafkaApis, txn: &Transaction<'_>, tp: &TopicPartition, version: i16) -> i16 {
     if txn.id.is_empty() {
         return ResponseError::InvalidRequest.code();
     }

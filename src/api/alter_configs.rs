@@ -23,7 +23,7 @@ use super::describe_configs::{
 };
 use super::error::{dynamic_config_error_code, error_code};
 use super::{str_bytes, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::config::dynamic::{key_kind, DynamicConfigError, DynamicLevel};
 use crate::log::config::{config_def, ConfigType};
 use crate::log::LogError;
@@ -48,7 +48,7 @@ struct Target<'a> {
 type Build<'a> = Box<dyn FnOnce(&Target<'_>) -> Result<BTreeMap<String, String>, Refusal> + 'a>;
 
 fn apply(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     legacy: bool,
     resource_type: i8,
@@ -74,7 +74,7 @@ fn apply(
     }
 }
 
-fn apply_topic(broker: &Broker, name: &str, validate_only: bool, build: Build<'_>) -> Outcome {
+fn apply_topic(broker: &KafkaApis, name: &str, validate_only: bool, build: Build<'_>) -> Outcome {
     let info = broker.logs.topic(name).ok_or_else(|| {
         (ResponseError::UnknownTopicOrPartition, format!("topic {name} does not exist"))
     })?;
@@ -102,7 +102,7 @@ fn apply_topic(broker: &Broker, name: &str, validate_only: bool, build: Build<'_
 
 /// The dynamic level of a broker resource name (Kafka's
 /// `validateResourceNameIsCurrentNodeId`).
-fn broker_level(broker: &Broker, name: &str) -> Result<DynamicLevel, Refusal> {
+fn broker_level(broker: &KafkaApis, name: &str) -> Result<DynamicLevel, Refusal> {
     if name.is_empty() {
         return Ok(DynamicLevel::ClusterDefault);
     }
@@ -118,7 +118,7 @@ fn broker_level(broker: &Broker, name: &str) -> Result<DynamicLevel, Refusal> {
     Ok(DynamicLevel::PerBroker)
 }
 
-fn apply_broker(broker: &Broker, name: &str, validate_only: bool, build: Build<'_>) -> Outcome {
+fn apply_broker(broker: &KafkaApis, name: &str, validate_only: bool, build: Build<'_>) -> Outcome {
     let level = broker_level(broker, name)?;
     let Some(dynamic) = &broker.dynamic else {
         return Err((ResponseError::InvalidRequest, "this broker has no dynamic configs".into()));
@@ -166,7 +166,7 @@ fn apply_broker(broker: &Broker, name: &str, validate_only: bool, build: Build<'
 }
 
 pub fn handle_alter(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: AlterConfigsRequest,
 ) -> AlterConfigsResponse {
@@ -270,7 +270,7 @@ fn incremental_op(
 }
 
 pub fn handle_incremental(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {

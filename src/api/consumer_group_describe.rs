@@ -16,12 +16,12 @@ use kafka_protocol::ResponseError;
 
 use super::error::group_error_code;
 use super::{str_bytes, topic_name, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::group::GroupError;
 use crate::security::acl::{AclOperation, ResourceType};
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &ConsumerGroupDescribeRequest,
 ) -> ConsumerGroupDescribeResponse {
@@ -72,7 +72,7 @@ fn assignment(partitions: Vec<([u8; 16], String, Vec<i32>)>) -> Assignment {
     )
 }
 
-fn describe(broker: &Broker, id: &GroupId) -> DescribedGroup {
+fn describe(broker: &KafkaApis, id: &GroupId) -> DescribedGroup {
     let out = DescribedGroup::default().with_group_id(id.clone());
     match broker.groups.consumer_describe(id.0.as_str()) {
         Err(e) => {

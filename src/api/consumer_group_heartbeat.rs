@@ -14,13 +14,13 @@ use kafka_protocol::ResponseError;
 
 use super::error::group_error_code;
 use super::{str_bytes, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::group::consumer_group_records::Assignment as Partitions;
 use crate::group::{ConsumerHeartbeat, GroupError};
 use crate::security::acl::{AclOperation, ResourceType};
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &ConsumerGroupHeartbeatRequest,
     version: i16,

@@ -8,11 +8,11 @@ use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse
 
 use super::error::error_code;
 use super::{str_bytes, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::security::acl::{AclOperation, ResourceType};
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {

@@ -22,12 +22,12 @@ use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use super::describe_configs::topic_entries;
 use super::error::error_code;
 use super::{str_bytes, uuid_of, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::log::{LogError, LogManager};
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: CreateTopicsRequest,
     version: i16,
@@ -121,7 +121,7 @@ pub fn handle(
 /// The partition count a topic asks for (a count, the default, or an
 /// assignment to this broker alone), with a replication factor of 1.
 fn partition_count(
-    broker: &Broker,
+    broker: &KafkaApis,
     topic: &CreatableTopic,
 ) -> Result<i32, (ResponseError, String)> {
     let partitions = if !topic.assignments.is_empty() {

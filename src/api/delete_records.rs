@@ -11,12 +11,12 @@ use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 
 use super::error::error_code;
 use super::RequestContext;
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::log::TopicPartition;
 use crate::security::acl::{AclOperation, ResourceType};
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: DeleteRecordsRequest,
 ) -> DeleteRecordsResponse {

@@ -19,7 +19,7 @@ use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse};
 
 use super::error::error_code;
 use super::{str_bytes, topic_name, uuid_of, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::log::TopicInfo;
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
@@ -63,7 +63,7 @@ impl Access {
 }
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: DeleteTopicsRequest,
     version: i16,
@@ -123,7 +123,11 @@ pub fn handle(
     DeleteTopicsResponse::default().with_responses(responses)
 }
 
-fn delete(broker: &Broker, info: &TopicInfo, result: DeletableTopicResult) -> DeletableTopicResult {
+fn delete(
+    broker: &KafkaApis,
+    info: &TopicInfo,
+    result: DeletableTopicResult,
+) -> DeletableTopicResult {
     let result =
         result.with_name(Some(topic_name(info.name.clone()))).with_topic_id(uuid_of(info.id));
     if !broker.config.delete_topic_enable() {

@@ -9,12 +9,12 @@ use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 
 use super::{str_bytes, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
 /// Endpoint type 1: brokers; 2: controllers (KIP-919). One node is both.
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &DescribeClusterRequest,
 ) -> DescribeClusterResponse {

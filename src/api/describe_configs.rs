@@ -24,7 +24,7 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
 use super::{str_bytes, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::config::dynamic::{BrokerConfigSource, BrokerEntry, DynamicBrokerConfig, DynamicLevel};
 use crate::config::LISTENER_PREFIX;
 use crate::log::config::{ConfigSource, ConfigType, LOG_CONFIGS};
@@ -187,7 +187,7 @@ fn hide_value(mut e: DescribeConfigsResourceResult) -> DescribeConfigsResourceRe
 }
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     mut request: DescribeConfigsRequest,
 ) -> DescribeConfigsResponse {
@@ -220,7 +220,7 @@ pub fn handle(
 
 /// The broker's keys as described for resource name `name` (empty: the
 /// cluster-wide dynamic defaults).
-fn broker_entries(broker: &Broker, name: &str) -> Vec<BrokerEntry> {
+fn broker_entries(broker: &KafkaApis, name: &str) -> Vec<BrokerEntry> {
     let level =
         if name.is_empty() { DynamicLevel::ClusterDefault } else { DynamicLevel::PerBroker };
     if let Some(dynamic) = &broker.dynamic {
@@ -257,7 +257,7 @@ type Entry<'a> = dyn Fn(
 
 /// A BROKER resource: this node's id or empty (the cluster-wide defaults).
 fn describe_broker(
-    broker: &Broker,
+    broker: &KafkaApis,
     result: DescribeConfigsResult,
     name: &str,
     wanted: &dyn Fn(&str) -> bool,
@@ -290,7 +290,7 @@ fn describe_broker(
 }
 
 /// The results of resources the principal may describe, in request order.
-fn describe(broker: &Broker, request: DescribeConfigsRequest) -> Vec<DescribeConfigsResult> {
+fn describe(broker: &KafkaApis, request: DescribeConfigsRequest) -> Vec<DescribeConfigsResult> {
     let mut results = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
         // Null and an empty list both mean every key (Kafka's `ConfigHelper`).

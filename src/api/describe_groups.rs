@@ -15,12 +15,12 @@ use kafka_protocol::ResponseError;
 
 use super::error::group_code;
 use super::{str_bytes, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::group::GroupError;
 use crate::security::acl::{AclOperation, ResourceType};
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &DescribeGroupsRequest,
     version: i16,
@@ -47,7 +47,7 @@ pub fn handle(
     DescribeGroupsResponse::default().with_groups(denied.chain(described).collect())
 }
 
-fn describe(broker: &Broker, id: &GroupId, version: i16) -> DescribedGroup {
+fn describe(broker: &KafkaApis, id: &GroupId, version: i16) -> DescribedGroup {
     let out = DescribedGroup::default().with_group_id(id.clone());
     match broker.groups.describe(id.0.as_str()) {
         // A consumer group is not a classic group: Kafka answers

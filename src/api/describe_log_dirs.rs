@@ -13,12 +13,12 @@ use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use kafka_protocol::error::ResponseError;
 
 use super::{str_bytes, topic_name, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::log::disk::disk_space;
 use crate::security::acl::AclOperation;
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: DescribeLogDirsRequest,
 ) -> DescribeLogDirsResponse {

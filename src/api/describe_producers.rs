@@ -19,12 +19,12 @@ use kafka_protocol::messages::describe_producers_response::{
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
 
 use super::{str_bytes, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::log::TopicPartition;
 use crate::security::acl::{AclOperation, ResourceType};
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &DescribeProducersRequest,
 ) -> DescribeProducersResponse {
@@ -54,7 +54,7 @@ pub fn handle(
     DescribeProducersResponse::default().with_topics(topics)
 }
 
-fn describe(broker: &Broker, tp: &TopicPartition) -> PartitionResponse {
+fn describe(broker: &KafkaApis, tp: &TopicPartition) -> PartitionResponse {
     let Some(log) = broker.logs.get_log(tp) else {
         let error = if broker.logs.offline_partitions().contains_key(tp) {
             ResponseError::KafkaStorageError

@@ -20,12 +20,12 @@ use kafka_protocol::messages::{
 
 use super::error::{txn_error_code, TxnApi};
 use super::{str_bytes, topic_name, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::security::acl::{AclOperation, ResourceType};
 use crate::txn::TransactionState as State;
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &DescribeTransactionsRequest,
     version: i16,
@@ -51,7 +51,7 @@ pub fn handle(
     DescribeTransactionsResponse::default().with_transaction_states(states)
 }
 
-fn describe(broker: &Broker, id: &TransactionalId, version: i16) -> TransactionState {
+fn describe(broker: &KafkaApis, id: &TransactionalId, version: i16) -> TransactionState {
     let not_found = || {
         TransactionState::default().with_error_code(ResponseError::TransactionalIdNotFound.code())
     };

@@ -11,12 +11,12 @@ use kafka_protocol::ResponseError;
 
 use super::error::{txn_error_code, TxnApi};
 use super::RequestContext;
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::security::acl::{AclOperation, ResourceType};
 use crate::txn::TransactionResult;
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &EndTxnRequest,
     version: i16,

@@ -56,7 +56,7 @@ use super::error::{error_code, fetch_session_error_code};
 use super::fetch_remote::{self, RemotePart, StoreRead};
 use super::fetch_session::{FetchContext, SessionError};
 use super::RequestContext;
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::log::segment::FileRegion;
 use crate::log::{FetchIsolation, Log, TopicPartition};
 use crate::security::acl::{AclOperation, ResourceType};
@@ -110,7 +110,7 @@ pub(super) enum FetchAccess {
 
 impl FetchAccess {
     fn decide(
-        broker: &Broker,
+        broker: &KafkaApis,
         ctx: &RequestContext<'_>,
         request: &FetchRequest,
         version: i16,
@@ -161,7 +161,7 @@ impl FetchAccess {
 }
 
 pub async fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     mut request: FetchRequest,
     version: i16,
@@ -215,7 +215,7 @@ fn session_error(e: SessionError) -> FetchReply {
 /// Read the request's partitions until `min_bytes` are there, an error is,
 /// or `max_wait_ms` passed.
 async fn long_poll(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &FetchRequest,
     version: i16,
@@ -251,7 +251,7 @@ async fn long_poll(
 }
 
 fn read_once(
-    broker: &Broker,
+    broker: &KafkaApis,
     request: &FetchRequest,
     version: i16,
     access: &FetchAccess,

@@ -21,7 +21,7 @@ use kafka_protocol::messages::FetchRequest;
 
 use super::error::{error_code, remote_read_error_code};
 use super::fetch::FetchAccess;
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::log::{FetchIsolation, Log, TopicPartition};
 use crate::remote::reader::{RemoteFetch, RemoteRange, RemoteReadError};
 
@@ -60,7 +60,7 @@ pub(super) fn below_local(log: &Log, offset: i64) -> bool {
 
 /// Read the request's first partition below its local start from the store.
 pub(super) async fn read_first(
-    broker: &Broker,
+    broker: &KafkaApis,
     request: &FetchRequest,
     version: i16,
     access: &FetchAccess,

@@ -19,13 +19,13 @@ use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinator
 
 use super::error::{txn_error_code, TxnApi};
 use super::{str_bytes, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::security::acl::{AclOperation, ResourceType};
 
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
 
-fn lookup(broker: &Broker, key_type: i8) -> Result<(), (ResponseError, String)> {
+fn lookup(broker: &KafkaApis, key_type: i8) -> Result<(), (ResponseError, String)> {
     let unavailable =
         |e: crate::log::LogError| (ResponseError::CoordinatorNotAvailable, e.to_string());
     match key_type {
@@ -58,7 +58,7 @@ fn denied(ctx: &RequestContext<'_>, key_type: i8, key: &str) -> Option<ResponseE
 }
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &FindCoordinatorRequest,
     version: i16,

@@ -6,11 +6,11 @@ use kafka_protocol::ResponseError;
 
 use super::error::group_code;
 use super::RequestContext;
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::security::acl::{AclOperation, ResourceType};
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &HeartbeatRequest,
 ) -> HeartbeatResponse {

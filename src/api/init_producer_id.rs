@@ -16,12 +16,12 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, Pr
 
 use super::error::{txn_error_code, TxnApi};
 use super::RequestContext;
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 use crate::txn::{ProducerIdAndEpoch, TxnError};
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &InitProducerIdRequest,
     version: i16,
@@ -75,7 +75,7 @@ fn authorization_error(
 }
 
 fn init_transactional(
-    broker: &Broker,
+    broker: &KafkaApis,
     transactional_id: &str,
     request: &InitProducerIdRequest,
 ) -> Result<ProducerIdAndEpoch, TxnError> {

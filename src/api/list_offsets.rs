@@ -20,7 +20,7 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::error::{error_code, remote_read_error_code};
 use super::RequestContext;
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::log::log_read::EARLIEST_LOCAL_TIMESTAMP;
 use crate::log::manager::SharedLog;
 use crate::log::record_batch::NO_TIMESTAMP;
@@ -28,7 +28,7 @@ use crate::log::{FetchIsolation, TopicPartition};
 use crate::security::acl::{AclOperation, ResourceType};
 
 pub async fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: ListOffsetsRequest,
     version: i16,
@@ -87,7 +87,7 @@ pub async fn handle(
 /// One partition's answer: the store's segments first for a timestamp
 /// (Kafka's order: remote, then local), the local log otherwise.
 async fn lookup(
-    broker: &Broker,
+    broker: &KafkaApis,
     tp: &TopicPartition,
     log: &SharedLog,
     target: i64,

@@ -28,7 +28,7 @@ use regex_syntax::hir::{Hir, Look};
 
 use super::error::{txn_error_code, TxnApi};
 use super::{str_bytes, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::security::acl::{AclOperation, ResourceType};
 use crate::txn::{TransactionMetadata, TransactionState};
 
@@ -36,7 +36,7 @@ use crate::txn::{TransactionMetadata, TransactionState};
 const PATTERN_SIZE_LIMIT: usize = 1 << 20;
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &ListTransactionsRequest,
     version: i16,

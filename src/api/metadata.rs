@@ -29,11 +29,11 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 
 use super::error::error_code;
 use super::{str_bytes, topic_name, uuid_of, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::log::{LogError, LogManager, TopicInfo, TopicPartition};
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
-fn topic_response(broker: &Broker, info: &TopicInfo) -> MetadataResponseTopic {
+fn topic_response(broker: &KafkaApis, info: &TopicInfo) -> MetadataResponseTopic {
     let offline = broker.logs.offline_partitions();
     let node = BrokerId(broker.node_id);
     let partitions = (0..info.partitions)
@@ -75,7 +75,7 @@ fn refused_topic(name: Option<String>, id: uuid::Uuid) -> MetadataResponseTopic 
 }
 
 /// Create `name` on a Metadata request's behalf (the principal may).
-fn auto_create(broker: &Broker, name: String) -> MetadataResponseTopic {
+fn auto_create(broker: &KafkaApis, name: String) -> MetadataResponseTopic {
     let created = LogManager::validate_topic_name(&name).and_then(|_| {
         broker.logs.create_topic(&name, broker.config.num_partitions(), BTreeMap::new())
     });
@@ -97,7 +97,7 @@ fn auto_create(broker: &Broker, name: String) -> MetadataResponseTopic {
 
 /// The topics a request names (by name or, v12+, by id), in its order.
 fn named_topics(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     requested: Vec<MetadataRequestTopic>,
     allow_auto_create: bool,
@@ -166,7 +166,7 @@ fn named_topics(
 }
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: MetadataRequest,
     version: i16,

@@ -1,5 +1,5 @@
 //! Kafka API handlers: one file per API, each turning a decoded request into a
-//! response against the broker's managers (`crate::broker::Broker`).
+//! response against the broker's managers ([`KafkaApis`]).
 //!
 //! This is the only layer that knows Kafka error codes, and `error` is the one
 //! place that maps typed errors (`LogError`, `GroupError`) to them. Handlers
@@ -40,6 +40,7 @@ pub mod find_coordinator;
 pub mod heartbeat;
 pub mod init_producer_id;
 pub mod join_group;
+pub mod kafka_apis;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
@@ -56,12 +57,13 @@ pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod write_txn_markers;
 
+pub use kafka_apis::KafkaApis;
+
 use std::sync::Arc;
 
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::broker::Broker;
 use crate::log::segment::FileRegion;
 use crate::metrics::DenialRecorder;
 use crate::security::acl_store::AclStore;
@@ -201,7 +203,7 @@ impl From<ResponseKind> for Reply {
 /// `Close` when the connection must be closed (acks=0 produce that failed, an
 /// API that reached dispatch without a handler).
 pub async fn dispatch(
-    broker: &Arc<Broker>,
+    broker: &Arc<KafkaApis>,
     ctx: &RequestContext<'_>,
     request: RequestKind,
 ) -> Result<Option<Reply>, Close> {
@@ -305,7 +307,7 @@ pub async fn dispatch(
 /// The producer id and transaction APIs (docs/transactions.md 3.1); `None`
 /// (logged) for a request that is none of them and has no handler.
 fn transaction_api(
-    broker: &Arc<Broker>,
+    broker: &Arc<KafkaApis>,
     ctx: &RequestContext<'_>,
     request: RequestKind,
 ) -> Option<ResponseKind> {
@@ -346,7 +348,7 @@ fn transaction_api(
 /// (docs/security.md 6); `None` for a request that has no handler (logged)
 /// or that the connection must be closed for.
 fn security_api(
-    broker: &Arc<Broker>,
+    broker: &Arc<KafkaApis>,
     ctx: &RequestContext<'_>,
     request: RequestKind,
 ) -> Option<ResponseKind> {

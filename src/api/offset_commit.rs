@@ -18,12 +18,12 @@ use kafka_protocol::ResponseError;
 use super::error::group_code;
 use super::offset_partitions::PartitionChecks;
 use super::RequestContext;
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::group::CommittedOffset;
 use crate::security::acl::{AclOperation, ResourceType};
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &OffsetCommitRequest,
     version: i16,

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 
 use super::error::group_code;
 use super::{str_bytes, topic_name, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::group::{CommittedOffset, GroupError};
 use crate::security::acl::{AclOperation, ResourceType};
 
@@ -54,7 +54,7 @@ impl GroupFailure {
 /// The offsets of `group` the principal may see: all of the group's
 /// (`requested` None) or the named partitions, by topic.
 fn fetch(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     group: &str,
     requested: Option<Vec<(&str, &[i32])>>,
@@ -106,7 +106,7 @@ fn by_topic(rows: Vec<(String, i32, Option<CommittedOffset>)>) -> Answer {
 }
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &OffsetFetchRequest,
     version: i16,
@@ -134,11 +134,11 @@ pub fn handle(
 }
 
 /// A pending transactional offset makes a partition unstable.
-fn unstable(broker: &Broker, group: &str, topic: &str, partition: i32) -> bool {
+fn unstable(broker: &KafkaApis, group: &str, topic: &str, partition: i32) -> bool {
     broker.groups.has_pending_txn_offset(group, topic, partition)
 }
 
-fn mark_unstable(broker: &Broker, group: &str, response: &mut OffsetFetchResponse) {
+fn mark_unstable(broker: &KafkaApis, group: &str, response: &mut OffsetFetchResponse) {
     for t in &mut response.topics {
         for p in &mut t.partitions {
             if p.error_code == 0 && unstable(broker, group, t.name.0.as_str(), p.partition_index) {
@@ -151,7 +151,7 @@ fn mark_unstable(broker: &Broker, group: &str, response: &mut OffsetFetchRespons
     }
 }
 
-fn mark_unstable_groups(broker: &Broker, out: &mut OffsetFetchResponseGroup) {
+fn mark_unstable_groups(broker: &KafkaApis, out: &mut OffsetFetchResponseGroup) {
     let group = out.group_id.0.to_string();
     for t in &mut out.topics {
         for p in &mut t.partitions {
@@ -167,7 +167,7 @@ fn mark_unstable_groups(broker: &Broker, out: &mut OffsetFetchResponseGroup) {
 
 /// The single group of a v1–v7 request.
 fn fetch_one(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &OffsetFetchRequest,
     version: i16,
@@ -197,7 +197,7 @@ fn fetch_one(
 
 /// One group of a v8+ request, which may ask for several.
 fn fetch_group(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     g: &OffsetFetchRequestGroup,
 ) -> OffsetFetchResponseGroup {

@@ -41,7 +41,7 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 
 use super::error::{error_code, txn_produce_error_code};
 use super::{str_bytes, Close, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::log::compression::Compression;
 use crate::log::producer_state::VerificationGuard;
 use crate::log::record_batch::{
@@ -57,7 +57,7 @@ pub const MIN_SUPPORTED_VERSION: i16 = 3;
 /// # Errors
 /// `Close` for an acks=0 request in which some partition failed.
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: ProduceRequest,
     version: i16,
@@ -214,7 +214,7 @@ fn has_zstd(records: &[u8]) -> bool {
 /// before log); the guard taken before asking is what the append checks, so
 /// a transaction ended in between cannot be reopened by this batch.
 fn verify_transactional(
-    broker: &Broker,
+    broker: &KafkaApis,
     transactional_id: &str,
     tp: &TopicPartition,
     log: &crate::log::manager::SharedLog,
@@ -311,7 +311,7 @@ impl Refusal {
 
 /// Append one partition's batches to its log.
 fn append_partition(
-    broker: &Broker,
+    broker: &KafkaApis,
     topic: Option<&str>,
     p: PartitionProduceData,
     transactional_id: Option<&str>,

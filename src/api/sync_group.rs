@@ -9,12 +9,12 @@ use kafka_protocol::ResponseError;
 
 use super::error::group_code;
 use super::{str_bytes, RequestContext};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::group::{GroupError, Reply, SyncResult};
 use crate::security::acl::{AclOperation, ResourceType};
 
 pub async fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: SyncGroupRequest,
     version: i16,

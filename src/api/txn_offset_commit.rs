@@ -24,13 +24,13 @@ use kafka_protocol::ResponseError;
 use super::error::{group_code, txn_offset_commit_error_code};
 use super::offset_partitions::PartitionChecks;
 use super::RequestContext;
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::group::{CommittedOffset, TxnProducer, OFFSETS_TOPIC};
 use crate::log::TopicPartition;
 use crate::security::acl::{AclOperation, ResourceType};
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &TxnOffsetCommitRequest,
     version: i16,
@@ -131,7 +131,7 @@ fn every_partition(request: &TxnOffsetCommitRequest, code: i16) -> TxnOffsetComm
 /// offsets partition; the error code for every partition if not. Skipped
 /// when `transaction.partition.verification.enable` is false, as Kafka does.
 fn verify(
-    broker: &Broker,
+    broker: &KafkaApis,
     request: &TxnOffsetCommitRequest,
     group: &str,
     version: i16,

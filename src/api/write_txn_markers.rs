@@ -34,13 +34,13 @@ use kafka_protocol::ResponseError;
 
 use super::error::error_code;
 use super::RequestContext;
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::log::TopicPartition;
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 use crate::txn::{TransactionResult, TxnMarker, COORDINATOR_EPOCH};
 
 pub fn handle(
-    broker: &Broker,
+    broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &WriteTxnMarkersRequest,
 ) -> WriteTxnMarkersResponse {
@@ -86,7 +86,7 @@ fn every_partition(request: &WritableTxnMarker, code: i16) -> WritableTxnMarkerR
     results(request, |_| code)
 }
 
-fn write_marker(broker: &Broker, request: &WritableTxnMarker) -> WritableTxnMarkerResult {
+fn write_marker(broker: &KafkaApis, request: &WritableTxnMarker) -> WritableTxnMarkerResult {
     if request.coordinator_epoch > COORDINATOR_EPOCH {
         // The partitions record it, and refuse this node's coordinator (whose
         // epoch is fixed) any later marker of the producer there.

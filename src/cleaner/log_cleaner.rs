@@ -36,9 +36,10 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::cleaner::{Cleaner, CleanerConfig, CleanerError};
+use super::collaborators::CleanerCollaborators;
 use super::manager::{GrabbedLog, LogCleanerManager};
 use super::stats::CleanerStats;
-use super::status::{ManagerStatus, ProducerIdResolver};
+use super::status::ManagerStatus;
 use super::throttler::{thread_sleeper, Throttler, DEFAULT_CHECK_INTERVAL_MS};
 use crate::clock::SharedClock;
 use crate::log::{LogError, LogManager, TopicPartition};
@@ -421,7 +422,7 @@ impl LogCleaner {
         config: LogCleanerConfig,
         logs: Arc<LogManager>,
         clock: SharedClock,
-        resolver: Option<Arc<dyn ProducerIdResolver>>,
+        collaborators: CleanerCollaborators,
     ) -> Result<Self, LogCleanerError> {
         let throttler = Arc::new(Throttler::new(
             config.max_io_bytes_per_second,
@@ -429,7 +430,7 @@ impl LogCleaner {
             Arc::clone(&clock),
             thread_sleeper(),
         ));
-        Self::start_with(config, logs, clock, throttler, resolver)
+        Self::start_with(config, logs, clock, throttler, collaborators)
     }
 
     /// [`LogCleaner::start`] with a given throttle (tests).
@@ -441,16 +442,14 @@ impl LogCleaner {
         logs: Arc<LogManager>,
         clock: SharedClock,
         throttler: Arc<Throttler>,
-        resolver: Option<Arc<dyn ProducerIdResolver>>,
+        collaborators: CleanerCollaborators,
     ) -> Result<Self, LogCleanerError> {
-        let mut manager = LogCleanerManager::new(
+        let manager = LogCleanerManager::new(
             Arc::clone(&logs),
             Arc::clone(&clock),
             config.uncleanable_retry_backoff_ms,
-        );
-        if let Some(resolver) = resolver {
-            manager = manager.with_producer_id_resolver(resolver);
-        }
+        )
+        .with_collaborators(collaborators);
         let manager = Arc::new(manager);
         let threads_wanted = if config.enable { config.num_threads } else { 0 };
         let handle = Arc::new(LogCleanerHandle {
@@ -551,7 +550,8 @@ mod tests {
                 .unwrap(),
         );
         let config = LogCleanerConfig { dedupe_buffer_size: 1 << 20, ..Default::default() };
-        let mut cleaner = LogCleaner::start(config.clone(), logs, clock, None).unwrap();
+        let mut cleaner =
+            LogCleaner::start(config.clone(), logs, clock, Default::default()).unwrap();
         let handle = Arc::clone(cleaner.handle());
         assert_eq!((pool_size(&handle), handle.threads_status().threads), (1, 1));
         handle

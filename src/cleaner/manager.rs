@@ -61,11 +61,13 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use super::checkpoint::CleanerOffsetCheckpoint;
 use super::cleaner::{CancellationToken, CleanResult};
 use super::cleaning_state::{CleaningStateError, LogCleaningState};
+use super::collaborators::{
+    CleanerCollaborators, ConsumerOffsets, ProducerIdResolver, TieredStore,
+};
 use super::eligibility::CleaningCandidate;
 use super::log_to_clean::LogToClean;
-use super::status::{LastClean, ProducerIdResolver, CLEAN_HISTORY};
-use super::tiered_store::TieredStore;
-use super::tombstone_guard::{ConsumerOffsets, KeptTombstones, TombstoneGuard};
+use super::status::{LastClean, CLEAN_HISTORY};
+use super::tombstone_guard::{KeptTombstones, TombstoneGuard};
 use crate::clock::SharedClock;
 use crate::log::manager::{CleaningControl, SharedLog};
 use crate::log::{Log, LogManager, TopicPartition};
@@ -144,7 +146,7 @@ pub struct LogCleanerManager {
     /// Names the transactional id of an open transaction in the status.
     resolver: Option<Arc<dyn ProducerIdResolver>>,
     /// The groups' committed offsets (the group coordinator, set once it exists).
-    consumer_offsets: OnceLock<Arc<dyn ConsumerOffsets>>,
+    consumer_offsets: Option<Arc<dyn ConsumerOffsets>>,
     /// Tiered storage's view of the store, when it runs (set once it starts).
     tiered_store: OnceLock<Arc<dyn TieredStore>>,
 }
@@ -164,9 +166,17 @@ impl LogCleanerManager {
             inner: Mutex::new(inner),
             state_changed: Condvar::new(),
             resolver: None,
-            consumer_offsets: OnceLock::new(),
+            consumer_offsets: None,
             tiered_store: OnceLock::new(),
         }
+    }
+
+    /// This manager, reaching the layers above through `collaborators`.
+    #[must_use]
+    pub fn with_collaborators(mut self, collaborators: CleanerCollaborators) -> Self {
+        self.resolver = collaborators.producer_ids;
+        self.consumer_offsets = collaborators.consumer_offsets;
+        self
     }
 
     /// This manager, naming open transactions in its status by `resolver`.
@@ -180,15 +190,8 @@ impl LogCleanerManager {
         self.resolver.as_deref()
     }
 
-    /// Where the resurrection guard and the at-risk counts read the groups'
-    /// committed offsets (the group coordinator starts after the cleaner).
-    /// Only the first call counts.
-    pub fn set_consumer_offsets(&self, offsets: Arc<dyn ConsumerOffsets>) {
-        let _ = self.consumer_offsets.set(offsets);
-    }
-
     pub(super) fn consumer_offsets(&self) -> Option<&dyn ConsumerOffsets> {
-        self.consumer_offsets.get().map(|o| o.as_ref())
+        self.consumer_offsets.as_deref()
     }
 
     /// Where `cleaner-status`, the gauges and the key audit read the store's

@@ -191,6 +191,7 @@ mod clean_into;
 #[allow(clippy::module_inception)]
 pub mod cleaner;
 pub mod cleaning_state;
+pub mod collaborators;
 pub mod eligibility;
 mod group_writer;
 pub mod key_audit;
@@ -214,6 +215,7 @@ pub use cleaner::{
     CancellationToken, CleanResult, Cleaner, CleanerConfig, CleanerError, CrashPoint,
 };
 pub use cleaning_state::{CleaningStateError, LogCleaningState};
+pub use collaborators::{CleanerCollaborators, ConsumerOffsets, ProducerIdResolver, TieredStore};
 pub use eligibility::CleaningCandidate;
 pub use log_cleaner::{
     CleanerThreadsStatus, LogCleaner, LogCleanerConfig, LogCleanerError, LogCleanerHandle,
@@ -226,7 +228,6 @@ pub use offset_map::OffsetMap;
 pub use stats::CleanerStats;
 pub use status::{
     Ineligible, LastClean, LogDirCleaningStatus, ManagerStatus, PartitionCleaningStatus,
-    ProducerIdResolver,
 };
 pub use throttler::Throttler;
-pub use tiered_store::{StoreCleanState, StoreCleaning, TieredStore};
+pub use tiered_store::{StoreCleanState, StoreCleaning};

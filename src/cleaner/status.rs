@@ -25,16 +25,6 @@ use super::tombstone_guard::TombstonesAtRisk;
 use crate::log::manager::SharedLog;
 use crate::log::{Log, TopicPartition};
 
-/// Who owns a producer id: the transactional id the transaction coordinator
-/// has for it. The log knows producer ids only; the broker gives the manager
-/// one of these (the coordinator's state), so `cleaner` imports nothing of
-/// `txn`. Asked with no lock of the cleaner or of a log held.
-pub trait ProducerIdResolver: Send + Sync + std::fmt::Debug {
-    /// The transactional id whose producer id (current, else previous) is
-    /// `producer_id`, if the coordinator knows one.
-    fn transactional_id(&self, producer_id: i64) -> Option<String>;
-}
-
 /// How many cleans of each partition the manager remembers.
 pub const CLEAN_HISTORY: usize = 10;
 

@@ -18,36 +18,12 @@
 
 use serde::Serialize;
 
-use std::sync::Arc;
-
 use super::key_audit::StorePart;
 use super::log_to_clean::dirty_ratio;
 use super::manager::LogCleanerManager;
 use super::status::LastClean;
-use super::store_segments::StoreSegmentSource;
 use crate::log::segment::SegmentConfig;
 use crate::log::{Log, TopicPartition};
-
-/// What tiered storage knows of a partition that the cleaner's views show.
-/// Called with no lock of the cleaner or of a log held.
-pub trait TieredStore: Send + Sync + std::fmt::Debug {
-    /// The store cleaner's last measure of `tp`, if it measured it.
-    fn store_clean_state(&self, tp: &TopicPartition) -> Option<StoreCleanState>;
-
-    /// `tp`'s store segments that hold offsets in `offsets` (from the log
-    /// start to the local start), oldest first, by the store's latest
-    /// manifest; each is fetched through the broker's read cache when the
-    /// caller asks for it (blocking: a key audit's thread calls it).
-    ///
-    /// # Errors
-    /// The store unreachable, the manifest missing or not reaching `offsets.end`.
-    fn store_only_segments(
-        &self,
-        tp: &TopicPartition,
-        offsets: std::ops::Range<i64>,
-        config: SegmentConfig,
-    ) -> Result<Arc<dyn StoreSegmentSource>, String>;
-}
 
 /// The store cleaner's view of one partition (`sediment_remote_*` gauges
 /// and the `store.cleaning` object of `cleaner-status`).

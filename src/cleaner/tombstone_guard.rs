@@ -24,26 +24,11 @@
 //! imports nothing of `group`); it is asked with no lock of the cleaner or
 //! of a log held.
 
-use std::collections::HashMap;
-
 use serde::Serialize;
-
-use crate::log::TopicPartition;
 
 /// How many kept tombstones the manager tracks per partition; past it the
 /// at-risk counts are lower bounds (`truncated`).
 pub const MAX_TRACKED_TOMBSTONES: usize = 100_000;
-
-/// The committed offsets of consumer groups, as the group coordinator has them.
-pub trait ConsumerOffsets: Send + Sync + std::fmt::Debug {
-    /// (group id, committed offset) of every group with an offset committed
-    /// on `tp`.
-    fn committed(&self, tp: &TopicPartition) -> Vec<(String, i64)>;
-
-    /// The same for every partition with committed offsets, in one pass
-    /// over the groups (what a status or a scrape needs).
-    fn committed_by_partition(&self) -> HashMap<TopicPartition, Vec<(String, i64)>>;
-}
 
 /// What one clean of a guarded partition must respect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

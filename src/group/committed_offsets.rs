@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::cleaner::tombstone_guard::ConsumerOffsets;
+use crate::cleaner::ConsumerOffsets;
 use crate::log::TopicPartition;
 
 use super::GroupCoordinator;

@@ -493,7 +493,8 @@ mod tests {
             store_share: true,
             ..Default::default()
         };
-        let mut pool = LogCleaner::start(config.clone(), Arc::new(logs.unwrap()), clock, None);
+        let mut pool =
+            LogCleaner::start(config.clone(), Arc::new(logs.unwrap()), clock, Default::default());
         let pool = pool.as_mut().unwrap();
         let handle = Arc::clone(pool.handle());
         let cache_dir = dirs[1].path().join(CACHE_DIR);

@@ -31,7 +31,7 @@ use tokio_rustls::TlsAcceptor;
 
 use super::authenticator::{authenticate, is_sasl_handshake, reauthenticate, SaslIo};
 use super::{handle_frame_into, BoundListener, ConnError, ResponseBuf, MIN_FRAME};
-use crate::broker::Broker;
+use crate::api::KafkaApis;
 use crate::security::principal_mapper::SslPrincipalMapper;
 use crate::security::sasl::SaslListener;
 use crate::security::tls::LiveTlsConfig;
@@ -41,7 +41,7 @@ use crate::security::{principal, SecurityProtocol, Session};
 /// loop awaits nothing but `accept`: each connection is its own task.
 pub(super) async fn accept_loop(
     bound: BoundListener,
-    broker: Arc<Broker>,
+    broker: Arc<KafkaApis>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut connections = JoinSet::new();
@@ -127,7 +127,7 @@ async fn open(
     peer: SocketAddr,
     listener: String,
     (protocol, tls, sasl): Security,
-    broker: &Arc<Broker>,
+    broker: &Arc<KafkaApis>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), ConnError> {
     let Some(ListenerTlsParts { live, timeout, mapper }) = tls else {
@@ -187,7 +187,7 @@ async fn open(
 async fn serve_connection<R: AsyncRead + Unpin>(
     reader: R,
     mut writer: ConnWriter,
-    broker: &Arc<Broker>,
+    broker: &Arc<KafkaApis>,
     mut stop: watch::Receiver<bool>,
     mut session: Session,
     sasl: Option<Arc<SaslListener>>,

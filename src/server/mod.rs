@@ -56,8 +56,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::api::KafkaApis;
 use crate::api::{self, api_versions, Close, RequestContext};
-use crate::broker::Broker;
 use crate::security::{SecurityProtocol, Session};
 
 /// Size of the fixed part of every request header: key, version, correlation id.
@@ -91,7 +91,7 @@ pub struct ListenerTls {
 /// Serve every listener until `shutdown` completes, then drain the connections.
 pub async fn run(
     listeners: Vec<BoundListener>,
-    broker: Arc<Broker>,
+    broker: Arc<KafkaApis>,
     shutdown: impl Future<Output = ()>,
 ) {
     // Polled once before anything is accepted: the process's signal handlers
@@ -203,7 +203,7 @@ pub fn parse_frame(frame: Bytes) -> Result<Frame, String> {
 /// # Errors
 /// `Protocol` when the connection must be closed.
 pub async fn handle_frame(
-    broker: &Arc<Broker>,
+    broker: &Arc<KafkaApis>,
     frame: Bytes,
     out: &mut BytesMut,
     session: &Session,
@@ -220,7 +220,7 @@ pub async fn handle_frame(
 /// # Errors
 /// `Protocol` when the connection must be closed.
 pub async fn handle_frame_into(
-    broker: &Arc<Broker>,
+    broker: &Arc<KafkaApis>,
     frame: Bytes,
     out: &mut ResponseBuf,
     session: &Session,

@@ -9,4 +9,5 @@ mod broker;
 mod broker_dynamic_configs;
 mod cli;
 mod kafka_server_properties;
+mod module_graph;
 mod ops_files;

@@ -1,0 +1,98 @@
+//! `KafkaApis`: what every request handler runs against (Kafka's name for
+//! it): the broker's identity, its config and the managers requests reach.
+//!
+//! Invariant: it is built once, complete, by the composition root
+//! (`crate::broker`), and nothing is patched into it afterwards; handlers
+//! read it and never start or stop anything. `api` does not import the
+//! broker or the server: they import it.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+use super::fetch_session::FetchSessionCache;
+use crate::cleaner::LogCleanerHandle;
+use crate::config::dynamic::DynamicBrokerConfig;
+use crate::config::{BrokerConfig, Listener};
+use crate::group::GroupCoordinator;
+use crate::log::producer_id_manager::ProducerIdManager;
+use crate::log::{LogError, LogManager};
+use crate::metrics::RequestMetrics;
+use crate::remote::reader::RemoteLogReader;
+use crate::security::acl_store::AclStore;
+use crate::security::credentials::CredentialStore;
+use crate::txn::{LogMarkerWriter, TransactionCoordinator};
+
+/// Everything a handler needs: the broker's identity, config and managers.
+#[derive(Debug)]
+pub struct KafkaApis {
+    pub config: BrokerConfig,
+    pub logs: Arc<LogManager>,
+    pub node_id: i32,
+    pub cluster_id: String,
+    /// Each listener's advertised endpoint, by upper-case listener name, in
+    /// the order of `listeners`.
+    pub advertised: Vec<(String, Listener)>,
+    pub groups: Arc<GroupCoordinator>,
+    /// The transaction coordinator (its state loads on the `txn-coordinator`
+    /// thread `crate::broker::run` starts).
+    pub txn: Arc<TransactionCoordinator>,
+    /// The coordinator's marker writer, also used by WriteTxnMarkers (the
+    /// admin abort path) so both append markers the same way.
+    pub markers: Arc<LogMarkerWriter>,
+    /// Bumped after every append (and marker) so long-polling fetches wake up.
+    pub appended: Arc<watch::Sender<u64>>,
+    /// The producer id block (`producer_id_block` in the first log dir).
+    pub producer_ids: Arc<Mutex<ProducerIdManager>>,
+    /// Per-API counters and latency, updated by the server, exported by `metrics`.
+    pub request_metrics: RequestMetrics,
+    /// SCRAM credentials (`sediment-scram-credentials.json` in the first log dir).
+    pub scram: Arc<CredentialStore>,
+    /// The authorizer and its ACLs (`sediment-acls.json`), when
+    /// `authorizer.class.name` is set; `None`: every request is allowed.
+    pub acls: Option<Arc<AclStore>>,
+    /// The dynamic broker configs (`config::dynamic`); `None` in one built
+    /// by hand (the fuzz target), which then refuses broker AlterConfigs.
+    pub dynamic: Option<Arc<DynamicBrokerConfig>>,
+    /// The cleaner's threads, reconfigured by dynamic configs.
+    pub cleaner: Option<Arc<LogCleanerHandle>>,
+    /// Incremental fetch sessions (KIP-227), shared by every connection.
+    pub fetch_sessions: FetchSessionCache,
+    /// Reads below the local log from the tiered storage store, when it is on.
+    pub remote_reader: Option<Arc<RemoteLogReader>>,
+}
+
+impl KafkaApis {
+    /// The endpoint advertised to clients of `listener`. Every session's
+    /// listener is one of ours; the first listener's endpoint stands in for a
+    /// name that is not (a broker built by hand, as in the fuzz target).
+    pub fn endpoint(&self, listener: &str) -> &Listener {
+        static NONE: Listener = Listener { host: String::new(), port: 0 };
+        self.advertised
+            .iter()
+            .find(|(name, _)| name == listener)
+            .or_else(|| self.advertised.first())
+            .map_or(&NONE, |(_, l)| l)
+    }
+
+    /// Wake fetches waiting for data.
+    pub fn notify_appended(&self) {
+        self.appended.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    pub fn subscribe_appends(&self) -> watch::Receiver<u64> {
+        self.appended.subscribe()
+    }
+
+    /// # Errors
+    /// The block file could not be written.
+    pub fn next_producer_id(&self) -> Result<i64, LogError> {
+        self.producer_ids.lock().generate_producer_id()
+    }
+
+    /// The name of the topic with this id.
+    pub fn topic_name_by_id(&self, id: &uuid::Uuid) -> Option<String> {
+        self.logs.topic_name_by_id(id.as_bytes())
+    }
+}
