@@ -424,7 +424,7 @@ fn sigkill_mid_clean_recovers() {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "crash_child_cleaner",
+                "cleaner_crash::crash_child_cleaner",
                 "--ignored",
                 "--nocapture",
                 "--test-threads=1",
@@ -435,19 +435,15 @@ fn sigkill_mid_clean_recovers() {
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        for line in lines.by_ref() {
-            // The harness prints "test crash_child_cleaner ... " on the same line.
-            if line.unwrap().ends_with("cleaning") {
-                break;
-            }
-        }
+        // The harness prints "test cleaner_crash::crash_child_cleaner ... " on
+        // the same line. A child that never got there (a wrong test name)
+        // would make the kill below test nothing.
+        let started = lines.by_ref().any(|line| line.unwrap().ends_with("cleaning"));
+        assert!(started, "round {round}: the child never started cleaning");
         if round == 2 {
             // The last kill lands in a later pass, after a first clean completed.
-            for line in lines.by_ref() {
-                if line.unwrap().starts_with("cleaned to") {
-                    break;
-                }
-            }
+            let cleaned = lines.by_ref().any(|line| line.unwrap().starts_with("cleaned to"));
+            assert!(cleaned, "round {round}: the child's first clean never completed");
         }
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
         child.kill().unwrap(); // SIGKILL

@@ -55,7 +55,13 @@ fn crash_child_appender() {
 fn sigkill_while_appending_loses_no_acknowledged_batch() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crash_child_appender", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "log_recovery::crash_child_appender",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, dir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -238,7 +238,7 @@ fn sigkill_while_appending_transactions_recovers() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "crash_child_transactions",
+            "txn_recovery::crash_child_transactions",
             "--ignored",
             "--nocapture",
             "--test-threads=1",
