@@ -66,9 +66,8 @@ use std::thread::JoinHandle;
 
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 
-use crate::api::fetch_session::{self, FetchSessionCache};
 use crate::api::KafkaApis;
 use crate::cleaner::{CleanerCollaborators, LogCleaner, LogCleanerError, LogCleanerHandle};
 use crate::config::dynamic::{DynamicBrokerConfig, DynamicConfigError};
@@ -84,6 +83,8 @@ use crate::remote::read_stats::RemoteReadStats;
 use crate::remote::reader::RemoteLogReader;
 use crate::remote::store_cleaner::StoreCleaner;
 use crate::remote::{RemoteLogManager, RemoteStorageConfig};
+use crate::replica::fetch_session::{self, FetchSessionCache};
+use crate::replica::ReplicaManager;
 use crate::security::acl_store::AclStore;
 use crate::security::credentials::CredentialStore;
 use crate::security::store::StoreError;
@@ -148,9 +149,6 @@ pub fn build_apis(
         None => None,
     };
     let producer_ids = Arc::new(Mutex::new(producer_ids));
-    let appended = Arc::new(watch::channel(0).0);
-    let (txn, markers) =
-        transaction_coordinator(txn_state, &logs, &producer_ids, &appended, &parts.groups);
     let request_metrics = RequestMetrics::new();
     // A session holds at most what one request frame can name.
     let fetch_sessions = FetchSessionCache::new(
@@ -159,6 +157,10 @@ pub fn build_apis(
         config.socket_request_max_bytes() / fetch_session::MIN_PARTITION_BYTES,
         request_metrics.fetch_sessions.clone(),
     );
+    let replica =
+        Arc::new(ReplicaManager::new(Arc::clone(&logs), fetch_sessions, parts.remote_reader));
+    let (txn, markers) =
+        transaction_coordinator(txn_state, &logs, &producer_ids, &replica, &parts.groups);
     Ok(KafkaApis {
         node_id: config.node_id(),
         config,
@@ -168,15 +170,13 @@ pub fn build_apis(
         groups: parts.groups,
         txn,
         markers,
-        appended,
         producer_ids,
         request_metrics,
         scram: parts.scram,
         acls,
         dynamic: parts.dynamic,
         cleaner: parts.cleaner,
-        fetch_sessions,
-        remote_reader: parts.remote_reader,
+        replica,
     })
 }
 
@@ -216,12 +216,11 @@ fn transaction_coordinator(
     state: Arc<TransactionStateManager>,
     logs: &Arc<LogManager>,
     producer_ids: &Arc<Mutex<ProducerIdManager>>,
-    appended: &Arc<watch::Sender<u64>>,
+    replica: &ReplicaManager,
     groups: &Arc<GroupCoordinator>,
 ) -> (Arc<TransactionCoordinator>, Arc<LogMarkerWriter>) {
     let clock = logs.clock().clone();
-    let appended = Arc::clone(appended);
-    let hook: AppendedHook = Arc::new(move || appended.send_modify(|n| *n = n.wrapping_add(1)));
+    let hook: AppendedHook = replica.append_hook();
     let listener: Arc<dyn TxnCompletionListener> = Arc::new(GroupTxnListener(Arc::clone(groups)));
     let markers = Arc::new(LogMarkerWriter::new(Arc::clone(logs), hook).with_listener(listener));
     let ids: Arc<dyn ProducerIdGenerator> = producer_ids.clone();
@@ -400,7 +399,7 @@ async fn serve(
                 Some(r) => metrics.with_remote(r.stats()),
                 None => metrics,
             };
-            let metrics = match &broker.remote_reader {
+            let metrics = match broker.replica.remote_reader() {
                 Some(reader) => metrics.with_remote_reads(reader.cache().reads())?,
                 None => metrics,
             };

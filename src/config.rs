@@ -479,6 +479,12 @@ impl BrokerConfig {
         self.int("socket.request.max.bytes") as usize
     }
 
+    /// `fetch.max.bytes`: most record bytes one Fetch answers with (Kafka
+    /// caps a request's `max_bytes` by it).
+    pub fn fetch_max_bytes(&self) -> usize {
+        self.int("fetch.max.bytes").max(0) as usize
+    }
+
     /// `max.incremental.fetch.session.cache.slots`: most fetch sessions kept (0: none).
     pub fn max_incremental_fetch_session_cache_slots(&self) -> usize {
         self.int("max.incremental.fetch.session.cache.slots").max(0) as usize

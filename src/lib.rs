@@ -41,6 +41,7 @@ pub mod log;
 pub mod metrics;
 pub mod readable;
 pub mod remote;
+pub mod replica;
 pub mod security;
 pub mod server;
 pub mod tools;

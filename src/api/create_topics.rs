@@ -1,6 +1,12 @@
 //! CreateTopics: validate every topic (name, partition count, replication
 //! factor of 1, configs) and create it unless `validate_only`.
 //!
+//! Kafka's caps on one request hold before anything is created: at most
+//! [`MAX_PARTITIONS_PER_REQUEST`] partitions asked for and at most
+//! [`MAX_RECORDS_PER_REQUEST`] records (a topic's, its partitions', its
+//! configs'); past either, every topic of the request is POLICY_VIOLATION,
+//! so a count of 2^31 - 1 never reaches the log manager.
+//!
 //! Authorization (Kafka's `ControllerApis.createTopics`): CREATE on the
 //! cluster allows every topic; without it each name needs CREATE on the
 //! topic, checked before anything else about it (so a refused name learns
@@ -49,73 +55,154 @@ pub fn handle(
             )
         })
         .collect();
-    let mut results = Vec::with_capacity(request.topics.len());
-    for topic in &request.topics {
-        let name = topic.name.0.to_string();
-        let result = CreatableTopicResult::default()
-            .with_name(topic.name.clone())
-            .with_num_partitions(-1)
-            .with_replication_factor(-1);
-        if creatable.get(&name) != Some(&true) {
-            results.push(
-                result
-                    .with_error_code(ResponseError::TopicAuthorizationFailed.code())
-                    .with_error_message(Some(str_bytes("Authorization failed."))),
-            );
-            continue;
-        }
-        let outcome = (|| -> Result<CreatableTopicResult, (ResponseError, String)> {
-            let fail = |e: LogError| (error_code(&e), e.to_string());
-            LogManager::validate_topic_name(&name).map_err(fail)?;
-            let partitions = partition_count(broker, topic)?;
-            let mut overrides = BTreeMap::new();
-            for c in &topic.configs {
-                if let Some(v) = &c.value {
-                    overrides.insert(c.name.to_string(), v.to_string());
-                }
+    let authorized: Vec<&CreatableTopic> =
+        request.topics.iter().filter(|t| creatable.get(t.name.0.as_str()) == Some(&true)).collect();
+    // Kafka's caps on one request, over the topics it may create: the
+    // partitions asked for, then the records creating them would take.
+    let asked: i64 = authorized.iter().map(|t| i64::from(asked_partitions(broker, t))).sum();
+    let mut refused_all = (asked > MAX_PARTITIONS_PER_REQUEST).then(|| {
+        format!("the request asks for {asked} partitions; at most {MAX_PARTITIONS_PER_REQUEST} may be created at once")
+    });
+    let checked: Vec<Outcome> = request
+        .topics
+        .iter()
+        .map(|topic| match creatable.get(topic.name.0.as_str()) {
+            Some(true) if refused_all.is_none() => check_topic(broker, topic),
+            Some(true) => {
+                Err((ResponseError::PolicyViolation, refused_all.clone().unwrap_or_default()))
             }
-            let config = broker.logs.resolve_config(overrides.clone()).map_err(fail)?;
-            let id = if request.validate_only {
-                if broker.logs.topic(&name).is_some() {
-                    return Err(fail(LogError::TopicExists(name.clone())));
-                }
-                [0; 16]
-            } else {
-                let info = broker.logs.create_topic(&name, partitions, overrides).map_err(fail)?;
-                tracing::info!(topic = %name, partitions, "created topic");
-                info.id
-            };
-            let r = result.clone().with_topic_id(uuid_of(id));
-            if describable.get(&name) != Some(&true) {
-                return Ok(
-                    r.with_topic_config_error_code(ResponseError::TopicAuthorizationFailed.code())
-                );
-            }
-            let mut r = r.with_num_partitions(partitions).with_replication_factor(1);
-            if version >= 5 {
-                let defaults = &broker.logs.topic_defaults();
-                r.configs = Some(
-                    topic_entries(&config, defaults)
-                        .into_iter()
-                        .map(|e| {
-                            CreatableTopicConfigs::default()
-                                .with_name(str_bytes(e.name))
-                                .with_value(Some(str_bytes(e.value)))
-                                .with_config_source(e.source)
-                        })
-                        .collect(),
-                );
-            }
-            Ok(r)
-        })();
-        results.push(match outcome {
-            Ok(r) => r,
-            Err((code, message)) => {
-                result.with_error_code(code.code()).with_error_message(Some(str_bytes(message)))
-            }
-        });
+            _ => Err((ResponseError::TopicAuthorizationFailed, "Authorization failed.".into())),
+        })
+        .collect();
+    let records: i64 = checked.iter().filter_map(|c| c.as_ref().ok()).map(|p| p.records()).sum();
+    if records > MAX_RECORDS_PER_REQUEST {
+        refused_all = Some(format!("creating these topics takes {records} records; at most {MAX_RECORDS_PER_REQUEST} may be written at once"));
     }
+    let results = request
+        .topics
+        .iter()
+        .zip(checked)
+        .map(|(topic, checked)| {
+            let result = CreatableTopicResult::default()
+                .with_name(topic.name.clone())
+                .with_num_partitions(-1)
+                .with_replication_factor(-1);
+            let outcome = match (checked, &refused_all) {
+                (Err(e), _) => Err(e),
+                (Ok(_), Some(why)) => Err((ResponseError::PolicyViolation, why.clone())),
+                (Ok(plan), None) => {
+                    let describable = describable.get(&plan.name) == Some(&true);
+                    create(broker, plan, request.validate_only, describable, version)
+                }
+            };
+            match outcome {
+                Ok(r) => r.with_name(topic.name.clone()),
+                Err((code, message)) => {
+                    result.with_error_code(code.code()).with_error_message(Some(str_bytes(message)))
+                }
+            }
+        })
+        .collect();
     CreateTopicsResponse::default().with_topics(results)
+}
+
+/// Most partitions one CreateTopics may ask for in all (Kafka's cap;
+/// POLICY_VIOLATION past it).
+pub const MAX_PARTITIONS_PER_REQUEST: i64 = 10_000;
+
+/// Most records one CreateTopics may take in all: per topic one for the
+/// topic, one per partition and one per config, as Kafka's controller
+/// writes them (POLICY_VIOLATION past it).
+pub const MAX_RECORDS_PER_REQUEST: i64 = 10_000;
+
+type Outcome = Result<Planned, (ResponseError, String)>;
+
+/// A topic that passed every check, ready to create.
+struct Planned {
+    name: String,
+    partitions: i32,
+    overrides: BTreeMap<String, String>,
+    config: crate::log::LogConfig,
+}
+
+impl Planned {
+    fn records(&self) -> i64 {
+        1 + i64::from(self.partitions) + self.overrides.len() as i64
+    }
+}
+
+/// What a topic asks for before any check (for the request's cap): its
+/// count, the default, or its assignments; 0 for an invalid count.
+fn asked_partitions(broker: &KafkaApis, topic: &CreatableTopic) -> i32 {
+    if !topic.assignments.is_empty() {
+        topic.assignments.len() as i32
+    } else if topic.num_partitions == -1 {
+        broker.config.num_partitions()
+    } else {
+        topic.num_partitions.max(0)
+    }
+}
+
+/// Check one topic's name, partitions, replication factor and configs.
+fn check_topic(broker: &KafkaApis, topic: &CreatableTopic) -> Outcome {
+    let name = topic.name.0.to_string();
+    let fail = |e: LogError| (error_code(&e), e.to_string());
+    LogManager::validate_topic_name(&name).map_err(fail)?;
+    let partitions = partition_count(broker, topic)?;
+    let mut overrides = BTreeMap::new();
+    for c in &topic.configs {
+        if let Some(v) = &c.value {
+            overrides.insert(c.name.to_string(), v.to_string());
+        }
+    }
+    let config = broker.logs.resolve_config(overrides.clone()).map_err(fail)?;
+    Ok(Planned { name, partitions, overrides, config })
+}
+
+/// Create a checked topic (or, with `validate_only`, check it does not
+/// exist yet) and answer as Kafka does.
+fn create(
+    broker: &KafkaApis,
+    plan: Planned,
+    validate_only: bool,
+    describable: bool,
+    version: i16,
+) -> Result<CreatableTopicResult, (ResponseError, String)> {
+    let fail = |e: LogError| (error_code(&e), e.to_string());
+    let Planned { name, partitions, overrides, config } = plan;
+    let id = if validate_only {
+        if broker.logs.topic(&name).is_some() {
+            return Err(fail(LogError::TopicExists(name)));
+        }
+        [0; 16]
+    } else {
+        let info = broker.logs.create_topic(&name, partitions, overrides).map_err(fail)?;
+        tracing::info!(topic = %name, partitions, "created topic");
+        info.id
+    };
+    let r = CreatableTopicResult::default().with_topic_id(uuid_of(id));
+    if !describable {
+        return Ok(r
+            .with_num_partitions(-1)
+            .with_replication_factor(-1)
+            .with_topic_config_error_code(ResponseError::TopicAuthorizationFailed.code()));
+    }
+    let mut r = r.with_num_partitions(partitions).with_replication_factor(1);
+    if version >= 5 {
+        let defaults = &broker.logs.topic_defaults();
+        r.configs = Some(
+            topic_entries(&config, defaults)
+                .into_iter()
+                .map(|e| {
+                    CreatableTopicConfigs::default()
+                        .with_name(str_bytes(e.name))
+                        .with_value(Some(str_bytes(e.value)))
+                        .with_config_source(e.source)
+                })
+                .collect(),
+        );
+    }
+    Ok(r)
 }
 
 /// The partition count a topic asks for (a count, the default, or an

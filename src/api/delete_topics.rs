@@ -119,7 +119,7 @@ pub fn handle(
         })
         .collect();
     // Fetches parked on a deleted partition should notice now.
-    broker.notify_appended();
+    broker.replica.notify_appended();
     DeleteTopicsResponse::default().with_responses(responses)
 }
 

@@ -10,11 +10,11 @@
 
 use kafka_protocol::error::ResponseError;
 
-use super::fetch_session::SessionError;
 use crate::group::GroupError;
 use crate::log::producer_state::ProducerError;
 use crate::log::{BatchError, LogError};
 use crate::remote::reader::RemoteReadError;
+use crate::replica::fetch_session::SessionError;
 use crate::txn::TxnError;
 
 /// A Kafka error code for a failed read from the tiered storage store. An

@@ -2,11 +2,11 @@
 //! `max_wait_ms` until `min_bytes` are available (woken by appends).
 //!
 //! Sizes follow KIP-74: `partition_max_bytes` bounds each partition and
-//! `max_bytes` the response, except that the first batch of the first
-//! partition with data is returned whole even when larger, so a consumer
-//! always makes progress.
+//! `max_bytes`, capped by the broker's `fetch.max.bytes`, the response,
+//! except that the first batch of the first partition with data is returned
+//! whole even when larger, so a consumer always makes progress.
 //!
-//! Fetch sessions (KIP-227, v7+, `fetch_session`): a full fetch may open a
+//! Fetch sessions (KIP-227, v7+, `replica::fetch_session`): a full fetch may open a
 //! session whose id the answer carries; an incremental fetch reads every
 //! partition of its session (the request only names what changed) and the
 //! answer keeps only the partitions the client must hear about. The session
@@ -54,11 +54,11 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
 use super::error::{error_code, fetch_session_error_code};
 use super::fetch_remote::{self, RemotePart, StoreRead};
-use super::fetch_session::{FetchContext, SessionError};
 use super::RequestContext;
 use crate::api::KafkaApis;
 use crate::log::segment::FileRegion;
 use crate::log::{FetchIsolation, Log, TopicPartition};
+use crate::replica::fetch_session::{FetchContext, SessionError};
 use crate::security::acl::{AclOperation, ResourceType};
 
 /// Upper bound of a long poll, whatever the client asks.
@@ -170,7 +170,7 @@ pub async fn handle(
     let replica_id =
         if version >= 15 { request.replica_state.replica_id.0 } else { request.replica_id.0 };
     let context = if version >= 7 {
-        broker.fetch_sessions.new_context(now_ms, version, &request, replica_id >= 0)
+        broker.replica.fetch_sessions().new_context(now_ms, version, &request, replica_id >= 0)
     } else {
         FetchContext::Sessionless
     };
@@ -182,7 +182,7 @@ pub async fn handle(
     let mut reply = long_poll(broker, ctx, &request, version).await;
     match context {
         FetchContext::Full { privileged, uses_topic_ids } => {
-            reply.response.session_id = broker.fetch_sessions.maybe_create_session(
+            reply.response.session_id = broker.replica.fetch_sessions().maybe_create_session(
                 broker.logs.clock().now_ms(),
                 privileged,
                 uses_topic_ids,
@@ -191,7 +191,7 @@ pub async fn handle(
             );
         }
         FetchContext::Incremental { session_id, epoch, .. } => {
-            let cache = &broker.fetch_sessions;
+            let cache = broker.replica.fetch_sessions();
             match cache.filter_incremental(session_id, epoch, &mut reply.response) {
                 Ok(()) => {}
                 // Evicted while this request waited: the whole answer, with
@@ -223,7 +223,7 @@ async fn long_poll(
     let access = FetchAccess::decide(broker, ctx, request, version);
     let wait = Duration::from_millis(request.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64);
     let deadline = tokio::time::Instant::now() + wait;
-    let mut appends = broker.subscribe_appends();
+    let mut appends = broker.replica.subscribe_appends();
     // The store's partition is read first, with no lock held (fetch_remote).
     let remote = fetch_remote::read_first(broker, request, version, &access).await;
     let remote = remote.as_ref();
@@ -258,7 +258,9 @@ fn read_once(
     remote: Option<&RemotePart>,
 ) -> (FetchReply, usize, bool) {
     let mut regions = Vec::new();
-    let mut remaining = request.max_bytes.max(0) as usize;
+    // Kafka's cap: what a request may ask for is bounded by the broker's
+    // `fetch.max.bytes`, so a 2 GiB `max_bytes` cannot make it read that much.
+    let mut remaining = (request.max_bytes.max(0) as usize).min(broker.config.fetch_max_bytes());
     let mut total = 0usize;
     let mut errors = false;
     let isolation = FetchIsolation::from_isolation_level(request.isolation_level);
@@ -296,7 +298,7 @@ fn read_once(
                             let budget =
                                 Budget { remaining: &mut remaining, total: &mut total, isolation };
                             let log = log.read();
-                            let remote_on = broker.remote_reader.is_some();
+                            let remote_on = broker.replica.remote_reader().is_some();
                             let target = Target { tp: &tp, p, version, from_store, remote_on };
                             read_log(&log, target, &mut data, &mut regions, budget)
                         }

@@ -65,7 +65,7 @@ pub(super) async fn read_first(
     version: i16,
     access: &FetchAccess,
 ) -> Option<RemotePart> {
-    let reader = broker.remote_reader.as_ref()?;
+    let reader = broker.replica.remote_reader()?;
     let isolation = FetchIsolation::from_isolation_level(request.isolation_level);
     for (ti, topic) in request.topics.iter().enumerate() {
         let name = if version >= 13 {

@@ -8,10 +8,6 @@
 
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-use tokio::sync::watch;
-
-use super::fetch_session::FetchSessionCache;
 use crate::cleaner::LogCleanerHandle;
 use crate::config::dynamic::DynamicBrokerConfig;
 use crate::config::{BrokerConfig, Listener};
@@ -19,10 +15,11 @@ use crate::group::GroupCoordinator;
 use crate::log::producer_id_manager::ProducerIdManager;
 use crate::log::{LogError, LogManager};
 use crate::metrics::RequestMetrics;
-use crate::remote::reader::RemoteLogReader;
+use crate::replica::ReplicaManager;
 use crate::security::acl_store::AclStore;
 use crate::security::credentials::CredentialStore;
 use crate::txn::{LogMarkerWriter, TransactionCoordinator};
+use parking_lot::Mutex;
 
 /// Everything a handler needs: the broker's identity, config and managers.
 #[derive(Debug)]
@@ -41,8 +38,6 @@ pub struct KafkaApis {
     /// The coordinator's marker writer, also used by WriteTxnMarkers (the
     /// admin abort path) so both append markers the same way.
     pub markers: Arc<LogMarkerWriter>,
-    /// Bumped after every append (and marker) so long-polling fetches wake up.
-    pub appended: Arc<watch::Sender<u64>>,
     /// The producer id block (`producer_id_block` in the first log dir).
     pub producer_ids: Arc<Mutex<ProducerIdManager>>,
     /// Per-API counters and latency, updated by the server, exported by `metrics`.
@@ -57,10 +52,9 @@ pub struct KafkaApis {
     pub dynamic: Option<Arc<DynamicBrokerConfig>>,
     /// The cleaner's threads, reconfigured by dynamic configs.
     pub cleaner: Option<Arc<LogCleanerHandle>>,
-    /// Incremental fetch sessions (KIP-227), shared by every connection.
-    pub fetch_sessions: FetchSessionCache,
-    /// Reads below the local log from the tiered storage store, when it is on.
-    pub remote_reader: Option<Arc<RemoteLogReader>>,
+    /// How Produce and Fetch reach the logs: appends, delayed-fetch
+    /// wakeups, fetch sessions, the store's reader.
+    pub replica: Arc<ReplicaManager>,
 }
 
 impl KafkaApis {
@@ -74,15 +68,6 @@ impl KafkaApis {
             .find(|(name, _)| name == listener)
             .or_else(|| self.advertised.first())
             .map_or(&NONE, |(_, l)| l)
-    }
-
-    /// Wake fetches waiting for data.
-    pub fn notify_appended(&self) {
-        self.appended.send_modify(|n| *n = n.wrapping_add(1));
-    }
-
-    pub fn subscribe_appends(&self) -> watch::Receiver<u64> {
-        self.appended.subscribe()
     }
 
     /// # Errors

@@ -110,7 +110,7 @@ async fn lookup(
         return Ok(Some((NO_TIMESTAMP, local_start)));
     }
     let topic_id = broker.logs.topic(&tp.topic).map(|t| t.id);
-    let reader = broker.remote_reader.as_ref().filter(|_| target >= 0 && log_start < local_start);
+    let reader = broker.replica.remote_reader().filter(|_| target >= 0 && log_start < local_start);
     if let (Some(reader), Some(id)) = (reader, topic_id) {
         let lookup =
             reader.find_offset_by_timestamp(tp, target, log_start, local_start, config, &id);

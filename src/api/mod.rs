@@ -35,7 +35,6 @@ pub mod end_txn;
 pub mod error;
 pub mod fetch;
 mod fetch_remote;
-pub mod fetch_session;
 pub mod find_coordinator;
 pub mod heartbeat;
 pub mod init_producer_id;

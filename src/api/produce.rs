@@ -1,7 +1,8 @@
 //! Produce: validate and append each partition's batches, answer with the
 //! assigned offsets or a per-partition (and, v8+, per-record) error.
 //!
-//! One node holds every replica, so acks=1 and acks=-1 both answer once the
+//! The records reach the log through the `ReplicaManager` (`replica`). One
+//! node holds every replica, so acks=1 and acks=-1 both answer once the
 //! append is in the log (and fsynced when `log.flush.before.ack` is set). With
 //! acks=0 no response is sent; if a partition failed the connection is closed
 //! so the producer notices, as Kafka does.
@@ -43,13 +44,11 @@ use super::error::{error_code, txn_produce_error_code};
 use super::{str_bytes, Close, RequestContext};
 use crate::api::KafkaApis;
 use crate::log::compression::Compression;
-use crate::log::producer_state::VerificationGuard;
-use crate::log::record_batch::{
-    ATTRIBUTES_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET,
-    TRANSACTIONAL_FLAG_MASK,
-};
+use crate::log::record_batch::{any_batch_compressed_with, first_transactional_producer};
 use crate::log::{BatchError, LogAppendInfo, LogError, TopicPartition};
+use crate::replica::{Acks, AppendError};
 use crate::security::acl::{AclOperation, ResourceType};
+use crate::txn::TxnError;
 
 /// Versions below this are advertised (for old librdkafka) but refused.
 pub const MIN_SUPPORTED_VERSION: i16 = 3;
@@ -107,7 +106,7 @@ pub fn handle(
                 .with_log_start_offset(-1);
             let outcome = if denied {
                 Err(Refusal::new(ResponseError::TopicAuthorizationFailed))
-            } else if !matches!(acks, -1..=1) {
+            } else if Acks::from_request(acks).is_none() {
                 Err(Refusal::new(ResponseError::InvalidRequiredAcks)
                     .because(format!("acks={acks} is not -1, 0 or 1")))
             } else {
@@ -136,9 +135,9 @@ pub fn handle(
         );
     }
     if appended {
-        broker.notify_appended();
+        broker.replica.notify_appended();
     }
-    if acks == 0 {
+    if Acks::from_request(acks) == Some(Acks::None) {
         return if failed { Err(Close) } else { Ok(None) };
     }
     Ok(Some(ResponseKind::Produce(ProduceResponse::default().with_responses(topics))))
@@ -152,87 +151,7 @@ fn has_transactional_records(request: &ProduceRequest) -> bool {
     let batches = request.topic_data.iter().flat_map(|t| &t.partition_data);
     batches
         .filter_map(|p| p.records.as_deref())
-        .any(|records| first_transactional(records).is_some())
-}
-
-/// The producer id and epoch of the first transactional batch in `records`,
-/// if any. Only the framing needed to walk the batches is read.
-fn first_transactional(records: &[u8]) -> Option<(i64, i16)> {
-    let mut pos = 0usize;
-    while let Some(header) = records.get(pos..pos + ATTRIBUTES_OFFSET + 2) {
-        let attributes =
-            i16::from_be_bytes([header[ATTRIBUTES_OFFSET], header[ATTRIBUTES_OFFSET + 1]]);
-        if attributes & TRANSACTIONAL_FLAG_MASK != 0 {
-            // A batch too short to hold its producer is left to the validator.
-            let producer = records.get(pos..pos + PRODUCER_EPOCH_OFFSET + 2)?;
-            let pid = i64::from_be_bytes(
-                producer[PRODUCER_ID_OFFSET..PRODUCER_ID_OFFSET + 8].try_into().ok()?,
-            );
-            let epoch = i16::from_be_bytes([
-                producer[PRODUCER_EPOCH_OFFSET],
-                producer[PRODUCER_EPOCH_OFFSET + 1],
-            ]);
-            return Some((pid, epoch));
-        }
-        let length = i32::from_be_bytes(header[LENGTH_OFFSET..LENGTH_OFFSET + 4].try_into().ok()?);
-        if length <= 0 {
-            return None;
-        }
-        pos += LOG_OVERHEAD + length as usize;
-    }
-    None
-}
-
-/// Whether any batch of `records` is zstd-compressed. Only the framing
-/// needed to walk the batches is read; anything malformed is left to the
-/// validator.
-fn has_zstd(records: &[u8]) -> bool {
-    let mut pos = 0usize;
-    while let Some(header) = records.get(pos..pos + ATTRIBUTES_OFFSET + 2) {
-        let attributes =
-            i16::from_be_bytes([header[ATTRIBUTES_OFFSET], header[ATTRIBUTES_OFFSET + 1]]);
-        if Compression::from_attributes(attributes) == Ok(Compression::Zstd) {
-            return true;
-        }
-        let Ok(length) =
-            header[LENGTH_OFFSET..LENGTH_OFFSET + 4].try_into().map(i32::from_be_bytes)
-        else {
-            return false;
-        };
-        if length <= 0 {
-            return false;
-        }
-        pos += LOG_OVERHEAD + length as usize;
-    }
-    false
-}
-
-/// Whether `records`, sent under `transactional_id`, may be appended to
-/// `tp`: a transactional batch of a producer with no open transaction on the
-/// partition must be in the id's transaction (Kafka's verification). No log
-/// lock is held while the coordinator is asked (lock order: coordinator
-/// before log); the guard taken before asking is what the append checks, so
-/// a transaction ended in between cannot be reopened by this batch.
-fn verify_transactional(
-    broker: &KafkaApis,
-    transactional_id: &str,
-    tp: &TopicPartition,
-    log: &crate::log::manager::SharedLog,
-    records: &[u8],
-    version: i16,
-) -> Result<Option<VerificationGuard>, Refusal> {
-    let Some((pid, epoch)) = first_transactional(records) else {
-        return Ok(None);
-    };
-    let Some(guard) = log.write().maybe_start_verification(pid) else {
-        return Ok(None);
-    };
-    broker.txn.verify_partition(transactional_id, pid, epoch, tp).map_err(|e| {
-        log.write().end_verification(pid, guard);
-        tracing::debug!(partition = %tp, "transactional produce refused: {e}");
-        Refusal::new(txn_produce_error_code(&e, version)).because(e.to_string())
-    })?;
-    Ok(Some(guard))
+        .any(|records| first_transactional_producer(records).is_some())
 }
 
 /// Kafka's answer to transactional records without a transactional id, or
@@ -309,7 +228,7 @@ impl Refusal {
     }
 }
 
-/// Append one partition's batches to its log.
+/// Append one partition's batches to its log, through the replica manager.
 fn append_partition(
     broker: &KafkaApis,
     topic: Option<&str>,
@@ -321,18 +240,11 @@ fn append_partition(
         return Err(Refusal::new(ResponseError::UnknownTopicId));
     };
     let tp = TopicPartition::new(topic, p.index);
-    let Some(log) = broker.logs.get_log(&tp) else {
-        let code = if broker.logs.offline_partitions().contains_key(&tp) {
-            ResponseError::KafkaStorageError
-        } else {
-            ResponseError::UnknownTopicOrPartition
-        };
-        return Err(Refusal::new(code));
-    };
+    let log = broker.replica.partition(&tp).map_err(|e| refusal(&tp, e, version))?;
     let Some(records) = p.records else {
         return Err(Refusal::new(ResponseError::CorruptMessage).because("no records".into()));
     };
-    if version < 7 && has_zstd(&records) {
+    if version < 7 && any_batch_compressed_with(&records, Compression::Zstd) {
         return Err(Refusal::new(ResponseError::UnsupportedCompressionType)
             .because("zstd batches need Produce v7 or later".into()));
     }
@@ -340,36 +252,32 @@ fn append_partition(
     // asked, as on Kafka: a batch of a producer the coordinator does not know
     // then opens a transaction no marker will close (a hanging transaction,
     // which `kafka-transactions abort` ends).
-    let guard = match transactional_id {
-        Some(id) if broker.config.transaction_partition_verification_enable() => {
-            Some(verify_transactional(broker, id, &tp, &log, &records, version)?)
+    let partition = &tp;
+    let verify = transactional_id
+        .filter(|_| broker.config.transaction_partition_verification_enable())
+        .map(|id| move |pid, epoch| broker.txn.verify_partition(id, pid, epoch, partition));
+    let verify = verify.as_ref().map(|f| f as &dyn Fn(i64, i16) -> Result<(), TxnError>);
+    broker.replica.append_records(&log, &records, verify).map_err(|e| refusal(&tp, e, version))
+}
+
+/// The answer for a partition the replica manager did not append to.
+fn refusal(tp: &TopicPartition, e: AppendError<TxnError>, version: i16) -> Refusal {
+    match e {
+        AppendError::UnknownTopicOrPartition => {
+            Refusal::new(ResponseError::UnknownTopicOrPartition)
         }
-        _ => None,
-    };
-    // The batches are rewritten in place (offsets, LogAppendTime), so the
-    // request's shared bytes are copied once into a buffer we own.
-    let mut buf = records.to_vec();
-    let mut log = log.write();
-    // Appending is a write into the page cache, done on this worker; an
-    // append that may fsync (a roll, a flush policy) lets the runtime move
-    // this worker's other tasks elsewhere first. Handing every append to
-    // block_in_place cost a thread handoff per request.
-    let append = |log: &mut crate::log::Log, buf: &mut [u8]| match guard {
-        Some(guard) => log.append_as_leader_verified(buf, guard),
-        None => log.append_as_leader(buf),
-    };
-    let may_sync = log.append_may_sync(buf.len());
-    let appended = if may_sync {
-        tokio::task::block_in_place(|| append(&mut log, &mut buf))
-    } else {
-        append(&mut log, &mut buf)
-    };
-    appended.map_err(|e| {
-        let record_index = match &e {
-            LogError::Batch(BatchError::InvalidRecord { index, .. }) => Some(*index),
-            _ => None,
-        };
-        tracing::debug!(partition = %tp, "produce refused: {e}");
-        Refusal { code: error_code(&e), message: Some(e.to_string()), record_index }
-    })
+        AppendError::Offline => Refusal::new(ResponseError::KafkaStorageError),
+        AppendError::Verification(e) => {
+            tracing::debug!(partition = %tp, "transactional produce refused: {e}");
+            Refusal::new(txn_produce_error_code(&e, version)).because(e.to_string())
+        }
+        AppendError::Log(e) => {
+            let record_index = match &e {
+                LogError::Batch(BatchError::InvalidRecord { index, .. }) => Some(*index),
+                _ => None,
+            };
+            tracing::debug!(partition = %tp, "produce refused: {e}");
+            Refusal { code: error_code(&e), message: Some(e.to_string()), record_index }
+        }
+    }
 }

@@ -47,6 +47,8 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     broker_def!("auto.create.topics.enable", Boolean, "true", None, "create a topic when Metadata asks for an unknown one"),
     broker_def!("delete.topic.enable", Boolean, "true", None, "allow DeleteTopics"),
     broker_def!("socket.request.max.bytes", Int, "104857600", Some(1.0), "largest request frame accepted; bigger frames close the connection"),
+    broker_def!("fetch.max.bytes", Int, "57671680", Some(1024.0),
+        "most record bytes one Fetch response carries, whatever the request asks (KIP-74's first-batch exception aside)"),
     broker_def!("max.incremental.fetch.session.cache.slots", Int, "1000", Some(0.0),
         "most incremental fetch sessions (KIP-227) the broker keeps; 0 disables them, so every fetch carries all its partitions"),
     broker_def!("log.flush.before.ack", Boolean, "false", None,

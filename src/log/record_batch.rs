@@ -641,6 +641,40 @@ impl BatchBuilder {
     }
 }
 
+/// Walk `records` by batch framing alone: the start and attributes of each
+/// batch, stopping at the first whose header is cut short or whose length is
+/// not positive. Nothing else is read or checked: a request handler looks at
+/// batches this way before the validator reads them, and leaves anything
+/// malformed to it.
+pub fn framed_batches(records: &[u8]) -> impl Iterator<Item = (usize, i16)> + '_ {
+    let mut next = Some(0usize);
+    std::iter::from_fn(move || {
+        let at = next.take()?;
+        let header = records.get(at..at + ATTRIBUTES_OFFSET + 2)?;
+        let attributes =
+            i16::from_be_bytes([header[ATTRIBUTES_OFFSET], header[ATTRIBUTES_OFFSET + 1]]);
+        let length = i32::from_be_bytes(header[LENGTH_OFFSET..LENGTH_OFFSET + 4].try_into().ok()?);
+        next = usize::try_from(length).ok().filter(|&l| l > 0).map(|l| at + LOG_OVERHEAD + l);
+        Some((at, attributes))
+    })
+}
+
+/// The producer id and epoch of the first transactional batch of `records`,
+/// if any (`None` too when that batch is cut short before its producer
+/// epoch: the validator refuses it).
+pub fn first_transactional_producer(records: &[u8]) -> Option<(i64, i16)> {
+    let (at, _) = framed_batches(records).find(|(_, a)| a & TRANSACTIONAL_FLAG_MASK != 0)?;
+    let p = records.get(at..at + PRODUCER_EPOCH_OFFSET + 2)?;
+    let pid = i64::from_be_bytes(p[PRODUCER_ID_OFFSET..PRODUCER_ID_OFFSET + 8].try_into().ok()?);
+    let epoch = i16::from_be_bytes([p[PRODUCER_EPOCH_OFFSET], p[PRODUCER_EPOCH_OFFSET + 1]]);
+    Some((pid, epoch))
+}
+
+/// Whether any batch of `records` is compressed with `codec`.
+pub fn any_batch_compressed_with(records: &[u8], codec: Compression) -> bool {
+    framed_batches(records).any(|(_, a)| Compression::from_attributes(a) == Ok(codec))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -717,5 +751,45 @@ mod tests {
         assert_eq!(increment_sequence(i32::MAX, 1), 0);
         assert_eq!(increment_sequence(5, 3), 8);
         assert_eq!(increment_sequence(i32::MAX - 1, 3), 1);
+    }
+
+    #[test]
+    fn framing_walk_finds_transactional_and_zstd_batches() {
+        let plain = {
+            let mut b = BatchBuilder::new(Compression::None, 0);
+            b.append(0, Some(b"k"), Some(b"v"));
+            b.build()
+        };
+        let txn = {
+            let mut b = BatchBuilder::new(Compression::None, 0);
+            b.transactional = true;
+            b = b.producer(42, 7, 0);
+            b.append(0, Some(b"k"), Some(b"v"));
+            b.build()
+        };
+        let zstd = {
+            let mut b = BatchBuilder::new(Compression::Zstd, 0);
+            b.append(0, Some(b"k"), Some(b"v"));
+            b.build()
+        };
+        let both: Vec<u8> = [plain.as_slice(), txn.as_slice(), zstd.as_slice()].concat();
+        assert_eq!(framed_batches(&both).count(), 3);
+        assert_eq!(first_transactional_producer(&both), Some((42, 7)));
+        assert_eq!(first_transactional_producer(&plain), None);
+        assert!(any_batch_compressed_with(&both, Compression::Zstd));
+        assert!(!any_batch_compressed_with(
+            &[plain.as_slice(), txn.as_slice()].concat(),
+            Compression::Zstd
+        ));
+        // Cut inside the transactional batch's producer fields: left to the validator.
+        let cut = &both[..plain.len() + PRODUCER_EPOCH_OFFSET];
+        assert_eq!(first_transactional_producer(cut), None);
+        // A non-positive length ends the walk after that batch.
+        let mut bad = plain.clone();
+        bad[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&0i32.to_be_bytes());
+        bad.extend_from_slice(&txn);
+        assert_eq!(framed_batches(&bad).count(), 1);
+        assert_eq!(first_transactional_producer(&bad), None);
+        assert_eq!(framed_batches(&[]).count(), 0);
     }
 }

@@ -123,7 +123,7 @@ pub async fn run(
     tracing::info!("shutting down: finishing in-flight requests");
     let _ = stop_tx.send(true);
     // Long-polling fetches re-check on an append notification; wake them now.
-    broker.notify_appended();
+    broker.replica.notify_appended();
     while accept_loops.join_next().await.is_some() {}
 }
 

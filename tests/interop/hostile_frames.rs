@@ -83,3 +83,38 @@ fn bad_frames_close_only_their_connection() {
     // A brand-new client also still gets in.
     assert_healthy(&mut Wire::connect(b.port), &b);
 }
+
+/// A Fetch asking for 2 GiB gets at most the broker's `fetch.max.bytes`
+/// (Kafka's cap), not what it asks: the response's records stay within the
+/// cap while the partition holds more.
+#[test]
+fn a_fetch_is_capped_by_fetch_max_bytes() {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{FetchRequest, TopicName};
+    const CAP: usize = 1 << 20;
+    let b = TestBroker::start(&[&format!("fetch.max.bytes={CAP}")]);
+    crate::broker::create_topic(b.port, "big", 1, &[]);
+    let mut w = Wire::connect(b.port);
+    let value = "v".repeat(256 << 10);
+    for i in 0..8 {
+        let records = [(format!("k{i}"), Some(value.clone()))];
+        crate::broker::produce(&mut w, "big", 0, crate::broker::now_ms(), &records);
+    }
+    let request = FetchRequest::default()
+        .with_max_wait_ms(0)
+        .with_min_bytes(1)
+        .with_max_bytes(i32::MAX)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(TopicName(kafka_protocol::protocol::StrBytes::from_static_str("big")))
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(0)
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(i32::MAX)])]);
+    let r = w.call(12, &request);
+    let p = &r.responses[0].partitions[0];
+    assert_eq!(p.error_code, 0);
+    let got = p.records.as_ref().map_or(0, |r| r.len());
+    assert!(got > 0 && got <= CAP, "{got} bytes of records for a cap of {CAP}");
+    assert_eq!(p.high_watermark, 8, "the partition holds all 8 batches (2 MiB)");
+    assert_healthy(&mut w, &b);
+}

@@ -8,6 +8,7 @@ mod broker;
 #[path = "../common/mod.rs"]
 mod common;
 
+mod conformance_partition_limits;
 mod conformance_unknown_topic;
 mod fetch_sessions_java;
 mod hostile_frames;

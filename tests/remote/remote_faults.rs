@@ -74,8 +74,10 @@ fn deleted_and_disabled_topics_are_retired_swept_and_not_restored_and_a_new_one_
                 && l.contains("partition=again-0")
                 && l.contains(&format!("seq={}", old_seq + 1))
         });
-        (again_retired && retired(&off) && (retired(&dropped) || swept(&store, &dropped)))
-            .then_some(())
+        // A retired manifest is swept sediment.remote.storage.delete.delay.ms
+        // later: either state shows the retirement happened.
+        let gone = |tp: &TopicPartition| retired(tp) || swept(&store, tp);
+        (again_retired && gone(&off) && gone(&dropped)).then_some(())
     });
 
     // The topic created again goes on after the retired manifest: a new

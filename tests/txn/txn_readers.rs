@@ -23,6 +23,9 @@ use sediment::log::record_batch::{BatchBuilder, BatchHeader};
 use sediment::log::TopicPartition;
 
 const NOW: i64 = 1_700_000_000_000;
+/// Records stamped `NOW` (2023) are past the default retention.ms: their
+/// topics keep them, so a retention pass cannot delete what is asserted.
+const KEEP: &[(&str, &str)] = &[("retention.ms", "-1")];
 
 fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.into()))
@@ -77,8 +80,8 @@ fn end_of(records: &Bytes) -> i64 {
 #[test]
 fn fetch_and_list_offsets_by_isolation_level() {
     let mut b = TestBroker::start(&[]);
-    create_topic(b.port, "txn", 1, &[]);
-    create_topic(b.port, "plain", 1, &[]);
+    create_topic(b.port, "txn", 1, KEEP);
+    create_topic(b.port, "plain", 1, KEEP);
     let mut w = Wire::connect(b.port);
     for i in 0..5 {
         broker::produce(&mut w, "plain", 0, NOW + i, &[(format!("k{i}"), Some(format!("v{i}")))]);
@@ -154,7 +157,7 @@ fn fetch_and_list_offsets_by_isolation_level() {
 #[test]
 fn transactional_batches_without_a_transactional_id_are_refused() {
     let b = TestBroker::start(&[]);
-    create_topic(b.port, "t", 2, &[]);
+    create_topic(b.port, "t", 2, KEEP);
     let mut plain = BatchBuilder::new(Compression::None, NOW);
     plain.append(NOW, Some(b"k"), Some(b"v"));
     let partition = |index: i32, records: Vec<u8>| {

@@ -28,6 +28,9 @@ use sediment::log::control_record::EndTransactionMarker;
 use sediment::log::record_batch::BatchBuilder;
 
 const NOW: i64 = 1_700_000_000_000;
+/// Records stamped `NOW` (2023) are past the default retention.ms: their
+/// topics keep them, so a retention pass cannot delete what is asserted.
+const KEEP: &[(&str, &str)] = &[("retention.ms", "-1")];
 const TIMEOUT_MS: i32 = 60_000;
 
 fn s(v: &str) -> StrBytes {
@@ -46,7 +49,7 @@ fn start() -> (TestBroker, Wire) {
 
 fn start_with(overrides: &[&str]) -> (TestBroker, Wire) {
     let b = TestBroker::start(overrides);
-    create_topic(b.port, "t", 2, &[]);
+    create_topic(b.port, "t", 2, KEEP);
     let w = connect_loaded(&b);
     (b, w)
 }
@@ -332,6 +335,13 @@ fn a_timed_out_transaction_is_aborted_and_its_producer_fenced() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert!(aborted, "the timed-out transaction was never aborted");
+    // The marker (which moved the LSO) comes before the CompleteAbort record:
+    // until that is written an EndTxn is answered CONCURRENT_TRANSACTIONS.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while crate::broker::txn::transaction_state(&mut w, "x").as_deref() != Some("CompleteAbort") {
+        assert!(std::time::Instant::now() < deadline, "x never reached CompleteAbort");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     // The abort bumped the epoch: the producer's late commit is fenced.
     assert_eq!(end(&mut w, "x", pid, epoch, true, 3), code(ResponseError::ProducerFenced));
     // Under the bumped epoch the transaction is CompleteAbort: a commit is

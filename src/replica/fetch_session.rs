@@ -34,11 +34,15 @@
 //!   mixed: a request of the other kind is FETCH_SESSION_TOPIC_ID_ERROR.
 //! - Partitions are kept in the order they last returned records (oldest
 //!   first), so under `max_bytes` every partition gets its turn.
+//! - A session holds its own copies of what it keeps (topic names, unknown
+//!   tagged fields): what a request decodes is a slice of its whole frame,
+//!   which a session kept for minutes must not pin.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
 use parking_lot::Mutex;
 use uuid::Uuid;
 
@@ -105,6 +109,23 @@ struct PartitionKey {
     partition: i32,
 }
 
+impl PartitionKey {
+    /// The key with its own copy of the topic name (a decoded name is a
+    /// slice of the request's frame).
+    fn owned(self) -> Self {
+        Self { topic: TopicName(StrBytes::from_string(self.topic.0.to_string())), ..self }
+    }
+}
+
+/// A request partition with its own copy of its unknown tagged fields (the
+/// rest are numbers and ids).
+fn owned_partition(mut p: FetchPartition) -> FetchPartition {
+    for data in p.unknown_tagged_fields.values_mut() {
+        *data = bytes::Bytes::copy_from_slice(data);
+    }
+    p
+}
+
 /// What the session remembers of a partition: the request's parameters and
 /// what was last answered.
 #[derive(Debug, Clone)]
@@ -139,9 +160,11 @@ impl FetchSession {
     }
 
     fn upsert(&mut self, key: PartitionKey, request: FetchPartition) {
+        let request = owned_partition(request);
         match self.partitions.get_mut(&key) {
             Some(cached) => cached.request = request,
             None => {
+                let key = key.owned();
                 let seq = self.next_seq;
                 self.next_seq += 1;
                 self.order.insert(seq, key.clone());

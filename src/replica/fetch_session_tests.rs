@@ -259,3 +259,25 @@ fn a_session_is_bounded_by_what_a_request_can_carry() {
     assert!(matches!(cache.new_context(0, 12, &grow, false), FetchContext::Sessionless));
     assert!(cache.is_empty());
 }
+
+/// A session outlives its requests: it must not keep their frames alive
+/// through the topic names it remembers (issue 28: copies, not slices).
+#[test]
+fn a_session_keeps_copies_not_slices_of_the_request_frame() {
+    let (cache, _) = cache(10);
+    // The name decoded from a frame is a slice of the frame's bytes.
+    let frame = Bytes::from(b"xxxxframe-topicxxxx".to_vec());
+    let topic = TopicName(StrBytes::from_utf8(frame.slice(4..15)).expect("UTF-8"));
+    let req =
+        FetchRequest::default().with_session_id(0).with_session_epoch(INITIAL_EPOCH).with_topics(
+            vec![FetchTopic::default().with_topic(topic).with_partitions(vec![partition(0, 0)])],
+        );
+    assert!(matches!(cache.new_context(0, 12, &req, false), FetchContext::Full { .. }));
+    let id = cache.maybe_create_session(0, false, false, &req.topics, &answer(&req.topics, 5, &[]));
+    assert_ne!(id, INVALID_SESSION_ID);
+    drop(req);
+    assert!(frame.is_unique(), "the session still holds a slice of the request frame");
+    // And it still answers for the topic by name.
+    let (_, topics) = incremental(&cache, &request(id, 1, "frame-topic", &[]));
+    assert_eq!(&*topics[0].topic.0, "frame-topic");
+}

@@ -1,0 +1,30 @@
+//! The replica manager: the one layer through which Produce and Fetch reach
+//! the partitions' logs (Kafka's `ReplicaManager`). Replication extends this
+//! layer (the high watermark, the ISR, replica fetches, a delayed produce
+//! for `acks=all`); the handlers in `api` only turn requests into its calls
+//! and its results into responses.
+//!
+//! What it owns:
+//! * **Appending** ([`ReplicaManager::append_records`]): each partition's
+//!   batches appended as its leader, a transactional batch first verified by
+//!   the caller's check (the transaction coordinator, which `replica` does
+//!   not import) under a verification guard taken from the log, so a
+//!   transaction that ended while the coordinator was asked cannot be
+//!   reopened by the batch. With one replica every [`Acks`] level is met by
+//!   the local append (fsynced when `log.flush.before.ack` is set).
+//! * **Waking delayed fetches**: a long-polling fetch parks on
+//!   [`ReplicaManager::subscribe_appends`] and is woken by every append,
+//!   marker or deletion that can change what it would read.
+//! * **Fetch sessions** (KIP-227, [`fetch_session`]), which outlive
+//!   connections and so are the broker's state, not a handler's.
+//! * **The store's reader** for tiered partitions read below their local log.
+//!
+//! Invariants: nothing here knows Kafka error codes (`api` maps
+//! [`AppendError`]); no log lock is held while a transaction is verified
+//! (lock order: coordinator before log); an append that may fsync runs where
+//! the async runtime can move its worker's other tasks away first.
+
+pub mod fetch_session;
+mod replica_manager;
+
+pub use replica_manager::{Acks, AppendError, ReplicaManager};

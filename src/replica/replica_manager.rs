@@ -1,0 +1,179 @@
+//! [`ReplicaManager`]: appends as leader, wakes delayed fetches, and holds
+//! the fetch sessions and the store's reader (the module doc has the rules).
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use super::fetch_session::FetchSessionCache;
+use crate::log::manager::SharedLog;
+use crate::log::producer_state::VerificationGuard;
+use crate::log::record_batch::first_transactional_producer;
+use crate::log::{Log, LogAppendInfo, LogError, LogManager, TopicPartition};
+use crate::remote::reader::RemoteLogReader;
+
+/// Kafka's `acks` of a Produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acks {
+    /// `acks=0`: no response (a failed partition closes the connection).
+    None,
+    /// `acks=1`: answered once the leader appended.
+    Leader,
+    /// `acks=-1` (`all`): answered once the in-sync replicas have it; with
+    /// one replica, once the leader appended.
+    All,
+}
+
+impl Acks {
+    /// `None` for a value Kafka refuses (INVALID_REQUIRED_ACKS).
+    pub fn from_request(acks: i16) -> Option<Self> {
+        match acks {
+            0 => Some(Acks::None),
+            1 => Some(Acks::Leader),
+            -1 => Some(Acks::All),
+            _ => None,
+        }
+    }
+}
+
+/// Why a partition's records were not appended; `E` is the transaction
+/// check's own error.
+#[derive(Debug)]
+pub enum AppendError<E> {
+    /// No such partition here.
+    UnknownTopicOrPartition,
+    /// The partition's log could not load (its dir is offline).
+    Offline,
+    /// The transaction check refused the transactional batch.
+    Verification(E),
+    /// The log refused or failed the append.
+    Log(LogError),
+}
+
+/// The partitions as Produce and Fetch reach them.
+#[derive(Debug)]
+pub struct ReplicaManager {
+    logs: Arc<LogManager>,
+    /// Bumped after every append (and marker, and deletion) so long-polling
+    /// fetches look again.
+    appended: Arc<watch::Sender<u64>>,
+    fetch_sessions: FetchSessionCache,
+    remote_reader: Option<Arc<RemoteLogReader>>,
+}
+
+impl ReplicaManager {
+    pub fn new(
+        logs: Arc<LogManager>,
+        fetch_sessions: FetchSessionCache,
+        remote_reader: Option<Arc<RemoteLogReader>>,
+    ) -> Self {
+        let appended = Arc::new(watch::channel(0).0);
+        Self { logs, appended, fetch_sessions, remote_reader }
+    }
+
+    pub fn logs(&self) -> &Arc<LogManager> {
+        &self.logs
+    }
+
+    /// Incremental fetch sessions (KIP-227), shared by every connection.
+    pub fn fetch_sessions(&self) -> &FetchSessionCache {
+        &self.fetch_sessions
+    }
+
+    /// Reads below the local log from the tiered storage store, when it is on.
+    pub fn remote_reader(&self) -> Option<&Arc<RemoteLogReader>> {
+        self.remote_reader.as_ref()
+    }
+
+    /// Wake fetches waiting for data.
+    pub fn notify_appended(&self) {
+        self.appended.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    pub fn subscribe_appends(&self) -> watch::Receiver<u64> {
+        self.appended.subscribe()
+    }
+
+    /// The wakeup the transaction markers' writer calls after each marker
+    /// (a marker moves the last stable offset read_committed fetches wait on).
+    pub fn append_hook(&self) -> Arc<dyn Fn() + Send + Sync> {
+        let appended = Arc::clone(&self.appended);
+        Arc::new(move || appended.send_modify(|n| *n = n.wrapping_add(1)))
+    }
+
+    /// The log of `tp`.
+    ///
+    /// # Errors
+    /// `Offline` when its dir could not load it, else `UnknownTopicOrPartition`.
+    pub fn partition<E>(&self, tp: &TopicPartition) -> Result<SharedLog, AppendError<E>> {
+        self.logs.get_log(tp).ok_or_else(|| {
+            if self.logs.offline_partitions().contains_key(tp) {
+                AppendError::Offline
+            } else {
+                AppendError::UnknownTopicOrPartition
+            }
+        })
+    }
+
+    /// Append `records` to `log` (of [`Self::partition`]) as its leader. The
+    /// caller looks the partition up first, so its absence is answered
+    /// before anything about the records. A transactional batch of a
+    /// producer with no open transaction on the partition is first passed to
+    /// `verify` (producer id, epoch) with no log lock held; the guard taken
+    /// before asking is what the append checks. The caller wakes the delayed
+    /// fetches once for the whole request ([`Self::notify_appended`]).
+    ///
+    /// # Errors
+    /// The partition's absence, `verify`'s refusal or the log's.
+    pub fn append_records<E>(
+        &self,
+        log: &SharedLog,
+        records: &[u8],
+        verify: Option<&dyn Fn(i64, i16) -> Result<(), E>>,
+    ) -> Result<LogAppendInfo, AppendError<E>> {
+        // With a check, the append is a verified one even when no batch
+        // needed asking (the log then refuses a batch opening a transaction).
+        let guard = match verify {
+            Some(verify) => Some(verified_guard(log, records, verify)?),
+            None => None,
+        };
+        // The batches are rewritten in place (offsets, LogAppendTime), so the
+        // request's shared bytes are copied once into a buffer we own.
+        let mut buf = records.to_vec();
+        let mut log = log.write();
+        // Appending is a write into the page cache, done on this worker; an
+        // append that may fsync (a roll, a flush policy) lets the runtime move
+        // this worker's other tasks elsewhere first. Handing every append to
+        // block_in_place cost a thread handoff per request.
+        let append = |log: &mut Log, buf: &mut [u8]| match guard {
+            Some(guard) => log.append_as_leader_verified(buf, guard),
+            None => log.append_as_leader(buf),
+        };
+        let appended = if log.append_may_sync(buf.len()) {
+            tokio::task::block_in_place(|| append(&mut log, &mut buf))
+        } else {
+            append(&mut log, &mut buf)
+        };
+        appended.map_err(AppendError::Log)
+    }
+}
+
+/// The verification guard of `records`' first transactional batch, once
+/// `verify` accepted it (`None`: no batch needs asking).
+fn verified_guard<E>(
+    log: &SharedLog,
+    records: &[u8],
+    verify: &dyn Fn(i64, i16) -> Result<(), E>,
+) -> Result<Option<VerificationGuard>, AppendError<E>> {
+    let Some((pid, epoch)) = first_transactional_producer(records) else {
+        return Ok(None);
+    };
+    let Some(guard) = log.write().maybe_start_verification(pid) else {
+        return Ok(None);
+    };
+    verify(pid, epoch).map_err(|e| {
+        log.write().end_verification(pid, guard);
+        AppendError::Verification(e)
+    })?;
+    Ok(Some(guard))
+}
