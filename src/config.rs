@@ -45,7 +45,7 @@ pub use listeners::{
 };
 pub use secrets::{is_sensitive, Password, HIDDEN};
 pub use suggest::nearest_key;
-pub use template::config_template;
+pub use template::{config_reference_markdown, config_template};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {

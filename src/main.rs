@@ -53,7 +53,12 @@ enum Command {
     },
     /// Print a TOML file listing every key with its default and meaning, all
     /// commented out (config/server.toml is this output).
-    ConfigTemplate,
+    ConfigTemplate {
+        /// The same keys as the Markdown configuration reference
+        /// (docs/operating/configuration-reference.md is this output).
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Show the running broker's cleaner: per compacted partition its dirty
     /// ratio, cleanable bytes, whether it is eligible (and why not) and its
     /// last clean. Reads the broker's metrics endpoint (`metrics.listen`).
@@ -197,8 +202,12 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::ConfigTemplate => {
-            print!("{}", sediment::config::config_template());
+        Command::ConfigTemplate { markdown } => {
+            if markdown {
+                print!("{}", sediment::config::config_reference_markdown());
+            } else {
+                print!("{}", sediment::config::config_template());
+            }
             ExitCode::SUCCESS
         }
         Command::KeyAudit { topic, key, partition, metrics, data_dir, config, json } => {

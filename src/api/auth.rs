@@ -7,7 +7,7 @@
 //!   and authorized-operation fields carry every supported bit, as on Kafka.
 //! * A check is made before the resource's existence is looked at, so a
 //!   denied principal cannot learn whether a topic or group exists
-//!   (docs/security.md 5.2).
+//!   (docs/design/security.md, "Per-API checks").
 //! * `authorize` records a denial (metric and rate-limited log);
 //!   `is_authorized` does not: it is for checks that only filter what a
 //!   principal sees (Metadata of all topics, ListGroups), Kafka's

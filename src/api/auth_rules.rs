@@ -1,4 +1,4 @@
-//! The authorization each API makes (docs/security.md 5.2, Kafka 4.1.2's
+//! The authorization each API makes (docs/design/security.md, "Per-API checks", Kafka 4.1.2's
 //! `KafkaApis`), as data: `API_RULES` lists, per API, the checks its handler
 //! makes in order and what a denial answers.
 //!

@@ -1,4 +1,4 @@
-//! EndTxn: commit or abort the id's transaction (docs/transactions.md 2.4).
+//! EndTxn: commit or abort the id's transaction (docs/design/transactions.md, "EndTxn / timeout abort, step by step (crash protocol)").
 //! The answer comes once the outcome is durable (PrepareCommit or
 //! PrepareAbort written); the markers and the Complete record follow, and a
 //! retry of the same outcome is answered NONE once complete. v5 (an epoch

@@ -126,7 +126,7 @@ pub fn group_code(e: Option<GroupError>) -> i16 {
     e.map_or(0, |e| group_error_code(e).code())
 }
 
-/// The transaction APIs whose answers 3.4 of docs/transactions.md downgrades.
+/// The transaction APIs whose answers docs/design/transactions.md ("Error downgrades by request version") downgrades.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TxnApi {
     FindCoordinator,

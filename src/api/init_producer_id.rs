@@ -1,6 +1,6 @@
 //! InitProducerId. Without a transactional id (idempotent producers): a fresh
 //! producer id, epoch 0. With one: the transaction coordinator's answer
-//! (docs/transactions.md 2.3 and 3.2): the id's producer id with its epoch
+//! (docs/design/transactions.md, "Epochs, fencing, KIP-360" and "Behaviour and errors, per API"): the id's producer id with its epoch
 //! bumped, an ongoing transaction fenced and aborted, or an error. v3+ may
 //! name the producer id and epoch the client had (KIP-360), both or neither.
 //!

@@ -303,7 +303,7 @@ pub async fn dispatch(
     Ok(Some(Reply::from(response)))
 }
 
-/// The producer id and transaction APIs (docs/transactions.md 3.1); `None`
+/// The producer id and transaction APIs (docs/design/transactions.md, "Versions"); `None`
 /// (logged) for a request that is none of them and has no handler.
 fn transaction_api(
     broker: &Arc<KafkaApis>,
@@ -344,7 +344,7 @@ fn transaction_api(
 }
 
 /// The ACL and SCRAM credential APIs and DescribeClientQuotas
-/// (docs/security.md 6); `None` for a request that has no handler (logged)
+/// (docs/design/security.md, "Admin APIs"); `None` for a request that has no handler (logged)
 /// or that the connection must be closed for.
 fn security_api(
     broker: &Arc<KafkaApis>,

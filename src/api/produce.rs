@@ -7,7 +7,7 @@
 //! acks=0 no response is sent; if a partition failed the connection is closed
 //! so the producer notices, as Kafka does.
 //!
-//! Transactions (docs/transactions.md 3.3): a request carrying a
+//! Transactions (docs/design/transactions.md, "Transactional Produce"): a request carrying a
 //! transactional batch without a `transactional_id` gets
 //! TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition (Kafka's
 //! answer). With one, a transactional batch of a producer that has no open

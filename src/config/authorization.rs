@@ -1,5 +1,5 @@
 //! The authorization keys: `authorizer.class.name`, `super.users`,
-//! `allow.everyone.if.no.acl.found` (docs/security.md 7).
+//! `allow.everyone.if.no.acl.found` (docs/design/security.md, "Configuration").
 //!
 //! Rules:
 //! * `authorizer.class.name` is empty (no authorization: every request is

@@ -1,5 +1,5 @@
 //! The durable ACL store, `sediment-acls.json` in the first log dir, and the
-//! authorizer it feeds (docs/security.md 4.2).
+//! authorizer it feeds (docs/design/security.md, "sediment: two files, and why not a topic").
 //!
 //! Invariants:
 //! * The file and the authorizer's ACLs are the same set: a change is built

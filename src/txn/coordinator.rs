@@ -13,7 +13,7 @@
 //!   pending transition and answers the error, changing nothing but Kafka's
 //!   epoch fence (its bumped epoch stays in memory; `has_failed_epoch_fence`
 //!   keeps the next fence from bumping again).
-//! * Epochs (docs/transactions.md 2.3): InitProducerId bumps the epoch of an
+//! * Epochs (docs/design/transactions.md, "Epochs, fencing, KIP-360"): InitProducerId bumps the epoch of an
 //!   Empty/Complete* id, takes a new producer id (epoch 0) once the epoch is
 //!   exhausted (>= 32766), and on an Ongoing transaction fences: the abort
 //!   runs with epoch + 1 and the caller gets CONCURRENT_TRANSACTIONS, so its
@@ -129,7 +129,7 @@ impl TransactionCoordinator {
         self.clock.now_ms()
     }
 
-    /// Load `__transaction_state` (docs/transactions.md 2.6), raise the
+    /// Load `__transaction_state` (docs/design/transactions.md, "Loading at start"), raise the
     /// producer id floor above every id it holds, then complete each
     /// transaction found in PrepareCommit/PrepareAbort: every marker again,
     /// then the Complete record. One whose markers fail stays pending for
@@ -149,7 +149,7 @@ impl TransactionCoordinator {
     /// `expected` is KIP-360's producer id and epoch (v3+, both != -1).
     ///
     /// # Errors
-    /// Per docs/transactions.md 3.2: INVALID_REQUEST, INVALID_TRANSACTION_TIMEOUT,
+    /// Per docs/design/transactions.md, "Behaviour and errors, per API": INVALID_REQUEST, INVALID_TRANSACTION_TIMEOUT,
     /// COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS (also after a
     /// fence), PRODUCER_FENCED, a storage error.
     pub fn init_producer_id(

@@ -1,4 +1,4 @@
-//! Epochs, fencing, KIP-360 recovery, epoch exhaustion (docs/transactions.md
+//! Epochs, fencing, KIP-360 recovery, epoch exhaustion (docs/design/transactions.md
 //! 2.3), and the timers (2.5): timeout aborts and id expiry.
 
 use super::error::TxnError;

@@ -1,4 +1,4 @@
-//! The coordinator's rules (docs/transactions.md 2.3-2.5, 3.2), each against a
+//! The coordinator's rules (docs/design/transactions.md, "Epochs, fencing, KIP-360" to "Timers", and "Behaviour and errors, per API"), each against a
 //! real `LogManager` in a temp dir, a MockClock and a recording marker writer.
 
 use std::sync::Arc;

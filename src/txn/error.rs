@@ -1,5 +1,5 @@
 //! `TxnError`: what the transaction coordinator and its state can fail with,
-//! one variant per Kafka outcome (docs/transactions.md 3.2). `api/` maps each
+//! one variant per Kafka outcome (docs/design/transactions.md, "Behaviour and errors, per API"). `api/` maps each
 //! variant to Kafka's error code, and downgrades by request version there
 //! (PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH for old clients); nothing
 //! here knows the codes.

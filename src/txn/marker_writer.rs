@@ -29,7 +29,7 @@
 use crate::log::TopicPartition;
 
 /// The coordinator epoch every marker carries: one node leads every
-/// `__transaction_state` partition, forever (docs/transactions.md section 0).
+/// `__transaction_state` partition, forever (docs/design/transactions.md, "Decisions in one screen").
 pub const COORDINATOR_EPOCH: i32 = 0;
 
 /// The outcome a marker writes (Kafka's `TransactionResult`).

@@ -3,7 +3,7 @@
 //! compacted internal topic `__transaction_state` in Kafka's record schemas,
 //! so Apache Kafka's `kafka-dump-log --transaction-log-decoder` reads it. The
 //! design, and what is still to come (transactional offsets, the admin
-//! APIs), is `docs/transactions.md`.
+//! APIs), is `docs/design/transactions.md`.
 //!
 //! * Every transactional id has one [`TransactionMetadata`], whose
 //!   [`TransactionState`] changes only along Kafka's transition table

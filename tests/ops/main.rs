@@ -8,6 +8,7 @@ mod broker;
 
 mod broker_dynamic_configs;
 mod cli;
+mod docs_links;
 mod kafka_server_properties;
 mod module_graph;
 mod ops_files;

@@ -472,15 +472,16 @@ fn server_toml_lists_every_key_with_its_default() {
 }
 
 #[test]
-fn the_readme_documents_every_key() {
-    let readme = read("README.md");
+fn the_configuration_guide_documents_every_key() {
+    let guide = read("docs/operating/configuration.md");
     let missing: Vec<String> = sediment::config::BrokerConfig::default()
         .describe()
         .into_iter()
         .map(|(k, ..)| k)
-        .filter(|k| !readme.contains(&format!("| `{k}` |")))
+        .filter(|k| !guide.contains(&format!("| `{k}` |")))
         .collect();
-    assert!(missing.is_empty(), "the README's config table lacks {missing:?}");
+    assert!(missing.is_empty(), "the configuration guide's table lacks {missing:?}");
+    let readme = [guide, read("docs/operating/containers.md")].concat();
     for f in [
         "config/server.toml",
         "config/dev.toml",
@@ -489,7 +490,20 @@ fn the_readme_documents_every_key() {
         "docker/docker-compose.yml",
         "scripts/docker-smoke.sh",
     ] {
-        assert!(readme.contains(&format!("`{f}`")), "the README does not mention {f}");
+        assert!(readme.contains(&format!("`{f}`")), "the operating docs do not mention {f}");
+    }
+}
+
+/// docs/operating/configuration-reference.md is generated from the key
+/// tables: it must be exactly what the broker prints.
+#[test]
+fn the_configuration_reference_is_current() {
+    let text = read("docs/operating/configuration-reference.md");
+    let (ok, generated, err) = run(sediment().args(["config-template", "--markdown"]));
+    assert!(ok, "{err}");
+    assert!(text == generated, "docs/operating/configuration-reference.md is stale; regenerate it: sediment config-template --markdown > docs/operating/configuration-reference.md");
+    for (key, ..) in sediment::config::BrokerConfig::default().describe() {
+        assert!(text.contains(&format!("| `{key}`")), "the reference lacks {key}");
     }
 }
 

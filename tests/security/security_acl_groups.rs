@@ -1,5 +1,5 @@
 //! ACLs enforced by the group, coordinator, transaction and credential APIs
-//! (docs/security.md 5.2). One broker with a PLAINTEXT listener (its
+//! (docs/design/security.md, "Per-API checks"). One broker with a PLAINTEXT listener (its
 //! ANONYMOUS principal is a super user, for set-up) and a SASL_PLAINTEXT one
 //! with PLAIN users in JAAS; `StandardAuthorizer`, `super.users` with
 //! `User:admin`; the ACLs written as `sediment-acls.json` before the start,

@@ -1,4 +1,4 @@
-//! The authorization matrix of the topic and cluster APIs (docs/security.md
+//! The authorization matrix of the topic and cluster APIs (docs/design/security.md
 //! 5.2). One broker with a SASL_PLAINTEXT listener (PLAIN users admin, alice,
 //! bob, carol and dave), `authorizer.class.name` set to Kafka's
 //! StandardAuthorizer, `super.users=User:admin`, and its ACLs written as

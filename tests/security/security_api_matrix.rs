@@ -1,5 +1,5 @@
 //! Every API sediment serves, sent by a principal without any ACL, answers
-//! exactly the denial of docs/security.md 5.2.
+//! exactly the denial of docs/design/security.md, "Per-API checks".
 //!
 //! One broker with `StandardAuthorizer`, `allow.everyone.if.no.acl.found`
 //! left false and no ACL at all: a PLAINTEXT listener, whose principal
@@ -279,7 +279,7 @@ fn case_of(key: ApiKey) -> CaseFn {
         K::DescribeAcls => describe_acls,
         K::CreateAcls => create_acls,
         K::DeleteAcls => delete_acls,
-        other => panic!("no authorization case for {other:?}: add one (docs/security.md 5.2)"),
+        other => panic!("no authorization case for {other:?}: add one (docs/design/security.md, 'Per-API checks')"),
     }
 }
 
@@ -308,7 +308,7 @@ fn every_api_refuses_a_principal_without_acls_as_kafka_does() {
     assert!(!st.b.log().contains("panicked"), "{}", st.b.log());
     assert!(
         gaps.is_empty(),
-        "{} answers differ from docs/security.md 5.2:\n{}",
+        "{} answers differ from docs/design/security.md, 'Per-API checks':\n{}",
         gaps.len(),
         gaps.join("\n")
     );

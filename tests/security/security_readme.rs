@@ -25,8 +25,10 @@ use serde_yaml::Value as Yaml;
 
 const MARK: &str = "<!-- securing-sediment: ";
 
+/// The guide the markers are in (it was the README's section).
 fn readme() -> String {
-    std::fs::read_to_string(repo_root().join("README.md")).expect("README.md")
+    let path = repo_root().join("docs/operating/securing.md");
+    std::fs::read_to_string(path).expect("docs/operating/securing.md")
 }
 
 /// The fenced block right after the marker `name`: (language, body).

@@ -511,7 +511,8 @@ fn check_config_loads_the_key_store() {
         (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
     };
     // The README's example, with its two files made here.
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(repo_root().join("docs/operating/configuration.md")).unwrap();
     let example = readme
         .split("Several listeners, one of them TLS")
         .nth(1)

@@ -1,5 +1,5 @@
 //! The transaction APIs on the wire, one test per bad input of
-//! docs/transactions.md 3.2 and 3.3 that they answer: the exact code (by
+//! docs/design/transactions.md, "Behaviour and errors, per API" and "Transactional Produce" that they answer: the exact code (by
 //! request version where Kafka downgrades it), and that another producer's
 //! transaction, open on the same partitions meanwhile, still commits and
 //! leaves nothing open (the read_committed end offset reaches the log end).
