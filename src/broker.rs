@@ -304,6 +304,7 @@ pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(
     for (tp, reason) in logs.offline_partitions() {
         tracing::error!(partition = %tp, "partition offline: {reason}");
     }
+    raise_open_files_limit(&logs);
     logs.start_scheduler();
     // Built before the cleaner, which names open transactions by it; loaded
     // later, by the `txn-coordinator` thread.
@@ -339,6 +340,40 @@ pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(
     let shut = logs.shutdown().map_err(BrokerError::Shutdown);
     tracing::info!("sediment stopped");
     served.and(shut)
+}
+
+/// Raise the soft limit on open files to the hard one (each segment holds
+/// up to four: `.log`, `.index`, `.timeindex`, `.txnindex`, besides the
+/// connections) and log both and what the segments need, so an operator
+/// sees a limit too low before it bites.
+fn raise_open_files_limit(logs: &LogManager) {
+    let segments: usize = logs.all_logs().iter().map(|(_, log)| log.read().segments().len()).sum();
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit write and read only `limit`, ours.
+    let got = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    if got != 0 {
+        tracing::warn!("reading the open files limit failed: {}", std::io::Error::last_os_error());
+        return;
+    }
+    let before = limit.rlim_cur;
+    if limit.rlim_cur < limit.rlim_max {
+        limit.rlim_cur = limit.rlim_max;
+        // SAFETY: as above.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+            limit.rlim_cur = before;
+        }
+    }
+    let needed = segments.saturating_mul(4);
+    tracing::info!(
+        limit = limit.rlim_cur,
+        raised_from = before,
+        segments,
+        segment_files = needed,
+        "open files"
+    );
+    if (limit.rlim_cur as usize) < needed.saturating_add(1024) {
+        tracing::warn!(limit = limit.rlim_cur, segment_files = needed, "the open files limit leaves little room for connections beside the segments; raise the hard limit (ulimit -Hn, LimitNOFILE=)");
+    }
 }
 
 /// The coordinators' threads, stopped by [`run`] after the server drained.

@@ -479,6 +479,12 @@ impl BrokerConfig {
         self.int("socket.request.max.bytes") as usize
     }
 
+    /// `connections.max.idle.ms`: how long a connection may wait between
+    /// requests (and an authentication may take) before it is closed.
+    pub fn connections_max_idle(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.int("connections.max.idle.ms").max(1) as u64)
+    }
+
     /// `fetch.max.bytes`: most record bytes one Fetch answers with (Kafka
     /// caps a request's `max_bytes` by it).
     pub fn fetch_max_bytes(&self) -> usize {

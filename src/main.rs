@@ -314,8 +314,10 @@ fn load_config(file: Option<PathBuf>, overrides: &[String]) -> anyhow::Result<Br
     config.apply_overrides(overrides.iter().map(String::as_str))?;
     // The rules across keys (listeners and their protocols) once all are set.
     config.check()?;
-    // Tiered storage reads its own keys (`remote::config`): a bad URL fails here.
+    // Tiered storage reads its own keys (`remote::config`): a bad URL fails
+    // here; so does a connection limit override that does not parse.
     sediment::remote::RemoteStorageConfig::from_broker(&config)?;
+    sediment::server::connection_quotas::ConnectionLimits::from_config(&config)?;
     Ok(config)
 }
 

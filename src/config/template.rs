@@ -19,6 +19,22 @@ fn toml_literal(kind: ConfigType, value: &str) -> String {
     }
 }
 
+/// `key` as a TOML key: bare (dotted keys nest, and flatten back to the same
+/// name), or quoted when it is also the prefix of another key
+/// (`max.connections` and `max.connections.per.ip`), which a dotted key
+/// could not be: a value and a table of the same name.
+fn toml_key(key: &str) -> String {
+    let prefix = format!("{key}.");
+    let names =
+        BROKER_CONFIGS.iter().map(|d| d.name).chain(LOG_CONFIGS.iter().map(|d| d.broker_key));
+    let mut names = names;
+    if names.any(|n| n.starts_with(&prefix)) {
+        format!("\"{key}\"")
+    } else {
+        key.to_string()
+    }
+}
+
 fn kind_name(kind: ConfigType) -> &'static str {
     match kind {
         ConfigType::Boolean => "boolean",
@@ -117,9 +133,9 @@ pub fn config_template() -> String {
         if def.default.is_empty()
             && !matches!(def.kind, ConfigType::String | ConfigType::List | ConfigType::Password)
         {
-            let _ = writeln!(out, "#{key} = <{}>", kind_name(def.kind));
+            let _ = writeln!(out, "#{} = <{}>", toml_key(key), kind_name(def.kind));
         } else {
-            let _ = writeln!(out, "#{key} = {}", toml_literal(def.kind, def.default));
+            let _ = writeln!(out, "#{} = {}", toml_key(key), toml_literal(def.kind, def.default));
         }
     };
     let rule = |out: &mut String, title: &str, note: &str| {

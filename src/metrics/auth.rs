@@ -34,7 +34,7 @@ impl Default for AuthMetrics {
             ),
             failures: counter(
                 "sediment_authentication_failures_total",
-                "Connections of SASL listeners closed before authentication completed, per listener, mechanism and reason (bad_credentials, unsupported_mechanism, illegal_state, oversized, malformed)",
+                "Connections of SASL listeners closed before authentication completed, per listener, mechanism and reason (bad_credentials, unsupported_mechanism, illegal_state, oversized, malformed, timeout)",
                 &["listener", "mechanism", "reason"],
             ),
             reauthentications: counter(
@@ -79,6 +79,11 @@ impl AuthMetrics {
     pub fn failed(&self, listener: &str, mechanism: &str, reason: &str) {
         self.failed.with_label_values(&[listener]).inc();
         self.failures.with_label_values(&[listener, mechanism, reason]).inc();
+    }
+
+    /// An authentication that did not finish within `connections.max.idle.ms`.
+    pub fn authentication_timed_out(&self, listener: &str) {
+        self.failures.with_label_values(&[listener, "none", "timeout"]).inc();
     }
 
     /// A frame that was not a well-formed request during authentication:

@@ -3,7 +3,12 @@
 //! `authenticator`), the session, and the request loop.
 //!
 //! Invariants:
-//! * The accept loop awaits nothing but `accept`; the TLS handshake runs in
+//! * Every connection is counted (`connection_quotas`) from accept to close:
+//!   past `max.connections` a listener waits before accepting, and one more
+//!   than its address's `max.connections.per.ip` is closed at once.
+//! * A connection that sends no request for `connections.max.idle.ms` is
+//!   closed, and a SASL authentication must finish within that time.
+//! * The accept loop awaits nothing but a place and `accept`; the TLS handshake runs in
 //!   the connection's own task, bounded by `ssl.handshake.timeout.ms`, so a
 //!   client that stalls or sends garbage (plaintext on the TLS port, half a
 //!   ClientHello) ends only its own task, at the latest at that timeout.
@@ -30,6 +35,7 @@ use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
 use super::authenticator::{authenticate, is_sasl_handshake, reauthenticate, SaslIo};
+use super::connection_quotas::{ConnectionQuotas, ConnectionSlot};
 use super::{handle_frame_into, BoundListener, ConnError, ResponseBuf, MIN_FRAME};
 use crate::api::KafkaApis;
 use crate::security::principal_mapper::SslPrincipalMapper;
@@ -38,33 +44,32 @@ use crate::security::tls::LiveTlsConfig;
 use crate::security::{principal, SecurityProtocol, Session};
 
 /// Accept on one listener until `stop`, then wait for its connections. The
-/// loop awaits nothing but `accept`: each connection is its own task.
+/// loop awaits nothing but a place among `max.connections` and `accept`:
+/// each connection is its own task, holding its [`ConnectionSlot`] until it
+/// ends.
 pub(super) async fn accept_loop(
     bound: BoundListener,
     broker: Arc<KafkaApis>,
+    quotas: Arc<ConnectionQuotas>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut connections = JoinSet::new();
-    let name = bound.name;
+    let name = bound.name.clone();
     loop {
+        let reservation = tokio::select! {
+            r = quotas.reserve() => r,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            // A dropped sender also means stop.
+            _ = stop.changed() => break,
+        };
         tokio::select! {
             accepted = bound.listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    let broker = Arc::clone(&broker);
-                    let conn_stop = stop.clone();
-                    let name = name.clone();
-                    let tls = bound.tls.as_ref().map(|t| ListenerTlsParts {
-                        live: Arc::clone(&t.live),
-                        timeout: t.handshake_timeout,
-                        mapper: Arc::clone(&t.principal_mapper),
-                    });
-                    let security = (bound.protocol, tls, bound.sasl.clone());
-                    connections.spawn(async move {
-                        if let Err(e) = open(stream, peer, name, security, &broker, conn_stop).await {
-                            tracing::debug!(%peer, "connection closed: {e}");
-                        }
-                    });
+                    let Some(slot) = reservation.admit(peer.ip()) else {
+                        tracing::debug!(%peer, listener = %name, "connection refused: its address holds max.connections.per.ip");
+                        continue;
+                    };
+                    spawn_connection(&bound, &broker, &stop, &mut connections, (stream, peer, slot));
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: back off instead of spinning.
@@ -73,12 +78,37 @@ pub(super) async fn accept_loop(
                 }
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            // A dropped sender also means stop.
             _ = stop.changed() => break,
         }
     }
     tracing::debug!(listener = %name, connections = connections.len(), "listener closed; draining");
     while connections.join_next().await.is_some() {}
+}
+
+/// Start the task of one accepted connection.
+fn spawn_connection(
+    bound: &BoundListener,
+    broker: &Arc<KafkaApis>,
+    stop: &watch::Receiver<bool>,
+    connections: &mut JoinSet<()>,
+    (stream, peer, slot): (TcpStream, SocketAddr, ConnectionSlot),
+) {
+    let _ = stream.set_nodelay(true);
+    let broker = Arc::clone(broker);
+    let conn_stop = stop.clone();
+    let name = bound.name.clone();
+    let tls = bound.tls.as_ref().map(|t| ListenerTlsParts {
+        live: Arc::clone(&t.live),
+        timeout: t.handshake_timeout,
+        mapper: Arc::clone(&t.principal_mapper),
+    });
+    let security = (bound.protocol, tls, bound.sasl.clone());
+    connections.spawn(async move {
+        if let Err(e) = open(stream, peer, name, security, &broker, conn_stop).await {
+            tracing::debug!(%peer, "connection closed: {e}");
+        }
+        drop(slot);
+    });
 }
 
 /// Where responses go: the socket itself (regions by `sendfile`) or the TLS
@@ -193,6 +223,7 @@ async fn serve_connection<R: AsyncRead + Unpin>(
     sasl: Option<Arc<SaslListener>>,
 ) -> Result<(), ConnError> {
     let max = broker.config.socket_request_max_bytes();
+    let idle = broker.config.connections_max_idle();
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
     let metrics = &broker.request_metrics;
     let mut sasl_session = None;
@@ -205,7 +236,14 @@ async fn serve_connection<R: AsyncRead + Unpin>(
             metrics,
             stop: &mut stop,
         };
-        match authenticate(io).await? {
+        // An exchange that never completes (a client trickling its
+        // handshake) ends with the idle timeout.
+        let Ok(authenticated) = tokio::time::timeout(idle, authenticate(io)).await else {
+            metrics.auth.authentication_timed_out(&session.listener);
+            tracing::debug!(peer = %session.peer, listener = %session.listener, ?idle, "SASL authentication took longer than connections.max.idle.ms; closing");
+            return Ok(());
+        };
+        match authenticated? {
             Some(s) => {
                 session.principal = s.principal.clone();
                 sasl_session = Some(s);
@@ -216,10 +254,14 @@ async fn serve_connection<R: AsyncRead + Unpin>(
     let mut out = ResponseBuf::with_capacity(64 * 1024);
     loop {
         let size = tokio::select! {
-            size = reader.read_i32() => match size {
-                Ok(s) => s,
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-                Err(e) => return Err(e.into()),
+            size = tokio::time::timeout(idle, reader.read_i32()) => match size {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+                Ok(Err(e)) => return Err(e.into()),
+                Err(_) => {
+                    tracing::debug!(peer = %session.peer, listener = %session.listener, ?idle, "idle longer than connections.max.idle.ms; closing");
+                    return Ok(());
+                }
             },
             _ = stop.changed() => return Ok(()),
         };

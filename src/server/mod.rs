@@ -40,6 +40,7 @@
 
 pub mod authenticator;
 mod connection;
+pub mod connection_quotas;
 mod legacy_produce;
 mod response;
 pub mod tls_reloader;
@@ -105,6 +106,17 @@ pub async fn run(
     };
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut accept_loops = JoinSet::new();
+    // Checked when the config was loaded (main), so this does not fail.
+    let limits =
+        connection_quotas::ConnectionLimits::from_config(&broker.config).unwrap_or_else(|e| {
+            tracing::error!("connection limits: {e}; none applied");
+            connection_quotas::ConnectionLimits {
+                max_connections: usize::MAX,
+                max_per_ip: usize::MAX,
+                per_ip_overrides: Default::default(),
+            }
+        });
+    let quotas = connection_quotas::ConnectionQuotas::new(limits);
     for listener in listeners {
         if let Some(tls) = &listener.tls {
             accept_loops.spawn(tls_reloader::run(
@@ -115,7 +127,13 @@ pub async fn run(
                 stop_rx.clone(),
             ));
         }
-        accept_loops.spawn(connection::accept_loop(listener, Arc::clone(&broker), stop_rx.clone()));
+        let quotas = Arc::clone(&quotas);
+        accept_loops.spawn(connection::accept_loop(
+            listener,
+            Arc::clone(&broker),
+            quotas,
+            stop_rx.clone(),
+        ));
     }
     if !stopped_early {
         shutdown.await;

@@ -10,6 +10,7 @@ mod common;
 
 mod conformance_partition_limits;
 mod conformance_unknown_topic;
+mod connection_limits;
 mod fetch_sessions_java;
 mod hostile_frames;
 mod interop_java;
