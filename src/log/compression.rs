@@ -98,8 +98,11 @@ pub fn decompress(
         Compression::Lz4 => read_bounded(lz4_flex::frame::FrameDecoder::new(input), out, limit)
             .map_err(|e| bad(&e))?,
         Compression::Zstd => {
-            let decoder =
+            let mut decoder =
                 zstd::stream::read::Decoder::new(input).map_err(|e| bad(&e.to_string()))?;
+            // The window a frame declares is allocated before anything is
+            // inflated: none larger than the output may be.
+            decoder.window_log_max(zstd_window_log_max(limit)).map_err(|e| bad(&e.to_string()))?;
             read_bounded(decoder, out, limit).map_err(|e| bad(&e))?
         }
         Compression::Snappy => {
@@ -124,6 +127,16 @@ pub fn decompress(
         }
     }
     Ok(())
+}
+
+/// The largest zstd window (log2 bytes) a frame inflating to at most
+/// `limit` bytes is allowed: the smallest power of two covering `limit`,
+/// at least 16 MiB (what every level up to 19 declares, with room) and at
+/// most zstd's default cap of 128 MiB. With the default `max.message.bytes`
+/// (limit 64 MiB) only level 22's 128 MiB window is refused.
+fn zstd_window_log_max(limit: usize) -> u32 {
+    let log = usize::BITS - limit.max(1).saturating_sub(1).leading_zeros();
+    log.clamp(24, 27)
 }
 
 fn snappy_raw_append(block: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<(), String> {
@@ -237,6 +250,28 @@ mod tests {
                 "{codec:?} limit"
             );
         }
+    }
+
+    /// A frame declaring a window larger than its batch may inflate to is
+    /// refused before the window is allocated.
+    #[test]
+    fn a_zstd_window_beyond_the_limit_is_refused() {
+        use std::io::Write as _;
+        let input = vec![7u8; 4096];
+        let mut huge_window = Vec::new();
+        let mut e = zstd::stream::write::Encoder::new(&mut huge_window, 3).unwrap();
+        e.window_log(27).unwrap();
+        e.include_contentsize(false).unwrap();
+        e.write_all(&input).unwrap();
+        e.finish().unwrap();
+        let mut out = Vec::new();
+        assert_eq!(zstd_window_log_max(16 << 20), 24);
+        let refused = decompress(Compression::Zstd, &huge_window, &mut out, 16 << 20);
+        assert!(refused.is_err(), "a 128 MiB window for a 16 MiB limit");
+        decompress(Compression::Zstd, &huge_window, &mut out, 512 << 20).unwrap();
+        assert_eq!(out, input, "within zstd's default cap it inflates");
+        assert_eq!(zstd_window_log_max(1), 24);
+        assert_eq!(zstd_window_log_max(64 << 20), 26);
     }
 
     #[test]

@@ -54,6 +54,10 @@ mod store_retention;
 
 pub use store_retention::StoreSegment;
 
+/// What a partition's decompression buffer may keep between operations;
+/// a larger one, left by a large compressed batch, is let go.
+pub const SCRATCH_KEEP_BYTES: usize = 1 << 20;
+
 /// What an append did, for the Produce response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogAppendInfo {
@@ -196,6 +200,21 @@ impl Log {
         &self.segments
     }
 
+    /// Bytes the partition's decompression buffer holds now (at most
+    /// [`SCRATCH_KEEP_BYTES`] between operations).
+    pub fn scratch_capacity(&self) -> usize {
+        self.scratch.capacity()
+    }
+
+    /// Let go of the decompression buffer once an operation inflated more
+    /// than [`SCRATCH_KEEP_BYTES`] into it, so one large compressed batch
+    /// does not pin its inflated size for the partition's lifetime.
+    pub(super) fn shrink_scratch(&mut self) {
+        if self.scratch.capacity() > SCRATCH_KEEP_BYTES {
+            self.scratch = Vec::new();
+        }
+    }
+
     /// The segments and the reusable scratch buffer, for reads that inflate records.
     pub(super) fn segments_and_scratch(&mut self) -> (&BTreeMap<i64, LogSegment>, &mut Vec<u8>) {
         (&self.segments, &mut self.scratch)
@@ -334,6 +353,18 @@ impl Log {
     }
 
     fn append_checked(
+        &mut self,
+        records: &mut [u8],
+        origin: AppendOrigin,
+        txn_check: TxnCheck,
+    ) -> Result<LogAppendInfo> {
+        let appended = self.append_checked_once(records, origin, txn_check);
+        // Validation and recompression inflate into it: not kept past the append.
+        self.shrink_scratch();
+        appended
+    }
+
+    fn append_checked_once(
         &mut self,
         records: &mut [u8],
         origin: AppendOrigin,

@@ -275,6 +275,13 @@ impl Log {
     /// # Errors
     /// I/O errors and corrupt batches.
     pub fn fetch_offset_by_timestamp(&mut self, target: i64) -> Result<Option<(i64, i64)>> {
+        let found = self.offset_by_timestamp(target);
+        // A scan may have inflated a large batch: its buffer is not kept.
+        self.shrink_scratch();
+        found
+    }
+
+    fn offset_by_timestamp(&mut self, target: i64) -> Result<Option<(i64, i64)>> {
         let start = self.log_start_offset();
         match target {
             EARLIEST_TIMESTAMP => return Ok(Some((NO_TIMESTAMP, start))),
@@ -304,6 +311,7 @@ impl Log {
     /// DeleteRecords) the remaining records are scanned.
     fn max_timestamp_and_offset(&mut self) -> Result<Option<(i64, i64)>> {
         let start = self.log_start_offset();
+        let max_message_bytes = self.config().max_message_bytes;
         let (segments, scratch) = self.segments_and_scratch();
         let best = segments
             .values()
@@ -328,7 +336,8 @@ impl Log {
                 {
                     continue;
                 }
-                let payload = record_batch::records_bytes(&header, batch, scratch, 1 << 30)?;
+                let limit = super::validator::decompression_limit(max_message_bytes);
+                let payload = record_batch::records_bytes(&header, batch, scratch, limit)?;
                 for rec in record_batch::RecordIter::new(payload, header.records_count) {
                     let rec = rec?;
                     let offset = header.base_offset + rec.offset_delta as i64;

@@ -568,7 +568,7 @@ impl LogSegment {
                 &header,
                 batch,
                 scratch,
-                self.config.max_batch_size.saturating_mul(64),
+                super::validator::decompression_limit(self.config.max_batch_size),
             )
             .map_err(|e| LogError::Corrupt {
                 path: self.log_path(),

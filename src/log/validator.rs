@@ -41,8 +41,15 @@ pub struct ValidationContext {
 impl ValidationContext {
     /// Most bytes a compressed batch may inflate to (a bound, not an expectation).
     pub fn decompression_limit(&self) -> usize {
-        self.max_message_bytes.saturating_mul(64).clamp(16 << 20, 512 << 20)
+        decompression_limit(self.max_message_bytes)
     }
+}
+
+/// Most bytes a compressed batch of at most `max_message_bytes` may inflate
+/// to, wherever it is inflated (appends, timestamp scans): 64 times the batch,
+/// within 16 MiB and 512 MiB.
+pub fn decompression_limit(max_message_bytes: usize) -> usize {
+    max_message_bytes.saturating_mul(64).clamp(16 << 20, 512 << 20)
 }
 
 /// One checked batch of the request.

@@ -146,3 +146,30 @@ fn recompressed_batches_keep_their_producer_and_survive_the_cleaner() {
     let codecs = dumped_codecs(dir.path());
     assert!(!codecs.is_empty() && codecs.iter().all(|c| c == "zstd"), "{codecs:?}");
 }
+
+/// A compressed batch does not pin its inflated size after the append: the
+/// partition's decompression buffer is let go once it held more than
+/// `SCRATCH_KEEP_BYTES` (issue 28).
+#[test]
+fn a_large_compressed_batch_does_not_pin_its_inflated_size() {
+    use sediment::log::local_log::SCRATCH_KEEP_BYTES;
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = crate::common::open_log(dir.path(), "inflate", &[], sediment::clock::system());
+    let mut b = sediment::log::record_batch::BatchBuilder::new(
+        sediment::log::compression::Compression::Gzip,
+        0,
+    );
+    // 8 MiB of zeros: a few KiB on the wire, 8 MiB once inflated.
+    b.append(0, Some(b"k"), Some(&vec![0u8; 8 << 20][..]));
+    let mut batch = b.build();
+    assert!(batch.len() < 1 << 20, "{} bytes on the wire", batch.len());
+    log.append_as_leader(&mut batch).expect("append");
+    assert!(
+        log.scratch_capacity() <= SCRATCH_KEEP_BYTES,
+        "{} bytes kept after the append",
+        log.scratch_capacity()
+    );
+    // A timestamp lookup inflates it again, and lets go again.
+    assert_eq!(log.fetch_offset_by_timestamp(0).expect("lookup").map(|(_, o)| o), Some(0));
+    assert!(log.scratch_capacity() <= SCRATCH_KEEP_BYTES);
+}
