@@ -7,26 +7,16 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::broker::repo_root;
+use crate::broker::{files_under, repo_root};
 
 /// The top-level directories whose paths a code span may name.
 const REPO_DIRS: &[&str] =
     &["src/", "tests/", "docs/", "scripts/", "config/", "docker/", "bench/", "benches/", "fuzz/"];
 
 fn markdown_files() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).expect("docs dir") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "md") {
-                out.push(path);
-            }
-        }
-    }
     let root = repo_root();
     let mut out = vec![root.join("README.md"), root.join("CHANGELOG.md")];
-    walk(&root.join("docs"), &mut out);
+    out.extend(files_under(&root.join("docs"), "md"));
     out
 }
 

@@ -26,17 +26,6 @@ fn top_modules(src: &Path) -> BTreeSet<String> {
     out
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("dir") {
-        let path = entry.expect("entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 /// The code of `text` without `//` comments (doc comments name modules in
 /// prose; they are not imports).
 fn without_comments(text: &str) -> String {
@@ -87,11 +76,9 @@ fn graph(src: &Path) -> Graph {
     let tops = top_modules(src);
     let mut g = Graph::new();
     for top in &tops {
-        let mut files = Vec::new();
         let dir = src.join(top);
-        if dir.is_dir() {
-            rust_files(&dir, &mut files);
-        }
+        let mut files =
+            if dir.is_dir() { crate::broker::files_under(&dir, "rs") } else { Vec::new() };
         let file = src.join(format!("{top}.rs"));
         if file.is_file() {
             files.push(file);
