@@ -59,7 +59,7 @@ pub fn handle(
         request.topics.iter().filter(|t| creatable.get(t.name.0.as_str()) == Some(&true)).collect();
     // Kafka's caps on one request, over the topics it may create: the
     // partitions asked for, then the records creating them would take.
-    let asked: i64 = authorized.iter().map(|t| i64::from(asked_partitions(broker, t))).sum();
+    let asked: i64 = authorized.iter().map(|t| i64::from(asked_partitions(broker, t).max(0))).sum();
     let mut refused_all = (asked > MAX_PARTITIONS_PER_REQUEST).then(|| {
         format!("the request asks for {asked} partitions; at most {MAX_PARTITIONS_PER_REQUEST} may be created at once")
     });
@@ -131,15 +131,15 @@ impl Planned {
     }
 }
 
-/// What a topic asks for before any check (for the request's cap): its
-/// count, the default, or its assignments; 0 for an invalid count.
+/// What a topic asks for before any check: its assignments' count, the
+/// default (-1), or its count as given (perhaps invalid).
 fn asked_partitions(broker: &KafkaApis, topic: &CreatableTopic) -> i32 {
     if !topic.assignments.is_empty() {
         topic.assignments.len() as i32
     } else if topic.num_partitions == -1 {
         broker.config.num_partitions()
     } else {
-        topic.num_partitions.max(0)
+        topic.num_partitions
     }
 }
 
@@ -211,7 +211,7 @@ fn partition_count(
     broker: &KafkaApis,
     topic: &CreatableTopic,
 ) -> Result<i32, (ResponseError, String)> {
-    let partitions = if !topic.assignments.is_empty() {
+    if !topic.assignments.is_empty() {
         if topic.num_partitions != -1 || topic.replication_factor != -1 {
             return Err((
                 ResponseError::InvalidRequest,
@@ -228,12 +228,8 @@ fn partition_count(
                 format!("every partition must be assigned to broker {} alone", broker.node_id),
             ));
         }
-        topic.assignments.len() as i32
-    } else if topic.num_partitions == -1 {
-        broker.config.num_partitions()
-    } else {
-        topic.num_partitions
-    };
+    }
+    let partitions = asked_partitions(broker, topic);
     if partitions <= 0 {
         return Err((
             ResponseError::InvalidPartitions,

@@ -2,7 +2,7 @@
 //! it): the broker's identity, its config and the managers requests reach.
 //!
 //! Invariant: it is built once, complete, by the composition root
-//! (`crate::broker`), and nothing is patched into it afterwards; handlers
+//! (`src/broker.rs`), and nothing is patched into it afterwards; handlers
 //! read it and never start or stop anything. `api` does not import the
 //! broker or the server: they import it.
 
@@ -33,7 +33,7 @@ pub struct KafkaApis {
     pub advertised: Vec<(String, Listener)>,
     pub groups: Arc<GroupCoordinator>,
     /// The transaction coordinator (its state loads on the `txn-coordinator`
-    /// thread `crate::broker::run` starts).
+    /// thread the broker's start-up runs).
     pub txn: Arc<TransactionCoordinator>,
     /// The coordinator's marker writer, also used by WriteTxnMarkers (the
     /// admin abort path) so both append markers the same way.

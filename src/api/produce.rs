@@ -62,6 +62,8 @@ pub fn handle(
     version: i16,
 ) -> Result<Option<ResponseKind>, Close> {
     let acks = request.acks;
+    // Parsed once; `None`: INVALID_REQUIRED_ACKS on every partition.
+    let required = Acks::from_request(acks);
     if has_transactional_records(&request) {
         let authorized = request.transactional_id.as_ref().is_some_and(|id| {
             ctx.authorize(AclOperation::Write, ResourceType::TransactionalId, id.as_str())
@@ -106,7 +108,7 @@ pub fn handle(
                 .with_log_start_offset(-1);
             let outcome = if denied {
                 Err(Refusal::new(ResponseError::TopicAuthorizationFailed))
-            } else if Acks::from_request(acks).is_none() {
+            } else if required.is_none() {
                 Err(Refusal::new(ResponseError::InvalidRequiredAcks)
                     .because(format!("acks={acks} is not -1, 0 or 1")))
             } else {
@@ -137,7 +139,7 @@ pub fn handle(
     if appended {
         broker.replica.notify_appended();
     }
-    if Acks::from_request(acks) == Some(Acks::None) {
+    if required == Some(Acks::None) {
         return if failed { Err(Close) } else { Ok(None) };
     }
     Ok(Some(ResponseKind::Produce(ProduceResponse::default().with_responses(topics))))

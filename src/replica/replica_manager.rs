@@ -87,7 +87,7 @@ impl ReplicaManager {
 
     /// Wake fetches waiting for data.
     pub fn notify_appended(&self) {
-        self.appended.send_modify(|n| *n = n.wrapping_add(1));
+        bump(&self.appended);
     }
 
     pub fn subscribe_appends(&self) -> watch::Receiver<u64> {
@@ -98,7 +98,7 @@ impl ReplicaManager {
     /// (a marker moves the last stable offset read_committed fetches wait on).
     pub fn append_hook(&self) -> Arc<dyn Fn() + Send + Sync> {
         let appended = Arc::clone(&self.appended);
-        Arc::new(move || appended.send_modify(|n| *n = n.wrapping_add(1)))
+        Arc::new(move || bump(&appended))
     }
 
     /// The log of `tp`.
@@ -156,6 +156,11 @@ impl ReplicaManager {
         };
         appended.map_err(AppendError::Log)
     }
+}
+
+/// A new value for the fetches parked on `appended` to wake to.
+fn bump(appended: &watch::Sender<u64>) {
+    appended.send_modify(|n| *n = n.wrapping_add(1));
 }
 
 /// The verification guard of `records`' first transactional batch, once

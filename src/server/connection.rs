@@ -253,17 +253,24 @@ async fn serve_connection<R: AsyncRead + Unpin>(
     }
     let mut out = ResponseBuf::with_capacity(64 * 1024);
     loop {
-        let size = tokio::select! {
-            size = tokio::time::timeout(idle, reader.read_i32()) => match size {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-                Ok(Err(e)) => return Err(e.into()),
-                Err(_) => {
-                    tracing::debug!(peer = %session.peer, listener = %session.listener, ?idle, "idle longer than connections.max.idle.ms; closing");
-                    return Ok(());
-                }
-            },
-            _ = stop.changed() => return Ok(()),
+        // The idle timer is armed only when the next size must be waited for
+        // (pipelined requests are read from the buffer without one).
+        let size = if reader.buffer().len() >= 4 {
+            Ok(reader.read_i32().await)
+        } else {
+            tokio::select! {
+                size = tokio::time::timeout(idle, reader.read_i32()) => size,
+                _ = stop.changed() => return Ok(()),
+            }
+        };
+        let size = match size {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Ok(Err(e)) => return Err(e.into()),
+            Err(_) => {
+                tracing::debug!(peer = %session.peer, listener = %session.listener, ?idle, "idle longer than connections.max.idle.ms; closing");
+                return Ok(());
+            }
         };
         if size < MIN_FRAME as i32 || size as usize > max {
             // A TLS record header (handshake type 0x16, version 3.x) read as a size.

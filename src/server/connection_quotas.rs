@@ -32,6 +32,15 @@ pub struct ConnectionLimits {
 }
 
 impl ConnectionLimits {
+    /// No limit at all (Kafka's defaults are `Int.MaxValue`, as good as none).
+    pub fn unlimited() -> Self {
+        Self {
+            max_connections: usize::MAX,
+            max_per_ip: usize::MAX,
+            per_ip_overrides: HashMap::new(),
+        }
+    }
+
     /// The limits of `config` (`max.connections`, `max.connections.per.ip`,
     /// `max.connections.per.ip.overrides`; a host name resolved now, each of
     /// its addresses given the count).

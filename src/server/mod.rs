@@ -110,11 +110,7 @@ pub async fn run(
     let limits =
         connection_quotas::ConnectionLimits::from_config(&broker.config).unwrap_or_else(|e| {
             tracing::error!("connection limits: {e}; none applied");
-            connection_quotas::ConnectionLimits {
-                max_connections: usize::MAX,
-                max_per_ip: usize::MAX,
-                per_ip_overrides: Default::default(),
-            }
+            connection_quotas::ConnectionLimits::unlimited()
         });
     let quotas = connection_quotas::ConnectionQuotas::new(limits);
     for listener in listeners {
