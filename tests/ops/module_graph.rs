@@ -27,12 +27,6 @@ fn top_modules(src: &Path) -> BTreeSet<String> {
     out
 }
 
-/// The code of `text` without `//` comments (doc comments name modules in
-/// prose; they are not imports).
-fn without_comments(text: &str) -> String {
-    text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
-}
-
 /// The first path segment of every `crate::` path in `code`, including each
 /// entry of a `crate::{a::x, b}` group (nested braces allowed).
 fn crate_paths(code: &str) -> Vec<String> {
