@@ -4,28 +4,34 @@
 //! [`run`] starts, each step needing the ones before it:
 //! 1. The async runtime (`sediment-net` workers) for the network edge.
 //! 2. The `LogManager` over `log.dirs`: every log recovered or, if it cannot
-//!    load, taken offline (and logged); then its scheduler thread.
-//! 3. The `LogCleaner` threads; their manager is given the transaction state
-//!    manager and the group coordinator (both built here, loaded in steps 5
-//!    and 6): the first names the transactional id of an open transaction
-//!    that holds cleaning back, the second gives the resurrection guard the
-//!    groups' committed offsets.
-//! 4. The SCRAM credential store; every Kafka listener of `listeners` is
+//!    load, taken offline (and logged).
+//! 3. The transaction state manager and the group coordinator (built here,
+//!    loaded in steps 7 and 8); `meta.properties`; with tiered storage on,
+//!    its read side (the read cache under the first log dir and the reader
+//!    of what is only in the store; nothing is asked of the store yet).
+//! 4. The `LogCleaner` threads, given all three (its collaborators): the
+//!    first names the transactional id of an open transaction that holds
+//!    cleaning back, the second gives the resurrection guard the groups'
+//!    committed offsets, the third shows the store's part of tiered
+//!    partitions. Then the log scheduler thread, given the cleaner's control
+//!    (retention stops a clean of a log it deletes from).
+//! 5. The SCRAM credential store; every Kafka listener of `listeners` is
 //!    bound (all or none: a failed bind, or an SSL listener whose key or
-//!    trust store does not load, fails the start); `meta.properties`; with
-//!    tiered storage on, the store is reached and claimed for this cluster
-//!    (a store that does not answer, refuses the credentials or is another
-//!    cluster's fails the start); then [`KafkaApis`] is built for the
-//!    listeners' advertised endpoints (the producer id block, the ACLs, the
-//!    transaction coordinator).
-//! 5. The `group-loader` thread, rebuilding the groups from
+//!    trust store does not load, fails the start).
+//! 6. With tiered storage on, the store is reached and claimed for this
+//!    cluster (a store that does not answer, refuses the credentials or is
+//!    another cluster's fails the start) and its manager built with the
+//!    store cleaner (which shares the cleaner pool's budget and throttle);
+//!    then [`KafkaApis`] is built for the listeners' advertised endpoints
+//!    (the producer id block, the ACLs, the transaction coordinator).
+//! 7. The `group-loader` thread, rebuilding the groups from
 //!    `__consumer_offsets`; group requests answer COORDINATOR_LOAD_IN_PROGRESS
 //!    until it is done.
-//! 6. The `txn-coordinator` thread (`txn::TxnScheduler`): it loads
+//! 8. The `txn-coordinator` thread (`txn::TxnScheduler`): it loads
 //!    `__transaction_state`, completes the transactions found decided, then
 //!    runs the transaction timers; transaction requests answer
 //!    COORDINATOR_LOAD_IN_PROGRESS until its load is done.
-//! 7. The metrics endpoint (when `metrics.listen` is set); "sediment started"
+//! 9. The metrics endpoint (when `metrics.listen` is set); "sediment started"
 //!    is logged; the group ticker; the server (with a TLS store reloader per
 //!    SSL listener), until `shutdown` completes.
 //!
@@ -45,18 +51,17 @@
 //!    the clean-shutdown marker written, so the next start skips recovery;
 //!    "sediment stopped" is logged.
 //!
-//! Once the cleaner runs (start step 3), a failed start still runs the stop
-//! steps for what it started, so the logs are closed cleanly.
+//! A failed start after the logs loaded closes them cleanly: once the
+//! cleaner runs (start step 4), by the stop steps for what it started.
 //!
 //! [`KafkaApis`] (in `api`) is what every request handler gets: the broker's
 //! identity, config and managers, built here once, complete ([`build_apis`]).
 //! Every part is built before what needs it and passed to it: the group
-//! coordinator and the transaction state before the cleaner (its
-//! [`CleanerCollaborators`]), the credential store before the SASL
-//! listeners, tiered storage before `KafkaApis`. Two links are still made
-//! after construction, because tiered storage starts after the cleaner
-//! whose budget its store cleaner shares: the store cleaner handed to the
-//! `RemoteLogManager` and the store's view handed to the cleaner's manager.
+//! coordinator, the transaction state and tiered storage's read side before
+//! the cleaner (its [`CleanerCollaborators`]), the cleaner before the log
+//! scheduler and the store cleaner, the credential store before the SASL
+//! listeners, tiered storage before `KafkaApis`. Nothing is patched in
+//! after construction.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -69,10 +74,12 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 use crate::api::KafkaApis;
+use crate::cleaner::collaborators::TieredStore;
 use crate::cleaner::{CleanerCollaborators, LogCleaner, LogCleanerError, LogCleanerHandle};
 use crate::config::dynamic::{DynamicBrokerConfig, DynamicConfigError};
 use crate::config::{BrokerConfig, ConfigError, Listener};
 use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
+use crate::log::manager::CleaningControl;
 use crate::log::meta_properties::MetaProperties;
 use crate::log::producer_id_manager::ProducerIdManager;
 use crate::log::{LogError, LogManager, TopicPartition};
@@ -82,7 +89,7 @@ use crate::remote::cleaner_view::TieredStoreView;
 use crate::remote::read_stats::RemoteReadStats;
 use crate::remote::reader::RemoteLogReader;
 use crate::remote::store_cleaner::StoreCleaner;
-use crate::remote::{RemoteLogManager, RemoteStorageConfig};
+use crate::remote::{RemoteLogManager, RemoteStats, RemoteStorageConfig};
 use crate::replica::fetch_session::{self, FetchSessionCache};
 use crate::replica::ReplicaManager;
 use crate::security::acl_store::AclStore;
@@ -305,7 +312,6 @@ pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(
         tracing::error!(partition = %tp, "partition offline: {reason}");
     }
     raise_open_files_limit(&logs);
-    logs.start_scheduler();
     // Built before the cleaner, which names open transactions by it; loaded
     // later, by the `txn-coordinator` thread.
     let txn_state = Arc::new(TransactionStateManager::new(
@@ -316,17 +322,30 @@ pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(
     // Built before the cleaner too: its resurrection guard reads the groups'
     // committed offsets (loaded later, by the `group-loader` thread).
     let groups = group_coordinator(&config, &logs);
+    let (meta, tiered) = match identity_and_tiered(&config, &runtime) {
+        Ok(parts) => parts,
+        Err(e) => {
+            // Nothing was written since the logs loaded: close them cleanly.
+            if let Err(shut) = logs.shutdown() {
+                tracing::error!(error = %shut, "closing the logs after a failed start");
+            }
+            return Err(e);
+        }
+    };
     let collaborators = CleanerCollaborators {
         producer_ids: Some(txn_state.clone()),
         consumer_offsets: Some(groups.clone()),
+        tiered_store: tiered.as_ref().map(|t| t.view.clone()),
     };
     let mut cleaner =
         LogCleaner::start(effective.cleaner_config(), Arc::clone(&logs), clock, collaborators)
             .map_err(BrokerError::StartCleaner)?;
+    // Retention stops the cleaner's cleans of a log it deletes from.
+    let cleaning: Arc<dyn CleaningControl> = cleaner.handle().manager().clone();
+    logs.start_scheduler(Some(cleaning));
     let mut threads = CoordinatorThreads::default();
-    let coordinators = (txn_state, groups);
-    let served =
-        runtime.block_on(serve(dynamic, &logs, coordinators, &cleaner, &mut threads, shutdown));
+    let started = Started { meta, coordinators: (txn_state, groups), tiered };
+    let served = runtime.block_on(serve(dynamic, &logs, started, &cleaner, &mut threads, shutdown));
     // The server has drained: nothing reads the logs on a client's behalf any more.
     if let Some(txn) = threads.txn {
         txn.shutdown();
@@ -376,6 +395,26 @@ fn raise_open_files_limit(logs: &LogManager) {
     }
 }
 
+/// `meta.properties` (read, or written on first start) and, with tiered
+/// storage on, its read side: both before the cleaner, which shows the
+/// store's part of tiered partitions.
+fn identity_and_tiered(
+    config: &BrokerConfig,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<(MetaProperties, Option<TieredParts>), BrokerError> {
+    let meta = MetaProperties::load_or_create(&config.log_dirs(), config.node_id())
+        .map_err(BrokerError::Init)?;
+    let _entered = runtime.enter();
+    Ok((meta, open_tiered(config)?))
+}
+
+/// What [`run`] built before the cleaner that [`serve`] goes on with.
+struct Started {
+    meta: MetaProperties,
+    coordinators: (Arc<TransactionStateManager>, Arc<GroupCoordinator>),
+    tiered: Option<TieredParts>,
+}
+
 /// The coordinators' threads, stopped by [`run`] after the server drained.
 #[derive(Default)]
 struct CoordinatorThreads {
@@ -389,7 +428,7 @@ struct CoordinatorThreads {
 async fn serve(
     dynamic: Arc<DynamicBrokerConfig>,
     logs: &Arc<LogManager>,
-    (txn_state, groups): (Arc<TransactionStateManager>, Arc<GroupCoordinator>),
+    started: Started,
     cleaner: &LogCleaner,
     threads: &mut CoordinatorThreads,
     shutdown: impl Future<Output = ()>,
@@ -400,11 +439,16 @@ async fn serve(
     let scram = Arc::new(scram.map_err(BrokerError::Init)?);
     let (bound, advertised) = bind_listeners(&config, &scram).await?;
     let metrics_listen = config.metrics_listen();
-    let meta = MetaProperties::load_or_create(&config.log_dirs(), config.node_id())
-        .map_err(BrokerError::Init)?;
+    let Started { meta, coordinators: (txn_state, groups), tiered } = started;
     // Tiered storage: the store must answer and be this cluster's before anything is served.
-    let (remote, remote_reader) =
-        start_remote(&config, &meta.cluster_id, logs, cleaner.handle()).await?;
+    let identity = (meta.cluster_id.as_str(), config.node_id());
+    let (remote, remote_reader) = match tiered {
+        Some(t) => {
+            let reader = Arc::clone(&t.reader);
+            (Some(start_remote(t, logs, identity, cleaner.handle()).await?), Some(reader))
+        }
+        None => (None, None),
+    };
     let parts = ApisParts {
         groups,
         scram,
@@ -513,46 +557,64 @@ async fn bind_listeners(
     Ok((bound, advertised))
 }
 
-/// With tiered storage on: reach and claim the store, and give the broker
-/// the reader of what is only there (its cache under the first log dir).
-async fn start_remote(
-    config: &BrokerConfig,
-    cluster_id: &str,
-    logs: &Arc<LogManager>,
-    cleaner: &Arc<LogCleanerHandle>,
-) -> Result<(Option<Arc<RemoteLogManager>>, Option<Arc<RemoteLogReader>>), BrokerError> {
-    let Some(rc) = RemoteStorageConfig::from_broker(config)? else { return Ok((None, None)) };
+/// Tiered storage's read side, built before the cleaner: the read cache
+/// (under the first log dir), the reader of what is only in the store, and
+/// the cleaner's view of both.
+struct TieredParts {
+    config: RemoteStorageConfig,
+    stats: Arc<RemoteStats>,
+    cache: Arc<SegmentCache>,
+    reader: Arc<RemoteLogReader>,
+    view: Arc<dyn TieredStore>,
+}
+
+/// With tiered storage on, its read side (nothing is asked of the store
+/// yet; [`start_remote`] claims it). Called inside the runtime, whose
+/// handle the view keeps.
+fn open_tiered(config: &BrokerConfig) -> Result<Option<TieredParts>, BrokerError> {
+    let Some(rc) = RemoteStorageConfig::from_values(config).map_err(ConfigError::from)? else {
+        return Ok(None);
+    };
     let store = rc.open().map_err(BrokerError::Remote)?;
-    let (cache_bytes, node_id) = (rc.cache_bytes, config.node_id());
-    let fetch_max_wait = std::time::Duration::from_millis(rc.fetch_max_wait_ms);
-    let list_timeout = std::time::Duration::from_millis(rc.list_offsets_timeout_ms);
-    let manager = RemoteLogManager::start(rc, Arc::clone(logs), cluster_id, node_id)
-        .await
-        .map_err(BrokerError::Remote)?;
+    let stats = Arc::new(RemoteStats::default());
     let cache = SegmentCache::open(
         &first_log_dir(config).join(CACHE_DIR),
-        cache_bytes,
+        rc.cache_bytes,
         store.clone(),
-        manager.stats(),
+        Arc::clone(&stats),
         RemoteReadStats::default(),
     )
     .map_err(BrokerError::Remote)?;
-    // The cleaner pool's share of the dedupe budget and its I/O throttle
-    // also clean the segments only in the store.
-    if cleaner.config().enable {
-        let store_cleaner = StoreCleaner::new(Arc::clone(&cache), Arc::clone(cleaner))
-            .map_err(BrokerError::Remote)?;
-        manager.set_store_cleaner(store_cleaner);
-    }
-    let reader = RemoteLogReader::new(store, cache)
-        .with_fetch_max_wait(fetch_max_wait)
-        .with_list_offsets_timeout(list_timeout);
+    let reader = RemoteLogReader::new(store, Arc::clone(&cache))
+        .with_fetch_max_wait(std::time::Duration::from_millis(rc.fetch_max_wait_ms))
+        .with_list_offsets_timeout(std::time::Duration::from_millis(rc.list_offsets_timeout_ms));
     let reader = Arc::new(reader);
     // cleaner-status, the gauges and the key audit show the store's part.
     let runtime = tokio::runtime::Handle::current();
-    let view = TieredStoreView::new(manager.stats(), Arc::clone(&reader), runtime);
-    cleaner.manager().set_tiered_store(Arc::new(view));
-    Ok((Some(manager), Some(reader)))
+    let view = Arc::new(TieredStoreView::new(Arc::clone(&stats), Arc::clone(&reader), runtime));
+    Ok(Some(TieredParts { config: rc, stats, cache, reader, view }))
+}
+
+/// Reach and claim the store, and start the manager that uploads to it;
+/// with the cleaner on, it also cleans the store-only segments of compacted
+/// topics with the cleaner pool's share of the dedupe budget and its I/O
+/// throttle.
+async fn start_remote(
+    tiered: TieredParts,
+    logs: &Arc<LogManager>,
+    identity: (&str, i32),
+    cleaner: &Arc<LogCleanerHandle>,
+) -> Result<Arc<RemoteLogManager>, BrokerError> {
+    let store_cleaner = if cleaner.config().enable {
+        let store_cleaner = StoreCleaner::new(tiered.cache, Arc::clone(cleaner));
+        Some(store_cleaner.map_err(BrokerError::Remote)?)
+    } else {
+        None
+    };
+    let logs = Arc::clone(logs);
+    RemoteLogManager::start(tiered.config, logs, identity, tiered.stats, store_cleaner)
+        .await
+        .map_err(BrokerError::Remote)
 }
 
 /// Rebuild the groups from `__consumer_offsets` on a thread of its own, so the

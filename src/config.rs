@@ -14,7 +14,8 @@
 //! Kafka's syntax, which is also how DescribeConfigs reports them.
 //!
 //! Two families of keys exist:
-//! - broker keys (`BROKER_CONFIGS`: listeners, log.dirs, num.partitions, ...);
+//! - broker keys, each declared by the module that reads it and gathered in
+//!   [`TABLES`] (listeners, log.dirs, num.partitions, ...);
 //! - topic defaults (`log.segment.bytes`, `log.cleanup.policy`, ...), which are
 //!   the `broker_key` of an entry in `log::config::LOG_CONFIGS` and are
 //!   validated by the topic key's rules.
@@ -23,11 +24,22 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use crate::log::config::{self as log_config, ConfigDef, ConfigType, LOG_CONFIGS};
-use crate::log::LogManagerConfig;
+use crate::cleaner::config::LOG_CLEANER_IO_BUFFER_LOAD_FACTOR;
+use crate::cleaner::config::{LogCleanerConfig, CLEANER_CONFIGS};
+use crate::config_def::{ConfigDef, ConfigTable, ConfigType, ConfigValues, InvalidValue};
+use crate::group::config::{GroupConfig, GROUP_CONFIGS};
+use crate::log::config::{self as log_config, LOG_CONFIGS};
+use crate::log::manager_config::{self, LogManagerConfig, STORAGE_CONFIGS};
+use crate::log::manager_config::{LOG_DIRS, NUM_PARTITIONS};
+use crate::remote::config::{REMOTE_LOG_STORAGE_SYSTEM_ENABLE, REMOTE_STORAGE_CONFIGS};
+use crate::security::ssl_configs::{SSL_CONFIGS, SSL_PRINCIPAL_MAPPING_RULES};
+use crate::txn::config::{
+    TransactionConfig, TRANSACTION_PARTITION_VERIFICATION_ENABLE, TXN_CONFIGS,
+};
+use broker_defs::*;
 
 mod authorization;
-mod broker_defs;
+pub mod broker_defs;
 pub mod dynamic;
 mod ignored;
 mod listeners;
@@ -77,12 +89,43 @@ fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
     ConfigError::Invalid { key: key.to_string(), reason: reason.into() }
 }
 
-pub use broker_defs::BROKER_CONFIGS;
+/// Every module's broker keys, in the order the template and the reference
+/// show them (the topic defaults, `LOG_CONFIGS`, come after).
+pub const TABLES: &[&ConfigTable] = &[
+    &BROKER_CONFIGS,
+    &SSL_CONFIGS,
+    &SASL_CONFIGS,
+    &AUTHORIZATION_CONFIGS,
+    &METRICS_CONFIGS,
+    &REMOTE_STORAGE_CONFIGS,
+    &TOPIC_CREATION_CONFIGS,
+    &STORAGE_CONFIGS,
+    &CLEANER_CONFIGS,
+    &GROUP_CONFIGS,
+    &TXN_CONFIGS,
+];
+
+/// Every broker key of [`TABLES`].
+pub fn broker_keys() -> impl Iterator<Item = &'static ConfigDef> {
+    TABLES.iter().flat_map(|t| t.keys.iter().copied())
+}
+
+impl From<InvalidValue> for ConfigError {
+    fn from(e: InvalidValue) -> Self {
+        ConfigError::Invalid { key: e.key.to_string(), reason: e.reason }
+    }
+}
+
+impl ConfigValues for BrokerConfig {
+    fn explicit_value(&self, def: &ConfigDef) -> Option<&str> {
+        self.explicit.get(def.broker_key).map(String::as_str)
+    }
+}
 
 /// The keys Kafka allows per listener, as `listener.name.<name>.<key>`.
 pub fn is_listener_key(key: &str) -> bool {
     let listener_family = key.starts_with("ssl.")
-        || key == "sasl.enabled.mechanisms"
+        || key == SASL_ENABLED_MECHANISMS.name
         || sasl::is_jaas_key(key)
         || sasl::is_reauth_key(key);
     listener_family && lookup(key).is_some_and(|(_, topic)| topic.is_none())
@@ -128,7 +171,7 @@ fn lookup(key: &str) -> Option<(&'static ConfigDef, Option<&'static str>)> {
     } else {
         key
     };
-    if let Some(def) = BROKER_CONFIGS.iter().find(|d| d.name == key) {
+    if let Some(def) = broker_keys().find(|d| d.name == key) {
         return Some((def, None));
     }
     LOG_CONFIGS.iter().find(|d| d.broker_key == key).map(|d| (d, Some(d.name)))
@@ -176,7 +219,7 @@ pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
     }
     let v = value.trim();
     authorization::validate(key, v)?;
-    if key == "ssl.principal.mapping.rules" {
+    if key == SSL_PRINCIPAL_MAPPING_RULES.name {
         crate::security::principal_mapper::SslPrincipalMapper::from_rules(v)
             .map_err(|e| invalid(key, e))?;
     }
@@ -207,7 +250,7 @@ pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
                     format!("{v} is below the minimum {}", def.min.unwrap_or(0.0)),
                 ));
             }
-            if key == "log.cleaner.io.buffer.load.factor" && !(n > 0.0 && n <= 1.0) {
+            if key == LOG_CLEANER_IO_BUFFER_LOAD_FACTOR.name && !(n > 0.0 && n <= 1.0) {
                 return Err(invalid(key, format!("{v} must be above 0 and at most 1")));
             }
         }
@@ -226,16 +269,16 @@ pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
                     format!("{bad:?} is not one of {}", def.one_of.join(", ")),
                 ));
             }
-            if key == "listeners" && parse_endpoints(key, v)?.is_empty() {
+            if key == LISTENERS.name && parse_endpoints(key, v)?.is_empty() {
                 return Err(invalid(key, "at least one listener is needed"));
             }
-            if key == "advertised.listeners" {
+            if key == ADVERTISED_LISTENERS.name {
                 parse_endpoints(key, v)?;
             }
-            if key == "listener.security.protocol.map" {
+            if key == LISTENER_SECURITY_PROTOCOL_MAP.name {
                 parse_protocol_map(key, v)?;
             }
-            if key == "metrics.listen" && !v.is_empty() {
+            if key == METRICS_LISTEN.name && !v.is_empty() {
                 use std::net::ToSocketAddrs;
                 if v.to_socket_addrs().map_or(true, |mut a| a.next().is_none()) {
                     return Err(invalid(
@@ -244,7 +287,7 @@ pub fn validate(key: &str, value: &str) -> Result<(), ConfigError> {
                     ));
                 }
             }
-            if key == "log.dirs" && v.split(',').all(|d| d.trim().is_empty()) {
+            if key == LOG_DIRS.name && v.split(',').all(|d| d.trim().is_empty()) {
                 return Err(invalid(key, "at least one directory is needed"));
             }
         }
@@ -395,105 +438,48 @@ impl BrokerConfig {
         Some(def.default.to_string())
     }
 
-    pub(crate) fn int(&self, key: &str) -> i64 {
-        // Validated on set; defaults are valid by construction.
-        self.get(key).and_then(|v| v.parse().ok()).unwrap_or(0)
-    }
-
-    fn list(&self, key: &str) -> Vec<String> {
-        self.get(key)
-            .unwrap_or_default()
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect()
-    }
-
-    /// Kafka's checks across the consumer group keys: the session timeout
-    /// and heartbeat interval within their bounds, the interval below the
-    /// session timeout, the classic protocol always on.
-    fn check_consumer_group_keys(&self) -> Result<(), ConfigError> {
-        if !self.list("group.coordinator.rebalance.protocols").iter().any(|p| p == "classic") {
-            return Err(invalid(
-                "group.coordinator.rebalance.protocols",
-                "classic must be enabled",
-            ));
-        }
-        for (key, min, max) in [
-            (
-                "group.consumer.session.timeout.ms",
-                "group.consumer.min.session.timeout.ms",
-                "group.consumer.max.session.timeout.ms",
-            ),
-            (
-                "group.consumer.heartbeat.interval.ms",
-                "group.consumer.min.heartbeat.interval.ms",
-                "group.consumer.max.heartbeat.interval.ms",
-            ),
-        ] {
-            let (v, lo, hi) = (self.int(key), self.int(min), self.int(max));
-            if v < lo || v > hi {
-                return Err(invalid(key, format!("{v} is outside [{min} {lo}, {max} {hi}]")));
-            }
-        }
-        if self.int("group.consumer.heartbeat.interval.ms")
-            >= self.int("group.consumer.session.timeout.ms")
-        {
-            return Err(invalid(
-                "group.consumer.heartbeat.interval.ms",
-                "must be below group.consumer.session.timeout.ms",
-            ));
-        }
-        Ok(())
-    }
-
-    pub(crate) fn boolean(&self, key: &str) -> bool {
-        self.get(key).is_some_and(|v| v == "true")
-    }
-
     /// `transaction.partition.verification.enable`: whether transactional
     /// Produce and TxnOffsetCommit ask the coordinator before opening a
     /// transaction on a partition.
     pub fn transaction_partition_verification_enable(&self) -> bool {
-        self.boolean("transaction.partition.verification.enable")
+        self.boolean(&TRANSACTION_PARTITION_VERIFICATION_ENABLE)
     }
 
     pub fn node_id(&self) -> i32 {
-        self.int("node.id") as i32
+        self.int(&NODE_ID) as i32
     }
 
     pub fn num_partitions(&self) -> i32 {
-        self.int("num.partitions") as i32
+        self.int(&NUM_PARTITIONS) as i32
     }
 
     pub fn auto_create_topics(&self) -> bool {
-        self.boolean("auto.create.topics.enable")
+        self.boolean(&AUTO_CREATE_TOPICS_ENABLE)
     }
 
     pub fn delete_topic_enable(&self) -> bool {
-        self.boolean("delete.topic.enable")
+        self.boolean(&DELETE_TOPIC_ENABLE)
     }
 
     pub fn socket_request_max_bytes(&self) -> usize {
-        self.int("socket.request.max.bytes") as usize
+        self.int(&SOCKET_REQUEST_MAX_BYTES) as usize
     }
 
     /// `connections.max.idle.ms`: how long a connection may wait between
     /// requests (and an authentication may take) before it is closed.
     pub fn connections_max_idle(&self) -> std::time::Duration {
-        std::time::Duration::from_millis(self.int("connections.max.idle.ms").max(1) as u64)
+        std::time::Duration::from_millis(self.int(&CONNECTIONS_MAX_IDLE_MS).max(1) as u64)
     }
 
     /// `fetch.max.bytes`: most record bytes one Fetch answers with (Kafka
     /// caps a request's `max_bytes` by it).
     pub fn fetch_max_bytes(&self) -> usize {
-        self.int("fetch.max.bytes").max(0) as usize
+        self.int(&FETCH_MAX_BYTES).max(0) as usize
     }
 
     /// `max.incremental.fetch.session.cache.slots`: most fetch sessions kept (0: none).
     pub fn max_incremental_fetch_session_cache_slots(&self) -> usize {
-        self.int("max.incremental.fetch.session.cache.slots").max(0) as usize
+        self.int(&MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS).max(0) as usize
     }
 
     /// The listeners to bind, checked across keys (`config::listeners`).
@@ -510,7 +496,7 @@ impl BrokerConfig {
     /// The first rule broken, naming the key.
     pub fn check(&self) -> Result<(), ConfigError> {
         use crate::security::SecurityProtocol as P;
-        self.check_consumer_group_keys()?;
+        GroupConfig::check(self)?;
         for l in self.listeners()? {
             if matches!(l.protocol, P::Ssl | P::SaslSsl) {
                 self.tls_config(&l.name)?;
@@ -548,7 +534,7 @@ impl BrokerConfig {
         text.to_socket_addrs()
             .ok()
             .and_then(|mut a| a.next())
-            .ok_or_else(|| invalid("listeners", format!("cannot resolve {text}")))
+            .ok_or_else(|| invalid(LISTENERS.name, format!("cannot resolve {text}")))
     }
 
     /// Host and port clients of listener `l` are told to use; `bound_port`
@@ -561,142 +547,53 @@ impl BrokerConfig {
     }
 
     pub fn log_dirs(&self) -> Vec<PathBuf> {
-        self.get("log.dirs")
-            .unwrap_or_default()
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from)
-            .collect()
+        manager_config::log_dirs(self)
     }
 
     /// The topic-level defaults this broker sets, keyed by topic key.
     pub fn topic_defaults(&self) -> BTreeMap<String, String> {
-        let mut out = BTreeMap::new();
-        // Kafka's coarser synonyms first, so the exact *.ms keys win.
-        if let Some(h) = self.explicit("log.retention.hours") {
-            if let Ok(h) = h.parse::<i64>() {
-                out.insert(
-                    "retention.ms".to_string(),
-                    if h < 0 { "-1".to_string() } else { (h * 3_600_000).to_string() },
-                );
-            }
-        }
-        if let Some(m) = self.explicit("log.retention.minutes") {
-            if let Ok(m) = m.parse::<i64>() {
-                out.insert(
-                    "retention.ms".to_string(),
-                    if m < 0 { "-1".to_string() } else { (m * 60_000).to_string() },
-                );
-            }
-        }
-        if let Some(h) = self.explicit("log.roll.hours") {
-            if let Ok(h) = h.parse::<i64>() {
-                out.insert("segment.ms".to_string(), (h * 3_600_000).to_string());
-            }
-        }
-        for def in LOG_CONFIGS {
-            if let Some(v) = self.explicit.get(def.broker_key) {
-                out.insert(def.name.to_string(), v.clone());
-            }
-        }
-        out
+        manager_config::topic_defaults(self)
     }
 
     /// The cleaner threads' settings (`log.cleaner.*`).
-    pub fn cleaner_config(&self) -> crate::cleaner::LogCleanerConfig {
-        let double = |key: &str| self.get(key).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-        crate::cleaner::LogCleanerConfig {
-            enable: self.boolean("log.cleaner.enable"),
-            num_threads: self.int("log.cleaner.threads").max(0) as usize,
-            dedupe_buffer_size: self.int("log.cleaner.dedupe.buffer.size").max(0) as u64,
-            io_buffer_size: self.int("log.cleaner.io.buffer.size").max(0) as usize,
-            io_buffer_load_factor: double("log.cleaner.io.buffer.load.factor"),
-            max_io_bytes_per_second: double("log.cleaner.io.max.bytes.per.second"),
-            backoff_ms: self.int("log.cleaner.backoff.ms").max(0),
-            uncleanable_retry_backoff_ms: self
-                .int("log.cleaner.uncleanable.retry.backoff.ms")
-                .max(0),
-            max_message_size: self
-                .topic_defaults()
-                .get("max.message.bytes")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(1_048_588),
-            store_share: self.boolean("remote.log.storage.system.enable"),
-        }
+    pub fn cleaner_config(&self) -> LogCleanerConfig {
+        // The topic defaults were checked as they were set.
+        let max_message_size =
+            log_config::LogConfig::resolve(&self.topic_defaults(), BTreeMap::new())
+                .map_or(1_048_588, |c| c.max_message_bytes);
+        LogCleanerConfig::from_values(self, max_message_size, self.tiered_storage_enabled())
+    }
+
+    /// `remote.log.storage.system.enable`.
+    pub fn tiered_storage_enabled(&self) -> bool {
+        self.boolean(&REMOTE_LOG_STORAGE_SYSTEM_ENABLE)
     }
 
     /// Where the metrics endpoint listens; `None` when disabled.
     pub fn metrics_listen(&self) -> Option<String> {
-        self.get("metrics.listen").filter(|v| !v.trim().is_empty())
+        Some(self.value(&METRICS_LISTEN).trim().to_string()).filter(|v| !v.is_empty())
     }
 
     /// The log layer's settings.
     pub fn log_manager_config(&self) -> LogManagerConfig {
-        let dirs = self.log_dirs();
-        let mut c =
-            LogManagerConfig::new(dirs.first().cloned().unwrap_or_else(|| PathBuf::from("data")));
-        c.log_dirs = dirs;
-        c.topic_defaults = self.topic_defaults();
-        c.flush_before_ack = self.boolean("log.flush.before.ack");
-        c.retention_check_interval_ms = self.int("log.retention.check.interval.ms");
-        c.flush_scheduler_interval_ms = self.int("log.flush.scheduler.interval.ms");
-        c.flush_offset_checkpoint_interval_ms = self.int("log.flush.offset.checkpoint.interval.ms");
-        c.flush_start_offset_checkpoint_interval_ms =
-            self.int("log.flush.start.offset.checkpoint.interval.ms");
-        c.producer_id_expiration_ms = self.int("producer.id.expiration.ms");
-        c.producer_id_expiration_check_interval_ms =
-            self.int("producer.id.expiration.check.interval.ms");
-        c.remote_log_storage_system_enable = self.boolean("remote.log.storage.system.enable");
-        c
+        LogManagerConfig::from_values(self, self.tiered_storage_enabled())
     }
 
     /// The group coordinator's settings.
-    pub fn group_config(&self) -> crate::group::GroupConfig {
-        crate::group::GroupConfig {
-            offsets_topic_partitions: self.int("offsets.topic.num.partitions") as i32,
-            offsets_topic_segment_bytes: self.int("offsets.topic.segment.bytes"),
-            offsets_retention_ms: self.int("offsets.retention.minutes") * 60_000,
-            offsets_retention_check_interval_ms: self.int("offsets.retention.check.interval.ms"),
-            initial_rebalance_delay_ms: self.int("group.initial.rebalance.delay.ms"),
-            min_session_timeout_ms: self.int("group.min.session.timeout.ms") as i32,
-            max_session_timeout_ms: self.int("group.max.session.timeout.ms") as i32,
-            max_size: self.int("group.max.size") as usize,
-            offset_metadata_max_bytes: self.int("offset.metadata.max.bytes") as usize,
-            consumer_protocol_enabled: self
-                .list("group.coordinator.rebalance.protocols")
-                .iter()
-                .any(|p| p == "consumer"),
-            consumer_session_timeout_ms: self.int("group.consumer.session.timeout.ms") as i32,
-            consumer_heartbeat_interval_ms: self.int("group.consumer.heartbeat.interval.ms") as i32,
-            consumer_max_size: self.int("group.consumer.max.size") as usize,
-            consumer_assignors: self
-                .list("group.consumer.assignors")
-                .iter()
-                .filter_map(|a| crate::group::assignor::by_name(a).map(|a| a.name().to_string()))
-                .collect(),
-        }
+    pub fn group_config(&self) -> GroupConfig {
+        GroupConfig::from_values(self)
     }
 
     /// The transaction coordinator's settings.
-    pub fn transaction_config(&self) -> crate::txn::TransactionConfig {
-        crate::txn::TransactionConfig {
-            transaction_log_num_partitions: self.int("transaction.state.log.num.partitions") as i32,
-            transaction_log_segment_bytes: self.int("transaction.state.log.segment.bytes"),
-            transaction_max_timeout_ms: self.int("transaction.max.timeout.ms") as i32,
-            transactional_id_expiration_ms: self.int("transactional.id.expiration.ms"),
-            abort_timed_out_transactions_interval_ms: self
-                .int("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
-            remove_expired_transactional_ids_interval_ms: self
-                .int("transaction.remove.expired.transaction.cleanup.interval.ms"),
-        }
+    pub fn transaction_config(&self) -> TransactionConfig {
+        TransactionConfig::from_values(self)
     }
 
     /// Every key this broker knows with its effective value, for DescribeConfigs
     /// on the broker resource and `check-config`: (key, value, explicitly set, doc).
     pub fn describe(&self) -> Vec<(String, String, bool, &'static str, ConfigType)> {
         let mut out = Vec::new();
-        for def in BROKER_CONFIGS.iter().chain(LOG_CONFIGS.iter()) {
+        for def in broker_keys().chain(LOG_CONFIGS.iter()) {
             let key = def.broker_key;
             if out.iter().any(|(k, ..): &(String, String, bool, &str, ConfigType)| k == key) {
                 continue;

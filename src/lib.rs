@@ -21,11 +21,15 @@
 //!   small files (checkpoints, `meta.properties`, the producer id block).
 //! * `clock`: injected time.
 //!
-//! The one reference upward: `server` and `api` are handed the
-//! `broker::Broker` (identity, config, managers) that requests run against;
-//! they use it and never start or stop anything.
+//! Nothing refers upward: `api::KafkaApis` (identity, config, managers) is
+//! what requests run against, built by `broker` and handed to `server`;
+//! traits declared below (`cleaner::collaborators`,
+//! `log::manager::CleaningControl`) are implemented above and passed down
+//! at construction.
 //!
-//! Beside the layers: `config` reads the broker's TOML; `tools` holds the
+//! Beside the layers: `config_def` is what a config key is, below every
+//! module, each of which declares its own keys and builds its settings from
+//! them; `config` merges those tables and reads the broker's TOML; `tools` holds the
 //! operator commands built on the log; `readable` reads the coordinators'
 //! record schemas and `writable` writes them (used by `group` and `txn`).
 
@@ -36,6 +40,7 @@ pub mod broker;
 pub mod cleaner;
 pub mod clock;
 pub mod config;
+pub mod config_def;
 pub mod group;
 pub mod log;
 pub mod metrics;

@@ -316,8 +316,8 @@ fn load_config(file: Option<PathBuf>, overrides: &[String]) -> anyhow::Result<Br
     config.check()?;
     // Tiered storage reads its own keys (`remote::config`): a bad URL fails
     // here; so does a connection limit override that does not parse.
-    sediment::remote::RemoteStorageConfig::from_broker(&config)?;
-    sediment::server::connection_quotas::ConnectionLimits::from_config(&config)?;
+    sediment::remote::RemoteStorageConfig::from_values(&config)?;
+    sediment::server::connection_quotas::ConnectionLimits::from_values(&config)?;
     Ok(config)
 }
 

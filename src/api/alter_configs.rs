@@ -25,7 +25,8 @@ use super::error::{dynamic_config_error_code, error_code};
 use super::{str_bytes, RequestContext};
 use crate::api::KafkaApis;
 use crate::config::dynamic::{key_kind, DynamicConfigError, DynamicLevel};
-use crate::log::config::{config_def, ConfigType};
+use crate::config_def::ConfigType;
+use crate::log::config::config_def;
 use crate::log::LogError;
 use crate::security::acl::AclOperation;
 

@@ -50,7 +50,7 @@ pub fn handle(
                     };
                     // A clean in progress read segments below the new start;
                     // abort it rather than swap them back in afterwards.
-                    broker.logs.with_cleaning_paused(&tp, || {
+                    broker.logs.with_cleaning_paused(&tp, broker.cleaning(), || {
                         let mut log = log.write();
                         let target = if p.offset == -1 { log.high_watermark() } else { p.offset };
                         if target < 0 || target > log.high_watermark() {

@@ -133,7 +133,7 @@ fn delete(
     if !broker.config.delete_topic_enable() {
         return result.with_error_code(ResponseError::TopicDeletionDisabled.code());
     }
-    match broker.logs.delete_topic(&info.name) {
+    match broker.logs.delete_topic(&info.name, broker.cleaning()) {
         Ok(()) => {
             tracing::info!(topic = %info.name, "deleted topic");
             result

@@ -27,7 +27,8 @@ use super::{str_bytes, RequestContext};
 use crate::api::KafkaApis;
 use crate::config::dynamic::{BrokerConfigSource, BrokerEntry, DynamicBrokerConfig, DynamicLevel};
 use crate::config::LISTENER_PREFIX;
-use crate::log::config::{ConfigSource, ConfigType, LOG_CONFIGS};
+use crate::config_def::ConfigType;
+use crate::log::config::{ConfigSource, LOG_CONFIGS};
 use crate::log::LogConfig;
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 

@@ -12,6 +12,7 @@ use crate::cleaner::LogCleanerHandle;
 use crate::config::dynamic::DynamicBrokerConfig;
 use crate::config::{BrokerConfig, Listener};
 use crate::group::GroupCoordinator;
+use crate::log::manager::CleaningControl;
 use crate::log::producer_id_manager::ProducerIdManager;
 use crate::log::{LogError, LogManager};
 use crate::metrics::RequestMetrics;
@@ -74,6 +75,12 @@ impl KafkaApis {
     /// The block file could not be written.
     pub fn next_producer_id(&self) -> Result<i64, LogError> {
         self.producer_ids.lock().generate_producer_id()
+    }
+
+    /// The cleaner's control over its cleans, which topic deletion and
+    /// DeleteRecords stop first (`None`: no cleaner runs).
+    pub fn cleaning(&self) -> Option<&dyn CleaningControl> {
+        self.cleaner.as_ref().map(|c| c.manager().as_ref() as &dyn CleaningControl)
     }
 
     /// The name of the topic with this id.

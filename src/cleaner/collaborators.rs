@@ -5,10 +5,8 @@
 //!
 //! Invariant: every method is called with no lock of the cleaner or of a
 //! log held (implementations take their own locks). [`CleanerCollaborators`]
-//! is given to [`super::LogCleaner::start`] at construction; only
-//! [`TieredStore`] is still set later (`LogCleanerManager::set_tiered_store`),
-//! because tiered storage starts after the cleaner, whose budget the store
-//! cleaner shares.
+//! is given to [`super::LogCleaner::start`] at construction: tiered storage
+//! opens its store before the cleaner starts, so its view is there too.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -70,4 +68,7 @@ pub struct CleanerCollaborators {
     /// The groups' committed offsets, for the resurrection guard and the
     /// at-risk counts.
     pub consumer_offsets: Option<Arc<dyn ConsumerOffsets>>,
+    /// Tiered storage's view of the store (`cleaner-status`, the gauges and
+    /// the key audit show the store's part of tiered partitions).
+    pub tiered_store: Option<Arc<dyn TieredStore>>,
 }

@@ -35,85 +35,15 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use super::cleaner::{Cleaner, CleanerConfig, CleanerError};
+use super::cleaner::{Cleaner, CleanerError};
 use super::collaborators::CleanerCollaborators;
+use super::config::LogCleanerConfig;
 use super::manager::{GrabbedLog, LogCleanerManager};
 use super::stats::CleanerStats;
 use super::status::ManagerStatus;
 use super::throttler::{thread_sleeper, Throttler, DEFAULT_CHECK_INTERVAL_MS};
 use crate::clock::SharedClock;
 use crate::log::{LogError, LogManager, TopicPartition};
-
-/// The broker's `log.cleaner.*` settings.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LogCleanerConfig {
-    pub enable: bool,
-    pub num_threads: usize,
-    pub dedupe_buffer_size: u64,
-    pub io_buffer_size: usize,
-    pub io_buffer_load_factor: f64,
-    pub max_io_bytes_per_second: f64,
-    pub backoff_ms: i64,
-    pub uncleanable_retry_backoff_ms: i64,
-    /// `message.max.bytes`: the largest batch a buffer may grow to.
-    pub max_message_size: usize,
-    /// Tiered storage is on, so the cleaner of store-only segments
-    /// (`remote/store_cleaner.rs`) runs beside the threads: the budget is
-    /// split into one share more, and the sum of all maps stays within it.
-    pub store_share: bool,
-}
-
-impl Default for LogCleanerConfig {
-    /// Kafka's defaults.
-    fn default() -> Self {
-        Self {
-            enable: true,
-            num_threads: 1,
-            dedupe_buffer_size: 128 << 20,
-            io_buffer_size: 512 << 10,
-            io_buffer_load_factor: 0.9,
-            max_io_bytes_per_second: f64::MAX,
-            backoff_ms: 15_000,
-            uncleanable_retry_backoff_ms: 300_000,
-            max_message_size: 1_048_588,
-            store_share: false,
-        }
-    }
-}
-
-impl LogCleanerConfig {
-    /// Whether `other` needs a new pool of threads (the count or a per-thread
-    /// budget differs); the I/O limit and the backoff do not.
-    fn reshapes_pool(&self, other: &Self) -> bool {
-        self.enable != other.enable
-            || self.num_threads != other.num_threads
-            || self.per_thread() != other.per_thread()
-    }
-
-    /// Whether each thread's share can hold an offset map (at least one
-    /// entry, a load factor in (0, 1]), without allocating it.
-    ///
-    /// # Errors
-    /// The offset map's refusal.
-    pub fn validate(&self) -> Result<(), CleanerError> {
-        let share = self.per_thread();
-        super::offset_map::OffsetMap::check_budget(share.dedupe_buffer_size, share.load_factor)?;
-        Ok(())
-    }
-
-    /// One thread's share (Kafka caps the map at 2 GiB per thread); the
-    /// store cleaner, when there is one, gets the same share.
-    pub fn per_thread(&self) -> CleanerConfig {
-        let threads = self.num_threads.max(1) + usize::from(self.store_share);
-        CleanerConfig {
-            dedupe_buffer_size: (self.dedupe_buffer_size / threads as u64).min(i32::MAX as u64)
-                as usize,
-            load_factor: self.io_buffer_load_factor,
-            io_buffer_size: (self.io_buffer_size / threads / 2).max(1),
-            max_message_size: self.max_message_size,
-        }
-    }
-}
 
 /// What the metrics read from the threads: Kafka's `LogCleaner` gauges.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -473,7 +403,6 @@ impl LogCleaner {
             me.shutdown();
             return Err(e);
         }
-        logs.set_cleaning_control(Some(manager));
         if config.enable {
             tracing::info!(target: "log_cleaner", threads = threads_wanted, "log cleaner started");
         } else {
@@ -487,7 +416,7 @@ impl LogCleaner {
     }
 
     /// Stop the threads: wake the sleeping ones, cancel cleans in progress,
-    /// and join them all. Unregisters from the log layer.
+    /// and join them all.
     pub fn shutdown(&mut self) {
         self.stopped = true;
         self.handle.state.lock().stop = true;
@@ -500,7 +429,6 @@ impl LogCleaner {
             let _ = t.join();
         }
         drop(pool);
-        self.handle.manager.log_manager().set_cleaning_control(None);
         tracing::info!(target: "log_cleaner", "log cleaner stopped");
     }
 }

@@ -53,7 +53,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -147,8 +147,8 @@ pub struct LogCleanerManager {
     resolver: Option<Arc<dyn ProducerIdResolver>>,
     /// The groups' committed offsets (the group coordinator, set once it exists).
     consumer_offsets: Option<Arc<dyn ConsumerOffsets>>,
-    /// Tiered storage's view of the store, when it runs (set once it starts).
-    tiered_store: OnceLock<Arc<dyn TieredStore>>,
+    /// Tiered storage's view of the store, when it runs.
+    tiered_store: Option<Arc<dyn TieredStore>>,
 }
 
 impl LogCleanerManager {
@@ -167,7 +167,7 @@ impl LogCleanerManager {
             state_changed: Condvar::new(),
             resolver: None,
             consumer_offsets: None,
-            tiered_store: OnceLock::new(),
+            tiered_store: None,
         }
     }
 
@@ -176,6 +176,7 @@ impl LogCleanerManager {
     pub fn with_collaborators(mut self, collaborators: CleanerCollaborators) -> Self {
         self.resolver = collaborators.producer_ids;
         self.consumer_offsets = collaborators.consumer_offsets;
+        self.tiered_store = collaborators.tiered_store;
         self
     }
 
@@ -195,14 +196,9 @@ impl LogCleanerManager {
     }
 
     /// Where `cleaner-status`, the gauges and the key audit read the store's
-    /// part of tiered partitions (tiered storage starts after the cleaner).
-    /// Only the first call counts.
-    pub fn set_tiered_store(&self, store: Arc<dyn TieredStore>) {
-        let _ = self.tiered_store.set(store);
-    }
-
+    /// part of tiered partitions.
     pub(super) fn tiered_store(&self) -> Option<&dyn TieredStore> {
-        self.tiered_store.get().map(|s| s.as_ref())
+        self.tiered_store.as_deref()
     }
 
     /// The guard a clean of `grabbed` respects: only when its topic asks for

@@ -27,6 +27,18 @@ fn fixture() -> Fixture {
     Fixture { _dir: dir, clock, logs, manager }
 }
 
+/// A fixture whose manager reads the store's part of `tp` from the returned store.
+fn fixture_with_store(tp: &TopicPartition) -> (Fixture, Arc<FixedStore>) {
+    let store = Arc::new(FixedStore(tp.clone(), parking_lot::Mutex::new(None)));
+    let mut f = fixture();
+    let tiered_store: Arc<dyn TieredStore> = store.clone();
+    let collaborators =
+        CleanerCollaborators { tiered_store: Some(tiered_store), ..Default::default() };
+    f.manager = LogCleanerManager::new(Arc::clone(&f.logs), f.clock.clone(), 60_000)
+        .with_collaborators(collaborators);
+    (f, store)
+}
+
 fn compacted(f: &Fixture, name: &str, extra: &[(&str, &str)]) -> TopicPartition {
     let mut overrides: BTreeMap<String, String> =
         [("cleanup.policy".to_string(), "compact".to_string())].into();
@@ -437,13 +449,23 @@ fn with_remote_storage_an_open_transaction_bounds_cleaning_at_its_segment() {
     assert_eq!((open.producer_id, open.first_offset), (42, 3));
 }
 
-/// A store that measured one partition at a fixed ratio.
+/// A store that measured one partition (once the test set its measure).
 #[derive(Debug)]
-struct FixedStore(TopicPartition, StoreCleanState);
+struct FixedStore(TopicPartition, parking_lot::Mutex<Option<StoreCleanState>>);
+
+impl FixedStore {
+    fn measure(&self, state: StoreCleanState) {
+        *self.1.lock() = Some(state);
+    }
+}
 
 impl TieredStore for FixedStore {
     fn store_clean_state(&self, tp: &TopicPartition) -> Option<StoreCleanState> {
-        (*tp == self.0).then(|| self.1.clone())
+        if *tp == self.0 {
+            self.1.lock().clone()
+        } else {
+            None
+        }
     }
 
     fn store_only_segments(
@@ -458,7 +480,7 @@ impl TieredStore for FixedStore {
 
 #[test]
 fn the_status_shows_the_store_and_max_dirty_percent_counts_it() {
-    let f = fixture();
+    let (f, tiered) = fixture_with_store(&TopicPartition::new("tiered", 0));
     let tp = compacted(&f, "tiered", &[("min.cleanable.dirty.ratio", "0.9")]);
     append_closed(&f, &tp, &["k1", "k2"]);
     append_closed(&f, &tp, &["k1", "k2"]);
@@ -487,7 +509,7 @@ fn the_status_shows_the_store_and_max_dirty_percent_counts_it() {
         dirty_ratio: 0.9,
         ..Default::default()
     };
-    f.manager.set_tiered_store(Arc::new(FixedStore(tp.clone(), measured.clone())));
+    tiered.measure(measured.clone());
     let status = f.manager.status();
     let store = status.partitions[0].store.clone().unwrap();
     assert_eq!(store.cleaning, Some(measured));
@@ -498,10 +520,10 @@ fn the_status_shows_the_store_and_max_dirty_percent_counts_it() {
     assert_eq!(status.max_dirty_percent, 90, "the store's ratio, above the local one");
     // Nothing the store cleaner could rewrite: not counted.
     let idle = StoreCleanState { rewritable: false, dirty_ratio: 0.9, ..Default::default() };
-    let f2 = fixture();
+    let (f2, tiered2) = fixture_with_store(&TopicPartition::new("tiered", 0));
     let tp2 = compacted(&f2, "tiered", &[]);
     append_closed(&f2, &tp2, &["k1"]);
     f2.logs.get_log(&tp2).unwrap().write().set_store_segments(vec![store_segment(0, 1)]);
-    f2.manager.set_tiered_store(Arc::new(FixedStore(tp2, idle)));
+    tiered2.measure(idle);
     assert_eq!(f2.manager.status().max_dirty_percent, 0);
 }

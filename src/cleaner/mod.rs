@@ -192,6 +192,7 @@ mod clean_into;
 pub mod cleaner;
 pub mod cleaning_state;
 pub mod collaborators;
+pub mod config;
 pub mod eligibility;
 mod group_writer;
 pub mod key_audit;
@@ -216,10 +217,9 @@ pub use cleaner::{
 };
 pub use cleaning_state::{CleaningStateError, LogCleaningState};
 pub use collaborators::{CleanerCollaborators, ConsumerOffsets, ProducerIdResolver, TieredStore};
+pub use config::LogCleanerConfig;
 pub use eligibility::CleaningCandidate;
-pub use log_cleaner::{
-    CleanerThreadsStatus, LogCleaner, LogCleanerConfig, LogCleanerError, LogCleanerHandle,
-};
+pub use log_cleaner::{CleanerThreadsStatus, LogCleaner, LogCleanerError, LogCleanerHandle};
 pub use log_to_clean::{
     cleanable_offsets, max_compaction_delay, oldest_dirty_timestamp, LogToClean, OpenTransaction,
 };

@@ -10,7 +10,9 @@
 //! * `super.users` is semicolon separated `Type:name` principals, checked
 //!   when it is set.
 
+use super::broker_defs::{ALLOW_EVERYONE_IF_NO_ACL_FOUND, AUTHORIZER_CLASS_NAME, SUPER_USERS};
 use super::{invalid, BrokerConfig, ConfigError};
+use crate::config_def::ConfigValues;
 use crate::security::authorizer::{parse_super_users, StandardAuthorizer};
 
 /// The one authorizer class sediment has (Kafka's KRaft authorizer).
@@ -22,31 +24,36 @@ const ACL_AUTHORIZER: &str = "kafka.security.authorizer.AclAuthorizer";
 /// # Errors
 /// An unknown authorizer class or an unparsable super user, naming the key.
 pub fn validate(key: &str, v: &str) -> Result<(), ConfigError> {
-    match key {
-        "authorizer.class.name" if v == ACL_AUTHORIZER => Err(invalid(
-            key,
-            format!("{ACL_AUTHORIZER} was removed in Kafka 4.0; use {STANDARD_AUTHORIZER}"),
-        )),
-        "authorizer.class.name" if !v.is_empty() && v != STANDARD_AUTHORIZER => Err(invalid(
-            key,
-            format!("{v:?} is not known: the only authorizer is {STANDARD_AUTHORIZER}"),
-        )),
-        "super.users" => parse_super_users(v).map(drop).map_err(|e| invalid(key, e.to_string())),
-        _ => Ok(()),
+    if key == AUTHORIZER_CLASS_NAME.name {
+        if v == ACL_AUTHORIZER {
+            return Err(invalid(
+                key,
+                format!("{ACL_AUTHORIZER} was removed in Kafka 4.0; use {STANDARD_AUTHORIZER}"),
+            ));
+        }
+        if !v.is_empty() && v != STANDARD_AUTHORIZER {
+            return Err(invalid(
+                key,
+                format!("{v:?} is not known: the only authorizer is {STANDARD_AUTHORIZER}"),
+            ));
+        }
     }
+    if key == SUPER_USERS.name {
+        return parse_super_users(v).map(drop).map_err(|e| invalid(key, e.to_string()));
+    }
+    Ok(())
 }
 
 impl BrokerConfig {
     /// The authorizer `authorizer.class.name` asks for, with no ACLs yet, or
     /// `None` when authorization is off.
     pub fn authorizer(&self) -> Option<StandardAuthorizer> {
-        if self.get("authorizer.class.name").unwrap_or_default().is_empty() {
+        if self.value(&AUTHORIZER_CLASS_NAME).is_empty() {
             return None;
         }
         // Validated on set.
-        let super_users =
-            parse_super_users(&self.get("super.users").unwrap_or_default()).unwrap_or_default();
-        Some(StandardAuthorizer::new(super_users, self.boolean("allow.everyone.if.no.acl.found")))
+        let super_users = parse_super_users(self.value(&SUPER_USERS)).unwrap_or_default();
+        Some(StandardAuthorizer::new(super_users, self.boolean(&ALLOW_EVERYONE_IF_NO_ACL_FOUND)))
     }
 }
 

@@ -1,195 +1,150 @@
-//! The broker-only keys, with Kafka's names, types, defaults and lower bounds.
-//! Topic defaults (`log.segment.bytes`, ...) are not here: they are the
-//! `broker_key` of an entry in `log::config::LOG_CONFIGS`.
+//! The keys `config` itself reads (Kafka's `ServerConfigs`,
+//! `SocketServerConfigs`, `BrokerSecurityConfigs`): the broker's identity
+//! and listeners, the network limits, TLS, SASL, authorization, metrics and
+//! topic creation. Every other module declares its own (`cleaner::config`,
+//! `group::config`, `txn::config`, `remote::config`,
+//! `log::manager_config`); [`super::TABLES`] gathers them all.
 
 use super::DEFAULT_PROTOCOL_MAP;
-use crate::log::config::{ConfigDef, ConfigType};
+use crate::config_def::{broker_key, ConfigDef, ConfigTable};
+use crate::log::manager_config::NUM_PARTITIONS;
 
-macro_rules! broker_def {
-    ($name:literal, $kind:ident, $default:expr, $min:expr, $doc:literal) => {
-        broker_def!($name, $kind, $default, $min, &[], $doc)
-    };
-    ($name:literal, $kind:ident, $default:expr, $min:expr, $one_of:expr, $doc:literal) => {
-        ConfigDef {
-            name: $name,
-            broker_key: $name,
-            kind: ConfigType::$kind,
-            default: $default,
-            min: $min,
-            max: None,
-            one_of: $one_of,
-            doc: $doc,
-        }
-    };
-}
+pub const NODE_ID: ConfigDef = broker_key!(
+    "node.id",
+    Int,
+    "1",
+    Some(0.0),
+    "this broker's id, reported in Metadata and DescribeCluster"
+);
+pub const LISTENERS: ConfigDef = broker_key!("listeners", String, "PLAINTEXT://:9092", None,
+    "where the broker listens: comma-separated NAME://host:port listeners (empty host: all interfaces)");
+pub const ADVERTISED_LISTENERS: ConfigDef = broker_key!("advertised.listeners", String, "", None,
+    "the NAME://host:port clients of each listener are told to connect to; a listener not named: its own (localhost when it binds all interfaces)");
+pub const LISTENER_SECURITY_PROTOCOL_MAP: ConfigDef = broker_key!(
+    "listener.security.protocol.map",
+    String,
+    DEFAULT_PROTOCOL_MAP,
+    None,
+    "NAME:PROTOCOL for every listener name: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"
+);
+pub const SOCKET_REQUEST_MAX_BYTES: ConfigDef = broker_key!(
+    "socket.request.max.bytes",
+    Int,
+    "104857600",
+    Some(1.0),
+    "largest request frame accepted; bigger frames close the connection"
+);
+pub const MAX_CONNECTIONS: ConfigDef = broker_key!("max.connections", Int, "2147483647", Some(0.0),
+    "most connections the broker holds over all listeners; past it a listener accepts only once one closes");
+pub const MAX_CONNECTIONS_PER_IP: ConfigDef = broker_key!(
+    "max.connections.per.ip",
+    Int,
+    "2147483647",
+    Some(0.0),
+    "most connections from one address; one more is closed as soon as it is accepted"
+);
+pub const MAX_CONNECTIONS_PER_IP_OVERRIDES: ConfigDef = broker_key!("max.connections.per.ip.overrides", String, "", None,
+    "per-address limits replacing max.connections.per.ip: comma-separated host:count (an IP address or a name resolved at start)");
+pub const CONNECTIONS_MAX_IDLE_MS: ConfigDef = broker_key!("connections.max.idle.ms", Long, "600000", Some(1.0),
+    "a connection with no request for this long is closed; also the longest a SASL authentication may take");
+pub const FETCH_MAX_BYTES: ConfigDef = broker_key!("fetch.max.bytes", Int, "57671680", Some(1024.0),
+    "most record bytes one Fetch response carries, whatever the request asks (KIP-74's first-batch exception aside)");
+pub const MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS: ConfigDef = broker_key!("max.incremental.fetch.session.cache.slots", Int, "1000", Some(0.0),
+    "most incremental fetch sessions (KIP-227) the broker keeps; 0 disables them, so every fetch carries all its partitions");
 
-/// The names `group.consumer.assignors` accepts: Kafka's short names and
-/// class names.
-const CONSUMER_ASSIGNORS: &[&str] = &[
-    "uniform",
-    "range",
-    "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
-    "org.apache.kafka.coordinator.group.assignor.RangeAssignor",
-];
+pub const BROKER_CONFIGS: ConfigTable = ConfigTable {
+    title: "Broker and network",
+    note: "",
+    keys: &[
+        &NODE_ID,
+        &LISTENERS,
+        &ADVERTISED_LISTENERS,
+        &LISTENER_SECURITY_PROTOCOL_MAP,
+        &SOCKET_REQUEST_MAX_BYTES,
+        &MAX_CONNECTIONS,
+        &MAX_CONNECTIONS_PER_IP,
+        &MAX_CONNECTIONS_PER_IP_OVERRIDES,
+        &CONNECTIONS_MAX_IDLE_MS,
+        &FETCH_MAX_BYTES,
+        &MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS,
+    ],
+};
 
-/// Broker-only keys (topic defaults live in `LOG_CONFIGS`).
-pub const BROKER_CONFIGS: &[ConfigDef] = &[
-    broker_def!("node.id", Int, "1", Some(0.0), "this broker's id, reported in Metadata and DescribeCluster"),
-    broker_def!("listeners", String, "PLAINTEXT://:9092", None,
-        "where the broker listens: comma-separated NAME://host:port listeners (empty host: all interfaces)"),
-    broker_def!("advertised.listeners", String, "", None,
-        "the NAME://host:port clients of each listener are told to connect to; a listener not named: its own (localhost when it binds all interfaces)"),
-    broker_def!("listener.security.protocol.map", String, DEFAULT_PROTOCOL_MAP, None,
-        "NAME:PROTOCOL for every listener name: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
-    broker_def!("log.dirs", String, "data", None, "comma-separated directories that hold the partitions"),
-    broker_def!("num.partitions", Int, "1", Some(1.0), "partitions of an auto-created topic or a CreateTopics without a count"),
-    broker_def!("default.replication.factor", Int, "1", Some(1.0), "replication factor of auto-created topics (only 1 is possible on one node)"),
-    broker_def!("auto.create.topics.enable", Boolean, "true", None, "create a topic when Metadata asks for an unknown one"),
-    broker_def!("delete.topic.enable", Boolean, "true", None, "allow DeleteTopics"),
-    broker_def!("socket.request.max.bytes", Int, "104857600", Some(1.0), "largest request frame accepted; bigger frames close the connection"),
-    broker_def!("max.connections", Int, "2147483647", Some(0.0),
-        "most connections the broker holds over all listeners; past it a listener accepts only once one closes"),
-    broker_def!("max.connections.per.ip", Int, "2147483647", Some(0.0),
-        "most connections from one address; one more is closed as soon as it is accepted"),
-    broker_def!("max.connections.per.ip.overrides", String, "", None,
-        "per-address limits replacing max.connections.per.ip: comma-separated host:count (an IP address or a name resolved at start)"),
-    broker_def!("connections.max.idle.ms", Long, "600000", Some(1.0),
-        "a connection with no request for this long is closed; also the longest a SASL authentication may take"),
-    broker_def!("fetch.max.bytes", Int, "57671680", Some(1024.0),
-        "most record bytes one Fetch response carries, whatever the request asks (KIP-74's first-batch exception aside)"),
-    broker_def!("max.incremental.fetch.session.cache.slots", Int, "1000", Some(0.0),
-        "most incremental fetch sessions (KIP-227) the broker keeps; 0 disables them, so every fetch carries all its partitions"),
-    broker_def!("log.flush.before.ack", Boolean, "false", None,
-        "sediment: fsync each append before acknowledging it (survives power loss, costs latency)"),
-    broker_def!("log.retention.check.interval.ms", Long, "300000", Some(1.0), "how often retention runs"),
-    broker_def!("log.flush.scheduler.interval.ms", Long, "9223372036854775807", Some(1.0),
-        "accepted for compatibility with Kafka and not used: sediment checks flush.ms every second"),
-    broker_def!("producer.id.expiration.ms", Int, "86400000", Some(1.0),
-        "how long a producer's state (epoch, last sequences) is kept after its last write when it has no open transaction"),
-    broker_def!("producer.id.expiration.check.interval.ms", Int, "600000", Some(1.0),
-        "how often producer state past producer.id.expiration.ms is removed"),
-    broker_def!("log.flush.offset.checkpoint.interval.ms", Int, "60000", Some(0.0), "how often the recovery point is checkpointed"),
-    broker_def!("log.flush.start.offset.checkpoint.interval.ms", Int, "60000", Some(0.0), "how often log start offsets are checkpointed"),
-    broker_def!("log.retention.hours", Int, "168", None, "retention.ms default in hours, when log.retention.ms and .minutes are unset"),
-    broker_def!("log.retention.minutes", Int, "", None, "retention.ms default in minutes, when log.retention.ms is unset"),
-    broker_def!("log.roll.hours", Int, "168", Some(1.0), "segment.ms default in hours, when log.roll.ms is unset"),
-    broker_def!("log.cleaner.enable", Boolean, "true", None, "run the log cleaner threads (compacted topics are only compacted when true)"),
-    broker_def!("log.cleaner.threads", Int, "1", Some(0.0), "cleaner threads; they share the dedupe buffer and the I/O limit"),
-    broker_def!("log.cleaner.dedupe.buffer.size", Long, "134217728", Some(0.0),
-        "bytes of offset map (24 per key) for all cleaner threads together, split evenly among them"),
-    broker_def!("log.cleaner.io.buffer.size", Int, "524288", Some(0.0),
-        "bytes of read plus write buffer for all cleaner threads together (each thread starts with its share, halved per buffer)"),
-    broker_def!("log.cleaner.io.buffer.load.factor", Double, "0.9", Some(0.0), "share of the offset map's slots that may be filled (above 0, at most 1)"),
-    broker_def!("log.cleaner.io.max.bytes.per.second", Double, "1.7976931348623157E308", Some(0.0),
-        "read plus write bytes per second all cleaner threads together may use"),
-    broker_def!("log.cleaner.backoff.ms", Long, "15000", Some(0.0), "how long a cleaner thread sleeps when no log is eligible"),
-    broker_def!("log.cleaner.uncleanable.retry.backoff.ms", Long, "300000", Some(0.0),
-        "sediment: how long a partition that failed to clean stays uncleanable before it is tried again (Kafka: until restart)"),
-    broker_def!("metrics.listen", String, "127.0.0.1:9404", None,
-        "sediment: host:port of the HTTP endpoint serving /metrics (Prometheus) and /cleaner-status (JSON); empty disables it"),
-    broker_def!("remote.log.storage.system.enable", Boolean, "false", None,
-        "tiered storage: topics with remote.storage.enable=true have their closed segments copied to the store of sediment.remote.storage.url"),
-    broker_def!("sediment.remote.storage.url", String, "", None,
-        "sediment: the object store of tiered storage: s3://bucket/prefix, or file:///dir for development; credentials come from the AWS environment variables or ~/.aws/credentials, never from this file"),
-    broker_def!("sediment.remote.storage.endpoint", String, "", None,
-        "sediment: the S3 endpoint URL of an S3-compatible server (http://host:port); empty: AWS, or AWS_ENDPOINT_URL"),
-    broker_def!("sediment.remote.storage.region", String, "", None,
-        "sediment: the S3 region; empty: AWS_REGION / AWS_DEFAULT_REGION, else us-east-1"),
-    broker_def!("sediment.remote.storage.upload.interval.ms", Long, "5000", Some(1.0),
-        "sediment: how often closed segments not yet in the store are looked for (also the first retry delay after a store error, doubling up to a minute)"),
-    broker_def!("sediment.remote.storage.delete.delay.ms", Long, "300000", Some(0.0),
-        "sediment: how long an object no longer in a partition's latest manifest (replaced by a clean, or left by a crash) stays in the store before it is deleted"),
-    broker_def!("remote.fetch.max.wait.ms", Int, "500", Some(1.0),
-        "tiered storage: the longest a fetch waits for a read from the store (a download in progress goes on, and a later fetch finds the segment in the cache)"),
-    broker_def!("remote.list.offsets.request.timeout.ms", Long, "30000", Some(1.0),
-        "tiered storage: the longest a ListOffsets timestamp lookup waits for the store before the partition answers REQUEST_TIMED_OUT"),
-    broker_def!("sediment.remote.storage.cache.bytes", Long, "1073741824", Some(0.0),
-        "sediment: the most bytes of segments downloaded from the store kept on local disk (<log dir>/remote-cache, emptied at start) for fetches and offset lookups below the local log; the least recently read go first, never one being read"),
-    broker_def!("offsets.topic.num.partitions", Int, "50", Some(1.0), "partitions of __consumer_offsets (fixed once the topic exists)"),
-    broker_def!("offsets.topic.segment.bytes", Int, "104857600", Some(1.0), "segment.bytes of __consumer_offsets"),
-    broker_def!("offsets.topic.replication.factor", Int, "1", Some(1.0), "replication factor of __consumer_offsets (only 1 is possible on one node)"),
-    broker_def!("offsets.retention.minutes", Int, "10080", Some(1.0), "how long an empty group's committed offsets are kept"),
-    broker_def!("offsets.retention.check.interval.ms", Long, "600000", Some(1.0), "how often expired offsets are looked for"),
-    broker_def!("offset.metadata.max.bytes", Int, "4096", Some(0.0), "largest metadata string of a committed offset"),
-    broker_def!("group.initial.rebalance.delay.ms", Int, "3000", Some(0.0), "how long a new group waits for more members before its first rebalance"),
-    broker_def!("group.min.session.timeout.ms", Int, "6000", Some(0.0), "smallest session.timeout.ms a member may ask for"),
-    broker_def!("group.max.session.timeout.ms", Int, "1800000", Some(0.0), "largest session.timeout.ms a member may ask for"),
-    broker_def!("group.max.size", Int, "2147483647", Some(1.0), "largest number of members in a group"),
-    broker_def!("group.coordinator.rebalance.protocols", List, "classic,consumer", None, &["classic", "consumer"],
-        "the group protocols served: classic always; consumer enables ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848)"),
-    broker_def!("group.consumer.session.timeout.ms", Int, "45000", Some(1.0),
-        "a consumer group member that has not heartbeated for this long is fenced"),
-    broker_def!("group.consumer.min.session.timeout.ms", Int, "45000", Some(1.0), "smallest allowed group.consumer.session.timeout.ms"),
-    broker_def!("group.consumer.max.session.timeout.ms", Int, "60000", Some(1.0), "largest allowed group.consumer.session.timeout.ms"),
-    broker_def!("group.consumer.heartbeat.interval.ms", Int, "5000", Some(1.0),
-        "how often consumer group members are told to heartbeat"),
-    broker_def!("group.consumer.min.heartbeat.interval.ms", Int, "5000", Some(1.0), "smallest allowed group.consumer.heartbeat.interval.ms"),
-    broker_def!("group.consumer.max.heartbeat.interval.ms", Int, "15000", Some(1.0), "largest allowed group.consumer.heartbeat.interval.ms"),
-    broker_def!("group.consumer.max.size", Int, "2147483647", Some(1.0), "largest number of members in a consumer group"),
-    broker_def!("group.consumer.assignors", List, "uniform,range", None, CONSUMER_ASSIGNORS,
-        "server-side assignors of consumer groups; a member's group.remote.assignor picks one, else the first"),
-    broker_def!("group.consumer.migration.policy", String, "disabled", None, &["disabled"],
-        "sediment: only disabled (Kafka's default is bidirectional): a consumer group and a non-empty classic group with the same id refuse each other"),
-    broker_def!("transaction.state.log.num.partitions", Int, "50", Some(1.0), "partitions of __transaction_state (fixed once the topic exists)"),
-    broker_def!("transaction.state.log.segment.bytes", Int, "104857600", Some(1.0), "segment.bytes of __transaction_state"),
-    broker_def!("transaction.state.log.replication.factor", Int, "1", Some(1.0), "replication factor of __transaction_state (only 1 is possible on one node)"),
-    broker_def!("transaction.state.log.min.isr", Int, "1", Some(1.0), "min.insync.replicas of __transaction_state (accepted; one node is always in sync)"),
-    broker_def!("transaction.max.timeout.ms", Int, "900000", Some(1.0), "largest transaction.timeout.ms a producer may ask for"),
-    broker_def!("transactional.id.expiration.ms", Int, "604800000", Some(1.0), "how long a transactional id with no transaction is kept after its last update"),
-    broker_def!("transaction.abort.timed.out.transaction.cleanup.interval.ms", Int, "10000", Some(1.0), "how often transactions past their timeout are looked for and aborted"),
-    broker_def!("transaction.remove.expired.transaction.cleanup.interval.ms", Int, "3600000", Some(1.0), "how often expired transactional ids are looked for and removed"),
-    broker_def!("transaction.partition.verification.enable", Boolean, "true", None,
-        "check with the transaction coordinator that a partition is in the transaction before a transactional Produce or TxnOffsetCommit opens one there"),
-    broker_def!("ssl.keystore.type", String, "JKS", None, &["JKS", "PKCS12", "PEM"],
-        "format of an SSL listener's key store; sediment reads PEM only (JKS and PKCS12 are refused with the command that converts them)"),
-    broker_def!("ssl.keystore.location", String, "", None,
-        "PEM file holding an SSL listener's private key (PKCS#8) and certificate chain"),
-    broker_def!("ssl.keystore.key", Password, "", None,
-        "the private key in PEM, given inline instead of ssl.keystore.location (secret)"),
-    broker_def!("ssl.keystore.certificate.chain", Password, "", None,
-        "the certificate chain in PEM, given inline with ssl.keystore.key"),
-    broker_def!("ssl.keystore.password", Password, "", None,
-        "password of a JKS or PKCS12 key store; must not be set with PEM (secret)"),
-    broker_def!("ssl.key.password", Password, "", None, "password of the key store's encrypted PKCS#8 private key (BEGIN ENCRYPTED PRIVATE KEY) (secret)"),
-    broker_def!("ssl.truststore.type", String, "JKS", None, &["JKS", "PKCS12", "PEM"],
-        "format of the trust store that checks client certificates; sediment reads PEM only"),
-    broker_def!("ssl.truststore.location", String, "", None,
-        "PEM file of the CA certificates that client certificates must chain to"),
-    broker_def!("ssl.truststore.certificates", Password, "", None,
-        "the trusted CA certificates in PEM, given inline instead of ssl.truststore.location"),
-    broker_def!("ssl.truststore.password", Password, "", None,
-        "password of a JKS or PKCS12 trust store; must not be set with PEM (secret)"),
-    broker_def!("ssl.client.auth", String, "none", None, &["required", "requested", "none"],
-        "whether an SSL listener asks clients for a certificate"),
-    broker_def!("ssl.enabled.protocols", List, "TLSv1.2,TLSv1.3", None, &["TLSv1.2", "TLSv1.3"],
-        "TLS versions an SSL listener accepts"),
-    broker_def!("ssl.cipher.suites", List, "", None,
-        "TLS cipher suites an SSL listener offers, by IANA name (TLS_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, ...); empty: rustls's defaults"),
-    broker_def!("ssl.protocol", String, "TLSv1.3", None, &["TLS", "TLSv1.2", "TLSv1.3"],
-        "accepted for compatibility with Kafka: the highest of ssl.enabled.protocols is negotiated"),
-    broker_def!("ssl.handshake.timeout.ms", Long, "10000", Some(1.0),
-        "sediment: how long an SSL listener waits for a client to finish the TLS handshake"),
-    broker_def!("ssl.allow.dn.changes", Boolean, "false", None, "whether a reloaded key store may serve a certificate with another subject DN"),
-    broker_def!("ssl.allow.san.changes", Boolean, "false", None, "whether a reloaded key store may serve a certificate with other subject alternative names"),
-    broker_def!("ssl.reload.interval.ms", Long, "5000", Some(0.0),
-        "sediment: how often an SSL listener's key and trust store files are checked for changes (0: never)"),
-    broker_def!("ssl.principal.mapping.rules", String, "DEFAULT", None,
-        "how a client certificate's subject becomes the principal: DEFAULT (the RFC 2253 subject) and RULE:<pattern>/<replacement>/[LU] rules, comma separated, first that applies wins"),
-    broker_def!("ssl.endpoint.identification.algorithm", String, "https", None,
-        "accepted for compatibility with Kafka: a client-side host name check, no effect on a broker"),
-    broker_def!("sasl.enabled.mechanisms", List, "GSSAPI", None,
-        "SASL mechanisms a SASL listener offers (also per listener); sediment serves PLAIN, so a SASL listener must set it"),
-    broker_def!("sasl.jaas.config", Password, "", None,
-        "a SASL listener's JAAS config, set per listener and mechanism as listener.name.<listener>.<mechanism>.sasl.jaas.config; PLAIN's users are its user_<name>=\"<password>\" options (secret)"),
-    broker_def!("sasl.server.max.receive.size", Int, "524288", Some(1.0),
-        "largest frame a SASL listener reads before authentication completes; bigger frames fail authentication"),
-    broker_def!("connection.failed.authentication.delay.ms", Int, "100", Some(0.0),
-        "how long a connection that failed authentication waits before it is answered and closed"),
-    broker_def!("connections.max.reauth.ms", Long, "0", Some(0.0),
-        "lifetime of a SASL session: a client must re-authenticate on its connection before it ends or is disconnected (0: sessions never expire; also per listener and per listener and mechanism)"),
-    broker_def!("authorizer.class.name", String, "", None,
-        "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns on ACLs (kept in sediment-acls.json); empty: every request is allowed"),
-    broker_def!("super.users", String, "", None, "principals allowed everything, before any ACL, as User:name;User:other"),
-    broker_def!("allow.everyone.if.no.acl.found", Boolean, "false", None,
-        "whether a resource that no ACL applies to at all is open to everyone"),
-];
+pub const SASL_ENABLED_MECHANISMS: ConfigDef = broker_key!("sasl.enabled.mechanisms", List, "GSSAPI", None,
+    "SASL mechanisms a SASL listener offers (also per listener); sediment serves PLAIN, so a SASL listener must set it");
+pub const SASL_JAAS_CONFIG: ConfigDef = broker_key!("sasl.jaas.config", Password, "", None,
+    "a SASL listener's JAAS config, set per listener and mechanism as listener.name.<listener>.<mechanism>.sasl.jaas.config; PLAIN's users are its user_<name>=\"<password>\" options (secret)");
+pub const SASL_SERVER_MAX_RECEIVE_SIZE: ConfigDef = broker_key!("sasl.server.max.receive.size", Int, "524288", Some(1.0),
+    "largest frame a SASL listener reads before authentication completes; bigger frames fail authentication");
+pub const CONNECTION_FAILED_AUTHENTICATION_DELAY_MS: ConfigDef = broker_key!(
+    "connection.failed.authentication.delay.ms",
+    Int,
+    "100",
+    Some(0.0),
+    "how long a connection that failed authentication waits before it is answered and closed"
+);
+pub const CONNECTIONS_MAX_REAUTH_MS: ConfigDef = broker_key!("connections.max.reauth.ms", Long, "0", Some(0.0),
+    "lifetime of a SASL session: a client must re-authenticate on its connection before it ends or is disconnected (0: sessions never expire; also per listener and per listener and mechanism)");
+
+pub const SASL_CONFIGS: ConfigTable = ConfigTable {
+    title: "SASL",
+    note: "Keys of SASL_PLAINTEXT and SASL_SSL listeners. PLAIN's users go in\n# listener.name.<listener>.plain.sasl.jaas.config; secrets are never printed.",
+    keys: &[&SASL_ENABLED_MECHANISMS, &SASL_JAAS_CONFIG, &SASL_SERVER_MAX_RECEIVE_SIZE, &CONNECTION_FAILED_AUTHENTICATION_DELAY_MS, &CONNECTIONS_MAX_REAUTH_MS],
+};
+
+pub const AUTHORIZER_CLASS_NAME: ConfigDef = broker_key!("authorizer.class.name", String, "", None,
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns on ACLs (kept in sediment-acls.json); empty: every request is allowed");
+pub const SUPER_USERS: ConfigDef = broker_key!(
+    "super.users",
+    String,
+    "",
+    None,
+    "principals allowed everything, before any ACL, as User:name;User:other"
+);
+pub const ALLOW_EVERYONE_IF_NO_ACL_FOUND: ConfigDef = broker_key!(
+    "allow.everyone.if.no.acl.found",
+    Boolean,
+    "false",
+    None,
+    "whether a resource that no ACL applies to at all is open to everyone"
+);
+
+pub const AUTHORIZATION_CONFIGS: ConfigTable = ConfigTable {
+    title: "Authorization",
+    note: "",
+    keys: &[&AUTHORIZER_CLASS_NAME, &SUPER_USERS, &ALLOW_EVERYONE_IF_NO_ACL_FOUND],
+};
+
+pub const METRICS_LISTEN: ConfigDef = broker_key!("metrics.listen", String, "127.0.0.1:9404", None,
+    "sediment: host:port of the HTTP endpoint serving /metrics (Prometheus) and /cleaner-status (JSON); empty disables it");
+
+pub const METRICS_CONFIGS: ConfigTable =
+    ConfigTable { title: "Metrics", note: "", keys: &[&METRICS_LISTEN] };
+
+pub const DEFAULT_REPLICATION_FACTOR: ConfigDef = broker_key!(
+    "default.replication.factor",
+    Int,
+    "1",
+    Some(1.0),
+    "replication factor of auto-created topics (only 1 is possible on one node)"
+);
+pub const AUTO_CREATE_TOPICS_ENABLE: ConfigDef = broker_key!(
+    "auto.create.topics.enable",
+    Boolean,
+    "true",
+    None,
+    "create a topic when Metadata asks for an unknown one"
+);
+pub const DELETE_TOPIC_ENABLE: ConfigDef =
+    broker_key!("delete.topic.enable", Boolean, "true", None, "allow DeleteTopics");
+
+pub const TOPIC_CREATION_CONFIGS: ConfigTable = ConfigTable {
+    title: "Topics",
+    note: "",
+    keys: &[
+        &NUM_PARTITIONS,
+        &DEFAULT_REPLICATION_FACTOR,
+        &AUTO_CREATE_TOPICS_ENABLE,
+        &DELETE_TOPIC_ENABLE,
+    ],
+};

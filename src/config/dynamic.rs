@@ -7,7 +7,7 @@
 //! default.
 //!
 //! Which keys are dynamic: the cleaner's pool settings
-//! ([`DYNAMIC_CLEANER_KEYS`], Kafka's `LogCleaner.ReconfigurableConfigs`) and
+//! (`cleaner::config::RECONFIGURABLE`, Kafka's `LogCleaner.ReconfigurableConfigs`) and
 //! every topic default (`log.segment.bytes`, `log.retention.ms`,
 //! `log.cleaner.min.cleanable.ratio`, ... Kafka's `DynamicLogConfig`: the
 //! primary broker key of each topic key, so not `log.retention.hours`). Any
@@ -33,35 +33,19 @@ use std::path::PathBuf;
 use parking_lot::Mutex;
 
 use super::{lookup, BrokerConfig, ConfigError};
+use crate::cleaner::config::RECONFIGURABLE;
 use crate::log::config::{LogConfig, LOG_CONFIGS};
+use crate::log::manager_config::synonyms;
 use crate::security::store::{self, StoreError};
 
 /// The file, in the first log dir.
 pub const DYNAMIC_CONFIG_FILE: &str = "sediment-dynamic-broker-configs.json";
 
-/// The cleaner keys Kafka reconfigures at runtime (beside the topic defaults).
-pub const DYNAMIC_CLEANER_KEYS: &[&str] = &[
-    "log.cleaner.threads",
-    "log.cleaner.dedupe.buffer.size",
-    "log.cleaner.io.buffer.size",
-    "log.cleaner.io.buffer.load.factor",
-    "log.cleaner.io.max.bytes.per.second",
-    "log.cleaner.backoff.ms",
-];
-
-/// Whether `key` may be changed on a running broker.
+/// Whether `key` may be changed on a running broker: the cleaner's
+/// reconfigurable keys and the topic defaults.
 pub fn is_dynamic(key: &str) -> bool {
-    DYNAMIC_CLEANER_KEYS.contains(&key) || LOG_CONFIGS.iter().any(|d| d.broker_key == key)
-}
-
-/// The broker keys that stand for the same setting, in Kafka's order (the
-/// most precise first): what DescribeConfigs lists as synonyms.
-pub fn synonyms(key: &str) -> &'static [&'static str] {
-    match key {
-        "log.retention.ms" => &["log.retention.ms", "log.retention.minutes", "log.retention.hours"],
-        "log.roll.ms" => &["log.roll.ms", "log.roll.hours"],
-        _ => &[],
-    }
+    RECONFIGURABLE.iter().any(|d| d.broker_key == key)
+        || LOG_CONFIGS.iter().any(|d| d.broker_key == key)
 }
 
 /// Which dynamic layer a change is for.
@@ -237,7 +221,7 @@ pub struct BrokerEntry {
     pub value: String,
     pub source: BrokerConfigSource,
     pub read_only: bool,
-    pub kind: crate::log::config::ConfigType,
+    pub kind: crate::config_def::ConfigType,
     pub doc: &'static str,
     /// (key, value, source) in Kafka's order: by source, most specific
     /// first, and within a source by [`synonyms`] order.
@@ -325,7 +309,7 @@ fn level_mut(layers: &mut DynamicLayers, level: DynamicLevel) -> &mut BTreeMap<S
 }
 
 /// The type of a broker key (`None`: unknown).
-pub fn key_kind(key: &str) -> Option<crate::log::config::ConfigType> {
+pub fn key_kind(key: &str) -> Option<crate::config_def::ConfigType> {
     lookup(key).map(|(def, _)| def.kind)
 }
 

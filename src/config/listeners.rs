@@ -27,7 +27,17 @@
 
 use std::collections::BTreeMap;
 
+use super::broker_defs::{ADVERTISED_LISTENERS, LISTENERS, LISTENER_SECURITY_PROTOCOL_MAP};
 use super::{invalid, BrokerConfig, ConfigError, Listener};
+use crate::config_def::ConfigValues;
+use crate::security::ssl_configs::{
+    SSL_ALLOW_DN_CHANGES, SSL_ALLOW_SAN_CHANGES, SSL_CIPHER_SUITES, SSL_CLIENT_AUTH,
+    SSL_ENABLED_PROTOCOLS, SSL_HANDSHAKE_TIMEOUT_MS, SSL_KEYSTORE_CERTIFICATE_CHAIN,
+    SSL_KEYSTORE_KEY, SSL_KEYSTORE_LOCATION, SSL_KEYSTORE_PASSWORD, SSL_KEYSTORE_TYPE,
+    SSL_KEY_PASSWORD, SSL_PRINCIPAL_MAPPING_RULES, SSL_RELOAD_INTERVAL_MS,
+    SSL_TRUSTSTORE_CERTIFICATES, SSL_TRUSTSTORE_LOCATION, SSL_TRUSTSTORE_PASSWORD,
+    SSL_TRUSTSTORE_TYPE,
+};
 use crate::security::tls::TlsSettings;
 use crate::security::SecurityProtocol;
 
@@ -128,41 +138,41 @@ pub fn split_listener_key(key: &str) -> Option<(&str, &str)> {
 /// # Errors
 /// The first rule broken, naming the key.
 pub fn resolve(config: &BrokerConfig) -> Result<Vec<ListenerConfig>, ConfigError> {
-    let value = config.get("listeners").unwrap_or_default();
-    let entries = parse_endpoints("listeners", &value)?;
+    let value = config.value(&LISTENERS).to_string();
+    let entries = parse_endpoints(LISTENERS.name, &value)?;
     if entries.is_empty() {
-        return Err(invalid("listeners", "at least one listener is needed"));
+        return Err(invalid(LISTENERS.name, "at least one listener is needed"));
     }
     let controllers = config.controller_listener_names();
     if entries.iter().all(|e| controllers.contains(&e.name)) {
-        return Err(invalid("listeners", "every listener is a controller listener (controller.listener.names); at least one broker listener is needed"));
+        return Err(invalid(LISTENERS.name, "every listener is a controller listener (controller.listener.names); at least one broker listener is needed"));
     }
-    let map_value = config.get("listener.security.protocol.map").unwrap_or_default();
-    let map = parse_protocol_map("listener.security.protocol.map", &map_value)?;
+    let map_value = config.value(&LISTENER_SECURITY_PROTOCOL_MAP).to_string();
+    let map = parse_protocol_map(LISTENER_SECURITY_PROTOCOL_MAP.name, &map_value)?;
     // KRaft controller listeners are not opened: sediment is its own controller.
     let mut out: Vec<ListenerConfig> = Vec::new();
     for e in entries.into_iter().filter(|e| !controllers.contains(&e.name)) {
         let protocol = *map.get(&e.name).ok_or_else(|| {
             invalid(
-                "listener.security.protocol.map",
+                LISTENER_SECURITY_PROTOCOL_MAP.name,
                 format!("listener {} has no security protocol; add {}:PLAINTEXT", e.name, e.name),
             )
         })?;
         if e.port != 0 {
             if let Some(other) = out.iter().find(|o| o.port == e.port) {
                 return Err(invalid(
-                    "listeners",
+                    LISTENERS.name,
                     format!("listeners {} and {} both use port {}", other.name, e.name, e.port),
                 ));
             }
         }
         out.push(ListenerConfig { name: e.name, protocol, host: e.host, port: e.port });
     }
-    if let Some(adv) = config.explicit("advertised.listeners") {
-        for a in parse_endpoints("advertised.listeners", adv)? {
+    if let Some(adv) = config.explicit_value(&ADVERTISED_LISTENERS) {
+        for a in parse_endpoints(ADVERTISED_LISTENERS.name, adv)? {
             if !out.iter().any(|l| l.name == a.name) && !controllers.contains(&a.name) {
                 return Err(invalid(
-                    "advertised.listeners",
+                    ADVERTISED_LISTENERS.name,
                     format!("{} is not a listener of `listeners`", a.name),
                 ));
             }
@@ -209,17 +219,17 @@ pub fn tls_settings(config: &BrokerConfig, listener: &str) -> TlsSettings {
         }
         v.filter(|v| !v.trim().is_empty())
     };
-    let keystore_type = get("ssl.keystore.type").unwrap_or_default();
-    let keystore_location = get("ssl.keystore.location");
-    let keystore_key = get("ssl.keystore.key");
-    let keystore_certificate_chain = get("ssl.keystore.certificate.chain");
-    let keystore_password_set = get("ssl.keystore.password").is_some();
-    let key_password = get("ssl.key.password");
-    let truststore_type = get("ssl.truststore.type").unwrap_or_default();
-    let truststore_location = get("ssl.truststore.location");
-    let truststore_certificates = get("ssl.truststore.certificates");
-    let truststore_password_set = get("ssl.truststore.password").is_some();
-    let client_auth = get("ssl.client.auth").unwrap_or_else(|| "none".into());
+    let keystore_type = get(SSL_KEYSTORE_TYPE.name).unwrap_or_default();
+    let keystore_location = get(SSL_KEYSTORE_LOCATION.name);
+    let keystore_key = get(SSL_KEYSTORE_KEY.name);
+    let keystore_certificate_chain = get(SSL_KEYSTORE_CERTIFICATE_CHAIN.name);
+    let keystore_password_set = get(SSL_KEYSTORE_PASSWORD.name).is_some();
+    let key_password = get(SSL_KEY_PASSWORD.name);
+    let truststore_type = get(SSL_TRUSTSTORE_TYPE.name).unwrap_or_default();
+    let truststore_location = get(SSL_TRUSTSTORE_LOCATION.name);
+    let truststore_certificates = get(SSL_TRUSTSTORE_CERTIFICATES.name);
+    let truststore_password_set = get(SSL_TRUSTSTORE_PASSWORD.name).is_some();
+    let client_auth = get(SSL_CLIENT_AUTH.name).unwrap_or_else(|| "none".into());
     let list = |v: Option<String>| -> Vec<String> {
         v.unwrap_or_default()
             .split(',')
@@ -227,8 +237,8 @@ pub fn tls_settings(config: &BrokerConfig, listener: &str) -> TlsSettings {
             .filter(|p| !p.is_empty())
             .collect()
     };
-    let enabled_protocols = list(get("ssl.enabled.protocols"));
-    let cipher_suites = list(get("ssl.cipher.suites"));
+    let enabled_protocols = list(get(SSL_ENABLED_PROTOCOLS.name));
+    let cipher_suites = list(get(SSL_CIPHER_SUITES.name));
     TlsSettings {
         keystore_type,
         keystore_location,
@@ -263,7 +273,7 @@ impl BrokerConfig {
         let sasl_ssl = self.listeners()?.iter().any(|l| {
             l.name == listener && l.protocol == crate::security::SecurityProtocol::SaslSsl
         });
-        if sasl_ssl && !settings.prefixed.contains(&"ssl.client.auth") {
+        if sasl_ssl && !settings.prefixed.contains(&SSL_CLIENT_AUTH.name) {
             if settings.client_auth != "none" {
                 tracing::warn!(listener, "ssl.client.auth is ignored on a SASL_SSL listener unless set as listener.name.<listener>.ssl.client.auth");
             }
@@ -276,7 +286,9 @@ impl BrokerConfig {
 
     /// `ssl.handshake.timeout.ms` of `listener`.
     pub fn ssl_handshake_timeout(&self, listener: &str) -> std::time::Duration {
-        std::time::Duration::from_millis(self.listener_long(listener, "ssl.handshake.timeout.ms"))
+        std::time::Duration::from_millis(
+            self.listener_long(listener, SSL_HANDSHAKE_TIMEOUT_MS.name),
+        )
     }
 
     /// `listener`'s `ssl.principal.mapping.rules` (validated on set).
@@ -284,7 +296,7 @@ impl BrokerConfig {
         &self,
         listener: &str,
     ) -> crate::security::principal_mapper::SslPrincipalMapper {
-        let rules = listener_value(self, listener, "ssl.principal.mapping.rules").0;
+        let rules = listener_value(self, listener, SSL_PRINCIPAL_MAPPING_RULES.name).0;
         rules
             .and_then(|r| {
                 crate::security::principal_mapper::SslPrincipalMapper::from_rules(&r).ok()
@@ -296,9 +308,9 @@ impl BrokerConfig {
     /// `ssl.allow.dn.changes` and `ssl.allow.san.changes`.
     pub fn ssl_reload(&self, listener: &str) -> (std::time::Duration, bool, bool) {
         let flag = |k| listener_value(self, listener, k).0.is_some_and(|v| v == "true");
-        let interval = self.listener_long(listener, "ssl.reload.interval.ms");
+        let interval = self.listener_long(listener, SSL_RELOAD_INTERVAL_MS.name);
         let interval = std::time::Duration::from_millis(interval);
-        (interval, flag("ssl.allow.dn.changes"), flag("ssl.allow.san.changes"))
+        (interval, flag(SSL_ALLOW_DN_CHANGES.name), flag(SSL_ALLOW_SAN_CHANGES.name))
     }
 
     fn listener_long(&self, listener: &str, key: &str) -> u64 {
@@ -317,9 +329,10 @@ pub fn advertised(
     listener: &ListenerConfig,
     bound_port: u16,
 ) -> Result<Listener, ConfigError> {
-    let adv = config.explicit("advertised.listeners").unwrap_or("");
-    if let Some(a) =
-        parse_endpoints("advertised.listeners", adv)?.into_iter().find(|a| a.name == listener.name)
+    let adv = config.explicit_value(&ADVERTISED_LISTENERS).unwrap_or("");
+    if let Some(a) = parse_endpoints(ADVERTISED_LISTENERS.name, adv)?
+        .into_iter()
+        .find(|a| a.name == listener.name)
     {
         let port = if a.port == 0 { bound_port } else { a.port };
         return Ok(Listener { host: a.host, port });

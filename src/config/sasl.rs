@@ -20,15 +20,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::broker_defs::{
+    CONNECTIONS_MAX_REAUTH_MS, CONNECTION_FAILED_AUTHENTICATION_DELAY_MS, SASL_ENABLED_MECHANISMS,
+    SASL_JAAS_CONFIG, SASL_SERVER_MAX_RECEIVE_SIZE,
+};
 use super::listeners::{listener_value, LISTENER_PREFIX};
 use super::{invalid, BrokerConfig, ConfigError};
+use crate::config_def::ConfigValues;
 use crate::security::sasl::{jaas, PlainUsers, SaslListener, PLAIN};
 
 /// The mechanisms whose `<mechanism>.sasl.jaas.config` keys are known.
 const JAAS_MECHANISMS: &[&str] = &["plain", "scram-sha-256", "scram-sha-512"];
 
 /// The JAAS key's suffix.
-pub const JAAS_CONFIG: &str = "sasl.jaas.config";
+pub const JAAS_CONFIG: &str = SASL_JAAS_CONFIG.name;
 
 /// Whether `key` (without a listener prefix) is a JAAS config key:
 /// `sasl.jaas.config` or `<mechanism>.sasl.jaas.config`.
@@ -41,7 +46,7 @@ pub fn is_jaas_key(key: &str) -> bool {
 }
 
 /// `connections.max.reauth.ms`, broker-wide or per listener.
-pub const REAUTH_MS: &str = "connections.max.reauth.ms";
+pub const REAUTH_MS: &str = CONNECTIONS_MAX_REAUTH_MS.name;
 
 /// Whether `key` (without a listener prefix) is `connections.max.reauth.ms`
 /// or `<mechanism>.connections.max.reauth.ms` (Kafka's per-mechanism form,
@@ -100,11 +105,11 @@ pub fn validate_jaas(
 /// The first rule of the module doc broken, naming the key.
 pub fn sasl_listener(config: &BrokerConfig, listener: &str) -> Result<SaslListener, ConfigError> {
     let lower = listener.to_lowercase();
-    let (value, prefixed) = listener_value(config, listener, "sasl.enabled.mechanisms");
+    let (value, prefixed) = listener_value(config, listener, SASL_ENABLED_MECHANISMS.name);
     let key = if prefixed {
         format!("{LISTENER_PREFIX}{lower}.sasl.enabled.mechanisms")
     } else {
-        "sasl.enabled.mechanisms".to_string()
+        SASL_ENABLED_MECHANISMS.name.to_string()
     };
     let mechanisms: Vec<String> = value
         .unwrap_or_default()
@@ -146,8 +151,8 @@ pub fn sasl_listener(config: &BrokerConfig, listener: &str) -> Result<SaslListen
             }
         }
     }
-    let max_receive_size = config.int("sasl.server.max.receive.size").max(1) as usize;
-    let delay = config.int("connection.failed.authentication.delay.ms").max(0) as u64;
+    let max_receive_size = config.int(&SASL_SERVER_MAX_RECEIVE_SIZE).max(1) as usize;
+    let delay = config.int(&CONNECTION_FAILED_AUTHENTICATION_DELAY_MS).max(0) as u64;
     let max_reauth = mechanisms
         .iter()
         .map(|m| (m.clone(), Duration::from_millis(reauth_ms(config, listener, m))))

@@ -7,7 +7,7 @@
 //! config only through [`BrokerConfig::password`], as a [`Password`].
 
 use super::{lookup, split_listener_key, BrokerConfig};
-use crate::log::config::ConfigType;
+use crate::config_def::ConfigType;
 
 /// A secret config value: `Debug` and `Display` never show it.
 #[derive(Clone, PartialEq, Eq)]

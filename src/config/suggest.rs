@@ -2,14 +2,13 @@
 //! unknown-key error (`strsim`'s optimal-string-alignment distance, so a
 //! swapped pair of letters counts as one edit).
 
-use super::{ignored::IGNORED_KEYS, BROKER_CONFIGS};
+use super::{broker_keys, ignored::IGNORED_KEYS};
 use crate::log::config::LOG_CONFIGS;
 
 /// The known key closest to `key`, when it is close enough to be a typo: at
 /// most a third of the key's length in edits (and at most 4).
 pub fn nearest_key(key: &str) -> Option<&'static str> {
-    let known = BROKER_CONFIGS
-        .iter()
+    let known = broker_keys()
         .map(|d| d.name)
         .chain(LOG_CONFIGS.iter().map(|d| d.broker_key))
         .chain(IGNORED_KEYS.iter().map(|(k, _)| *k));

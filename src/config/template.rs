@@ -4,8 +4,9 @@
 //! (docs/operating/configuration-reference.md is that text). Both come from the key
 //! tables, so neither is edited by hand; tests fail when either is stale.
 
-use super::BROKER_CONFIGS;
-use crate::log::config::{ConfigDef, ConfigType, LOG_CONFIGS};
+use super::{broker_keys, TABLES};
+use crate::config_def::{ConfigDef, ConfigType};
+use crate::log::config::LOG_CONFIGS;
 
 /// A key's default as a TOML value (strings quoted, numbers and booleans bare).
 fn toml_literal(kind: ConfigType, value: &str) -> String {
@@ -25,8 +26,7 @@ fn toml_literal(kind: ConfigType, value: &str) -> String {
 /// could not be: a value and a table of the same name.
 fn toml_key(key: &str) -> String {
     let prefix = format!("{key}.");
-    let names =
-        BROKER_CONFIGS.iter().map(|d| d.name).chain(LOG_CONFIGS.iter().map(|d| d.broker_key));
+    let names = broker_keys().map(|d| d.name).chain(LOG_CONFIGS.iter().map(|d| d.broker_key));
     let mut names = names;
     if names.any(|n| n.starts_with(&prefix)) {
         format!("\"{key}\"")
@@ -47,41 +47,7 @@ fn kind_name(kind: ConfigType) -> &'static str {
     }
 }
 
-/// A section of [`config_template`]: a title, a note, and which broker keys
-/// belong there (the first section that claims a key gets it).
-type TemplateSection = (&'static str, &'static str, fn(&str) -> bool);
-
-const TEMPLATE_SECTIONS: &[TemplateSection] = &[
-    ("Broker and network", "", |k| matches!(k, "node.id" | "listeners" | "advertised.listeners" | "listener.security.protocol.map" | "socket.request.max.bytes")),
-    (
-        "SSL",
-        "Keys of SSL listeners; each may also be set for one listener as\n# listener.name.<lower-case listener name>.<key>. Secrets are never printed.",
-        |k| k.starts_with("ssl."),
-    ),
-    (
-        "SASL",
-        "Keys of SASL_PLAINTEXT and SASL_SSL listeners. PLAIN's users go in\n# listener.name.<listener>.plain.sasl.jaas.config; secrets are never printed.",
-        |k| k.starts_with("sasl.") || k == "connection.failed.authentication.delay.ms",
-    ),
-    ("Metrics", "", |k| k == "metrics.listen"),
-    (
-        "Tiered storage",
-        "Closed segments of topics with remote.storage.enable=true are copied to an object store.\n# Credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN), or AWS_PROFILE in ~/.aws/credentials.",
-        |k| k.starts_with("remote.") || k.starts_with("sediment.remote."),
-    ),
-    ("Topics", "", |k| matches!(k, "num.partitions" | "default.replication.factor" | "auto.create.topics.enable" | "delete.topic.enable")),
-    ("Storage", "", |k| k == "log.dirs" || (k.starts_with("log.") && !k.starts_with("log.cleaner."))),
-    (
-        "Log cleaner",
-        "The cleaner threads. The per-topic knobs of compaction (min.cleanable.dirty.ratio,\n# min/max.compaction.lag.ms, delete.retention.ms) are topic defaults, below.",
-        |k| k.starts_with("log.cleaner."),
-    ),
-    ("Consumer groups", "", |k| k.starts_with("offsets.") || k.starts_with("offset.") || k.starts_with("group.")),
-    ("Transactions", "", |k| k.starts_with("transaction.") || k.starts_with("transactional.")),
-    ("Other broker keys", "", |_| true),
-];
-
-/// A TOML file listing every key the broker knows (`BROKER_CONFIGS` and the
+/// A TOML file listing every key the broker knows (every table of `TABLES` and the
 /// `log.*` defaults of every topic key in `LOG_CONFIGS`), each with its doc,
 /// type, default and, commented out, a line setting it to the default: as it
 /// is, the file runs the broker on the defaults. `config/server.toml` is this
@@ -161,22 +127,15 @@ struct Section {
     keys: Vec<(&'static ConfigDef, &'static str, Option<&'static str>)>,
 }
 
-/// The broker keys by [`TEMPLATE_SECTIONS`] (the first section that claims a
-/// key gets it; empty sections left out), then the topic defaults not
-/// already placed.
+/// The broker keys, one section per table of [`TABLES`], then the topic
+/// defaults (those whose broker key is not already a broker key).
 fn sections() -> Vec<Section> {
     let mut placed: Vec<&str> = Vec::new();
     let mut out = Vec::new();
-    for (title, note, belongs) in TEMPLATE_SECTIONS {
-        let keys: Vec<_> = BROKER_CONFIGS
-            .iter()
-            .filter(|d| !placed.contains(&d.name) && belongs(d.name))
-            .map(|def| (def, def.name, None))
-            .collect();
+    for table in TABLES {
+        let keys: Vec<_> = table.keys.iter().map(|def| (*def, def.name, None)).collect();
         placed.extend(keys.iter().map(|(_, name, _)| *name));
-        if !keys.is_empty() {
-            out.push(Section { title, note, keys });
-        }
+        out.push(Section { title: table.title, note: table.note, keys });
     }
     let mut keys = Vec::new();
     for def in LOG_CONFIGS {

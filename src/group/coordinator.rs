@@ -17,6 +17,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::oneshot;
 
+use super::config::GroupConfig;
 use super::error::GroupError;
 use super::group_metadata::{Group, GroupState};
 use super::metadata_manager::LoadStats;
@@ -25,48 +26,6 @@ use super::schema::RecordKey;
 use crate::clock::SharedClock;
 use crate::log::topic_partition::coordinator_partition;
 use crate::log::LogManager;
-
-/// Broker keys of the coordinator, with Kafka's defaults.
-#[derive(Debug, Clone)]
-pub struct GroupConfig {
-    pub offsets_topic_partitions: i32,
-    pub offsets_topic_segment_bytes: i64,
-    pub offsets_retention_ms: i64,
-    pub offsets_retention_check_interval_ms: i64,
-    pub initial_rebalance_delay_ms: i64,
-    pub min_session_timeout_ms: i32,
-    pub max_session_timeout_ms: i32,
-    pub max_size: usize,
-    pub offset_metadata_max_bytes: usize,
-    /// `group.coordinator.rebalance.protocols` names `consumer`.
-    pub consumer_protocol_enabled: bool,
-    pub consumer_session_timeout_ms: i32,
-    pub consumer_heartbeat_interval_ms: i32,
-    pub consumer_max_size: usize,
-    /// `group.consumer.assignors`, as short names (`uniform`, `range`).
-    pub consumer_assignors: Vec<String>,
-}
-
-impl Default for GroupConfig {
-    fn default() -> Self {
-        Self {
-            offsets_topic_partitions: 50,
-            offsets_topic_segment_bytes: 104_857_600,
-            offsets_retention_ms: 7 * 24 * 3_600_000,
-            offsets_retention_check_interval_ms: 600_000,
-            initial_rebalance_delay_ms: 3000,
-            min_session_timeout_ms: 6000,
-            max_session_timeout_ms: 1_800_000,
-            max_size: i32::MAX as usize,
-            offset_metadata_max_bytes: 4096,
-            consumer_protocol_enabled: true,
-            consumer_session_timeout_ms: 45_000,
-            consumer_heartbeat_interval_ms: 5000,
-            consumer_max_size: i32::MAX as usize,
-            consumer_assignors: vec!["uniform".to_string(), "range".to_string()],
-        }
-    }
-}
 
 /// One group as DescribeGroups shows it.
 #[derive(Debug, Clone)]

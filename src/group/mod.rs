@@ -68,6 +68,7 @@
 //!   and `range`.
 
 pub mod assignor;
+pub mod config;
 pub mod consumer_group_records;
 pub mod schema;
 
@@ -86,12 +87,13 @@ mod metadata_manager;
 mod offsets;
 mod txn_offsets;
 
+pub use config::GroupConfig;
 pub use consumer_group::ConsumerGroupState;
 pub use consumer_group_admin::{ConsumerGroupDescription, ConsumerMemberDescription};
 pub use consumer_group_heartbeat::{ConsumerHeartbeat, ConsumerHeartbeatResult};
 pub use coordinator::{
-    spawn_ticker, GroupConfig, GroupCoordinator, GroupDescription, JoinRequest, JoinResult,
-    ListedGroup, Reply, SyncResult,
+    spawn_ticker, GroupCoordinator, GroupDescription, JoinRequest, JoinResult, ListedGroup, Reply,
+    SyncResult,
 };
 pub use error::GroupError;
 pub use group_metadata::{GroupState, GroupStateError};

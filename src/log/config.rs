@@ -11,38 +11,7 @@ use std::collections::BTreeMap;
 use super::compression::Compression;
 use super::error::{LogError, Result};
 use super::record_batch::TimestampType;
-
-/// Value type of a config key, as DescribeConfigs reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConfigType {
-    Boolean,
-    Int,
-    Long,
-    Double,
-    String,
-    List,
-    /// A secret: never printed, described with a null value (broker keys only).
-    Password,
-}
-
-/// One topic-level key.
-#[derive(Debug)]
-pub struct ConfigDef {
-    /// The topic key, e.g. `segment.bytes`.
-    pub name: &'static str,
-    /// The broker key that supplies its default, e.g. `log.segment.bytes`.
-    pub broker_key: &'static str,
-    pub kind: ConfigType,
-    /// Kafka's default, as a string in the key's own syntax.
-    pub default: &'static str,
-    /// Inclusive lower bound for numbers.
-    pub min: Option<f64>,
-    /// Inclusive upper bound for numbers.
-    pub max: Option<f64>,
-    /// Allowed values for strings and list items (empty: any).
-    pub one_of: &'static [&'static str],
-    pub doc: &'static str,
-}
+use crate::config_def::{ConfigDef, ConfigType};
 
 const LONG_MAX: &str = "9223372036854775807";
 
@@ -60,6 +29,10 @@ macro_rules! def {
         }
     };
 }
+
+/// Read by `remote` too (a default of true needs the system on).
+pub const REMOTE_STORAGE_ENABLE: ConfigDef = def!("remote.storage.enable", "remote.storage.enable", Boolean, "false", None, None, &[],
+    "copy the topic's closed segments to the object store (remote.log.storage.system.enable must be on); sediment allows it on compacted topics and mirrors their cleaning; as a broker key (sediment), the default of every topic");
 
 /// Every topic-level key sediment understands.
 pub const LOG_CONFIGS: &[ConfigDef] = &[
@@ -114,8 +87,7 @@ pub const LOG_CONFIGS: &[ConfigDef] = &[
         "age at which the active segment rolls"),
     def!("unclean.leader.election.enable", "unclean.leader.election.enable", Boolean, "false", None, None, &[],
         "has no effect on a single node"),
-    def!("remote.storage.enable", "remote.storage.enable", Boolean, "false", None, None, &[],
-        "copy the topic's closed segments to the object store (remote.log.storage.system.enable must be on); sediment allows it on compacted topics and mirrors their cleaning; as a broker key (sediment), the default of every topic"),
+    REMOTE_STORAGE_ENABLE,
     def!("remote.log.delete.on.disable", "remote.log.delete.on.disable", Boolean, "false", None, None, &[],
         "must be true to turn remote.storage.enable from true to false: the store's copy of the topic is then retired and deleted after sediment.remote.storage.delete.delay.ms (false keeps it and refuses the change, as Kafka); as a broker key (sediment), the default of every topic"),
     def!("local.retention.ms", "log.local.retention.ms", Long, "-2", Some(-2.0), None, &[],

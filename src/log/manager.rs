@@ -39,6 +39,7 @@ use super::config::LogConfig;
 use super::error::{LogError, Result};
 use super::local_log::Log;
 use super::log_loader::LoadParams;
+use super::manager_config::{LogManagerConfig, NUM_PARTITIONS};
 use super::topic_partition::TopicPartition;
 use crate::clock::SharedClock;
 
@@ -50,44 +51,6 @@ const CREATING_SUFFIX: &str = ".creating";
 
 mod defaults;
 mod scheduler;
-
-/// Broker-level settings of the log layer.
-#[derive(Debug, Clone)]
-pub struct LogManagerConfig {
-    pub log_dirs: Vec<PathBuf>,
-    /// The broker's `log.*` defaults, keyed by the topic key they default.
-    pub topic_defaults: BTreeMap<String, String>,
-    /// fsync every append before it is acknowledged.
-    pub flush_before_ack: bool,
-    pub retention_check_interval_ms: i64,
-    pub flush_scheduler_interval_ms: i64,
-    pub flush_offset_checkpoint_interval_ms: i64,
-    pub flush_start_offset_checkpoint_interval_ms: i64,
-    /// A producer with no open transaction whose last write is older than
-    /// this is forgotten (Kafka's `producer.id.expiration.ms`).
-    pub producer_id_expiration_ms: i64,
-    pub producer_id_expiration_check_interval_ms: i64,
-    /// `remote.log.storage.system.enable`: topics may set `remote.storage.enable`.
-    pub remote_log_storage_system_enable: bool,
-}
-
-impl LogManagerConfig {
-    /// Kafka's defaults over one log dir.
-    pub fn new(log_dir: impl Into<PathBuf>) -> Self {
-        Self {
-            log_dirs: vec![log_dir.into()],
-            topic_defaults: BTreeMap::new(),
-            flush_before_ack: false,
-            retention_check_interval_ms: 300_000,
-            flush_scheduler_interval_ms: i64::MAX,
-            flush_offset_checkpoint_interval_ms: 60_000,
-            flush_start_offset_checkpoint_interval_ms: 60_000,
-            producer_id_expiration_ms: 86_400_000,
-            producer_id_expiration_check_interval_ms: 600_000,
-            remote_log_storage_system_enable: false,
-        }
-    }
-}
 
 /// A topic's identity and configuration.
 #[derive(Debug, Clone)]
@@ -130,8 +93,6 @@ pub struct LogManager {
     offline: RwLock<BTreeMap<TopicPartition, String>>,
     scheduler: (Mutex<SchedulerState>, Condvar),
     scheduler_thread: Mutex<Option<JoinHandle<()>>>,
-    /// The cleaner, once started (none in tools and most tests).
-    cleaning: RwLock<Option<Arc<dyn CleaningControl>>>,
     /// The broker's topic defaults in force: `config.topic_defaults` at
     /// start, replaced by [`LogManager::set_topic_defaults`].
     topic_defaults: RwLock<BTreeMap<String, String>>,
@@ -155,7 +116,6 @@ impl LogManager {
             offline: RwLock::new(BTreeMap::new()),
             scheduler: (Mutex::new(SchedulerState::default()), Condvar::new()),
             scheduler_thread: Mutex::new(None),
-            cleaning: RwLock::new(None),
         };
         manager.check_local_retention_defaults(&manager.config.topic_defaults)?;
         for dir in manager.config.log_dirs.clone() {
@@ -263,24 +223,19 @@ impl LogManager {
         Ok(())
     }
 
-    /// Register the cleaner, so deletion, DeleteRecords and retention can
-    /// stop its cleans first.
-    pub fn set_cleaning_control(&self, control: Option<Arc<dyn CleaningControl>>) {
-        *self.cleaning.write() = control;
-    }
-
-    fn cleaning(&self) -> Option<Arc<dyn CleaningControl>> {
-        self.cleaning.read().clone()
-    }
-
-    /// Run `f` on `tp`'s log with cleaning aborted and paused around it (DeleteRecords).
-    pub fn with_cleaning_paused<T>(&self, tp: &TopicPartition, f: impl FnOnce() -> T) -> T {
-        let control = self.cleaning();
-        if let Some(c) = &control {
+    /// Run `f` on `tp`'s log with `cleaning`'s cleans of it aborted and
+    /// paused around it (DeleteRecords).
+    pub fn with_cleaning_paused<T>(
+        &self,
+        tp: &TopicPartition,
+        cleaning: Option<&dyn CleaningControl>,
+        f: impl FnOnce() -> T,
+    ) -> T {
+        if let Some(c) = cleaning {
             c.abort_and_pause_cleaning(tp);
         }
         let out = f();
-        if let Some(c) = &control {
+        if let Some(c) = cleaning {
             c.resume_cleaning(tp);
         }
         out
@@ -362,7 +317,7 @@ impl LogManager {
         Self::validate_topic_name(name)?;
         if partitions <= 0 {
             return Err(LogError::InvalidConfig {
-                key: "num.partitions".into(),
+                key: NUM_PARTITIONS.name.into(),
                 reason: format!("{partitions} partitions"),
             });
         }
@@ -452,7 +407,7 @@ impl LogManager {
     ///
     /// # Errors
     /// `UnknownTopicOrPartition`, I/O errors.
-    pub fn delete_topic(&self, name: &str) -> Result<()> {
+    pub fn delete_topic(&self, name: &str, cleaning: Option<&dyn CleaningControl>) -> Result<()> {
         let info = self
             .topics
             .write()
@@ -466,7 +421,7 @@ impl LogManager {
             // Stop a clean of this partition before its files go (the cleaner
             // holds duplicated descriptors and would otherwise swap into a
             // directory being removed).
-            if let (Some(control), Some(log)) = (self.cleaning(), self.get_log(&tp)) {
+            if let (Some(control), Some(log)) = (cleaning, self.get_log(&tp)) {
                 let log_dir = log.read().dir().parent().map(Path::to_path_buf).unwrap_or_default();
                 control.abort_cleaning_and_forget(&tp, &log_dir);
             }

@@ -103,6 +103,7 @@ pub mod log_file_utils;
 pub mod log_loader;
 pub mod log_read;
 pub mod manager;
+pub mod manager_config;
 pub mod meta_properties;
 pub mod producer_append_info;
 pub mod producer_id_manager;
@@ -121,6 +122,7 @@ pub use local_log::{
     FetchDataInfo, FetchIsolation, FetchRegionInfo, Log, LogAppendInfo, StoreSegment,
 };
 pub use log_loader::LoadParams;
-pub use manager::{LogManager, LogManagerConfig, TopicInfo};
+pub use manager::{LogManager, TopicInfo};
+pub use manager_config::LogManagerConfig;
 pub use replace_segments::{SegmentSnapshot, SwapOutcome, SwapStep};
 pub use topic_partition::TopicPartition;

@@ -18,10 +18,39 @@ use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 
 use super::store::RemoteStore;
 use super::RemoteError;
-use crate::config::{BrokerConfig, ConfigError};
+use crate::config_def::{broker_key, ConfigDef, ConfigTable, ConfigValues, InvalidValue};
+use crate::log::config::REMOTE_STORAGE_ENABLE;
 
-pub const SYSTEM_ENABLE: &str = "remote.log.storage.system.enable";
-pub const URL: &str = "sediment.remote.storage.url";
+pub const REMOTE_LOG_STORAGE_SYSTEM_ENABLE: ConfigDef = broker_key!("remote.log.storage.system.enable", Boolean, "false", None,
+    "tiered storage: topics with remote.storage.enable=true have their closed segments copied to the store of sediment.remote.storage.url");
+pub const SEDIMENT_REMOTE_STORAGE_URL: ConfigDef = broker_key!("sediment.remote.storage.url", String, "", None,
+    "sediment: the object store of tiered storage: s3://bucket/prefix, or file:///dir for development; credentials come from the AWS environment variables or ~/.aws/credentials, never from this file");
+pub const SEDIMENT_REMOTE_STORAGE_ENDPOINT: ConfigDef = broker_key!("sediment.remote.storage.endpoint", String, "", None,
+    "sediment: the S3 endpoint URL of an S3-compatible server (http://host:port); empty: AWS, or AWS_ENDPOINT_URL");
+pub const SEDIMENT_REMOTE_STORAGE_REGION: ConfigDef = broker_key!(
+    "sediment.remote.storage.region",
+    String,
+    "",
+    None,
+    "sediment: the S3 region; empty: AWS_REGION / AWS_DEFAULT_REGION, else us-east-1"
+);
+pub const SEDIMENT_REMOTE_STORAGE_UPLOAD_INTERVAL_MS: ConfigDef = broker_key!("sediment.remote.storage.upload.interval.ms", Long, "5000", Some(1.0),
+    "sediment: how often closed segments not yet in the store are looked for (also the first retry delay after a store error, doubling up to a minute)");
+pub const SEDIMENT_REMOTE_STORAGE_DELETE_DELAY_MS: ConfigDef = broker_key!("sediment.remote.storage.delete.delay.ms", Long, "300000", Some(0.0),
+    "sediment: how long an object no longer in a partition's latest manifest (replaced by a clean, or left by a crash) stays in the store before it is deleted");
+pub const REMOTE_FETCH_MAX_WAIT_MS: ConfigDef = broker_key!("remote.fetch.max.wait.ms", Int, "500", Some(1.0),
+    "tiered storage: the longest a fetch waits for a read from the store (a download in progress goes on, and a later fetch finds the segment in the cache)");
+pub const REMOTE_LIST_OFFSETS_REQUEST_TIMEOUT_MS: ConfigDef = broker_key!("remote.list.offsets.request.timeout.ms", Long, "30000", Some(1.0),
+    "tiered storage: the longest a ListOffsets timestamp lookup waits for the store before the partition answers REQUEST_TIMED_OUT");
+pub const SEDIMENT_REMOTE_STORAGE_CACHE_BYTES: ConfigDef = broker_key!("sediment.remote.storage.cache.bytes", Long, "1073741824", Some(0.0),
+    "sediment: the most bytes of segments downloaded from the store kept on local disk (<log dir>/remote-cache, emptied at start) for fetches and offset lookups below the local log; the least recently read go first, never one being read");
+
+/// Tiered storage's keys, as the template and the reference show them.
+pub const REMOTE_STORAGE_CONFIGS: ConfigTable = ConfigTable {
+    title: "Tiered storage",
+    note: "Closed segments of topics with remote.storage.enable=true are copied to an object store.\n# Credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN), or AWS_PROFILE in ~/.aws/credentials.",
+    keys: &[&REMOTE_LOG_STORAGE_SYSTEM_ENABLE, &SEDIMENT_REMOTE_STORAGE_URL, &SEDIMENT_REMOTE_STORAGE_ENDPOINT, &SEDIMENT_REMOTE_STORAGE_REGION, &SEDIMENT_REMOTE_STORAGE_UPLOAD_INTERVAL_MS, &SEDIMENT_REMOTE_STORAGE_DELETE_DELAY_MS, &REMOTE_FETCH_MAX_WAIT_MS, &REMOTE_LIST_OFFSETS_REQUEST_TIMEOUT_MS, &SEDIMENT_REMOTE_STORAGE_CACHE_BYTES],
+};
 
 /// Where the store is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,45 +104,42 @@ pub struct RemoteStorageConfig {
     pub list_offsets_timeout_ms: u64,
 }
 
-fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid { key: key.to_string(), reason: reason.into() }
-}
-
 impl RemoteStorageConfig {
-    /// The settings of `config`; `None` when tiered storage is off.
+    /// The settings of `values`; `None` when tiered storage is off.
     ///
     /// # Errors
     /// The system on without a URL or with a bad one; `remote.storage.enable`
     /// defaulted on while the system is off.
-    pub fn from_broker(config: &BrokerConfig) -> Result<Option<Self>, ConfigError> {
-        let enabled = config.boolean(SYSTEM_ENABLE);
-        let url = config.get(URL).unwrap_or_default();
-        if !url.trim().is_empty() {
-            parse_url(&url).map_err(|r| invalid(URL, r))?;
+    pub fn from_values(values: &dyn ConfigValues) -> Result<Option<Self>, InvalidValue> {
+        let (system, url_key) = (&REMOTE_LOG_STORAGE_SYSTEM_ENABLE, &SEDIMENT_REMOTE_STORAGE_URL);
+        let url = values.value(url_key).trim().to_string();
+        if !url.is_empty() {
+            parse_url(&url).map_err(|r| InvalidValue::new(url_key, r))?;
         }
-        if !enabled {
-            if config.explicit("remote.storage.enable") == Some("true") {
-                return Err(invalid(
-                    "remote.storage.enable",
-                    format!("topics cannot default to remote storage while {SYSTEM_ENABLE}=false"),
-                ));
+        if !values.boolean(system) {
+            if values.explicit_value(&REMOTE_STORAGE_ENABLE) == Some("true") {
+                let reason =
+                    format!("topics cannot default to remote storage while {}=false", system.name);
+                return Err(InvalidValue::new(&REMOTE_STORAGE_ENABLE, reason));
             }
             return Ok(None);
         }
-        if url.trim().is_empty() {
-            return Err(invalid(URL, format!("{SYSTEM_ENABLE}=true needs the store's URL")));
+        if url.is_empty() {
+            let reason = format!("{}=true needs the store's URL", system.name);
+            return Err(InvalidValue::new(url_key, reason));
         }
-        let opt = |key: &str| config.get(key).filter(|v| !v.trim().is_empty());
+        let opt =
+            |def: &ConfigDef| Some(values.value(def).trim().to_string()).filter(|v| !v.is_empty());
         Ok(Some(Self {
-            url: url.trim().to_string(),
-            endpoint: opt("sediment.remote.storage.endpoint"),
-            region: opt("sediment.remote.storage.region"),
-            upload_interval_ms: config.int("sediment.remote.storage.upload.interval.ms").max(1)
+            url,
+            endpoint: opt(&SEDIMENT_REMOTE_STORAGE_ENDPOINT),
+            region: opt(&SEDIMENT_REMOTE_STORAGE_REGION),
+            upload_interval_ms: values.int(&SEDIMENT_REMOTE_STORAGE_UPLOAD_INTERVAL_MS).max(1)
                 as u64,
-            delete_delay_ms: config.int("sediment.remote.storage.delete.delay.ms").max(0),
-            cache_bytes: config.int("sediment.remote.storage.cache.bytes").max(0) as u64,
-            fetch_max_wait_ms: config.int("remote.fetch.max.wait.ms").max(1) as u64,
-            list_offsets_timeout_ms: config.int("remote.list.offsets.request.timeout.ms").max(1)
+            delete_delay_ms: values.int(&SEDIMENT_REMOTE_STORAGE_DELETE_DELAY_MS).max(0),
+            cache_bytes: values.int(&SEDIMENT_REMOTE_STORAGE_CACHE_BYTES).max(0) as u64,
+            fetch_max_wait_ms: values.int(&REMOTE_FETCH_MAX_WAIT_MS).max(1) as u64,
+            list_offsets_timeout_ms: values.int(&REMOTE_LIST_OFFSETS_REQUEST_TIMEOUT_MS).max(1)
                 as u64,
         }))
     }
@@ -255,12 +281,20 @@ mod tests {
         assert_eq!(parse_profile(text, "missing"), None);
     }
 
+    /// Values as set, each valid for its key (the broker checks that).
+    struct Values<'a>(std::collections::BTreeMap<&'a str, &'a str>);
+
+    impl ConfigValues for Values<'_> {
+        fn explicit_value(&self, def: &ConfigDef) -> Option<&str> {
+            self.0.get(def.broker_key).copied()
+        }
+    }
+
     #[test]
     fn broker_keys() {
         let config = |pairs: &[&str]| {
-            let mut c = BrokerConfig::default();
-            c.apply_overrides(pairs.iter().copied()).unwrap();
-            RemoteStorageConfig::from_broker(&c)
+            let values = pairs.iter().map(|p| p.split_once('=').unwrap()).collect();
+            RemoteStorageConfig::from_values(&Values(values))
         };
         assert_eq!(config(&[]).unwrap(), None);
         assert!(config(&["remote.log.storage.system.enable=true"]).is_err());

@@ -258,7 +258,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::log::manager::LogManagerConfig;
+    use crate::log::LogManagerConfig;
 
     fn on() -> BTreeMap<String, String> {
         BTreeMap::from([("remote.storage.enable".to_string(), "true".to_string())])
@@ -291,7 +291,7 @@ mod tests {
         logs.alter_topic_config("t", delete).unwrap();
         assert!(!kept_on_disable(&logs, &tp, &seen), "the operator asked for deletion");
 
-        logs.delete_topic("t").unwrap();
+        logs.delete_topic("t", None).unwrap();
         assert!(!kept_on_disable(&logs, &tp, &seen), "deleted: retired");
     }
 }

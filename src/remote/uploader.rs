@@ -14,7 +14,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::config::RemoteStorageConfig;
@@ -55,9 +55,9 @@ pub struct RemoteLogManager {
     cluster_id: String,
     pub(super) stats: Arc<RemoteStats>,
     retirer: super::retire::Retirer,
-    /// Cleans the store-only segments of compacted topics, once the broker
-    /// has a cleaner and a read cache (`store_cleaner`).
-    store_cleaner: OnceLock<StoreCleaner>,
+    /// Cleans the store-only segments of compacted topics, when the broker
+    /// runs a cleaner (`store_cleaner`).
+    store_cleaner: Option<StoreCleaner>,
 }
 
 /// The segments of `prev` (the store's latest manifest) that the next
@@ -123,7 +123,8 @@ fn raise_log_start(
 
 impl RemoteLogManager {
     /// Open the store and make sure it is this cluster's (writing its marker
-    /// on first use).
+    /// on first use). `stats` are shared with the read cache; `store_cleaner`
+    /// cleans the store-only segments of compacted topics.
     ///
     /// # Errors
     /// The store unreachable, refusing the credentials, without the bucket,
@@ -131,34 +132,29 @@ impl RemoteLogManager {
     pub async fn start(
         config: RemoteStorageConfig,
         logs: Arc<LogManager>,
-        cluster_id: &str,
-        node_id: i32,
+        (cluster_id, node_id): (&str, i32),
+        stats: Arc<RemoteStats>,
+        store_cleaner: Option<StoreCleaner>,
     ) -> Result<Arc<Self>, RemoteError> {
         let store = config.open()?;
         store.claim(cluster_id, node_id).await?;
         let cluster_id = cluster_id.to_string();
         super::crash_point::init();
-        let (stats, retirer, store_cleaner) = Default::default();
+        let retirer = Default::default();
         Ok(Arc::new(Self { store, logs, config, cluster_id, stats, retirer, store_cleaner }))
-    }
-
-    /// Clean the store-only segments of compacted topics with `cleaner`
-    /// (once; before the task is spawned).
-    pub fn set_store_cleaner(&self, cleaner: StoreCleaner) {
-        let _ = self.store_cleaner.set(cleaner);
     }
 
     /// At shutdown, after the upload task is aborted: stop a store clean
     /// still running on its blocking thread, which the abort cannot cut
     /// and the runtime would wait for.
     pub fn stop(&self) {
-        if let Some(cleaner) = self.store_cleaner.get() {
+        if let Some(cleaner) = &self.store_cleaner {
             cleaner.cancel();
         }
     }
 
     pub(super) fn store_cleaner(&self) -> Option<&StoreCleaner> {
-        self.store_cleaner.get()
+        self.store_cleaner.as_ref()
     }
 
     pub fn stats(&self) -> Arc<RemoteStats> {

@@ -29,6 +29,7 @@ pub mod credentials;
 pub mod principal;
 pub mod principal_mapper;
 pub mod sasl;
+pub mod ssl_configs;
 pub mod store;
 pub mod tls;
 pub mod tls_identity;

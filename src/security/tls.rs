@@ -38,6 +38,13 @@ use rustls::{RootCertStore, ServerConfig, SupportedProtocolVersion};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
+use super::ssl_configs::{
+    SSL_CIPHER_SUITES, SSL_ENABLED_PROTOCOLS, SSL_KEYSTORE_CERTIFICATE_CHAIN, SSL_KEYSTORE_KEY,
+    SSL_KEYSTORE_LOCATION, SSL_KEYSTORE_PASSWORD, SSL_KEYSTORE_TYPE, SSL_KEY_PASSWORD,
+    SSL_TRUSTSTORE_CERTIFICATES, SSL_TRUSTSTORE_LOCATION, SSL_TRUSTSTORE_PASSWORD,
+    SSL_TRUSTSTORE_TYPE,
+};
+
 /// A listener's TLS key, named as the operator wrote it.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid config {key}: {reason}")]
@@ -123,44 +130,44 @@ fn key_store(
     s: &TlsSettings,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
     if s.keystore_type != "PEM" {
-        return Err(s.error("ssl.keystore.type", convert_hint(&s.keystore_type)));
+        return Err(s.error(SSL_KEYSTORE_TYPE.name, convert_hint(&s.keystore_type)));
     }
     if s.keystore_password_set {
-        return Err(s.error("ssl.keystore.password", "must not be set with a PEM key store"));
+        return Err(s.error(SSL_KEYSTORE_PASSWORD.name, "must not be set with a PEM key store"));
     }
     let loc = s.keystore_location.as_ref();
     let (key_text, chain_text) = (s.keystore_key.as_ref(), s.keystore_certificate_chain.as_ref());
     if loc.is_some() && (key_text.is_some() || chain_text.is_some()) {
         return Err(s.error(
-            "ssl.keystore.location",
+            SSL_KEYSTORE_LOCATION.name,
             "set either a location or ssl.keystore.key and ssl.keystore.certificate.chain, not both",
         ));
     }
-    let (key_pem, chain_pem, key_name, chain_name) = match (loc, key_text, chain_text) {
-        (Some(path), _, _) => {
-            let pem = read_pem(s, "ssl.keystore.location", Some(path), None)?.unwrap_or_default();
-            (pem.clone(), pem, "ssl.keystore.location", "ssl.keystore.location")
-        }
-        (None, Some(k), Some(c)) => (
-            k.as_bytes().to_vec(),
-            c.as_bytes().to_vec(),
-            "ssl.keystore.key",
-            "ssl.keystore.certificate.chain",
-        ),
-        (None, Some(_), None) => {
-            return Err(s.error("ssl.keystore.key", "needs ssl.keystore.certificate.chain"))
-        }
-        (None, None, Some(_)) => {
-            return Err(s.error("ssl.keystore.certificate.chain", "needs ssl.keystore.key"))
-        }
-        (None, None, None) => {
-            return Err(s.error(
-                "ssl.keystore.location",
+    let (key_pem, chain_pem, key_name, chain_name) =
+        match (loc, key_text, chain_text) {
+            (Some(path), _, _) => {
+                let pem =
+                    read_pem(s, SSL_KEYSTORE_LOCATION.name, Some(path), None)?.unwrap_or_default();
+                (pem.clone(), pem, SSL_KEYSTORE_LOCATION.name, SSL_KEYSTORE_LOCATION.name)
+            }
+            (None, Some(k), Some(c)) => (
+                k.as_bytes().to_vec(),
+                c.as_bytes().to_vec(),
+                SSL_KEYSTORE_KEY.name,
+                SSL_KEYSTORE_CERTIFICATE_CHAIN.name,
+            ),
+            (None, Some(_), None) => {
+                return Err(s.error(SSL_KEYSTORE_KEY.name, "needs ssl.keystore.certificate.chain"))
+            }
+            (None, None, Some(_)) => {
+                return Err(s.error(SSL_KEYSTORE_CERTIFICATE_CHAIN.name, "needs ssl.keystore.key"))
+            }
+            (None, None, None) => return Err(s.error(
+                SSL_KEYSTORE_LOCATION.name,
                 "an SSL listener needs a key store: ssl.keystore.location, or ssl.keystore.key \
                  and ssl.keystore.certificate.chain",
-            ))
-        }
-    };
+            )),
+        };
     let text = String::from_utf8_lossy(&key_pem);
     for other in ["RSA PRIVATE KEY", "EC PRIVATE KEY", "DSA PRIVATE KEY"] {
         if text.contains(&format!("-----BEGIN {other}-----")) {
@@ -208,7 +215,7 @@ fn private_key(
         (None, Some(key), _) => Ok(key),
         (None, None, _) => Err(s.error(key_name, "the private key is encrypted: set ssl.key.password")),
         (Some(_), Some(_), _) => Err(s.error(
-            "ssl.key.password",
+            SSL_KEY_PASSWORD.name,
             "is set but the private key is not encrypted (BEGIN PRIVATE KEY); Kafka reads such a key only without a password",
         )),
         (Some(password), None, Some(body)) => decrypt(s, key_name, body, password),
@@ -232,7 +239,7 @@ fn decrypt(
         .map_err(|e| s.error(key_name, format!("bad encrypted private key: {e}")))?;
     // A wrong password and a damaged key are one error: PBES2 cannot tell.
     let document = info.decrypt(password.as_bytes()).map_err(|e| {
-        s.error("ssl.key.password", format!("could not decrypt the private key ({e}); PBES2 keys (openssl pkcs8 -topk8 -v2 aes-256-cbc) are read"))
+        s.error(SSL_KEY_PASSWORD.name, format!("could not decrypt the private key ({e}); PBES2 keys (openssl pkcs8 -topk8 -v2 aes-256-cbc) are read"))
     })?;
     Ok(PrivatePkcs8KeyDer::from(document.as_bytes().to_vec()))
 }
@@ -245,19 +252,20 @@ fn trust_store(s: &TlsSettings) -> Result<Option<RootCertStore>, TlsError> {
         return Ok(None);
     }
     if s.truststore_type != "PEM" {
-        return Err(s.error("ssl.truststore.type", convert_hint(&s.truststore_type)));
+        return Err(s.error(SSL_TRUSTSTORE_TYPE.name, convert_hint(&s.truststore_type)));
     }
     if s.truststore_password_set {
-        return Err(s.error("ssl.truststore.password", "must not be set with a PEM trust store"));
+        return Err(s.error(SSL_TRUSTSTORE_PASSWORD.name, "must not be set with a PEM trust store"));
     }
     if loc.is_some() && inline.is_some() {
         return Err(s.error(
-            "ssl.truststore.location",
+            SSL_TRUSTSTORE_LOCATION.name,
             "set either a location or ssl.truststore.certificates, not both",
         ));
     }
-    let key = if loc.is_some() { "ssl.truststore.location" } else { "ssl.truststore.certificates" };
-    let pem = read_pem(s, "ssl.truststore.location", loc, inline)?.unwrap_or_default();
+    let key =
+        if loc.is_some() { SSL_TRUSTSTORE_LOCATION.name } else { SSL_TRUSTSTORE_CERTIFICATES.name };
+    let pem = read_pem(s, SSL_TRUSTSTORE_LOCATION.name, loc, inline)?.unwrap_or_default();
     let mut roots = RootCertStore::empty();
     for cert in certificates(s, key, &pem)? {
         roots.add(cert).map_err(|e| s.error(key, format!("unusable CA certificate: {e}")))?;
@@ -272,12 +280,12 @@ fn versions(s: &TlsSettings) -> Result<Vec<&'static SupportedProtocolVersion>, T
             "TLSv1.2" => &rustls::version::TLS12,
             "TLSv1.3" => &rustls::version::TLS13,
             other => {
-                return Err(s.error("ssl.enabled.protocols", format!("{other} is not supported")))
+                return Err(s.error(SSL_ENABLED_PROTOCOLS.name, format!("{other} is not supported")))
             }
         });
     }
     if out.is_empty() {
-        return Err(s.error("ssl.enabled.protocols", "no TLS version enabled"));
+        return Err(s.error(SSL_ENABLED_PROTOCOLS.name, "no TLS version enabled"));
     }
     Ok(out)
 }
@@ -304,7 +312,7 @@ fn provider(s: &TlsSettings) -> Result<CryptoProvider, TlsError> {
     for name in &s.cipher_suites {
         let suite = known.iter().copied().find(|k| iana_name(*k) == *name).ok_or_else(|| {
             let names: Vec<String> = known.iter().map(|k| iana_name(*k)).collect();
-            s.error("ssl.cipher.suites", format!("{name} is not one of {}", names.join(", ")))
+            s.error(SSL_CIPHER_SUITES.name, format!("{name} is not one of {}", names.join(", ")))
         })?;
         chosen.push(suite);
     }
@@ -364,26 +372,26 @@ pub fn load(s: &TlsSettings) -> Result<Loaded, TlsError> {
     let roots = trust_store(s)?;
     let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&versions(s)?)
-        .map_err(|e| s.error("ssl.enabled.protocols", e.to_string()))?;
+        .map_err(|e| s.error(SSL_ENABLED_PROTOCOLS.name, e.to_string()))?;
     let builder = match (s.client_auth.as_str(), roots) {
         ("none", _) => builder.with_no_client_auth(),
         (_, None) => {
             return Err(s.error(
-                "ssl.truststore.location",
+                SSL_TRUSTSTORE_LOCATION.name,
                 format!("ssl.client.auth={} needs a trust store", s.client_auth),
             ))
         }
         (mode, Some(roots)) => {
             let verifier = client_verifier(roots, provider, mode == "requested")
-                .map_err(|e| s.error("ssl.truststore.location", e.to_string()))?;
+                .map_err(|e| s.error(SSL_TRUSTSTORE_LOCATION.name, e.to_string()))?;
             builder.with_client_cert_verifier(verifier)
         }
     };
     let config = builder.with_single_cert(chain, key).map_err(|e| {
         let key = if s.keystore_location.is_some() {
-            "ssl.keystore.location"
+            SSL_KEYSTORE_LOCATION.name
         } else {
-            "ssl.keystore.key"
+            SSL_KEYSTORE_KEY.name
         };
         s.error(key, format!("the key and the certificate chain do not work together: {e}"))
     })?;

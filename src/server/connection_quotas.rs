@@ -20,7 +20,10 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::config::{BrokerConfig, ConfigError};
+use crate::config::broker_defs::{
+    MAX_CONNECTIONS, MAX_CONNECTIONS_PER_IP, MAX_CONNECTIONS_PER_IP_OVERRIDES,
+};
+use crate::config_def::{ConfigDef, ConfigValues, InvalidValue};
 
 /// The limits, as configured.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,11 +50,10 @@ impl ConnectionLimits {
     ///
     /// # Errors
     /// An override that is not `host:count`, or a host that does not resolve.
-    pub fn from_config(config: &BrokerConfig) -> Result<Self, ConfigError> {
-        const OVERRIDES: &str = "max.connections.per.ip.overrides";
-        let invalid = |reason: String| ConfigError::Invalid { key: OVERRIDES.into(), reason };
+    pub fn from_values(values: &dyn ConfigValues) -> Result<Self, InvalidValue> {
+        let invalid = |reason: String| InvalidValue::new(&MAX_CONNECTIONS_PER_IP_OVERRIDES, reason);
         let mut per_ip_overrides = HashMap::new();
-        let text = config.get(OVERRIDES).unwrap_or_default();
+        let text = values.value(&MAX_CONNECTIONS_PER_IP_OVERRIDES);
         for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
             let (host, count) = entry
                 .rsplit_once(':')
@@ -71,10 +73,10 @@ impl ConnectionLimits {
                 per_ip_overrides.insert(ip, count);
             }
         }
-        let count = |key: &str| config.get(key).and_then(|v| v.parse().ok()).unwrap_or(usize::MAX);
+        let count = |def: &ConfigDef| values.value(def).parse().unwrap_or(usize::MAX);
         Ok(Self {
-            max_connections: count("max.connections"),
-            max_per_ip: count("max.connections.per.ip"),
+            max_connections: count(&MAX_CONNECTIONS),
+            max_per_ip: count(&MAX_CONNECTIONS_PER_IP),
             per_ip_overrides,
         })
     }

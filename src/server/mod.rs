@@ -108,7 +108,7 @@ pub async fn run(
     let mut accept_loops = JoinSet::new();
     // Checked when the config was loaded (main), so this does not fail.
     let limits =
-        connection_quotas::ConnectionLimits::from_config(&broker.config).unwrap_or_else(|e| {
+        connection_quotas::ConnectionLimits::from_values(&broker.config).unwrap_or_else(|e| {
             tracing::error!("connection limits: {e}; none applied");
             connection_quotas::ConnectionLimits::unlimited()
         });

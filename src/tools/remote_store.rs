@@ -21,7 +21,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, RemoteError> {
 /// # Errors
 /// One line naming what is wrong: credentials, endpoint, bucket, URL.
 pub fn check(config: &BrokerConfig) -> anyhow::Result<Option<String>> {
-    let Some(rc) = RemoteStorageConfig::from_broker(config)? else { return Ok(None) };
+    let Some(rc) = RemoteStorageConfig::from_values(config)? else { return Ok(None) };
     let store = rc.open()?;
     let marker = runtime()?.block_on(store.read_marker())?;
     Ok(Some(match marker {

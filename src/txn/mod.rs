@@ -29,7 +29,8 @@
 //! * `transaction_metadata`: [`TransactionState`], its transitions, and
 //!   [`TransactionMetadata`] with its log value.
 //! * `txn_transit_metadata`: [`TxnTransitMetadata`], the pending transitions.
-//! * `state_manager`: [`TransactionStateManager`] and [`TransactionConfig`]:
+//! * `config`: the coordinator's broker keys and [`TransactionConfig`].
+//! * `state_manager`: [`TransactionStateManager`]:
 //!   the topic, the partition of an id, appends, the load.
 //! * `coordinator`: [`TransactionCoordinator`]: load, InitProducerId,
 //!   AddPartitionsToTxn, AddOffsetsToTxn.
@@ -44,6 +45,7 @@
 //! * `scheduler`: the broker's `txn-coordinator` thread (load, then timers).
 //! * `error`: [`TxnError`].
 
+pub mod config;
 pub mod schema;
 
 mod coordinator;
@@ -69,6 +71,7 @@ mod coordinator_tests;
 mod test_support;
 
 pub use crate::log::coordinator_loader::LoadStats;
+pub use config::TransactionConfig;
 pub use coordinator::{ProducerIdAndEpoch, ProducerIdGenerator, TransactionCoordinator};
 pub use crash_point::{TxnCrashPoint, TXN_CRASH_POINT_ENV};
 pub use error::TxnError;
@@ -78,8 +81,7 @@ pub use marker_writer::{
 };
 pub use scheduler::TxnScheduler;
 pub use state_manager::{
-    SharedTransactionMetadata, TransactionConfig, TransactionStateManager, TxnLoadOutcome,
-    TRANSACTION_STATE_TOPIC,
+    SharedTransactionMetadata, TransactionStateManager, TxnLoadOutcome, TRANSACTION_STATE_TOPIC,
 };
 pub use transaction_metadata::{
     LogValueError, TransactionMetadata, TransactionState, TransactionStateError,

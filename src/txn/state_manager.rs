@@ -34,6 +34,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use super::config::TransactionConfig;
+
 use parking_lot::{Mutex, RwLock};
 
 use super::error::TxnError;
@@ -51,39 +53,6 @@ pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 
 /// The largest decompressed batch the loader accepts.
 const MAX_BATCH_RECORDS_BYTES: usize = 64 << 20;
-
-/// The broker keys of the transaction coordinator, with Kafka's defaults
-/// (Kafka's `TransactionConfig`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TransactionConfig {
-    /// `transaction.state.log.num.partitions`: partitions of the topic when it
-    /// is created.
-    pub transaction_log_num_partitions: i32,
-    /// `transaction.state.log.segment.bytes`.
-    pub transaction_log_segment_bytes: i64,
-    /// `transaction.max.timeout.ms`: the largest timeout a producer may ask for.
-    pub transaction_max_timeout_ms: i32,
-    /// `transactional.id.expiration.ms`: how long an id without a transaction
-    /// is kept after its last update.
-    pub transactional_id_expiration_ms: i64,
-    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`.
-    pub abort_timed_out_transactions_interval_ms: i64,
-    /// `transaction.remove.expired.transaction.cleanup.interval.ms`.
-    pub remove_expired_transactional_ids_interval_ms: i64,
-}
-
-impl Default for TransactionConfig {
-    fn default() -> Self {
-        Self {
-            transaction_log_num_partitions: 50,
-            transaction_log_segment_bytes: 104_857_600,
-            transaction_max_timeout_ms: 900_000,
-            transactional_id_expiration_ms: 604_800_000,
-            abort_timed_out_transactions_interval_ms: 10_000,
-            remove_expired_transactional_ids_interval_ms: 3_600_000,
-        }
-    }
-}
 
 /// A transactional id's metadata, locked on its own.
 pub type SharedTransactionMetadata = Arc<Mutex<TransactionMetadata>>;

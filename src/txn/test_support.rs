@@ -10,13 +10,14 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::config::TransactionConfig;
 use super::coordinator::{ProducerIdAndEpoch, TransactionCoordinator};
 use super::error::TxnError;
 use super::marker_writer::{
     MarkerWriteError, TransactionMarkerWriter, TransactionResult, TxnMarker,
 };
 use super::schema::{TransactionLogKey, TransactionLogValue};
-use super::state_manager::{TransactionConfig, TransactionStateManager, TRANSACTION_STATE_TOPIC};
+use super::state_manager::{TransactionStateManager, TRANSACTION_STATE_TOPIC};
 use super::transaction_metadata::TransactionMetadata;
 use crate::clock::MockClock;
 use crate::log::coordinator_loader::{load_partition, CoordinatorRecordVisitor, LoadStats};

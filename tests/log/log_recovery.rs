@@ -319,10 +319,10 @@ fn flush_ms_flushes_on_the_periodic_task() {
         .append_as_leader(&mut batch(Compression::None, &[(1, Some(b"k"), Some(b"v"))]))
         .unwrap();
     clock.advance(999);
-    manager.run_periodic_tasks(false, false).unwrap();
+    manager.run_periodic_tasks(false, false, None).unwrap();
     assert_eq!(log.read().recovery_point(), 0, "not yet due");
     clock.advance(1);
-    manager.run_periodic_tasks(false, false).unwrap();
+    manager.run_periodic_tasks(false, false, None).unwrap();
     assert_eq!(log.read().recovery_point(), 1, "fsynced once flush.ms passed");
 }
 

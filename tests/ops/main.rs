@@ -8,6 +8,7 @@ mod broker;
 
 mod broker_dynamic_configs;
 mod cli;
+mod config_keys;
 mod docs_links;
 mod kafka_server_properties;
 mod module_graph;

@@ -460,7 +460,7 @@ fn server_toml_lists_every_key_with_its_default() {
             assert_eq!(default, "", "{key} has a default but no line to set it");
             continue;
         }
-        if matches!(kind, sediment::log::config::ConfigType::Double) {
+        if matches!(kind, sediment::config_def::ConfigType::Double) {
             assert_eq!(value.parse::<f64>().unwrap(), default.parse::<f64>().unwrap(), "{key}");
         } else {
             assert_eq!(value, default, "{key}");

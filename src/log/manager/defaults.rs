@@ -148,7 +148,7 @@ impl LogManager {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::manager::LogManagerConfig;
+    use crate::log::LogManagerConfig;
 
     #[test]
     fn new_defaults_reach_topics_without_their_own_value() {
@@ -176,7 +176,7 @@ mod tests {
 mod remote_tests {
     use super::*;
     use crate::log::error::LogError;
-    use crate::log::manager::LogManagerConfig;
+    use crate::log::LogManagerConfig;
 
     #[test]
     fn remote_storage_needs_the_system_key() {

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use super::{LogManager, Result, LOG_START_OFFSET_CHECKPOINT};
+use super::{CleaningControl, LogManager, Result, LOG_START_OFFSET_CHECKPOINT};
 
 impl LogManager {
     /// Forget, in every log, the producers with no open transaction whose
@@ -34,10 +34,15 @@ impl LogManager {
     ///
     /// # Errors
     /// The first I/O error; other logs are still processed.
-    pub fn run_periodic_tasks(&self, retention: bool, checkpoints: bool) -> Result<()> {
+    pub fn run_periodic_tasks(
+        &self,
+        retention: bool,
+        checkpoints: bool,
+        cleaning: Option<&dyn CleaningControl>,
+    ) -> Result<()> {
         let now = self.clock.now_ms();
         let mut first_error = None;
-        let control = if retention { self.cleaning() } else { None };
+        let control = if retention { cleaning } else { None };
         let mut remote_deleted = false;
         for (tp, log) in self.all_logs() {
             // Kafka's pauseCleaningForNonCompactedPartitions: a log whose policy
@@ -84,17 +89,18 @@ impl LogManager {
         first_error.map_or(Ok(()), Err)
     }
 
-    /// Start the background thread that runs [`LogManager::run_periodic_tasks`].
-    pub fn start_scheduler(self: &Arc<Self>) {
+    /// Start the background thread that runs [`LogManager::run_periodic_tasks`],
+    /// stopping `cleaning`'s cleans of a log while retention deletes from it.
+    pub fn start_scheduler(self: &Arc<Self>, cleaning: Option<Arc<dyn CleaningControl>>) {
         let me = Arc::clone(self);
         let handle = std::thread::Builder::new()
             .name("log-scheduler".into())
-            .spawn(move || me.scheduler_loop())
+            .spawn(move || me.scheduler_loop(cleaning.as_deref()))
             .expect("spawn log scheduler");
         *self.scheduler_thread.lock() = Some(handle);
     }
 
-    fn scheduler_loop(&self) {
+    fn scheduler_loop(&self, cleaning: Option<&dyn CleaningControl>) {
         let tick_ms = 1000.min(self.config.retention_check_interval_ms.max(1));
         let start = self.clock.now_ms();
         let (mut last_retention, mut last_checkpoint, mut last_expiry) = (start, start, start);
@@ -120,7 +126,7 @@ impl LogManager {
             if checkpoints {
                 last_checkpoint = now;
             }
-            if let Err(e) = self.run_periodic_tasks(retention, checkpoints) {
+            if let Err(e) = self.run_periodic_tasks(retention, checkpoints, cleaning) {
                 tracing::error!(error = %e, "log scheduler task failed");
             }
             if now - last_expiry >= self.config.producer_id_expiration_check_interval_ms {
@@ -168,7 +174,7 @@ mod tests {
         }
         log.write().set_highest_offset_in_remote_storage(1);
         // Retention only, no periodic checkpoint: the file is written anyway.
-        logs.run_periodic_tasks(true, false).unwrap();
+        logs.run_periodic_tasks(true, false, None).unwrap();
         assert_eq!(log.read().log_start_offset(), 2);
         let file = OffsetCheckpointFile::new(dir.path(), LOG_START_OFFSET_CHECKPOINT);
         assert_eq!(file.read().unwrap().get(&tp), Some(&2));
