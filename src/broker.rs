@@ -101,7 +101,7 @@ use crate::server::tls_reloader::TlsWatch;
 use crate::server::{BoundListener, ListenerTls};
 use crate::txn::{
     AppendedHook, LogMarkerWriter, ProducerIdGenerator, TransactionCoordinator,
-    TransactionStateManager, TxnCompletionListener, TxnCrashPoint, TxnScheduler,
+    TransactionStateManager, TxnCompletionListener, TxnScheduler,
 };
 
 fn store_error(e: StoreError) -> LogError {
@@ -231,9 +231,7 @@ fn transaction_coordinator(
     let listener: Arc<dyn TxnCompletionListener> = Arc::new(GroupTxnListener(Arc::clone(groups)));
     let markers = Arc::new(LogMarkerWriter::new(Arc::clone(logs), hook).with_listener(listener));
     let ids: Arc<dyn ProducerIdGenerator> = producer_ids.clone();
-    let crash_point = TxnCrashPoint::from_env();
-    let coordinator = TransactionCoordinator::new(state, ids, markers.clone(), clock)
-        .with_crash_point(crash_point);
+    let coordinator = TransactionCoordinator::new(state, ids, markers.clone(), clock);
     (Arc::new(coordinator), markers)
 }
 
@@ -289,6 +287,8 @@ pub enum BrokerError {
 /// The first start step that failed, else a failure to flush the logs on the
 /// way down.
 pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(), BrokerError> {
+    // Test-only crash points (`FAILPOINTS`), before anything can reach one.
+    crate::failpoint::configure_from_env();
     // Declared first so they are released last, after the runtime and every
     // thread that writes the dirs.
     let _locks =

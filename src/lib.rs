@@ -41,6 +41,7 @@ pub mod cleaner;
 pub mod clock;
 pub mod config;
 pub mod config_def;
+pub mod failpoint;
 pub mod group;
 pub mod log;
 pub mod metrics;

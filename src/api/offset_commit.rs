@@ -16,10 +16,9 @@ use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use kafka_protocol::ResponseError;
 
 use super::error::group_code;
-use super::offset_partitions::PartitionChecks;
+use super::offset_partitions::{partition_codes, requested_offsets, PartitionChecks};
 use super::RequestContext;
 use crate::api::KafkaApis;
-use crate::group::CommittedOffset;
 use crate::security::acl::{AclOperation, ResourceType};
 
 pub fn handle(
@@ -38,16 +37,7 @@ pub fn handle(
     }
     let topics = request.topics.iter().map(|t| t.name.0.as_str());
     let checks = PartitionChecks::new(ctx, &broker.logs, topics);
-    let mut offsets = Vec::new();
-    for t in &request.topics {
-        let name = t.name.0.as_str();
-        for p in t.partitions.iter().filter(|p| checks.passes(name, p.partition_index)) {
-            let leader_epoch = if version >= 6 { p.committed_leader_epoch } else { -1 };
-            let metadata = p.committed_metadata.as_deref();
-            let o = CommittedOffset::requested(p.committed_offset, leader_epoch, metadata);
-            offsets.push((t.name.0.to_string(), p.partition_index, o));
-        }
-    }
+    let offsets = requested_offsets!(&request.topics, checks, leader_epoch: version >= 6);
     let results = if offsets.is_empty() {
         Vec::new()
     } else {
@@ -65,49 +55,25 @@ pub fn handle(
         )
     };
     let mut results = results.into_iter();
-    let topics = request
-        .topics
-        .iter()
-        .map(|t| {
-            let partitions = t
-                .partitions
-                .iter()
-                .map(|p| {
-                    let code = checks.code(t.name.0.as_str(), p.partition_index, || {
-                        group_code(results.next().flatten())
-                    });
-                    OffsetCommitResponsePartition::default()
-                        .with_partition_index(p.partition_index)
-                        .with_error_code(code)
-                })
-                .collect();
-            OffsetCommitResponseTopic::default()
-                .with_name(t.name.clone())
-                .with_partitions(partitions)
-        })
-        .collect();
+    let topics = partition_codes!(
+        request.topics,
+        OffsetCommitResponseTopic,
+        OffsetCommitResponsePartition,
+        |t, p| {
+            checks
+                .code(t.name.0.as_str(), p.partition_index, || group_code(results.next().flatten()))
+        }
+    );
     OffsetCommitResponse::default().with_topics(topics)
 }
 
 /// Kafka's error response: `code` on every partition of the request.
 fn every_partition(request: &OffsetCommitRequest, code: i16) -> OffsetCommitResponse {
-    let topics = request
-        .topics
-        .iter()
-        .map(|t| {
-            let partitions = t
-                .partitions
-                .iter()
-                .map(|p| {
-                    OffsetCommitResponsePartition::default()
-                        .with_partition_index(p.partition_index)
-                        .with_error_code(code)
-                })
-                .collect();
-            OffsetCommitResponseTopic::default()
-                .with_name(t.name.clone())
-                .with_partitions(partitions)
-        })
-        .collect();
+    let topics = partition_codes!(
+        request.topics,
+        OffsetCommitResponseTopic,
+        OffsetCommitResponsePartition,
+        |t, p| code
+    );
     OffsetCommitResponse::default().with_topics(topics)
 }

@@ -15,7 +15,7 @@ use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
 use kafka_protocol::ResponseError;
 
 use super::error::group_code;
-use super::offset_partitions::PartitionChecks;
+use super::offset_partitions::{partition_codes, PartitionChecks};
 use super::RequestContext;
 use crate::api::KafkaApis;
 use crate::security::acl::{AclOperation, ResourceType};
@@ -43,27 +43,16 @@ pub fn handle(
         Err(e) => OffsetDeleteResponse::default().with_error_code(group_code(Some(e))),
         Ok(results) => {
             let mut results = results.into_iter();
-            let topics = request
-                .topics
-                .iter()
-                .map(|t| {
-                    let ps = t
-                        .partitions
-                        .iter()
-                        .map(|p| {
-                            let code = checks.code(t.name.0.as_str(), p.partition_index, || {
-                                group_code(results.next().flatten())
-                            });
-                            OffsetDeleteResponsePartition::default()
-                                .with_partition_index(p.partition_index)
-                                .with_error_code(code)
-                        })
-                        .collect();
-                    OffsetDeleteResponseTopic::default()
-                        .with_name(t.name.clone())
-                        .with_partitions(ps)
-                })
-                .collect();
+            let topics = partition_codes!(
+                request.topics,
+                OffsetDeleteResponseTopic,
+                OffsetDeleteResponsePartition,
+                |t, p| {
+                    checks.code(t.name.0.as_str(), p.partition_index, || {
+                        group_code(results.next().flatten())
+                    })
+                }
+            );
             OffsetDeleteResponse::default().with_topics(topics)
         }
     }

@@ -3,7 +3,9 @@
 //! does: READ on its topic (denied: TOPIC_AUTHORIZATION_FAILED), then the
 //! topic and partition must exist (Kafka's `MetadataCache.contains`; else
 //! UNKNOWN_TOPIC_OR_PARTITION). Only the partitions that pass reach the
-//! coordinator, whose answers come back in request order.
+//! coordinator, whose answers come back in request order. The requested
+//! offsets and the per-partition answers of these requests are built here
+//! once ([`requested_offsets`], [`partition_codes`]).
 
 use std::collections::HashMap;
 
@@ -55,3 +57,52 @@ impl<'a> PartitionChecks<'a> {
         }
     }
 }
+
+/// The response topics of an offsets request (OffsetCommit,
+/// TxnOffsetCommit, OffsetDelete: the same fields): every partition of the
+/// request's `topics`, in their order, as `$Topic` of `$Partition`s, each
+/// with the code `$code` gives for request topic `$t` and partition `$p`.
+macro_rules! partition_codes {
+    ($topics:expr, $Topic:ident, $Partition:ident, |$t:ident, $p:ident| $code:expr) => {
+        $topics
+            .iter()
+            .map(|$t| {
+                let partitions = $t
+                    .partitions
+                    .iter()
+                    .map(|$p| {
+                        $Partition::default()
+                            .with_partition_index($p.partition_index)
+                            .with_error_code($code)
+                    })
+                    .collect();
+                $Topic::default().with_name($t.name.clone()).with_partitions(partitions)
+            })
+            .collect()
+    };
+}
+pub(super) use partition_codes;
+
+/// The offsets a commit request asks for (OffsetCommit and TxnOffsetCommit
+/// carry the same partition fields), of the partitions that pass `checks`,
+/// in request order; the leader epoch only from versions that carry it.
+macro_rules! requested_offsets {
+    ($topics:expr, $checks:expr, leader_epoch: $with_epoch:expr) => {{
+        let mut offsets = Vec::new();
+        for t in $topics {
+            let name = t.name.0.as_str();
+            for p in t.partitions.iter().filter(|p| $checks.passes(name, p.partition_index)) {
+                let leader_epoch = if $with_epoch { p.committed_leader_epoch } else { -1 };
+                let metadata = p.committed_metadata.as_deref();
+                let o = $crate::group::CommittedOffset::requested(
+                    p.committed_offset,
+                    leader_epoch,
+                    metadata,
+                );
+                offsets.push((name.to_string(), p.partition_index, o));
+            }
+        }
+        offsets
+    }};
+}
+pub(super) use requested_offsets;

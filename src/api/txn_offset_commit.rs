@@ -22,10 +22,10 @@ use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use kafka_protocol::ResponseError;
 
 use super::error::{group_code, txn_offset_commit_error_code};
-use super::offset_partitions::PartitionChecks;
+use super::offset_partitions::{partition_codes, requested_offsets, PartitionChecks};
 use super::RequestContext;
 use crate::api::KafkaApis;
-use crate::group::{CommittedOffset, TxnProducer, OFFSETS_TOPIC};
+use crate::group::{TxnProducer, OFFSETS_TOPIC};
 use crate::log::TopicPartition;
 use crate::security::acl::{AclOperation, ResourceType};
 
@@ -46,16 +46,7 @@ pub fn handle(
     let topics = request.topics.iter().map(|t| t.name.0.as_str());
     let checks = PartitionChecks::new(ctx, &broker.logs, topics);
     let (pid, epoch) = (request.producer_id.0, request.producer_epoch);
-    let mut offsets = Vec::new();
-    for t in &request.topics {
-        let name = t.name.0.as_str();
-        for p in t.partitions.iter().filter(|p| checks.passes(name, p.partition_index)) {
-            let leader_epoch = if version >= 2 { p.committed_leader_epoch } else { -1 };
-            let metadata = p.committed_metadata.as_deref();
-            let o = CommittedOffset::requested(p.committed_offset, leader_epoch, metadata);
-            offsets.push((t.name.0.to_string(), p.partition_index, o));
-        }
-    }
+    let offsets = requested_offsets!(&request.topics, checks, leader_epoch: version >= 2);
     let codes: Vec<i16> = match verify(broker, request, group, version) {
         Err(code) => vec![code; offsets.len()],
         Ok(()) => {
@@ -81,49 +72,23 @@ pub fn handle(
         }
     };
     let mut codes = codes.into_iter();
-    let topics = request
-        .topics
-        .iter()
-        .map(|t| {
-            let partitions = t
-                .partitions
-                .iter()
-                .map(|p| {
-                    let code = checks
-                        .code(t.name.0.as_str(), p.partition_index, || codes.next().unwrap_or(0));
-                    TxnOffsetCommitResponsePartition::default()
-                        .with_partition_index(p.partition_index)
-                        .with_error_code(code)
-                })
-                .collect();
-            TxnOffsetCommitResponseTopic::default()
-                .with_name(t.name.clone())
-                .with_partitions(partitions)
-        })
-        .collect();
+    let topics = partition_codes!(
+        request.topics,
+        TxnOffsetCommitResponseTopic,
+        TxnOffsetCommitResponsePartition,
+        |t, p| checks.code(t.name.0.as_str(), p.partition_index, || codes.next().unwrap_or(0))
+    );
     TxnOffsetCommitResponse::default().with_topics(topics)
 }
 
 /// Kafka's error response: `code` on every partition of the request.
 fn every_partition(request: &TxnOffsetCommitRequest, code: i16) -> TxnOffsetCommitResponse {
-    let topics = request
-        .topics
-        .iter()
-        .map(|t| {
-            let partitions = t
-                .partitions
-                .iter()
-                .map(|p| {
-                    TxnOffsetCommitResponsePartition::default()
-                        .with_partition_index(p.partition_index)
-                        .with_error_code(code)
-                })
-                .collect();
-            TxnOffsetCommitResponseTopic::default()
-                .with_name(t.name.clone())
-                .with_partitions(partitions)
-        })
-        .collect();
+    let topics = partition_codes!(
+        request.topics,
+        TxnOffsetCommitResponseTopic,
+        TxnOffsetCommitResponsePartition,
+        |t, p| code
+    );
     TxnOffsetCommitResponse::default().with_topics(topics)
 }
 

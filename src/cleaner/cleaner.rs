@@ -69,13 +69,44 @@ pub enum CleanerError {
     Store(String),
 }
 
-/// Where a test may stop a clean as if the process had died there.
+/// Where a test may stop a clean as if the process had died there: a fail
+/// point (`crate::failpoint`) named [`CrashPoint::failpoint`], set for the
+/// log's directory (`failpoint::arm(point.failpoint(), dir)`); the clean
+/// then ends with [`CleanerError::InjectedCrash`], leaving its files, and
+/// the log must be dropped and reopened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CrashPoint {
     /// Swap step 1 done: the first group's `.cleaned` files are written and fsynced.
     CleanedWritten,
     /// A step of [`Log::replace_segments`] for the first group.
     Swap(SwapStep),
+}
+
+impl CrashPoint {
+    /// Every point, in the order a clean meets them.
+    pub const ALL: [CrashPoint; 5] = [
+        Self::CleanedWritten,
+        Self::Swap(SwapStep::SwapRenamed),
+        Self::Swap(SwapStep::FirstDeletedRenamed),
+        Self::Swap(SwapStep::DeletedRenamed),
+        Self::Swap(SwapStep::SwapStripped),
+    ];
+
+    /// The point's fail point name.
+    pub fn failpoint(self) -> &'static str {
+        match self {
+            Self::CleanedWritten => "cleaner-cleaned-written",
+            Self::Swap(SwapStep::SwapRenamed) => "cleaner-swap-renamed",
+            Self::Swap(SwapStep::FirstDeletedRenamed) => "cleaner-first-deleted-renamed",
+            Self::Swap(SwapStep::DeletedRenamed) => "cleaner-deleted-renamed",
+            Self::Swap(SwapStep::SwapStripped) => "cleaner-swap-stripped",
+        }
+    }
+
+    /// The first point configured for the log in `dir`, if any.
+    fn configured(dir: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| crate::failpoint::fires_in(p.failpoint(), dir))
+    }
 }
 
 /// Settings of one cleaner (Kafka's `log.cleaner.*`, already divided among threads).
@@ -169,7 +200,6 @@ pub struct Cleaner {
     pub(super) throttler: Arc<Throttler>,
     pub(super) clock: SharedClock,
     pub(super) bufs: Buffers,
-    crash_point: Option<CrashPoint>,
 }
 
 /// What every I/O of one clean needs: the shared throttle, the stop flag and
@@ -247,7 +277,6 @@ impl Cleaner {
             throttler,
             clock,
             bufs: Buffers::default(),
-            crash_point: None,
         })
     }
 
@@ -260,13 +289,6 @@ impl Cleaner {
     /// The map as the last clean left it (for utilization metrics).
     pub fn offset_map(&self) -> &OffsetMap {
         &self.map
-    }
-
-    /// Stop the next clean at `point` as if the process died there, leaving
-    /// the files; the log must then be dropped and reopened. Tests only.
-    #[doc(hidden)]
-    pub fn set_crash_point(&mut self, point: Option<CrashPoint>) {
-        self.crash_point = point;
     }
 
     /// Clean `log` once: map the dirty range `[first dirty, first uncleanable)`
@@ -410,12 +432,17 @@ impl Cleaner {
             return Ok(());
         };
         recopy.stats.end_size += cleaned.size();
-        if first_group && self.crash_point == Some(CrashPoint::CleanedWritten) {
-            return Err(CleanerError::InjectedCrash(CrashPoint::CleanedWritten));
-        }
-        let stop = match self.crash_point {
-            Some(CrashPoint::Swap(step)) if first_group => Some(step),
-            _ => None,
+        let stop = if first_group {
+            CrashPoint::configured(&log.read().dir().display().to_string())
+        } else {
+            None
+        };
+        let stop = match stop {
+            Some(CrashPoint::CleanedWritten) => {
+                return Err(CleanerError::InjectedCrash(CrashPoint::CleanedWritten))
+            }
+            Some(CrashPoint::Swap(step)) => Some(step),
+            None => None,
         };
         let old: Vec<SegmentSnapshot> = group.iter().map(|s| s.snapshot).collect();
         let cleaned_path = cleaned.log_path();

@@ -71,8 +71,8 @@
 //!    Crash: some left, removed by a later sweep.
 //!
 //! Before the partitions, each round retires what went away since the last
-//! (`retire`). `crash_point` (test-only, `SEDIMENT_REMOTE_CRASH_POINT`) kills
-//! the process before and after step 3's write, and inside step 4.
+//! (`retire`). `crash_point` (test-only fail points, `crate::failpoint`)
+//! kill the process before and after step 3's write, and inside step 4.
 //!
 //! Reads ([`reader`] through [`cache`]): Fetch and ListOffsets below a
 //! partition's local log start are answered from the segments its latest

@@ -57,7 +57,7 @@ use parking_lot::Mutex;
 
 use super::cache::SegmentCache;
 use super::cached_segments::CachedSegments;
-use super::crash_point::{reached, RemoteCrashPoint};
+use super::crash_point::{reached, STORE_CLEAN_AFTER_MANIFEST, STORE_CLEAN_BEFORE_MANIFEST};
 use super::manifest::{self, Manifest, SegmentEntry};
 use super::snapshot::{self, LocalSegment};
 use super::uploader::{tell_log, PartitionState, RemoteLogManager, MAX_BACKOFF};
@@ -365,9 +365,9 @@ impl RemoteLogManager {
             .sum::<u64>()
             .saturating_sub(next.segments.iter().map(SegmentEntry::size).sum::<u64>());
         self.check_still_latest(tp, log, state).await?;
-        reached(RemoteCrashPoint::StoreCleanBeforeManifest);
+        reached(STORE_CLEAN_BEFORE_MANIFEST);
         manifest::write(&self.store, tp, seq + 1, &next).await?;
-        reached(RemoteCrashPoint::StoreCleanAfterManifest);
+        reached(STORE_CLEAN_AFTER_MANIFEST);
         let replaced: usize = groups.iter().map(|g| g.replaced.len()).sum();
         tracing::info!(partition = %tp, seq = seq + 1, replaced, cleaned = groups.len(), removed_bytes = removed, clean_point = cleaned.clean_point, "segments in the store cleaned");
         self.stats.store_cleaned(removed);

@@ -28,7 +28,7 @@
 
 use std::collections::HashSet;
 
-use super::crash_point::{self, RemoteCrashPoint};
+use super::crash_point;
 use super::manifest::{self, partition_dir, Manifest};
 use super::store::RemoteStore;
 use super::RemoteError;
@@ -91,7 +91,7 @@ async fn sweep_at(
         }
     }
     if deleted > 0 && !dead.is_empty() {
-        crash_point::reached(RemoteCrashPoint::MidSweep);
+        crash_point::reached(crash_point::MID_SWEEP);
     }
     for seq in dead {
         store.delete(&store.key(&manifest::manifest_key(tp, seq))).await?;

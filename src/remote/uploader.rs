@@ -139,7 +139,6 @@ impl RemoteLogManager {
         let store = config.open()?;
         store.claim(cluster_id, node_id).await?;
         let cluster_id = cluster_id.to_string();
-        super::crash_point::init();
         let retirer = Default::default();
         Ok(Arc::new(Self { store, logs, config, cluster_id, stats, retirer, store_cleaner }))
     }
@@ -258,9 +257,9 @@ impl RemoteLogManager {
         if !unchanged {
             self.check_still_latest(tp, &log, state).await?;
             let seq = state.manifest.as_ref().map_or(1, |(seq, _)| seq + 1);
-            super::crash_point::reached(super::crash_point::RemoteCrashPoint::BeforeManifest);
+            super::crash_point::reached(super::crash_point::BEFORE_MANIFEST);
             manifest::write(&self.store, tp, seq, &next).await?;
-            super::crash_point::reached(super::crash_point::RemoteCrashPoint::AfterManifest);
+            super::crash_point::reached(super::crash_point::AFTER_MANIFEST);
             tracing::debug!(partition = %tp, seq, segments = next.segments.len(), "manifest written");
             tell_log(&log, &next);
             state.manifest = Some((seq, next));

@@ -31,7 +31,6 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::crash_point::TxnCrashPoint;
 use super::end_txn::PendingCompletion;
 use super::error::TxnError;
 use super::marker_writer::TransactionMarkerWriter;
@@ -92,8 +91,6 @@ pub struct TransactionCoordinator {
     /// Decided transactions whose markers or Complete record could not be
     /// written yet, by id; `retry_pending_completions` takes them up.
     pub(super) pending_completions: Mutex<BTreeMap<String, PendingCompletion>>,
-    /// Test-only: where ending a transaction kills the process (`crash_point`).
-    pub(super) crash_point: Option<TxnCrashPoint>,
 }
 
 impl TransactionCoordinator {
@@ -109,16 +106,7 @@ impl TransactionCoordinator {
             markers,
             clock,
             pending_completions: Mutex::new(BTreeMap::new()),
-            crash_point: None,
         }
-    }
-
-    /// Test-only: SIGKILL the process when ending a transaction reaches
-    /// `point` (the broker passes [`TxnCrashPoint::from_env`]).
-    #[must_use]
-    pub fn with_crash_point(mut self, point: Option<TxnCrashPoint>) -> Self {
-        self.crash_point = point;
-        self
     }
 
     pub fn state_manager(&self) -> &Arc<TransactionStateManager> {

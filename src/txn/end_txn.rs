@@ -249,11 +249,9 @@ impl TransactionCoordinator {
     }
 
     /// Test-only crash injection (`crash_point`): die here if this step,
-    /// `written` of `total` markers, is the configured one.
+    /// `written` of `total` markers, is a configured one.
     fn maybe_crash(&self, transactional_id: &str, written: usize, total: usize) {
-        if let Some(point) = self.crash_point.filter(|p| p.is_reached(written, total)) {
-            point.crash(transactional_id);
-        }
+        super::crash_point::maybe_crash(transactional_id, written, total);
     }
 
     /// Complete a transaction the load found in PrepareCommit/PrepareAbort:

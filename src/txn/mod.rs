@@ -40,8 +40,8 @@
 //!   markers through; `log_marker_writer`: the broker's, into the logs.
 //! * `verify`: whether a transactional Produce may open a transaction on a
 //!   partition (the partition was added to the id's transaction).
-//! * `crash_point`: test-only, the `SEDIMENT_TXN_CRASH_POINT` that makes the
-//!   real binary SIGKILL itself at a step of `end_txn`'s crash protocol.
+//! * `crash_point`: test-only, the fail points (`crate::failpoint`) that make
+//!   the real binary SIGKILL itself at a step of `end_txn`'s crash protocol.
 //! * `scheduler`: the broker's `txn-coordinator` thread (load, then timers).
 //! * `error`: [`TxnError`].
 
@@ -49,7 +49,7 @@ pub mod config;
 pub mod schema;
 
 mod coordinator;
-mod crash_point;
+pub mod crash_point;
 mod end_txn;
 mod error;
 mod log_marker_writer;
@@ -73,7 +73,6 @@ mod test_support;
 pub use crate::log::coordinator_loader::LoadStats;
 pub use config::TransactionConfig;
 pub use coordinator::{ProducerIdAndEpoch, ProducerIdGenerator, TransactionCoordinator};
-pub use crash_point::{TxnCrashPoint, TXN_CRASH_POINT_ENV};
 pub use error::TxnError;
 pub use log_marker_writer::{AppendedHook, LogMarkerWriter, TxnCompletionListener};
 pub use marker_writer::{

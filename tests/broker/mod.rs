@@ -21,7 +21,7 @@ pub struct TestBroker {
     pub dir: tempfile::TempDir,
     overrides: Vec<String>,
     /// Environment variables of the next launch (test-only switches such as
-    /// `SEDIMENT_TXN_CRASH_POINT`).
+    /// `FAILPOINTS`, `sediment::failpoint`).
     env: Vec<(String, String)>,
     log_path: PathBuf,
     /// A `--config` file that gives the listeners and log dirs itself.

@@ -122,7 +122,9 @@ fn crash_at(point: CrashPoint, midway: Option<fn(&Path)>, committed: bool) {
 
     let log = RwLock::new(open_log(dir.path(), "crash", &CONFIG, clock.clone()));
     let mut c = cleaner(1 << 20, clock.clone());
-    c.set_crash_point(Some(point));
+    // Armed for this log's directory only: other tests' cleans go on.
+    let armed =
+        sediment::failpoint::arm(point.failpoint(), &log.read().dir().display().to_string());
     let to_clean = {
         let l = log.read();
         let (d, u) = cleanable_offsets(&l, None, None, clock.now_ms());
@@ -132,6 +134,7 @@ fn crash_at(point: CrashPoint, midway: Option<fn(&Path)>, committed: bool) {
         Err(CleanerError::InjectedCrash(p)) => assert_eq!(p, point),
         other => panic!("expected the injected crash, got {other:?}"),
     }
+    drop(armed);
     drop(log); // the process is gone: nothing more happens to these files
     if let Some(disturb) = midway {
         disturb(dir.path());
@@ -284,7 +287,9 @@ fn crash_with_aborts_at(point: CrashPoint, midway: Option<fn(&Path)>, committed:
     let log = RwLock::new(reopen_as_left(dir.path(), clock.clone()));
     let segments_before = log.read().segments().len();
     let mut c = cleaner(1 << 20, clock.clone());
-    c.set_crash_point(Some(point));
+    // Armed for this log's directory only: other tests' cleans go on.
+    let armed =
+        sediment::failpoint::arm(point.failpoint(), &log.read().dir().display().to_string());
     let to_clean = {
         let l = log.read();
         let (d, u) = cleanable_offsets(&l, None, None, clock.now_ms());
@@ -294,6 +299,7 @@ fn crash_with_aborts_at(point: CrashPoint, midway: Option<fn(&Path)>, committed:
         Err(CleanerError::InjectedCrash(p)) => assert_eq!(p, point),
         other => panic!("expected the injected crash, got {other:?}"),
     }
+    drop(armed);
     drop(log);
     if let Some(disturb) = midway {
         disturb(dir.path());

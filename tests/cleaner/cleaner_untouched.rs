@@ -152,7 +152,9 @@ fn open_late(dir: &Path, clock: SharedClock) -> RwLock<Log> {
 
 fn clean_with_crash(log: &RwLock<Log>, clock: &SharedClock, point: CrashPoint) {
     let mut c = cleaner(1 << 20, clock.clone());
-    c.set_crash_point(Some(point));
+    // Armed for this log's directory only: other tests' cleans go on.
+    let armed =
+        sediment::failpoint::arm(point.failpoint(), &log.read().dir().display().to_string());
     let to_clean = {
         let l = log.read();
         let (d, u) = cleanable_offsets(&l, None, None, clock.now_ms());
@@ -162,6 +164,7 @@ fn clean_with_crash(log: &RwLock<Log>, clock: &SharedClock, point: CrashPoint) {
         Err(CleanerError::InjectedCrash(p)) => assert_eq!(p, point),
         other => panic!("expected the injected crash, got {other:?}"),
     }
+    drop(armed);
 }
 
 #[test]

@@ -9,7 +9,9 @@ use std::process::Command;
 
 use crate::broker::remote::*;
 use crate::broker::{create_topic, run, TestBroker, Wire};
+use sediment::failpoint;
 use sediment::log::TopicPartition;
+use sediment::remote::crash_point::{AFTER_MANIFEST, BEFORE_MANIFEST, MID_SWEEP};
 use sediment::remote::manifest;
 use sediment::remote::RemoteStore;
 
@@ -155,24 +157,25 @@ fn crash_at(moto: &Moto, point: &str) {
     let store = open_store(&url, Some(moto.endpoint()));
     let tp = TopicPartition::new("state", 0);
     let mut overrides = remote_overrides(&url, &moto.endpoint(), 1500);
-    if point != "mid-sweep" {
+    if point != MID_SWEEP {
         // Without a clean the sweep has little to do; mid-sweep needs one.
         overrides.push("log.cleaner.enable=false".into());
     }
     let o: Vec<&str> = overrides.iter().map(String::as_str).collect();
     let mut env: Vec<(&str, &str)> = CREDS.to_vec();
-    env.push(("SEDIMENT_REMOTE_CRASH_POINT", point));
+    let setting = failpoint::setting(point, None);
+    env.push((failpoint::ENV, setting.as_str()));
     let mut b = TestBroker::start_with_env(&o, &env);
     // mid-sweep: no clean until the uncleaned segments are in the store, so
     // the clean replaces uploaded objects and the sweep has them to delete.
     let mut config = TOPIC_CONFIG.to_vec();
-    if point == "mid-sweep" {
+    if point == MID_SWEEP {
         config.push(("min.compaction.lag.ms", "3600000"));
     }
     create_topic(b.port, "state", 1, &config);
     let produced =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| produce_keyed(&b, "state")));
-    if point == "mid-sweep" {
+    if point == MID_SWEEP {
         let dir = b.data_dir().join("state-0");
         wait_logged(&b, 60, "the uncleaned segments' manifest", || {
             latest(&store, &tp).filter(|(_, m)| mirrors(&store, &tp, m, &dir))
@@ -187,8 +190,8 @@ fn crash_at(moto: &Moto, point: &str) {
     );
     let seqs = manifest_seqs(&store, &tp);
     match point {
-        "before-manifest" => assert!(seqs.is_empty() && !segment_objects(&store, &tp).is_empty()),
-        "after-manifest" => assert_eq!(seqs, vec![1]),
+        BEFORE_MANIFEST => assert!(seqs.is_empty() && !segment_objects(&store, &tp).is_empty()),
+        AFTER_MANIFEST => assert_eq!(seqs, vec![1]),
         _ => assert!(seqs.len() >= 2, "{point}: manifests {seqs:?} left by the sweep"),
     }
     let last_before = seqs.last().copied().unwrap_or(0);
@@ -223,7 +226,7 @@ fn crash_at(moto: &Moto, point: &str) {
 #[test]
 fn a_sigkill_at_each_step_of_the_manifest_switch_loses_and_leaves_nothing() {
     let moto = Moto::start(&[]);
-    for point in ["before-manifest", "after-manifest", "mid-sweep"] {
+    for point in [BEFORE_MANIFEST, AFTER_MANIFEST, MID_SWEEP] {
         crash_at(&moto, point);
     }
 }

@@ -11,7 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::broker::remote::*;
 use crate::broker::{create_topic, http_get, kcat, TestBroker};
+use sediment::failpoint;
 use sediment::log::TopicPartition;
+use sediment::remote::crash_point::{STORE_CLEAN_AFTER_MANIFEST, STORE_CLEAN_BEFORE_MANIFEST};
 use sediment::remote::manifest::{self, Manifest};
 use sediment::remote::RemoteStore;
 use serde_json::Value;
@@ -262,7 +264,8 @@ fn crash_at(moto: &Moto, point: &str) {
     overrides.push("log.retention.check.interval.ms=200".into());
     let o: Vec<&str> = overrides.iter().map(String::as_str).collect();
     let mut env: Vec<(&str, &str)> = CREDS.to_vec();
-    env.push(("SEDIMENT_REMOTE_CRASH_POINT", point));
+    let setting = failpoint::setting(point, None);
+    env.push((failpoint::ENV, setting.as_str()));
     let mut b = TestBroker::start_with_env(&o, &env);
     let before = stage(&b, &store, &tp);
 
@@ -272,7 +275,7 @@ fn crash_at(moto: &Moto, point: &str) {
     // (The config change itself may have been written in a manifest first.)
     let (_, m) = latest_manifest(&store, &tp).expect("manifest");
     let listed: BTreeSet<String> = m.keys().map(str::to_string).collect();
-    if point == "store-clean-before-manifest" {
+    if point == STORE_CLEAN_BEFORE_MANIFEST {
         assert!(m.store_clean_offset.is_none(), "{point}: the clean's manifest was written");
         assert!(!segment_objects(&store, &tp).is_subset(&listed), "{point}: nothing uploaded");
     } else {
@@ -292,7 +295,7 @@ fn crash_at(moto: &Moto, point: &str) {
 #[test]
 fn a_sigkill_at_each_step_of_a_store_clean_loses_and_leaves_nothing() {
     let moto = Moto::start(&[]);
-    for point in ["store-clean-before-manifest", "store-clean-after-manifest"] {
+    for point in [STORE_CLEAN_BEFORE_MANIFEST, STORE_CLEAN_AFTER_MANIFEST] {
         crash_at(&moto, point);
     }
 }

@@ -1,6 +1,7 @@
 //! The broker process SIGKILLed at each step of ending a transaction
 //! (`src/txn/end_txn.rs`'s crash protocol), made deterministic by the
-//! test-only `SEDIMENT_TXN_CRASH_POINT` (the process kills itself there):
+//! test-only fail points of `sediment::txn::crash_point`, set through
+//! `FAILPOINTS` (the process kills itself there):
 //! after the Prepare record, after some but not all markers (one partition
 //! being `__consumer_offsets`, on either side of the cut), after every marker
 //! but before the Complete record. Restarted on the same data dir and port,
@@ -16,6 +17,9 @@
 //! partition that holds committed, aborted and still-open transactions.
 
 use std::os::unix::process::ExitStatusExt;
+
+use sediment::failpoint;
+use sediment::txn::crash_point::{AFTER_MARKERS, AFTER_PREPARE};
 
 use crate::broker::txn::{
     connect_loaded, end_offset, fetch_offset, offsets_partition, read_partition, transaction_state,
@@ -51,12 +55,18 @@ enum Ending {
 
 /// One transaction over `topics` (partition 0 each, two records per
 /// partition) plus a transactional offset for `GROUP`, ended as `ending`
-/// by a broker started with `SEDIMENT_TXN_CRASH_POINT=point`; the broker
+/// by a broker started with the fail point `point` (name, argument); the broker
 /// kills itself before answering. `marked_before` is how many of the
 /// partitions (in topic/partition order, `__consumer_offsets` among them)
 /// had their marker when it died.
-fn crash_then_restart(point: &str, topics: &[&str], ending: Ending, marked_before: usize) {
-    let mut b = TestBroker::start_with_env(&[], &[("SEDIMENT_TXN_CRASH_POINT", point)]);
+fn crash_then_restart(
+    point: (&str, Option<&str>),
+    topics: &[&str],
+    ending: Ending,
+    marked_before: usize,
+) {
+    let setting = failpoint::setting(point.0, point.1);
+    let mut b = TestBroker::start_with_env(&[], &[(failpoint::ENV, setting.as_str())]);
     for t in topics {
         create_topic(b.port, t, 1, &[]);
     }
@@ -152,34 +162,34 @@ fn check_completed(w: &mut Wire, p: &TxnProducer, topics: &[&str], commit: bool)
 
 #[test]
 fn sigkill_after_the_prepare_record() {
-    crash_then_restart("after-prepare", &["a", "b"], Ending::Commit, 0);
-    crash_then_restart("after-prepare", &["a", "b"], Ending::Abort, 0);
+    crash_then_restart((AFTER_PREPARE, None), &["a", "b"], Ending::Commit, 0);
+    crash_then_restart((AFTER_PREPARE, None), &["a", "b"], Ending::Abort, 0);
 }
 
 #[test]
 fn sigkill_after_some_markers_the_offsets_partition_among_the_marked() {
     // Order: Alpha-0, __consumer_offsets-n, b-0 ('A' < '_' < 'b').
-    crash_then_restart("after-markers:2", &["Alpha", "b"], Ending::Commit, 2);
+    crash_then_restart((AFTER_MARKERS, Some("2")), &["Alpha", "b"], Ending::Commit, 2);
     // Order: __consumer_offsets-n, a-0, b-0.
-    crash_then_restart("after-markers:1", &["a", "b"], Ending::Abort, 1);
+    crash_then_restart((AFTER_MARKERS, Some("1")), &["a", "b"], Ending::Abort, 1);
 }
 
 #[test]
 fn sigkill_after_some_markers_the_offsets_partition_among_the_unmarked() {
-    crash_then_restart("after-markers:1", &["Alpha", "b"], Ending::Commit, 1);
-    crash_then_restart("after-markers:1", &["Alpha", "b"], Ending::Abort, 1);
+    crash_then_restart((AFTER_MARKERS, Some("1")), &["Alpha", "b"], Ending::Commit, 1);
+    crash_then_restart((AFTER_MARKERS, Some("1")), &["Alpha", "b"], Ending::Abort, 1);
 }
 
 #[test]
 fn sigkill_after_every_marker_before_the_complete_record() {
-    crash_then_restart("after-markers", &["a", "b"], Ending::Commit, 3);
-    crash_then_restart("after-markers", &["a", "b"], Ending::Abort, 3);
+    crash_then_restart((AFTER_MARKERS, None), &["a", "b"], Ending::Commit, 3);
+    crash_then_restart((AFTER_MARKERS, None), &["a", "b"], Ending::Abort, 3);
 }
 
 #[test]
 fn sigkill_in_the_middle_of_a_fence() {
-    crash_then_restart("after-prepare", &["a", "b"], Ending::Fence, 0);
-    crash_then_restart("after-markers:1", &["Alpha", "b"], Ending::Fence, 1);
+    crash_then_restart((AFTER_PREPARE, None), &["a", "b"], Ending::Fence, 0);
+    crash_then_restart((AFTER_MARKERS, Some("1")), &["Alpha", "b"], Ending::Fence, 1);
 }
 
 const KEYS: usize = 2000;

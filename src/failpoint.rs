@@ -1,0 +1,93 @@
+//! Test-only crash points, one mechanism for all of them: named fail points
+//! of the `fail` crate. Each module names its own steps (`txn::crash_point`,
+//! `remote::crash_point`, `cleaner::CrashPoint`) and the tests use the same
+//! names.
+//!
+//! A broker reads them from the environment variable [`ENV`] (`FAILPOINTS`,
+//! the crate's convention) when it starts, as `name=return[(arg)]` entries
+//! separated by `;` ([`setting`] writes one): the process then SIGKILLs
+//! itself at the first step that fires (the transaction coordinator's and
+//! tiered storage's steps), or a clean stops as if it had died there
+//! (the cleaner's, which its library tests set with [`arm`]). Never set it
+//! in production: the broker dies on purpose. An entry that does not parse
+//! is logged and ignored.
+//!
+//! Invariant: with nothing configured, a step costs one read-locked lookup
+//! of its name and changes nothing.
+
+/// The environment variable a broker reads its fail points from.
+pub const ENV: &str = "FAILPOINTS";
+
+/// One entry of [`ENV`]: `name` fires (with `arg`, when given).
+pub fn setting(name: &str, arg: Option<&str>) -> String {
+    match arg {
+        Some(arg) => format!("{name}=return({arg})"),
+        None => format!("{name}=return"),
+    }
+}
+
+/// Configure the fail points [`ENV`] names (at a broker's start); returns
+/// how many were set.
+pub fn configure_from_env() -> usize {
+    let Ok(value) = std::env::var(ENV) else { return 0 };
+    let mut set = 0;
+    for entry in value.split(';').map(str::trim).filter(|e| !e.is_empty()) {
+        let configured = entry
+            .split_once('=')
+            .ok_or_else(|| "not name=actions".to_string())
+            .and_then(|(name, actions)| fail::cfg(name.trim(), actions.trim()));
+        match configured {
+            Ok(()) => {
+                tracing::warn!("{ENV}: {entry}: test-only, the broker stops there on purpose");
+                set += 1;
+            }
+            Err(e) => tracing::error!("{ENV}: {entry} is not a fail point ({e}); ignored"),
+        }
+    }
+    set
+}
+
+/// Whether fail point `name` fires here; `check` is given its argument
+/// (`None` for a bare `return`) and decides.
+pub fn fires(name: &str, check: impl FnOnce(Option<String>) -> bool) -> bool {
+    fail::fail_point!(name, check);
+    false
+}
+
+/// Whether fail point `name` fires for `scope` (a log dir, say): a bare
+/// `return` fires everywhere, `return(scope)` only there.
+pub fn fires_in(name: &str, scope: &str) -> bool {
+    fires(name, |arg| arg.is_none_or(|a| a.trim() == scope))
+}
+
+/// Kill this process with SIGKILL at once, at fail point `name`: no
+/// destructor, no flush, no shutdown step runs, exactly as `kill -9`.
+pub fn kill_process(name: &str) -> ! {
+    tracing::warn!("{ENV}: SIGKILL at {name}");
+    // SAFETY: kill(2) with this process's own pid; no memory is touched.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+    // SIGKILL cannot be caught; should it not be delivered at once, no
+    // further step may run.
+    std::process::abort()
+}
+
+/// Fail point `name` set to fire for `scope` in this process until the
+/// returned guard drops (library tests). Guards are taken one at a time, so
+/// tests that arm fail points run one after another.
+///
+/// # Panics
+/// `name` is not a fail point name the crate accepts.
+pub fn arm(name: &str, scope: &str) -> Armed {
+    let scenario = fail::FailScenario::setup();
+    fail::cfg(name, &format!("return({scope})")).expect("a fail point name");
+    Armed { _scenario: scenario }
+}
+
+/// What [`arm`] returns: while it lives its fail point is set; dropping it
+/// clears every fail point.
+#[derive(Debug)]
+pub struct Armed {
+    _scenario: fail::FailScenario<'static>,
+}
