@@ -185,6 +185,7 @@
 //! [`Log::replace_segments`]: crate::log::Log::replace_segments
 
 pub mod batch_writer;
+mod buffers;
 mod build_offset_map;
 pub mod checkpoint;
 mod clean_into;
@@ -194,17 +195,23 @@ pub mod cleaning_state;
 pub mod collaborators;
 pub mod config;
 pub mod eligibility;
+mod error;
 mod group_writer;
+mod io_context;
 pub mod key_audit;
+pub mod last_clean;
 pub mod log_cleaner;
 pub mod log_to_clean;
 pub mod manager;
+mod manager_state;
+mod manager_status;
 mod mapped_batches;
 mod newest_offsets;
 pub mod offset_map;
 mod source_segment;
 pub mod stats;
 pub mod status;
+pub mod store_segment_source;
 pub mod store_segments;
 pub mod throttler;
 pub mod tiered_store;
@@ -219,6 +226,7 @@ pub use cleaning_state::{CleaningStateError, LogCleaningState};
 pub use collaborators::{CleanerCollaborators, ConsumerOffsets, ProducerIdResolver, TieredStore};
 pub use config::LogCleanerConfig;
 pub use eligibility::CleaningCandidate;
+pub use last_clean::LastClean;
 pub use log_cleaner::{CleanerThreadsStatus, LogCleaner, LogCleanerError, LogCleanerHandle};
 pub use log_to_clean::{
     cleanable_offsets, max_compaction_delay, oldest_dirty_timestamp, LogToClean, OpenTransaction,
@@ -226,8 +234,6 @@ pub use log_to_clean::{
 pub use manager::{GrabbedLog, LogCleanerManager};
 pub use offset_map::OffsetMap;
 pub use stats::CleanerStats;
-pub use status::{
-    Ineligible, LastClean, LogDirCleaningStatus, ManagerStatus, PartitionCleaningStatus,
-};
+pub use status::{Ineligible, LogDirCleaningStatus, ManagerStatus, PartitionCleaningStatus};
 pub use throttler::Throttler;
 pub use tiered_store::{StoreCleanState, StoreCleaning};
