@@ -159,25 +159,32 @@
 //!
 //! Policy, mechanism and loop are separate types:
 //!
-//! * **Policy.** The [`LogCleanerManager`] (`manager.rs`) owns each
-//!   partition's [`LogCleaningState`] (`cleaning_state.rs`) and the
-//!   checkpoints. It measures every compacted log as a [`LogToClean`]
-//!   (`log_to_clean.rs`), judges it by the eligibility rules
-//!   (`eligibility.rs`, written once) and hands the filthiest eligible one, by
-//!   [`LogToClean::cleanable_ratio`], to a thread. [`ManagerStatus`]
-//!   (`status.rs`) shows the same judgement, with the [`Ineligible`] reason.
-//! * **Mechanism.** [`Cleaner::clean`] (`cleaner.rs`) runs one clean: the
-//!   snapshot and the groups (`source_segment.rs`), step 1
-//!   (`build_offset_map.rs`), steps 2 to 5 (`clean_into.rs`) and each group's
-//!   swap. Every segment is read through the log layer's one [`BatchReader`],
-//!   with the throttle and the cancellation check as its per-chunk hook.
+//! * **Policy.** The [`LogCleanerManager`] (`manager.rs`) keeps, under one
+//!   lock, its state (`manager_state.rs`): each partition's
+//!   [`LogCleaningState`] (`cleaning_state.rs`), the checkpoints and the last
+//!   cleans ([`LastClean`], `last_clean.rs`). It measures every compacted log
+//!   as a [`LogToClean`] (`log_to_clean.rs`), judges it by the eligibility
+//!   rules (`eligibility.rs`, written once, over that state) and hands the
+//!   filthiest eligible one, by [`LogToClean::cleanable_ratio`], to a thread.
+//!   [`ManagerStatus`] (`status.rs`, built in `manager_status.rs`) shows the
+//!   same judgement, with the [`Ineligible`] reason.
+//! * **Mechanism.** [`Cleaner::clean`] (`cleaner.rs`) drives one clean and
+//!   swaps each group in; it lends its buffers (`buffers.rs`: the offset map
+//!   and the I/O buffers) to the steps, none of which imports the cleaner:
+//!   the snapshot and the groups (`source_segment.rs`), step 1
+//!   (`build_offset_map.rs`), steps 2 to 5 (`clean_into.rs`, writing through
+//!   `group_writer.rs`). Every segment is read through the log layer's one
+//!   [`BatchReader`], with the throttle and the cancellation check as its
+//!   per-chunk hook (`io_context.rs`); what a clean fails with is in
+//!   `error.rs`.
 //! * **Loop.** A [`LogCleaner`] thread (`log_cleaner.rs`) runs the clean and
 //!   hands the [`CleanResult::end_offset`] back, which becomes the
 //!   partition's `cleaner-offset-checkpoint` entry; the [`CleanerStats`] feed
 //!   the metrics and the `log_cleaner` summary lines.
 //! * **Segments only in the object store.** `store_segments.rs` runs the
 //!   same map and recopy over a tiered log: downloaded store-only segments
-//!   (tiered storage hands them in) followed by the local log, mapped up to
+//!   (tiered storage hands them in, `store_segment_source.rs`) followed by
+//!   the local log, mapped up to
 //!   the store's end, and only the store-only segments recopied into
 //!   `.cleaned` files that are never swapped: tiered storage uploads them.
 //!
