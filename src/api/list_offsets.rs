@@ -21,9 +21,9 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use super::error::{error_code, remote_read_error_code};
 use super::RequestContext;
 use crate::api::KafkaApis;
-use crate::log::log_read::EARLIEST_LOCAL_TIMESTAMP;
 use crate::log::manager::SharedLog;
 use crate::log::record_batch::NO_TIMESTAMP;
+use crate::log::unified_log::read::EARLIEST_LOCAL_TIMESTAMP;
 use crate::log::{FetchIsolation, TopicPartition};
 use crate::security::acl::{AclOperation, ResourceType};
 

@@ -25,6 +25,7 @@ pub mod create_topics;
 pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
+pub mod describe_client_quotas;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
@@ -370,7 +371,7 @@ fn security_api(
             scram_credentials::handle_describe(ctx, &broker.scram, &r),
         ),
         RequestKind::DescribeClientQuotas(r) => ResponseKind::DescribeClientQuotas(
-            scram_credentials::handle_describe_client_quotas(ctx, &r),
+            describe_client_quotas::handle_describe_client_quotas(ctx, &r),
         ),
         other => {
             tracing::warn!(api = ?ApiKey::try_from(ctx.header.request_api_key).ok(), "no handler for {:?}", std::mem::discriminant(&other));

@@ -1,8 +1,8 @@
 //! AlterUserScramCredentials v0 and DescribeUserScramCredentials v0 over the
 //! credential store (`security::credentials`), with Kafka's validation
-//! (`ScramControlManager`), and DescribeClientQuotas, which answers "no
-//! quotas" because sediment has none (`kafka-configs --describe
-//! --entity-type users` asks for both).
+//! (`ScramControlManager`). DescribeClientQuotas, which `kafka-configs
+//! --describe --entity-type users` asks for beside them, is in
+//! `describe_client_quotas`.
 //!
 //! Invariants:
 //! * Only salts, iterations and keys derived from the request's
@@ -13,10 +13,9 @@
 //!   every user of the valid part with the storage error.
 //! * Describe never returns salts or keys: only (mechanism, iterations).
 //! * Authorization comes first (`handle_*`): ALTER on the cluster for Alter,
-//!   DESCRIBE for Describe, DESCRIBE_CONFIGS for DescribeClientQuotas; a
-//!   denial is CLUSTER_AUTHORIZATION_FAILED shaped as Kafka's error
-//!   responses (Alter: per distinct user, sorted; Describe: top-level and one
-//!   nameless result per named user; quotas: top-level, no entries).
+//!   DESCRIBE for Describe; a denial is CLUSTER_AUTHORIZATION_FAILED shaped
+//!   as Kafka's error responses (Alter: per distinct user, sorted; Describe:
+//!   top-level and one nameless result per named user).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -27,8 +26,7 @@ use kafka_protocol::messages::describe_user_scram_credentials_response::{
 };
 use kafka_protocol::messages::{
     AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
-    DescribeClientQuotasRequest, DescribeClientQuotasResponse, DescribeUserScramCredentialsRequest,
-    DescribeUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse,
 };
 
 use super::error::store_error_code;
@@ -126,7 +124,7 @@ fn validate(
 }
 
 /// Kafka's message of CLUSTER_AUTHORIZATION_FAILED.
-const CLUSTER_DENIED: &str = "Cluster authorization failed.";
+pub(super) const CLUSTER_DENIED: &str = "Cluster authorization failed.";
 
 /// AlterUserScramCredentials as the principal may: ALTER on the cluster.
 pub fn handle_alter(
@@ -170,20 +168,6 @@ pub fn handle_describe(
         .with_error_code(code)
         .with_error_message(Some(str_bytes(CLUSTER_DENIED)))
         .with_results(results)
-}
-
-/// DescribeClientQuotas as the principal may: DESCRIBE_CONFIGS on the cluster.
-pub fn handle_describe_client_quotas(
-    ctx: &RequestContext<'_>,
-    request: &DescribeClientQuotasRequest,
-) -> DescribeClientQuotasResponse {
-    if ctx.authorize_cluster(AclOperation::DescribeConfigs) {
-        return describe_client_quotas(request);
-    }
-    DescribeClientQuotasResponse::default()
-        .with_error_code(ResponseError::ClusterAuthorizationFailed.code())
-        .with_error_message(Some(str_bytes(CLUSTER_DENIED)))
-        .with_entries(None)
 }
 
 pub fn alter(
@@ -291,13 +275,6 @@ pub fn describe(
         }
     };
     DescribeUserScramCredentialsResponse::default().with_results(results)
-}
-
-/// sediment has no client quotas: every filter matches nothing.
-pub fn describe_client_quotas(
-    _request: &DescribeClientQuotasRequest,
-) -> DescribeClientQuotasResponse {
-    DescribeClientQuotasResponse::default().with_entries(Some(Vec::new()))
 }
 
 #[cfg(test)]

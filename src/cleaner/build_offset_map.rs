@@ -14,7 +14,9 @@
 //!
 //! [`OffsetMap`]: super::OffsetMap
 
-use super::cleaner::{Cleaner, CleanerError, IoContext, READAHEAD};
+use super::buffers::CleanerBuffers;
+use super::error::CleanerError;
+use super::io_context::{IoContext, READAHEAD};
 use super::log_to_clean::LogToClean;
 use super::newest_offsets::NewestOffsets;
 use super::offset_map::KeyLanes;
@@ -37,7 +39,7 @@ struct MapProgress<'a> {
     stats: &'a mut CleanerStats,
 }
 
-impl Cleaner {
+impl CleanerBuffers {
     /// Map the dirty range batch by batch until the map is full or the range
     /// ends; returns the end of the mapped range (a batch boundary).
     ///
@@ -157,7 +159,7 @@ impl Cleaner {
         }
         let bits = NewestOffsets::bytes_for(progress.end - progress.start);
         let needed = self.mapped.memory_bytes_after_push() + self.map.memory_bytes() + bits;
-        if needed > self.config.dedupe_buffer_size {
+        if needed > self.dedupe_buffer_size {
             self.mapped.give_up();
             return;
         }

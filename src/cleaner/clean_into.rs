@@ -20,8 +20,10 @@
 use std::collections::HashMap;
 
 use super::batch_writer;
-use super::cleaner::{Cleaner, CleanerError, IoContext, MAX_BATCHED_LOOKUPS, READAHEAD};
+use super::buffers::{CleanerBuffers, MAX_BATCHED_LOOKUPS};
+use super::error::CleanerError;
 use super::group_writer::GroupWriter;
+use super::io_context::{IoContext, READAHEAD};
 use super::mapped_batches::SegmentBatches;
 use super::newest_offsets::NewestOffsets;
 use super::offset_map::{hash_key, KeyHash, KeyHasher, KeyLanes, OffsetMap};
@@ -99,7 +101,7 @@ struct SegmentCopy {
     last_header: Option<BatchHeader>,
 }
 
-impl Cleaner {
+impl CleanerBuffers {
     /// Recopy one group of segments into `writer`.
     pub(super) fn clean_group(
         &mut self,

@@ -1,9 +1,10 @@
 //! `Cleaner`: one clean of one partition (Kafka's `Cleaner.clean`/`doClean`).
 //! The algorithm and its invariants are in the module doc of `cleaner/`; this
-//! file runs a clean as a whole and swaps each group in (step 6). The other
-//! steps are beside it: the snapshot and the groups in `source_segment.rs`,
-//! the map (step 1) in `build_offset_map.rs`, the recopy and its filter
-//! (steps 2 to 5) in `clean_into.rs`.
+//! file drives a clean as a whole and swaps each group in (step 6). It lends
+//! its buffers (`buffers.rs`) to the steps beside it, none of which knows the
+//! `Cleaner`: the snapshot and the groups in `source_segment.rs`, the map
+//! (step 1) in `build_offset_map.rs`, the recopy and its filter (steps 2 to
+//! 5) in `clean_into.rs`, the output in `group_writer.rs`.
 //!
 //! Locking: the log's lock is taken briefly three times — a read lock to
 //! snapshot the segments (each segment's file descriptor is duplicated, so
@@ -13,101 +14,27 @@
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use super::batch_writer::WriterScratch;
+use super::buffers::CleanerBuffers;
 use super::clean_into::{last_data_offsets, Recopy};
+pub use super::error::{CleanerError, CrashPoint};
 use super::group_writer::GroupWriter;
+pub use super::io_context::CancellationToken;
+use super::io_context::IoContext;
 use super::log_to_clean::LogToClean;
-use super::mapped_batches::MappedBatches;
-use super::newest_offsets::NewestOffsets;
-use super::offset_map::{KeyHash, KeyHasher, OffsetMap, OffsetMapError};
+use super::offset_map::OffsetMap;
 use super::source_segment::{group_segments, LogSnapshot, SourceSegment};
 use super::stats::CleanerStats;
 use super::throttler::Throttler;
 use super::tombstone_guard::KeptTombstones;
 use super::transactions::CleanedTransactionMetadata;
 use crate::clock::SharedClock;
-use crate::log::batch_reader::{BatchReadError, ChunkHook};
-use crate::log::error::{BatchError, LogError};
+use crate::log::error::LogError;
 use crate::log::segment::{LogSegment, CLEANED_SUFFIX};
-use crate::log::{Log, SegmentSnapshot, SwapOutcome, SwapStep, TopicPartition};
-
-/// How far ahead of the clean's reads the kernel is asked to read each
-/// segment: enough to keep the disk streaming while the clean hashes and
-/// copies, so a cold log is read at close to the disk's sequential rate.
-/// Held only in the page cache; larger windows measured no faster.
-pub(super) const READAHEAD: u64 = 64 << 20;
-
-/// Errors of a clean. The partition and the file position are in each.
-#[derive(Debug, thiserror::Error)]
-pub enum CleanerError {
-    #[error(transparent)]
-    Log(#[from] LogError),
-    #[error("{path} at position {position}: {source}")]
-    Batch { path: PathBuf, position: u64, source: BatchError },
-    #[error("{path} at position {position}: batch of {size} bytes is larger than the largest allowed ({limit} bytes)")]
-    BatchTooLarge { path: PathBuf, position: u64, size: usize, limit: usize },
-    #[error(
-        "{partition}: the batch at offset {offset} has {keys} keys but an empty offset map holds only {capacity}; \
-         raise log.cleaner.dedupe.buffer.size"
-    )]
-    MapTooSmall { partition: String, offset: i64, keys: usize, capacity: usize },
-    #[error("{0}")]
-    OffsetMap(#[from] OffsetMapError),
-    #[error("{partition} is not compacted (cleanup.policy has no compact)")]
-    NotCompacted { partition: String },
-    #[error("cleaning {partition} was aborted")]
-    Aborted { partition: String },
-    #[error("injected crash at {0:?}")]
-    InjectedCrash(CrashPoint),
-    /// A segment only in the object store could not be fetched.
-    #[error("{0}")]
-    Store(String),
-}
-
-/// Where a test may stop a clean as if the process had died there: a fail
-/// point (`crate::failpoint`) named [`CrashPoint::failpoint`], set for the
-/// log's directory (`failpoint::arm(point.failpoint(), dir)`); the clean
-/// then ends with [`CleanerError::InjectedCrash`], leaving its files, and
-/// the log must be dropped and reopened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CrashPoint {
-    /// Swap step 1 done: the first group's `.cleaned` files are written and fsynced.
-    CleanedWritten,
-    /// A step of [`Log::replace_segments`] for the first group.
-    Swap(SwapStep),
-}
-
-impl CrashPoint {
-    /// Every point, in the order a clean meets them.
-    pub const ALL: [CrashPoint; 5] = [
-        Self::CleanedWritten,
-        Self::Swap(SwapStep::SwapRenamed),
-        Self::Swap(SwapStep::FirstDeletedRenamed),
-        Self::Swap(SwapStep::DeletedRenamed),
-        Self::Swap(SwapStep::SwapStripped),
-    ];
-
-    /// The point's fail point name.
-    pub fn failpoint(self) -> &'static str {
-        match self {
-            Self::CleanedWritten => "cleaner-cleaned-written",
-            Self::Swap(SwapStep::SwapRenamed) => "cleaner-swap-renamed",
-            Self::Swap(SwapStep::FirstDeletedRenamed) => "cleaner-first-deleted-renamed",
-            Self::Swap(SwapStep::DeletedRenamed) => "cleaner-deleted-renamed",
-            Self::Swap(SwapStep::SwapStripped) => "cleaner-swap-stripped",
-        }
-    }
-
-    /// The first point configured for the log in `dir`, if any.
-    fn configured(dir: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|p| crate::failpoint::fires_in(p.failpoint(), dir))
-    }
-}
+use crate::log::{Log, SegmentSnapshot, SwapOutcome};
 
 /// Settings of one cleaner (Kafka's `log.cleaner.*`, already divided among threads).
 #[derive(Debug, Clone, PartialEq)]
@@ -136,22 +63,6 @@ impl Default for CleanerConfig {
     }
 }
 
-/// A cooperative stop flag, checked before every I/O chunk.
-#[derive(Debug, Clone, Default)]
-pub struct CancellationToken(Arc<AtomicBool>);
-
-impl CancellationToken {
-    pub fn new() -> Self {
-        Self::default()
-    }
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
 /// What a clean did.
 #[derive(Debug, Clone)]
 pub struct CleanResult {
@@ -163,96 +74,15 @@ pub struct CleanResult {
     pub kept_tombstones: Option<KeptTombstones>,
 }
 
-/// The most records of one batch whose map lookups the recopy batches
-/// (`MapLookup`): a batch with more, which only a compressed batch of many
-/// tiny records can be, is looked up record by record, so the per-record
-/// buffers stay small whatever a batch inflates to.
-pub(super) const MAX_BATCHED_LOOKUPS: usize = 4096;
-
-/// Reusable memory of a cleaner.
-#[derive(Debug, Default)]
-pub(super) struct Buffers {
-    pub(super) read: Vec<u8>,
-    pub(super) write: Vec<u8>,
-    pub(super) inflated: Vec<u8>,
-    pub(super) writer: WriterScratch,
-    pub(super) retained: Vec<Range<usize>>,
-    pub(super) hashes: Vec<(KeyHash, i64)>,
-    /// The recopy's map answers for one batch: per record, whether it is its
-    /// key's newest, and which records were looked up.
-    pub(super) newest_by_map: Vec<bool>,
-    pub(super) looked_up: Vec<usize>,
-}
-
 /// Executes cleans, one at a time, with its own map and buffers.
 #[derive(Debug)]
 pub struct Cleaner {
     id: usize,
     pub(super) config: CleanerConfig,
-    pub(super) map: OffsetMap,
-    /// Which mapped dirty offsets are their key's newest (from the map).
-    pub(super) newest: NewestOffsets,
-    /// Where the map pass found each plain batch, so the recopy can drop
-    /// superseded ones unread.
-    pub(super) mapped: MappedBatches,
-    /// The map pass's fingerprints, many keys at a time.
-    pub(super) key_hasher: KeyHasher,
+    /// The map and the buffers, lent to the map pass and the recopy.
+    pub(super) buffers: CleanerBuffers,
     pub(super) throttler: Arc<Throttler>,
     pub(super) clock: SharedClock,
-    pub(super) bufs: Buffers,
-}
-
-/// What every I/O of one clean needs: the shared throttle, the stop flag and
-/// the largest batch a buffer may grow to.
-pub(super) struct IoContext<'a> {
-    pub(super) throttler: &'a Throttler,
-    pub(super) cancel: &'a CancellationToken,
-    pub(super) partition: &'a TopicPartition,
-    /// The largest batch read (and so the most a read buffer grows to).
-    pub(super) grow_limit: usize,
-}
-
-impl IoContext<'_> {
-    /// Before every chunk read or written: stop if cancelled, else throttle.
-    ///
-    /// # Errors
-    /// `Aborted` once the clean is cancelled.
-    pub(super) fn before_io(&self, len: usize) -> Result<(), CleanerError> {
-        if self.cancel.is_cancelled() {
-            return Err(CleanerError::Aborted { partition: self.partition.to_string() });
-        }
-        self.throttler.maybe_throttle(len as u64);
-        Ok(())
-    }
-
-    /// The most a batch may inflate to.
-    pub(super) fn decompress_limit(&self) -> usize {
-        self.grow_limit.saturating_mul(64).min(1 << 30)
-    }
-}
-
-/// Every chunk the cleaner reads is throttled, and a cancelled clean stops
-/// before its next read.
-impl ChunkHook for &IoContext<'_> {
-    type Error = CleanerError;
-
-    fn before_chunk(&mut self, len: usize) -> Result<(), CleanerError> {
-        self.before_io(len)
-    }
-}
-
-impl From<BatchReadError> for CleanerError {
-    fn from(e: BatchReadError) -> Self {
-        match e {
-            BatchReadError::TooLarge { path, position, size, limit } => {
-                CleanerError::BatchTooLarge { path, position, size, limit }
-            }
-            BatchReadError::Invalid { path, position, source } => {
-                CleanerError::Batch { path, position, source }
-            }
-            other => CleanerError::Log(other.into()),
-        }
-    }
 }
 
 impl Cleaner {
@@ -266,18 +96,12 @@ impl Cleaner {
         throttler: Arc<Throttler>,
         clock: SharedClock,
     ) -> Result<Self, CleanerError> {
-        let map = OffsetMap::new(config.dedupe_buffer_size, config.load_factor)?;
-        Ok(Self {
-            id,
-            config,
-            map,
-            newest: NewestOffsets::default(),
-            mapped: MappedBatches::default(),
-            key_hasher: KeyHasher::default(),
-            throttler,
-            clock,
-            bufs: Buffers::default(),
-        })
+        let buffers = CleanerBuffers::new(
+            config.dedupe_buffer_size,
+            config.load_factor,
+            config.io_buffer_size,
+        )?;
+        Ok(Self { id, config, buffers, throttler, clock })
     }
 
     pub fn id(&self) -> usize {
@@ -288,7 +112,7 @@ impl Cleaner {
     }
     /// The map as the last clean left it (for utilization metrics).
     pub fn offset_map(&self) -> &OffsetMap {
-        &self.map
+        &self.buffers.map
     }
 
     /// Clean `log` once: map the dirty range `[first dirty, first uncleanable)`
@@ -318,22 +142,22 @@ impl Cleaner {
         let io = IoContext { throttler: &throttler, cancel, partition: &tp, grow_limit };
 
         // Step 1: the offset map over the dirty range.
-        let mapped = self.build_offset_map(&snapshot, to_clean, &io, &mut stats);
-        let end = mapped.inspect_err(|_| self.mapped.clear())?;
+        let mapped = self.buffers.build_offset_map(&snapshot, to_clean, &io, &mut stats);
+        let end = mapped.inspect_err(|_| self.buffers.mapped.clear())?;
         self.note_map(&mut stats, end < to_clean.first_uncleanable_offset);
         // With nothing new to map the clean region is still recopied: tombstones
         // and markers whose delete horizon has passed leave that way (the manager
         // schedules such cleans when a horizon expires).
         let end = end.max(to_clean.first_dirty_offset);
         if snapshot.segments.first().is_none_or(|s| s.snapshot.base_offset >= end) {
-            self.mapped.clear();
+            self.buffers.mapped.clear();
             stats.end_ms = self.clock.now_ms();
             return Ok(CleanResult { end_offset: end, stats, kept_tombstones: None });
         }
 
         // Steps 2 to 6: recopy from the log start through the end of the
         // mapped range, group by group, each swapped in as soon as it is written.
-        self.prepare_recopy(to_clean.first_dirty_offset, end);
+        self.buffers.prepare_recopy(to_clean.first_dirty_offset, end);
         let to_copy = snapshot.segments.iter().take_while(|s| s.snapshot.base_offset < end).count();
         let groups = group_segments(
             &snapshot.segments[..to_copy],
@@ -359,10 +183,10 @@ impl Cleaner {
         let copied = groups
             .into_iter()
             .try_for_each(|group| self.clean_and_swap_group(log, &snapshot, group, &mut recopy));
-        self.finish_recopy();
+        self.buffers.finish_recopy();
         copied?;
         let kept_tombstones = Some(recopy.kept_tombstones);
-        self.restore_buffers();
+        self.buffers.restore_buffers();
         stats.end_messages = stats.messages_written;
         stats.end_ms = self.clock.now_ms();
         // The summary line is the caller's to log (the thread loop logs it on
@@ -383,31 +207,13 @@ impl Cleaner {
             .max(self.config.io_buffer_size)
     }
 
-    /// Build what the recopy reads a mapped record's fate from: one bit per
-    /// mapped offset set from the map, in what the budget leaves beside the
-    /// map's table, so the recopy hashes no mapped key again. The map pass's
-    /// record of the batches is kept only beside the bits, within the
-    /// budget: with it the recopy drops runs of superseded batches unread.
-    pub(super) fn prepare_recopy(&mut self, first_dirty: i64, end: i64) {
-        let spare = self.config.dedupe_buffer_size.saturating_sub(self.map.memory_bytes());
-        let built = self.newest.build(&self.map, first_dirty, end, spare);
-        if !built || self.newest.memory_bytes() + self.mapped.memory_bytes() > spare {
-            self.mapped.give_up();
-        }
-    }
-
-    /// Give back what [`Cleaner::prepare_recopy`] and the map pass built.
-    pub(super) fn finish_recopy(&mut self) {
-        self.newest.clear();
-        self.mapped.clear();
-    }
-
     /// The map's figures once step 1 is done.
     pub(super) fn note_map(&self, stats: &mut CleanerStats, filled: bool) {
         stats.map_complete_ms = self.clock.now_ms();
-        stats.map_entries = self.map.len() as u64;
-        stats.map_max_entries = self.map.max_entries() as u64;
-        stats.buffer_utilization = self.map.utilization();
+        let map = &self.buffers.map;
+        stats.map_entries = map.len() as u64;
+        stats.map_max_entries = map.max_entries() as u64;
+        stats.buffer_utilization = map.utilization();
         stats.map_filled = filled;
     }
 
@@ -488,7 +294,7 @@ impl Cleaner {
             segment: None,
             written_back: 0,
         };
-        let copied = self.clean_group(recopy, group, &mut writer);
+        let copied = self.buffers.clean_group(recopy, group, &mut writer);
         let finished = copied.and_then(|()| {
             // The `.txnindex` keeps the entries of the ABORT markers kept
             // because their dropped batches were in this clean; every other
@@ -502,9 +308,9 @@ impl Cleaner {
                 }
                 // Only the `.txnindex` differs: the whole group is the prefix.
                 let whole = (group.len() - 1, group[group.len() - 1].snapshot.size);
-                let mut scratch = std::mem::take(&mut self.bufs.inflated);
+                let mut scratch = std::mem::take(&mut self.buffers.bufs.inflated);
                 let started = writer.start(group, whole, &mut scratch, recopy.stats);
-                self.bufs.inflated = scratch;
+                self.buffers.bufs.inflated = scratch;
                 started?;
             }
             let Some(cleaned) = writer.segment.as_mut() else { return Ok(false) };
@@ -534,33 +340,6 @@ impl Cleaner {
                 Err(e)
             }
         }
-    }
-
-    /// Shrink buffers that grew for a large batch back to their configured size.
-    pub(super) fn restore_buffers(&mut self) {
-        let size = self.config.io_buffer_size;
-        for buf in [&mut self.bufs.read, &mut self.bufs.write, &mut self.bufs.inflated] {
-            if buf.capacity() > size {
-                buf.truncate(size);
-                buf.shrink_to(size);
-            }
-        }
-        self.bufs.writer.shrink_to(size);
-        // Per-record buffers: one batch of many small records grew them.
-        let records = MAX_BATCHED_LOOKUPS;
-        self.bufs.retained.shrink_to(records);
-        self.bufs.hashes.shrink_to(records);
-        self.bufs.newest_by_map.shrink_to(records);
-        self.bufs.looked_up.shrink_to(records);
-    }
-
-    /// The read buffer, at least `io_buffer_size` long; the caller puts it back.
-    pub(super) fn take_read_buffer(&mut self) -> Vec<u8> {
-        let mut buf = std::mem::take(&mut self.bufs.read);
-        if buf.len() < self.config.io_buffer_size {
-            buf.resize(self.config.io_buffer_size, 0);
-        }
-        buf
     }
 }
 

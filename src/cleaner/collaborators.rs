@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::store_segments::StoreSegmentSource;
+use super::store_segment_source::StoreSegmentSource;
 use super::tiered_store::StoreCleanState;
 use crate::log::segment::SegmentConfig;
 use crate::log::TopicPartition;

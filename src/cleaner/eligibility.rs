@@ -34,7 +34,7 @@
 //!    (the dirty records are younger than `min.compaction.lag.ms`) or
 //!    [`Ineligible::OnlyActiveSegmentDirty`].
 //!
-//! Rules 1 to 3 need nothing read from the log (`LogCleanerManager::ruled_out`
+//! Rules 1 to 3 need nothing read from the log (`ManagerState::ruled_out`
 //! is also used on its own, to skip measuring such logs). Each decision reads
 //! the log's *current* config, so `kafka-configs --alter` takes effect at the
 //! next decision.
@@ -45,7 +45,7 @@ use std::path::{Path, PathBuf};
 
 use super::cleaning_state::LogCleaningState;
 use super::log_to_clean::LogToClean;
-use super::manager::{log_dir_of, Inner, LogCleanerManager};
+use super::manager_state::{log_dir_of, ManagerState};
 use super::status::Ineligible;
 use crate::log::{Log, TopicPartition};
 
@@ -59,27 +59,27 @@ pub struct CleaningCandidate {
     pub for_delete_horizon: bool,
 }
 
-impl LogCleanerManager {
+impl ManagerState {
     /// The rules that need nothing read from the log: the partition is being
     /// cleaned or paused, its log dir stopped cleaning, or it failed and its
     /// retry backoff has not passed.
     pub(super) fn ruled_out(
         &self,
-        inner: &Inner,
         tp: &TopicPartition,
         log_dir: &Path,
         now_ms: i64,
+        retry_backoff_ms: i64,
     ) -> Option<Ineligible> {
-        match inner.states.get(tp).map(|(s, _)| *s) {
+        match self.states.get(tp).map(|(s, _)| *s) {
             Some(LogCleaningState::InProgress) => return Some(Ineligible::InProgress),
             Some(s) => return Some(Ineligible::Paused { state: s.to_string() }),
             None => {}
         }
-        if let Some(cause) = inner.offline_dirs.get(log_dir) {
+        if let Some(cause) = self.offline_dirs.get(log_dir) {
             return Some(Ineligible::LogDirOffline { cause: cause.clone() });
         }
-        let u = inner.uncleanable.get(tp)?;
-        let retry_at = u.since_ms.saturating_add(self.uncleanable_retry_backoff_ms);
+        let u = self.uncleanable.get(tp)?;
+        let retry_at = u.since_ms.saturating_add(retry_backoff_ms);
         (now_ms < retry_at).then(|| Ineligible::Uncleanable {
             cause: u.cause.clone(),
             retry_in_ms: retry_at - now_ms,
@@ -90,14 +90,14 @@ impl LogCleanerManager {
     /// the candidate, or why `log` (measured as `to_clean`) may not be cleaned now.
     pub(super) fn eligibility(
         &self,
-        inner: &Inner,
         log: &Log,
         to_clean: &LogToClean,
         now_ms: i64,
+        retry_backoff_ms: i64,
     ) -> Result<CleaningCandidate, Ineligible> {
         let tp = &to_clean.topic_partition;
         let log_dir = log_dir_of(log);
-        if let Some(why) = self.ruled_out(inner, tp, &log_dir, now_ms) {
+        if let Some(why) = self.ruled_out(tp, &log_dir, now_ms, retry_backoff_ms) {
             return Err(why);
         }
         if to_clean.total_bytes == 0 {
@@ -107,7 +107,7 @@ impl LogCleanerManager {
         let min_cleanable_dirty_ratio = log.config().min_cleanable_dirty_ratio;
         let overdue = to_clean.compaction_delay_ms > 0 && to_clean.cleanable_bytes > 0;
         let dirty_enough = overdue || ratio > min_cleanable_dirty_ratio;
-        let horizon_passed = inner.delete_horizons.get(tp).is_some_and(|h| *h <= now_ms);
+        let horizon_passed = self.delete_horizons.get(tp).is_some_and(|h| *h <= now_ms);
         if dirty_enough || horizon_passed {
             let to_clean = to_clean.clone();
             return Ok(CleaningCandidate { to_clean, log_dir, for_delete_horizon: !dirty_enough });

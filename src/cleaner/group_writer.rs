@@ -30,7 +30,8 @@
 
 use std::path::Path;
 
-use super::cleaner::{CleanerError, IoContext};
+use super::error::CleanerError;
+use super::io_context::IoContext;
 use super::source_segment::SourceSegment;
 use super::stats::CleanerStats;
 use crate::log::error::{BatchError, LogError};

@@ -45,12 +45,14 @@ use serde::Serialize;
 
 use super::log_cleaner::LogCleanerHandle;
 use super::log_to_clean::dirty_ratio;
-use super::manager::log_dir_of;
+use super::manager::LogCleanerManager;
+use super::manager_state::log_dir_of;
 use super::status::Ineligible;
 use super::throttler::Throttler;
 use crate::log::batch_reader::{BatchReadError, BatchReader, ChunkHook};
 use crate::log::config::LogConfig;
 use crate::log::record_batch::{self, BatchHeader, RecordIter, TimestampType};
+use crate::log::segment::SegmentConfig;
 use crate::log::topic_partition::default_partition;
 use crate::log::{Log, TopicPartition};
 
@@ -656,7 +658,8 @@ impl LogCleanerHandle {
         // The manager's lock is never taken under a log's lock (its own order).
         let (checkpoint, blocked) = {
             let mut inner = manager.lock();
-            let ruled_out = manager.ruled_out(&inner, &tp, &log_dir, now);
+            let ruled_out =
+                inner.ruled_out(&tp, &log_dir, now, manager.uncleanable_retry_backoff_ms);
             (inner.checkpoint_of(&log_dir, &tp), ruled_out.filter(|r| *r != Ineligible::InProgress))
         };
         let cleaner = CleanerView {
@@ -683,6 +686,30 @@ impl LogCleanerHandle {
 #[path = "key_audit_store.rs"]
 mod store;
 pub use store::{StoreAudit, StorePart};
+
+impl LogCleanerManager {
+    /// The store's part of `tp` for a key audit: `offsets` (from the log
+    /// start to the local start) read through tiered storage, or why not.
+    pub(super) fn store_part(
+        &self,
+        tp: &TopicPartition,
+        offsets: std::ops::Range<i64>,
+        config: SegmentConfig,
+    ) -> StorePart {
+        let Some(store) = self.tiered_store() else {
+            return StorePart {
+                offsets,
+                segments: Err("tiered storage is not running on this broker".into()),
+                state: None,
+            };
+        };
+        StorePart {
+            segments: store.store_only_segments(tp, offsets.clone(), config),
+            state: store.store_clean_state(tp),
+            offsets,
+        }
+    }
+}
 
 #[cfg(test)]
 #[path = "key_audit_tests.rs"]

@@ -54,7 +54,7 @@ pub struct LogToClean {
 /// the coordinator's, which `cleaner` does not read; the manager asks its
 /// [`ProducerIdResolver`] for it.
 ///
-/// [`ProducerIdResolver`]: super::collaborators::ProducerIdResolver
+/// [`ProducerIdResolver`]: super::ProducerIdResolver
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct OpenTransaction {
     pub producer_id: i64,

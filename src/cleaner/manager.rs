@@ -51,7 +51,6 @@
 //! [`Cleaner`]: super::Cleaner
 //! [`LogCleaner`]: super::LogCleaner
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,18 +58,20 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::checkpoint::CleanerOffsetCheckpoint;
-use super::cleaner::{CancellationToken, CleanResult};
+use super::cleaner::CleanResult;
 use super::cleaning_state::{CleaningStateError, LogCleaningState};
 use super::collaborators::{
     CleanerCollaborators, ConsumerOffsets, ProducerIdResolver, TieredStore,
 };
 use super::eligibility::CleaningCandidate;
+use super::io_context::CancellationToken;
+use super::last_clean::{LastClean, CLEAN_HISTORY};
 use super::log_to_clean::LogToClean;
-use super::status::{LastClean, CLEAN_HISTORY};
-use super::tombstone_guard::{KeptTombstones, TombstoneGuard};
+use super::manager_state::{log_dir_of, ManagerState, Uncleanable};
+use super::tombstone_guard::TombstoneGuard;
 use crate::clock::SharedClock;
 use crate::log::manager::{CleaningControl, SharedLog};
-use crate::log::{Log, LogManager, TopicPartition};
+use crate::log::{LogManager, TopicPartition};
 
 /// A log chosen for cleaning, with what the thread needs to clean it.
 #[derive(Debug)]
@@ -83,64 +84,13 @@ pub struct GrabbedLog {
     pub for_delete_horizon: bool,
 }
 
-#[derive(Debug, Clone)]
-pub(super) struct Uncleanable {
-    pub(super) cause: String,
-    pub(super) since_ms: i64,
-}
-
-/// The manager's state, under its one mutex.
-#[derive(Debug, Default)]
-pub(super) struct Inner {
-    pub(super) states: HashMap<TopicPartition, (LogCleaningState, CancellationToken)>,
-    pub(super) uncleanable: HashMap<TopicPartition, Uncleanable>,
-    pub(super) offline_dirs: BTreeMap<PathBuf, String>,
-    checkpoints: HashMap<PathBuf, BTreeMap<TopicPartition, i64>>,
-    /// The last [`CLEAN_HISTORY`] cleans of each partition, oldest first.
-    pub(super) history: HashMap<TopicPartition, VecDeque<LastClean>>,
-    pub(super) delete_horizons: HashMap<TopicPartition, i64>,
-    /// The tombstones the last clean kept with a horizon.
-    pub(super) kept_tombstones: HashMap<TopicPartition, KeptTombstones>,
-    pub(super) dirtiest_ratio: f64,
-    pub(super) max_compaction_delay_ms: i64,
-    pub(super) time_of_last_run_ms: i64,
-}
-
-impl Inner {
-    /// The cached checkpoint of `dir`, read on first use. An unreadable file
-    /// only costs work (everything is dirty again), so it is logged and ignored.
-    fn checkpoint(&mut self, dir: &Path) -> &mut BTreeMap<TopicPartition, i64> {
-        self.checkpoints.entry(dir.to_path_buf()).or_insert_with(|| {
-            CleanerOffsetCheckpoint::new(dir).read().unwrap_or_else(|e| {
-                tracing::warn!(target: "log_cleaner", dir = %dir.display(), error = %e, "unreadable cleaner checkpoint; cleaning from the log starts");
-                BTreeMap::new()
-            })
-        })
-    }
-
-    /// The cleaner checkpoint of `tp`, if its log dir has one for it.
-    pub(super) fn checkpoint_of(&mut self, log_dir: &Path, tp: &TopicPartition) -> Option<i64> {
-        self.checkpoint(log_dir).get(tp).copied()
-    }
-
-    /// `log` measured from its cleaner checkpoint.
-    pub(super) fn measure(&mut self, log: &Log, now_ms: i64) -> LogToClean {
-        let checkpoint = self.checkpoint_of(&log_dir_of(log), log.topic_partition());
-        LogToClean::measure(log, checkpoint, now_ms)
-    }
-}
-
-pub(super) fn log_dir_of(log: &Log) -> PathBuf {
-    log.dir().parent().map(Path::to_path_buf).unwrap_or_default()
-}
-
 /// See the module doc.
 #[derive(Debug)]
 pub struct LogCleanerManager {
     pub(super) logs: Arc<LogManager>,
     pub(super) clock: SharedClock,
     pub(super) uncleanable_retry_backoff_ms: i64,
-    inner: Mutex<Inner>,
+    inner: Mutex<ManagerState>,
     /// Signalled whenever a state leaves `Aborted` (abort_and_pause waits on it).
     state_changed: Condvar,
     /// Names the transactional id of an open transaction in the status.
@@ -158,7 +108,7 @@ impl LogCleanerManager {
         uncleanable_retry_backoff_ms: i64,
     ) -> Self {
         let now = clock.now_ms();
-        let inner = Inner { time_of_last_run_ms: now, ..Default::default() };
+        let inner = ManagerState { time_of_last_run_ms: now, ..Default::default() };
         Self {
             logs,
             clock,
@@ -213,7 +163,7 @@ impl LogCleanerManager {
         TombstoneGuard::new(&committed, config.tombstone_max_wait_ms)
     }
 
-    pub(super) fn lock(&self) -> MutexGuard<'_, Inner> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, ManagerState> {
         // The state is plain maps; a thread that panicked mid-update leaves
         // them consistent enough to go on (each update is one insert/remove).
         self.inner.lock()
@@ -251,7 +201,9 @@ impl LogCleanerManager {
         for (tp, shared) in all {
             let log = shared.read();
             if !log.config().compact
-                || self.ruled_out(&inner, &tp, &log_dir_of(&log), now_ms).is_some()
+                || inner
+                    .ruled_out(&tp, &log_dir_of(&log), now_ms, self.uncleanable_retry_backoff_ms)
+                    .is_some()
             {
                 continue;
             }
@@ -260,7 +212,8 @@ impl LogCleanerManager {
             if to_clean.total_bytes > 0 {
                 dirtiest_ratio = f64::max(dirtiest_ratio, to_clean.cleanable_ratio());
             }
-            let verdict = self.eligibility(&inner, &log, &to_clean, now_ms);
+            let verdict =
+                inner.eligibility(&log, &to_clean, now_ms, self.uncleanable_retry_backoff_ms);
             drop(log);
             if let Ok(candidate) = verdict {
                 candidates.push((candidate, shared));
@@ -427,7 +380,7 @@ impl LogCleanerManager {
         // The thread moved Aborted to Paused(1): that pause is ours.
     }
 
-    fn wait(&self, inner: &mut MutexGuard<'_, Inner>, tp: &TopicPartition) {
+    fn wait(&self, inner: &mut MutexGuard<'_, ManagerState>, tp: &TopicPartition) {
         if self.state_changed.wait_for(inner, Duration::from_secs(10)).timed_out() {
             tracing::warn!(target: "log_cleaner", partition = %tp, "still waiting for a clean to abort");
         }

@@ -1,9 +1,12 @@
 //! The manager's choice, states, checkpoints and history, over real logs
 //! with a mock clock.
 
+use std::collections::BTreeMap;
+
+use super::super::last_clean::CLEAN_HISTORY;
 use super::super::log_to_clean::OpenTransaction;
 use super::super::stats::CleanerStats;
-use super::super::status::{Ineligible, CLEAN_HISTORY};
+use super::super::status::Ineligible;
 use super::super::tiered_store::StoreCleanState;
 use super::*;
 use crate::clock::{Clock, MockClock};

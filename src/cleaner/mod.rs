@@ -159,25 +159,32 @@
 //!
 //! Policy, mechanism and loop are separate types:
 //!
-//! * **Policy.** The [`LogCleanerManager`] (`manager.rs`) owns each
-//!   partition's [`LogCleaningState`] (`cleaning_state.rs`) and the
-//!   checkpoints. It measures every compacted log as a [`LogToClean`]
-//!   (`log_to_clean.rs`), judges it by the eligibility rules
-//!   (`eligibility.rs`, written once) and hands the filthiest eligible one, by
-//!   [`LogToClean::cleanable_ratio`], to a thread. [`ManagerStatus`]
-//!   (`status.rs`) shows the same judgement, with the [`Ineligible`] reason.
-//! * **Mechanism.** [`Cleaner::clean`] (`cleaner.rs`) runs one clean: the
-//!   snapshot and the groups (`source_segment.rs`), step 1
-//!   (`build_offset_map.rs`), steps 2 to 5 (`clean_into.rs`) and each group's
-//!   swap. Every segment is read through the log layer's one [`BatchReader`],
-//!   with the throttle and the cancellation check as its per-chunk hook.
+//! * **Policy.** The [`LogCleanerManager`] (`manager.rs`) keeps, under one
+//!   lock, its state (`manager_state.rs`): each partition's
+//!   [`LogCleaningState`] (`cleaning_state.rs`), the checkpoints and the last
+//!   cleans ([`LastClean`], `last_clean.rs`). It measures every compacted log
+//!   as a [`LogToClean`] (`log_to_clean.rs`), judges it by the eligibility
+//!   rules (`eligibility.rs`, written once, over that state) and hands the
+//!   filthiest eligible one, by [`LogToClean::cleanable_ratio`], to a thread.
+//!   [`ManagerStatus`] (`status.rs`, built in `manager_status.rs`) shows the
+//!   same judgement, with the [`Ineligible`] reason.
+//! * **Mechanism.** [`Cleaner::clean`] (`cleaner.rs`) drives one clean and
+//!   swaps each group in; it lends its buffers (`buffers.rs`: the offset map
+//!   and the I/O buffers) to the steps, none of which imports the cleaner:
+//!   the snapshot and the groups (`source_segment.rs`), step 1
+//!   (`build_offset_map.rs`), steps 2 to 5 (`clean_into.rs`, writing through
+//!   `group_writer.rs`). Every segment is read through the log layer's one
+//!   [`BatchReader`], with the throttle and the cancellation check as its
+//!   per-chunk hook (`io_context.rs`); what a clean fails with is in
+//!   `error.rs`.
 //! * **Loop.** A [`LogCleaner`] thread (`log_cleaner.rs`) runs the clean and
 //!   hands the [`CleanResult::end_offset`] back, which becomes the
 //!   partition's `cleaner-offset-checkpoint` entry; the [`CleanerStats`] feed
 //!   the metrics and the `log_cleaner` summary lines.
 //! * **Segments only in the object store.** `store_segments.rs` runs the
 //!   same map and recopy over a tiered log: downloaded store-only segments
-//!   (tiered storage hands them in) followed by the local log, mapped up to
+//!   (tiered storage hands them in, `store_segment_source.rs`) followed by
+//!   the local log, mapped up to
 //!   the store's end, and only the store-only segments recopied into
 //!   `.cleaned` files that are never swapped: tiered storage uploads them.
 //!
@@ -185,6 +192,7 @@
 //! [`Log::replace_segments`]: crate::log::Log::replace_segments
 
 pub mod batch_writer;
+mod buffers;
 mod build_offset_map;
 pub mod checkpoint;
 mod clean_into;
@@ -194,17 +202,23 @@ pub mod cleaning_state;
 pub mod collaborators;
 pub mod config;
 pub mod eligibility;
+mod error;
 mod group_writer;
+mod io_context;
 pub mod key_audit;
+pub mod last_clean;
 pub mod log_cleaner;
 pub mod log_to_clean;
 pub mod manager;
+mod manager_state;
+mod manager_status;
 mod mapped_batches;
 mod newest_offsets;
 pub mod offset_map;
 mod source_segment;
 pub mod stats;
 pub mod status;
+pub mod store_segment_source;
 pub mod store_segments;
 pub mod throttler;
 pub mod tiered_store;
@@ -219,6 +233,7 @@ pub use cleaning_state::{CleaningStateError, LogCleaningState};
 pub use collaborators::{CleanerCollaborators, ConsumerOffsets, ProducerIdResolver, TieredStore};
 pub use config::LogCleanerConfig;
 pub use eligibility::CleaningCandidate;
+pub use last_clean::LastClean;
 pub use log_cleaner::{CleanerThreadsStatus, LogCleaner, LogCleanerError, LogCleanerHandle};
 pub use log_to_clean::{
     cleanable_offsets, max_compaction_delay, oldest_dirty_timestamp, LogToClean, OpenTransaction,
@@ -226,8 +241,6 @@ pub use log_to_clean::{
 pub use manager::{GrabbedLog, LogCleanerManager};
 pub use offset_map::OffsetMap;
 pub use stats::CleanerStats;
-pub use status::{
-    Ineligible, LastClean, LogDirCleaningStatus, ManagerStatus, PartitionCleaningStatus,
-};
+pub use status::{Ineligible, LogDirCleaningStatus, ManagerStatus, PartitionCleaningStatus};
 pub use throttler::Throttler;
 pub use tiered_store::{StoreCleanState, StoreCleaning};

@@ -19,9 +19,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::cleaner::CleanerError;
+use super::error::CleanerError;
 use super::log_to_clean::LogToClean;
-use super::store_segments::{FetchedSegment, StoreSegmentSource};
+use super::store_segment_source::{FetchedSegment, StoreSegmentSource};
 use crate::log::error::LogError;
 use crate::log::producer_state::LastRecord;
 use crate::log::segment::{LogSegment, SegmentConfig};

@@ -1,6 +1,7 @@
 //! What the manager shows: `sediment cleaner-status` (JSON), the
 //! `/cleaner-status` endpoint and the cleaner gauges of `/metrics` all read
-//! [`ManagerStatus`], built fresh by [`LogCleanerManager::status`].
+//! [`ManagerStatus`], built fresh by [`LogCleanerManager::status`]
+//! (`manager_status.rs`).
 //!
 //! Invariants:
 //! * A partition is `eligible` exactly when the manager's eligibility rules
@@ -11,100 +12,15 @@
 //!
 //! [`LogCleanerManager::status`]: super::LogCleanerManager::status
 
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
-use super::cleaner::CleanResult;
+use super::last_clean::LastClean;
 use super::log_to_clean::{oldest_dirty_timestamp, LogToClean, OpenTransaction};
-use super::manager::{log_dir_of, LogCleanerManager};
-use super::stats::CleanerStats;
-use super::tiered_store::{StoreCleanState, StoreCleaning};
+use super::tiered_store::StoreCleaning;
 use super::tombstone_guard::TombstonesAtRisk;
-use crate::log::manager::SharedLog;
-use crate::log::{Log, TopicPartition};
-
-/// How many cleans of each partition the manager remembers.
-pub const CLEAN_HISTORY: usize = 10;
-
-/// What one successful clean of a partition did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LastClean {
-    pub start_time_ms: i64,
-    pub end_time_ms: i64,
-    pub first_dirty_offset: i64,
-    pub end_offset: i64,
-    pub elapsed_ms: i64,
-    pub bytes_read: u64,
-    /// Bytes of batches the recopy dropped without reading them again
-    /// (every record superseded, known from the map pass).
-    pub bytes_dropped_unread: u64,
-    pub bytes_written: u64,
-    pub records_read: u64,
-    pub records_written: u64,
-    pub keys_in_map: u64,
-    /// The map filled before the end of the dirty range.
-    pub map_filled: bool,
-    pub aborted_batches_removed: u64,
-    pub horizons_stamped: u64,
-    pub start_size: u64,
-    pub end_size: u64,
-    pub start_messages: u64,
-    pub end_messages: u64,
-    pub buffer_utilization: f64,
-    pub tombstones_removed: u64,
-    /// Tombstones past their horizon kept for a group that has not read them.
-    pub tombstones_guarded: u64,
-    /// `1 - end size / start size` (0 when nothing was recopied).
-    pub size_reduction: f64,
-}
-
-impl LastClean {
-    /// The record of `result`, a clean from `first_dirty_offset` that ended at `end_time_ms`.
-    pub(super) fn new(end_time_ms: i64, first_dirty_offset: i64, result: &CleanResult) -> Self {
-        Self::of_stats(end_time_ms, first_dirty_offset, result.end_offset, &result.stats)
-    }
-
-    /// The record of a clean from `first_dirty_offset` to `end_offset` that
-    /// ended at `end_time_ms` having done what `s` counts (a store clean
-    /// reports its own this way).
-    pub fn of_stats(
-        end_time_ms: i64,
-        first_dirty_offset: i64,
-        end_offset: i64,
-        s: &CleanerStats,
-    ) -> Self {
-        Self {
-            start_time_ms: s.start_ms,
-            end_time_ms,
-            first_dirty_offset,
-            end_offset,
-            elapsed_ms: s.elapsed_ms(),
-            bytes_read: s.map_bytes_read + s.bytes_read,
-            bytes_dropped_unread: s.bytes_dropped_unread,
-            bytes_written: s.bytes_written,
-            records_read: s.map_messages_read + s.messages_read,
-            records_written: s.messages_written,
-            keys_in_map: s.map_entries,
-            map_filled: s.map_filled,
-            aborted_batches_removed: s.aborted_batches_removed,
-            horizons_stamped: s.horizons_stamped,
-            start_size: s.start_size,
-            end_size: s.end_size,
-            start_messages: s.start_messages,
-            end_messages: s.end_messages,
-            buffer_utilization: s.buffer_utilization,
-            tombstones_removed: s.tombstones_removed,
-            tombstones_guarded: s.tombstones_guarded,
-            size_reduction: if s.start_size == 0 {
-                0.0
-            } else {
-                1.0 - s.end_size as f64 / s.start_size as f64
-            },
-        }
-    }
-}
+use crate::log::Log;
 
 /// Why a compacted log is not eligible for cleaning now.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -292,109 +208,4 @@ pub struct ManagerStatus {
     pub max_compaction_delay_ms: i64,
     pub log_dirs: Vec<LogDirCleaningStatus>,
     pub partitions: Vec<PartitionCleaningStatus>,
-}
-
-impl LogCleanerManager {
-    /// The gauges and every compacted partition's status, read fresh.
-    pub fn status(&self) -> ManagerStatus {
-        let now = self.clock.now_ms();
-        let all = self.logs.all_logs();
-        let committed = self.committed_offsets();
-        let store_states = self.store_clean_states(&all);
-        let mut inner = self.lock();
-        let mut partitions = Vec::new();
-        let mut dirs: BTreeMap<PathBuf, LogDirCleaningStatus> = BTreeMap::new();
-        for dir in &self.logs.config().log_dirs {
-            dirs.insert(dir.clone(), LogDirCleaningStatus::new(dir));
-        }
-        for (tp, shared) in all {
-            let log = shared.read();
-            if !log.config().compact {
-                continue;
-            }
-            let dir = log_dir_of(&log);
-            let to_clean = inner.measure(&log, now);
-            let ineligible = self.eligibility(&inner, &log, &to_clean, now).err();
-            let uncleanable = inner.uncleanable.get(&tp).cloned();
-            let dir_status =
-                dirs.entry(dir.clone()).or_insert_with(|| LogDirCleaningStatus::new(&dir));
-            if uncleanable.is_some() {
-                dir_status.uncleanable_partitions += 1;
-                dir_status.uncleanable_bytes += to_clean.cleanable_bytes;
-            }
-            partitions.push(PartitionCleaningStatus {
-                uncleanable_cause: uncleanable.map(|u| u.cause),
-                latest_delete_horizon_ms: inner.delete_horizons.get(&tp).copied(),
-                tombstones_at_risk: match (inner.kept_tombstones.get(&tp), committed.get(&tp)) {
-                    (Some(kept), Some(c)) => kept.at_risk(c, log.log_start_offset()),
-                    _ => Vec::new(),
-                },
-                last_clean: inner.history.get(&tp).and_then(|h| h.back()).cloned(),
-                history: inner
-                    .history
-                    .get(&tp)
-                    .map(|h| h.iter().cloned().collect())
-                    .unwrap_or_default(),
-                store: StoreCleaning::of(
-                    &log,
-                    store_states.get(&tp).cloned(),
-                    (to_clean.clean_bytes, to_clean.cleanable_bytes),
-                ),
-                ..PartitionCleaningStatus::new(&log, &dir, &to_clean, ineligible)
-            });
-        }
-        for (dir, cause) in &inner.offline_dirs {
-            if let Some(d) = dirs.get_mut(dir) {
-                d.offline_cause = Some(cause.clone());
-            }
-        }
-        let store_dirtiest = partitions
-            .iter()
-            .filter_map(|p| p.store.as_ref()?.cleaning.as_ref())
-            // A store with nothing to rewrite is not behind, however dirty.
-            .filter(|c| c.rewritable)
-            .map(|c| c.dirty_ratio)
-            .fold(0.0, f64::max);
-        let status = ManagerStatus {
-            now_ms: now,
-            max_dirty_percent: (100.0 * inner.dirtiest_ratio.max(store_dirtiest)) as i64,
-            time_since_last_run_ms: (now - inner.time_of_last_run_ms).max(0),
-            max_compaction_delay_ms: inner.max_compaction_delay_ms,
-            log_dirs: dirs.into_values().collect(),
-            partitions,
-        };
-        drop(inner);
-        self.name_open_transactions(status)
-    }
-
-    /// The store cleaner's measure of every tiered partition among `all`
-    /// that it measured, asked before any lock of the manager is taken.
-    fn store_clean_states(
-        &self,
-        all: &[(TopicPartition, SharedLog)],
-    ) -> HashMap<TopicPartition, StoreCleanState> {
-        let Some(store) = self.tiered_store() else { return HashMap::new() };
-        all.iter().filter_map(|(tp, _)| Some((tp.clone(), store.store_clean_state(tp)?))).collect()
-    }
-
-    /// The groups' committed offsets on every partition that has some,
-    /// asked once per status before any lock of the manager is taken.
-    fn committed_offsets(&self) -> HashMap<TopicPartition, Vec<(String, i64)>> {
-        self.consumer_offsets().map(|o| o.committed_by_partition()).unwrap_or_default()
-    }
-
-    /// `status` with the transactional id of every open transaction it shows,
-    /// from the resolver, asked with no lock held (it takes the coordinator's).
-    fn name_open_transactions(&self, mut status: ManagerStatus) -> ManagerStatus {
-        let Some(resolver) = self.producer_id_resolver() else { return status };
-        for p in &mut status.partitions {
-            let Some(open) = &mut p.open_transaction else { continue };
-            open.transactional_id = resolver.transactional_id(open.producer_id);
-            if let Some(Ineligible::OpenTransaction(t)) = &mut p.ineligible {
-                t.transactional_id.clone_from(&open.transactional_id);
-                p.reason = p.ineligible.as_ref().map(ToString::to_string);
-            }
-        }
-        status
-    }
 }

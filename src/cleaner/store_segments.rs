@@ -30,66 +30,24 @@
 //!   again; the cache verifies every download against the manifest's CRC,
 //!   so the recopy reads the bytes the map pass checked.
 
-use std::fs::File;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 
 use super::clean_into::{last_data_offsets, Recopy};
-use super::cleaner::{CancellationToken, Cleaner, CleanerError, IoContext};
+use super::cleaner::Cleaner;
+use super::error::CleanerError;
+use super::io_context::{CancellationToken, IoContext};
 use super::log_to_clean::LogToClean;
 use super::source_segment::{group_segments, LogSnapshot, SourceSegment};
 use super::stats::CleanerStats;
+pub use super::store_segment_source::{FetchedSegment, StoreSegmentMeta, StoreSegmentSource};
 use super::tombstone_guard::KeptTombstones;
 use super::transactions::CleanedTransactionMetadata;
 use crate::log::segment::LogSegment;
-use crate::log::transaction_index::AbortedTxn;
 use crate::log::Log;
-
-/// One segment only in the store, as its manifest entry describes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreSegmentMeta {
-    pub base_offset: i64,
-    pub next_offset: i64,
-    /// `.log` bytes.
-    pub size: u64,
-    pub offset_index_bytes: usize,
-    pub time_index_bytes: usize,
-    /// Names it in errors (its `.log` object's key).
-    pub name: String,
-}
-
-/// A fetched store segment's `.log`, readable while this is held.
-#[derive(Debug)]
-pub struct FetchedSegment {
-    pub file: File,
-    pub path: PathBuf,
-    /// What keeps the fetched copy (the read cache's hold on it).
-    pub hold: Box<dyn std::any::Any + Send + Sync>,
-}
-
-/// The segments only in the store of one clean, fetched as it reads them
-/// (tiered storage implements it over its read cache). Called from the
-/// clean's blocking thread, never under a log's lock (a fetch may wait for
-/// a download).
-pub trait StoreSegmentSource: Send + Sync + std::fmt::Debug {
-    /// Every store-only segment, in offset order, from the log start.
-    fn segments(&self) -> &[StoreSegmentMeta];
-
-    /// Segment `index`, fetched and verified if it is not at hand.
-    ///
-    /// # Errors
-    /// The store's or the cache's error, as text.
-    fn fetch(&self, index: usize) -> Result<FetchedSegment, String>;
-
-    /// The aborted transactions of segment `index`'s `.txnindex`.
-    ///
-    /// # Errors
-    /// As [`StoreSegmentSource::fetch`].
-    fn aborted_txns(&self, index: usize) -> Result<Vec<AbortedTxn>, String>;
-}
 
 /// The store-only part of a log and what bounds its clean.
 #[derive(Debug)]
@@ -156,11 +114,11 @@ impl Cleaner {
         let tp = range.topic_partition.clone();
         let io = IoContext { throttler: &throttler, cancel, partition: &tp, grow_limit };
 
-        let mapped = self.build_offset_map(&snapshot, &range, &io, &mut stats);
-        let end = mapped.inspect_err(|_| self.mapped.clear())?;
+        let mapped = self.buffers.build_offset_map(&snapshot, &range, &io, &mut stats);
+        let end = mapped.inspect_err(|_| self.buffers.mapped.clear())?;
         self.note_map(&mut stats, end < range.first_uncleanable_offset);
         let end = end.max(range.first_dirty_offset);
-        self.prepare_recopy(range.first_dirty_offset, end);
+        self.buffers.prepare_recopy(range.first_dirty_offset, end);
         let to_copy = snapshot.segments[..store_count]
             .iter()
             .take_while(|s| s.snapshot.base_offset < end)
@@ -204,10 +162,10 @@ impl Cleaner {
             }
             Ok(())
         });
-        self.finish_recopy();
-        self.restore_buffers();
+        self.buffers.finish_recopy();
+        self.buffers.restore_buffers();
         // The map's grown table goes back until the next store clean.
-        self.map.clear();
+        self.buffers.map.clear();
         let recopied_end = snapshot.segments.get(to_copy).map_or(end, |s| s.snapshot.base_offset);
         if let Err(e) = copied {
             for group in cleaned {

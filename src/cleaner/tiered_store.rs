@@ -18,12 +18,9 @@
 
 use serde::Serialize;
 
-use super::key_audit::StorePart;
+use super::last_clean::LastClean;
 use super::log_to_clean::dirty_ratio;
-use super::manager::LogCleanerManager;
-use super::status::LastClean;
-use crate::log::segment::SegmentConfig;
-use crate::log::{Log, TopicPartition};
+use crate::log::Log;
 
 /// The store cleaner's view of one partition (`sediment_remote_*` gauges
 /// and the `store.cleaning` object of `cleaner-status`).
@@ -111,30 +108,6 @@ impl StoreCleaning {
             tiered_dirty_ratio,
             cleaning: state,
         })
-    }
-}
-
-impl LogCleanerManager {
-    /// The store's part of `tp` for a key audit: `offsets` (from the log
-    /// start to the local start) read through tiered storage, or why not.
-    pub(super) fn store_part(
-        &self,
-        tp: &TopicPartition,
-        offsets: std::ops::Range<i64>,
-        config: SegmentConfig,
-    ) -> StorePart {
-        let Some(store) = self.tiered_store() else {
-            return StorePart {
-                offsets,
-                segments: Err("tiered storage is not running on this broker".into()),
-                state: None,
-            };
-        };
-        StorePart {
-            segments: store.store_only_segments(tp, offsets.clone(), config),
-            state: store.store_clean_state(tp),
-            offsets,
-        }
     }
 }
 

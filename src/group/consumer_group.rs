@@ -18,11 +18,11 @@
 use std::collections::BTreeMap;
 
 use super::consumer_group_records::{
-    record, Assignment, ConsumerGroupKey as Key, ConsumerGroupValue as Value,
-    CurrentAssignmentValue, MemberMetadataValue, TopicId, TopicMetadata,
+    Assignment, ConsumerGroupKey as Key, ConsumerGroupValue as Value, CurrentAssignmentValue,
+    MemberMetadataValue, TopicId, TopicMetadata,
 };
 use super::current_assignment_builder::{MemberAssignment, MemberState};
-use super::offsets::OffsetsRecord;
+use super::schema::{OffsetsRecord, RecordKey, RecordValue};
 
 /// The member epoch of a static member that left temporarily.
 pub const LEAVE_GROUP_STATIC_MEMBER_EPOCH: i32 = -2;
@@ -191,6 +191,18 @@ impl ConsumerGroup {
         ]
     }
 
+    /// Every tombstone that removes this group's records (members first).
+    pub(super) fn tombstones(&self, group_id: &str) -> Vec<OffsetsRecord> {
+        let mut records: Vec<OffsetsRecord> = self
+            .members
+            .keys()
+            .chain(self.target.keys())
+            .flat_map(|m| ConsumerGroup::member_tombstones(group_id, m))
+            .collect();
+        records.extend(ConsumerGroup::group_tombstones(group_id));
+        records
+    }
+
     pub(super) fn epoch_record(group: &str, epoch: i32) -> OffsetsRecord {
         record(Key::Metadata { group: group.to_string() }, Some(Value::Epoch(epoch)))
     }
@@ -275,4 +287,9 @@ impl ConsumerGroup {
             _ => {}
         }
     }
+}
+
+/// `key`'s record with `value` (`None`: a tombstone).
+fn record(key: Key, value: Option<Value>) -> OffsetsRecord {
+    OffsetsRecord { key: RecordKey::Consumer(key), value: value.map(RecordValue::Consumer) }
 }

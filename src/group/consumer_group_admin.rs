@@ -14,7 +14,7 @@ use super::consumer_group_records::{Assignment, TopicId};
 use super::coordinator::GroupCoordinator;
 use super::error::GroupError;
 use super::group_metadata::Group;
-use super::offsets::OffsetsRecord;
+use super::schema::OffsetsRecord;
 
 /// One member as ConsumerGroupDescribe shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +46,7 @@ pub struct ConsumerGroupDescription {
 impl GroupCoordinator {
     /// Whether `member_id` is a member of the consumer group `group_id`.
     pub fn is_consumer_group_member(&self, group_id: &str, member_id: &str) -> bool {
-        let groups = self.lock();
+        let groups = self.runtime.lock();
         let group = groups.get(group_id).and_then(|g| g.consumer.as_ref());
         group.is_some_and(|cg| cg.members.contains_key(member_id))
     }
@@ -60,8 +60,8 @@ impl GroupCoordinator {
         &self,
         group_id: &str,
     ) -> Result<ConsumerGroupDescription, GroupError> {
-        self.check_ready()?;
-        let groups = self.lock();
+        self.runtime.check_ready()?;
+        let groups = self.runtime.lock();
         let group = groups
             .get(group_id)
             .ok_or_else(|| GroupError::NotFound(format!("Group {group_id} not found.")))?;
@@ -153,17 +153,5 @@ pub(super) fn classic_join_allowed(group: &Group) -> Result<Vec<OffsetsRecord>, 
     if !cg.members.is_empty() {
         return Err(GroupError::InconsistentGroupProtocol);
     }
-    Ok(consumer_group_tombstones(&group.id, cg))
-}
-
-/// Every tombstone that removes a consumer group's records (members first).
-pub(super) fn consumer_group_tombstones(group_id: &str, cg: &ConsumerGroup) -> Vec<OffsetsRecord> {
-    let mut records: Vec<OffsetsRecord> = cg
-        .members
-        .keys()
-        .chain(cg.target.keys())
-        .flat_map(|m| ConsumerGroup::member_tombstones(group_id, m))
-        .collect();
-    records.extend(ConsumerGroup::group_tombstones(group_id));
-    records
+    Ok(cg.tombstones(&group.id))
 }

@@ -29,8 +29,7 @@ use super::coordinator::GroupCoordinator;
 use super::current_assignment_builder::{CurrentAssignmentBuilder, MemberState};
 use super::error::GroupError;
 use super::group_metadata::Group;
-use super::offsets::OffsetsRecord;
-use super::schema::RecordKey;
+use super::schema::{OffsetsRecord, RecordKey};
 
 /// A ConsumerGroupHeartbeat, as the handler decoded it.
 #[derive(Debug, Clone, Default)]
@@ -75,10 +74,10 @@ impl GroupCoordinator {
         &self,
         req: &ConsumerHeartbeat,
     ) -> Result<ConsumerHeartbeatResult, GroupError> {
-        self.check_ready()?;
+        self.runtime.check_ready()?;
         self.validate_consumer_heartbeat(req)?;
         let now = self.now();
-        let mut groups = self.lock();
+        let mut groups = self.runtime.lock();
         if req.member_epoch < 0 {
             return self.consumer_leave(&mut groups, req);
         }
@@ -130,7 +129,7 @@ impl GroupCoordinator {
             assignment,
         };
         cg.members.insert(member_id, member);
-        self.append(&req.group_id, &records)?;
+        self.runtime.append(&req.group_id, &records)?;
         install(&mut groups, &req.group_id, cg, now);
         Ok(result)
     }
@@ -349,7 +348,7 @@ impl GroupCoordinator {
         } else {
             remove_member(&req.group_id, &mut cg, &req.member_id)
         };
-        self.append(&req.group_id, &records)?;
+        self.runtime.append(&req.group_id, &records)?;
         tracing::info!(group = %req.group_id, member = %req.member_id, epoch = req.member_epoch,
             "member left the consumer group");
         group.consumer = Some(cg);
@@ -383,7 +382,7 @@ impl GroupCoordinator {
         for id in &expired {
             records.extend(remove_member(&group.id, &mut cg, id));
         }
-        match self.append(&group.id, &records) {
+        match self.runtime.append(&group.id, &records) {
             Ok(()) => {
                 tracing::info!(group = %group.id, members = ?expired, "fenced consumer group members: session or rebalance timeout");
                 group.consumer = Some(cg);
@@ -580,3 +579,7 @@ fn remove_member(group_id: &str, cg: &mut ConsumerGroup, member_id: &str) -> Vec
     records.push(ConsumerGroup::epoch_record(group_id, cg.group_epoch));
     records
 }
+
+#[cfg(test)]
+#[path = "consumer_group_heartbeat_tests.rs"]
+mod tests;

@@ -23,7 +23,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::schema::{OffsetsRecord, RecordKey, RecordValue, SchemaError};
+use super::error::SchemaError;
 use crate::readable::Readable;
 use crate::writable::{Writable, WriteError};
 
@@ -312,11 +312,6 @@ fn read_member(r: &mut Readable<'_>) -> Result<MemberMetadataValue, SchemaError>
         rebalance_timeout_ms: r.i32()?,
         server_assignor: r.nullable_string(true)?,
     })
-}
-
-/// `key`'s record with `value` (`None`: a tombstone).
-pub(super) fn record(key: ConsumerGroupKey, value: Option<ConsumerGroupValue>) -> OffsetsRecord {
-    OffsetsRecord { key: RecordKey::Consumer(key), value: value.map(RecordValue::Consumer) }
 }
 
 #[cfg(test)]

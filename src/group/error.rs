@@ -1,11 +1,13 @@
-//! `GroupError`: what a group request can fail with. `api/` maps each variant
+//! `GroupError`: what a group request can fail with, and `SchemaError`:
+//! a `__consumer_offsets` record that does not decode. `api/` maps each variant
 //! to Kafka's error code; nothing here knows the codes.
 
 use std::sync::Arc;
 
-use super::group_metadata::GroupStateError;
-use super::schema::SchemaError;
+use super::group_state::GroupStateError;
 use crate::log::LogError;
+use crate::readable::ReadError;
+use crate::writable::WriteError;
 
 /// Errors a group request can get.
 ///
@@ -104,6 +106,28 @@ impl PartialEq for GroupError {
 }
 
 impl Eq for GroupError {}
+
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[error("malformed __consumer_offsets record: {0}")]
+pub struct SchemaError(String);
+
+impl SchemaError {
+    pub(super) fn new(reason: impl Into<String>) -> Self {
+        SchemaError(reason.into())
+    }
+}
+
+impl From<ReadError> for SchemaError {
+    fn from(e: ReadError) -> Self {
+        SchemaError(e.0)
+    }
+}
+
+impl From<WriteError> for SchemaError {
+    fn from(e: WriteError) -> Self {
+        SchemaError(e.0)
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -1,82 +1,22 @@
 //! One group's state (Kafka's `GroupMetadata` and `MemberMetadata`): its
-//! members, generation, chosen protocol, leader and committed offsets, and the
-//! [`GroupState`] machine.
+//! members, generation, chosen protocol, leader, its committed and pending
+//! transactional offsets, and the transitions of its [`GroupState`] (the
+//! machine itself, with its table, is in `group_state`).
 //!
-//! # Transitions (Kafka's valid previous states)
-//!
-//! | to                  | allowed from                                    |
-//! |---------------------|-------------------------------------------------|
-//! | Empty               | PreparingRebalance                              |
-//! | PreparingRebalance  | Empty, Stable, CompletingRebalance              |
-//! | CompletingRebalance | PreparingRebalance                              |
-//! | Stable              | CompletingRebalance                             |
-//! | Dead                | any state, Dead included                        |
-//!
-//! [`Group::transition`] refuses anything else with a [`GroupStateError`]
-//! and leaves the group as it was: an illegal transition is a coordinator bug,
-//! and applying it would corrupt membership silently. The only other way the
-//! state is set is [`Group::restore`], when the loader rebuilds a group from
-//! `__consumer_offsets` (Empty without members, else Stable, as Kafka loads).
+//! [`Group::transition`] is the only way the state changes, besides
+//! [`Group::restore`] when the loader rebuilds a group from
+//! `__consumer_offsets`.
 
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
+use super::classic_protocol::{JoinResult, SyncResult};
 use super::consumer_group::ConsumerGroup;
-use super::coordinator::{JoinResult, SyncResult};
-use super::offsets::CommittedOffset;
+use super::group_state::{GroupState, GroupStateError};
+use super::offset_and_metadata::{CommittedOffset, PendingOffset};
 use super::schema::{GroupValue, MemberValue};
-use super::txn_offsets::PendingOffset;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GroupState {
-    Empty,
-    PreparingRebalance,
-    CompletingRebalance,
-    Stable,
-    Dead,
-}
-
-impl GroupState {
-    /// The name DescribeGroups and ListGroups report.
-    pub fn name(self) -> &'static str {
-        match self {
-            GroupState::Empty => "Empty",
-            GroupState::PreparingRebalance => "PreparingRebalance",
-            GroupState::CompletingRebalance => "CompletingRebalance",
-            GroupState::Stable => "Stable",
-            GroupState::Dead => "Dead",
-        }
-    }
-
-    /// Whether a group in `self` may move to `to` (the table in the module doc).
-    pub fn can_transition_to(self, to: GroupState) -> bool {
-        use GroupState::*;
-        match to {
-            Empty => self == PreparingRebalance,
-            PreparingRebalance => matches!(self, Empty | Stable | CompletingRebalance),
-            CompletingRebalance => self == PreparingRebalance,
-            Stable => self == CompletingRebalance,
-            Dead => true,
-        }
-    }
-}
-
-impl std::fmt::Display for GroupState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A refused [`GroupState`] transition.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("group {group}: illegal state transition {from} -> {to}")]
-pub struct GroupStateError {
-    pub group: String,
-    pub from: GroupState,
-    pub to: GroupState,
-}
 
 #[derive(Debug)]
 pub(super) struct Member {
@@ -363,6 +303,89 @@ impl Group {
             }
         }
         topics
+    }
+}
+
+impl Group {
+    /// The group's current generation as `member_id` sees it; the member
+    /// list only `with_members`.
+    pub(super) fn join_result(&self, member_id: &str, with_members: bool) -> JoinResult {
+        JoinResult {
+            error: None,
+            generation: self.generation,
+            protocol_type: self.protocol_type.clone(),
+            protocol: self.protocol.clone(),
+            leader: self.leader.clone().unwrap_or_default(),
+            member_id: member_id.to_string(),
+            members: if with_members { self.leader_members() } else { vec![] },
+            skip_assignment: false,
+        }
+    }
+
+    /// The SyncGroup answer handing `assignment` to a member.
+    pub(super) fn sync_result(&self, assignment: Bytes) -> SyncResult {
+        SyncResult {
+            error: None,
+            protocol_type: self.protocol_type.clone(),
+            protocol: self.protocol.clone(),
+            assignment,
+        }
+    }
+}
+
+/// The group's committed offsets and its pending transactional ones.
+impl Group {
+    /// Install a committed offset written by the batch at `log_offset`.
+    pub(super) fn install_offset(
+        &mut self,
+        key: (String, i32),
+        offset: CommittedOffset,
+        log_offset: Option<i64>,
+    ) {
+        match log_offset {
+            Some(at) => self.offset_log_offsets.insert(key.clone(), at),
+            None => self.offset_log_offsets.remove(&key),
+        };
+        self.offsets.insert(key, offset);
+    }
+
+    /// Forget a committed offset (its tombstone was written or read).
+    pub(super) fn remove_offset(&mut self, key: &(String, i32)) {
+        self.offsets.remove(key);
+        self.offset_log_offsets.remove(key);
+    }
+
+    /// Add a pending transactional offset of `producer_id`.
+    pub(super) fn add_pending_offset(
+        &mut self,
+        producer_id: i64,
+        key: (String, i32),
+        pending: PendingOffset,
+    ) {
+        self.pending_txn_offsets.entry(producer_id).or_default().insert(key, pending);
+    }
+
+    /// The transaction of `producer_id` ended: install its pending offsets
+    /// (COMMIT) unless a plain commit was written after them, or drop them.
+    pub(super) fn complete_pending_offsets(&mut self, producer_id: i64, commit: bool) {
+        let Some(pending) = self.pending_txn_offsets.remove(&producer_id) else {
+            return;
+        };
+        if !commit {
+            return;
+        }
+        for (key, p) in pending {
+            let newer_plain =
+                self.offset_log_offsets.get(&key).is_some_and(|&at| at > p.log_offset);
+            if !newer_plain {
+                self.install_offset(key, p.offset, Some(p.log_offset));
+            }
+        }
+    }
+
+    /// Whether some transaction holds a pending offset for the partition.
+    pub(super) fn has_pending_offset(&self, key: &(String, i32)) -> bool {
+        self.pending_txn_offsets.values().any(|m| m.contains_key(key))
     }
 }
 

@@ -28,9 +28,11 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
-use super::coordinator::{GroupCoordinator, JoinRequest, JoinResult, Reply, SyncResult};
+use super::classic_protocol::{JoinRequest, JoinResult, Reply, SyncResult};
+use super::coordinator::GroupCoordinator;
 use super::error::GroupError;
-use super::group_metadata::{Group, GroupState, GroupStateError, Member};
+use super::group_metadata::{Group, Member};
+use super::group_state::{GroupState, GroupStateError};
 
 /// Who a JoinGroup is for, once its member id is settled.
 enum Joiner {
@@ -45,11 +47,11 @@ impl GroupCoordinator {
     /// JoinGroup.
     pub fn join(&self, req: JoinRequest) -> Reply<JoinResult> {
         let fail = |e: GroupError| Reply::Now(JoinResult::error(e, req.member_id.clone()));
-        if let Err(e) = self.check_ready().and_then(|()| self.validate_join(&req)) {
+        if let Err(e) = self.runtime.check_ready().and_then(|()| self.validate_join(&req)) {
             return fail(e);
         }
         let now = self.now();
-        let mut groups = self.lock();
+        let mut groups = self.runtime.lock();
         let group = match join_target(&mut groups, &req, now) {
             Ok(g) => g,
             Err(e) => return fail(e),
@@ -72,7 +74,7 @@ impl GroupCoordinator {
     fn leave_consumer_protocol(&self, group: &mut Group) -> Result<(), GroupError> {
         let records = super::consumer_group_admin::classic_join_allowed(group)?;
         if group.consumer.is_some() {
-            self.append(&group.id, &records)?;
+            self.runtime.append(&group.id, &records)?;
             group.consumer = None;
         }
         Ok(())
@@ -198,11 +200,11 @@ impl GroupCoordinator {
         let result = JoinResult {
             members: if skip { group.leader_members() } else { vec![] },
             skip_assignment: skip,
-            ..JoinResult::current(group, id, false)
+            ..group.join_result(id, false)
         };
         // The new member id is kept in memory either way; a failed write is
         // only stale until the next rebalance persists the group.
-        let _ = self.persist_group(group);
+        let _ = self.runtime.persist_group(group);
         result
     }
 
@@ -243,11 +245,11 @@ impl GroupCoordinator {
         let fresh = !added && !changed;
         match group.state() {
             GroupState::Stable if fresh && !is_leader && !unassigned => {
-                return Reply::Now(JoinResult::current(group, member_id, false));
+                return Reply::Now(group.join_result(member_id, false));
             }
             // A retried join for the round that just completed.
             GroupState::CompletingRebalance if fresh => {
-                return Reply::Now(JoinResult::current(group, member_id, is_leader));
+                return Reply::Now(group.join_result(member_id, is_leader));
             }
             GroupState::Empty | GroupState::Stable | GroupState::CompletingRebalance => {
                 if let Err(e) = self.prepare_rebalance(group, now) {
@@ -363,7 +365,7 @@ impl GroupCoordinator {
         group.protocol_type = None;
         // Empty groups are persisted only for their generation; a failed write
         // is superseded by the next one.
-        let _ = self.persist_group(group);
+        let _ = self.runtime.persist_group(group);
         tracing::info!(group = %group.id, generation = group.generation, "group is empty");
     }
 
@@ -410,11 +412,11 @@ impl GroupCoordinator {
         protocol: Option<&str>,
         assignments: Vec<(String, Bytes)>,
     ) -> Reply<SyncResult> {
-        if let Err(e) = self.check_ready() {
+        if let Err(e) = self.runtime.check_ready() {
             return Reply::Now(SyncResult::error(e));
         }
         let now = self.now();
-        let mut groups = self.lock();
+        let mut groups = self.runtime.lock();
         let Some(group) = groups.get_mut(group_id) else {
             return Reply::Now(SyncResult::error(GroupError::UnknownMemberId));
         };
@@ -444,7 +446,7 @@ impl GroupCoordinator {
                         m.assignment.clone()
                     })
                     .unwrap_or_default();
-                Reply::Now(SyncResult::assigned(group, assignment))
+                Reply::Now(group.sync_result(assignment))
             }
             GroupState::CompletingRebalance => {
                 self.await_assignment(group, member_id, assignments, now)
@@ -482,7 +484,7 @@ impl GroupCoordinator {
         for m in &mut group.members {
             m.assignment = by_member.remove(&m.id).unwrap_or_default();
         }
-        if let Err(e) = self.persist_group(group) {
+        if let Err(e) = self.runtime.persist_group(group) {
             for m in &mut group.members {
                 m.assignment = Bytes::new();
             }
@@ -519,9 +521,9 @@ impl GroupCoordinator {
         member_id: &str,
         instance_id: Option<&str>,
     ) -> Result<(), GroupError> {
-        self.check_ready()?;
+        self.runtime.check_ready()?;
         let now = self.now();
-        let mut groups = self.lock();
+        let mut groups = self.runtime.lock();
         let group = groups.get_mut(group_id).ok_or(GroupError::UnknownMemberId)?;
         if group.fences(instance_id, member_id) {
             return Err(GroupError::FencedInstanceId);
@@ -550,9 +552,9 @@ impl GroupCoordinator {
         group_id: &str,
         members: &[(String, Option<String>)],
     ) -> Result<Vec<Option<GroupError>>, GroupError> {
-        self.check_ready()?;
+        self.runtime.check_ready()?;
         let now = self.now();
-        let mut groups = self.lock();
+        let mut groups = self.runtime.lock();
         let group = groups.get_mut(group_id).ok_or(GroupError::UnknownMemberId)?;
         let mut results = Vec::with_capacity(members.len());
         for (member_id, instance) in members {

@@ -30,21 +30,32 @@
 //! * Nothing here holds a lock across an await: the state is a std mutex,
 //!   waiting members hold oneshot receivers.
 //!
-//! # Files (Kafka's names)
+//! # Files (Kafka's names), one concept each
 //!
-//! * `coordinator`: [`GroupCoordinator`] itself, its config, the periodic
-//!   tick, the request and result types of the protocol, ListGroups,
-//!   DescribeGroups and DeleteGroups.
-//! * `group_metadata`: one group and its members (`GroupMetadata`,
-//!   `MemberMetadata`) and the [`GroupState`] machine.
-//! * `membership`: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, session
-//!   expiry and the join round (rebalance completion).
-//! * `offsets`: OffsetCommit, OffsetFetch, OffsetDelete, offset expiry.
-//! * `txn_offsets`: TxnOffsetCommit and its pending offsets, completed by the
-//!   transaction's marker on the group's offsets partition.
-//! * `metadata_manager`: `__consumer_offsets` itself (`GroupMetadataManager`):
-//!   creating it, appending to it, loading from it.
-//! * `schema`: its record formats. `error`: [`GroupError`].
+//! The coordinator follows Kafka's split: a shard holding the groups and the
+//! operations on them, a runtime serialising access to it and writing its
+//! records, and a loader rebuilding it. No file imports one that imports it.
+//!
+//! * `coordinator`: [`GroupCoordinator`] itself (the shard's facade), the
+//!   load and the periodic tick. `config`: [`GroupConfig`], its keys.
+//! * `runtime`: `CoordinatorRuntime`, the one lock over the groups and the
+//!   appends to `__consumer_offsets` (creating it first).
+//! * `loader`: rebuilding the groups from `__consumer_offsets` at start.
+//! * The shard's operations, one `impl GroupCoordinator` per file:
+//!   `membership` (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, session
+//!   expiry and the join round; Kafka's classic half of
+//!   `GroupMetadataManager`), `offsets` (OffsetCommit, OffsetFetch,
+//!   OffsetDelete, offset expiry; Kafka's `OffsetMetadataManager`),
+//!   `txn_offsets` (TxnOffsetCommit, completed by the transaction's marker),
+//!   `group_admin` (ListGroups, DescribeGroups, DeleteGroups), and, for the
+//!   KIP-848 groups below, `consumer_group_heartbeat` and
+//!   `consumer_group_admin`. `committed_offsets` gives the cleaner its view.
+//! * The state: `group_metadata` (one group and its members, `GroupMetadata`,
+//!   `MemberMetadata`, with its offsets), `group_state` (the [`GroupState`]
+//!   machine), `offset_and_metadata` ([`CommittedOffset`]), and
+//!   `classic_protocol` (JoinGroup's and SyncGroup's requests and answers).
+//! * `schema`: the record formats. `error`: [`GroupError`] and the schema's
+//!   error.
 //!
 //! # Consumer groups (KIP-848)
 //!
@@ -72,31 +83,34 @@ pub mod config;
 pub mod consumer_group_records;
 pub mod schema;
 
+mod classic_protocol;
 mod committed_offsets;
 mod consumer_group;
 mod consumer_group_admin;
 mod consumer_group_heartbeat;
-#[cfg(test)]
-mod consumer_group_tests;
 mod coordinator;
 mod current_assignment_builder;
 mod error;
+mod group_admin;
 mod group_metadata;
+mod group_state;
+mod loader;
 mod membership;
-mod metadata_manager;
+mod offset_and_metadata;
 mod offsets;
+mod runtime;
 mod txn_offsets;
 
+pub use classic_protocol::{JoinRequest, JoinResult, Reply, SyncResult};
 pub use config::GroupConfig;
 pub use consumer_group::ConsumerGroupState;
 pub use consumer_group_admin::{ConsumerGroupDescription, ConsumerMemberDescription};
 pub use consumer_group_heartbeat::{ConsumerHeartbeat, ConsumerHeartbeatResult};
-pub use coordinator::{
-    spawn_ticker, GroupCoordinator, GroupDescription, JoinRequest, JoinResult, ListedGroup, Reply,
-    SyncResult,
-};
+pub use coordinator::{spawn_ticker, GroupCoordinator};
 pub use error::GroupError;
-pub use group_metadata::{GroupState, GroupStateError};
-pub use metadata_manager::{LoadStats, OFFSETS_TOPIC};
-pub use offsets::CommittedOffset;
+pub use group_admin::{GroupDescription, ListedGroup};
+pub use group_state::{GroupState, GroupStateError};
+pub use loader::LoadStats;
+pub use offset_and_metadata::CommittedOffset;
+pub use runtime::OFFSETS_TOPIC;
 pub use txn_offsets::TxnProducer;

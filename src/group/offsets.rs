@@ -14,29 +14,12 @@
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
-use super::consumer_group_admin::consumer_group_tombstones;
 use super::coordinator::GroupCoordinator;
 use super::error::GroupError;
-use super::group_metadata::{Group, GroupState};
-pub(super) use super::schema::OffsetsRecord;
-use super::schema::{OffsetValue, RecordKey, RecordValue};
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommittedOffset {
-    pub offset: i64,
-    pub leader_epoch: i32,
-    pub metadata: String,
-    pub commit_timestamp: i64,
-}
-
-impl CommittedOffset {
-    /// An offset as a commit request carries it; the coordinator stamps the
-    /// commit time when it writes it.
-    pub fn requested(offset: i64, leader_epoch: i32, metadata: Option<&str>) -> Self {
-        let metadata = metadata.unwrap_or_default().to_string();
-        Self { offset, leader_epoch, metadata, commit_timestamp: 0 }
-    }
-}
+use super::group_metadata::Group;
+use super::group_state::GroupState;
+use super::offset_and_metadata::CommittedOffset;
+use super::schema::{OffsetValue, OffsetsRecord, RecordKey, RecordValue};
 
 /// The tombstone deleting the committed offset of `group` for a partition.
 pub(super) fn offset_tombstone(group: &str, topic: &str, partition: i32) -> OffsetsRecord {
@@ -55,11 +38,11 @@ impl GroupCoordinator {
         offsets: &[(String, i32, CommittedOffset)],
     ) -> Vec<Option<GroupError>> {
         let all = |e: GroupError| vec![Some(e); offsets.len()];
-        if let Err(e) = self.check_ready() {
+        if let Err(e) = self.runtime.check_ready() {
             return all(e);
         }
         let now = self.now();
-        let mut groups = self.lock();
+        let mut groups = self.runtime.lock();
         let created = !groups.contains_key(group_id);
         let group = match group_for_commit(&mut groups, group_id, generation, member_id, now) {
             Ok(group) => group,
@@ -70,7 +53,7 @@ impl GroupCoordinator {
         }
         let (results, records) =
             offset_records(group_id, offsets, now, self.config.offset_metadata_max_bytes);
-        let log_offset = match self.append_batch(group_id, &records, None) {
+        let log_offset = match self.runtime.append_batch(group_id, &records, None) {
             Ok(at) => at,
             Err(e) => {
                 // A failed commit changes nothing: not even the group it created.
@@ -103,8 +86,8 @@ impl GroupCoordinator {
         member_id: &str,
         member_epoch: i32,
     ) -> Result<(), GroupError> {
-        self.check_ready()?;
-        let groups = self.lock();
+        self.runtime.check_ready()?;
+        let groups = self.runtime.lock();
         super::consumer_group_admin::check_consumer_fetch(
             groups.get(group_id),
             Some((member_id, member_epoch)),
@@ -121,8 +104,8 @@ impl GroupCoordinator {
         group_id: &str,
         partitions: Option<&[(String, i32)]>,
     ) -> Result<Vec<(String, i32, Option<CommittedOffset>)>, GroupError> {
-        self.check_ready()?;
-        let groups = self.lock();
+        self.runtime.check_ready()?;
+        let groups = self.runtime.lock();
         let group = groups.get(group_id);
         Ok(match partitions {
             Some(list) => list
@@ -143,7 +126,7 @@ impl GroupCoordinator {
     /// (counted from when the group became empty, as Kafka 2.1+ does), with
     /// tombstones; a group left with nothing is deleted.
     pub fn expire_offsets(&self, now: i64) {
-        let mut groups = self.lock();
+        let mut groups = self.runtime.lock();
         let mut dead = Vec::new();
         for group in groups.values_mut() {
             if !group.is_empty() {
@@ -171,12 +154,12 @@ impl GroupCoordinator {
             let now_empty = expired.len() == group.offsets.len();
             if now_empty {
                 if let Some(cg) = &group.consumer {
-                    records.extend(consumer_group_tombstones(&group.id, cg));
+                    records.extend(cg.tombstones(&group.id));
                 }
                 records
                     .push(OffsetsRecord::tombstone(RecordKey::Group { group: group.id.clone() }));
             }
-            if self.append(&group.id, &records).is_ok() {
+            if self.runtime.append(&group.id, &records).is_ok() {
                 for k in &expired {
                     group.remove_offset(k);
                 }
@@ -202,8 +185,8 @@ impl GroupCoordinator {
         group_id: &str,
         partitions: &[(String, i32)],
     ) -> Result<Vec<Option<GroupError>>, GroupError> {
-        self.check_ready()?;
-        let mut groups = self.lock();
+        self.runtime.check_ready()?;
+        let mut groups = self.runtime.lock();
         let group = groups.get_mut(group_id).ok_or(GroupError::GroupIdNotFound)?;
         if group.state() == GroupState::Dead {
             return Err(GroupError::GroupIdNotFound);
@@ -229,7 +212,7 @@ impl GroupCoordinator {
                 removing.push((t.clone(), *p));
             }
         }
-        self.append(group_id, &records)?;
+        self.runtime.append(group_id, &records)?;
         for k in removing {
             group.remove_offset(&k);
         }

@@ -21,8 +21,9 @@
 use bytes::Bytes;
 
 use super::consumer_group_records::{ConsumerGroupKey, ConsumerGroupValue};
-use crate::readable::{ReadError, Readable};
-use crate::writable::{Writable, WriteError};
+pub use super::error::SchemaError;
+use crate::readable::Readable;
+use crate::writable::Writable;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecordKey {
@@ -112,28 +113,6 @@ pub struct GroupValue {
     pub members: Vec<MemberValue>,
 }
 
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
-#[error("malformed __consumer_offsets record: {0}")]
-pub struct SchemaError(String);
-
-impl SchemaError {
-    pub(super) fn new(reason: impl Into<String>) -> Self {
-        SchemaError(reason.into())
-    }
-}
-
-impl From<ReadError> for SchemaError {
-    fn from(e: ReadError) -> Self {
-        SchemaError(e.0)
-    }
-}
-
-impl From<WriteError> for SchemaError {
-    fn from(e: WriteError) -> Self {
-        SchemaError(e.0)
-    }
-}
-
 impl RecordKey {
     /// # Errors
     /// A group or topic longer than a Kafka string (32,767 bytes).
@@ -168,7 +147,7 @@ impl RecordKey {
             },
             2 => RecordKey::Group { group: r.string(false)? },
             v @ 3..=8 => RecordKey::Consumer(ConsumerGroupKey::decode(v, &mut r)?),
-            v => return Err(SchemaError(format!("unknown key version {v}"))),
+            v => return Err(SchemaError::new(format!("unknown key version {v}"))),
         };
         r.finish()?;
         Ok(key)
@@ -208,7 +187,7 @@ impl OffsetValue {
                 metadata: r.string(false)?,
                 commit_timestamp: r.i64()?,
             },
-            v => return Err(SchemaError(format!("unsupported offset value version {v}"))),
+            v => return Err(SchemaError::new(format!("unsupported offset value version {v}"))),
         };
         r.finish()?;
         Ok(value)
@@ -247,7 +226,7 @@ impl GroupValue {
         let mut r = Readable::new(bytes);
         let version = r.i16()?;
         if version != 3 {
-            return Err(SchemaError(format!("unsupported group value version {version}")));
+            return Err(SchemaError::new(format!("unsupported group value version {version}")));
         }
         let protocol_type = r.string(false)?;
         let generation = r.i32()?;
@@ -255,7 +234,7 @@ impl GroupValue {
         let leader = r.nullable_string(false)?;
         let current_state_timestamp = r.i64()?;
         // Every member takes at least 24 bytes: the count is bounded by what is left.
-        let count = r.count(false, 24)?.ok_or_else(|| SchemaError("null member array".into()))?;
+        let count = r.count(false, 24)?.ok_or_else(|| SchemaError::new("null member array"))?;
         let mut members = Vec::with_capacity(count);
         for _ in 0..count {
             members.push(MemberValue {

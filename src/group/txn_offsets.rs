@@ -14,77 +14,14 @@
 //!   offsets go to pending, a marker installs or drops them, and what is left
 //!   at the end (a still-open transaction) stays pending.
 
-use std::collections::HashMap;
-
 use super::coordinator::GroupCoordinator;
 use super::error::GroupError;
-use super::group_metadata::{Group, GroupState};
-use super::offsets::{group_for_commit, offset_records, CommittedOffset};
+use super::group_metadata::Group;
+use super::group_state::GroupState;
+use super::offset_and_metadata::{CommittedOffset, PendingOffset};
+use super::offsets::{group_for_commit, offset_records};
 use crate::log::producer_state::ProducerError;
 use crate::log::LogError;
-
-/// A transactional offset not yet committed, with the base offset of the
-/// batch that wrote it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct PendingOffset {
-    pub(super) offset: CommittedOffset,
-    pub(super) log_offset: i64,
-}
-
-impl Group {
-    /// Install a committed offset written by the batch at `log_offset`.
-    pub(super) fn install_offset(
-        &mut self,
-        key: (String, i32),
-        offset: CommittedOffset,
-        log_offset: Option<i64>,
-    ) {
-        match log_offset {
-            Some(at) => self.offset_log_offsets.insert(key.clone(), at),
-            None => self.offset_log_offsets.remove(&key),
-        };
-        self.offsets.insert(key, offset);
-    }
-
-    /// Forget a committed offset (its tombstone was written or read).
-    pub(super) fn remove_offset(&mut self, key: &(String, i32)) {
-        self.offsets.remove(key);
-        self.offset_log_offsets.remove(key);
-    }
-
-    /// Add a pending transactional offset of `producer_id`.
-    pub(super) fn add_pending_offset(
-        &mut self,
-        producer_id: i64,
-        key: (String, i32),
-        pending: PendingOffset,
-    ) {
-        self.pending_txn_offsets.entry(producer_id).or_default().insert(key, pending);
-    }
-
-    /// The transaction of `producer_id` ended: install its pending offsets
-    /// (COMMIT) unless a plain commit was written after them, or drop them.
-    pub(super) fn complete_pending_offsets(&mut self, producer_id: i64, commit: bool) {
-        let Some(pending) = self.pending_txn_offsets.remove(&producer_id) else {
-            return;
-        };
-        if !commit {
-            return;
-        }
-        for (key, p) in pending {
-            let newer_plain =
-                self.offset_log_offsets.get(&key).is_some_and(|&at| at > p.log_offset);
-            if !newer_plain {
-                self.install_offset(key, p.offset, Some(p.log_offset));
-            }
-        }
-    }
-
-    /// Whether some transaction holds a pending offset for the partition.
-    pub(super) fn has_pending_offset(&self, key: &(String, i32)) -> bool {
-        self.pending_txn_offsets.values().any(|m| m.contains_key(key))
-    }
-}
 
 /// The transactional producer a TxnOffsetCommit comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,11 +45,11 @@ impl GroupCoordinator {
         offsets: &[(String, i32, CommittedOffset)],
     ) -> Vec<Option<GroupError>> {
         let all = |e: GroupError| vec![Some(e); offsets.len()];
-        if let Err(e) = self.check_ready() {
+        if let Err(e) = self.runtime.check_ready() {
             return all(e);
         }
         let now = self.now();
-        let mut groups = self.lock();
+        let mut groups = self.runtime.lock();
         let group = match group_for_commit(&mut groups, group_id, generation, member_id, now) {
             Ok(group) => group,
             Err(e) => return all(e),
@@ -122,12 +59,15 @@ impl GroupCoordinator {
         }
         let (results, records) =
             offset_records(group_id, offsets, now, self.config.offset_metadata_max_bytes);
-        let log_offset =
-            match self.append_batch(group_id, &records, Some((producer.id, producer.epoch))) {
-                Ok(Some(at)) => at,
-                Ok(None) => return results,
-                Err(e) => return all(fenced_or(e)),
-            };
+        let log_offset = match self.runtime.append_batch(
+            group_id,
+            &records,
+            Some((producer.id, producer.epoch)),
+        ) {
+            Ok(Some(at)) => at,
+            Ok(None) => return results,
+            Err(e) => return all(fenced_or(e)),
+        };
         for (i, (topic, partition, o)) in offsets.iter().enumerate() {
             if results[i].is_none() {
                 let offset = CommittedOffset { commit_timestamp: now, ..o.clone() };
@@ -140,39 +80,15 @@ impl GroupCoordinator {
 
     /// The marker of `producer_id`'s transaction was appended to
     /// `__consumer_offsets` partition `partition`: complete the pending
-    /// offsets of every group of that partition.
-    ///
-    /// While loading, the completion is deferred until the load installs
-    /// its groups (the walk may have read that partition before the marker
-    /// landed); applying one the walk already saw changes nothing, since no
-    /// new transactional offset is accepted before the load ends.
+    /// offsets of every group of that partition (deferred while loading).
     pub fn on_transaction_completed(&self, partition: i32, producer_id: i64, commit: bool) {
-        let mut groups = self.lock();
-        if !self.is_loaded() {
-            self.deferred_completions.lock().push((partition, producer_id, commit));
-            return;
-        }
-        self.complete_in(&mut groups, partition, producer_id, commit);
-    }
-
-    pub(super) fn complete_in(
-        &self,
-        groups: &mut HashMap<String, Group>,
-        partition: i32,
-        producer_id: i64,
-        commit: bool,
-    ) {
-        for group in groups.values_mut() {
-            if self.partition_for(&group.id) == partition {
-                group.complete_pending_offsets(producer_id, commit);
-            }
-        }
+        self.runtime.complete_transaction(partition, producer_id, commit);
     }
 
     /// Whether a transaction holds a pending offset of `group_id` for the
     /// partition (OffsetFetch `require_stable` answers UNSTABLE_OFFSET_COMMIT).
     pub fn has_pending_txn_offset(&self, group_id: &str, topic: &str, partition: i32) -> bool {
-        let groups = self.lock();
+        let groups = self.runtime.lock();
         groups.get(group_id).is_some_and(|g| g.has_pending_offset(&(topic.to_string(), partition)))
     }
 }

@@ -24,8 +24,8 @@ use std::fmt::Display;
 
 use super::control_record::{read_control_batch, ControlBatch};
 use super::error::LogError;
-use super::local_log::Log;
 use super::record_batch::{records_bytes, BatchHeader, RecordIter};
+use super::unified_log::Log;
 
 /// What loading a coordinator's topic read, summed over its partitions.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -73,19 +73,20 @@
 //! 18. `log_loader` (control_record, error, log_file_utils, producer_state,
 //!     segment, topic_partition, transaction_index): opening a partition
 //!     directory, recovering it after a crash, replaying the producer state.
-//! 19. `local_log` (config, control_record, error, log_loader, producer_state,
+//! 19. `unified_log` (config, control_record, error, log_loader, producer_state,
 //!     record_batch, segment, topic_partition, transaction_index, validator):
-//!     `Log`, append, read, roll, the LSO; its child `retention`: retention,
-//!     local retention below the store's highest offset, DeleteRecords.
-//!     (`log_read`, which reads the `Log` it extends, sits beside it: Fetch
-//!     and ListOffsets by isolation level.)
-//! 20. `replace_segments` (error, local_log, segment): the cleaner's crash-safe swap.
-//! 21. `coordinator_loader` (error, local_log, record_batch): reading a
+//!     `Log` (Kafka's `UnifiedLog` and `LocalLog` in one type): append, roll,
+//!     the LSO. Its other concepts are its children, each an `impl Log` over
+//!     the same type: `read` (Fetch and ListOffsets by isolation level),
+//!     `retention` (retention, local retention below the store's highest
+//!     offset, DeleteRecords), `store_retention` and `replace_segments` (the
+//!     cleaner's crash-safe swap).
+//! 20. `coordinator_loader` (error, unified_log, record_batch): reading a
 //!     coordinator's compacted topic back at start, unreadable data reported.
-//! 22. `manager` (checkpoint, config, error, local_log, log_loader,
+//! 21. `manager` (checkpoint, config, error, unified_log, log_loader,
 //!     topic_partition): `LogManager`, every partition of the broker.
-//! 23. `producer_id_manager` (checkpoint, error): producer id blocks on disk.
-//! 24. `meta_properties` (checkpoint, error, manager): `meta.properties`.
+//! 22. `producer_id_manager` (checkpoint, error): producer id blocks on disk.
+//! 23. `meta_properties` (checkpoint, error, manager): `meta.properties`.
 
 pub mod batch_reader;
 pub mod checkpoint;
@@ -98,10 +99,8 @@ pub mod disk;
 pub mod error;
 pub mod file_region;
 pub mod index;
-pub mod local_log;
 pub mod log_file_utils;
 pub mod log_loader;
-pub mod log_read;
 pub mod manager;
 pub mod manager_config;
 pub mod meta_properties;
@@ -110,19 +109,19 @@ pub mod producer_id_manager;
 pub mod producer_snapshot;
 pub mod producer_state;
 pub mod record_batch;
-pub mod replace_segments;
 pub mod segment;
 pub mod topic_partition;
 pub mod transaction_index;
+pub mod unified_log;
 pub mod validator;
 
 pub use config::LogConfig;
 pub use error::{BatchError, LogError, ProducerError};
-pub use local_log::{
-    FetchDataInfo, FetchIsolation, FetchRegionInfo, Log, LogAppendInfo, StoreSegment,
-};
 pub use log_loader::LoadParams;
 pub use manager::{LogManager, TopicInfo};
 pub use manager_config::LogManagerConfig;
-pub use replace_segments::{SegmentSnapshot, SwapOutcome, SwapStep};
 pub use topic_partition::TopicPartition;
+pub use unified_log::replace_segments::{SegmentSnapshot, SwapOutcome, SwapStep};
+pub use unified_log::{
+    FetchDataInfo, FetchIsolation, FetchRegionInfo, Log, LogAppendInfo, StoreSegment,
+};

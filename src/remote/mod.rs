@@ -51,7 +51,7 @@
 //! * Store errors show the HTTP status, the S3 error code and the key, never
 //!   a response body or a request header (`StoreFailure`).
 //!
-//! One upload round for a partition ([`uploader`]), with what a crash at each
+//! One upload round for a partition ([`remote_log_manager`]), with what a crash at each
 //! step leaves:
 //! 1. Snapshot the closed segments (files opened under the log's read lock,
 //!    so a clean's swap cannot change them under the upload). Crash: nothing.
@@ -94,6 +94,7 @@ pub mod crash_point;
 pub mod manifest;
 pub mod read_stats;
 pub mod reader;
+pub mod remote_log_manager;
 pub mod restore;
 mod retire;
 mod snapshot;
@@ -101,12 +102,11 @@ pub mod status;
 pub mod store;
 pub mod store_cleaner;
 pub mod sweep;
-pub mod uploader;
 
 pub use config::RemoteStorageConfig;
+pub use remote_log_manager::RemoteLogManager;
 pub use status::RemoteStats;
 pub use store::RemoteStore;
-pub use uploader::RemoteLogManager;
 
 use std::path::PathBuf;
 

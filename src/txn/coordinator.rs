@@ -337,3 +337,13 @@ pub(super) fn check_producer(
 pub(super) fn concurrent(transactional_id: &str) -> TxnError {
     TxnError::ConcurrentTransactions { transactional_id: transactional_id.to_string() }
 }
+
+#[cfg(test)]
+#[path = "coordinator_epoch_tests.rs"]
+mod epoch_tests;
+#[cfg(test)]
+#[path = "coordinator_restart_tests.rs"]
+mod restart_tests;
+#[cfg(test)]
+#[path = "coordinator_tests.rs"]
+mod tests;

@@ -1,10 +1,10 @@
 //! Epochs, fencing, KIP-360 recovery, epoch exhaustion (docs/design/transactions.md
 //! 2.3), and the timers (2.5): timeout aborts and id expiry.
 
-use super::error::TxnError;
-use super::marker_writer::TransactionResult::{Abort, Commit};
-use super::test_support::*;
-use super::transaction_metadata::TransactionState::*;
+use crate::txn::error::TxnError;
+use crate::txn::marker_writer::TransactionResult::{Abort, Commit};
+use crate::txn::test_support::*;
+use crate::txn::transaction_metadata::TransactionState::*;
 
 #[test]
 fn a_new_instance_fences_an_ongoing_transaction_and_ends_two_epochs_up() {
@@ -116,7 +116,7 @@ fn fencing_at_the_last_epoch_aborts_with_it_and_the_retry_rotates() {
 
 #[test]
 fn a_failed_fence_does_not_bump_twice() {
-    let mut m = super::TransactionMetadata::new(ID, 5, 3, TIMEOUT, NOW);
+    let mut m = crate::txn::TransactionMetadata::new(ID, 5, 3, TIMEOUT, NOW);
     m.transition(Ongoing).expect("legal");
     m.partitions.insert(tp("a", 0));
     m.txn_start_timestamp = NOW;
@@ -139,7 +139,7 @@ fn a_failed_fence_does_not_bump_twice() {
 
 #[test]
 fn transitions_are_refused_while_one_is_pending_or_when_they_do_not_match() {
-    let mut m = super::TransactionMetadata::new(ID, 5, 0, TIMEOUT, NOW);
+    let mut m = crate::txn::TransactionMetadata::new(ID, 5, 0, TIMEOUT, NOW);
     let add = m.prepare_add_partitions(&set(&[("a", 0)]), NOW).expect("add");
     let before = m.clone();
     assert!(matches!(
@@ -256,7 +256,7 @@ fn limit_records(node: &Node, max_message_bytes: Option<usize>) {
     if let Some(max) = max_message_bytes {
         overrides.insert("max.message.bytes".into(), max.to_string());
     }
-    node.logs.alter_topic_config(super::TRANSACTION_STATE_TOPIC, overrides).expect("alter");
+    node.logs.alter_topic_config(crate::txn::TRANSACTION_STATE_TOPIC, overrides).expect("alter");
 }
 
 #[test]
@@ -316,7 +316,8 @@ fn expiry_writes_one_tombstone_batch_per_partition_within_max_message_bytes() {
         c.init_producer_id(id, TIMEOUT, None).expect("init");
     }
     let batches = |p: i32| {
-        let log = node.logs.get_log(&tp(super::TRANSACTION_STATE_TOPIC, p)).expect("partition");
+        let log =
+            node.logs.get_log(&tp(crate::txn::TRANSACTION_STATE_TOPIC, p)).expect("partition");
         let mut stats = crate::log::coordinator_loader::LoadStats::default();
         struct Skip;
         impl crate::log::coordinator_loader::CoordinatorRecordVisitor for Skip {
@@ -342,7 +343,9 @@ fn expiry_writes_one_tombstone_batch_per_partition_within_max_message_bytes() {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-    node.logs.alter_topic_config(super::TRANSACTION_STATE_TOPIC, overrides.clone()).expect("alter");
+    node.logs
+        .alter_topic_config(crate::txn::TRANSACTION_STATE_TOPIC, overrides.clone())
+        .expect("alter");
     clock.advance(config().transactional_id_expiration_ms);
     assert_eq!(c.remove_expired_transactional_ids(), 4 + other.len());
     assert_eq!(batches(target), before + 1, "one batch for the partition's four");
@@ -352,7 +355,7 @@ fn expiry_writes_one_tombstone_batch_per_partition_within_max_message_bytes() {
         .collect();
     assert_eq!(left.len(), 2, "the rest waits for the next pass");
     overrides.remove("max.message.bytes");
-    node.logs.alter_topic_config(super::TRANSACTION_STATE_TOPIC, overrides).expect("alter");
+    node.logs.alter_topic_config(crate::txn::TRANSACTION_STATE_TOPIC, overrides).expect("alter");
     assert_eq!(c.remove_expired_transactional_ids(), 2);
     assert_eq!(batches(target), before + 2);
     for id in same.iter().chain(other) {

@@ -6,10 +6,10 @@
 //! failover: every marker written again with the stored producer id and
 //! epoch, then the Complete record, and the producer carries on.
 
-use super::marker_writer::TransactionResult::{self, Abort, Commit};
-use super::test_support::*;
-use super::transaction_metadata::TransactionState::{self, *};
 use crate::clock::MockClock;
+use crate::txn::marker_writer::TransactionResult::{self, Abort, Commit};
+use crate::txn::test_support::*;
+use crate::txn::transaction_metadata::TransactionState::{self, *};
 
 const PARTITIONS: [(&str, i32); 3] = [("__consumer_offsets", 2), ("a", 0), ("b", 1)];
 
@@ -219,7 +219,7 @@ fn a_loaded_prepare_commit_answers_by_state_until_it_is_completed() {
     assert!(is_concurrent(c.end_transaction(ID, p.producer_id, p.epoch, Commit)));
     let r = c.end_transaction(ID, p.producer_id, p.epoch, Abort);
     assert!(
-        matches!(r, Err(super::TxnError::InvalidTxnState { state: PrepareCommit, .. })),
+        matches!(r, Err(crate::txn::TxnError::InvalidTxnState { state: PrepareCommit, .. })),
         "{r:?}"
     );
     assert!(is_concurrent(c.init_producer_id(ID, TIMEOUT, None)));

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use super::error::TxnError;
-use super::marker_writer::TransactionResult;
-use super::test_support::*;
-use super::transaction_metadata::TransactionState::*;
 use crate::clock::MockClock;
+use crate::txn::error::TxnError;
+use crate::txn::marker_writer::TransactionResult;
+use crate::txn::test_support::*;
+use crate::txn::transaction_metadata::TransactionState::*;
 
 #[test]
 fn a_new_id_gets_a_fresh_producer_id_and_each_init_bumps_the_epoch() {
@@ -244,7 +244,7 @@ fn a_request_during_a_pending_transition_gets_concurrent_transactions() {
     // While the markers are written, the Complete transition is pending.
     node.writer.set_hook(move |_| {
         let c = weak.upgrade().expect("coordinator");
-        let parts = super::test_support::set(&[("z", 0)]);
+        let parts = crate::txn::test_support::set(&[("z", 0)]);
         seen2
             .lock()
             .push(format!("{:?}", c.add_partitions_to_txn(ID, p.producer_id, p.epoch, &parts)));

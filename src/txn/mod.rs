@@ -62,12 +62,6 @@ mod txn_transit_metadata;
 mod verify;
 
 #[cfg(test)]
-mod coordinator_epoch_tests;
-#[cfg(test)]
-mod coordinator_restart_tests;
-#[cfg(test)]
-mod coordinator_tests;
-#[cfg(test)]
 mod test_support;
 
 pub use crate::log::coordinator_loader::LoadStats;

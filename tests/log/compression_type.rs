@@ -152,7 +152,7 @@ fn recompressed_batches_keep_their_producer_and_survive_the_cleaner() {
 /// `SCRATCH_KEEP_BYTES` (issue 28).
 #[test]
 fn a_large_compressed_batch_does_not_pin_its_inflated_size() {
-    use sediment::log::local_log::SCRATCH_KEEP_BYTES;
+    use sediment::log::unified_log::SCRATCH_KEEP_BYTES;
     let dir = tempfile::tempdir().unwrap();
     let mut log = crate::common::open_log(dir.path(), "inflate", &[], sediment::clock::system());
     let mut b = sediment::log::record_batch::BatchBuilder::new(

@@ -15,9 +15,9 @@ use proptest::prelude::*;
 use sediment::clock::{MockClock, SharedClock};
 use sediment::log::compression::Compression;
 use sediment::log::control_record::EndTransactionMarker;
-use sediment::log::local_log::{LATEST_TIMESTAMP, MAX_TIMESTAMP};
 use sediment::log::record_batch::{BatchBuilder, BatchHeader};
 use sediment::log::transaction_index::AbortedTxn;
+use sediment::log::unified_log::{LATEST_TIMESTAMP, MAX_TIMESTAMP};
 use sediment::log::{FetchIsolation, LoadParams, Log, LogConfig, TopicPartition};
 
 #[derive(Debug, Clone)]

@@ -13,10 +13,10 @@ use std::sync::Arc;
 use sediment::clock::{MockClock, SharedClock};
 use sediment::log::compression::Compression;
 use sediment::log::control_record::EndTransactionMarker;
-use sediment::log::local_log::LATEST_TIMESTAMP;
 use sediment::log::producer_state::ProducerError;
 use sediment::log::record_batch::{BatchBuilder, BatchHeader};
 use sediment::log::transaction_index::AbortedTxn;
+use sediment::log::unified_log::LATEST_TIMESTAMP;
 use sediment::log::{
     BatchError, FetchIsolation, LoadParams, Log, LogConfig, LogError, TopicPartition,
 };

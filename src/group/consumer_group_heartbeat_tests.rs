@@ -6,9 +6,9 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::consumer_group_records::{Assignment, TopicId};
-use super::*;
 use crate::clock::MockClock;
+use crate::group::consumer_group_records::{Assignment, TopicId};
+use crate::group::*;
 use crate::log::LogManager;
 
 struct Fixture {
@@ -336,7 +336,7 @@ fn the_records_written_decode_and_tombstone_what_left() {
     let mut stats = LoadStats::default();
     crate::log::coordinator_loader::load_partition(&log, 1 << 20, &mut visitor, &mut stats);
     assert_eq!(stats.unreadable_records, 0);
-    use super::consumer_group_records::ConsumerGroupKey as K;
+    use crate::group::consumer_group_records::ConsumerGroupKey as K;
     let member = |k: &K| matches!(k, K::MemberMetadata { member, .. } if member == "a");
     assert!(keys.iter().any(|(k, live)| member(k) && *live), "{keys:?}");
     let last_member_record = keys.iter().rev().find(|(k, _)| member(k)).expect("member records");
@@ -344,7 +344,7 @@ fn the_records_written_decode_and_tombstone_what_left() {
 
     struct Collect<'a>(&'a mut Vec<(K, bool)>);
     impl crate::log::coordinator_loader::CoordinatorRecordVisitor for Collect<'_> {
-        type Error = super::schema::SchemaError;
+        type Error = crate::group::schema::SchemaError;
         fn record(
             &mut self,
             _: &crate::log::record_batch::BatchHeader,
@@ -352,11 +352,11 @@ fn the_records_written_decode_and_tombstone_what_left() {
             key: Option<&[u8]>,
             value: Option<&[u8]>,
         ) -> Result<(), Self::Error> {
-            if let super::schema::RecordKey::Consumer(k) =
-                super::schema::RecordKey::decode(key.unwrap_or_default())?
+            if let crate::group::schema::RecordKey::Consumer(k) =
+                crate::group::schema::RecordKey::decode(key.unwrap_or_default())?
             {
                 if let Some(v) = value {
-                    super::consumer_group_records::ConsumerGroupValue::decode(&k, v)?;
+                    crate::group::consumer_group_records::ConsumerGroupValue::decode(&k, v)?;
                 }
                 self.0.push((k, value.is_some()));
             }

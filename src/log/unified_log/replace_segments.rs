@@ -16,9 +16,9 @@
 
 use std::path::Path;
 
-use super::error::{LogError, Result};
-use super::local_log::Log;
-use super::segment::{self, LogSegment, SegmentConfig};
+use super::Log;
+use crate::log::error::{LogError, Result};
+use crate::log::segment::{self, LogSegment, SegmentConfig};
 
 /// Points of the swap protocol where a test may stop it, leaving the files as
 /// a crash right there would. The numbers are the steps of
@@ -133,7 +133,7 @@ impl Log {
             // As Kafka, the snapshot of a replaced segment goes unless a new
             // segment starts at its offset (the state there is unchanged).
             if !new_segments.iter().any(|s| s.base_offset() == snap.base_offset) {
-                super::producer_snapshot::delete(self.dir(), snap.base_offset)?;
+                crate::log::producer_snapshot::delete(self.dir(), snap.base_offset)?;
             }
             if i == 0 && stop_at == Some(SwapStep::FirstDeletedRenamed) {
                 return Ok(SwapOutcome::StoppedAt(SwapStep::FirstDeletedRenamed));

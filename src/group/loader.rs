@@ -1,10 +1,7 @@
-//! The coordinator's side of `__consumer_offsets` (Kafka's
-//! `GroupMetadataManager`): creating the topic, appending group and offset
-//! records to a group's partition, and rebuilding every group from the log at
-//! start.
+//! Rebuilding every group from `__consumer_offsets` at start (the loading
+//! half of Kafka's `GroupMetadataManager`, driven by the log layer's
+//! `coordinator_loader`).
 //!
-//! * A group's records go to partition `abs(javaHash(group)) % partitions`, so
-//!   later records of a group follow earlier ones in one log.
 //! * Loading reads each partition from its log start: later records win, a
 //!   tombstone deletes. Until the load finished, group requests get
 //!   COORDINATOR_LOAD_IN_PROGRESS. The coordinator is the only writer, so
@@ -16,177 +13,42 @@
 //!   and counted in [`LoadStats`]; the other records and partitions still load.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 
 use super::consumer_group_records::{ConsumerGroupKey, ConsumerGroupValue};
-use super::coordinator::GroupCoordinator;
-use super::error::GroupError;
+use super::error::SchemaError;
 use super::group_metadata::Group;
-use super::offsets::{CommittedOffset, OffsetsRecord};
-use super::schema::{GroupValue, OffsetValue, RecordKey, RecordValue, SchemaError};
-use super::txn_offsets::PendingOffset;
-use crate::log::compression::Compression;
+use super::offset_and_metadata::{CommittedOffset, PendingOffset};
+use super::runtime::OFFSETS_TOPIC;
+use super::schema::{GroupValue, OffsetValue, RecordKey};
 pub use crate::log::coordinator_loader::LoadStats;
 use crate::log::coordinator_loader::{load_partition, CoordinatorRecordVisitor};
-use crate::log::producer_append_info::AppendOrigin;
-use crate::log::record_batch::{BatchBuilder, BatchHeader};
+use crate::log::record_batch::BatchHeader;
 use crate::log::topic_partition::coordinator_partition;
-use crate::log::{LogError, TopicPartition};
-
-pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+use crate::log::{LogManager, TopicPartition};
 
 /// The largest decompressed batch the loader accepts.
 const MAX_BATCH_RECORDS_BYTES: usize = 64 << 20;
 
-impl GroupCoordinator {
-    /// Create the offsets topic if it does not exist yet (as Kafka does on the
-    /// first FindCoordinator).
-    ///
-    /// # Errors
-    /// The topic could not be created.
-    pub fn ensure_offsets_topic(&self) -> Result<(), LogError> {
-        if self.logs.topic(OFFSETS_TOPIC).is_some() {
-            return Ok(());
-        }
-        let overrides = [
-            ("cleanup.policy".to_string(), "compact".to_string()),
-            ("segment.bytes".to_string(), self.config.offsets_topic_segment_bytes.to_string()),
-            ("compression.type".to_string(), "producer".to_string()),
-        ]
-        .into();
-        match self.logs.create_topic(OFFSETS_TOPIC, self.config.offsets_topic_partitions, overrides)
-        {
-            Ok(_) => {
-                tracing::info!(
-                    partitions = self.config.offsets_topic_partitions,
-                    "created {OFFSETS_TOPIC}"
-                );
-                Ok(())
-            }
-            Err(LogError::TopicExists(_)) => Ok(()),
-            Err(e) => Err(e),
+/// Read every group of the `partitions` partitions of the offsets topic as of
+/// `now`, with what the walk read.
+pub(super) fn load_groups(
+    logs: &LogManager,
+    partitions: i32,
+    now: i64,
+) -> (HashMap<String, Group>, LoadStats) {
+    let mut loader = GroupLoader { groups: HashMap::new(), now, partition: 0, partitions };
+    let mut stats = LoadStats::default();
+    if let Some(info) = logs.topic(OFFSETS_TOPIC) {
+        for p in 0..info.partitions {
+            let Some(log) = logs.get_log(&TopicPartition::new(OFFSETS_TOPIC, p)) else {
+                continue;
+            };
+            let log = log.read();
+            loader.partition = p;
+            load_partition(&log, MAX_BATCH_RECORDS_BYTES, &mut loader, &mut stats);
         }
     }
-
-    /// Rebuild every group from the offsets topic. Group requests are refused
-    /// with COORDINATOR_LOAD_IN_PROGRESS until this returns.
-    pub fn load(&self) {
-        let started = std::time::Instant::now();
-        let mut loader = GroupLoader {
-            groups: HashMap::new(),
-            now: self.now(),
-            partition: 0,
-            partitions: self.config.offsets_topic_partitions,
-        };
-        let mut stats = LoadStats::default();
-        if let Some(info) = self.logs.topic(OFFSETS_TOPIC) {
-            for p in 0..info.partitions {
-                let Some(log) = self.logs.get_log(&TopicPartition::new(OFFSETS_TOPIC, p)) else {
-                    continue;
-                };
-                let log = log.read();
-                loader.partition = p;
-                load_partition(&log, MAX_BATCH_RECORDS_BYTES, &mut loader, &mut stats);
-            }
-        }
-        *self.load_stats.lock() = stats;
-        {
-            // A marker the walk may have missed was deferred: apply it with
-            // the groups installed, before anyone sees them.
-            let mut groups = self.lock();
-            *groups = loader.groups;
-            for (partition, producer_id, commit) in self.deferred_completions.lock().drain(..) {
-                self.complete_in(&mut groups, partition, producer_id, commit);
-            }
-            self.loaded.store(true, Ordering::Release);
-        }
-        if stats.unreadable_batches + stats.unreadable_records > 0 {
-            tracing::error!(
-                unreadable_batches = stats.unreadable_batches,
-                unreadable_records = stats.unreadable_records,
-                "{OFFSETS_TOPIC} loaded with unreadable data; the groups it held may be stale"
-            );
-        }
-        tracing::info!(
-            records = stats.records,
-            batches = stats.batches,
-            groups = self.lock().len(),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "group coordinator loaded"
-        );
-    }
-
-    /// What the last [`GroupCoordinator::load`] read (zeros before it ran).
-    pub fn load_stats(&self) -> LoadStats {
-        *self.load_stats.lock()
-    }
-
-    /// Append records for `group` to its offsets partition.
-    pub(super) fn append(&self, group: &str, records: &[OffsetsRecord]) -> Result<(), GroupError> {
-        self.append_batch(group, records, None).map(|_| ())
-    }
-
-    /// Append records for `group` to its offsets partition as one batch, a
-    /// transactional one of `producer` (id, epoch) if given (origin
-    /// Coordinator, base sequence 0, as Kafka writes TxnOffsetCommit). Returns
-    /// the batch's base offset (`None`: nothing to write).
-    pub(super) fn append_batch(
-        &self,
-        group: &str,
-        records: &[OffsetsRecord],
-        producer: Option<(i64, i16)>,
-    ) -> Result<Option<i64>, GroupError> {
-        let encoded = records.iter().map(OffsetsRecord::encode).collect::<Result<Vec<_>, _>>();
-        let encoded = encoded.map_err(|e| {
-            // The id itself may be tens of kilobytes: its length is logged.
-            tracing::warn!(group_id_bytes = group.len(), "refusing a group record: {e}");
-            GroupError::Schema(e)
-        })?;
-        self.append_encoded(group, &encoded, producer)
-    }
-
-    /// [`Self::append_batch`] of records already encoded.
-    fn append_encoded(
-        &self,
-        group: &str,
-        records: &[(Vec<u8>, Option<Vec<u8>>)],
-        producer: Option<(i64, i16)>,
-    ) -> Result<Option<i64>, GroupError> {
-        if records.is_empty() {
-            return Ok(None);
-        }
-        self.ensure_offsets_topic().map_err(|e| {
-            tracing::error!("creating {OFFSETS_TOPIC}: {e}");
-            GroupError::from(e)
-        })?;
-        let tp = TopicPartition::new(OFFSETS_TOPIC, self.partition_for(group));
-        let log = self.logs.get_log(&tp).ok_or(GroupError::CoordinatorNotAvailable)?;
-        let now = self.now();
-        let mut builder = BatchBuilder::new(Compression::None, now);
-        for (k, v) in records {
-            builder.append(now, Some(k), v.as_deref());
-        }
-        let (mut batch, origin) = match producer {
-            Some((id, epoch)) => {
-                builder.transactional = true;
-                builder = builder.producer(id, epoch, 0);
-                (builder.build(), AppendOrigin::Coordinator)
-            }
-            None => (builder.build(), AppendOrigin::Client),
-        };
-        let mut log = log.write();
-        let info = log.append_with_origin(&mut batch, origin).map_err(|e| {
-            tracing::error!(partition = %tp, "writing group records: {e}");
-            GroupError::from(e)
-        })?;
-        Ok(Some(info.first_offset))
-    }
-
-    /// Write the group's metadata (members, assignments, generation).
-    pub(super) fn persist_group(&self, g: &Group) -> Result<(), GroupError> {
-        let key = RecordKey::Group { group: g.id.clone() };
-        self.append(&g.id, &[OffsetsRecord { key, value: Some(RecordValue::Group(g.to_value())) }])
-    }
+    (loader.groups, stats)
 }
 
 /// One load in progress: the groups rebuilt so far (with the transactional
@@ -346,7 +208,7 @@ mod tests {
         let cut_value = RecordKey::Offset { group: "g".into(), topic: "t".into(), partition: 1 };
         let bad =
             [(vec![0, 9, 1, 2], Some(vec![1])), (cut_value.encode().unwrap(), Some(vec![0, 3, 0]))];
-        c.append_encoded("g", &bad, None).expect("append");
+        c.runtime.append_encoded("g", &bad, None).expect("append");
         assert_eq!(c.commit("g", -1, "", None, &offset(7)), vec![None]);
 
         c.load();

@@ -1,8 +1,11 @@
-//! `Log`: one partition's ordered segments, the offsets that describe it, and
-//! the rules that append to it and roll it. Retention and DeleteRecords are
-//! in `retention` (a child module); opening and recovery are the loader's
-//! (`log_loader`); reads by isolation level are in `log_read`; the cleaner's
-//! swap of segments is in `replace_segments`.
+//! `Log` (Kafka's `UnifiedLog` over its `LocalLog`, one type here): one
+//! partition's ordered segments, the offsets that describe it, its producer
+//! state and transactions, and the rules that append to it and roll it. Each
+//! other concept of `Log` is a child file of this directory: retention and
+//! DeleteRecords in `retention` (the store's part in `store_retention`),
+//! reads by isolation level in `read`, the cleaner's swap of segments in
+//! `replace_segments`; opening and recovery are the loader's
+//! (`log_loader`).
 //!
 //! Invariants:
 //! * `segments` is keyed by base offset, non-empty, and the last one is active:
@@ -33,10 +36,6 @@ use super::config::LogConfig;
 use super::control_record::EndTransactionMarker;
 use super::error::{LogError, Result};
 use super::log_loader::{self, LoadParams};
-pub use super::log_read::{
-    FetchDataInfo, FetchIsolation, FetchRegionInfo, EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP, MAX_TIMESTAMP,
-};
 use super::producer_snapshot;
 use super::producer_state::{
     AppendOrigin, BatchMetadata, ProducerAppendInfo, ProducerBatch, ProducerError,
@@ -48,7 +47,13 @@ use super::topic_partition::TopicPartition;
 use super::transaction_index::AbortedTxn;
 use super::validator::{self, ValidatedBatch, ValidationContext};
 use crate::clock::SharedClock;
+pub use read::{
+    FetchDataInfo, FetchIsolation, FetchRegionInfo, EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP, MAX_TIMESTAMP,
+};
 
+pub mod read;
+pub mod replace_segments;
 mod retention;
 mod store_retention;
 

@@ -30,11 +30,11 @@
 
 use bytes::Bytes;
 
-use super::error::{LogError, Result};
-use super::local_log::Log;
-use super::record_batch::{self, TimestampType, NO_TIMESTAMP};
-use super::segment::{FileRegion, LogSegment};
-use super::transaction_index::AbortedTxn;
+use super::Log;
+use crate::log::error::{LogError, Result};
+use crate::log::record_batch::{self, TimestampType, NO_TIMESTAMP};
+use crate::log::segment::{FileRegion, LogSegment};
+use crate::log::transaction_index::AbortedTxn;
 
 /// Special timestamps of ListOffsets.
 pub const EARLIEST_TIMESTAMP: i64 = -2;
@@ -336,7 +336,7 @@ impl Log {
                 {
                     continue;
                 }
-                let limit = super::validator::decompression_limit(max_message_bytes);
+                let limit = crate::log::validator::decompression_limit(max_message_bytes);
                 let payload = record_batch::records_bytes(&header, batch, scratch, limit)?;
                 for rec in record_batch::RecordIter::new(payload, header.records_count) {
                     let rec = rec?;

@@ -37,10 +37,10 @@ use super::checkpoint::{
 };
 use super::config::LogConfig;
 use super::error::{LogError, Result};
-use super::local_log::Log;
 use super::log_loader::LoadParams;
 use super::manager_config::{LogManagerConfig, NUM_PARTITIONS};
 use super::topic_partition::TopicPartition;
+use super::unified_log::Log;
 use crate::clock::SharedClock;
 
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";

@@ -36,12 +36,12 @@ use prometheus::{
 mod auth;
 mod authz;
 mod fetch_session;
-mod http;
+mod http_server;
 mod remote;
 mod tls;
 mod tombstones;
 
-pub use http::serve;
+pub use http_server::serve;
 
 pub use auth::AuthMetrics;
 pub use authz::{Denial, DenialRecorder};

@@ -126,8 +126,8 @@ mod tests {
     use super::StoreSegment;
     use crate::clock::{MockClock, SharedClock};
     use crate::log::error::LogError;
-    use crate::log::local_log::retention::tests::{append_segments, bases, open, NOW};
-    use crate::log::local_log::EARLIEST_TIMESTAMP;
+    use crate::log::unified_log::retention::tests::{append_segments, bases, open, NOW};
+    use crate::log::unified_log::EARLIEST_TIMESTAMP;
     use crate::log::{Log, LogConfig};
 
     fn seg(base: i64, size: u64, ts: i64) -> StoreSegment {

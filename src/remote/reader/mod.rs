@@ -16,7 +16,7 @@
 //! * Only segments below the local log start are read: from there on the
 //!   local log answers. read_committed reads name the aborted transactions of
 //!   the store's segments from the one read up to the local log start (by
-//!   their `.txnindex`, the rule of `log::log_read`); when that search is not
+//!   their `.txnindex`, the rule of `log::unified_log::read`); when that search is not
 //!   complete the caller continues it in the local log. A later segment not
 //!   in the cache is not downloaded for it: its `.txnindex` object alone is
 //!   read (checked against the manifest's size and CRC32C).
