@@ -119,7 +119,7 @@ pub fn handle(
         })
         .collect();
     // Fetches parked on a deleted partition should notice now.
-    broker.replica.notify_appended();
+    broker.replica.complete_all_delayed_fetches();
     DeleteTopicsResponse::default().with_responses(responses)
 }
 

@@ -213,7 +213,8 @@ fn session_error(e: SessionError) -> FetchReply {
 }
 
 /// Read the request's partitions until `min_bytes` are there, an error is,
-/// or `max_wait_ms` passed.
+/// or `max_wait_ms` passed: a delayed fetch, parked on its own partitions
+/// (`replica::delayed_fetch`) between reads.
 async fn long_poll(
     broker: &KafkaApis,
     ctx: &RequestContext<'_>,
@@ -223,31 +224,50 @@ async fn long_poll(
     let access = FetchAccess::decide(broker, ctx, request, version);
     let wait = Duration::from_millis(request.max_wait_ms.clamp(0, MAX_WAIT_CAP_MS) as u64);
     let deadline = tokio::time::Instant::now() + wait;
-    let mut appends = broker.replica.subscribe_appends();
+    // Registered before the first read, so no append after it is missed.
+    let waiter = (!wait.is_zero())
+        .then(|| broker.replica.watch_partitions(partitions(broker, request, version)));
     // The store's partition is read first, with no lock held (fetch_remote).
     let remote = fetch_remote::read_first(broker, request, version, &access).await;
     let remote = remote.as_ref();
     loop {
-        appends.borrow_and_update();
         let (reply, bytes, errors) =
             tokio::task::block_in_place(|| read_once(broker, request, version, &access, remote));
         let enough = bytes >= request.min_bytes.max(0) as usize
             || errors
             || remote.is_some_and(RemotePart::answers);
-        if enough || tokio::time::Instant::now() >= deadline {
+        let Some(waiter) = waiter.as_ref().filter(|_| !enough) else { return reply };
+        if tokio::time::Instant::now() >= deadline {
             return reply;
         }
-        match tokio::time::timeout_at(deadline, appends.changed()).await {
-            Ok(Ok(())) => continue,
-            // Timed out (or the broker is going away): answer with what there is.
-            _ => {
-                return tokio::task::block_in_place(|| {
-                    read_once(broker, request, version, &access, remote)
-                })
-                .0
-            }
+        if tokio::time::timeout_at(deadline, waiter.changed()).await.is_err() {
+            // Timed out: answer with what there is now.
+            return tokio::task::block_in_place(|| {
+                read_once(broker, request, version, &access, remote)
+            })
+            .0;
         }
     }
+}
+
+/// The partitions a fetch reads (those of unknown topic ids left out: they
+/// answer at once).
+fn partitions<'a>(
+    broker: &'a KafkaApis,
+    request: &'a FetchRequest,
+    version: i16,
+) -> impl Iterator<Item = TopicPartition> + 'a {
+    request.topics.iter().flat_map(move |topic| {
+        let name = if version >= 13 {
+            broker.topic_name_by_id(&topic.topic_id)
+        } else {
+            Some(topic.topic.0.to_string())
+        };
+        topic
+            .partitions
+            .iter()
+            .filter_map(move |p| name.as_ref().map(|n| TopicPartition::new(n.clone(), p.partition)))
+    })
 }
 
 fn read_once(

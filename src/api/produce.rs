@@ -92,7 +92,7 @@ pub fn handle(
         )
     });
     let mut failed = false;
-    let mut appended = false;
+    let mut appended = Vec::new();
     let mut topics = Vec::with_capacity(request.topic_data.len());
     for (topic, name) in request.topic_data.into_iter().zip(&names) {
         let denied = match (&writable, name.as_deref()) {
@@ -117,7 +117,9 @@ pub fn handle(
             };
             partitions.push(match outcome {
                 Ok(info) => {
-                    appended = true;
+                    if let Some(n) = name {
+                        appended.push(TopicPartition::new(n.clone(), response.index));
+                    }
                     response
                         .with_base_offset(info.first_offset)
                         .with_log_append_time_ms(info.log_append_time)
@@ -136,9 +138,7 @@ pub fn handle(
                 .with_partition_responses(partitions),
         );
     }
-    if appended {
-        broker.replica.notify_appended();
-    }
+    broker.replica.complete_delayed_fetches(&appended);
     if required == Some(Acks::None) {
         return if failed { Err(Close) } else { Ok(None) };
     }

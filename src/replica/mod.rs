@@ -12,9 +12,11 @@
 //!   transaction that ended while the coordinator was asked cannot be
 //!   reopened by the batch. With one replica every [`Acks`] level is met by
 //!   the local append (fsynced when `log.flush.before.ack` is set).
-//! * **Waking delayed fetches**: a long-polling fetch parks on
-//!   [`ReplicaManager::subscribe_appends`] and is woken by every append,
-//!   marker or deletion that can change what it would read.
+//! * **Delayed fetches** ([`delayed_fetch`], Kafka's purgatory keyed by
+//!   partition): a long-polling fetch parks on the partitions it reads
+//!   ([`ReplicaManager::watch_partitions`]) and is woken only by an append
+//!   or a marker on one of them ([`ReplicaManager::complete_delayed_fetches`]),
+//!   or by a deletion or shutdown, which wake all.
 //! * **Fetch sessions** (KIP-227, [`fetch_session`]), which outlive
 //!   connections and so are the broker's state, not a handler's.
 //! * **The store's reader** for tiered partitions read below their local log.
@@ -24,6 +26,7 @@
 //! (lock order: coordinator before log); an append that may fsync runs where
 //! the async runtime can move its worker's other tasks away first.
 
+pub mod delayed_fetch;
 pub mod fetch_session;
 mod replica_manager;
 

@@ -3,8 +3,7 @@
 
 use std::sync::Arc;
 
-use tokio::sync::watch;
-
+use super::delayed_fetch::{DelayedFetchPurgatory, FetchWaiter};
 use super::fetch_session::FetchSessionCache;
 use crate::log::manager::SharedLog;
 use crate::log::producer_state::VerificationGuard;
@@ -54,9 +53,8 @@ pub enum AppendError<E> {
 #[derive(Debug)]
 pub struct ReplicaManager {
     logs: Arc<LogManager>,
-    /// Bumped after every append (and marker, and deletion) so long-polling
-    /// fetches look again.
-    appended: Arc<watch::Sender<u64>>,
+    /// The long-polling fetches, parked on their partitions.
+    delayed_fetches: Arc<DelayedFetchPurgatory>,
     fetch_sessions: FetchSessionCache,
     remote_reader: Option<Arc<RemoteLogReader>>,
 }
@@ -67,8 +65,8 @@ impl ReplicaManager {
         fetch_sessions: FetchSessionCache,
         remote_reader: Option<Arc<RemoteLogReader>>,
     ) -> Self {
-        let appended = Arc::new(watch::channel(0).0);
-        Self { logs, appended, fetch_sessions, remote_reader }
+        let delayed_fetches = Arc::default();
+        Self { logs, delayed_fetches, fetch_sessions, remote_reader }
     }
 
     pub fn logs(&self) -> &Arc<LogManager> {
@@ -85,20 +83,35 @@ impl ReplicaManager {
         self.remote_reader.as_ref()
     }
 
-    /// Wake fetches waiting for data.
-    pub fn notify_appended(&self) {
-        bump(&self.appended);
+    /// Wake the fetches parked on `partitions` (they grew).
+    pub fn complete_delayed_fetches<'a>(
+        &self,
+        partitions: impl IntoIterator<Item = &'a TopicPartition>,
+    ) {
+        for tp in partitions {
+            self.delayed_fetches.complete(tp);
+        }
     }
 
-    pub fn subscribe_appends(&self) -> watch::Receiver<u64> {
-        self.appended.subscribe()
+    /// Wake every parked fetch (a topic deleted, the broker stopping).
+    pub fn complete_all_delayed_fetches(&self) {
+        self.delayed_fetches.complete_all();
+    }
+
+    /// Park a long-polling fetch on the partitions it reads, before its
+    /// first read.
+    pub fn watch_partitions(
+        &self,
+        partitions: impl IntoIterator<Item = TopicPartition>,
+    ) -> Arc<FetchWaiter> {
+        self.delayed_fetches.watch(partitions)
     }
 
     /// The wakeup the transaction markers' writer calls after each marker
     /// (a marker moves the last stable offset read_committed fetches wait on).
-    pub fn append_hook(&self) -> Arc<dyn Fn() + Send + Sync> {
-        let appended = Arc::clone(&self.appended);
-        Arc::new(move || bump(&appended))
+    pub fn append_hook(&self) -> Arc<dyn Fn(&TopicPartition) + Send + Sync> {
+        let delayed = Arc::clone(&self.delayed_fetches);
+        Arc::new(move |tp| delayed.complete(tp))
     }
 
     /// The log of `tp`.
@@ -121,7 +134,8 @@ impl ReplicaManager {
     /// producer with no open transaction on the partition is first passed to
     /// `verify` (producer id, epoch) with no log lock held; the guard taken
     /// before asking is what the append checks. The caller wakes the delayed
-    /// fetches once for the whole request ([`Self::notify_appended`]).
+    /// fetches of the partitions it appended to once the whole request is
+    /// done ([`Self::complete_delayed_fetches`]).
     ///
     /// # Errors
     /// The partition's absence, `verify`'s refusal or the log's.
@@ -156,11 +170,6 @@ impl ReplicaManager {
         };
         appended.map_err(AppendError::Log)
     }
-}
-
-/// A new value for the fetches parked on `appended` to wake to.
-fn bump(appended: &watch::Sender<u64>) {
-    appended.send_modify(|n| *n = n.wrapping_add(1));
 }
 
 /// The verification guard of `records`' first transactional batch, once

@@ -136,8 +136,8 @@ pub async fn run(
     }
     tracing::info!("shutting down: finishing in-flight requests");
     let _ = stop_tx.send(true);
-    // Long-polling fetches re-check on an append notification; wake them now.
-    broker.replica.notify_appended();
+    // Long-polling fetches answer when woken: wake them all now.
+    broker.replica.complete_all_delayed_fetches();
     while accept_loops.join_next().await.is_some() {}
 }
 

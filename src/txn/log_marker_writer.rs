@@ -30,7 +30,7 @@ use crate::log::control_record::EndTransactionMarker;
 use crate::log::{LogError, LogManager, TopicPartition};
 
 /// Called after a marker was appended.
-pub type AppendedHook = Arc<dyn Fn() + Send + Sync>;
+pub type AppendedHook = Arc<dyn Fn(&TopicPartition) + Send + Sync>;
 
 /// Told of every marker appended (Kafka's `onTransactionCompleted` of the
 /// group coordinator).
@@ -91,7 +91,7 @@ impl LogMarkerWriter {
         };
         log.write().append_end_txn_marker(marker.producer_id, marker.producer_epoch, control)?;
         // The log lock is released: the listener may take the group's locks.
-        (self.on_appended)();
+        (self.on_appended)(partition);
         if let Some(listener) = &self.listener {
             let commit = marker.result == TransactionResult::Commit;
             listener.on_transaction_completed(partition, marker.producer_id, commit);
@@ -143,7 +143,7 @@ mod tests {
         logs.create_topic("t", 1, Default::default()).unwrap();
         let woken = Arc::new(AtomicUsize::new(0));
         let count = Arc::clone(&woken);
-        let hook: AppendedHook = Arc::new(move || {
+        let hook: AppendedHook = Arc::new(move |_: &TopicPartition| {
             count.fetch_add(1, Ordering::SeqCst);
         });
         (Arc::clone(&logs), LogMarkerWriter::new(logs, hook), woken)
