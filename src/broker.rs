@@ -92,7 +92,10 @@ use crate::remote::store_cleaner::StoreCleaner;
 use crate::remote::{RemoteLogManager, RemoteStats, RemoteStorageConfig};
 use crate::replica::fetch_session::{self, FetchSessionCache};
 use crate::replica::ReplicaManager;
+use crate::metrics::access::{AuditAuthorizer, EndpointAccess};
+use crate::security::acl::{AclOperation, ResourceType};
 use crate::security::acl_store::AclStore;
+use crate::security::authorizer::{AuthorizationResult, Requester};
 use crate::security::credentials::CredentialStore;
 use crate::security::store::StoreError;
 use crate::security::tls::LiveTlsConfig;
@@ -101,7 +104,7 @@ use crate::server::tls_reloader::TlsWatch;
 use crate::server::{BoundListener, ListenerTls};
 use crate::txn::{
     AppendedHook, LogMarkerWriter, ProducerIdGenerator, TransactionCoordinator,
-    TransactionStateManager, TxnCompletionListener, TxnScheduler,
+    TransactionStateManager, TxnCompletionListener, TxnScheduler, TRANSACTION_STATE_TOPIC,
 };
 
 fn store_error(e: StoreError) -> LogError {
@@ -244,6 +247,25 @@ impl TxnCompletionListener for GroupTxnListener {
         if partition.topic == OFFSETS_TOPIC {
             self.0.on_transaction_completed(partition.partition, producer_id, commit);
         }
+    }
+}
+
+/// The authorizer's answer for `/key-audit`: DESCRIBE on the topic, and
+/// the internal topics (whose keys name every group and transactional id)
+/// to super users only.
+#[derive(Debug)]
+struct AclAuditAuthorizer(Arc<AclStore>);
+
+impl AuditAuthorizer for AclAuditAuthorizer {
+    fn may_audit(&self, principal: &str, peer: std::net::IpAddr, topic: &str) -> bool {
+        let Ok(principal) = crate::security::acl::parse_principal(principal) else { return false };
+        let authorizer = self.0.authorizer();
+        if topic == OFFSETS_TOPIC || topic == TRANSACTION_STATE_TOPIC {
+            return authorizer.is_super_user(&principal);
+        }
+        let requester = Requester::new(principal, peer);
+        let describe = authorizer.authorize(&requester, AclOperation::Describe, ResourceType::Topic, topic);
+        describe == AuthorizationResult::Allowed
     }
 }
 
@@ -482,7 +504,11 @@ async fn serve(
                 Some(reader) => metrics.with_remote_reads(reader.cache().reads())?,
                 None => metrics,
             };
-            Some(MetricsEndpoint::start(&addr, metrics).await?)
+            let mut access = broker.config.metrics_endpoint()?;
+            access.authorizer = broker.acls.as_ref().map(|acls| {
+                Arc::new(AclAuditAuthorizer(Arc::clone(acls))) as Arc<dyn AuditAuthorizer>
+            });
+            Some(MetricsEndpoint::start(&addr, metrics, access).await?)
         }
         None => None,
     };
@@ -634,7 +660,11 @@ struct MetricsEndpoint {
 }
 
 impl MetricsEndpoint {
-    async fn start(addr: &str, metrics: Metrics) -> Result<Self, BrokerError> {
+    async fn start(
+        addr: &str,
+        metrics: Metrics,
+        access: EndpointAccess,
+    ) -> Result<Self, BrokerError> {
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| BrokerError::BindMetrics { addr: addr.to_string(), source })?;
@@ -642,9 +672,10 @@ impl MetricsEndpoint {
         let metrics_listening = local;
         tracing::info!(%metrics_listening, "metrics endpoint: /metrics and /cleaner-status");
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(crate::metrics::serve(listener, Arc::new(metrics), async {
+        let stopped = async {
             let _ = stopped.await;
-        }));
+        };
+        let task = tokio::spawn(crate::metrics::serve(listener, Arc::new(metrics), access, stopped));
         Ok(Self { stop, task })
     }
 

@@ -91,3 +91,39 @@ pub fn arm(name: &str, scope: &str) -> Armed {
 pub struct Armed {
     _scenario: fail::FailScenario<'static>,
 }
+
+/// Names of held fail points a step has reached (and waits at).
+static REACHED: parking_lot::Mutex<Vec<String>> = parking_lot::Mutex::new(Vec::new());
+static REACHED_CHANGED: parking_lot::Condvar = parking_lot::Condvar::new();
+
+/// A step that stops while fail point `name` is armed for `scope` ([`arm`]):
+/// it waits there until the guard drops (library tests watch what the rest
+/// of the broker can do meanwhile).
+pub fn hold_here(name: &str, scope: &str) {
+    if !fires_in(name, scope) {
+        return;
+    }
+    REACHED.lock().push(name.to_string());
+    REACHED_CHANGED.notify_all();
+    // Until the guard clears every fail point (checked every few ms: a
+    // test-only path).
+    while fail::list().iter().any(|(n, _)| n == name) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    REACHED.lock().retain(|n| n != name);
+}
+
+impl Armed {
+    /// Wait until a step holds at the armed point ([`hold_here`]); false
+    /// when none did within `timeout`.
+    pub fn wait_held(&self, name: &str, timeout: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut reached = REACHED.lock();
+        while !reached.iter().any(|n| n == name) {
+            if REACHED_CHANGED.wait_until(&mut reached, deadline).timed_out() {
+                return reached.iter().any(|n| n == name);
+            }
+        }
+        true
+    }
+}

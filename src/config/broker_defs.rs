@@ -118,8 +118,29 @@ pub const AUTHORIZATION_CONFIGS: ConfigTable = ConfigTable {
 pub const METRICS_LISTEN: ConfigDef = broker_key!("metrics.listen", String, "127.0.0.1:9404", None,
     "sediment: host:port of the HTTP endpoint serving /metrics (Prometheus) and /cleaner-status (JSON); empty disables it");
 
-pub const METRICS_CONFIGS: ConfigTable =
-    ConfigTable { title: "Metrics", note: "", keys: &[&METRICS_LISTEN] };
+pub const SEDIMENT_METRICS_AUTH_TOKEN: ConfigDef = broker_key!("sediment.metrics.auth.token", Password, "", None,
+    "sediment: when set, every request to the metrics endpoint must carry Authorization: Bearer <token> (else 401); set it wherever metrics.listen is not loopback (secret)");
+pub const SEDIMENT_METRICS_AUTH_PRINCIPAL: ConfigDef = broker_key!("sediment.metrics.auth.principal", String, "User:ANONYMOUS", None,
+    "sediment: the principal requests to the metrics endpoint act as: with an authorizer, /key-audit answers only for topics it may DESCRIBE, and for __consumer_offsets and __transaction_state only when it is a super user");
+pub const SEDIMENT_METRICS_MAX_CONNECTIONS: ConfigDef = broker_key!("sediment.metrics.max.connections", Int, "64", Some(1.0),
+    "sediment: most connections the metrics endpoint holds; one more waits in the listen backlog until one closes");
+pub const SEDIMENT_METRICS_REQUEST_TIMEOUT_MS: ConfigDef = broker_key!("sediment.metrics.request.timeout.ms", Long, "30000", Some(1.0),
+    "sediment: the longest the metrics endpoint waits for a request's headers, and for its answer (503 past it)");
+pub const SEDIMENT_KEY_AUDIT_MAX_CONCURRENT: ConfigDef = broker_key!("sediment.key.audit.max.concurrent", Int, "2", Some(1.0),
+    "sediment: key audits (/key-audit, each reads a whole partition) run at once; later ones queue up to sediment.metrics.request.timeout.ms, then get 503");
+
+pub const METRICS_CONFIGS: ConfigTable = ConfigTable {
+    title: "Metrics",
+    note: "",
+    keys: &[
+        &METRICS_LISTEN,
+        &SEDIMENT_METRICS_AUTH_TOKEN,
+        &SEDIMENT_METRICS_AUTH_PRINCIPAL,
+        &SEDIMENT_METRICS_MAX_CONNECTIONS,
+        &SEDIMENT_METRICS_REQUEST_TIMEOUT_MS,
+        &SEDIMENT_KEY_AUDIT_MAX_CONCURRENT,
+    ],
+};
 
 pub const DEFAULT_REPLICATION_FACTOR: ConfigDef = broker_key!(
     "default.replication.factor",

@@ -497,6 +497,7 @@ impl BrokerConfig {
     pub fn check(&self) -> Result<(), ConfigError> {
         use crate::security::SecurityProtocol as P;
         GroupConfig::check(self)?;
+        self.metrics_endpoint()?;
         for l in self.listeners()? {
             if matches!(l.protocol, P::Ssl | P::SaslSsl) {
                 self.tls_config(&l.name)?;
@@ -572,6 +573,28 @@ impl BrokerConfig {
     /// Where the metrics endpoint listens; `None` when disabled.
     pub fn metrics_listen(&self) -> Option<String> {
         Some(self.value(&METRICS_LISTEN).trim().to_string()).filter(|v| !v.is_empty())
+    }
+
+    /// The metrics endpoint's limits and principal (the authorizer is the
+    /// broker's to add).
+    ///
+    /// # Errors
+    /// A principal that is not `Type:name`.
+    pub fn metrics_endpoint(&self) -> Result<crate::metrics::access::EndpointAccess, ConfigError> {
+        let principal = self.value(&SEDIMENT_METRICS_AUTH_PRINCIPAL).trim().to_string();
+        crate::security::acl::parse_principal(&principal)
+            .map_err(|e| invalid(SEDIMENT_METRICS_AUTH_PRINCIPAL.name, e.to_string()))?;
+        let token = Some(self.value(&SEDIMENT_METRICS_AUTH_TOKEN).to_string()).filter(|t| !t.is_empty());
+        Ok(crate::metrics::access::EndpointAccess {
+            token,
+            principal,
+            max_connections: self.int(&SEDIMENT_METRICS_MAX_CONNECTIONS).max(1) as usize,
+            request_timeout: std::time::Duration::from_millis(
+                self.int(&SEDIMENT_METRICS_REQUEST_TIMEOUT_MS).max(1) as u64,
+            ),
+            max_concurrent_audits: self.int(&SEDIMENT_KEY_AUDIT_MAX_CONCURRENT).max(1) as usize,
+            authorizer: None,
+        })
     }
 
     /// The log layer's settings.

@@ -33,6 +33,7 @@ use prometheus::{
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
+pub mod access;
 mod auth;
 mod authz;
 mod fetch_session;

@@ -13,3 +13,4 @@ mod kafka_dump_log_format;
 mod log_model;
 mod log_recovery;
 mod producer_snapshots;
+mod topic_creation;

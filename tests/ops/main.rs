@@ -11,5 +11,6 @@ mod cli;
 mod config_keys;
 mod docs_links;
 mod kafka_server_properties;
+mod metrics_endpoint;
 mod module_graph;
 mod ops_files;

@@ -21,7 +21,7 @@
 //! goes from the highest partition down too, so a deletion a crash cut
 //! leaves a prefix, never mistaken for a cut creation.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -63,6 +63,22 @@ pub struct TopicInfo {
 
 pub type SharedLog = Arc<RwLock<Log>>;
 
+/// The fail point at the start of each partition's creation (scope: the
+/// topic), where a test holds a creation to watch the broker meanwhile.
+pub const CREATE_PARTITION_FAILPOINT: &str = "log-create-partition";
+
+/// A name reserved by [`LogManager::reserve`], released when dropped.
+struct Reservation<'a> {
+    manager: &'a LogManager,
+    name: String,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.manager.changing.lock().remove(&self.name);
+    }
+}
+
 /// How the log layer tells the cleaner (which it does not know) to keep away
 /// from a partition. Implemented by `cleaner::LogCleanerManager`; the log
 /// layer calls it around the operations that must not race a clean.
@@ -89,6 +105,9 @@ pub struct LogManager {
     clock: SharedClock,
     logs: RwLock<BTreeMap<TopicPartition, SharedLog>>,
     topics: RwLock<BTreeMap<String, TopicInfo>>,
+    /// Topics whose partitions are being created (their directories made
+    /// without the topics lock held).
+    changing: Mutex<BTreeSet<String>>,
     /// Partitions that could not be loaded, with the reason.
     offline: RwLock<BTreeMap<TopicPartition, String>>,
     scheduler: (Mutex<SchedulerState>, Condvar),
@@ -113,6 +132,7 @@ impl LogManager {
             clock,
             logs: RwLock::new(BTreeMap::new()),
             topics: RwLock::new(BTreeMap::new()),
+            changing: Mutex::new(BTreeSet::new()),
             offline: RwLock::new(BTreeMap::new()),
             scheduler: (Mutex::new(SchedulerState::default()), Condvar::new()),
             scheduler_thread: Mutex::new(None),
@@ -322,16 +342,43 @@ impl LogManager {
             });
         }
         let config = Arc::new(self.resolve_config(overrides)?);
-        let mut topics = self.topics.write();
-        if topics.contains_key(name) {
-            return Err(LogError::TopicExists(name.into()));
-        }
         let info = TopicInfo { name: name.into(), id: random_topic_id(), partitions, config };
+        // The name is reserved under the topics lock, the directories made
+        // and synced without it (every Metadata and produce reads it).
+        let exists = || LogError::TopicExists(name.into());
+        let _reserved = self.reserve(name, exists(), |topics| {
+            if topics.contains_key(name) {
+                Err(exists())
+            } else {
+                Ok(())
+            }
+        })?;
         for p in (0..partitions).rev() {
             self.create_partition(&info, p)?;
         }
-        topics.insert(name.into(), info.clone());
+        self.topics.write().insert(name.into(), info.clone());
         Ok(info)
+    }
+
+    /// Reserve `name` for a change of its partitions, after `check` passed
+    /// under the topics lock; the lock is released on return, the name when
+    /// the reservation drops. A second change of the same name meanwhile is
+    /// refused with `busy`, as Kafka's controller takes one change of a
+    /// topic at a time.
+    fn reserve(
+        &self,
+        name: &str,
+        busy: LogError,
+        check: impl FnOnce(&BTreeMap<String, TopicInfo>) -> Result<()>,
+    ) -> Result<Reservation<'_>> {
+        let topics = self.topics.read();
+        let mut changing = self.changing.lock();
+        if changing.contains(name) {
+            return Err(busy);
+        }
+        check(&topics)?;
+        changing.insert(name.to_string());
+        Ok(Reservation { manager: self, name: name.to_string() })
     }
 
     /// Add partitions to a topic (CreatePartitions).
@@ -339,27 +386,38 @@ impl LogManager {
     /// # Errors
     /// `UnknownTopicOrPartition`, `InvalidConfig` when not growing, I/O errors.
     pub fn create_partitions(&self, name: &str, new_total: i32) -> Result<()> {
-        let mut topics = self.topics.write();
-        let info =
-            topics.get_mut(name).ok_or_else(|| LogError::UnknownTopicOrPartition(name.into()))?;
-        if new_total <= info.partitions {
-            return Err(LogError::InvalidConfig {
-                key: "partitions".into(),
-                reason: format!(
-                    "topic has {} partitions; the new count {new_total} must be larger",
-                    info.partitions
-                ),
-            });
-        }
-        let snapshot = info.clone();
+        let mut snapshot = None;
+        let busy = LogError::InvalidConfig {
+            key: "partitions".into(),
+            reason: format!("the partitions of {name} are being created"),
+        };
+        let _reserved = self.reserve(name, busy, |topics| {
+            let info =
+                topics.get(name).ok_or_else(|| LogError::UnknownTopicOrPartition(name.into()))?;
+            if new_total <= info.partitions {
+                return Err(LogError::InvalidConfig {
+                    key: "partitions".into(),
+                    reason: format!(
+                        "topic has {} partitions; the new count {new_total} must be larger",
+                        info.partitions
+                    ),
+                });
+            }
+            snapshot = Some(info.clone());
+            Ok(())
+        })?;
+        let snapshot = snapshot.expect("checked");
         for p in (snapshot.partitions..new_total).rev() {
             self.create_partition(&snapshot, p)?;
         }
-        info.partitions = new_total;
+        if let Some(info) = self.topics.write().get_mut(name) {
+            info.partitions = new_total;
+        }
         Ok(())
     }
 
     fn create_partition(&self, info: &TopicInfo, partition: i32) -> Result<()> {
+        crate::failpoint::hold_here(CREATE_PARTITION_FAILPOINT, &info.name);
         let tp = TopicPartition::new(&info.name, partition);
         let parent = self.pick_log_dir();
         let (dir, staged) =
