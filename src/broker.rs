@@ -83,6 +83,7 @@ use crate::log::manager::CleaningControl;
 use crate::log::meta_properties::MetaProperties;
 use crate::log::producer_id_manager::ProducerIdManager;
 use crate::log::{LogError, LogManager, TopicPartition};
+use crate::metrics::access::{AuditAuthorizer, EndpointAccess};
 use crate::metrics::{Metrics, MetricsError, RequestMetrics};
 use crate::remote::cache::{SegmentCache, CACHE_DIR};
 use crate::remote::cleaner_view::TieredStoreView;
@@ -92,7 +93,6 @@ use crate::remote::store_cleaner::StoreCleaner;
 use crate::remote::{RemoteLogManager, RemoteStats, RemoteStorageConfig};
 use crate::replica::fetch_session::{self, FetchSessionCache};
 use crate::replica::ReplicaManager;
-use crate::metrics::access::{AuditAuthorizer, EndpointAccess};
 use crate::security::acl::{AclOperation, ResourceType};
 use crate::security::acl_store::AclStore;
 use crate::security::authorizer::{AuthorizationResult, Requester};
@@ -264,7 +264,8 @@ impl AuditAuthorizer for AclAuditAuthorizer {
             return authorizer.is_super_user(&principal);
         }
         let requester = Requester::new(principal, peer);
-        let describe = authorizer.authorize(&requester, AclOperation::Describe, ResourceType::Topic, topic);
+        let describe =
+            authorizer.authorize(&requester, AclOperation::Describe, ResourceType::Topic, topic);
         describe == AuthorizationResult::Allowed
     }
 }
@@ -675,7 +676,8 @@ impl MetricsEndpoint {
         let stopped = async {
             let _ = stopped.await;
         };
-        let task = tokio::spawn(crate::metrics::serve(listener, Arc::new(metrics), access, stopped));
+        let task =
+            tokio::spawn(crate::metrics::serve(listener, Arc::new(metrics), access, stopped));
         Ok(Self { stop, task })
     }
 

@@ -584,7 +584,8 @@ impl BrokerConfig {
         let principal = self.value(&SEDIMENT_METRICS_AUTH_PRINCIPAL).trim().to_string();
         crate::security::acl::parse_principal(&principal)
             .map_err(|e| invalid(SEDIMENT_METRICS_AUTH_PRINCIPAL.name, e.to_string()))?;
-        let token = Some(self.value(&SEDIMENT_METRICS_AUTH_TOKEN).to_string()).filter(|t| !t.is_empty());
+        let token =
+            Some(self.value(&SEDIMENT_METRICS_AUTH_TOKEN).to_string()).filter(|t| !t.is_empty());
         Ok(crate::metrics::access::EndpointAccess {
             token,
             principal,

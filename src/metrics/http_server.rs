@@ -125,10 +125,18 @@ impl Endpoint {
     /// Answer one request from `peer`: the token checked, a key audit
     /// queued for its turn, the work done on a blocking thread, all within
     /// the request timeout.
-    async fn answer(self: Arc<Self>, request: hyper::Request<hyper::body::Incoming>, peer: IpAddr) -> Answer {
+    async fn answer(
+        self: Arc<Self>,
+        request: hyper::Request<hyper::body::Incoming>,
+        peer: IpAddr,
+    ) -> Answer {
         let authorization = request.headers().get(hyper::header::AUTHORIZATION);
         if !self.access.authenticated(authorization.map(|v| v.as_bytes())) {
-            return error(401, "unauthorized", "this endpoint needs Authorization: Bearer <sediment.metrics.auth.token>");
+            return error(
+                401,
+                "unauthorized",
+                "this endpoint needs Authorization: Bearer <sediment.metrics.auth.token>",
+            );
         }
         let path = request.uri().path().to_string();
         let query = request.uri().query().map(str::to_string);
@@ -151,7 +159,11 @@ impl Endpoint {
         match tokio::time::timeout_at(deadline, work).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(e)) => (500, "text/plain", format!("metrics task failed: {e}")),
-            Err(_) => error(503, "timeout", "the answer took longer than sediment.metrics.request.timeout.ms"),
+            Err(_) => error(
+                503,
+                "timeout",
+                "the answer took longer than sediment.metrics.request.timeout.ms",
+            ),
         }
     }
 }
@@ -207,10 +219,11 @@ async fn serve_connection(
     _permit: tokio::sync::OwnedSemaphorePermit,
 ) {
     let timeout = endpoint.access.request_timeout;
-    let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-        let endpoint = Arc::clone(&endpoint);
-        async move { Ok::<_, Infallible>(response(endpoint.answer(request, peer.ip()).await)) }
-    });
+    let service =
+        hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+            let endpoint = Arc::clone(&endpoint);
+            async move { Ok::<_, Infallible>(response(endpoint.answer(request, peer.ip()).await)) }
+        });
     let io = hyper_util::rt::TokioIo::new(stream);
     let served = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())

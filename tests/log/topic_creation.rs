@@ -22,7 +22,10 @@ fn a_creation_in_progress_leaves_the_topics_lock_free() {
         let logs = Arc::clone(&logs);
         std::thread::spawn(move || logs.create_topic("held-big", 200, BTreeMap::new()))
     };
-    assert!(armed.wait_held(CREATE_PARTITION_FAILPOINT, Duration::from_secs(30)), "the creation started");
+    assert!(
+        armed.wait_held(CREATE_PARTITION_FAILPOINT, Duration::from_secs(30)),
+        "the creation started"
+    );
 
     // Meanwhile, on another thread (the old code would block here for good).
     let (done, answers) = mpsc::channel();
