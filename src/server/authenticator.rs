@@ -523,7 +523,13 @@ async fn next_step<R: AsyncRead + Unpin>(
     Ok(Some(match usize::try_from(size) {
         Ok(size) if size <= io.listener.max_receive_size => {
             let mut frame = vec![0u8; size];
-            io.reader.read_exact(&mut frame).await?;
+            // A client that stops half-way through a frame holds neither the
+            // broker's shutdown (here) nor the connection past the exchange's
+            // deadline (the caller's).
+            tokio::select! {
+                read = io.reader.read_exact(&mut frame) => { read?; }
+                _ = io.stop.changed() => return Ok(None),
+            }
             auth.on_frame(Bytes::from(frame))
         }
         // Refused before anything is allocated for it.

@@ -34,7 +34,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
-use super::authenticator::{authenticate, is_sasl_handshake, reauthenticate, SaslIo};
+use super::authenticator::{authenticate, is_sasl_handshake, reauthenticate, SaslIo, SaslSession};
 use super::connection_quotas::{ConnectionQuotas, ConnectionSlot};
 use super::{handle_frame_into, BoundListener, ConnError, ResponseBuf, MIN_FRAME};
 use crate::api::KafkaApis;
@@ -214,6 +214,12 @@ async fn open(
     serve_connection(reader, writer, broker, stop, session, sasl).await
 }
 
+/// Bytes read ahead of the frames while a SASL client authenticates: its
+/// frames are small, and a connection nobody has authenticated costs little.
+const AUTH_READ_BUFFER: usize = 4 * 1024;
+/// Bytes read ahead of the frames once the connection is someone's.
+const READ_BUFFER: usize = 64 * 1024;
+
 async fn serve_connection<R: AsyncRead + Unpin>(
     reader: R,
     mut writer: ConnWriter,
@@ -222,16 +228,18 @@ async fn serve_connection<R: AsyncRead + Unpin>(
     mut session: Session,
     sasl: Option<Arc<SaslListener>>,
 ) -> Result<(), ConnError> {
-    let max = broker.config.socket_request_max_bytes();
+    let Some(sasl) = sasl else {
+        let reader = BufReader::with_capacity(READ_BUFFER, reader);
+        return serve_requests(reader, writer, broker, stop, session, None).await;
+    };
     let idle = broker.config.connections_max_idle();
-    let mut reader = BufReader::with_capacity(64 * 1024, reader);
     let metrics = &broker.request_metrics;
-    let mut sasl_session = None;
-    if let Some(sasl) = &sasl {
+    let mut reader = BufReader::with_capacity(AUTH_READ_BUFFER, reader);
+    let sasl_session = {
         let io = SaslIo {
             reader: &mut reader,
             writer: &mut writer,
-            listener: sasl,
+            listener: &sasl,
             session: &session,
             metrics,
             stop: &mut stop,
@@ -246,12 +254,70 @@ async fn serve_connection<R: AsyncRead + Unpin>(
         match authenticated? {
             Some(s) => {
                 session.principal = s.principal.clone();
-                sasl_session = Some(s);
+                s
             }
             None => return Ok(()),
         }
+    };
+    // Authenticated: the full-size buffers, with what was read ahead kept.
+    let ahead = std::io::Cursor::new(reader.buffer().to_vec());
+    let reader = BufReader::with_capacity(READ_BUFFER, ahead.chain(reader.into_inner()));
+    serve_requests(reader, writer, broker, stop, session, Some((sasl, sasl_session))).await
+}
+
+/// Read a request's body into `frame`, which is left empty when the
+/// connection must close instead: the body did not arrive within `idle`
+/// (a client that sends a size and then stalls is closed as an idle one is),
+/// or the broker is stopping (a request not yet received is not one being
+/// handled). The timer is armed only when the body is not buffered already.
+async fn read_body<R: AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
+    frame: &mut Vec<u8>,
+    idle: std::time::Duration,
+    stop: &mut watch::Receiver<bool>,
+    session: &Session,
+) -> Result<(), ConnError> {
+    if reader.buffer().len() >= frame.len() {
+        reader.read_exact(frame).await?;
+        return Ok(());
     }
-    let mut out = ResponseBuf::with_capacity(64 * 1024);
+    let read = tokio::select! {
+        read = tokio::time::timeout(idle, reader.read_exact(frame)) => read,
+        _ = stop.changed() => {
+            frame.clear();
+            return Ok(());
+        }
+    };
+    match read {
+        Ok(read) => {
+            read?;
+        }
+        Err(_) => {
+            tracing::debug!(peer = %session.peer, listener = %session.listener, ?idle, "a request's body did not arrive within connections.max.idle.ms; closing");
+            frame.clear();
+        }
+    }
+    Ok(())
+}
+
+/// Serve requests on an established connection (authenticated, when its
+/// listener is SASL: `sasl` then holds its listener and session).
+async fn serve_requests<R: AsyncRead + Unpin>(
+    mut reader: BufReader<R>,
+    mut writer: ConnWriter,
+    broker: &Arc<KafkaApis>,
+    mut stop: watch::Receiver<bool>,
+    session: Session,
+    sasl: Option<(Arc<SaslListener>, SaslSession)>,
+) -> Result<(), ConnError> {
+    let max = broker.config.socket_request_max_bytes();
+    let idle = broker.config.connections_max_idle();
+    let metrics = &broker.request_metrics;
+    let (sasl, mut sasl_session) = match sasl {
+        Some((listener, s)) => (Some(listener), Some(s)),
+        None => (None, None),
+    };
+    let mut out = ResponseBuf::with_capacity(READ_BUFFER);
     loop {
         // The idle timer is armed only when the next size must be waited for
         // (pipelined requests are read from the buffer without one).
@@ -284,7 +350,10 @@ async fn serve_connection<R: AsyncRead + Unpin>(
             )));
         }
         let mut frame = vec![0u8; size as usize];
-        reader.read_exact(&mut frame).await?;
+        read_body(&mut reader, &mut frame, idle, &mut stop, &session).await?;
+        if frame.is_empty() {
+            return Ok(());
+        }
         if let (Some(listener), Some(current)) = (&sasl, &mut sasl_session) {
             let now = Instant::now();
             if is_sasl_handshake(&frame) && current.may_reauthenticate(now) {
@@ -316,7 +385,7 @@ async fn serve_connection<R: AsyncRead + Unpin>(
         }
         if out.capacity() > 1 << 20 {
             // Do not keep a large response's buffer alive per idle connection.
-            out = ResponseBuf::with_capacity(64 * 1024);
+            out = ResponseBuf::with_capacity(READ_BUFFER);
         }
     }
 }

@@ -195,6 +195,13 @@ impl TestBroker {
         child.wait().expect("wait")
     }
 
+    /// SIGTERM, without waiting (then [`TestBroker::wait_exit`]).
+    pub fn terminate(&mut self) {
+        let child = self.child.as_ref().expect("running");
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    }
+
     /// SIGKILL: the crash path.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

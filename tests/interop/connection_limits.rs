@@ -100,6 +100,32 @@ fn idle_connections_and_unfinished_sasl_handshakes_are_closed() {
     slow.stream.write_all(&[0, 0, 0, 40, 0, 36]).expect("partial frame");
     assert!(slow.is_closed(), "an authentication that never finishes is closed");
     assert!(started.elapsed() < Duration::from_secs(20), "closed by the idle timeout");
+    // A request whose size arrives and whose body never does.
+    let mut stalled = connect(b.port, Duration::from_secs(30));
+    stalled.stream.write_all(&[0, 0, 0, 64, 0, 18, 0, 3]).expect("partial request");
+    assert!(stalled.is_closed(), "a request body that never arrives closes the connection");
+    assert!(started.elapsed() < Duration::from_secs(30), "closed by the idle timeout");
     // Meanwhile a new client is served.
     assert!(answers(&mut connect(b.port, Duration::from_secs(30))));
+}
+
+#[test]
+fn a_broker_stops_while_clients_hold_half_a_frame() {
+    let users =
+        "org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"alice-pw\";";
+    // connections.max.idle.ms is its default (10 minutes): only the stop ends these.
+    let mut b = TestBroker::start(&[
+        "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms=PLAIN",
+        &format!("listener.name.sasl_plaintext.plain.sasl.jaas.config={users}"),
+    ]);
+    let mut slow = connect(b.listener_port("SASL_PLAINTEXT"), Duration::from_secs(30));
+    slow.stream.write_all(&[0, 0, 0, 40, 0, 17]).expect("half a SaslHandshake");
+    let mut stalled = connect(b.port, Duration::from_secs(30));
+    stalled.stream.write_all(&[0, 0, 0, 64, 0, 18, 0, 3]).expect("half a request");
+    assert!(answers(&mut connect(b.port, Duration::from_secs(30))), "both are being read");
+    b.terminate();
+    let status = b.wait_exit(30);
+    assert!(status.success(), "a clean stop: {status}");
+    drop((slow, stalled));
 }
