@@ -119,7 +119,7 @@ pub const METRICS_LISTEN: ConfigDef = broker_key!("metrics.listen", String, "127
     "sediment: host:port of the HTTP endpoint serving /metrics (Prometheus) and /cleaner-status (JSON); empty disables it");
 
 pub const SEDIMENT_METRICS_AUTH_TOKEN: ConfigDef = broker_key!("sediment.metrics.auth.token", Password, "", None,
-    "sediment: when set, every request to the metrics endpoint must carry Authorization: Bearer <token> (else 401); set it wherever metrics.listen is not loopback (secret)");
+    "sediment: when set, every request to the metrics endpoint must present this bearer token (else 401); set it wherever metrics.listen is not loopback (secret)");
 pub const SEDIMENT_METRICS_AUTH_PRINCIPAL: ConfigDef = broker_key!("sediment.metrics.auth.principal", String, "User:ANONYMOUS", None,
     "sediment: the principal requests to the metrics endpoint act as: with an authorizer, /key-audit answers only for topics it may DESCRIBE, and for __consumer_offsets and __transaction_state only when it is a super user");
 pub const SEDIMENT_METRICS_MAX_CONNECTIONS: ConfigDef = broker_key!("sediment.metrics.max.connections", Int, "64", Some(1.0),
