@@ -53,16 +53,9 @@ pub async fn handle(
     let member_id = args.member_id.clone();
     let result = match tokio::task::block_in_place(|| broker.groups.join(args)) {
         Reply::Now(r) => r,
-        Reply::Wait(rx) => rx.await.unwrap_or_else(|_| JoinResult {
-            error: Some(GroupError::CoordinatorNotAvailable),
-            generation: -1,
-            protocol_type: None,
-            protocol: None,
-            leader: String::new(),
-            member_id,
-            members: vec![],
-            skip_assignment: false,
-        }),
+        Reply::Wait(rx) => rx
+            .await
+            .unwrap_or_else(|_| JoinResult::error(GroupError::CoordinatorNotAvailable, member_id)),
     };
     let members = result
         .members

@@ -92,7 +92,6 @@ pub fn handle(
         )
     });
     let mut failed = false;
-    let mut appended = Vec::new();
     let mut topics = Vec::with_capacity(request.topic_data.len());
     for (topic, name) in request.topic_data.into_iter().zip(&names) {
         let denied = match (&writable, name.as_deref()) {
@@ -116,15 +115,10 @@ pub fn handle(
                 append_partition(broker, name.as_deref(), p, txn_id, version)
             };
             partitions.push(match outcome {
-                Ok(info) => {
-                    if let Some(n) = name {
-                        appended.push(TopicPartition::new(n.clone(), response.index));
-                    }
-                    response
-                        .with_base_offset(info.first_offset)
-                        .with_log_append_time_ms(info.log_append_time)
-                        .with_log_start_offset(info.log_start_offset)
-                }
+                Ok(info) => response
+                    .with_base_offset(info.first_offset)
+                    .with_log_append_time_ms(info.log_append_time)
+                    .with_log_start_offset(info.log_start_offset),
                 Err(refusal) => {
                     failed = true;
                     refusal.into_response(response, version)
@@ -138,7 +132,6 @@ pub fn handle(
                 .with_partition_responses(partitions),
         );
     }
-    broker.replica.complete_delayed_fetches(&appended);
     if required == Some(Acks::None) {
         return if failed { Err(Close) } else { Ok(None) };
     }

@@ -22,7 +22,7 @@ pub struct JoinResult {
 }
 
 impl JoinResult {
-    pub(super) fn error(e: GroupError, member_id: String) -> Self {
+    pub fn error(e: GroupError, member_id: String) -> Self {
         Self {
             error: Some(e),
             generation: -1,

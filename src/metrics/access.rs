@@ -44,18 +44,6 @@ pub struct EndpointAccess {
 }
 
 impl EndpointAccess {
-    /// No token, no authorizer; the defaults' limits.
-    pub fn open() -> Self {
-        Self {
-            token: None,
-            principal: "User:ANONYMOUS".into(),
-            max_connections: 64,
-            request_timeout: Duration::from_secs(30),
-            max_concurrent_audits: 2,
-            authorizer: None,
-        }
-    }
-
     /// Whether a request with this `Authorization` header value may be answered.
     pub fn authenticated(&self, authorization: Option<&[u8]>) -> bool {
         let Some(token) = &self.token else { return true };
@@ -82,9 +70,16 @@ mod tests {
 
     #[test]
     fn only_the_token_passes() {
-        let open = EndpointAccess::open();
-        assert!(open.authenticated(None));
-        let guarded = EndpointAccess { token: Some("s3cret".into()), ..EndpointAccess::open() };
+        let access = |token: Option<&str>| EndpointAccess {
+            token: token.map(str::to_string),
+            principal: "User:ANONYMOUS".into(),
+            max_connections: 1,
+            request_timeout: Duration::from_secs(1),
+            max_concurrent_audits: 1,
+            authorizer: None,
+        };
+        assert!(access(None).authenticated(None));
+        let guarded = access(Some("s3cret"));
         assert!(guarded.authenticated(Some(b"Bearer s3cret")));
         for bad in [&b"Bearer s3crex"[..], b"Bearer s3cret ", b"Basic s3cret", b"s3cret", b""] {
             assert!(!guarded.authenticated(Some(bad)), "{}", String::from_utf8_lossy(bad));

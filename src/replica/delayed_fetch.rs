@@ -88,8 +88,9 @@ impl DelayedFetchPurgatory {
         });
     }
 
-    /// How many partitions have a fetch parked (tests, metrics).
-    pub fn watched_partitions(&self) -> usize {
+    /// How many partitions have a fetch parked.
+    #[cfg(test)]
+    fn watched_partitions(&self) -> usize {
         self.watchers.lock().values().filter(|l| l.iter().any(|w| w.strong_count() > 0)).count()
     }
 }

@@ -15,7 +15,8 @@
 //! * **Delayed fetches** ([`delayed_fetch`], Kafka's purgatory keyed by
 //!   partition): a long-polling fetch parks on the partitions it reads
 //!   ([`ReplicaManager::watch_partitions`]) and is woken only by an append
-//!   or a marker on one of them ([`ReplicaManager::complete_delayed_fetches`]),
+//!   or a marker on one of them ([`ReplicaManager::append_records`] and the
+//!   markers' hook),
 //!   or by a deletion or shutdown, which wake all.
 //! * **Fetch sessions** (KIP-227, [`fetch_session`]), which outlive
 //!   connections and so are the broker's state, not a handler's.

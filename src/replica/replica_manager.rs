@@ -83,16 +83,6 @@ impl ReplicaManager {
         self.remote_reader.as_ref()
     }
 
-    /// Wake the fetches parked on `partitions` (they grew).
-    pub fn complete_delayed_fetches<'a>(
-        &self,
-        partitions: impl IntoIterator<Item = &'a TopicPartition>,
-    ) {
-        for tp in partitions {
-            self.delayed_fetches.complete(tp);
-        }
-    }
-
     /// Wake every parked fetch (a topic deleted, the broker stopping).
     pub fn complete_all_delayed_fetches(&self) {
         self.delayed_fetches.complete_all();
@@ -133,9 +123,9 @@ impl ReplicaManager {
     /// before anything about the records. A transactional batch of a
     /// producer with no open transaction on the partition is first passed to
     /// `verify` (producer id, epoch) with no log lock held; the guard taken
-    /// before asking is what the append checks. The caller wakes the delayed
-    /// fetches of the partitions it appended to once the whole request is
-    /// done ([`Self::complete_delayed_fetches`]).
+    /// before asking is what the append checks. A successful append wakes
+    /// the fetches parked on the partition (Kafka's ReplicaManager completes
+    /// its delayed fetches after the append the same way).
     ///
     /// # Errors
     /// The partition's absence, `verify`'s refusal or the log's.
@@ -168,6 +158,11 @@ impl ReplicaManager {
         } else {
             append(&mut log, &mut buf)
         };
+        if appended.is_ok() {
+            // Under the log's lock: the purgatory's lock is never held while
+            // a log's is taken, and the partition's name need not be copied.
+            self.delayed_fetches.complete(log.topic_partition());
+        }
         appended.map_err(AppendError::Log)
     }
 }
