@@ -327,6 +327,8 @@ pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(
     let dynamic =
         Arc::new(DynamicBrokerConfig::open(config.clone()).map_err(BrokerError::Dynamic)?);
     let effective = dynamic.current();
+    // Before the logs open: each of their segments holds descriptors.
+    let open_files = raise_open_files_limit();
     let logs = Arc::new(
         LogManager::open(effective.log_manager_config(), Arc::clone(&clock))
             .map_err(BrokerError::OpenLogs)?,
@@ -334,7 +336,7 @@ pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(
     for (tp, reason) in logs.offline_partitions() {
         tracing::error!(partition = %tp, "partition offline: {reason}");
     }
-    raise_open_files_limit(&logs);
+    log_open_files_needed(&logs, open_files);
     // Built before the cleaner, which names open transactions by it; loaded
     // later, by the `txn-coordinator` thread.
     let txn_state = Arc::new(TransactionStateManager::new(
@@ -386,16 +388,15 @@ pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(
 
 /// Raise the soft limit on open files to the hard one (each segment holds
 /// up to four: `.log`, `.index`, `.timeindex`, `.txnindex`, besides the
-/// connections) and log both and what the segments need, so an operator
-/// sees a limit too low before it bites.
-fn raise_open_files_limit(logs: &LogManager) {
-    let segments: usize = logs.all_logs().iter().map(|(_, log)| log.read().segments().len()).sum();
+/// connections); returns the limit in force, and the one before (`None`
+/// when it cannot be read).
+fn raise_open_files_limit() -> Option<(u64, u64)> {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit and setrlimit write and read only `limit`, ours.
     let got = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
     if got != 0 {
         tracing::warn!("reading the open files limit failed: {}", std::io::Error::last_os_error());
-        return;
+        return None;
     }
     let before = limit.rlim_cur;
     if limit.rlim_cur < limit.rlim_max {
@@ -405,16 +406,18 @@ fn raise_open_files_limit(logs: &LogManager) {
             limit.rlim_cur = before;
         }
     }
-    let needed = segments.saturating_mul(4);
-    tracing::info!(
-        limit = limit.rlim_cur,
-        raised_from = before,
-        segments,
-        segment_files = needed,
-        "open files"
-    );
-    if (limit.rlim_cur as usize) < needed.saturating_add(1024) {
-        tracing::warn!(limit = limit.rlim_cur, segment_files = needed, "the open files limit leaves little room for connections beside the segments; raise the hard limit (ulimit -Hn, LimitNOFILE=)");
+    Some((limit.rlim_cur, before))
+}
+
+/// Log the open files limit and what the loaded segments need of it, so an
+/// operator sees a limit too low before it bites.
+fn log_open_files_needed(logs: &LogManager, limit: Option<(u64, u64)>) {
+    let Some((limit, before)) = limit else { return };
+    let segments: usize = logs.all_logs().iter().map(|(_, log)| log.read().segments().len()).sum();
+    let needed = segments.saturating_mul(4) as u64;
+    tracing::info!(limit, raised_from = before, segments, segment_files = needed, "open files");
+    if limit < needed.saturating_add(1024) {
+        tracing::warn!(limit, segment_files = needed, "the open files limit leaves little room for connections beside the segments; raise the hard limit (ulimit -Hn, LimitNOFILE=)");
     }
 }
 

@@ -46,7 +46,8 @@ pub fn handle(
                     }
                     let tp = TopicPartition::new(name.clone(), p.partition_index);
                     let Some(log) = broker.logs.get_log(&tp) else {
-                        return r.with_error_code(ResponseError::UnknownTopicOrPartition.code());
+                        let absent = broker.logs.absent_partition_error(&tp);
+                        return r.with_error_code(error_code(&absent).code());
                     };
                     // A clean in progress read segments below the new start;
                     // abort it rather than swap them back in afterwards.

@@ -1,7 +1,8 @@
 //! DescribeLogDirs: every log dir with the size of each partition it holds and
-//! (v4+) the file system's total and usable bytes. It needs DESCRIBE on the
-//! cluster: otherwise CLUSTER_AUTHORIZATION_FAILED (v3+; older versions have
-//! no error field) and no results, as Kafka answers.
+//! (v4+) the file system's total and usable bytes; a failed (offline) dir
+//! with KAFKA_STORAGE_ERROR and nothing else, as Kafka reports it. It needs
+//! DESCRIBE on the cluster: otherwise CLUSTER_AUTHORIZATION_FAILED (v3+;
+//! older versions have no error field) and no results, as Kafka answers.
 
 use std::collections::BTreeMap;
 
@@ -48,11 +49,20 @@ pub fn handle(
             .with_offset_lag(0);
         by_dir.entry(index).or_default().entry(tp.topic.clone()).or_default().push(p);
     }
+    let offline = broker.logs.offline_dirs();
     let results = dirs
         .iter()
         .enumerate()
         .map(|(i, dir)| {
             let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+            if offline.contains_key(dir) {
+                // As Kafka reports a failed dir: its error, nothing else.
+                return DescribeLogDirsResult::default()
+                    .with_error_code(ResponseError::KafkaStorageError.code())
+                    .with_log_dir(str_bytes(abs.to_string_lossy()))
+                    .with_total_bytes(-1)
+                    .with_usable_bytes(-1);
+            }
             let (total, usable) = disk_space(&abs).unwrap_or((-1, -1));
             let topics = by_dir
                 .remove(&i)

@@ -63,7 +63,9 @@ pub async fn handle(
             }
             let tp = TopicPartition::new(name.clone(), p.partition_index);
             let r = match broker.logs.get_log(&tp) {
-                None => r.with_error_code(ResponseError::UnknownTopicOrPartition.code()),
+                None => {
+                    r.with_error_code(error_code(&broker.logs.absent_partition_error(&tp)).code())
+                }
                 Some(log) => match lookup(broker, &tp, &log, p.timestamp, isolation).await {
                     // The leader epoch exists from v4; older encoders refuse a non-default value.
                     Ok(Some((ts, offset))) => r

@@ -43,7 +43,7 @@ use super::stats::CleanerStats;
 use super::status::ManagerStatus;
 use super::throttler::{thread_sleeper, Throttler, DEFAULT_CHECK_INTERVAL_MS};
 use crate::clock::SharedClock;
-use crate::log::{LogError, LogManager, TopicPartition};
+use crate::log::{dir_failure, LogError, LogManager, TopicPartition};
 
 /// What the metrics read from the threads: Kafka's `LogCleaner` gauges.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -278,8 +278,16 @@ impl LogCleanerHandle {
                 tracing::info!(target: "log_cleaner", partition = %tp, "clean abandoned: {e}");
                 self.manager.release(tp)
             }
+            // Descriptors ran out: nothing is wrong with the disk, and the
+            // partition is chosen again later.
+            Err(CleanerError::Log(e @ LogError::Io { .. })) if !dir_failure::is_dir_failure(&e) => {
+                tracing::warn!(target: "log_cleaner", partition = %tp, "clean abandoned: {e}");
+                self.manager.release(tp)
+            }
+            // Kafka's cleaner takes the whole dir offline on an I/O error.
             Err(CleanerError::Log(e @ LogError::Io { .. })) => {
                 self.manager.mark_log_dir_offline(&grabbed.log_dir, e.to_string());
+                self.manager.logs.report_log_dir_failure(&grabbed.log_dir, &e.to_string());
                 self.manager.release(tp)
             }
             Err(e) => {

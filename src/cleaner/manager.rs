@@ -422,6 +422,14 @@ impl CleaningControl for LogCleanerManager {
         self.abort_and_pause(tp);
     }
 
+    fn handle_log_dir_failure(&self, log_dir: &Path, cause: &str, partitions: &[TopicPartition]) {
+        self.mark_log_dir_offline(log_dir, cause.to_string());
+        // Paused for good: the dir serves nothing more until a restart.
+        for tp in partitions {
+            self.abort_and_pause(tp);
+        }
+    }
+
     fn resume_cleaning(&self, tp: &TopicPartition) {
         if let Err(e) = self.resume(tp) {
             // A resume without its pause is a bug in the caller; keep serving.

@@ -48,45 +48,50 @@
 //! 1. `error`: the layer's error types; imports nothing from `log/`.
 //! 2. `topic_partition`: a partition's name and directory.
 //! 3. `disk`: size and free space of the file system holding a log dir.
-//! 4. `compression` (error): the four codecs, bounded decompression.
-//! 5. `record_batch` (compression, error): RecordBatch v2, records in place.
-//! 6. `batch_reader` (error, record_batch): the one reader of batches from a
+//! 4. `dir_failure` (error): which log dirs failed, as their logs report
+//!    it (`LogDirFailureChannel`).
+//! 5. `compression` (error): the four codecs, bounded decompression.
+//! 6. `record_batch` (compression, error): RecordBatch v2, records in place.
+//! 7. `batch_reader` (error, record_batch): the one reader of batches from a
 //!    file: framing, size limits and CRC checked, a caller-owned buffer, a hook
 //!    per chunk (the cleaner's throttle and cancellation).
-//! 7. `control_record` (compression, error, record_batch): transaction
+//! 8. `control_record` (compression, error, record_batch): transaction
 //!    markers, the 78-byte control batch.
-//! 8. `producer_append_info` (control_record, error, record_batch): one
+//! 9. `producer_append_info` (control_record, error, record_batch): one
 //!    append's checks per producer, `AppendOrigin`.
-//! 9. `producer_state` (error, producer_append_info): producers' sequences,
-//!    open transactions, the first unstable offset.
-//! 10. `config` (error, record_batch): per-topic settings.
-//! 11. `validator` (control_record, error, producer_append_info, record_batch):
+//! 10. `producer_state` (error, producer_append_info): producers' sequences,
+//!     open transactions, the first unstable offset.
+//! 11. `config` (error, record_batch): per-topic settings.
+//! 12. `validator` (control_record, error, producer_append_info, record_batch):
 //!     what an append accepts.
-//! 12. `index` (error): the offset and time indexes.
-//! 13. `transaction_index` (error): the `.txnindex` of aborted transactions.
-//! 14. `log_file_utils`: the names of a partition directory's files.
-//! 15. `file_region`: batches of a segment file a fetch sends unread.
-//! 16. `segment` (batch_reader, error, file_region, index, log_file_utils,
-//!     record_batch, transaction_index): one `.log` file and its indexes.
-//! 17. `checkpoint` (error, topic_partition): offset checkpoint files and the
+//! 13. `index` (error): the offset and time indexes.
+//! 14. `transaction_index` (error): the `.txnindex` of aborted transactions.
+//! 15. `log_file_utils`: the names of a partition directory's files.
+//! 16. `file_region`: batches of a segment file a fetch sends unread.
+//! 17. `segment` (batch_reader, dir_failure, error, file_region, index,
+//!     log_file_utils, record_batch, transaction_index): one `.log` file and
+//!     its indexes.
+//! 18. `checkpoint` (error, topic_partition): offset checkpoint files and the
 //!     atomic write every small file of a log dir uses.
-//! 18. `log_loader` (control_record, error, log_file_utils, producer_state,
+//! 19. `log_loader` (control_record, error, log_file_utils, producer_state,
 //!     segment, topic_partition, transaction_index): opening a partition
 //!     directory, recovering it after a crash, replaying the producer state.
-//! 19. `unified_log` (config, control_record, error, log_loader, producer_state,
-//!     record_batch, segment, topic_partition, transaction_index, validator):
+//! 20. `unified_log` (checkpoint, config, control_record, dir_failure, error,
+//!     log_loader, producer_state, record_batch, segment, topic_partition,
+//!     transaction_index, validator):
 //!     `Log` (Kafka's `UnifiedLog` and `LocalLog` in one type): append, roll,
 //!     the LSO. Its other concepts are its children, each an `impl Log` over
 //!     the same type: `read` (Fetch and ListOffsets by isolation level),
 //!     `retention` (retention, local retention below the store's highest
 //!     offset, DeleteRecords), `store_retention` and `replace_segments` (the
 //!     cleaner's crash-safe swap).
-//! 20. `coordinator_loader` (error, unified_log, record_batch): reading a
+//! 21. `coordinator_loader` (error, unified_log, record_batch): reading a
 //!     coordinator's compacted topic back at start, unreadable data reported.
-//! 21. `manager` (checkpoint, config, error, unified_log, log_loader,
-//!     topic_partition): `LogManager`, every partition of the broker.
-//! 22. `producer_id_manager` (checkpoint, error): producer id blocks on disk.
-//! 23. `meta_properties` (checkpoint, error, manager): `meta.properties`.
+//! 22. `manager` (checkpoint, config, dir_failure, error, unified_log,
+//!     log_loader, topic_partition): `LogManager`, every partition of the
+//!     broker; a failed log dir's partitions go offline.
+//! 23. `producer_id_manager` (checkpoint, error): producer id blocks on disk.
+//! 24. `meta_properties` (checkpoint, error, manager): `meta.properties`.
 
 pub mod batch_reader;
 pub mod checkpoint;
@@ -94,6 +99,7 @@ pub mod compression;
 pub mod config;
 pub mod control_record;
 pub mod coordinator_loader;
+pub mod dir_failure;
 pub mod dir_lock;
 pub mod disk;
 pub mod error;

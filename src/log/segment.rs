@@ -87,8 +87,29 @@ impl LogSegment {
     /// Create an empty segment (files truncated).
     ///
     /// # Errors
-    /// I/O errors creating the files.
+    /// I/O errors creating the files; the files it had made by then are
+    /// removed again (descriptors running out is the usual cause).
     pub fn create(
+        dir: &Path,
+        base_offset: i64,
+        config: SegmentConfig,
+        suffix: &str,
+        now_ms: i64,
+    ) -> Result<Self> {
+        let created = Self::create_files(dir, base_offset, config, suffix, now_ms);
+        if created.is_err() {
+            for path in [
+                log_file(dir, base_offset, suffix),
+                index_file(dir, base_offset, suffix),
+                time_index_file(dir, base_offset, suffix),
+            ] {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        created
+    }
+
+    fn create_files(
         dir: &Path,
         base_offset: i64,
         config: SegmentConfig,
@@ -359,6 +380,11 @@ impl LogSegment {
     /// I/O errors; a failed write leaves `size` unchanged so the bytes are overwritten next time.
     pub fn append(&mut self, batches: &[u8]) -> Result<()> {
         let start = self.size;
+        let log_dir = super::dir_failure::log_dir_of(&self.dir).to_string_lossy();
+        if crate::failpoint::fires_in(super::dir_failure::WRITE_FAILPOINT, &log_dir) {
+            let injected = std::io::Error::from_raw_os_error(libc::EIO);
+            return Err(LogError::io(self.log_path())(injected));
+        }
         self.log.write_all_at(batches, start).map_err(LogError::io(self.log_path()))?;
         let mut pos = 0usize;
         while pos < batches.len() {

@@ -39,6 +39,12 @@ use super::error::{LogError, Result};
 
 /// Bytes of one entry.
 pub const ENTRY_SIZE: usize = 34;
+
+/// The fail point where opening a `.txnindex` for its first entry fails as
+/// if descriptors had run out (scope: the log dir's path): the entry's
+/// records are on disk by then, so the log must stop taking writes.
+pub const OPEN_FAILPOINT: &str = "log-txn-index-open-error";
+
 /// The only entry version there is.
 pub const CURRENT_VERSION: i16 = 0;
 /// Entries read per I/O.
@@ -246,6 +252,11 @@ impl TransactionIndex {
             )));
         }
         if self.file.is_none() {
+            let log_dir = self.path.parent().and_then(Path::parent).unwrap_or(Path::new(""));
+            if crate::failpoint::fires_in(OPEN_FAILPOINT, &log_dir.to_string_lossy()) {
+                let injected = std::io::Error::from_raw_os_error(libc::EMFILE);
+                return Err(LogError::io(&self.path)(injected));
+            }
             let file = OpenOptions::new()
                 .read(true)
                 .write(true)

@@ -261,6 +261,7 @@ struct CleanerGauges {
 /// Per log dir and per partition.
 #[derive(Debug)]
 struct LogGauges {
+    offline_dirs: IntGauge,
     dir_total_bytes: IntGaugeVec,
     dir_usable_bytes: IntGaugeVec,
     log_size: IntGaugeVec,
@@ -405,6 +406,11 @@ impl LogGauges {
     fn register(r: &Registry) -> Result<Self, MetricsError> {
         const TP: &[&str] = &["topic", "partition"];
         Ok(Self {
+            offline_dirs: int_gauge(
+                r,
+                "kafka_log_logmanager_offlinelogdirectorycount",
+                "Log dirs taken offline after an I/O error; their partitions answer KAFKA_STORAGE_ERROR until a restart",
+            )?,
             dir_total_bytes: int_gauge_vec(
                 r,
                 "sediment_log_dir_total_bytes",
@@ -586,6 +592,7 @@ impl Metrics {
         let status = self.cleaner.manager_status();
         let threads = self.cleaner.threads_status();
         self.refresh_cleaner(&status, &threads);
+        g.logs.offline_dirs.set(self.logs.offline_dirs().len() as i64);
         g.logs.dir_total_bytes.reset();
         g.logs.dir_usable_bytes.reset();
         for dir in &self.logs.config().log_dirs {

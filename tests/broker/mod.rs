@@ -26,6 +26,8 @@ pub struct TestBroker {
     log_path: PathBuf,
     /// A `--config` file that gives the listeners and log dirs itself.
     config_file: Option<PathBuf>,
+    /// The open files limit (soft and hard) of the next launch, if set.
+    open_files_limit: Option<u64>,
 }
 
 impl TestBroker {
@@ -37,10 +39,15 @@ impl TestBroker {
 
     /// Start a broker, as [`TestBroker::start`], with `env` set in its environment.
     pub fn start_with_env(overrides: &[&str], env: &[(&str, &str)]) -> Self {
-        Self::launched(overrides, env, None)
+        Self::launched(overrides, env, None, None)
     }
 
-    fn launched(overrides: &[&str], env: &[(&str, &str)], config_file: Option<&Path>) -> Self {
+    fn launched(
+        overrides: &[&str],
+        env: &[(&str, &str)],
+        config_file: Option<&Path>,
+        open_files_limit: Option<u64>,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let log_path = dir.path().join("broker.log");
         let mut b = Self {
@@ -52,15 +59,28 @@ impl TestBroker {
             env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             log_path,
             config_file: config_file.map(Path::to_path_buf),
+            open_files_limit,
         };
         b.launch(0);
         b
     }
 
+    /// Start a broker, as [`TestBroker::start`], whose open files limit is
+    /// `limit`, its hard limit too, so the broker cannot raise it.
+    pub fn start_with_open_files_limit(overrides: &[&str], limit: u64) -> Self {
+        Self::launched(overrides, &[], None, Some(limit))
+    }
+
+    /// Replace the open files limit of the next [`TestBroker::restart`]
+    /// (`None`: the test process's).
+    pub fn set_open_files_limit(&mut self, limit: Option<u64>) {
+        self.open_files_limit = limit;
+    }
+
     /// Start a broker from the config file `file` (which sets `listeners`
     /// and `log.dirs`), with `overrides` after it.
     pub fn start_with_config(file: &Path, overrides: &[&str]) -> Self {
-        Self::launched(overrides, &[], Some(file))
+        Self::launched(overrides, &[], Some(file), None)
     }
 
     /// A broker whose cleaner reads at 2 MB/s, so a clean of a few MB lasts
@@ -132,6 +152,21 @@ impl TestBroker {
             cmd.arg("--override").arg(o);
         }
         cmd.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        if let Some(limit) = self.open_files_limit {
+            use std::os::unix::process::CommandExt;
+            let rlimit = libc::rlimit { rlim_cur: limit as _, rlim_max: limit as _ };
+            // SAFETY: setrlimit between fork and exec touches only the child's
+            // own limit and allocates nothing.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &rlimit) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        }
         // The broker's own SEDIMENT_TEST_LOG (from `env`) wins over the
         // test process's, so one test's log level does not leak into others.
         let own = self.env.iter().find(|(k, _)| k == "SEDIMENT_TEST_LOG").map(|(_, v)| v.clone());

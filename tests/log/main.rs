@@ -10,6 +10,7 @@ mod common;
 
 mod compression_type;
 mod kafka_dump_log_format;
+mod log_dir_failure;
 mod log_model;
 mod log_recovery;
 mod producer_snapshots;

@@ -305,3 +305,30 @@ fn idle_producers_expire_unless_their_transaction_is_open() {
     assert_eq!(log.remove_expired_producers(NOW + 10 * EXPIRATION, EXPIRATION), 2);
     assert!(log.producer_state().is_empty());
 }
+
+#[test]
+fn a_txnindex_that_cannot_open_stops_the_log_and_a_reopen_recovers_the_abort() {
+    let root = tempfile::tempdir().unwrap();
+    // A log dir of its own: the fail point is scoped to it.
+    let (log_dir, dir) = (root.path().join("logs"), root.path().join("logs").join("txn-0"));
+    let clock: SharedClock = MockClock::new(NOW);
+    let mut log = open(&dir, &[], Arc::clone(&clock));
+    log.append_as_leader(&mut txn_batch(7, 0, 3)).unwrap();
+    let armed = sediment::failpoint::arm(
+        sediment::log::transaction_index::OPEN_FAILPOINT,
+        &log_dir.to_string_lossy(),
+    );
+    let refused = log.append_end_txn_marker(7, 0, EndTransactionMarker::abort(0));
+    drop(armed);
+    assert!(matches!(refused, Err(LogError::Io { .. })), "{refused:?}");
+    // The marker is in the file, its index entry is not: the log takes no
+    // more writes rather than serve a transaction its files do not record.
+    assert!(log.failure().is_some());
+    assert!(matches!(log.append_as_leader(&mut plain(1)), Err(LogError::Offline { .. })));
+    drop(log);
+    let load = LoadParams { recovery_point: 0, log_start_offset: 0, clean_shutdown: false };
+    let config = Arc::new(LogConfig::resolve(&Default::default(), Default::default()).unwrap());
+    let log = Log::open(&dir, TopicPartition::new("txn", 0), config, load, false, clock).unwrap();
+    assert_eq!(log.log_end_offset(), 4);
+    assert_eq!(log.collect_aborted_transactions(0, 4).unwrap(), vec![txn(7, 0, 3, 4)]);
+}

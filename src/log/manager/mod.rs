@@ -36,6 +36,7 @@ use super::checkpoint::{
     self, OffsetCheckpointFile, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
 };
 use super::config::LogConfig;
+use super::dir_failure::{self, LogDirFailureChannel};
 use super::error::{LogError, Result};
 use super::log_loader::LoadParams;
 use super::manager_config::{LogManagerConfig, NUM_PARTITIONS};
@@ -92,6 +93,9 @@ pub trait CleaningControl: Send + Sync + std::fmt::Debug {
     /// `tp` is being deleted: abort any clean and forget its cleaning state
     /// and its cleaner checkpoint entry in `log_dir`.
     fn abort_cleaning_and_forget(&self, tp: &TopicPartition, log_dir: &Path);
+    /// `log_dir` failed (`dir_failure`): stop cleaning there, aborting the
+    /// cleans of `partitions`, its partitions, until a restart.
+    fn handle_log_dir_failure(&self, log_dir: &Path, cause: &str, partitions: &[TopicPartition]);
 }
 
 #[derive(Debug, Default)]
@@ -108,10 +112,15 @@ pub struct LogManager {
     /// Topics whose partitions are being created (their directories made
     /// without the topics lock held).
     changing: Mutex<BTreeSet<String>>,
-    /// Partitions that could not be loaded, with the reason.
+    /// Partitions that could not be loaded, or whose log dir failed, with
+    /// the reason.
     offline: RwLock<BTreeMap<TopicPartition, String>>,
+    /// Where every log reports a failure of its dir's disk.
+    dir_failures: Arc<LogDirFailureChannel>,
     scheduler: (Mutex<SchedulerState>, Condvar),
     scheduler_thread: Mutex<Option<JoinHandle<()>>>,
+    /// Takes each failed dir's partitions offline (`dir_failure`).
+    failure_handler: Mutex<Option<JoinHandle<()>>>,
     /// The broker's topic defaults in force: `config.topic_defaults` at
     /// start, replaced by [`LogManager::set_topic_defaults`].
     topic_defaults: RwLock<BTreeMap<String, String>>,
@@ -134,8 +143,10 @@ impl LogManager {
             topics: RwLock::new(BTreeMap::new()),
             changing: Mutex::new(BTreeSet::new()),
             offline: RwLock::new(BTreeMap::new()),
+            dir_failures: Arc::default(),
             scheduler: (Mutex::new(SchedulerState::default()), Condvar::new()),
             scheduler_thread: Mutex::new(None),
+            failure_handler: Mutex::new(None),
         };
         manager.check_local_retention_defaults(&manager.config.topic_defaults)?;
         for dir in manager.config.log_dirs.clone() {
@@ -227,7 +238,8 @@ impl LogManager {
             load,
             self.config.flush_before_ack,
             Arc::clone(&self.clock),
-        )?;
+        )?
+        .reporting_failures_to(Arc::clone(&self.dir_failures));
         let mut topics = self.topics.write();
         let info = topics.entry(tp.topic.clone()).or_insert_with(|| TopicInfo {
             name: tp.topic.clone(),
@@ -297,9 +309,18 @@ impl LogManager {
         self.topics.read().values().cloned().collect()
     }
 
-    /// Partitions that failed to load, with the reason.
+    /// Partitions that failed to load or whose dir failed, with the reason.
     pub fn offline_partitions(&self) -> BTreeMap<TopicPartition, String> {
         self.offline.read().clone()
+    }
+
+    /// The error of a partition not among the logs served:
+    /// KAFKA_STORAGE_ERROR's `Offline` when it is offline, else unknown.
+    pub fn absent_partition_error(&self, tp: &TopicPartition) -> LogError {
+        match self.offline.read().get(tp) {
+            Some(reason) => LogError::Offline { partition: tp.to_string(), reason: reason.clone() },
+            None => LogError::UnknownTopicOrPartition(tp.to_string()),
+        }
     }
 
     /// Check a topic name by Kafka's rules.
@@ -419,7 +440,7 @@ impl LogManager {
     fn create_partition(&self, info: &TopicInfo, partition: i32) -> Result<()> {
         crate::failpoint::hold_here(CREATE_PARTITION_FAILPOINT, &info.name);
         let tp = TopicPartition::new(&info.name, partition);
-        let parent = self.pick_log_dir();
+        let parent = self.pick_log_dir()?;
         let (dir, staged) =
             (parent.join(tp.to_string()), parent.join(format!("{tp}{CREATING_SUFFIX}")));
         if staged.exists() {
@@ -440,7 +461,8 @@ impl LogManager {
             load,
             self.config.flush_before_ack,
             Arc::clone(&self.clock),
-        )?;
+        )?
+        .reporting_failures_to(Arc::clone(&self.dir_failures));
         if let Some(parent) = dir.parent() {
             checkpoint::fsync_dir(parent)?;
         }
@@ -448,17 +470,71 @@ impl LogManager {
         Ok(())
     }
 
-    /// The log dir holding the fewest partitions.
-    fn pick_log_dir(&self) -> PathBuf {
+    /// The online log dir holding the fewest partitions.
+    ///
+    /// # Errors
+    /// `Offline` when every log dir is.
+    fn pick_log_dir(&self) -> Result<PathBuf> {
         let logs = self.logs.read();
         self.config
             .log_dirs
             .iter()
+            .filter(|d| !self.dir_failures.is_offline(d))
             .min_by_key(|d| {
                 logs.values().filter(|l| l.read().dir().parent() == Some(d.as_path())).count()
             })
             .cloned()
-            .expect("at least one log dir")
+            .ok_or_else(|| LogError::Offline {
+                partition: "any new partition".into(),
+                reason: "every log dir is offline".into(),
+            })
+    }
+
+    /// The log dirs that failed, each with its first error.
+    pub fn offline_dirs(&self) -> BTreeMap<PathBuf, String> {
+        self.dir_failures.offline_dirs()
+    }
+
+    /// Report that `dir` failed (an I/O error met outside a log's own
+    /// writes: the cleaner's files, a checkpoint).
+    pub fn report_log_dir_failure(&self, dir: &Path, cause: &str) {
+        self.dir_failures.report(dir, cause);
+    }
+
+    /// Take the partitions of the failed `dir` offline (Kafka's
+    /// `handleLogDirFailure`): out of the logs served, into the offline
+    /// ones, which answer KAFKA_STORAGE_ERROR; `cleaning` stops there.
+    /// Returns the partitions taken offline.
+    pub fn handle_log_dir_failure(
+        &self,
+        dir: &Path,
+        cause: &str,
+        cleaning: Option<&dyn CleaningControl>,
+    ) -> Vec<TopicPartition> {
+        let in_dir: Vec<TopicPartition> = self
+            .all_logs()
+            .into_iter()
+            .filter(|(_, log)| dir_failure::log_dir_of(log.read().dir()) == dir)
+            .map(|(tp, _)| tp)
+            .collect();
+        if let Some(c) = cleaning {
+            c.handle_log_dir_failure(dir, cause, &in_dir);
+        }
+        let reason = format!("log dir {} is offline: {cause}", dir.display());
+        let mut logs = self.logs.write();
+        let mut offline = self.offline.write();
+        for tp in &in_dir {
+            logs.remove(tp);
+            offline.insert(tp.clone(), reason.clone());
+        }
+        drop((logs, offline));
+        tracing::error!(dir = %dir.display(), partitions = in_dir.len(), "log dir offline: its partitions answer KAFKA_STORAGE_ERROR until a restart");
+        in_dir
+    }
+
+    /// Whether every log dir is offline (Kafka then halts the broker).
+    pub fn all_dirs_offline(&self) -> bool {
+        self.config.log_dirs.iter().all(|d| self.dir_failures.is_offline(d))
     }
 
     /// Delete a topic and its data.
@@ -538,7 +614,7 @@ impl LogManager {
     }
 
     fn checkpoint(&self, value: impl Fn(&Log) -> i64, file: &str) -> Result<()> {
-        for dir in &self.config.log_dirs {
+        for dir in self.online_dirs() {
             let mut entries = BTreeMap::new();
             for (tp, log) in self.all_logs() {
                 let log = log.read();
@@ -546,9 +622,21 @@ impl LogManager {
                     entries.insert(tp, value(&log));
                 }
             }
-            OffsetCheckpointFile::new(dir, file).write(&entries)?;
+            let written = OffsetCheckpointFile::new(&dir, file).write(&entries);
+            if let Err(e) = &written {
+                if dir_failure::is_dir_failure(e) {
+                    self.dir_failures.report(&dir, &e.to_string());
+                }
+            }
+            written?;
         }
         Ok(())
+    }
+
+    /// The log dirs not offline.
+    fn online_dirs(&self) -> Vec<PathBuf> {
+        let offline = self.dir_failures.offline_dirs();
+        self.config.log_dirs.iter().filter(|d| !offline.contains_key(*d)).cloned().collect()
     }
 
     /// Clean shutdown: stop the scheduler, flush every log, write the
@@ -562,11 +650,20 @@ impl LogManager {
         if let Some(handle) = self.scheduler_thread.lock().take() {
             let _ = handle.join();
         }
+        self.dir_failures.stop();
+        if let Some(handle) = self.failure_handler.lock().take() {
+            let _ = handle.join();
+        }
+        // A failed dir gets no marker: the next start recovers its logs.
+        let online = self.online_dirs();
         for (_, log) in self.all_logs() {
-            log.write().close()?;
+            let mut log = log.write();
+            if log.failure().is_none() && online.iter().any(|d| log.dir().starts_with(d)) {
+                log.close()?;
+            }
         }
         self.checkpoint_all()?;
-        for dir in &self.config.log_dirs {
+        for dir in self.online_dirs() {
             checkpoint::write_atomically(&dir.join(CLEAN_SHUTDOWN_FILE), b"")?;
         }
         Ok(())

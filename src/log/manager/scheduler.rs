@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use super::{CleaningControl, LogManager, Result, LOG_START_OFFSET_CHECKPOINT};
+use super::{dir_failure, CleaningControl, LogManager, Result, LOG_START_OFFSET_CHECKPOINT};
 
 impl LogManager {
     /// Forget, in every log, the producers with no open transaction whose
@@ -58,6 +58,7 @@ impl LogManager {
                 _ => None,
             };
             let mut log = log.write();
+            let log_dir = dir_failure::log_dir_of(log.dir()).to_path_buf();
             let result = (|| -> Result<()> {
                 if retention {
                     let deleted = log.delete_old_segments()?;
@@ -73,6 +74,9 @@ impl LogManager {
             }
             if let Err(e) = result {
                 tracing::error!(partition = %tp, error = %e, "periodic log maintenance failed");
+                if dir_failure::is_dir_failure(&e) {
+                    self.dir_failures.report(&log_dir, &e.to_string());
+                }
                 first_error.get_or_insert(e);
             }
         }
@@ -90,14 +94,36 @@ impl LogManager {
     }
 
     /// Start the background thread that runs [`LogManager::run_periodic_tasks`],
-    /// stopping `cleaning`'s cleans of a log while retention deletes from it.
+    /// stopping `cleaning`'s cleans of a log while retention deletes from it,
+    /// and the one that takes a failed log dir's partitions offline (and
+    /// stops `cleaning` there).
     pub fn start_scheduler(self: &Arc<Self>, cleaning: Option<Arc<dyn CleaningControl>>) {
         let me = Arc::clone(self);
+        let control = cleaning.clone();
         let handle = std::thread::Builder::new()
             .name("log-scheduler".into())
-            .spawn(move || me.scheduler_loop(cleaning.as_deref()))
+            .spawn(move || me.scheduler_loop(control.as_deref()))
             .expect("spawn log scheduler");
         *self.scheduler_thread.lock() = Some(handle);
+        let me = Arc::clone(self);
+        let handle = std::thread::Builder::new()
+            .name("log-dir-failure-handler".into())
+            .spawn(move || me.failure_loop(cleaning.as_deref()))
+            .expect("spawn log dir failure handler");
+        *self.failure_handler.lock() = Some(handle);
+    }
+
+    /// Kafka's `LogDirFailureHandler`: each failed dir's partitions go
+    /// offline; with every dir offline the broker halts, as Kafka's does,
+    /// so that whatever supervises it restarts it and recovery runs.
+    fn failure_loop(&self, cleaning: Option<&dyn CleaningControl>) {
+        while let Some((dir, cause)) = self.dir_failures.next_failed() {
+            self.handle_log_dir_failure(&dir, &cause, cleaning);
+            if self.all_dirs_offline() {
+                tracing::error!("every log dir has failed; halting the broker");
+                std::process::exit(1);
+            }
+        }
     }
 
     fn scheduler_loop(&self, cleaning: Option<&dyn CleaningControl>) {

@@ -24,6 +24,11 @@
 //! * Everything below `recovery_point` has been fsynced. After a crash only
 //!   bytes at or past it may be truncated; damage below it takes the partition
 //!   offline instead of silently dropping acknowledged data.
+//! * Once a write fails on the disk (`dir_failure`), the log takes no more
+//!   writes (what it holds in memory may then be ahead of its files) and
+//!   its dir is reported offline; a restart recovers it from the files.
+//!   Running out of descriptors fails the append that met it and changes
+//!   nothing: a roll opens its new files before it touches the old segment.
 //! * A segment leaves the readable set by being renamed `.deleted` and queued
 //!   in `pending_deletes`; its files are unlinked only after
 //!   `file.delete.delay.ms`, so a reader holding them is never cut short.
@@ -32,8 +37,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::checkpoint;
 use super::config::LogConfig;
 use super::control_record::EndTransactionMarker;
+use super::dir_failure::{self, LogDirFailureChannel};
 use super::error::{LogError, Result};
 use super::log_loader::{self, LoadParams};
 use super::producer_snapshot;
@@ -100,6 +107,10 @@ pub struct Log {
     highest_offset_in_remote_storage: i64,
     /// The segments the store lists, as numbers (`store_retention`).
     store_segments: Vec<StoreSegment>,
+    /// Why the log takes no more writes: its disk failed (module doc).
+    failed: Option<String>,
+    /// Where that failure is reported (the `LogManager`'s channel).
+    failures: Option<Arc<LogDirFailureChannel>>,
 }
 
 impl Log {
@@ -148,7 +159,58 @@ impl Log {
             producers: loaded.producers,
             highest_offset_in_remote_storage: -1,
             store_segments: Vec::new(),
+            failed: None,
+            failures: None,
         })
+    }
+
+    /// Report a failure of this log's disk to `channel` (the `LogManager`
+    /// does, for every log it opens).
+    #[must_use]
+    pub fn reporting_failures_to(mut self, channel: Arc<LogDirFailureChannel>) -> Self {
+        self.failures = Some(channel);
+        self
+    }
+
+    /// Why the log takes no more writes, if its disk failed.
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        match &self.failed {
+            None => Ok(()),
+            Some(reason) => {
+                Err(LogError::Offline { partition: self.tp.to_string(), reason: reason.clone() })
+            }
+        }
+    }
+
+    /// Pass on the outcome of a write; a failure of the disk stops the log
+    /// taking writes and reports its dir (module doc).
+    fn note_write<T>(&mut self, outcome: Result<T>) -> Result<T> {
+        match &outcome {
+            Err(e) if dir_failure::is_dir_failure(e) => self.fail(e),
+            Err(e @ LogError::Io { .. }) => {
+                tracing::warn!(partition = %self.tp, "write refused, the log is unchanged: {e}");
+            }
+            _ => {}
+        }
+        outcome
+    }
+
+    /// Take no more writes and report the dir: after `e`, memory and disk
+    /// may disagree.
+    fn fail(&mut self, e: &LogError) {
+        if self.failed.is_some() {
+            return;
+        }
+        let cause = e.to_string();
+        tracing::error!(partition = %self.tp, "write failed, the log takes no more writes: {cause}");
+        if let Some(channel) = &self.failures {
+            channel.report(dir_failure::log_dir_of(&self.dir), &cause);
+        }
+        self.failed = Some(cause);
     }
     /// The idempotent-producer state (for tests and the producer id allocator).
     pub fn producer_state(&self) -> &ProducerStateManager {
@@ -363,10 +425,11 @@ impl Log {
         origin: AppendOrigin,
         txn_check: TxnCheck,
     ) -> Result<LogAppendInfo> {
+        self.check_writable()?;
         let appended = self.append_checked_once(records, origin, txn_check);
         // Validation and recompression inflate into it: not kept past the append.
         self.shrink_scratch();
-        appended
+        self.note_write(appended)
     }
 
     fn append_checked_once(
@@ -460,7 +523,12 @@ impl Log {
         self.next_offset = last_offset + 1;
         self.unflushed_messages += count;
         producer_append.set_append_time(now);
-        self.complete_transactions(producer_append)?;
+        if let Err(e) = self.complete_transactions(producer_append) {
+            // The records are in the file, their transactions' index entry
+            // may not be: whatever the cause, memory is ahead of the disk.
+            self.fail(&e);
+            return Err(e);
+        }
         if self.flush_before_ack || self.unflushed_messages >= self.config.flush_messages {
             self.flush()?;
         }
@@ -561,8 +629,15 @@ impl Log {
     /// Start a new active segment at `base` (the next offset), closing the current one.
     ///
     /// # Errors
-    /// I/O errors.
+    /// I/O errors; one opening the new segment's files (descriptors run
+    /// out) leaves the log as it was.
     pub fn roll(&mut self, base: i64) -> Result<()> {
+        self.check_writable()?;
+        let rolled = self.roll_once(base);
+        self.note_write(rolled)
+    }
+
+    fn roll_once(&mut self, base: i64) -> Result<()> {
         let now = self.clock.now_ms();
         let seg_config = Self::segment_config(&self.config);
         let active_base = self.active_segment().base_offset();
@@ -577,6 +652,16 @@ impl Log {
                 reason: format!("cannot roll to {base}: segment exists"),
             });
         }
+        // The new files first: failing to open them changes nothing.
+        let new = LogSegment::create(&self.dir, base, seg_config, "", now)?;
+        if self.flush_before_ack {
+            // Acknowledged appends will live in it: its directory entries
+            // must survive a crash as their bytes do.
+            if let Err(e) = checkpoint::fsync_dir(&self.dir) {
+                let _ = new.delete_files();
+                return Err(e);
+            }
+        }
         let old = self.segments.values_mut().next_back().expect("active");
         old.on_become_inactive()?;
         // Kafka flushes the closed segment asynchronously; this keeps it simple and
@@ -585,8 +670,14 @@ impl Log {
         self.recovery_point = self.recovery_point.max(base);
         // The state covers every offset below the new segment (Kafka's
         // snapshot at roll), so a restart replays from here.
-        producer_snapshot::write(&self.dir, base, &self.producers.snapshot_entries())?;
-        self.segments.insert(base, LogSegment::create(&self.dir, base, seg_config, "", now)?);
+        if let Err(e) =
+            producer_snapshot::write(&self.dir, base, &self.producers.snapshot_entries())
+        {
+            // The closed segment stays active: appending to it is still right.
+            let _ = new.delete_files();
+            return Err(e);
+        }
+        self.segments.insert(base, new);
         Ok(())
     }
 
@@ -606,6 +697,12 @@ impl Log {
     /// # Errors
     /// I/O errors.
     pub fn flush(&mut self) -> Result<()> {
+        self.check_writable()?;
+        let flushed = self.flush_once();
+        self.note_write(flushed)
+    }
+
+    fn flush_once(&mut self) -> Result<()> {
         let rp = self.recovery_point;
         for seg in self
             .segments
