@@ -27,7 +27,9 @@
 //! `log::manager::CleaningControl`) are implemented above and passed down
 //! at construction.
 //!
-//! Beside the layers: `config_def` is what a config key is, below every
+//! Beside the layers: `blocking` lets an async worker wait on a lock or a
+//! disk without stalling its other tasks (used by `replica`, `group`, `api`);
+//! `config_def` is what a config key is, below every
 //! module, each of which declares its own keys and builds its settings from
 //! them; `config` merges those tables and reads the broker's TOML; `tools` holds the
 //! operator commands built on the log; `readable` reads the coordinators'
@@ -36,6 +38,7 @@
 #![warn(clippy::too_many_lines)]
 
 pub mod api;
+pub mod blocking;
 pub mod broker;
 pub mod cleaner;
 pub mod clock;

@@ -210,8 +210,8 @@ pub async fn dispatch(
     let v = ctx.header.request_api_version;
     let response = match request {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(&r, v)),
-        // Runs on this worker: the append itself moves to `block_in_place` only
-        // when it may fsync (see `produce::handle`).
+        // Runs on this worker: a held lock, a heavy append and the fsyncs
+        // move to `block_in_place` (`ReplicaManager::append_records`).
         RequestKind::Produce(r) => {
             return produce::handle(broker, ctx, r, v).map(|r| r.map(Reply::from))
         }
@@ -331,15 +331,18 @@ fn transaction_api(
         RequestKind::WriteTxnMarkers(r) => {
             ResponseKind::WriteTxnMarkers(blocking(|| write_txn_markers::handle(broker, ctx, &r)))
         }
-        RequestKind::DescribeProducers(r) => {
-            ResponseKind::DescribeProducers(describe_producers::handle(broker, ctx, &r))
-        }
+        RequestKind::DescribeProducers(r) => ResponseKind::DescribeProducers(blocking(|| {
+            describe_producers::handle(broker, ctx, &r)
+        })),
+        // A transaction's state is locked across its appends.
         RequestKind::DescribeTransactions(r) => {
-            ResponseKind::DescribeTransactions(describe_transactions::handle(broker, ctx, &r, v))
+            ResponseKind::DescribeTransactions(blocking(|| {
+                describe_transactions::handle(broker, ctx, &r, v)
+            }))
         }
-        RequestKind::ListTransactions(r) => {
-            ResponseKind::ListTransactions(list_transactions::handle(broker, ctx, &r, v))
-        }
+        RequestKind::ListTransactions(r) => ResponseKind::ListTransactions(blocking(|| {
+            list_transactions::handle(broker, ctx, &r, v)
+        })),
         other => return security_api(broker, ctx, other),
     })
 }
@@ -384,8 +387,9 @@ fn security_api(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Close;
 
-/// Run disk work on this worker thread while letting the runtime move its
-/// other tasks elsewhere (appends may fsync; topic creation touches many files).
+/// Run disk work, or work that may wait on a lock held across one, on this
+/// worker thread while letting the runtime move its other tasks elsewhere
+/// (appends may fsync; topic creation touches many files).
 fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(f)
+    crate::blocking::off_worker(f)
 }

@@ -46,7 +46,7 @@ pub struct ConsumerGroupDescription {
 impl GroupCoordinator {
     /// Whether `member_id` is a member of the consumer group `group_id`.
     pub fn is_consumer_group_member(&self, group_id: &str, member_id: &str) -> bool {
-        let groups = self.runtime.lock();
+        let groups = self.runtime.lock_group(group_id);
         let group = groups.get(group_id).and_then(|g| g.consumer.as_ref());
         group.is_some_and(|cg| cg.members.contains_key(member_id))
     }
@@ -61,7 +61,7 @@ impl GroupCoordinator {
         group_id: &str,
     ) -> Result<ConsumerGroupDescription, GroupError> {
         self.runtime.check_ready()?;
-        let groups = self.runtime.lock();
+        let groups = self.runtime.lock_group(group_id);
         let group = groups
             .get(group_id)
             .ok_or_else(|| GroupError::NotFound(format!("Group {group_id} not found.")))?;

@@ -77,7 +77,7 @@ impl GroupCoordinator {
         self.runtime.check_ready()?;
         self.validate_consumer_heartbeat(req)?;
         let now = self.now();
-        let mut groups = self.runtime.lock();
+        let mut groups = self.runtime.lock_group(&req.group_id);
         if req.member_epoch < 0 {
             return self.consumer_leave(&mut groups, req);
         }

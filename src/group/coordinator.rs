@@ -1,8 +1,8 @@
-//! `GroupCoordinator` (Kafka's `GroupCoordinator` service over its one
-//! `GroupCoordinatorShard`): the groups of this broker and the operations on
-//! them. The shard's state lives in its [`CoordinatorRuntime`], which
-//! serialises access (one lock) and appends the records; the loader rebuilds
-//! it at start. This file holds the type (its configuration is `config`), the load and
+//! `GroupCoordinator` (Kafka's `GroupCoordinator` service over its
+//! `GroupCoordinatorShard`s, one per `__consumer_offsets` partition): the
+//! groups of this broker and the operations on them. The shards live in the
+//! [`CoordinatorRuntime`], which serialises access to each (a lock per
+//! shard) and appends the records; the loader rebuilds them at start. This file holds the type (its configuration is `config`), the load and
 //! the periodic tick; each family of operations is its own file, one `impl`
 //! block each (see the module doc of `group`).
 
@@ -96,7 +96,7 @@ impl GroupCoordinator {
         tracing::info!(
             records = stats.records,
             batches = stats.batches,
-            groups = self.runtime.lock().len(),
+            groups = self.runtime.group_count(),
             elapsed_ms = started.elapsed().as_millis() as u64,
             "group coordinator loaded"
         );
@@ -114,12 +114,12 @@ impl GroupCoordinator {
             return;
         }
         let now = self.now();
-        let mut groups = self.runtime.lock();
-        for group in groups.values_mut() {
-            self.expire_members(group, now);
-            self.expire_consumer_members(group, now);
-        }
-        drop(groups);
+        self.runtime.for_each_shard(|groups| {
+            for group in groups.values_mut() {
+                self.expire_members(group, now);
+                self.expire_consumer_members(group, now);
+            }
+        });
         let due = {
             let mut last = self.last_expiry_check.lock();
             if now - *last >= self.config.offsets_retention_check_interval_ms {
@@ -161,5 +161,35 @@ mod tests {
             .expect("log manager");
         let c = GroupCoordinator::new(GroupConfig::default(), Arc::new(logs), clock::system());
         assert_eq!(c.partition_for("my-group"), 12);
+    }
+
+    #[test]
+    fn a_write_while_another_request_creates_the_offsets_topic_is_retriable() {
+        use crate::group::error::GroupError;
+        use crate::group::schema::{OffsetsRecord, RecordKey};
+        use crate::log::manager::CREATE_PARTITION_FAILPOINT;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let logs = LogManager::open(crate::log::LogManagerConfig::new(dir.path()), clock::system())
+            .expect("log manager");
+        let c = Arc::new(GroupCoordinator::new(
+            GroupConfig::default(),
+            Arc::new(logs),
+            clock::system(),
+        ));
+        c.load();
+        let record = || [OffsetsRecord::tombstone(RecordKey::Group { group: "g".into() })];
+        let armed = crate::failpoint::arm(CREATE_PARTITION_FAILPOINT, OFFSETS_TOPIC);
+        let creator = {
+            let c = Arc::clone(&c);
+            std::thread::spawn(move || c.ensure_offsets_topic())
+        };
+        assert!(armed.wait_held(CREATE_PARTITION_FAILPOINT, std::time::Duration::from_secs(30)));
+        // The topic is being created: not "unavailable" (which clients do
+        // not retry a commit on), but loading.
+        let during = c.runtime.append("g", &record());
+        assert!(matches!(during, Err(GroupError::CoordinatorLoadInProgress)), "{during:?}");
+        drop(armed);
+        creator.join().expect("creator").expect("created");
+        c.runtime.append("g", &record()).expect("written once the topic exists");
     }
 }

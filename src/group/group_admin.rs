@@ -6,6 +6,7 @@ use bytes::Bytes;
 
 use super::coordinator::GroupCoordinator;
 use super::error::GroupError;
+use super::group_metadata::Group;
 use super::group_state::GroupState;
 use super::offsets::offset_tombstone;
 use super::schema::{OffsetsRecord, RecordKey};
@@ -39,25 +40,8 @@ impl GroupCoordinator {
     /// COORDINATOR_LOAD_IN_PROGRESS while loading.
     pub fn list(&self) -> Result<Vec<ListedGroup>, GroupError> {
         self.runtime.check_ready()?;
-        let groups = self.runtime.lock();
-        let mut out: Vec<_> = groups
-            .values()
-            .filter(|g| g.state() != GroupState::Dead)
-            .map(|g| match &g.consumer {
-                Some(cg) => ListedGroup {
-                    group_id: g.id.clone(),
-                    protocol_type: "consumer".to_string(),
-                    state: cg.state().name(),
-                    group_type: "consumer",
-                },
-                None => ListedGroup {
-                    group_id: g.id.clone(),
-                    protocol_type: g.protocol_type.clone().unwrap_or_default(),
-                    state: g.state().name(),
-                    group_type: "classic",
-                },
-            })
-            .collect();
+        let mut out = Vec::new();
+        self.runtime.for_each_shard(|groups| out.extend(groups.values().filter_map(listed)));
         out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
         Ok(out)
     }
@@ -68,7 +52,7 @@ impl GroupCoordinator {
     /// COORDINATOR_LOAD_IN_PROGRESS while loading.
     pub fn describe(&self, group_id: &str) -> Result<GroupDescription, GroupError> {
         self.runtime.check_ready()?;
-        let groups = self.runtime.lock();
+        let groups = self.runtime.lock_group(group_id);
         if groups.get(group_id).is_some_and(|g| g.consumer.is_some()) {
             return Err(GroupError::NotFound(format!("Group {group_id} is not a classic group.")));
         }
@@ -118,7 +102,7 @@ impl GroupCoordinator {
     pub fn delete_group(&self, group_id: &str) -> Result<(), GroupError> {
         self.runtime.check_ready()?;
         let now = self.now();
-        let mut groups = self.runtime.lock();
+        let mut groups = self.runtime.lock_group(group_id);
         let group = groups.get_mut(group_id).ok_or(GroupError::GroupIdNotFound)?;
         match group.state() {
             GroupState::Dead => return Err(GroupError::GroupIdNotFound),
@@ -137,4 +121,25 @@ impl GroupCoordinator {
         tracing::info!(group = %group_id, "group deleted");
         Ok(())
     }
+}
+
+/// ListGroups' entry of a group (`None` for a dead one).
+fn listed(g: &Group) -> Option<ListedGroup> {
+    if g.state() == GroupState::Dead {
+        return None;
+    }
+    Some(match &g.consumer {
+        Some(cg) => ListedGroup {
+            group_id: g.id.clone(),
+            protocol_type: "consumer".to_string(),
+            state: cg.state().name(),
+            group_type: "consumer",
+        },
+        None => ListedGroup {
+            group_id: g.id.clone(),
+            protocol_type: g.protocol_type.clone().unwrap_or_default(),
+            state: g.state().name(),
+            group_type: "classic",
+        },
+    })
 }

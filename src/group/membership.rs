@@ -51,7 +51,7 @@ impl GroupCoordinator {
             return fail(e);
         }
         let now = self.now();
-        let mut groups = self.runtime.lock();
+        let mut groups = self.runtime.lock_group(&req.group_id);
         let group = match join_target(&mut groups, &req, now) {
             Ok(g) => g,
             Err(e) => return fail(e),
@@ -416,7 +416,7 @@ impl GroupCoordinator {
             return Reply::Now(SyncResult::error(e));
         }
         let now = self.now();
-        let mut groups = self.runtime.lock();
+        let mut groups = self.runtime.lock_group(group_id);
         let Some(group) = groups.get_mut(group_id) else {
             return Reply::Now(SyncResult::error(GroupError::UnknownMemberId));
         };
@@ -523,7 +523,7 @@ impl GroupCoordinator {
     ) -> Result<(), GroupError> {
         self.runtime.check_ready()?;
         let now = self.now();
-        let mut groups = self.runtime.lock();
+        let mut groups = self.runtime.lock_group(group_id);
         let group = groups.get_mut(group_id).ok_or(GroupError::UnknownMemberId)?;
         if group.fences(instance_id, member_id) {
             return Err(GroupError::FencedInstanceId);
@@ -554,7 +554,7 @@ impl GroupCoordinator {
     ) -> Result<Vec<Option<GroupError>>, GroupError> {
         self.runtime.check_ready()?;
         let now = self.now();
-        let mut groups = self.runtime.lock();
+        let mut groups = self.runtime.lock_group(group_id);
         let group = groups.get_mut(group_id).ok_or(GroupError::UnknownMemberId)?;
         let mut results = Vec::with_capacity(members.len());
         for (member_id, instance) in members {

@@ -38,8 +38,9 @@
 //!
 //! * `coordinator`: [`GroupCoordinator`] itself (the shard's facade), the
 //!   load and the periodic tick. `config`: [`GroupConfig`], its keys.
-//! * `runtime`: `CoordinatorRuntime`, the one lock over the groups and the
-//!   appends to `__consumer_offsets` (creating it first).
+//! * `runtime`: `CoordinatorRuntime`, the groups in one shard per
+//!   `__consumer_offsets` partition, each behind its own lock, and the
+//!   appends to that topic (creating it first).
 //! * `loader`: rebuilding the groups from `__consumer_offsets` at start.
 //! * The shard's operations, one `impl GroupCoordinator` per file:
 //!   `membership` (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, session

@@ -19,6 +19,7 @@ use super::error::GroupError;
 use super::group_metadata::Group;
 use super::group_state::GroupState;
 use super::offset_and_metadata::CommittedOffset;
+use super::runtime::Shard;
 use super::schema::{OffsetValue, OffsetsRecord, RecordKey, RecordValue};
 
 /// The tombstone deleting the committed offset of `group` for a partition.
@@ -42,7 +43,7 @@ impl GroupCoordinator {
             return all(e);
         }
         let now = self.now();
-        let mut groups = self.runtime.lock();
+        let mut groups = self.runtime.lock_group(group_id);
         let created = !groups.contains_key(group_id);
         let group = match group_for_commit(&mut groups, group_id, generation, member_id, now) {
             Ok(group) => group,
@@ -87,7 +88,7 @@ impl GroupCoordinator {
         member_epoch: i32,
     ) -> Result<(), GroupError> {
         self.runtime.check_ready()?;
-        let groups = self.runtime.lock();
+        let groups = self.runtime.lock_group(group_id);
         super::consumer_group_admin::check_consumer_fetch(
             groups.get(group_id),
             Some((member_id, member_epoch)),
@@ -105,7 +106,7 @@ impl GroupCoordinator {
         partitions: Option<&[(String, i32)]>,
     ) -> Result<Vec<(String, i32, Option<CommittedOffset>)>, GroupError> {
         self.runtime.check_ready()?;
-        let groups = self.runtime.lock();
+        let groups = self.runtime.lock_group(group_id);
         let group = groups.get(group_id);
         Ok(match partitions {
             Some(list) => list
@@ -126,7 +127,10 @@ impl GroupCoordinator {
     /// (counted from when the group became empty, as Kafka 2.1+ does), with
     /// tombstones; a group left with nothing is deleted.
     pub fn expire_offsets(&self, now: i64) {
-        let mut groups = self.runtime.lock();
+        self.runtime.for_each_shard(|groups| self.expire_offsets_in(groups, now));
+    }
+
+    fn expire_offsets_in(&self, groups: &mut Shard, now: i64) {
         let mut dead = Vec::new();
         for group in groups.values_mut() {
             if !group.is_empty() {
@@ -186,7 +190,7 @@ impl GroupCoordinator {
         partitions: &[(String, i32)],
     ) -> Result<Vec<Option<GroupError>>, GroupError> {
         self.runtime.check_ready()?;
-        let mut groups = self.runtime.lock();
+        let mut groups = self.runtime.lock_group(group_id);
         let group = groups.get_mut(group_id).ok_or(GroupError::GroupIdNotFound)?;
         if group.state() == GroupState::Dead {
             return Err(GroupError::GroupIdNotFound);

@@ -1,14 +1,20 @@
-//! `CoordinatorRuntime` (Kafka's `CoordinatorRuntime`, with one lock for
-//! every group instead of one per partition): it serialises access to the
-//! groups and appends their records to `__consumer_offsets`.
+//! `CoordinatorRuntime` (Kafka's `CoordinatorRuntime`): the groups in one
+//! shard per `__consumer_offsets` partition, each behind its own lock, and
+//! the appends of their records.
 //!
-//! * Every request takes the groups' lock once ([`CoordinatorRuntime::lock`])
-//!   and finishes under it; nothing holds it across an await (waiting members
-//!   hold oneshot receivers).
-//! * A group's records go to partition `abs(javaHash(group)) % partitions`, so
-//!   later records of a group follow earlier ones in one log. Records are
-//!   written before the request is acknowledged; the caller applies them to
-//!   the groups only after the append succeeded.
+//! * A group lives in the shard of its partition, `abs(javaHash(group)) %
+//!   partitions` (Kafka's rule), so later records of a group follow earlier
+//!   ones in one log, and groups of different partitions never wait for
+//!   each other: a slow append (an fsync on a slow disk) holds only its own
+//!   shard.
+//! * Every request about one group takes its shard's lock once
+//!   ([`CoordinatorRuntime::lock_group`]) and finishes under it; operations
+//!   over every group (ListGroups, the periodic expiry, a load) take the
+//!   shards one at a time, never two at once. Nothing holds a shard across
+//!   an await (waiting members hold oneshot receivers), and a held shard is
+//!   waited for off the async worker (`blocking`).
+//! * Records are written before the request is acknowledged; the caller
+//!   applies them to the groups only after the append succeeded.
 //! * Until the loader installed the groups ([`CoordinatorRuntime::install`]),
 //!   group requests get COORDINATOR_LOAD_IN_PROGRESS and transaction markers
 //!   are deferred, then applied before anyone sees the groups.
@@ -18,6 +24,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
+
+use crate::blocking;
 
 use super::error::GroupError;
 use super::group_metadata::Group;
@@ -32,6 +40,9 @@ use crate::log::{LogError, LogManager, TopicPartition};
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
+/// The groups of one `__consumer_offsets` partition, by id.
+pub(super) type Shard = HashMap<String, Group>;
+
 /// The groups behind their lock, and the writer of their records.
 #[derive(Debug)]
 pub(super) struct CoordinatorRuntime {
@@ -39,7 +50,8 @@ pub(super) struct CoordinatorRuntime {
     clock: SharedClock,
     partitions: i32,
     segment_bytes: i64,
-    groups: Mutex<HashMap<String, Group>>,
+    /// One shard per `__consumer_offsets` partition, by partition.
+    shards: Vec<Mutex<Shard>>,
     loaded: AtomicBool,
     load_stats: Mutex<LoadStats>,
     /// Transaction completions (offsets partition, producer id, commit) that
@@ -61,16 +73,36 @@ impl CoordinatorRuntime {
             clock,
             partitions,
             segment_bytes,
-            groups: Mutex::new(HashMap::new()),
+            shards: (0..partitions.max(1)).map(|_| Mutex::new(Shard::new())).collect(),
             loaded: AtomicBool::new(false),
             load_stats: Mutex::new(LoadStats::default()),
             deferred_completions: Mutex::new(Vec::new()),
         }
     }
 
-    pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<String, Group>> {
-        // A panic while holding the lock leaves plain data; keep serving.
-        self.groups.lock()
+    /// The shard of `group`, locked.
+    pub(super) fn lock_group(&self, group: &str) -> MutexGuard<'_, Shard> {
+        self.lock_partition(self.partition_for(group))
+    }
+
+    /// The shard of `__consumer_offsets` partition `partition`, locked.
+    pub(super) fn lock_partition(&self, partition: i32) -> MutexGuard<'_, Shard> {
+        let shard = &self.shards[partition.rem_euclid(self.shards.len() as i32) as usize];
+        blocking::lock(shard)
+    }
+
+    /// Run `f` on every shard in turn, each locked while `f` runs.
+    pub(super) fn for_each_shard(&self, mut f: impl FnMut(&mut Shard)) {
+        for shard in &self.shards {
+            f(&mut blocking::lock(shard));
+        }
+    }
+
+    /// How many groups there are.
+    pub(super) fn group_count(&self) -> usize {
+        let mut n = 0;
+        self.for_each_shard(|shard| n += shard.len());
+        n
     }
 
     /// The `__consumer_offsets` partition of a group (Kafka's rule).
@@ -100,10 +132,21 @@ impl CoordinatorRuntime {
     /// sees them.
     pub(super) fn install(&self, loaded: HashMap<String, Group>, stats: LoadStats) {
         *self.load_stats.lock() = stats;
-        let mut groups = self.lock();
-        *groups = loaded;
-        for (partition, producer_id, commit) in self.deferred_completions.lock().drain(..) {
-            self.complete_in(&mut groups, partition, producer_id, commit);
+        // Every shard held: no request sees some shards installed and others not.
+        let mut shards: Vec<MutexGuard<'_, Shard>> = self.shards.iter().map(|s| s.lock()).collect();
+        for shard in shards.iter_mut() {
+            shard.clear();
+        }
+        let count = shards.len() as i32;
+        for (id, group) in loaded {
+            let p = self.partition_for(&id).rem_euclid(count) as usize;
+            shards[p].insert(id, group);
+        }
+        // Held last, as complete_transaction takes it last.
+        let mut deferred = self.deferred_completions.lock();
+        for (partition, producer_id, commit) in deferred.drain(..) {
+            let shard = &mut shards[partition.rem_euclid(count) as usize];
+            complete_in(shard, producer_id, commit);
         }
         self.loaded.store(true, Ordering::Release);
     }
@@ -117,26 +160,14 @@ impl CoordinatorRuntime {
     /// landed); applying one the walk already saw changes nothing, since no
     /// new transactional offset is accepted before the load ends.
     pub(super) fn complete_transaction(&self, partition: i32, producer_id: i64, commit: bool) {
-        let mut groups = self.lock();
+        let mut shard = self.lock_partition(partition);
         if !self.is_loaded() {
+            // Checked under the shard's lock, which install holds while it
+            // drains these: a completion is never both missed and deferred.
             self.deferred_completions.lock().push((partition, producer_id, commit));
             return;
         }
-        self.complete_in(&mut groups, partition, producer_id, commit);
-    }
-
-    fn complete_in(
-        &self,
-        groups: &mut HashMap<String, Group>,
-        partition: i32,
-        producer_id: i64,
-        commit: bool,
-    ) {
-        for group in groups.values_mut() {
-            if self.partition_for(&group.id) == partition {
-                group.complete_pending_offsets(producer_id, commit);
-            }
-        }
+        complete_in(&mut shard, producer_id, commit);
     }
 
     /// Create the offsets topic if it does not exist yet (as Kafka does on the
@@ -203,7 +234,15 @@ impl CoordinatorRuntime {
             GroupError::from(e)
         })?;
         let tp = TopicPartition::new(OFFSETS_TOPIC, self.partition_for(group));
-        let log = self.logs.get_log(&tp).ok_or(GroupError::CoordinatorNotAvailable)?;
+        let log = self.logs.get_log(&tp).ok_or_else(|| {
+            if self.logs.topic(OFFSETS_TOPIC).is_none() {
+                // Another request is creating the topic (its partitions are
+                // not all there yet): retriable, as a coordinator loading.
+                GroupError::CoordinatorLoadInProgress
+            } else {
+                GroupError::CoordinatorNotAvailable
+            }
+        })?;
         let now = self.clock.now_ms();
         let mut builder = BatchBuilder::new(Compression::None, now);
         for (k, v) in records {
@@ -217,7 +256,7 @@ impl CoordinatorRuntime {
             }
             None => (builder.build(), AppendOrigin::Client),
         };
-        let mut log = log.write();
+        let mut log = blocking::write(&log);
         let info = log.append_with_origin(&mut batch, origin).map_err(|e| {
             tracing::error!(partition = %tp, "writing group records: {e}");
             GroupError::from(e)
@@ -229,5 +268,13 @@ impl CoordinatorRuntime {
     pub(super) fn persist_group(&self, g: &Group) -> Result<(), GroupError> {
         let key = RecordKey::Group { group: g.id.clone() };
         self.append(&g.id, &[OffsetsRecord { key, value: Some(RecordValue::Group(g.to_value())) }])
+    }
+}
+
+/// Complete the pending offsets of `producer_id`'s transaction in every
+/// group of a shard.
+fn complete_in(shard: &mut Shard, producer_id: i64, commit: bool) {
+    for group in shard.values_mut() {
+        group.complete_pending_offsets(producer_id, commit);
     }
 }

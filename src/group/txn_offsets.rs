@@ -49,7 +49,7 @@ impl GroupCoordinator {
             return all(e);
         }
         let now = self.now();
-        let mut groups = self.runtime.lock();
+        let mut groups = self.runtime.lock_group(group_id);
         let group = match group_for_commit(&mut groups, group_id, generation, member_id, now) {
             Ok(group) => group,
             Err(e) => return all(e),
@@ -88,7 +88,7 @@ impl GroupCoordinator {
     /// Whether a transaction holds a pending offset of `group_id` for the
     /// partition (OffsetFetch `require_stable` answers UNSTABLE_OFFSET_COMMIT).
     pub fn has_pending_txn_offset(&self, group_id: &str, topic: &str, partition: i32) -> bool {
-        let groups = self.runtime.lock();
+        let groups = self.runtime.lock_group(group_id);
         groups.get(group_id).is_some_and(|g| g.has_pending_offset(&(topic.to_string(), partition)))
     }
 }

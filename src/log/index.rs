@@ -17,6 +17,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::error::{LogError, Result};
 
@@ -24,7 +25,8 @@ use super::error::{LogError, Result};
 #[derive(Debug)]
 struct IndexFile {
     path: PathBuf,
-    file: File,
+    /// Shared with a deferred flush (`FlushJob`), which fsyncs it unlocked.
+    file: Arc<File>,
     bytes: Vec<u8>,
     /// Bytes of `bytes` already written to the file; the rest is written by
     /// `write_out` (on flush, roll, close and rename). Recovery rebuilds any
@@ -57,7 +59,7 @@ impl IndexFile {
         let written = bytes.len();
         Ok(Self {
             path: path.into(),
-            file,
+            file: Arc::new(file),
             bytes,
             written,
             entry_size,
@@ -91,6 +93,13 @@ impl IndexFile {
     fn flush(&mut self) -> Result<()> {
         self.write_out()?;
         self.file.sync_data().map_err(LogError::io(&self.path))
+    }
+
+    /// Write pending entries out and return the file, for an fsync done
+    /// later without the partition's lock.
+    fn sync_handle(&mut self) -> Result<(PathBuf, Arc<File>)> {
+        self.write_out()?;
+        Ok((self.path.clone(), Arc::clone(&self.file)))
     }
 
     fn truncate_entries(&mut self, n: usize) -> Result<()> {
@@ -291,6 +300,14 @@ impl OffsetIndex {
         self.inner.write_out()
     }
 
+    /// Pending entries written, the file to fsync later (`FlushJob`).
+    ///
+    /// # Errors
+    /// I/O errors writing the entries.
+    pub fn sync_handle(&mut self) -> Result<(PathBuf, Arc<File>)> {
+        self.inner.sync_handle()
+    }
+
     /// # Errors
     /// I/O errors.
     pub fn rename(&mut self, to: &Path) -> Result<()> {
@@ -473,6 +490,14 @@ impl TimeIndex {
     /// I/O errors.
     pub fn write_out(&mut self) -> Result<()> {
         self.inner.write_out()
+    }
+
+    /// Pending entries written, the file to fsync later (`FlushJob`).
+    ///
+    /// # Errors
+    /// I/O errors writing the entries.
+    pub fn sync_handle(&mut self) -> Result<(PathBuf, Arc<File>)> {
+        self.inner.sync_handle()
     }
 
     /// # Errors

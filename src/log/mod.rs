@@ -81,7 +81,8 @@
 //!     transaction_index, validator):
 //!     `Log` (Kafka's `UnifiedLog` and `LocalLog` in one type): append, roll,
 //!     the LSO. Its other concepts are its children, each an `impl Log` over
-//!     the same type: `read` (Fetch and ListOffsets by isolation level),
+//!     the same type: `flush` (fsyncs, in place or deferred past the lock),
+//!     `read` (Fetch and ListOffsets by isolation level),
 //!     `retention` (retention, local retention below the store's highest
 //!     offset, DeleteRecords), `store_retention` and `replace_segments` (the
 //!     cleaner's crash-safe swap).

@@ -670,6 +670,11 @@ pub fn first_transactional_producer(records: &[u8]) -> Option<(i64, i16)> {
     Some((pid, epoch))
 }
 
+/// Whether any batch of `records` is compressed.
+pub fn any_batch_compressed(records: &[u8]) -> bool {
+    framed_batches(records).any(|(_, a)| Compression::from_attributes(a) != Ok(Compression::None))
+}
+
 /// Whether any batch of `records` is compressed with `codec`.
 pub fn any_batch_compressed_with(records: &[u8], codec: Compression) -> bool {
     framed_batches(records).any(|(_, a)| Compression::from_attributes(a) == Ok(codec))

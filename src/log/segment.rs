@@ -83,6 +83,23 @@ pub struct LogSegment {
     needs_recovery: bool,
 }
 
+/// The fail point that makes every fsync of a partition's segments wait
+/// [`SLOW_FSYNC_MS`] first (scope: the partition directory's name, e.g.
+/// `orders-0`), as a slow disk does: tests watch what else the broker
+/// serves meanwhile.
+pub const SLOW_FSYNC_FAILPOINT: &str = "log-slow-fsync";
+/// How long [`SLOW_FSYNC_FAILPOINT`] holds each fsync.
+pub const SLOW_FSYNC_MS: u64 = 3000;
+
+/// Where [`SLOW_FSYNC_FAILPOINT`] holds an fsync of `partition_dir`'s files.
+pub fn slow_fsync_point(partition_dir: &Path) {
+    let name = partition_dir.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    if crate::failpoint::fires_in(SLOW_FSYNC_FAILPOINT, &name) {
+        tracing::warn!("{SLOW_FSYNC_FAILPOINT}: holding an fsync of {name} for {SLOW_FSYNC_MS} ms");
+        std::thread::sleep(std::time::Duration::from_millis(SLOW_FSYNC_MS));
+    }
+}
+
 impl LogSegment {
     /// Create an empty segment (files truncated).
     ///
@@ -627,10 +644,24 @@ impl LogSegment {
     /// # Errors
     /// I/O errors.
     pub fn flush(&mut self) -> Result<()> {
+        slow_fsync_point(&self.dir);
         self.log.sync_data().map_err(LogError::io(self.log_path()))?;
         self.offset_index.flush()?;
         self.time_index.flush()?;
         self.txn_index.flush()
+    }
+
+    /// The segment's files with every pending index entry written out, to
+    /// be fsynced later without the partition's lock (`FlushJob`).
+    ///
+    /// # Errors
+    /// I/O errors writing the index entries.
+    pub fn sync_handles(&mut self) -> Result<Vec<(PathBuf, Arc<File>)>> {
+        let mut files = vec![(self.log_path(), Arc::clone(&self.log))];
+        files.push(self.offset_index.sync_handle()?);
+        files.push(self.time_index.sync_handle()?);
+        files.extend(self.txn_index.sync_handle());
+        Ok(files)
     }
 
     /// Rename the segment's files from suffix `self.suffix` to `new_suffix`

@@ -34,6 +34,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::error::{LogError, Result};
 
@@ -170,7 +171,8 @@ pub struct TransactionIndex {
     path: PathBuf,
     base_offset: i64,
     /// Open while the file exists.
-    file: Option<File>,
+    /// Shared with a deferred flush (`FlushJob`), which fsyncs it unlocked.
+    file: Option<Arc<File>>,
     /// Bytes of whole entries in the file.
     len: u64,
     last_offset: Option<i64>,
@@ -211,8 +213,13 @@ impl TransactionIndex {
             tracing::warn!(index = %path.display(), bytes = size - len, "cutting off a partial entry at the end of the transaction index");
             file.set_len(len).map_err(LogError::io(path))?;
         }
-        let mut index =
-            Self { path: path.into(), base_offset, file: Some(file), len, last_offset: None };
+        let mut index = Self {
+            path: path.into(),
+            base_offset,
+            file: Some(Arc::new(file)),
+            len,
+            last_offset: None,
+        };
         let mut last: Option<i64> = None;
         index.visit(|txn| out_of_order(&txn, base_offset, &mut last))?;
         index.last_offset = last;
@@ -264,7 +271,7 @@ impl TransactionIndex {
                 .truncate(true)
                 .open(&self.path)
                 .map_err(LogError::io(&self.path))?;
-            self.file = Some(file);
+            self.file = Some(Arc::new(file));
             self.len = 0;
         }
         let file = self.file.as_ref().expect("opened above");
@@ -294,6 +301,11 @@ impl TransactionIndex {
             Some(f) => f.sync_data().map_err(LogError::io(&self.path)),
             None => Ok(()),
         }
+    }
+
+    /// The file to fsync later (`FlushJob`), if it exists.
+    pub fn sync_handle(&self) -> Option<(PathBuf, Arc<File>)> {
+        self.file.as_ref().map(|f| (self.path.clone(), Arc::clone(f)))
     }
 
     /// Give the index a new path, renaming the file if there is one.

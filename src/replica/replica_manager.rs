@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::delayed_fetch::{DelayedFetchPurgatory, FetchWaiter};
 use super::fetch_session::FetchSessionCache;
+use crate::blocking;
 use crate::log::manager::SharedLog;
 use crate::log::producer_state::VerificationGuard;
 use crate::log::record_batch::first_transactional_producer;
@@ -127,6 +128,13 @@ impl ReplicaManager {
     /// the fetches parked on the partition (Kafka's ReplicaManager completes
     /// its delayed fetches after the append the same way).
     ///
+    /// No async worker waits here on the log's lock or on the disk: a held
+    /// lock is waited for, and an append that inflates, recompresses or may
+    /// touch the disk beyond a write (a roll) runs, in `block_in_place`; the
+    /// fsyncs the flush policy or a roll calls for run after the lock is
+    /// released (`FlushJob`), so appends and reads of the partition go on
+    /// meanwhile, and the answer waits for them.
+    ///
     /// # Errors
     /// The partition's absence, `verify`'s refusal or the log's.
     pub fn append_records<E>(
@@ -137,33 +145,35 @@ impl ReplicaManager {
     ) -> Result<LogAppendInfo, AppendError<E>> {
         // With a check, the append is a verified one even when no batch
         // needed asking (the log then refuses a batch opening a transaction).
-        let guard = match verify {
+        let verified = match verify {
             Some(verify) => Some(verified_guard(log, records, verify)?),
             None => None,
         };
         // The batches are rewritten in place (offsets, LogAppendTime), so the
         // request's shared bytes are copied once into a buffer we own.
         let mut buf = records.to_vec();
-        let mut log = log.write();
-        // Appending is a write into the page cache, done on this worker; an
-        // append that may fsync (a roll, a flush policy) lets the runtime move
-        // this worker's other tasks elsewhere first. Handing every append to
-        // block_in_place cost a thread handoff per request.
-        let append = |log: &mut Log, buf: &mut [u8]| match guard {
-            Some(guard) => log.append_as_leader_verified(buf, guard),
-            None => log.append_as_leader(buf),
+        let (info, job) = {
+            let mut log = blocking::write(log);
+            let append = |log: &mut Log, buf: &mut [u8]| log.append_deferring_flush(buf, verified);
+            // A small uncompressed append is a copy into the page cache: done
+            // here, as a handoff per request costs more than it.
+            let appended = if log.append_is_heavy(&buf) {
+                blocking::off_worker(|| append(&mut log, &mut buf))
+            } else {
+                append(&mut log, &mut buf)
+            };
+            if appended.is_ok() {
+                // Under the log's lock: the purgatory's lock is never held
+                // while a log's is taken, and the name need not be copied.
+                self.delayed_fetches.complete(log.topic_partition());
+            }
+            appended.map_err(AppendError::Log)?
         };
-        let appended = if log.append_may_sync(buf.len()) {
-            tokio::task::block_in_place(|| append(&mut log, &mut buf))
-        } else {
-            append(&mut log, &mut buf)
-        };
-        if appended.is_ok() {
-            // Under the log's lock: the purgatory's lock is never held while
-            // a log's is taken, and the partition's name need not be copied.
-            self.delayed_fetches.complete(log.topic_partition());
+        if let Some(job) = job {
+            let synced = blocking::off_worker(|| job.run());
+            blocking::write(log).complete_flush(synced).map_err(AppendError::Log)?;
         }
-        appended.map_err(AppendError::Log)
+        Ok(info)
     }
 }
 
@@ -177,11 +187,12 @@ fn verified_guard<E>(
     let Some((pid, epoch)) = first_transactional_producer(records) else {
         return Ok(None);
     };
-    let Some(guard) = log.write().maybe_start_verification(pid) else {
+    let Some(guard) = blocking::write(log).maybe_start_verification(pid) else {
         return Ok(None);
     };
-    verify(pid, epoch).map_err(|e| {
-        log.write().end_verification(pid, guard);
+    // The coordinator's answer may wait on the transaction's lock.
+    blocking::off_worker(|| verify(pid, epoch)).map_err(|e| {
+        blocking::write(log).end_verification(pid, guard);
         AppendError::Verification(e)
     })?;
     Ok(Some(guard))

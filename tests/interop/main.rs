@@ -17,3 +17,4 @@ mod interop_java;
 mod interop_kcat;
 mod interop_python;
 mod server_protocol;
+mod slow_disk;

@@ -4,8 +4,8 @@
 //! other concept of `Log` is a child file of this directory: retention and
 //! DeleteRecords in `retention` (the store's part in `store_retention`),
 //! reads by isolation level in `read`, the cleaner's swap of segments in
-//! `replace_segments`; opening and recovery are the loader's
-//! (`log_loader`).
+//! `replace_segments`, fsyncs under the lock or after it (`FlushJob`) in
+//! `flush`; opening and recovery are the loader's (`log_loader`).
 //!
 //! Invariants:
 //! * `segments` is keyed by base offset, non-empty, and the last one is active:
@@ -59,11 +59,14 @@ pub use read::{
     LATEST_TIMESTAMP, MAX_TIMESTAMP,
 };
 
+mod flush;
 pub mod read;
 pub mod replace_segments;
 mod retention;
 mod store_retention;
 
+pub use flush::FlushJob;
+use flush::FlushMode;
 pub use store_retention::StoreSegment;
 
 /// What a partition's decompression buffer may keep between operations;
@@ -107,6 +110,8 @@ pub struct Log {
     highest_offset_in_remote_storage: i64,
     /// The segments the store lists, as numbers (`store_retention`).
     store_segments: Vec<StoreSegment>,
+    /// The offset the fsyncs deferred by appends must reach (`flush`).
+    pending_flush: Option<i64>,
     /// Why the log takes no more writes: its disk failed (module doc).
     failed: Option<String>,
     /// Where that failure is reported (the `LogManager`'s channel).
@@ -159,6 +164,7 @@ impl Log {
             producers: loaded.producers,
             highest_offset_in_remote_storage: -1,
             store_segments: Vec::new(),
+            pending_flush: None,
             failed: None,
             failures: None,
         })
@@ -311,6 +317,19 @@ impl Log {
         self.segments.insert(seg.base_offset(), seg);
     }
 
+    /// Whether appending `records` is more than a copy into the page cache:
+    /// a batch to inflate (compressed) or to recompress (`compression.type`
+    /// other than `producer`), a large one (CRCs over many bytes), or one
+    /// that may touch the disk ([`Log::append_may_sync`]). A hint, as that
+    /// one is, for moving the append off an async worker.
+    pub fn append_is_heavy(&self, records: &[u8]) -> bool {
+        const LARGE: usize = 256 << 10;
+        records.len() > LARGE
+            || self.config.target_compression().is_some()
+            || record_batch::any_batch_compressed(records)
+            || self.append_may_sync(records.len())
+    }
+
     /// Whether appending `bytes` of records now may fsync (a roll flushes the
     /// closed segment; `flush.messages` and `log.flush.before.ack` flush the
     /// log), so the caller can move the append off an async worker only then.
@@ -360,7 +379,27 @@ impl Log {
         records: &mut [u8],
         guard: Option<VerificationGuard>,
     ) -> Result<LogAppendInfo> {
-        self.append_checked(records, AppendOrigin::Client, TxnCheck::Verified(guard))
+        let check = TxnCheck::Verified(guard);
+        self.append_checked(records, AppendOrigin::Client, check, FlushMode::Inline)
+    }
+
+    /// [`Log::append_as_leader`] (or, with `verified`, its verified form)
+    /// leaving the fsyncs its flush policy or a roll calls for to the
+    /// caller: it runs the returned job after releasing the lock, then
+    /// hands its outcome to [`Log::complete_flush`] before acknowledging.
+    ///
+    /// # Errors
+    /// As [`Log::append_as_leader_verified`].
+    pub fn append_deferring_flush(
+        &mut self,
+        records: &mut [u8],
+        verified: Option<Option<VerificationGuard>>,
+    ) -> Result<(LogAppendInfo, Option<FlushJob>)> {
+        let check = verified.map_or(TxnCheck::Unverified, TxnCheck::Verified);
+        let info =
+            self.append_checked(records, AppendOrigin::Client, check, FlushMode::Deferred)?;
+        let job = self.take_flush_job();
+        Ok((info, self.note_write(job)?))
     }
 
     /// Forget the producers with no open transaction whose last write is at
@@ -416,7 +455,7 @@ impl Log {
         records: &mut [u8],
         origin: AppendOrigin,
     ) -> Result<LogAppendInfo> {
-        self.append_checked(records, origin, TxnCheck::Unverified)
+        self.append_checked(records, origin, TxnCheck::Unverified, FlushMode::Inline)
     }
 
     fn append_checked(
@@ -424,9 +463,10 @@ impl Log {
         records: &mut [u8],
         origin: AppendOrigin,
         txn_check: TxnCheck,
+        flush: FlushMode,
     ) -> Result<LogAppendInfo> {
         self.check_writable()?;
-        let appended = self.append_checked_once(records, origin, txn_check);
+        let appended = self.append_checked_once(records, origin, txn_check, flush);
         // Validation and recompression inflate into it: not kept past the append.
         self.shrink_scratch();
         self.note_write(appended)
@@ -437,6 +477,7 @@ impl Log {
         records: &mut [u8],
         origin: AppendOrigin,
         txn_check: TxnCheck,
+        flush: FlushMode,
     ) -> Result<LogAppendInfo> {
         assert!(origin != AppendOrigin::Recovery, "recovery replays, it does not append");
         let now = self.clock.now_ms();
@@ -518,6 +559,7 @@ impl Log {
                 now_ms: now,
             },
             first_offset,
+            flush,
         )?;
         self.segments.values_mut().next_back().expect("active").append(records)?;
         self.next_offset = last_offset + 1;
@@ -530,7 +572,10 @@ impl Log {
             return Err(e);
         }
         if self.flush_before_ack || self.unflushed_messages >= self.config.flush_messages {
-            self.flush()?;
+            match flush {
+                FlushMode::Inline => self.flush()?,
+                FlushMode::Deferred => self.defer_flush(self.next_offset),
+            }
         }
         Ok(LogAppendInfo {
             first_offset,
@@ -593,13 +638,14 @@ impl Log {
         }
     }
 
-    fn maybe_roll(&mut self, params: RollParams, next_base: i64) -> Result<()> {
+    fn maybe_roll(&mut self, params: RollParams, next_base: i64, flush: FlushMode) -> Result<()> {
         let jitter = self.roll_jitter_ms();
         let config = Arc::clone(&self.config);
         let active = self.active_segment();
         if active.should_roll(&params, config.segment_bytes, self.roll_ms(), jitter) {
             tracing::debug!(partition = %self.tp, size = active.size(), base_offset = active.base_offset(), "rolling segment");
-            self.roll(next_base)?;
+            // The append's own outcome reports a failure (`append_checked`).
+            self.roll_once(next_base, flush)?;
         }
         Ok(())
     }
@@ -633,11 +679,11 @@ impl Log {
     /// out) leaves the log as it was.
     pub fn roll(&mut self, base: i64) -> Result<()> {
         self.check_writable()?;
-        let rolled = self.roll_once(base);
+        let rolled = self.roll_once(base, FlushMode::Inline);
         self.note_write(rolled)
     }
 
-    fn roll_once(&mut self, base: i64) -> Result<()> {
+    fn roll_once(&mut self, base: i64, flush: FlushMode) -> Result<()> {
         let now = self.clock.now_ms();
         let seg_config = Self::segment_config(&self.config);
         let active_base = self.active_segment().base_offset();
@@ -664,10 +710,16 @@ impl Log {
         }
         let old = self.segments.values_mut().next_back().expect("active");
         old.on_become_inactive()?;
-        // Kafka flushes the closed segment asynchronously; this keeps it simple and
-        // moves the recovery point so restart only scans the new active segment.
-        old.flush()?;
-        self.recovery_point = self.recovery_point.max(base);
+        // The recovery point moves past the closed segment once it is
+        // fsynced, so a restart only scans the new active segment. Kafka
+        // flushes it asynchronously; Produce's appends do too (`flush`).
+        match flush {
+            FlushMode::Inline => {
+                old.flush()?;
+                self.recovery_point = self.recovery_point.max(base);
+            }
+            FlushMode::Deferred => self.defer_flush(base),
+        }
         // The state covers every offset below the new segment (Kafka's
         // snapshot at roll), so a restart replays from here.
         if let Err(e) =
@@ -690,45 +742,6 @@ impl Log {
             self.roll(self.next_offset)?;
         }
         Ok(())
-    }
-
-    /// Fsync everything up to the log end and advance the recovery point.
-    ///
-    /// # Errors
-    /// I/O errors.
-    pub fn flush(&mut self) -> Result<()> {
-        self.check_writable()?;
-        let flushed = self.flush_once();
-        self.note_write(flushed)
-    }
-
-    fn flush_once(&mut self) -> Result<()> {
-        let rp = self.recovery_point;
-        for seg in self
-            .segments
-            .values_mut()
-            .filter(|s| s.next_offset() > rp || s.size() > 0 && s.base_offset() >= rp)
-        {
-            seg.flush()?;
-        }
-        self.recovery_point = self.next_offset;
-        self.unflushed_messages = 0;
-        self.last_flush_ms = self.clock.now_ms();
-        Ok(())
-    }
-
-    /// Time-based flush (`flush.ms`), called by the scheduler.
-    ///
-    /// # Errors
-    /// I/O errors.
-    pub fn maybe_flush_by_time(&mut self, now: i64) -> Result<bool> {
-        if self.unflushed_messages > 0
-            && now.saturating_sub(self.last_flush_ms) >= self.config.flush_ms
-        {
-            self.flush()?;
-            return Ok(true);
-        }
-        Ok(false)
     }
 
     /// Remove the whole log from disk (DeleteTopics).
