@@ -66,7 +66,10 @@ pub fn error_code(e: &LogError) -> ResponseError {
 
 fn batch_error_code(e: &BatchError) -> ResponseError {
     match e {
-        BatchError::TooLarge { .. } => ResponseError::MessageTooLarge,
+        // Not retriable: the Java producer splits such a batch and resends.
+        BatchError::TooLarge { .. } | BatchError::InflatesPastLimit { .. } => {
+            ResponseError::MessageTooLarge
+        }
         BatchError::UnsupportedMagic(_) => ResponseError::UnsupportedForMessageFormat,
         BatchError::InvalidRecord { .. } | BatchError::InvalidBatch(_) => {
             ResponseError::InvalidRecord

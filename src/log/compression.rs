@@ -75,8 +75,8 @@ const XERIAL_BLOCK: usize = 32 * 1024;
 /// Inflate `input` into `out` (cleared first), refusing to produce more than `limit` bytes.
 ///
 /// # Errors
-/// `BatchError::Decompression` when the payload is malformed for its codec or
-/// inflates past `limit`.
+/// `BatchError::Decompression` when the payload is malformed for its codec,
+/// `InflatesPastLimit` when it inflates past `limit`.
 pub fn decompress(
     codec: Compression,
     input: &[u8],
@@ -85,25 +85,30 @@ pub fn decompress(
 ) -> Result<(), BatchError> {
     out.clear();
     let bad = |what: &str| BatchError::Decompression(format!("{}: {what}", codec.name()));
+    let failed = |e: Inflate| match e {
+        Inflate::PastLimit => BatchError::InflatesPastLimit { codec: codec.name(), limit },
+        Inflate::Bad(what) => bad(&what),
+    };
     match codec {
         Compression::None => {
             if input.len() > limit {
-                return Err(bad("payload over the limit"));
+                return Err(failed(Inflate::PastLimit));
             }
             out.extend_from_slice(input);
         }
         Compression::Gzip => {
-            read_bounded(flate2::read::GzDecoder::new(input), out, limit).map_err(|e| bad(&e))?
+            read_bounded(flate2::read::GzDecoder::new(input), out, limit).map_err(failed)?
         }
-        Compression::Lz4 => read_bounded(lz4_flex::frame::FrameDecoder::new(input), out, limit)
-            .map_err(|e| bad(&e))?,
+        Compression::Lz4 => {
+            read_bounded(lz4_flex::frame::FrameDecoder::new(input), out, limit).map_err(failed)?
+        }
         Compression::Zstd => {
             let mut decoder =
                 zstd::stream::read::Decoder::new(input).map_err(|e| bad(&e.to_string()))?;
             // The window a frame declares is allocated before anything is
             // inflated: none larger than the output may be.
             decoder.window_log_max(zstd_window_log_max(limit)).map_err(|e| bad(&e.to_string()))?;
-            read_bounded(decoder, out, limit).map_err(|e| bad(&e))?
+            read_bounded(decoder, out, limit).map_err(failed)?
         }
         Compression::Snappy => {
             if input.len() >= XERIAL_HEADER_LEN && &input[..8] == XERIAL_MAGIC {
@@ -117,12 +122,12 @@ pub fn decompress(
                     if len > rest.len() {
                         return Err(bad("block longer than the payload"));
                     }
-                    snappy_raw_append(&rest[..len], out, limit).map_err(|e| bad(&e))?;
+                    snappy_raw_append(&rest[..len], out, limit).map_err(failed)?;
                     rest = &rest[len..];
                 }
             } else {
                 // librdkafka writes unframed snappy.
-                snappy_raw_append(input, out, limit).map_err(|e| bad(&e))?;
+                snappy_raw_append(input, out, limit).map_err(failed)?;
             }
         }
     }
@@ -139,22 +144,32 @@ fn zstd_window_log_max(limit: usize) -> u32 {
     log.clamp(24, 27)
 }
 
-fn snappy_raw_append(block: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<(), String> {
-    let len = snap::raw::decompress_len(block).map_err(|e| e.to_string())?;
+/// Why inflating stopped.
+enum Inflate {
+    /// The output would pass the limit.
+    PastLimit,
+    /// The payload is malformed for its codec.
+    Bad(String),
+}
+
+fn snappy_raw_append(block: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<(), Inflate> {
+    let len = snap::raw::decompress_len(block).map_err(|e| Inflate::Bad(e.to_string()))?;
     if out.len() + len > limit {
-        return Err("inflates past the limit".into());
+        return Err(Inflate::PastLimit);
     }
     let start = out.len();
     out.resize(start + len, 0);
-    snap::raw::Decoder::new().decompress(block, &mut out[start..]).map_err(|e| e.to_string())?;
+    snap::raw::Decoder::new()
+        .decompress(block, &mut out[start..])
+        .map_err(|e| Inflate::Bad(e.to_string()))?;
     Ok(())
 }
 
-fn read_bounded(reader: impl Read, out: &mut Vec<u8>, limit: usize) -> Result<(), String> {
+fn read_bounded(reader: impl Read, out: &mut Vec<u8>, limit: usize) -> Result<(), Inflate> {
     let mut bounded = reader.take(limit as u64 + 1);
-    bounded.read_to_end(out).map_err(|e| e.to_string())?;
+    bounded.read_to_end(out).map_err(|e| Inflate::Bad(e.to_string()))?;
     if out.len() > limit {
-        return Err("inflates past the limit".into());
+        return Err(Inflate::PastLimit);
     }
     Ok(())
 }
@@ -245,10 +260,9 @@ mod tests {
             let mut out = Vec::new();
             decompress(codec, &packed, &mut out, input.len()).unwrap();
             assert_eq!(out, input, "{codec:?}");
-            assert!(
-                decompress(codec, &packed, &mut out, input.len() - 1).is_err(),
-                "{codec:?} limit"
-            );
+            // Told apart from a malformed payload: it is answered MESSAGE_TOO_LARGE.
+            let refused = decompress(codec, &packed, &mut out, input.len() - 1);
+            assert!(matches!(refused, Err(BatchError::InflatesPastLimit { .. })), "{codec:?}");
         }
     }
 

@@ -25,6 +25,10 @@ pub enum BatchError {
     UnknownCompression(u8),
     #[error("decompression failed: {0}")]
     Decompression(String),
+    /// Records that inflate past what the broker inflates for one batch
+    /// (a multiple of `max.message.bytes`).
+    #[error("{codec} records inflate past the limit of {limit} bytes")]
+    InflatesPastLimit { codec: &'static str, limit: usize },
     #[error("corrupt record: {0}")]
     CorruptRecord(String),
     /// A record that is well formed but not allowed here (Kafka's InvalidRecordException).
