@@ -11,7 +11,7 @@
 //! Invariant: outside a multi-threaded tokio runtime (the cleaner's and
 //! scheduler's threads, library tests) they simply run the work.
 
-use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use parking_lot::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Run `f`, which may block, so that it does not stall the async worker
 /// calling it.
@@ -37,6 +37,45 @@ pub fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
 /// `lock.lock()`, waiting off the worker when the mutex is held.
 pub fn lock<T>(lock: &Mutex<T>) -> MutexGuard<'_, T> {
     lock.try_lock().unwrap_or_else(|| off_worker(|| lock.lock()))
+}
+
+/// At most `num.io.threads` pieces of heavy work at once (Kafka's request
+/// handler pool, whose threads the key counts): inflating compressed
+/// records takes up to 64 × `max.message.bytes` each, so their number, not
+/// the connections', bounds that memory. The others wait, off the worker,
+/// for a place.
+#[derive(Debug)]
+pub struct IoThreads {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl IoThreads {
+    pub fn new(threads: usize) -> Self {
+        Self { free: Mutex::new(threads.max(1)), freed: Condvar::new() }
+    }
+
+    /// Run `f` once a place is free, off the async worker.
+    pub fn run<T>(&self, f: impl FnOnce() -> T) -> T {
+        off_worker(|| {
+            let mut free = self.free.lock();
+            self.freed.wait_while(&mut free, |n| *n == 0);
+            *free -= 1;
+            drop(free);
+            let _place = Place(self);
+            f()
+        })
+    }
+}
+
+/// A place of [`IoThreads`], given back when dropped (a panic included).
+struct Place<'a>(&'a IoThreads);
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock() += 1;
+        self.0.freed.notify_one();
+    }
 }
 
 #[cfg(test)]
@@ -72,5 +111,42 @@ mod tests {
         drop(held);
         rt.block_on(waiter).unwrap();
         assert_eq!(*shared.lock(), 1);
+    }
+
+    #[test]
+    fn io_threads_bound_the_work_running_at_once() {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let pool = Arc::new(IoThreads::new(2));
+        let (running, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (entered, wait) = (Arc::new(std::sync::Barrier::new(2)), Arc::new(RwLock::new(())));
+        let signalled = Arc::new(AtomicBool::new(false));
+        let hold = wait.write();
+        let workers: Vec<_> = (0..5)
+            .map(|_| {
+                let (pool, running, most) =
+                    (Arc::clone(&pool), Arc::clone(&running), Arc::clone(&most));
+                let (entered, wait) = (Arc::clone(&entered), Arc::clone(&wait));
+                let signalled = Arc::clone(&signalled);
+                std::thread::spawn(move || {
+                    pool.run(|| {
+                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        if now == 2 && !signalled.swap(true, Ordering::SeqCst) {
+                            // Both places taken: tell the test, once.
+                            entered.wait();
+                        }
+                        drop(wait.read());
+                        running.fetch_sub(1, Ordering::SeqCst);
+                    })
+                })
+            })
+            .collect();
+        entered.wait();
+        assert_eq!(running.load(Ordering::SeqCst), 2, "two places, two running");
+        drop(hold);
+        for w in workers {
+            w.join().unwrap();
+        }
+        assert_eq!(most.load(Ordering::SeqCst), 2);
     }
 }

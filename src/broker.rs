@@ -167,8 +167,12 @@ pub fn build_apis(
         config.socket_request_max_bytes() / fetch_session::MIN_PARTITION_BYTES,
         request_metrics.fetch_sessions.clone(),
     );
-    let replica =
-        Arc::new(ReplicaManager::new(Arc::clone(&logs), fetch_sessions, parts.remote_reader));
+    let replica = Arc::new(ReplicaManager::new(
+        Arc::clone(&logs),
+        fetch_sessions,
+        parts.remote_reader,
+        config.num_io_threads(),
+    ));
     let (txn, markers) =
         transaction_coordinator(txn_state, &logs, &producer_ids, &replica, &parts.groups);
     Ok(KafkaApis {

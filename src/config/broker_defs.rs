@@ -34,6 +34,13 @@ pub const SOCKET_REQUEST_MAX_BYTES: ConfigDef = broker_key!(
     Some(1.0),
     "largest request frame accepted; bigger frames close the connection"
 );
+pub const NUM_IO_THREADS: ConfigDef = broker_key!(
+    "num.io.threads",
+    Int,
+    "8",
+    Some(1.0),
+    "most requests inflating compressed records (each up to 64 x message.max.bytes) at once; the others wait, so this bounds that memory"
+);
 pub const MAX_CONNECTIONS: ConfigDef = broker_key!("max.connections", Int, "2147483647", Some(0.0),
     "most connections the broker holds over all listeners; past it a listener accepts only once one closes");
 pub const MAX_CONNECTIONS_PER_IP: ConfigDef = broker_key!(
@@ -61,6 +68,7 @@ pub const BROKER_CONFIGS: ConfigTable = ConfigTable {
         &ADVERTISED_LISTENERS,
         &LISTENER_SECURITY_PROTOCOL_MAP,
         &SOCKET_REQUEST_MAX_BYTES,
+        &NUM_IO_THREADS,
         &MAX_CONNECTIONS,
         &MAX_CONNECTIONS_PER_IP,
         &MAX_CONNECTIONS_PER_IP_OVERRIDES,

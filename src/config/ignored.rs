@@ -2,8 +2,9 @@
 //! `server.properties` carried over from Kafka may set them. Each is accepted
 //! (its value kept only to be reported), listed once in the start-up warning
 //! and by `check-config`, and otherwise ignored. The reason is one word:
-//! - `threads`: Kafka's network, request and recovery thread pools (sediment's
-//!   I/O is async; recovery runs per partition at start);
+//! - `threads`: Kafka's network and recovery thread pools and its request
+//!   queue (sediment's I/O is async; recovery runs per partition at start;
+//!   `num.io.threads` is served, as the bound on appends inflating records);
 //! - `sockets`: socket tuning and connection limits of Kafka's network layer;
 //! - `kraft`: the controller quorum and node roles (sediment is one node and
 //!   its own controller);
@@ -15,7 +16,6 @@
 /// (key, reason).
 pub const IGNORED_KEYS: &[(&str, &str)] = &[
     ("num.network.threads", "threads"),
-    ("num.io.threads", "threads"),
     ("num.recovery.threads.per.data.dir", "threads"),
     ("background.threads", "threads"),
     ("queued.max.requests", "threads"),

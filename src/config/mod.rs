@@ -465,6 +465,11 @@ impl BrokerConfig {
         self.int(&SOCKET_REQUEST_MAX_BYTES) as usize
     }
 
+    /// `num.io.threads`: how many requests inflate records at once.
+    pub fn num_io_threads(&self) -> usize {
+        self.int(&NUM_IO_THREADS) as usize
+    }
+
     /// `connections.max.idle.ms`: how long a connection may wait between
     /// requests (and an authentication may take) before it is closed.
     pub fn connections_max_idle(&self) -> std::time::Duration {

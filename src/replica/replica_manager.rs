@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use super::delayed_fetch::{DelayedFetchPurgatory, FetchWaiter};
 use super::fetch_session::FetchSessionCache;
-use crate::blocking;
+use crate::blocking::{self, IoThreads};
 use crate::log::manager::SharedLog;
 use crate::log::producer_state::VerificationGuard;
-use crate::log::record_batch::first_transactional_producer;
+use crate::log::record_batch::{any_batch_compressed, first_transactional_producer};
 use crate::log::{Log, LogAppendInfo, LogError, LogManager, TopicPartition};
 use crate::remote::reader::RemoteLogReader;
 
@@ -58,6 +58,8 @@ pub struct ReplicaManager {
     delayed_fetches: Arc<DelayedFetchPurgatory>,
     fetch_sessions: FetchSessionCache,
     remote_reader: Option<Arc<RemoteLogReader>>,
+    /// Where appends that inflate records run (`num.io.threads` at once).
+    io_threads: IoThreads,
 }
 
 impl ReplicaManager {
@@ -65,9 +67,11 @@ impl ReplicaManager {
         logs: Arc<LogManager>,
         fetch_sessions: FetchSessionCache,
         remote_reader: Option<Arc<RemoteLogReader>>,
+        io_threads: usize,
     ) -> Self {
         let delayed_fetches = Arc::default();
-        Self { logs, delayed_fetches, fetch_sessions, remote_reader }
+        let io_threads = IoThreads::new(io_threads);
+        Self { logs, delayed_fetches, fetch_sessions, remote_reader, io_threads }
     }
 
     pub fn logs(&self) -> &Arc<LogManager> {
@@ -129,8 +133,9 @@ impl ReplicaManager {
     /// its delayed fetches after the append the same way).
     ///
     /// No async worker waits here on the log's lock or on the disk: a held
-    /// lock is waited for, and an append that inflates, recompresses or may
-    /// touch the disk beyond a write (a roll) runs, in `block_in_place`; the
+    /// lock is waited for, and an append that recompresses or may touch the
+    /// disk beyond a write (a roll) runs, in `block_in_place`; one that
+    /// inflates records runs as one of `num.io.threads` at once; the
     /// fsyncs the flush policy or a roll calls for run after the lock is
     /// released (`FlushJob`), so appends and reads of the partition go on
     /// meanwhile, and the answer waits for them.
@@ -152,23 +157,30 @@ impl ReplicaManager {
         // The batches are rewritten in place (offsets, LogAppendTime), so the
         // request's shared bytes are copied once into a buffer we own.
         let mut buf = records.to_vec();
-        let (info, job) = {
-            let mut log = blocking::write(log);
-            let append = |log: &mut Log, buf: &mut [u8]| log.append_deferring_flush(buf, verified);
-            // A small uncompressed append is a copy into the page cache: done
-            // here, as a handoff per request costs more than it.
-            let appended = if log.append_is_heavy(&buf) {
-                blocking::off_worker(|| append(&mut log, &mut buf))
-            } else {
-                append(&mut log, &mut buf)
-            };
+        let append = |log: &mut Log, buf: &mut [u8]| {
+            let appended = log.append_deferring_flush(buf, verified);
             if appended.is_ok() {
                 // Under the log's lock: the purgatory's lock is never held
                 // while a log's is taken, and the name need not be copied.
                 self.delayed_fetches.complete(log.topic_partition());
             }
-            appended.map_err(AppendError::Log)?
+            appended
         };
+        let appended = if any_batch_compressed(&buf) {
+            // Inflated to be validated: one of `num.io.threads`, taking the
+            // log's lock only once it has its place.
+            self.io_threads.run(|| append(&mut log.write(), &mut buf))
+        } else {
+            let mut log = blocking::write(log);
+            // A small uncompressed append is a copy into the page cache: done
+            // here, as a handoff per request costs more than it.
+            if log.append_is_heavy(&buf) {
+                blocking::off_worker(|| append(&mut log, &mut buf))
+            } else {
+                append(&mut log, &mut buf)
+            }
+        };
+        let (info, job) = appended.map_err(AppendError::Log)?;
         if let Some(job) = job {
             let synced = blocking::off_worker(|| job.run());
             blocking::write(log).complete_flush(synced).map_err(AppendError::Log)?;
