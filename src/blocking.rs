@@ -11,7 +11,7 @@
 //! Invariant: outside a multi-threaded tokio runtime (the cleaner's and
 //! scheduler's threads, library tests) they simply run the work.
 
-use parking_lot::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Run `f`, which may block, so that it does not stall the async worker
 /// calling it.
@@ -39,42 +39,25 @@ pub fn lock<T>(lock: &Mutex<T>) -> MutexGuard<'_, T> {
     lock.try_lock().unwrap_or_else(|| off_worker(|| lock.lock()))
 }
 
-/// At most `num.io.threads` pieces of heavy work at once (Kafka's request
-/// handler pool, whose threads the key counts): inflating compressed
-/// records takes up to 64 × `max.message.bytes` each, so their number, not
-/// the connections', bounds that memory. The others wait, off the worker,
-/// for a place.
+/// At most `num.io.threads` requests inflating records at once (Kafka's
+/// request handler pool, whose threads the key counts): inflating
+/// compressed records takes up to 64 × `max.message.bytes` each, so their
+/// number, not the connections', bounds that memory. A request waits for
+/// its place asynchronously, so the waiting ones hold no thread.
 #[derive(Debug)]
 pub struct IoThreads {
-    free: Mutex<usize>,
-    freed: Condvar,
+    places: tokio::sync::Semaphore,
 }
 
 impl IoThreads {
     pub fn new(threads: usize) -> Self {
-        Self { free: Mutex::new(threads.max(1)), freed: Condvar::new() }
+        Self { places: tokio::sync::Semaphore::new(threads.max(1)) }
     }
 
-    /// Run `f` once a place is free, off the async worker.
-    pub fn run<T>(&self, f: impl FnOnce() -> T) -> T {
-        off_worker(|| {
-            let mut free = self.free.lock();
-            self.freed.wait_while(&mut free, |n| *n == 0);
-            *free -= 1;
-            drop(free);
-            let _place = Place(self);
-            f()
-        })
-    }
-}
-
-/// A place of [`IoThreads`], given back when dropped (a panic included).
-struct Place<'a>(&'a IoThreads);
-
-impl Drop for Place<'_> {
-    fn drop(&mut self) {
-        *self.0.free.lock() += 1;
-        self.0.freed.notify_one();
+    /// A place, held until the permit drops.
+    pub async fn place(&self) -> tokio::sync::SemaphorePermit<'_> {
+        // Never closed: acquiring cannot fail.
+        self.places.acquire().await.expect("the io threads' semaphore is never closed")
     }
 }
 
@@ -114,39 +97,17 @@ mod tests {
     }
 
     #[test]
-    fn io_threads_bound_the_work_running_at_once() {
-        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-        let pool = Arc::new(IoThreads::new(2));
-        let (running, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        let (entered, wait) = (Arc::new(std::sync::Barrier::new(2)), Arc::new(RwLock::new(())));
-        let signalled = Arc::new(AtomicBool::new(false));
-        let hold = wait.write();
-        let workers: Vec<_> = (0..5)
-            .map(|_| {
-                let (pool, running, most) =
-                    (Arc::clone(&pool), Arc::clone(&running), Arc::clone(&most));
-                let (entered, wait) = (Arc::clone(&entered), Arc::clone(&wait));
-                let signalled = Arc::clone(&signalled);
-                std::thread::spawn(move || {
-                    pool.run(|| {
-                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                        most.fetch_max(now, Ordering::SeqCst);
-                        if now == 2 && !signalled.swap(true, Ordering::SeqCst) {
-                            // Both places taken: tell the test, once.
-                            entered.wait();
-                        }
-                        drop(wait.read());
-                        running.fetch_sub(1, Ordering::SeqCst);
-                    })
-                })
-            })
-            .collect();
-        entered.wait();
-        assert_eq!(running.load(Ordering::SeqCst), 2, "two places, two running");
-        drop(hold);
-        for w in workers {
-            w.join().unwrap();
-        }
-        assert_eq!(most.load(Ordering::SeqCst), 2);
+    fn io_threads_give_out_as_many_places_as_threads() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        let pool = IoThreads::new(2);
+        rt.block_on(async {
+            let first = pool.place().await;
+            let _second = pool.place().await;
+            // A third waits until a place is given back.
+            let third = tokio::time::timeout(std::time::Duration::ZERO, pool.place());
+            assert!(third.await.is_err(), "a third place while two are held");
+            drop(first);
+            let _third = pool.place().await;
+        });
     }
 }

@@ -213,7 +213,10 @@ pub async fn dispatch(
         // Runs on this worker: a held lock, a heavy append and the fsyncs
         // move to `block_in_place` (`ReplicaManager::append_records`).
         RequestKind::Produce(r) => {
-            return produce::handle(broker, ctx, r, v).map(|r| r.map(Reply::from))
+            // Records to inflate: one of num.io.threads such requests at once.
+            let inflates = produce::inflates_records(&r);
+            let _place = if inflates { Some(broker.replica.io_place().await) } else { None };
+            return produce::handle(broker, ctx, r, v).map(|r| r.map(Reply::from));
         }
         RequestKind::Fetch(r) => {
             let reply = fetch::handle(broker, ctx, r, v).await;

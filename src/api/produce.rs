@@ -44,7 +44,9 @@ use super::error::{error_code, txn_produce_error_code};
 use super::{str_bytes, Close, RequestContext};
 use crate::api::KafkaApis;
 use crate::log::compression::Compression;
-use crate::log::record_batch::{any_batch_compressed_with, first_transactional_producer};
+use crate::log::record_batch::{
+    any_batch_compressed, any_batch_compressed_with, first_transactional_producer,
+};
 use crate::log::{BatchError, LogAppendInfo, LogError, TopicPartition};
 use crate::replica::{Acks, AppendError};
 use crate::security::acl::{AclOperation, ResourceType};
@@ -142,6 +144,13 @@ pub fn handle(
 /// `RequestUtils.hasTransactionalRecords`, over every batch). Only the
 /// framing needed to walk the batches is read; anything malformed is left to
 /// the validator.
+/// Whether any batch of the request is compressed (validating it inflates
+/// its records).
+pub fn inflates_records(request: &ProduceRequest) -> bool {
+    let batches = request.topic_data.iter().flat_map(|t| &t.partition_data);
+    batches.filter_map(|p| p.records.as_deref()).any(any_batch_compressed)
+}
+
 fn has_transactional_records(request: &ProduceRequest) -> bool {
     let batches = request.topic_data.iter().flat_map(|t| &t.partition_data);
     batches

@@ -13,6 +13,9 @@
 //! * Running out of file descriptors (EMFILE, ENFILE) is not a disk failure:
 //!   the operation that hit it fails with a clear error and changes nothing
 //!   (see `Log::roll`), and the dir keeps serving once descriptors free up.
+//!   Where it strikes after records are written (a transaction's first
+//!   `.txnindex` entry), only that partition goes offline
+//!   ([`LogDirFailureChannel::report_log`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,6 +23,7 @@ use std::path::{Path, PathBuf};
 use parking_lot::{Condvar, Mutex};
 
 use super::error::LogError;
+use super::topic_partition::TopicPartition;
 
 /// The fail point that makes every segment write under a log dir fail with
 /// EIO (scope: the log dir's path), as a dying disk does: tests take a dir
@@ -47,9 +51,18 @@ pub fn log_dir_of(partition_dir: &Path) -> &Path {
 struct Offline {
     /// Offline dirs with the first cause reported.
     dirs: BTreeMap<PathBuf, String>,
-    /// Dirs reported and not yet taken by [`LogDirFailureChannel::next_failed`].
-    unhandled: Vec<PathBuf>,
+    /// Failures reported and not yet taken by [`LogDirFailureChannel::next_failed`].
+    unhandled: Vec<Failed>,
     stop: bool,
+}
+
+/// What failed, for the `LogManager` to take offline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failed {
+    /// A log dir, with its first cause.
+    Dir(PathBuf, String),
+    /// One partition whose memory may be ahead of its files.
+    Log(TopicPartition, String),
 }
 
 /// Shared by a `LogManager` and every log it opened.
@@ -68,9 +81,16 @@ impl LogDirFailureChannel {
         }
         tracing::error!(dir = %dir.display(), "log dir failed, taking it offline: {cause}");
         offline.dirs.insert(dir.to_path_buf(), cause.to_string());
-        offline.unhandled.push(dir.to_path_buf());
+        offline.unhandled.push(Failed::Dir(dir.to_path_buf(), cause.to_string()));
         self.changed.notify_all();
         true
+    }
+
+    /// Report that partition `tp` must go offline (its dir stays online).
+    pub fn report_log(&self, tp: &TopicPartition, cause: &str) {
+        tracing::error!(partition = %tp, "taking the partition offline: {cause}");
+        self.offline.lock().unhandled.push(Failed::Log(tp.clone(), cause.to_string()));
+        self.changed.notify_all();
     }
 
     pub fn is_offline(&self, dir: &Path) -> bool {
@@ -82,16 +102,14 @@ impl LogDirFailureChannel {
         self.offline.lock().dirs.clone()
     }
 
-    /// Wait for a dir reported since the last call (`None` once stopped).
-    pub(super) fn next_failed(&self) -> Option<(PathBuf, String)> {
+    /// Wait for a failure reported since the last call (`None` once stopped).
+    pub(super) fn next_failed(&self) -> Option<Failed> {
         let mut offline = self.offline.lock();
         self.changed.wait_while(&mut offline, |o| o.unhandled.is_empty() && !o.stop);
         if offline.stop {
             return None;
         }
-        let dir = offline.unhandled.remove(0);
-        let cause = offline.dirs.get(&dir).cloned().unwrap_or_default();
-        Some((dir, cause))
+        Some(offline.unhandled.remove(0))
     }
 
     /// Wake and end the waiter of [`Self::next_failed`].
@@ -112,7 +130,7 @@ mod tests {
         assert!(!channel.report(Path::new("/d1"), "later"));
         assert!(channel.is_offline(Path::new("/d1")));
         assert!(!channel.is_offline(Path::new("/d2")));
-        assert_eq!(channel.next_failed(), Some((PathBuf::from("/d1"), "EIO".to_string())));
+        assert_eq!(channel.next_failed(), Some(Failed::Dir(PathBuf::from("/d1"), "EIO".into())));
         channel.stop();
         assert_eq!(channel.next_failed(), None);
         assert_eq!(channel.offline_dirs().len(), 1);

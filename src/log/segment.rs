@@ -91,7 +91,8 @@ pub const SLOW_FSYNC_FAILPOINT: &str = "log-slow-fsync";
 /// How long [`SLOW_FSYNC_FAILPOINT`] holds each fsync.
 pub const SLOW_FSYNC_MS: u64 = 3000;
 
-/// Where [`SLOW_FSYNC_FAILPOINT`] holds an fsync of `partition_dir`'s files.
+/// Where [`SLOW_FSYNC_FAILPOINT`] holds an fsync of `partition_dir`'s files
+/// (a partition's flushes call it before their fsyncs).
 pub fn slow_fsync_point(partition_dir: &Path) {
     let name = partition_dir.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
     if crate::failpoint::fires_in(SLOW_FSYNC_FAILPOINT, &name) {
@@ -644,7 +645,6 @@ impl LogSegment {
     /// # Errors
     /// I/O errors.
     pub fn flush(&mut self) -> Result<()> {
-        slow_fsync_point(&self.dir);
         self.log.sync_data().map_err(LogError::io(self.log_path()))?;
         self.offset_index.flush()?;
         self.time_index.flush()?;

@@ -88,6 +88,12 @@ impl ReplicaManager {
         self.remote_reader.as_ref()
     }
 
+    /// A place among the `num.io.threads` requests that inflate records at
+    /// once: a Produce with compressed batches takes one before its appends.
+    pub async fn io_place(&self) -> tokio::sync::SemaphorePermit<'_> {
+        self.io_threads.place().await
+    }
+
     /// Wake every parked fetch (a topic deleted, the broker stopping).
     pub fn complete_all_delayed_fetches(&self) {
         self.delayed_fetches.complete_all();
@@ -134,8 +140,9 @@ impl ReplicaManager {
     ///
     /// No async worker waits here on the log's lock or on the disk: a held
     /// lock is waited for, and an append that recompresses or may touch the
-    /// disk beyond a write (a roll) runs, in `block_in_place`; one that
-    /// inflates records runs as one of `num.io.threads` at once; the
+    /// disk beyond a write (a roll) runs, in `block_in_place`, and so does
+    /// one that inflates records, whose request holds a place of
+    /// [`Self::io_place`]; the
     /// fsyncs the flush policy or a roll calls for run after the lock is
     /// released (`FlushJob`), so appends and reads of the partition go on
     /// meanwhile, and the answer waits for them.
@@ -167,9 +174,9 @@ impl ReplicaManager {
             appended
         };
         let appended = if any_batch_compressed(&buf) {
-            // Inflated to be validated: one of `num.io.threads`, taking the
-            // log's lock only once it has its place.
-            self.io_threads.run(|| append(&mut log.write(), &mut buf))
+            // Inflated to be validated: the request holds a place of
+            // `io_place`, so at most `num.io.threads` of these run at once.
+            blocking::off_worker(|| append(&mut log.write(), &mut buf))
         } else {
             let mut log = blocking::write(log);
             // A small uncompressed append is a copy into the page cache: done
@@ -183,7 +190,10 @@ impl ReplicaManager {
         let (info, job) = appended.map_err(AppendError::Log)?;
         if let Some(job) = job {
             let synced = blocking::off_worker(|| job.run());
-            blocking::write(log).complete_flush(synced).map_err(AppendError::Log)?;
+            let mut log = blocking::write(log);
+            log.complete_flush(synced).map_err(AppendError::Log)?;
+            // With log.flush.before.ack the records became readable only now.
+            self.delayed_fetches.complete(log.topic_partition());
         }
         Ok(info)
     }

@@ -9,6 +9,7 @@ mod broker;
 mod common;
 
 mod compression_type;
+mod deferred_flush;
 mod kafka_dump_log_format;
 mod log_dir_failure;
 mod log_model;

@@ -532,6 +532,17 @@ impl LogManager {
         in_dir
     }
 
+    /// Take `tp` alone offline (its memory may be ahead of its files; its
+    /// dir is sound): it answers KAFKA_STORAGE_ERROR until a restart
+    /// recovers it.
+    pub fn take_partition_offline(&self, tp: &TopicPartition, cause: &str) {
+        let mut logs = self.logs.write();
+        let mut offline = self.offline.write();
+        if logs.remove(tp).is_some() {
+            offline.insert(tp.clone(), cause.to_string());
+        }
+    }
+
     /// Whether every log dir is offline (Kafka then halts the broker).
     pub fn all_dirs_offline(&self) -> bool {
         self.config.log_dirs.iter().all(|d| self.dir_failures.is_offline(d))

@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use super::dir_failure::Failed;
 use super::{dir_failure, CleaningControl, LogManager, Result, LOG_START_OFFSET_CHECKPOINT};
 
 impl LogManager {
@@ -117,8 +118,13 @@ impl LogManager {
     /// offline; with every dir offline the broker halts, as Kafka's does,
     /// so that whatever supervises it restarts it and recovery runs.
     fn failure_loop(&self, cleaning: Option<&dyn CleaningControl>) {
-        while let Some((dir, cause)) = self.dir_failures.next_failed() {
-            self.handle_log_dir_failure(&dir, &cause, cleaning);
+        while let Some(failed) = self.dir_failures.next_failed() {
+            match failed {
+                Failed::Dir(dir, cause) => {
+                    self.handle_log_dir_failure(&dir, &cause, cleaning);
+                }
+                Failed::Log(tp, cause) => self.take_partition_offline(&tp, &cause),
+            }
             if self.all_dirs_offline() {
                 tracing::error!("every log dir has failed; halting the broker");
                 std::process::exit(1);

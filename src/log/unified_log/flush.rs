@@ -12,10 +12,17 @@
 //! * Segments the cleaner swaps in meanwhile were fsynced by the cleaner
 //!   before the swap, so a job that synced the files they replaced still
 //!   leaves everything below its offset durable.
+//! * Linux reports a failed writeback to one fsync of a file only. So the
+//!   fsyncs of a log (jobs and in-place flushes) run one at a time under
+//!   its `flush_failure` lock, and the first failure is kept there: every
+//!   later flush fails with it, and a log that failed moves its recovery
+//!   point no more.
 
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use super::{Log, LogError, Result};
 use crate::log::segment;
@@ -36,6 +43,8 @@ pub struct FlushJob {
     partition_dir: PathBuf,
     upto: i64,
     files: Vec<(PathBuf, Arc<File>)>,
+    /// The log's fsync lock and first failure (module doc).
+    failure: Arc<Mutex<Option<String>>>,
 }
 
 impl FlushJob {
@@ -50,12 +59,33 @@ impl FlushJob {
     /// # Errors
     /// The first fsync that failed.
     pub fn run(&self) -> Result<i64> {
-        segment::slow_fsync_point(&self.partition_dir);
-        for (path, file) in &self.files {
-            file.sync_data().map_err(LogError::io(path))?;
-        }
-        Ok(self.upto)
+        synced(&self.failure, &self.partition_dir, || {
+            for (path, file) in &self.files {
+                file.sync_data().map_err(LogError::io(path))?;
+            }
+            Ok(self.upto)
+        })
     }
+}
+
+/// Run `fsyncs` under the log's fsync lock: refused once any earlier
+/// flush of the log failed, and its own failure kept for the later ones.
+pub(super) fn synced<T>(
+    failure: &Mutex<Option<String>>,
+    partition_dir: &std::path::Path,
+    fsyncs: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let mut failed = failure.lock();
+    if let Some(cause) = failed.as_ref() {
+        let partition = partition_dir.file_name().unwrap_or_default().to_string_lossy();
+        return Err(LogError::Offline { partition: partition.into_owned(), reason: cause.clone() });
+    }
+    segment::slow_fsync_point(partition_dir);
+    let outcome = fsyncs();
+    if let Err(e) = &outcome {
+        *failed = Some(e.to_string());
+    }
+    outcome
 }
 
 impl Log {
@@ -71,13 +101,20 @@ impl Log {
 
     fn flush_once(&mut self) -> Result<()> {
         let rp = self.recovery_point;
-        for seg in self
-            .segments
-            .values_mut()
-            .filter(|s| s.next_offset() > rp || s.size() > 0 && s.base_offset() >= rp)
-        {
-            seg.flush()?;
-        }
+        let (failure, dir) = (Arc::clone(&self.flush_failure), self.dir.clone());
+        synced(&failure, &dir, || {
+            for (path, file) in self.pending_closed.drain(..) {
+                file.sync_data().map_err(LogError::io(path))?;
+            }
+            for seg in self
+                .segments
+                .values_mut()
+                .filter(|s| s.next_offset() > rp || s.size() > 0 && s.base_offset() >= rp)
+            {
+                seg.flush()?;
+            }
+            Ok(())
+        })?;
         self.recovery_point = self.next_offset;
         self.pending_flush = None;
         self.unflushed_messages = 0;
@@ -115,7 +152,7 @@ impl Log {
         let Some(upto) = self.pending_flush.take() else { return Ok(None) };
         let upto = upto.min(self.next_offset);
         let rp = self.recovery_point;
-        let mut files = Vec::new();
+        let mut files = std::mem::take(&mut self.pending_closed);
         for seg in self.segments.values_mut().filter(|s| {
             s.base_offset() < upto
                 && (s.next_offset() > rp || s.size() > 0 && s.base_offset() >= rp)
@@ -127,7 +164,8 @@ impl Log {
             self.unflushed_messages = 0;
             self.last_flush_ms = self.clock.now_ms();
         }
-        Ok(Some(FlushJob { partition_dir: self.dir.clone(), upto, files }))
+        let failure = Arc::clone(&self.flush_failure);
+        Ok(Some(FlushJob { partition_dir: self.dir.clone(), upto, files, failure }))
     }
 
     /// Take the outcome of a [`FlushJob`] of this log: the recovery point
@@ -137,6 +175,8 @@ impl Log {
     /// The job's I/O error.
     pub fn complete_flush(&mut self, outcome: Result<i64>) -> Result<()> {
         let upto = self.note_write(outcome)?;
+        // Another flush of the log may have failed since this one's fsyncs.
+        self.check_writable()?;
         self.recovery_point = self.recovery_point.max(upto.min(self.next_offset));
         Ok(())
     }

@@ -12,7 +12,8 @@
 //!   only it is appended to. Every other segment is closed and immutable except
 //!   through the cleaner's swap.
 //! * `log_start_offset <= recovery_point <= next_offset` (the log end offset,
-//!   which is also the high watermark on a single node),
+//!   which is also the high watermark on a single node; with
+//!   `log.flush.before.ack` the recovery point is),
 //!   `log_start_offset <= local_log_start_offset() <= next_offset`, and
 //!   `log_start_offset <= last stable offset <= next_offset`. The first
 //!   segment's base is the log start only without `remote.storage.enable`:
@@ -112,6 +113,12 @@ pub struct Log {
     store_segments: Vec<StoreSegment>,
     /// The offset the fsyncs deferred by appends must reach (`flush`).
     pending_flush: Option<i64>,
+    /// Files of segments closed by a deferred roll, for the next job (their
+    /// last index entries were written at the roll).
+    pending_closed: Vec<(PathBuf, Arc<std::fs::File>)>,
+    /// The first fsync failure of any flush of this log: fsyncs of one file
+    /// report a writeback error once, so every later one must see it here.
+    flush_failure: Arc<parking_lot::Mutex<Option<String>>>,
     /// Why the log takes no more writes: its disk failed (module doc).
     failed: Option<String>,
     /// Where that failure is reported (the `LogManager`'s channel).
@@ -146,7 +153,7 @@ impl Log {
         let seg_config = Self::segment_config(&config);
         let remote = config.remote_storage_enable;
         let loaded = log_loader::load(dir, &tp, seg_config, load, remote, &clock)?;
-        Ok(Self {
+        let mut log = Self {
             dir: dir.into(),
             tp,
             config,
@@ -165,9 +172,16 @@ impl Log {
             highest_offset_in_remote_storage: -1,
             store_segments: Vec::new(),
             pending_flush: None,
+            pending_closed: Vec::new(),
+            flush_failure: Arc::default(),
             failed: None,
             failures: None,
-        })
+        };
+        if flush_before_ack && log.recovery_point < log.next_offset {
+            // What recovery kept is readable (high watermark) once durable.
+            log.flush()?;
+        }
+        Ok(log)
     }
 
     /// Report a failure of this log's disk to `channel` (the `LogManager`
@@ -205,8 +219,9 @@ impl Log {
         outcome
     }
 
-    /// Take no more writes and report the dir: after `e`, memory and disk
-    /// may disagree.
+    /// Take no more writes and report the dir (or, for an error that is no
+    /// disk failure, the partition alone): after `e`, memory and disk may
+    /// disagree.
     fn fail(&mut self, e: &LogError) {
         if self.failed.is_some() {
             return;
@@ -214,7 +229,11 @@ impl Log {
         let cause = e.to_string();
         tracing::error!(partition = %self.tp, "write failed, the log takes no more writes: {cause}");
         if let Some(channel) = &self.failures {
-            channel.report(dir_failure::log_dir_of(&self.dir), &cause);
+            if dir_failure::is_dir_failure(e) {
+                channel.report(dir_failure::log_dir_of(&self.dir), &cause);
+            } else {
+                channel.report_log(&self.tp, &cause);
+            }
         }
         self.failed = Some(cause);
     }
@@ -250,9 +269,15 @@ impl Log {
     pub fn log_end_offset(&self) -> i64 {
         self.next_offset
     }
-    /// On a single node every appended record is committed.
+    /// On a single node every appended record is committed; with
+    /// `log.flush.before.ack`, once it is durable (the recovery point), so
+    /// no reader sees a record a crash could still take back.
     pub fn high_watermark(&self) -> i64 {
-        self.next_offset
+        if self.flush_before_ack {
+            self.recovery_point
+        } else {
+            self.next_offset
+        }
     }
     pub fn recovery_point(&self) -> i64 {
         self.recovery_point
@@ -513,37 +538,26 @@ impl Log {
         // epoch or a batch outside its transaction refuses the whole request
         // before anything is written.
         let first_offset = self.next_offset;
-        let mut producer_append = match check_producers(
-            &self.producers,
-            &validated,
-            first_offset,
-            origin,
-        ) {
-            Ok(ProducerCheck::Append(info)) => match txn_check.refusal(&self.producers, &info) {
-                None => info,
-                Some(e) => {
+        let mut producer_append =
+            match check_producers(&self.producers, &validated, first_offset, origin) {
+                Ok(ProducerCheck::Append(info)) => {
+                    match txn_check.refusal(&self.producers, &info) {
+                        None => info,
+                        Some(e) => {
+                            self.validated = validated;
+                            return Err(e.into());
+                        }
+                    }
+                }
+                Ok(ProducerCheck::Duplicate(meta)) => {
+                    self.validated = validated;
+                    return self.answer_duplicate(&meta, flush);
+                }
+                Err(e) => {
                     self.validated = validated;
                     return Err(e.into());
                 }
-            },
-            Ok(ProducerCheck::Duplicate(meta)) => {
-                self.validated = validated;
-                tracing::debug!(partition = %self.tp, first_seq = meta.first_seq, "duplicate batch; answering with its original offsets");
-                return Ok(LogAppendInfo {
-                    first_offset: meta.first_offset,
-                    last_offset: meta.last_offset,
-                    log_append_time: NO_TIMESTAMP,
-                    log_start_offset: self.log_start_offset,
-                    records_count: 0,
-                    max_timestamp: meta.max_timestamp,
-                    valid_bytes: 0,
-                });
-            }
-            Err(e) => {
-                self.validated = validated;
-                return Err(e.into());
-            }
-        };
+            };
         let log_append_time =
             if ctx.timestamp_type == TimestampType::LogAppendTime { now } else { NO_TIMESTAMP };
         let (max_timestamp, count) =
@@ -585,6 +599,32 @@ impl Log {
             records_count: count,
             max_timestamp,
             valid_bytes,
+        })
+    }
+
+    /// A single batch retried: answered with its original offsets, once
+    /// the original is durable where `log.flush.before.ack` promises it
+    /// (its fsync may still be running, deferred).
+    fn answer_duplicate(
+        &mut self,
+        meta: &BatchMetadata,
+        flush: FlushMode,
+    ) -> Result<LogAppendInfo> {
+        tracing::debug!(partition = %self.tp, first_seq = meta.first_seq, "duplicate batch; answering with its original offsets");
+        if self.flush_before_ack && meta.last_offset >= self.recovery_point {
+            match flush {
+                FlushMode::Inline => self.flush()?,
+                FlushMode::Deferred => self.defer_flush(meta.last_offset + 1),
+            }
+        }
+        Ok(LogAppendInfo {
+            first_offset: meta.first_offset,
+            last_offset: meta.last_offset,
+            log_append_time: NO_TIMESTAMP,
+            log_start_offset: self.log_start_offset,
+            records_count: 0,
+            max_timestamp: meta.max_timestamp,
+            valid_bytes: 0,
         })
     }
 
@@ -715,10 +755,13 @@ impl Log {
         // flushes it asynchronously; Produce's appends do too (`flush`).
         match flush {
             FlushMode::Inline => {
-                old.flush()?;
+                flush::synced(&self.flush_failure, &self.dir, || old.flush())?;
                 self.recovery_point = self.recovery_point.max(base);
             }
-            FlushMode::Deferred => self.defer_flush(base),
+            FlushMode::Deferred => {
+                self.pending_closed.extend(old.sync_handles()?);
+                self.defer_flush(base);
+            }
         }
         // The state covers every offset below the new segment (Kafka's
         // snapshot at roll), so a restart replays from here.
