@@ -26,6 +26,9 @@ fuzz_target!(|tokens: (Vec<u8>, Vec<u8>)| {
     let mut s = ScramSaslServer::new(m, Arc::new(One(c))).expect("rng");
     if let Ok(SaslStep::Challenge(_)) = s.evaluate_response(&tokens.0) {
         let step = s.evaluate_response(&tokens.1);
-        assert!(!matches!(step, Ok(SaslStep::Complete { .. })), "authenticated without the password");
+        assert!(
+            !matches!(step, Ok(SaslStep::Complete { .. })),
+            "authenticated without the password"
+        );
     }
 });
