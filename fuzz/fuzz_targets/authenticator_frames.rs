@@ -11,7 +11,8 @@ use sediment::security::sasl::{jaas, PlainUsers, SaslListener};
 use sediment::server::authenticator::{AuthStep, Authenticator};
 
 fuzz_target!(|frames: Vec<Vec<u8>>| {
-    let text = "org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"pw\";";
+    let text =
+        "org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"pw\";";
     let users = PlainUsers::from_jaas(&jaas::parse(text).expect("jaas")).expect("users");
     let listener = Arc::new(SaslListener {
         mechanisms: vec!["PLAIN".into()],

@@ -9,7 +9,8 @@ use sediment::security::sasl::plain::PlainSaslServer;
 use sediment::security::sasl::{jaas, PlainUsers, SaslServer, SaslStep};
 
 fuzz_target!(|data: &[u8]| {
-    let text = "org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"pw\";";
+    let text =
+        "org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"pw\";";
     let users = PlainUsers::from_jaas(&jaas::parse(text).expect("jaas")).expect("users");
     let mut server = PlainSaslServer::new(Arc::new(users));
     if let Ok(SaslStep::Complete { id, .. }) = server.evaluate_response(data) {

@@ -20,10 +20,18 @@ use super::Metrics;
 use crate::cleaner::key_audit::{AuditError, KeyAuditError};
 
 /// Status, content type and body of one answer.
-type Answer = (u16, &'static str, String);
+pub type Answer = (u16, &'static str, String);
 
 impl Metrics {
-    fn respond(&self, path: &str, query: Option<&str>, may_audit: &dyn Fn(&str) -> bool) -> Answer {
+    /// The answer to a request for `path` with `query`, without the HTTP
+    /// around it (public for the key audit's fuzz target).
+    #[doc(hidden)]
+    pub fn respond(
+        &self,
+        path: &str,
+        query: Option<&str>,
+        may_audit: &dyn Fn(&str) -> bool,
+    ) -> Answer {
         match path {
             "/key-audit" => self.key_audit(query.unwrap_or_default(), may_audit),
             "/metrics" => match self.render() {
