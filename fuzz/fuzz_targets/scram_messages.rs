@@ -26,7 +26,12 @@ fn credential() -> &'static Arc<One> {
     ONE.get_or_init(|| {
         let n = NonZeroU32::new(4096).expect("non-zero");
         let m = ScramMechanism::Sha256;
-        Arc::new(One(ScramCredential::from_password(m, "not-in-any-input-4f7c", b"salt".to_vec(), n)))
+        Arc::new(One(ScramCredential::from_password(
+            m,
+            "not-in-any-input-4f7c",
+            b"salt".to_vec(),
+            n,
+        )))
     })
 }
 

@@ -138,6 +138,19 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
 
+/// The offset an entry's relative offset names. Saturates rather than
+/// overflows: only a damaged file name or a store manifest gives a base
+/// offset within `u32::MAX` of `i64::MAX`, and its entries must not panic
+/// the reader nor wrap to negative offsets.
+fn absolute(base_offset: i64, relative: u32) -> i64 {
+    base_offset.saturating_add(i64::from(relative))
+}
+
+/// `offset` relative to `base_offset`, if it fits an entry's 4 bytes.
+fn relative(offset: i64, base_offset: i64) -> Option<u32> {
+    offset.checked_sub(base_offset).and_then(|rel| u32::try_from(rel).ok())
+}
+
 /// Maps offsets to file positions (Kafka's `OffsetIndex`).
 #[derive(Debug)]
 pub struct OffsetIndex {
@@ -189,7 +202,7 @@ impl OffsetIndex {
 
     pub fn entry(&self, i: usize) -> OffsetPosition {
         let e = self.inner.entry(i);
-        OffsetPosition { offset: self.base_offset + u32_at(e, 0) as i64, position: u32_at(e, 4) }
+        OffsetPosition { offset: absolute(self.base_offset, u32_at(e, 0)), position: u32_at(e, 4) }
     }
 
     pub fn last_offset(&self) -> i64 {
@@ -202,7 +215,7 @@ impl OffsetIndex {
     /// The entry with the largest offset <= `target`, or (base offset, 0).
     pub fn lookup(&self, target: i64) -> OffsetPosition {
         let base = self.base_offset;
-        match self.inner.floor(target, |e| base + u32_at(e, 0) as i64) {
+        match self.inner.floor(target, |e| absolute(base, u32_at(e, 0))) {
             Some(i) => self.entry(i),
             None => OffsetPosition { offset: base, position: 0 },
         }
@@ -226,14 +239,13 @@ impl OffsetIndex {
         if self.is_full() {
             return Err(self.inner.corrupt(format!("index is full at {} entries", self.entries())));
         }
-        let rel = offset - self.base_offset;
-        if !(0..=u32::MAX as i64).contains(&rel) {
+        let Some(rel) = relative(offset, self.base_offset) else {
             return Err(self
                 .inner
                 .corrupt(format!("offset {offset} is not relative to {}", self.base_offset)));
-        }
+        };
         let mut e = [0u8; 8];
-        e[..4].copy_from_slice(&(rel as u32).to_be_bytes());
+        e[..4].copy_from_slice(&rel.to_be_bytes());
         e[4..].copy_from_slice(&position.to_be_bytes());
         self.inner.push(&e)
     }
@@ -245,7 +257,7 @@ impl OffsetIndex {
     pub fn truncate_to(&mut self, offset: i64) -> Result<()> {
         let keep = self
             .inner
-            .floor(offset.saturating_sub(1), |e| self.base_offset + u32_at(e, 0) as i64)
+            .floor(offset.saturating_sub(1), |e| absolute(self.base_offset, u32_at(e, 0)))
             .map_or(0, |i| i + 1);
         self.inner.truncate_entries(keep)
     }
@@ -368,7 +380,7 @@ impl TimeIndex {
     fn decode(e: &[u8], base_offset: i64) -> TimestampOffset {
         TimestampOffset {
             timestamp: i64::from_be_bytes(e[..8].try_into().expect("8 bytes")),
-            offset: base_offset + u32_at(e, 8) as i64,
+            offset: absolute(base_offset, u32_at(e, 8)),
         }
     }
 
@@ -421,15 +433,14 @@ impl TimeIndex {
                 return Ok(());
             }
         }
-        let rel = offset - self.base_offset;
-        if !(0..=u32::MAX as i64).contains(&rel) {
+        let Some(rel) = relative(offset, self.base_offset) else {
             return Err(self
                 .inner
                 .corrupt(format!("offset {offset} is not relative to {}", self.base_offset)));
-        }
+        };
         let mut e = [0u8; 12];
         e[..8].copy_from_slice(&timestamp.to_be_bytes());
-        e[8..].copy_from_slice(&(rel as u32).to_be_bytes());
+        e[8..].copy_from_slice(&rel.to_be_bytes());
         self.inner.push(&e)
     }
 
@@ -458,7 +469,7 @@ impl TimeIndex {
         let mut prev: Option<TimestampOffset> = None;
         for i in 0..self.entries() {
             let e = self.entry(i);
-            if e.offset >= next_offset.max(self.base_offset + 1) {
+            if e.offset >= next_offset.max(self.base_offset.saturating_add(1)) {
                 return Err(self
                     .inner
                     .corrupt(format!("entry {i} names offset {} past the segment", e.offset)));
@@ -555,6 +566,30 @@ mod tests {
         assert!(idx.sanity_check(9).is_err());
         idx.truncate_to(9).unwrap();
         assert_eq!(idx.entries(), 1);
+    }
+
+    /// Found by the offset_time_index fuzz target: a base offset near
+    /// `i64::MAX` (a damaged file name, a store manifest) overflowed the
+    /// entries' offsets.
+    #[test]
+    fn a_base_offset_near_the_last_offset_neither_overflows_nor_wraps() {
+        let base = i64::MAX - 1;
+        let entry = [0x7f, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 9];
+        let last = TimeIndex::last_entry_of(&entry, base).unwrap();
+        assert_eq!(last, TimestampOffset { timestamp: 0x7f00_0000_0000_0001, offset: i64::MAX });
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("09223372036854775806.index");
+        std::fs::write(&path, [0, 0, 0, 9, 0, 0, 0, 0]).unwrap();
+        let mut idx = OffsetIndex::open(&path, base, 1024, false).unwrap();
+        assert_eq!(idx.entry(0).offset, i64::MAX);
+        assert_eq!(idx.lookup(i64::MAX).offset, i64::MAX);
+        idx.sanity_check(1).unwrap();
+        idx.truncate_to(i64::MAX).unwrap();
+        assert!(idx.append(i64::MIN, 0).is_err(), "not relative to the base");
+        let tpath = dir.path().join("09223372036854775806.timeindex");
+        std::fs::write(&tpath, entry).unwrap();
+        let tidx = TimeIndex::open(&tpath, i64::MAX, 1024, false).unwrap();
+        assert!(tidx.sanity_check(i64::MAX).is_err(), "names an offset past the segment");
     }
 
     #[test]

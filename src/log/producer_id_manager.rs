@@ -19,6 +19,10 @@
 //!    [`PRODUCER_ID_BLOCK_SIZE`] ids), never reissue one. A leftover `.tmp`
 //!    is never read.
 //! 2. Issue ids from the block in memory until it is used up.
+//!
+//! A stored end (or a floor) so close to `i64::MAX` that no whole block
+//! fits after it issues no id: every call is an error (only a damaged file
+//! holds such a number; Kafka's ids would run out the same way).
 
 use std::path::{Path, PathBuf};
 
@@ -74,10 +78,15 @@ impl ProducerIdManager {
     ///
     /// # Errors
     /// The new block could not be persisted; no id is issued, and the next call
-    /// tries again.
+    /// tries again. No block fits below `i64::MAX` (`Corrupt`).
     pub fn generate_producer_id(&mut self) -> Result<i64> {
         if self.next >= self.block_end {
-            let end = self.next + PRODUCER_ID_BLOCK_SIZE;
+            let end =
+                self.next.checked_add(PRODUCER_ID_BLOCK_SIZE).ok_or_else(|| LogError::Corrupt {
+                    path: self.path.clone(),
+                    position: 0,
+                    reason: format!("no producer id block fits after {}", self.next),
+                })?;
             write_atomically(&self.path, format!("{end}\n").as_bytes())?;
             self.block_end = end;
         }
@@ -103,6 +112,22 @@ mod tests {
         assert_eq!(m.generate_producer_id().unwrap(), 0);
         assert_eq!(m.generate_producer_id().unwrap(), 1);
         assert_eq!(stored(dir.path()), format!("{PRODUCER_ID_BLOCK_SIZE}\n"));
+    }
+
+    /// Found by the checkpoints fuzz target: a block end near `i64::MAX`
+    /// overflowed (and, without overflow checks, went on to issue negative ids).
+    #[test]
+    fn no_id_is_issued_past_the_last_whole_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(PRODUCER_ID_BLOCK_FILE);
+        std::fs::write(&path, format!("{}\n", i64::MAX - PRODUCER_ID_BLOCK_SIZE)).unwrap();
+        let mut m = ProducerIdManager::load(dir.path(), 0).unwrap();
+        assert_eq!(m.generate_producer_id().unwrap(), i64::MAX - PRODUCER_ID_BLOCK_SIZE);
+        std::fs::write(&path, "9223372036854775000\n").unwrap();
+        let mut m = ProducerIdManager::load(dir.path(), 0).unwrap();
+        assert!(matches!(m.generate_producer_id(), Err(LogError::Corrupt { .. })));
+        assert!(m.generate_producer_id().is_err(), "still none");
+        assert_eq!(stored(dir.path()), "9223372036854775000\n", "nothing written");
     }
 
     #[test]

@@ -95,7 +95,11 @@ impl BatchHeader {
     ///
     /// # Errors
     /// `Truncated` when fewer than 61 bytes are given, `UnsupportedMagic` for
-    /// magic 0 or 1, `InvalidLength` for a batch length below the header size.
+    /// magic 0 or 1, `InvalidLength` for a batch length below the header size,
+    /// `InvalidBatch` for offsets past `i64::MAX` (base offset plus last
+    /// offset delta, and the next offset after it: what [`Self::last_offset`]
+    /// and [`Self::next_offset`] compute). The CRC does not cover the base
+    /// offset, so only this check keeps a damaged one from overflowing them.
     pub fn parse(buf: &[u8]) -> Result<Self, BatchError> {
         if buf.len() < RECORD_BATCH_OVERHEAD {
             // A v0/v1 message set is shorter than our header: report its magic if we can see it.
@@ -115,14 +119,23 @@ impl BatchHeader {
         if (batch_length as i64) < (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i64 {
             return Err(BatchError::InvalidLength(batch_length as i64));
         }
+        let base_offset = be_i64(buf, BASE_OFFSET_OFFSET);
+        let last_offset_delta = be_i32(buf, LAST_OFFSET_DELTA_OFFSET);
+        let next =
+            base_offset.checked_add(i64::from(last_offset_delta)).and_then(|l| l.checked_add(1));
+        if next.is_none() {
+            return Err(BatchError::InvalidBatch(format!(
+                "base offset {base_offset} and last offset delta {last_offset_delta} run past the last offset"
+            )));
+        }
         Ok(Self {
-            base_offset: be_i64(buf, BASE_OFFSET_OFFSET),
+            base_offset,
             batch_length,
             partition_leader_epoch: be_i32(buf, PARTITION_LEADER_EPOCH_OFFSET),
             magic,
             crc: be_i32(buf, CRC_OFFSET) as u32,
             attributes: be_i16(buf, ATTRIBUTES_OFFSET),
-            last_offset_delta: be_i32(buf, LAST_OFFSET_DELTA_OFFSET),
+            last_offset_delta,
             base_timestamp: be_i64(buf, BASE_TIMESTAMP_OFFSET),
             max_timestamp: be_i64(buf, MAX_TIMESTAMP_OFFSET),
             producer_id: be_i64(buf, PRODUCER_ID_OFFSET),
@@ -723,6 +736,26 @@ mod tests {
         assert_eq!(recs[2].value, Some(&b""[..]));
         assert_eq!(recs[2].headers_count, 2);
         assert_eq!(recs[1].timestamp_delta, 5);
+    }
+
+    /// Found by the segment_recovery fuzz target (a batch made by hand in a
+    /// segment being recovered): a base offset the CRC does not cover, near
+    /// `i64::MAX`, overflowed the batch's last offset.
+    #[test]
+    fn offsets_past_the_last_offset_are_refused() {
+        let mut b = BatchBuilder::new(Compression::None, 0);
+        b.append(0, Some(b"k"), Some(b"v"));
+        b.append(0, Some(b"k"), Some(b"v"));
+        let mut batch = b.build();
+        set_base_offset(&mut batch, i64::MAX - 2);
+        let h = check_batch(&batch, 1 << 20).unwrap();
+        assert_eq!((h.last_offset(), h.next_offset()), (i64::MAX - 1, i64::MAX));
+        set_base_offset(&mut batch, i64::MAX - 1);
+        assert!(matches!(BatchHeader::parse(&batch), Err(BatchError::InvalidBatch(_))));
+        set_base_offset(&mut batch, i64::MIN);
+        batch[LAST_OFFSET_DELTA_OFFSET..LAST_OFFSET_DELTA_OFFSET + 4]
+            .copy_from_slice(&(-1i32).to_be_bytes());
+        assert!(matches!(BatchHeader::parse(&batch), Err(BatchError::InvalidBatch(_))));
     }
 
     #[test]

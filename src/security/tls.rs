@@ -237,11 +237,55 @@ fn decrypt(
         .map_err(|e| s.error(key_name, format!("bad PEM encrypted private key: {e}")))?;
     let info = pkcs8::EncryptedPrivateKeyInfo::try_from(der.as_slice())
         .map_err(|e| s.error(key_name, format!("bad encrypted private key: {e}")))?;
+    kdf_within_bounds(&info.encryption_algorithm)
+        .map_err(|reason| s.error(key_name, format!("bad encrypted private key: {reason}")))?;
     // A wrong password and a damaged key are one error: PBES2 cannot tell.
     let document = info.decrypt(password.as_bytes()).map_err(|e| {
         s.error(SSL_KEY_PASSWORD.name, format!("could not decrypt the private key ({e}); PBES2 keys (openssl pkcs8 -topk8 -v2 aes-256-cbc) are read"))
     })?;
     Ok(PrivatePkcs8KeyDer::from(document.as_bytes().to_vec()))
+}
+
+/// Most PBKDF2 iterations an encrypted key may ask for: openssl writes
+/// 2048 and Java 10,000 (about a second of work here at this bound).
+const MAX_PBKDF2_ITERATIONS: u32 = 1 << 20;
+/// Most memory scrypt may take to decrypt a key (128 * r * N bytes; openssl
+/// writes N = 16384, r = 8: 16 MiB), and the most passes (p) over it.
+const MAX_SCRYPT_MEMORY: u64 = 256 << 20;
+const MAX_SCRYPT_PARALLELIZATION: u16 = 16;
+
+/// Refuse key derivation parameters that would take more time or memory
+/// than a key file can justify, before anything is derived: the key's
+/// bytes alone choose them (an scrypt N of 2^40 asked for a petabyte, and
+/// an N of 0 panicked the pkcs5 crate's parameter check).
+fn kdf_within_bounds(scheme: &pkcs8::pkcs5::EncryptionScheme<'_>) -> Result<(), String> {
+    use pkcs8::pkcs5::pbes2::Kdf;
+    let pkcs8::pkcs5::EncryptionScheme::Pbes2(params) = scheme else {
+        return Ok(());
+    };
+    match &params.kdf {
+        Kdf::Pbkdf2(p) if p.iteration_count > MAX_PBKDF2_ITERATIONS => Err(format!(
+            "PBKDF2 with {} iterations (at most {MAX_PBKDF2_ITERATIONS} are read)",
+            p.iteration_count
+        )),
+        Kdf::Scrypt(p) => {
+            let n = p.cost_parameter;
+            let memory = 128u64.saturating_mul(u64::from(p.block_size)).saturating_mul(n);
+            if n < 2 || !n.is_power_of_two() || p.block_size == 0 || p.parallelization == 0 {
+                Err(format!("scrypt with N={n}, r={}, p={}", p.block_size, p.parallelization))
+            } else if memory > MAX_SCRYPT_MEMORY || p.parallelization > MAX_SCRYPT_PARALLELIZATION {
+                Err(format!(
+                    "scrypt with N={n}, r={}, p={} needs more than {} MiB or {MAX_SCRYPT_PARALLELIZATION} passes",
+                    p.block_size,
+                    p.parallelization,
+                    MAX_SCRYPT_MEMORY >> 20
+                ))
+            } else {
+                Ok(())
+            }
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The trust store, if one is configured.
@@ -409,5 +453,58 @@ fn client_verifier(
         builder.allow_unauthenticated().build()
     } else {
         builder.build()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An encrypted PKCS#8 key (AES-256-CBC, zeros for data) whose KDF is
+    /// `kdf`: made by hand, as only a damaged or hostile file has these.
+    fn key_with(kdf: &str) -> String {
+        let body = match kdf {
+            "scrypt N=0" => "MIGCME4GCSqGSIb3DQEFDTBBMCAGCSsGAQQB2kcECzATBAhzYWx0c2FsdAIBAAIBCAIBATAdBglghkgBZQMEASoEEAEBAQEBAQEBAQEBAQEBAQEEMAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==",
+            "scrypt N=2^40" => "MIGHMFMGCSqGSIb3DQEFDTBGMCUGCSsGAQQB2kcECzAYBAhzYWx0c2FsdAIGAQAAAAAAAgEIAgEBMB0GCWCGSAFlAwQBKgQQAQEBAQEBAQEBAQEBAQEBAQQwAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+            "pbkdf2 4e9" => "MIGOMFoGCSqGSIb3DQEFDTBNMCwGCSqGSIb3DQEFDDAfBAhzYWx0c2FsdAIFAO5rKAAwDAYIKoZIhvcNAgkFADAdBglghkgBZQMEASoEEAEBAQEBAQEBAQEBAQEBAQEEMAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==",
+            "scrypt N=1024" => "MIGDME8GCSqGSIb3DQEFDTBCMCEGCSsGAQQB2kcECzAUBAhzYWx0c2FsdAICBAACAQgCAQEwHQYJYIZIAWUDBAEqBBABAQEBAQEBAQEBAQEBAQEBBDAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+            "pbkdf2 2048" => "MIGLMFcGCSqGSIb3DQEFDTBKMCkGCSqGSIb3DQEFDDAcBAhzYWx0c2FsdAICCAAwDAYIKoZIhvcNAgkFADAdBglghkgBZQMEASoEEAEBAQEBAQEBAQEBAQEBAQEEMAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==",
+            other => panic!("{other}"),
+        };
+        format!("{ENCRYPTED_BEGIN}\n{body}\n{ENCRYPTED_END}\n")
+    }
+
+    fn load_key(kdf: &str) -> TlsError {
+        let s = TlsSettings {
+            keystore_type: "PEM".into(),
+            keystore_key: Some(key_with(kdf)),
+            keystore_certificate_chain: Some("not read: the key fails first".into()),
+            key_password: Some("pw".into()),
+            client_auth: "none".into(),
+            enabled_protocols: vec!["TLSv1.3".into()],
+            ..TlsSettings::default()
+        };
+        load(&s).expect_err("a key of zeros does not load")
+    }
+
+    /// Found by the tls_pem fuzz target's properties on inputs made by hand:
+    /// an scrypt N of 0 panicked in the pkcs5 crate, one of 2^40 aborted on
+    /// a petabyte allocation, 4e9 PBKDF2 iterations took hours.
+    #[test]
+    fn kdf_parameters_past_the_bounds_are_refused_before_deriving() {
+        for (kdf, reason) in [
+            ("scrypt N=0", "scrypt with N=0"),
+            ("scrypt N=2^40", "scrypt with N=1099511627776, r=8, p=1 needs more than 256 MiB"),
+            ("pbkdf2 4e9", "PBKDF2 with 4000000000 iterations"),
+        ] {
+            let e = load_key(kdf);
+            assert_eq!(e.key, SSL_KEYSTORE_KEY.name, "{kdf}: {e}");
+            assert!(e.reason.contains(reason), "{kdf}: {e}");
+        }
+        // Within the bounds, the key is derived and the data (zeros) fails to decrypt.
+        for kdf in ["scrypt N=1024", "pbkdf2 2048"] {
+            let e = load_key(kdf);
+            assert_eq!(e.key, SSL_KEY_PASSWORD.name, "{kdf}: {e}");
+        }
     }
 }
