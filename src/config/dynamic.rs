@@ -33,7 +33,7 @@ use std::path::PathBuf;
 use parking_lot::Mutex;
 
 use super::{lookup, BrokerConfig, ConfigError};
-use crate::cleaner::config::RECONFIGURABLE;
+use crate::cleaner::config::{LOG_CLEANER_THREADS, RECONFIGURABLE};
 use crate::log::config::{LogConfig, LOG_CONFIGS};
 use crate::log::manager_config::synonyms;
 use crate::security::store::{self, StoreError};
@@ -136,8 +136,9 @@ impl DynamicBrokerConfig {
                 let mut candidate = layers.clone();
                 level_mut(&mut candidate, level).insert(k.clone(), v.clone());
                 match check_keys(std::slice::from_ref(k)).and_then(|()| {
-                    layered(&static_config, &candidate)
-                        .map_err(|e| DynamicConfigError::Invalid(e.to_string()))
+                    let config = layered(&static_config, &candidate)
+                        .map_err(|e| DynamicConfigError::Invalid(e.to_string()))?;
+                    check_at_start(k, &config)
                 }) {
                     Ok(_) => layers = candidate,
                     Err(e) => {
@@ -327,6 +328,20 @@ fn check_keys(keys: &[String]) -> Result<(), DynamicConfigError> {
     }
 }
 
+/// What `alter` refuses of the entry `key` whatever the layers before it:
+/// no cleaner threads, topic defaults a topic cannot resolve. (The rest of
+/// the thread rule compares with the count before the change, which a start
+/// does not have.) An entry that breaks it is dropped at start, as one that
+/// no longer validates.
+fn check_at_start(key: &str, config: &BrokerConfig) -> Result<(), DynamicConfigError> {
+    if key == LOG_CLEANER_THREADS.name && config.cleaner_config().num_threads < 1 {
+        return Err(DynamicConfigError::Invalid("Log cleaner threads should be at least 1".into()));
+    }
+    LogConfig::resolve(&config.topic_defaults(), BTreeMap::new())
+        .map(|_| ())
+        .map_err(|e| DynamicConfigError::Invalid(e.to_string()))
+}
+
 /// Kafka's `LogCleaner.validateReconfiguration`: at least one thread, and at
 /// most double or at least half the current count in one change.
 fn validate_cleaner_threads(
@@ -488,5 +503,22 @@ mod tests {
             d.layers().cluster_default,
             BTreeMap::from([("log.cleaner.backoff.ms".to_string(), "10".to_string())])
         );
+    }
+
+    /// Found by the security_stores fuzz target: a stored
+    /// `log.cleaner.threads=0` loaded, though `alter` refuses it, so the
+    /// layers in force could not be written back.
+    #[test]
+    fn an_entry_alter_refuses_whatever_came_before_is_dropped_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(DYNAMIC_CONFIG_FILE),
+            r#"{"cluster_default":{"log.cleaner.threads":"0","log.retention.ms":"5000"}}"#,
+        )
+        .unwrap();
+        let d = opened(dir.path(), &[]);
+        let kept = BTreeMap::from([("log.retention.ms".to_string(), "5000".to_string())]);
+        assert_eq!(d.layers().cluster_default, kept);
+        d.alter(DynamicLevel::ClusterDefault, kept, false, |_, _| Ok(()), |_| Ok(())).unwrap();
     }
 }
