@@ -106,6 +106,13 @@ pub const API_RULES: &[(ApiKey, &[Check])] = &[
     ),
     (ApiKey::ListOffsets, &[check(Op::Describe, Topic, Each, Code(TOPIC_DENIED), "")]),
     (
+        ApiKey::OffsetForLeaderEpoch,
+        &[
+            check(Op::ClusterAction, Cluster, Request, Else, ""),
+            check(Op::Describe, Topic, Each, Code(TOPIC_DENIED), ""),
+        ],
+    ),
+    (
         ApiKey::Metadata,
         &[
             check(Op::Describe, Topic, Each, LeftOut, "all topics"),

@@ -61,6 +61,23 @@ pub fn error_code(e: &LogError) -> ResponseError {
             ResponseError::UnknownTopicOrPartition
         }
         LogError::InvalidTopic { .. } => ResponseError::InvalidTopicException,
+        LogError::StaleLeaderEpoch { .. } => ResponseError::FencedLeaderEpoch,
+    }
+}
+
+/// Kafka's check of a request's `current_leader_epoch` against the
+/// partition's `leader_epoch`: -1 (not given) passes, an older one is
+/// FENCED_LEADER_EPOCH (the client is behind), a newer one
+/// UNKNOWN_LEADER_EPOCH (this broker is; retriable).
+pub fn leader_epoch_error(current_leader_epoch: i32, leader_epoch: i32) -> Option<ResponseError> {
+    use std::cmp::Ordering;
+    if current_leader_epoch == -1 {
+        return None;
+    }
+    match current_leader_epoch.cmp(&leader_epoch) {
+        Ordering::Less => Some(ResponseError::FencedLeaderEpoch),
+        Ordering::Greater => Some(ResponseError::UnknownLeaderEpoch),
+        Ordering::Equal => None,
     }
 }
 

@@ -33,6 +33,13 @@
 //! sends the region with `sendfile`, straight from the page cache to the
 //! socket, as Kafka does. Records never pass through the broker's memory.
 //!
+//! Leader epochs (Kafka's `Partition.fetchRecords`): a `current_leader_epoch`
+//! (v9+) other than the partition's is FENCED_LEADER_EPOCH or
+//! UNKNOWN_LEADER_EPOCH before anything is read. With `last_fetched_epoch`
+//! (v12+), a fetch whose epoch the log does not hold up to the fetch offset
+//! gets `diverging_epoch` (the largest epoch at or below it and that epoch's
+//! end) and no records: the fetcher truncates there (KIP-279).
+//!
 //! Authorization (Kafka's `handleFetchRequest`), decided once per request
 //! before the first read: a consumer needs READ on each topic, checked
 //! before the partition's existence (an unknown topic id is UNKNOWN_TOPIC_ID
@@ -48,11 +55,11 @@ use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::FetchPartition;
 use kafka_protocol::messages::fetch_response::{
-    AbortedTransaction, FetchableTopicResponse, PartitionData,
+    AbortedTransaction, EpochEndOffset, FetchableTopicResponse, PartitionData,
 };
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
-use super::error::{error_code, fetch_session_error_code};
+use super::error::{error_code, fetch_session_error_code, leader_epoch_error};
 use super::fetch_remote::{self, RemotePart, StoreRead};
 use super::RequestContext;
 use crate::api::KafkaApis;
@@ -369,6 +376,25 @@ fn read_log(
     regions: &mut Vec<FileRegion>,
     budget: Budget<'_>,
 ) -> Option<ResponseError> {
+    if let Some(code) = leader_epoch_error(t.p.current_leader_epoch, log.leader_epoch()) {
+        data.high_watermark = -1;
+        data.last_stable_offset = -1;
+        data.log_start_offset = -1;
+        return Some(code);
+    }
+    if t.version >= 12 && t.p.last_fetched_epoch >= 0 {
+        match diverging_epoch(log, t.p.last_fetched_epoch, t.p.fetch_offset) {
+            Err(code) => return Some(code),
+            Ok(Some(diverging)) => {
+                data.high_watermark = log.high_watermark();
+                data.last_stable_offset = log.last_stable_offset();
+                data.log_start_offset = log.log_start_offset();
+                data.diverging_epoch = diverging;
+                return None;
+            }
+            Ok(None) => {}
+        }
+    }
     if t.version < 10 && log.config().compression_type == "zstd" {
         // Kafka's answer to a client too old for zstd.
         return Some(ResponseError::UnsupportedCompressionType);
@@ -395,6 +421,25 @@ fn read_log(
         return fetch_remote::not_this_time(log, t.tp, t.remote_on, data);
     }
     read_partition(log, t.tp, t.p, data, regions, budget)
+}
+
+/// Where a fetch with `last_fetched_epoch` leaves the leader's log: the
+/// end of the largest epoch at or below it, when that is a smaller epoch
+/// or ends before the fetch offset; `None` when the fetch follows on.
+/// An epoch the log cannot place, or an offset below the log start, is
+/// OFFSET_OUT_OF_RANGE (Kafka's answers).
+fn diverging_epoch(
+    log: &Log,
+    last_fetched_epoch: i32,
+    fetch_offset: i64,
+) -> Result<Option<EpochEndOffset>, ResponseError> {
+    let (epoch, end) =
+        log.end_offset_for_epoch(last_fetched_epoch).ok_or(ResponseError::OffsetOutOfRange)?;
+    if epoch < 0 || fetch_offset < log.log_start_offset() {
+        return Err(ResponseError::OffsetOutOfRange);
+    }
+    Ok((epoch < last_fetched_epoch || end < fetch_offset)
+        .then(|| EpochEndOffset::default().with_epoch(epoch).with_end_offset(end)))
 }
 
 /// The response's byte budget (what is left of `max_bytes`, and what was

@@ -9,6 +9,10 @@
 //! With `isolation_level` read_committed (v2+) latest is the last stable
 //! offset, and a lookup finding an offset at or past it finds nothing.
 //!
+//! From v4 each partition carries the leader epoch of the offset found,
+//! and a `current_leader_epoch` other than the partition's is refused as
+//! Kafka refuses it (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH).
+//!
 //! Each topic needs DESCRIBE, checked before the partition's existence; a
 //! denied topic's partitions are TOPIC_AUTHORIZATION_FAILED.
 
@@ -18,12 +22,12 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
-use super::error::{error_code, remote_read_error_code};
+use super::error::{error_code, leader_epoch_error, remote_read_error_code};
 use super::RequestContext;
 use crate::api::KafkaApis;
 use crate::log::manager::SharedLog;
 use crate::log::record_batch::NO_TIMESTAMP;
-use crate::log::unified_log::read::EARLIEST_LOCAL_TIMESTAMP;
+use crate::log::unified_log::read::{EARLIEST_LOCAL_TIMESTAMP, MAX_TIMESTAMP};
 use crate::log::{FetchIsolation, TopicPartition};
 use crate::security::acl::{AclOperation, ResourceType};
 
@@ -66,15 +70,27 @@ pub async fn handle(
                 None => {
                     r.with_error_code(error_code(&broker.logs.absent_partition_error(&tp)).code())
                 }
-                Some(log) => match lookup(broker, &tp, &log, p.timestamp, isolation).await {
-                    // The leader epoch exists from v4; older encoders refuse a non-default value.
-                    Ok(Some((ts, offset))) => r
-                        .with_timestamp(ts)
-                        .with_offset(offset)
-                        .with_leader_epoch(if version >= 4 { 0 } else { -1 }),
-                    Ok(None) => r,
-                    Err(code) => r.with_error_code(code.code()),
-                },
+                Some(log) => {
+                    // The field exists from v4; below it the decoder leaves -1.
+                    let epoch_check =
+                        leader_epoch_error(p.current_leader_epoch, log.read().leader_epoch());
+                    match unsupported_target(p.timestamp, version).or(epoch_check) {
+                        Some(code) => r.with_error_code(code.code()),
+                        None => match lookup(broker, &tp, &log, p.timestamp, isolation).await {
+                            // The leader epoch exists from v4; older encoders refuse a non-default value.
+                            Ok(Some((ts, offset))) => r
+                                .with_timestamp(ts)
+                                .with_offset(offset)
+                                .with_leader_epoch(if version >= 4 && offset >= 0 {
+                                    log.read().epoch_at(offset)
+                                } else {
+                                    -1
+                                }),
+                            Ok(None) => r,
+                            Err(code) => r.with_error_code(code.code()),
+                        },
+                    }
+                }
             };
             partitions.push(r);
         }
@@ -84,6 +100,19 @@ pub async fn handle(
         );
     }
     ListOffsetsResponse::default().with_topics(topics)
+}
+
+/// A special timestamp newer than the request's version: max timestamp
+/// came with v7, earliest local with v8, latest tiered (-5) with v9
+/// (Kafka refuses them below, before any other check of the partition).
+fn unsupported_target(timestamp: i64, version: i16) -> Option<ResponseError> {
+    let needs = match timestamp {
+        MAX_TIMESTAMP => 7,
+        EARLIEST_LOCAL_TIMESTAMP => 8,
+        -5 => 9,
+        _ => return None,
+    };
+    (version < needs).then_some(ResponseError::UnsupportedVersion)
 }
 
 /// One partition's answer: the store's segments first for a timestamp

@@ -49,6 +49,7 @@ pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
+pub mod offset_for_leader_epoch;
 mod offset_partitions;
 pub mod produce;
 pub mod sasl;
@@ -124,6 +125,7 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::Fetch, 4, 18),
     api(ApiKey::ListOffsets, 1, 10),
     api(ApiKey::Metadata, 0, 13),
+    api(ApiKey::OffsetForLeaderEpoch, 2, 4),
     api(ApiKey::ApiVersions, 0, 4),
     api(ApiKey::CreateTopics, 2, 7),
     api(ApiKey::DeleteTopics, 1, 6),
@@ -346,6 +348,23 @@ fn transaction_api(
         RequestKind::ListTransactions(r) => ResponseKind::ListTransactions(blocking(|| {
             list_transactions::handle(broker, ctx, &r, v)
         })),
+        other => return replication_api(broker, ctx, other),
+    })
+}
+
+/// The APIs of leader epochs and replication (docs/design/multi-broker.md);
+/// every other request goes on to [`security_api`].
+fn replication_api(
+    broker: &Arc<KafkaApis>,
+    ctx: &RequestContext<'_>,
+    request: RequestKind,
+) -> Option<ResponseKind> {
+    Some(match request {
+        RequestKind::OffsetForLeaderEpoch(r) => {
+            ResponseKind::OffsetForLeaderEpoch(blocking(|| {
+                offset_for_leader_epoch::handle(broker, ctx, &r)
+            }))
+        }
         other => return security_api(broker, ctx, other),
     })
 }

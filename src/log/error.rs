@@ -90,6 +90,9 @@ pub enum LogError {
     InvalidTopic { name: String, reason: String },
     #[error("log {0} has been deleted")]
     Deleted(String),
+    /// A leader epoch older than one the log already holds.
+    #[error("leader epoch {epoch} is older than the log's latest epoch {latest}")]
+    StaleLeaderEpoch { epoch: i32, latest: i32 },
     /// The cleaner's swap found the log changed under it; nothing was renamed.
     #[error("cannot replace segments of {partition}: {reason}")]
     SwapConflict { partition: String, reason: String },

@@ -27,6 +27,11 @@
 //! 5. Each open transaction without a start time (restored from a snapshot,
 //!    which holds none) is dated by its first batch's max timestamp (else the
 //!    load time); nothing is written.
+//! 6. The leader epoch cache is read from `leader-epoch-checkpoint`, and the
+//!    epochs of the batches of the segments recovered in step 2 are added
+//!    (each one above the latest, as Kafka's recovery does); a file that is
+//!    missing or unreadable is rebuilt from every batch header instead. The
+//!    entries at or past the log end and before the log start go.
 //!
 //! Invariants of what `load` returns (the segments `Log::open` starts from):
 //! * at least one segment, keyed by base offset; the last one is the active one;
@@ -37,6 +42,8 @@
 //! * nothing below the recovery point it was given was cut: damage there is
 //!   `Offline` with the file and position, never a silent truncation;
 //! * no `.cleaned`, `.swap` or `.deleted` file is left in the directory;
+//! * the leader epoch cache holds no entry at or past the log end, and
+//!   every epoch change of the batches it was rebuilt or recovered from;
 //! * the producer state equals (in its snapshot entries) the replay of every
 //!   batch of the segments, and
 //!   the `.txnindex` of every recovered segment is what appending its batches
@@ -47,6 +54,7 @@ use std::path::{Path, PathBuf};
 
 use super::control_record;
 use super::error::{LogError, Result};
+use super::leader_epoch_cache::LeaderEpochFileCache;
 use super::log_file_utils::segment_files;
 use super::producer_snapshot;
 use super::producer_state::{ProducerBatch, ProducerStateManager};
@@ -73,6 +81,7 @@ pub(super) struct LoadedLog {
     pub next_offset: i64,
     pub recovery_point: i64,
     pub producers: ProducerStateManager,
+    pub leader_epochs: LeaderEpochFileCache,
 }
 
 /// Load the partition in `dir` (which must exist): complete interrupted swaps,
@@ -114,7 +123,55 @@ pub(super) fn load(
     let mut producers =
         rebuild_producer_state(&mut segments, state, from, log_start_offset, &recovered)?;
     date_open_transactions(&segments, &mut producers, now);
-    Ok(LoadedLog { segments, log_start_offset, next_offset, recovery_point, producers })
+    let leader_epochs =
+        load_leader_epochs(dir, tp, &segments, &recovered, log_start_offset, next_offset)?;
+    Ok(LoadedLog {
+        segments,
+        log_start_offset,
+        next_offset,
+        recovery_point,
+        producers,
+        leader_epochs,
+    })
+}
+
+/// Step 6: the leader epoch cache, from its file and the recovered
+/// segments' batches, or rebuilt from every batch when the file cannot be
+/// trusted; fitted to the log's offsets.
+fn load_leader_epochs(
+    dir: &Path,
+    tp: &TopicPartition,
+    segments: &BTreeMap<i64, LogSegment>,
+    recovered: &BTreeSet<i64>,
+    log_start_offset: i64,
+    next_offset: i64,
+) -> Result<LeaderEpochFileCache> {
+    let (mut cache, rebuild) = match LeaderEpochFileCache::read(dir) {
+        Ok(Some(cache)) => (cache, false),
+        Ok(None) => (LeaderEpochFileCache::empty(dir), true),
+        Err(e @ LogError::Corrupt { .. }) => {
+            tracing::warn!(partition = %tp, error = %e, "rebuilding the leader epoch cache from the batches");
+            (LeaderEpochFileCache::empty(dir), true)
+        }
+        Err(e) => return Err(e),
+    };
+    for (base, seg) in segments {
+        if !rebuild && !recovered.contains(base) {
+            continue;
+        }
+        let mut pos = 0u64;
+        while let Some(header) = seg.read_header_at(pos)? {
+            let epoch = header.partition_leader_epoch;
+            if cache.latest_epoch().is_none_or(|latest| epoch > latest) {
+                cache.assign_in_memory(epoch, header.base_offset);
+            }
+            pos += header.size_in_bytes() as u64;
+        }
+    }
+    // A new, empty log gets its file at its first append.
+    let write_rebuilt = rebuild && !cache.entries().is_empty();
+    cache.fit_to(log_start_offset, next_offset, write_rebuilt)?;
+    Ok(cache)
 }
 
 /// The segments opened, where a torn tail was cut (the offset the log now

@@ -73,11 +73,13 @@
 //!     its indexes.
 //! 18. `checkpoint` (error, topic_partition): offset checkpoint files and the
 //!     atomic write every small file of a log dir uses.
-//! 19. `log_loader` (control_record, error, log_file_utils, producer_state,
-//!     segment, topic_partition, transaction_index): opening a partition
+//! 19. `leader_epoch_cache` (checkpoint, error): the partition's leader
+//!     epochs and where each began, `leader-epoch-checkpoint`.
+//! 20. `log_loader` (control_record, error, log_file_utils, producer_state,
+//!     leader_epoch_cache, segment, topic_partition, transaction_index): opening a partition
 //!     directory, recovering it after a crash, replaying the producer state.
-//! 20. `unified_log` (checkpoint, config, control_record, dir_failure, error,
-//!     log_loader, producer_state, record_batch, segment, topic_partition,
+//! 21. `unified_log` (checkpoint, config, control_record, dir_failure, error,
+//!     leader_epoch_cache, log_loader, producer_state, record_batch, segment, topic_partition,
 //!     transaction_index, validator):
 //!     `Log` (Kafka's `UnifiedLog` and `LocalLog` in one type): append, roll,
 //!     the LSO. Its other concepts are its children, each an `impl Log` over
@@ -86,13 +88,13 @@
 //!     `retention` (retention, local retention below the store's highest
 //!     offset, DeleteRecords), `store_retention` and `replace_segments` (the
 //!     cleaner's crash-safe swap).
-//! 21. `coordinator_loader` (error, unified_log, record_batch): reading a
+//! 22. `coordinator_loader` (error, unified_log, record_batch): reading a
 //!     coordinator's compacted topic back at start, unreadable data reported.
-//! 22. `manager` (checkpoint, config, dir_failure, error, unified_log,
+//! 23. `manager` (checkpoint, config, dir_failure, error, unified_log,
 //!     log_loader, topic_partition): `LogManager`, every partition of the
 //!     broker; a failed log dir's partitions go offline.
-//! 23. `producer_id_manager` (checkpoint, error): producer id blocks on disk.
-//! 24. `meta_properties` (checkpoint, error, manager): `meta.properties`.
+//! 24. `producer_id_manager` (checkpoint, error): producer id blocks on disk.
+//! 25. `meta_properties` (checkpoint, error, manager): `meta.properties`.
 
 pub mod batch_reader;
 pub mod checkpoint;
@@ -106,6 +108,7 @@ pub mod disk;
 pub mod error;
 pub mod file_region;
 pub mod index;
+pub mod leader_epoch_cache;
 pub mod log_file_utils;
 pub mod log_loader;
 pub mod manager;

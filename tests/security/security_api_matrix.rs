@@ -73,9 +73,9 @@ use kafka_protocol::messages::{
     EndTxnRequest, FetchRequest, FindCoordinatorRequest, GroupId, HeartbeatRequest,
     IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
     ListGroupsRequest, ListOffsetsRequest, ListTransactionsRequest, MetadataRequest,
-    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, ProduceRequest, ProducerId,
-    SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest, TopicName, TransactionalId,
-    TxnOffsetCommitRequest, WriteTxnMarkersRequest,
+    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
+    ProduceRequest, ProducerId, SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest,
+    TopicName, TransactionalId, TxnOffsetCommitRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Request, StrBytes};
 use sediment::api::{SupportedApi, SUPPORTED_APIS};
@@ -238,6 +238,7 @@ fn case_of(key: ApiKey) -> CaseFn {
         K::Produce => produce,
         K::Fetch => fetch,
         K::ListOffsets => list_offsets,
+        K::OffsetForLeaderEpoch => offset_for_leader_epoch,
         K::Metadata => metadata,
         K::ApiVersions => api_versions,
         K::CreateTopics => create_topics,
@@ -413,6 +414,26 @@ fn list_offsets(c: &mut Case<'_>) {
     ]);
     let r = c.call(7, &request);
     c.expect("DESCRIBE on t", r.topics[0].partitions[0].error_code, TOPIC_DENIED, &r);
+}
+
+fn offset_for_leader_epoch(c: &mut Case<'_>) {
+    use kafka_protocol::messages::offset_for_leader_epoch_request::{
+        OffsetForLeaderPartition, OffsetForLeaderTopic,
+    };
+    let request = |replica: i32| {
+        OffsetForLeaderEpochRequest::default().with_replica_id(BrokerId(replica)).with_topics(vec![
+            OffsetForLeaderTopic::default().with_topic(name(TOPIC)).with_partitions(vec![
+                OffsetForLeaderPartition::default().with_partition(0).with_leader_epoch(0),
+            ]),
+        ])
+    };
+    for v in [2, 4] {
+        let r = c.call(v, &request(-1));
+        c.expect("DESCRIBE on t", r.topics[0].partitions[0].error_code, TOPIC_DENIED, &r);
+    }
+    let r = c.call(4, &request(1));
+    let code = r.topics[0].partitions[0].error_code;
+    c.expect("CLUSTER_ACTION or DESCRIBE of a replica", code, TOPIC_DENIED, &r);
 }
 
 fn metadata(c: &mut Case<'_>) {

@@ -43,6 +43,7 @@ use super::config::LogConfig;
 use super::control_record::EndTransactionMarker;
 use super::dir_failure::{self, LogDirFailureChannel};
 use super::error::{LogError, Result};
+use super::leader_epoch_cache::LeaderEpochFileCache;
 use super::log_loader::{self, LoadParams};
 use super::producer_snapshot;
 use super::producer_state::{
@@ -123,6 +124,11 @@ pub struct Log {
     failed: Option<String>,
     /// Where that failure is reported (the `LogManager`'s channel).
     failures: Option<Arc<LogDirFailureChannel>>,
+    /// Where each leader epoch began (`leader-epoch-checkpoint`).
+    leader_epochs: LeaderEpochFileCache,
+    /// The epoch this log stamps on what it appends as leader: the latest
+    /// it holds (0 for a new log) until the replica layer sets another.
+    leader_epoch: i32,
 }
 
 impl Log {
@@ -169,6 +175,8 @@ impl Log {
             scratch: Vec::new(),
             validated: Vec::new(),
             producers: loaded.producers,
+            leader_epoch: loaded.leader_epochs.latest_epoch().unwrap_or(0),
+            leader_epochs: loaded.leader_epochs,
             highest_offset_in_remote_storage: -1,
             store_segments: Vec::new(),
             pending_flush: None,
@@ -237,6 +245,82 @@ impl Log {
         }
         self.failed = Some(cause);
     }
+    /// Record where `epoch` begins before a batch of it is written (the
+    /// invariant of `leader_epoch_cache`).
+    fn maybe_assign_epoch(&mut self, epoch: i32, start_offset: i64) -> Result<()> {
+        if self.leader_epochs.latest_epoch().is_none_or(|latest| epoch > latest) {
+            self.leader_epochs.assign(epoch, start_offset)?;
+        }
+        Ok(())
+    }
+
+    /// The epoch this log stamps on its appends as leader.
+    pub fn leader_epoch(&self) -> i32 {
+        self.leader_epoch
+    }
+
+    /// Where each leader epoch of this log began.
+    pub fn leader_epoch_cache(&self) -> &LeaderEpochFileCache {
+        &self.leader_epochs
+    }
+
+    /// Become leader at `epoch` (Kafka's `maybeAssignEpochStartOffset`):
+    /// appends from now on carry it, and it begins at the log end. An epoch
+    /// below the latest the log holds is refused: it would drop entries.
+    ///
+    /// # Errors
+    /// `StaleLeaderEpoch` for an epoch below the latest, I/O errors writing
+    /// the checkpoint (the log is then as it was).
+    pub fn become_leader(&mut self, epoch: i32) -> Result<()> {
+        self.check_writable()?;
+        if let Some(latest) = self.leader_epochs.latest_epoch() {
+            if epoch < latest {
+                return Err(LogError::StaleLeaderEpoch { epoch, latest });
+            }
+        }
+        let assigned = self.leader_epochs.assign(epoch, self.next_offset).map(|_| ());
+        self.note_write(assigned)?;
+        self.leader_epoch = epoch;
+        Ok(())
+    }
+
+    /// The end of `epoch` as OffsetsForLeaderEpoch answers it: the largest
+    /// epoch at or below it and the offset after its last record (the log
+    /// end for the current one); `None` when the log holds no such epoch
+    /// (Kafka's `endOffsetForEpoch`).
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
+        let latest = self.leader_epochs.latest_epoch();
+        let leo = self.next_offset;
+        // The current epoch begins at the log end until its first append
+        // writes it down: answer as if its entry were there (Kafka writes
+        // it when the replica becomes leader).
+        if epoch >= 0 && latest.is_none_or(|l| self.leader_epoch > l) {
+            match latest {
+                _ if epoch > self.leader_epoch => return None,
+                _ if epoch == self.leader_epoch => return Some((epoch, leo)),
+                // Below every epoch: itself, with the first one's start.
+                None => return Some((epoch, leo)),
+                Some(l) if epoch > l => return Some((l, leo)),
+                Some(_) => {}
+            }
+        }
+        let (found, end) = self.leader_epochs.end_offset_for(epoch, leo);
+        (end != super::leader_epoch_cache::UNDEFINED_EPOCH_OFFSET).then_some((found, end))
+    }
+
+    /// The leader epoch of the record at `offset`, as ListOffsets answers
+    /// it: an empty cache stands for the current epoch from the log start
+    /// (Kafka's cache holds that entry from the moment it leads); an offset
+    /// before every entry has none (-1).
+    pub fn epoch_at(&self, offset: i64) -> i32 {
+        if self.leader_epochs.entries().is_empty() {
+            return self.leader_epoch;
+        }
+        self.leader_epochs
+            .epoch_for_offset(offset)
+            .unwrap_or(super::leader_epoch_cache::UNDEFINED_EPOCH)
+    }
+
     /// The idempotent-producer state (for tests and the producer id allocator).
     pub fn producer_state(&self) -> &ProducerStateManager {
         &self.producers
@@ -560,8 +644,9 @@ impl Log {
             };
         let log_append_time =
             if ctx.timestamp_type == TimestampType::LogAppendTime { now } else { NO_TIMESTAMP };
+        let epoch = self.leader_epoch;
         let (max_timestamp, count) =
-            assign_offsets(records, &validated, first_offset, &ctx, log_append_time);
+            assign_offsets(records, &validated, first_offset, epoch, &ctx, log_append_time);
         self.validated = validated;
         let last_offset = first_offset + count - 1;
         let valid_bytes = records.len();
@@ -575,6 +660,7 @@ impl Log {
             first_offset,
             flush,
         )?;
+        self.maybe_assign_epoch(epoch, first_offset)?;
         self.segments.values_mut().next_back().expect("active").append(records)?;
         self.next_offset = last_offset + 1;
         self.unflushed_messages += count;
@@ -878,12 +964,13 @@ fn check_producers(
 }
 
 /// Give the validated batches their offsets from `first_offset`, the leader
-/// epoch 0 and (with LogAppendTime) the broker's time; returns the largest
-/// max timestamp and the record count.
+/// epoch `epoch` and (with LogAppendTime) the broker's time; returns the
+/// largest max timestamp and the record count.
 fn assign_offsets(
     records: &mut [u8],
     validated: &[ValidatedBatch],
     first_offset: i64,
+    epoch: i32,
     ctx: &ValidationContext,
     log_append_time: i64,
 ) -> (i64, i64) {
@@ -892,7 +979,7 @@ fn assign_offsets(
     for v in validated {
         let batch = &mut records[v.position..v.position + v.header.size_in_bytes()];
         record_batch::set_base_offset(batch, offset);
-        record_batch::set_partition_leader_epoch(batch, 0);
+        record_batch::set_partition_leader_epoch(batch, epoch);
         let batch_max = if log_append_time >= 0 { log_append_time } else { v.max_timestamp };
         record_batch::set_max_timestamp(batch, ctx.timestamp_type, batch_max);
         max_timestamp = max_timestamp.max(batch_max);

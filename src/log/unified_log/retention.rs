@@ -64,6 +64,7 @@ impl Log {
         if new_start > self.log_start_offset {
             self.log_start_offset = new_start;
             self.recovery_point = self.recovery_point.max(new_start);
+            self.leader_epochs.truncate_from_start(new_start);
         }
         Ok(self.log_start_offset)
     }
@@ -186,6 +187,7 @@ impl Log {
         let first = *self.segments.keys().next().expect("non-empty");
         if rule != Rule::Local {
             self.log_start_offset = self.log_start_offset.max(first);
+            self.leader_epochs.truncate_from_start(self.log_start_offset);
         }
         self.recovery_point = self.recovery_point.max(self.local_log_start_offset());
         Ok(doomed.len())

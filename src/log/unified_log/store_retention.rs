@@ -113,6 +113,7 @@ impl Log {
             );
         }
         self.log_start_offset = self.log_start_offset.max(last.next_offset);
+        self.leader_epochs.truncate_from_start(self.log_start_offset);
         self.recovery_point = self.recovery_point.max(self.log_start_offset);
         expired
     }
