@@ -129,6 +129,7 @@ async fn lookup(
         let last = match isolation {
             FetchIsolation::HighWatermark => log.high_watermark(),
             FetchIsolation::TxnCommitted => log.last_stable_offset(),
+            FetchIsolation::LogEnd => log.log_end_offset(),
         };
         (
             log.log_start_offset(),

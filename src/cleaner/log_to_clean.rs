@@ -173,7 +173,10 @@ pub fn cleanable_offsets(
     }
     // Below the local start the segments are only in the object store.
     .max(log.local_log_start_offset());
-    let mut uncleanable = log.active_segment().base_offset();
+    // Kafka bounds a clean by the last stable offset: the first unstable
+    // offset, and nothing past the high watermark either, which a replica
+    // may still have to cut back (`Log::truncate_to`).
+    let mut uncleanable = log.active_segment().base_offset().min(log.high_watermark());
     if let Some(u) = first_unstable_offset {
         uncleanable = uncleanable.min(upload_bound(log, u));
     }

@@ -437,6 +437,24 @@ impl CleaningControl for LogCleanerManager {
         }
     }
 
+    fn maybe_truncate_checkpoint(&self, log_dir: &Path, tp: &TopicPartition, offset: i64) {
+        let mut inner = self.lock();
+        let entries = {
+            let cp = inner.checkpoint(log_dir);
+            match cp.get_mut(tp) {
+                Some(o) if *o > offset => *o = offset,
+                _ => return,
+            }
+            cp.clone()
+        };
+        tracing::info!(target: "log_cleaner", partition = %tp, offset, "cleaner checkpoint lowered to the truncated log's end");
+        if let Err(e) = CleanerOffsetCheckpoint::new(log_dir).write(&entries) {
+            // On disk it stays above the log end, which the next clean
+            // treats as a checkpoint past the end: from the log start.
+            tracing::warn!(target: "log_cleaner", partition = %tp, error = %e, "could not lower the cleaner checkpoint");
+        }
+    }
+
     fn abort_cleaning_and_forget(&self, tp: &TopicPartition, log_dir: &Path) {
         self.abort_and_pause(tp);
         let mut inner = self.lock();

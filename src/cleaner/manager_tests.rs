@@ -530,3 +530,42 @@ fn the_status_shows_the_store_and_max_dirty_percent_counts_it() {
     tiered2.measure(idle);
     assert_eq!(f2.manager.status().max_dirty_percent, 0);
 }
+
+#[test]
+fn a_truncation_lowers_the_cleaner_checkpoint_and_writes_the_recovery_points() {
+    use crate::log::checkpoint::{OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT};
+    let f = fixture();
+    let tp = compacted(&f, "cut", &[]);
+    for i in 0..6 {
+        append_closed(&f, &tp, &[&format!("k{i}")]);
+    }
+    set_checkpoint(&f, &tp, 5);
+    let log_dir = f.logs.get_log(&tp).unwrap().read().dir().parent().unwrap().to_path_buf();
+    f.logs.get_log(&tp).unwrap().write().flush().unwrap();
+    f.logs.checkpoint_all().unwrap();
+    let recovery_points = OffsetCheckpointFile::new(&log_dir, RECOVERY_POINT_CHECKPOINT);
+    assert_eq!(recovery_points.read().unwrap().get(&tp), Some(&6));
+
+    let truncated = f.logs.truncate_to(&tp, 3, Some(&f.manager)).unwrap();
+    assert!(truncated);
+    assert_eq!(f.manager.lock().checkpoint_of(&log_dir, &tp), Some(3), "in memory");
+    let on_disk = CleanerOffsetCheckpoint::new(&log_dir).read().unwrap();
+    assert_eq!(on_disk.get(&tp), Some(&3), "on disk");
+    assert_eq!(recovery_points.read().unwrap().get(&tp), Some(&3), "written before any append");
+    // Cleaning was resumed: the partition is not left paused.
+    assert!(!f.manager.lock().states.contains_key(&tp));
+    // A cut at or past the end changes nothing, and a checkpoint below the
+    // cut stays.
+    assert!(!f.logs.truncate_to(&tp, 3, Some(&f.manager)).unwrap());
+    f.logs.get_log(&tp).unwrap().write().append_as_leader(&mut plain_batch(&f, "k9")).unwrap();
+    set_checkpoint(&f, &tp, 1);
+    f.manager.lock().checkpoints.clear();
+    assert!(f.logs.truncate_to(&tp, 2, Some(&f.manager)).unwrap());
+    assert_eq!(CleanerOffsetCheckpoint::new(&log_dir).read().unwrap().get(&tp), Some(&1));
+}
+
+fn plain_batch(f: &Fixture, key: &str) -> Vec<u8> {
+    let mut b = BatchBuilder::new(Compression::None, f.clock.now_ms());
+    b.append(f.clock.now_ms(), Some(key.as_bytes()), Some(b"v"));
+    b.build()
+}

@@ -135,6 +135,28 @@ pub(super) fn load(
     })
 }
 
+/// The producer state of a log just cut at `next_offset` (`Log::truncate_to`):
+/// the snapshots above it deleted, then steps 3 to 5 from the newest one
+/// left. No segment counts as recovered: the cut already trimmed their
+/// `.txnindex` files.
+///
+/// # Errors
+/// I/O errors.
+pub(super) fn reload_producer_state(
+    dir: &Path,
+    tp: &TopicPartition,
+    segments: &mut BTreeMap<i64, LogSegment>,
+    log_start_offset: i64,
+    next_offset: i64,
+    now: i64,
+) -> Result<ProducerStateManager> {
+    let (state, from) = restore_from_snapshot(dir, tp, segments, log_start_offset, next_offset)?;
+    let mut producers =
+        rebuild_producer_state(segments, state, from, log_start_offset, &BTreeSet::new())?;
+    date_open_transactions(segments, &mut producers, now);
+    Ok(producers)
+}
+
 /// Step 6: the leader epoch cache, from its file and the recovered
 /// segments' batches, or rebuilt from every batch when the file cannot be
 /// trusted; fitted to the log's offsets.

@@ -375,6 +375,24 @@ impl LogSegment {
         Ok(truncated)
     }
 
+    /// Cut the segment before its first batch ending at or past `offset`
+    /// (Kafka's `LogSegment.truncateTo`): the file, its three indexes and
+    /// the running timestamps. Returns the base offset of the first batch
+    /// removed, `None` when every batch ends below `offset`. The indexes
+    /// and timestamps are rebuilt by scanning what remains (truncation is
+    /// rare: a replica that diverged from its leader).
+    ///
+    /// # Errors
+    /// I/O errors; `Corrupt` if what remains does not read back whole.
+    pub fn truncate_to(&mut self, offset: i64) -> Result<Option<i64>> {
+        let Some(cut) = self.translate_offset(offset)? else { return Ok(None) };
+        self.txn_index.truncate_to(offset)?;
+        self.log.set_len(cut.position).map_err(LogError::io(self.log_path()))?;
+        self.size = cut.position;
+        self.recover_from(i64::MIN)?;
+        Ok(Some(cut.header.base_offset))
+    }
+
     /// Account one batch already in the file at `position` (indexes, timestamps, next offset).
     fn index_batch(&mut self, header: &BatchHeader, position: u64) -> Result<()> {
         self.note_timestamp(header);

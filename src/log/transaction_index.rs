@@ -292,6 +292,34 @@ impl TransactionIndex {
         remove_if_exists(&self.path)
     }
 
+    /// Remove every entry whose marker is at or past `offset` (the log was
+    /// cut there). Entries are in marker order, so the kept ones are a
+    /// prefix and the file is only shortened.
+    ///
+    /// # Errors
+    /// I/O errors and entries of an unknown version.
+    pub fn truncate_to(&mut self, offset: i64) -> Result<()> {
+        let mut keep = 0usize;
+        let mut last = None;
+        self.visit_until(|txn| {
+            if txn.last_offset >= offset {
+                return true;
+            }
+            keep += 1;
+            last = Some(txn.last_offset);
+            false
+        })?;
+        if keep == self.len() {
+            return Ok(());
+        }
+        let Some(file) = &self.file else { return Ok(()) };
+        let len = (keep * ENTRY_SIZE) as u64;
+        file.set_len(len).map_err(LogError::io(&self.path))?;
+        self.len = len;
+        self.last_offset = last;
+        Ok(())
+    }
+
     /// Fsync the file, if there is one.
     ///
     /// # Errors

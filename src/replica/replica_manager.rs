@@ -191,7 +191,7 @@ impl ReplicaManager {
         if let Some(job) = job {
             let synced = blocking::off_worker(|| job.run());
             let mut log = blocking::write(log);
-            log.complete_flush(synced).map_err(AppendError::Log)?;
+            log.complete_flush_job(&job, synced).map_err(AppendError::Log)?;
             // With log.flush.before.ack the records became readable only now.
             self.delayed_fetches.complete(log.topic_partition());
         }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use sediment::clock::MockClock;
 use sediment::log::compression::Compression;
 use sediment::log::record_batch::BatchBuilder;
-use sediment::log::{LoadParams, Log, LogConfig, TopicPartition};
+use sediment::log::{FetchIsolation, LoadParams, Log, LogConfig, TopicPartition};
 
 const NOW: i64 = 1_700_000_000_000;
 
@@ -36,10 +36,17 @@ fn a_record_is_readable_only_once_its_fsync_ran() {
     let job = job.expect("log.flush.before.ack defers an fsync");
     assert_eq!((info.first_offset, log.log_end_offset()), (0, 1));
     assert_eq!(log.high_watermark(), 0, "readable before it is durable");
+    let read = |log: &Log, isolation| {
+        log.read_region_with_isolation(0, 1 << 20, true, isolation).unwrap().records.is_some()
+    };
+    assert!(!read(&log, FetchIsolation::HighWatermark), "a consumer read it before its fsync");
+    assert!(!read(&log, FetchIsolation::TxnCommitted));
+    assert!(read(&log, FetchIsolation::LogEnd), "a follower reads to the log end");
     assert_eq!(job.upto(), 1);
     let synced = job.run();
     log.complete_flush(synced).unwrap();
     assert_eq!((log.high_watermark(), log.recovery_point()), (1, 1));
+    assert!(read(&log, FetchIsolation::HighWatermark), "readable once durable");
 }
 
 #[test]

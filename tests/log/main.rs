@@ -14,5 +14,6 @@ mod kafka_dump_log_format;
 mod log_dir_failure;
 mod log_model;
 mod log_recovery;
+mod log_truncation;
 mod producer_snapshots;
 mod topic_creation;

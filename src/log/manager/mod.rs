@@ -96,6 +96,10 @@ pub trait CleaningControl: Send + Sync + std::fmt::Debug {
     /// `log_dir` failed (`dir_failure`): stop cleaning there, aborting the
     /// cleans of `partitions`, its partitions, until a restart.
     fn handle_log_dir_failure(&self, log_dir: &Path, cause: &str, partitions: &[TopicPartition]);
+    /// `tp`'s log was cut back to end at `offset`: a cleaner checkpoint
+    /// past it is lowered to it (Kafka's `maybeTruncateCheckpoint`), so the
+    /// records appended there next count as dirty.
+    fn maybe_truncate_checkpoint(&self, log_dir: &Path, tp: &TopicPartition, offset: i64);
 }
 
 #[derive(Debug, Default)]
@@ -271,6 +275,38 @@ impl LogManager {
             c.resume_cleaning(tp);
         }
         out
+    }
+
+    /// Cut `tp`'s log back to `offset` (`Log::truncate_to`) with its
+    /// cleaning paused, then lower its cleaner checkpoint and write its
+    /// dir's recovery-point checkpoint, before anything is appended past
+    /// the cut (the steps in `unified_log/truncate.rs`). Returns whether
+    /// anything was removed.
+    ///
+    /// # Errors
+    /// `UnknownTopicOrPartition`, and the truncation's errors.
+    pub fn truncate_to(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        cleaning: Option<&dyn CleaningControl>,
+    ) -> Result<bool> {
+        let log =
+            self.get_log(tp).ok_or_else(|| LogError::UnknownTopicOrPartition(tp.to_string()))?;
+        self.with_cleaning_paused(tp, cleaning, || {
+            let (truncated, end, log_dir) = {
+                let mut log = log.write();
+                let truncated = log.truncate_to(offset)?;
+                (truncated, log.log_end_offset(), dir_failure::log_dir_of(log.dir()).to_path_buf())
+            };
+            if truncated {
+                if let Some(c) = cleaning {
+                    c.maybe_truncate_checkpoint(&log_dir, tp, end);
+                }
+                self.checkpoint(|log| log.recovery_point(), RECOVERY_POINT_CHECKPOINT)?;
+            }
+            Ok(truncated)
+        })
     }
 
     pub fn clock(&self) -> &SharedClock {

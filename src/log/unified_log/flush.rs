@@ -12,6 +12,8 @@
 //! * Segments the cleaner swaps in meanwhile were fsynced by the cleaner
 //!   before the swap, so a job that synced the files they replaced still
 //!   leaves everything below its offset durable.
+//! * A job taken before a truncation moves nothing: the offsets it names
+//!   may hold other records by the time it completes.
 //! * Linux reports a failed writeback to one fsync of a file only. So the
 //!   fsyncs of a log (jobs and in-place flushes) run one at a time under
 //!   its `flush_failure` lock, and the first failure is kept there: every
@@ -45,6 +47,9 @@ pub struct FlushJob {
     files: Vec<(PathBuf, Arc<File>)>,
     /// The log's fsync lock and first failure (module doc).
     failure: Arc<Mutex<Option<String>>>,
+    /// The log's truncation count when the job was taken: a job from before
+    /// a truncation names offsets whose records may have been replaced.
+    truncations: u64,
 }
 
 impl FlushJob {
@@ -165,7 +170,8 @@ impl Log {
             self.last_flush_ms = self.clock.now_ms();
         }
         let failure = Arc::clone(&self.flush_failure);
-        Ok(Some(FlushJob { partition_dir: self.dir.clone(), upto, files, failure }))
+        let truncations = self.truncations;
+        Ok(Some(FlushJob { partition_dir: self.dir.clone(), upto, files, failure, truncations }))
     }
 
     /// Take the outcome of a [`FlushJob`] of this log: the recovery point
@@ -174,10 +180,26 @@ impl Log {
     /// # Errors
     /// The job's I/O error.
     pub fn complete_flush(&mut self, outcome: Result<i64>) -> Result<()> {
+        self.complete_flush_of(outcome, self.truncations)
+    }
+
+    /// [`Log::complete_flush`] for `job`, which knows whether the log was
+    /// truncated since it was taken: then its offsets no longer say what
+    /// is durable, and the recovery point stays.
+    ///
+    /// # Errors
+    /// The job's I/O error.
+    pub fn complete_flush_job(&mut self, job: &FlushJob, outcome: Result<i64>) -> Result<()> {
+        self.complete_flush_of(outcome, job.truncations)
+    }
+
+    fn complete_flush_of(&mut self, outcome: Result<i64>, truncations: u64) -> Result<()> {
         let upto = self.note_write(outcome)?;
         // Another flush of the log may have failed since this one's fsyncs.
         self.check_writable()?;
-        self.recovery_point = self.recovery_point.max(upto.min(self.next_offset));
+        if truncations == self.truncations {
+            self.recovery_point = self.recovery_point.max(upto.min(self.next_offset));
+        }
         Ok(())
     }
 }

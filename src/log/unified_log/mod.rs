@@ -5,7 +5,8 @@
 //! DeleteRecords in `retention` (the store's part in `store_retention`),
 //! reads by isolation level in `read`, the cleaner's swap of segments in
 //! `replace_segments`, fsyncs under the lock or after it (`FlushJob`) in
-//! `flush`; opening and recovery are the loader's (`log_loader`).
+//! `flush`, cutting the log back to where a leader's log diverged in
+//! `truncate`; opening and recovery are the loader's (`log_loader`).
 //!
 //! Invariants:
 //! * `segments` is keyed by base offset, non-empty, and the last one is active:
@@ -66,10 +67,12 @@ pub mod read;
 pub mod replace_segments;
 mod retention;
 mod store_retention;
+mod truncate;
 
 pub use flush::FlushJob;
 use flush::FlushMode;
 pub use store_retention::StoreSegment;
+pub use truncate::TRUNCATE_CRASH_POINT;
 
 /// What a partition's decompression buffer may keep between operations;
 /// a larger one, left by a large compressed batch, is let go.
@@ -129,6 +132,9 @@ pub struct Log {
     /// The epoch this log stamps on what it appends as leader: the latest
     /// it holds (0 for a new log) until the replica layer sets another.
     leader_epoch: i32,
+    /// How many times the log was cut back (`truncate`), so a flush job
+    /// taken before a cut moves nothing (`flush`).
+    truncations: u64,
 }
 
 impl Log {
@@ -177,6 +183,7 @@ impl Log {
             producers: loaded.producers,
             leader_epoch: loaded.leader_epochs.latest_epoch().unwrap_or(0),
             leader_epochs: loaded.leader_epochs,
+            truncations: 0,
             highest_offset_in_remote_storage: -1,
             store_segments: Vec::new(),
             pending_flush: None,

@@ -3,7 +3,9 @@
 //! offsets, each by isolation level (Kafka's `FetchIsolation`).
 //!
 //! * read_uncommitted reads up to the high watermark, which on one node is
-//!   the log end offset.
+//!   the log end offset (with `log.flush.before.ack`, the recovery point:
+//!   nothing is read before it is durable); a follower's fetch
+//!   (`FetchIsolation::LogEnd`) reads to the log end.
 //! * read_committed reads only below the last stable offset (LSO): the read
 //!   stops at the start of the batch holding the LSO (the first batch of the
 //!   earliest open transaction, so a batch boundary; the zero-copy region
@@ -50,6 +52,9 @@ pub enum FetchIsolation {
     HighWatermark,
     /// read_committed (1): below the last stable offset.
     TxnCommitted,
+    /// A follower's fetch (Kafka's `FetchIsolation.LOG_END`): up to the log
+    /// end, past the high watermark, which the follower's own copies move.
+    LogEnd,
 }
 
 impl FetchIsolation {
@@ -174,7 +179,11 @@ impl Log {
                 log_end: end,
             });
         }
-        let max_offset = if committed { self.last_stable_offset() } else { end };
+        let max_offset = match isolation {
+            FetchIsolation::HighWatermark => self.high_watermark(),
+            FetchIsolation::TxnCommitted => self.last_stable_offset(),
+            FetchIsolation::LogEnd => end,
+        };
         if offset >= max_offset {
             return Ok(empty());
         }
@@ -261,6 +270,7 @@ impl Log {
         let last_fetchable = match isolation {
             FetchIsolation::HighWatermark => self.high_watermark(),
             FetchIsolation::TxnCommitted => self.last_stable_offset(),
+            FetchIsolation::LogEnd => self.log_end_offset(),
         };
         match target {
             LATEST_TIMESTAMP => Ok(Some((NO_TIMESTAMP, last_fetchable))),
