@@ -18,8 +18,9 @@
 //!   transaction, such as a retried one, completes nothing), takes the
 //!   marker's epoch (dropping the cached batches if it changed) and its
 //!   coordinator epoch.
-//! * `Recovery` (the loader replaying the log, Kafka's `REPLICATION`): no
-//!   check at all, the same bookkeeping.
+//! * `Recovery` (the loader replaying the log) and `Replication` (a follower
+//!   appending its leader's batches, Kafka's `REPLICATION`): no check at
+//!   all, the same bookkeeping.
 //!
 //! An emptied control batch (its record removed by the cleaner) and a control
 //! record of a type other than COMMIT or ABORT change nothing.
@@ -45,6 +46,17 @@ pub enum AppendOrigin {
     Coordinator,
     /// Replaying the log at load: no checks.
     Recovery,
+    /// A follower appending its leader's batches (Kafka's `REPLICATION`):
+    /// no checks, the leader made them; the same bookkeeping.
+    Replication,
+}
+
+impl AppendOrigin {
+    /// Whether the batches were checked before (by the leader, or when
+    /// first appended): no refusal applies.
+    pub fn is_unchecked(self) -> bool {
+        matches!(self, Self::Recovery | Self::Replication)
+    }
 }
 
 /// A batch as the producer state sees it: its header with the final base
@@ -280,8 +292,7 @@ impl ProducerAppendInfo {
             }
             Some(ControlBatch::Marker(marker)) => {
                 self.check_epoch(header, current)?;
-                if self.origin != AppendOrigin::Recovery
-                    && marker.coordinator_epoch < entry.coordinator_epoch
+                if !self.origin.is_unchecked() && marker.coordinator_epoch < entry.coordinator_epoch
                 {
                     return Err(ProducerError::TransactionCoordinatorFenced {
                         producer_id: pid,
@@ -316,7 +327,7 @@ impl ProducerAppendInfo {
         current: Option<&ProducerStateEntry>,
     ) -> Result<(), ProducerError> {
         match current {
-            Some(e) if self.origin != AppendOrigin::Recovery && header.producer_epoch < e.epoch => {
+            Some(e) if !self.origin.is_unchecked() && header.producer_epoch < e.epoch => {
                 Err(ProducerError::InvalidProducerEpoch {
                     producer_id: header.producer_id,
                     epoch: header.producer_epoch,
@@ -350,7 +361,7 @@ impl ProducerAppendInfo {
         } else {
             self.check_epoch(header, current)?;
         }
-        if self.origin != AppendOrigin::Recovery
+        if !self.origin.is_unchecked()
             && entry.current_txn_first_offset.is_some()
             && !header.is_transactional()
         {

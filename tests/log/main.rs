@@ -10,6 +10,7 @@ mod common;
 
 mod compression_type;
 mod deferred_flush;
+mod follower_append;
 mod kafka_dump_log_format;
 mod log_dir_failure;
 mod log_model;

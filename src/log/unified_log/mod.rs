@@ -5,7 +5,8 @@
 //! DeleteRecords in `retention` (the store's part in `store_retention`),
 //! reads by isolation level in `read`, the cleaner's swap of segments in
 //! `replace_segments`, fsyncs under the lock or after it (`FlushJob`) in
-//! `flush`, cutting the log back to where a leader's log diverged in
+//! `flush`, a follower's appends of its leader's batches in `follower`,
+//! cutting the log back to where a leader's log diverged in
 //! `truncate`; opening and recovery are the loader's (`log_loader`).
 //!
 //! Invariants:
@@ -63,6 +64,7 @@ pub use read::{
 };
 
 mod flush;
+mod follower;
 pub mod read;
 pub mod replace_segments;
 mod retention;
@@ -595,7 +597,7 @@ impl Log {
         txn_check: TxnCheck,
         flush: FlushMode,
     ) -> Result<LogAppendInfo> {
-        assert!(origin != AppendOrigin::Recovery, "recovery replays, it does not append");
+        assert!(!origin.is_unchecked(), "recovery replays and followers append as followers");
         let now = self.clock.now_ms();
         let ctx = self.validation_context(now, origin);
         let mut validated = std::mem::take(&mut self.validated);
