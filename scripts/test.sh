@@ -3,10 +3,10 @@
 #   scripts/test.sh
 # It installs what the tests need (Java 17 and Maven for Apache Kafka's own
 # tools, fetched from Maven Central; kcat from Debian; confluent-kafka and
-# kafka-python from PyPI into target/pyenv; Prometheus and docker-compose from
-# Debian), then checks formatting and lints (cargo fmt --check, cargo clippy
-# on every target with warnings as errors), prints the module import graph
-# (failing on a cycle) and runs cargo test.
+# kafka-python from PyPI into target/pyenv; Prometheus, docker-compose and
+# etcd (etcd-server) from Debian), then checks formatting and lints (cargo
+# fmt --check, cargo clippy on every target with warnings as errors), prints
+# the module import graph (failing on a cycle) and runs cargo test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +18,9 @@ command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 # starts a service where systemd runs; the test only uses the binaries, with its
 # own config, data dir and loopback port.
 command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
+# etcd for the cluster's tests (tests/cluster): the binary only, started by
+# the tests on loopback ports with their own data dirs.
+command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 # A compose client for tests/ops_files.rs to validate docker/docker-compose.yml
 # (`docker-compose config` needs no Docker engine).
 if ! docker compose version >/dev/null 2>&1 && ! command -v docker-compose >/dev/null 2>&1; then

@@ -42,6 +42,7 @@ pub mod blocking;
 pub mod broker;
 pub mod cleaner;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod config_def;
 pub mod failpoint;

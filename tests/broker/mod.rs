@@ -3,6 +3,7 @@
 //! data dir, and the broker's log kept in a file for failure messages.
 #![allow(dead_code)]
 
+pub mod etcd;
 pub mod reference_kafka;
 pub mod remote;
 pub mod txn;

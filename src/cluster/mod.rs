@@ -1,0 +1,27 @@
+//! A cluster's coordination, kept in etcd (docs/design/multi-broker.md,
+//! section 3): the small consistent state Kafka kept in ZooKeeper, which
+//! every broker reads and the brokers change by compare-and-swap.
+//!
+//! What is here so far (milestone 2 of the design's build order):
+//! * `coordination`: the narrow trait over etcd's v3 API the cluster uses
+//!   (ranges at a revision, transactions, leases, watches), in this
+//!   crate's own types;
+//! * `etcd`: that trait over a real etcd, the only importer of the
+//!   `etcd-client` crate;
+//! * `memory`: the same semantics in memory, for tests.
+//!
+//! Invariants every user of `Coordination` may rely on, whichever the
+//! implementation: a transaction is all or nothing and gets one revision;
+//! a watch delivers whole revisions in order from the one asked for, or
+//! says the history is compacted; a lease's keys go together in one
+//! revision when it ends. Nothing here writes a partition's log: this
+//! layer sits below `replica` and above `remote` and `log`, and is async
+//! only at its edge.
+
+pub mod coordination;
+pub mod etcd;
+pub mod memory;
+
+pub use coordination::{Coordination, CoordinationError};
+pub use etcd::{EtcdCoordination, EtcdSettings};
+pub use memory::MemCoordination;

@@ -1,0 +1,84 @@
+//! A real etcd (Debian's `etcd-server`, which scripts/test.sh installs) on
+//! free loopback ports, with its data dir and log in a temporary dir; killed
+//! when dropped. Tests give each case its own key prefix, so one server
+//! serves a whole binary's cases.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{free_port, Reaper};
+
+pub struct EtcdServer {
+    // Declared first so the server is killed before its dir is removed.
+    server: Option<Reaper>,
+    pub port: u16,
+    peer_port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl EtcdServer {
+    /// Start etcd and wait until it answers a read.
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut etcd = Self { server: None, port: free_port(), peer_port: free_port(), dir };
+        etcd.spawn();
+        etcd
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// etcd's own log, for failure messages.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default()
+    }
+
+    /// Kill the server (its data stays): clients lose it.
+    pub fn stop(&mut self) {
+        self.server = None;
+    }
+
+    /// Start it again on the same ports and data.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    fn spawn(&mut self) {
+        let client = self.endpoint();
+        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("etcd.log"))
+            .expect("etcd.log");
+        let child = Command::new("etcd")
+            .args(["--name", "test", "--data-dir"])
+            .arg(self.dir.path().join("data"))
+            .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &format!("test={peer}")])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("start etcd (Debian's etcd-server: scripts/test.sh installs it)");
+        self.server = Some(Reaper(child));
+        self.wait_ready();
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            // etcd's own health endpoint, over plain HTTP on the client port.
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+                && super::http_get(self.port, "/health").0 == 200
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "etcd did not start; its log:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}

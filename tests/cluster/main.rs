@@ -1,0 +1,12 @@
+//! A cluster of brokers coordinated by etcd (docs/design/multi-broker.md):
+//! the coordination layer against a real etcd and its in-memory stand-in.
+//!
+//! One test binary for the area (`cargo test --test cluster`), one module per
+//! scenario; the harness is shared by every binary (`tests/broker`, `tests/common`).
+
+#[path = "../broker/mod.rs"]
+mod broker;
+#[path = "../common/mod.rs"]
+mod common;
+
+mod coordination;
