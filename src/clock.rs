@@ -7,6 +7,13 @@ use std::sync::Arc;
 pub trait Clock: Send + Sync + std::fmt::Debug {
     /// Wall-clock milliseconds since the Unix epoch.
     fn now_ms(&self) -> i64;
+
+    /// Milliseconds of a clock that never goes back and counts a suspend
+    /// (`CLOCK_BOOTTIME`), for deadlines that must hold against another
+    /// machine's timer (a cluster's lease timer); a mock clock's time.
+    fn boot_ms(&self) -> i64 {
+        self.now_ms()
+    }
 }
 
 /// The real clock.
@@ -18,6 +25,14 @@ impl Clock for SystemClock {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64)
+    }
+
+    fn boot_ms(&self) -> i64 {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime writes the timespec it is given, nothing else.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+        assert_eq!(rc, 0, "CLOCK_BOOTTIME is always there on Linux");
+        ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
     }
 }
 

@@ -45,6 +45,7 @@ pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod config_def;
+pub mod controller;
 pub mod failpoint;
 pub mod group;
 pub mod log;

@@ -8,7 +8,12 @@
 //!   crate's own types;
 //! * `etcd`: that trait over a real etcd, the only importer of the
 //!   `etcd-client` crate;
-//! * `memory`: the same semantics in memory, for tests.
+//! * `memory`: the same semantics in memory, for tests;
+//! * `keys`: the key paths and their JSON values;
+//! * `session`: a broker's lease and the timer that says whether it may
+//!   lead;
+//! * `registration`: the cluster id and a broker's registration on its
+//!   lease (its broker epoch).
 //!
 //! Invariants every user of `Coordination` may rely on, whichever the
 //! implementation: a transaction is all or nothing and gets one revision;
@@ -20,7 +25,10 @@
 
 pub mod coordination;
 pub mod etcd;
+pub mod keys;
 pub mod memory;
+pub mod registration;
+pub mod session;
 
 pub use coordination::{Coordination, CoordinationError};
 pub use etcd::{EtcdCoordination, EtcdSettings};

@@ -10,3 +10,4 @@ mod broker;
 mod common;
 
 mod coordination;
+mod election;

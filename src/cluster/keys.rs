@@ -1,0 +1,104 @@
+//! The cluster's keys in etcd and their values (docs/design/multi-broker.md,
+//! 3.3): Kafka's ZooKeeper paths under the namespace, JSON values carrying
+//! a `version`. No key string is built anywhere else.
+
+use serde::{Deserialize, Serialize};
+
+/// The key paths of one cluster's namespace (`/sediment` by default).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterKeys {
+    namespace: String,
+}
+
+impl ClusterKeys {
+    pub fn new(namespace: &str) -> Self {
+        Self { namespace: namespace.trim_end_matches('/').to_string() }
+    }
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+    /// `/<ns>/cluster/id`: written once, by the first broker.
+    pub fn cluster_id(&self) -> String {
+        format!("{}/cluster/id", self.namespace)
+    }
+    /// `/<ns>/controller`: the controller's, on its session's lease.
+    pub fn controller(&self) -> String {
+        format!("{}/controller", self.namespace)
+    }
+    /// `/<ns>/brokers/ids/`: every registration.
+    pub fn broker_ids(&self) -> String {
+        format!("{}/brokers/ids/", self.namespace)
+    }
+    /// `/<ns>/brokers/ids/<id>`: one broker's registration, on its lease.
+    pub fn broker(&self, node_id: i32) -> String {
+        format!("{}{node_id}", self.broker_ids())
+    }
+    /// The node id of a registration key, if it is one.
+    pub fn node_id_of(&self, key: &str) -> Option<i32> {
+        key.strip_prefix(&self.broker_ids())?.parse().ok()
+    }
+}
+
+/// `cluster/id`'s value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterIdValue {
+    pub version: i32,
+    pub id: String,
+}
+
+/// `controller`'s value: who controls, and the epoch of its registration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControllerValue {
+    pub version: i32,
+    pub brokerid: i32,
+    pub broker_epoch: i64,
+}
+
+/// One listener's endpoint in a registration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndpointValue {
+    pub listener: String,
+    pub host: String,
+    pub port: u16,
+    pub security_protocol: String,
+}
+
+/// Kafka's `BrokerState` numbers a registration carries.
+pub mod broker_state {
+    /// Registered, not yet eligible (Kafka's fenced broker).
+    pub const STARTING: i32 = 1;
+    pub const RUNNING: i32 = 3;
+    pub const PENDING_CONTROLLED_SHUTDOWN: i32 = 6;
+}
+
+/// `brokers/ids/<id>`'s value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerRegistration {
+    pub version: i32,
+    /// New at every start: tells a restarted broker from its predecessor.
+    pub incarnation_id: String,
+    /// The data dir's identity (`meta.properties`): a registration naming
+    /// ours is our own dead predecessor.
+    pub directory_id: String,
+    pub rack: Option<String>,
+    pub state: i32,
+    pub endpoints: Vec<EndpointValue>,
+    pub inter_broker_listener: String,
+    pub software_version: String,
+}
+
+impl BrokerRegistration {
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a registration serializes")
+    }
+}
+
+/// A value read back: `None` for one that does not parse (written by
+/// something else; logged by the caller, never trusted).
+pub fn parse<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Option<T> {
+    serde_json::from_slice(bytes).ok()
+}
+
+pub fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).expect("a key's value serializes")
+}

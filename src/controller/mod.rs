@@ -1,0 +1,16 @@
+//! The cluster's controller (docs/design/multi-broker.md, section 4): one
+//! broker at a time, elected through etcd, is the only writer of topics,
+//! partitions and their states.
+//!
+//! What is here so far: the election (`election`), which makes exactly one
+//! live broker the controller, with an epoch every write of a later
+//! controller will compare; `ActiveControllerCount` reads it.
+//!
+//! Invariant: a broker counts itself controller only while its controller
+//! key exists on its own lease and its session's timer runs, so two brokers
+//! never both act as controller past the timer's margin. This layer imports
+//! `cluster` and nothing of `replica` or `log`.
+
+pub mod election;
+
+pub use election::ControllerElection;
