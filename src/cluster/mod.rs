@@ -23,6 +23,7 @@
 //! layer sits below `replica` and above `remote` and `log`, and is async
 //! only at its edge.
 
+pub mod config;
 pub mod coordination;
 pub mod etcd;
 pub mod keys;
@@ -30,6 +31,7 @@ pub mod memory;
 pub mod registration;
 pub mod session;
 
+pub use config::ClusterConfig;
 pub use coordination::{Coordination, CoordinationError};
 pub use etcd::{EtcdCoordination, EtcdSettings};
 pub use memory::MemCoordination;

@@ -24,7 +24,10 @@ pub enum JoinError {
     DuplicateRegistration { node_id: i32, holder: String },
 }
 
-/// Check the namespace's cluster id, writing `ours` into an empty one.
+/// Check the namespace's cluster id, writing `ours` into an empty one;
+/// returns the id in force. A broker whose log dirs hold no data
+/// (`may_adopt`) takes another id the namespace holds, as a broker
+/// formatted with the cluster's id would; one with data must match.
 ///
 /// # Errors
 /// `OtherCluster` for a namespace of another cluster; etcd's errors.
@@ -32,7 +35,8 @@ pub async fn ensure_cluster_id(
     session: &BrokerSession,
     keys: &ClusterKeys,
     ours: &str,
-) -> Result<(), JoinError> {
+    may_adopt: bool,
+) -> Result<String, JoinError> {
     let key = keys.cluster_id();
     let value = keys::to_json(&ClusterIdValue { version: 1, id: ours.to_string() });
     let txn = Txn {
@@ -47,7 +51,7 @@ pub async fn ensure_cluster_id(
             cluster_id = ours,
             "cluster id written to an empty namespace"
         );
-        return Ok(());
+        return Ok(ours.to_string());
     }
     let theirs = r
         .reads
@@ -55,7 +59,11 @@ pub async fn ensure_cluster_id(
         .and_then(|kvs| kvs.first())
         .and_then(|kv| keys::parse::<ClusterIdValue>(&kv.value));
     match theirs {
-        Some(v) if v.id == ours => Ok(()),
+        Some(v) if v.id == ours => Ok(v.id),
+        Some(v) if may_adopt => {
+            tracing::info!(namespace = keys.namespace(), cluster_id = %v.id, "a broker without data takes the cluster's id");
+            Ok(v.id)
+        }
         other => Err(JoinError::OtherCluster {
             namespace: keys.namespace().to_string(),
             theirs: other.map_or_else(|| "(unreadable)".into(), |v| v.id),

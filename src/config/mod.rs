@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cleaner::config::LOG_CLEANER_IO_BUFFER_LOAD_FACTOR;
 use crate::cleaner::config::{LogCleanerConfig, CLEANER_CONFIGS};
+use crate::cluster::config::CLUSTER_CONFIGS;
 use crate::config_def::{ConfigDef, ConfigTable, ConfigType, ConfigValues, InvalidValue};
 use crate::group::config::{GroupConfig, GROUP_CONFIGS};
 use crate::log::config::{self as log_config, LOG_CONFIGS};
@@ -98,6 +99,7 @@ pub const TABLES: &[&ConfigTable] = &[
     &AUTHORIZATION_CONFIGS,
     &METRICS_CONFIGS,
     &REMOTE_STORAGE_CONFIGS,
+    &CLUSTER_CONFIGS,
     &TOPIC_CREATION_CONFIGS,
     &STORAGE_CONFIGS,
     &CLEANER_CONFIGS,
@@ -503,6 +505,7 @@ impl BrokerConfig {
         use crate::security::SecurityProtocol as P;
         GroupConfig::check(self)?;
         self.metrics_endpoint()?;
+        crate::cluster::ClusterConfig::from_values(self)?;
         for l in self.listeners()? {
             if matches!(l.protocol, P::Ssl | P::SaslSsl) {
                 self.tls_config(&l.name)?;

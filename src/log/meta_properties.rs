@@ -48,6 +48,19 @@ impl MetaProperties {
         Ok(meta)
     }
 
+    /// Replace the cluster id in every dir's file (a broker without data
+    /// joining a cluster takes the cluster's id).
+    ///
+    /// # Errors
+    /// I/O errors writing a file.
+    pub fn rewrite(dirs: &[PathBuf], node_id: i32, cluster_id: &str) -> Result<Self> {
+        let meta = Self { cluster_id: cluster_id.to_string(), node_id };
+        for dir in dirs {
+            write_atomically(&dir.join(META_PROPERTIES_FILE), meta.to_text().as_bytes())?;
+        }
+        Ok(meta)
+    }
+
     /// The file's text (also what a restore writes into a fresh log dir).
     pub fn to_text(&self) -> String {
         format!(

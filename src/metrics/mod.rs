@@ -36,6 +36,7 @@ use prometheus::{
 pub mod access;
 mod auth;
 mod authz;
+pub mod cluster;
 mod fetch_session;
 mod http_server;
 mod remote;
@@ -222,6 +223,7 @@ struct Gauges {
     late_transactions: IntGauge,
     tombstones: tombstones::TombstoneGauges,
     remote: remote::RemoteGauges,
+    cluster: cluster::ClusterGauges,
 }
 
 /// Kafka's `ProducerStateManager.LATE_TRANSACTION_BUFFER_MS`: how far past
@@ -292,6 +294,8 @@ pub struct Metrics {
     max_transaction_timeout_ms: i64,
     /// The uploader's state, when tiered storage is on.
     remote: Option<Arc<crate::remote::RemoteStats>>,
+    /// The cluster member's state, in a cluster.
+    cluster: Option<Arc<dyn cluster::ClusterStatus>>,
 }
 
 fn int_gauge(r: &Registry, name: &str, help: &str) -> Result<IntGauge, prometheus::Error> {
@@ -527,6 +531,7 @@ impl Metrics {
             late_transactions,
             tombstones: tombstones::TombstoneGauges::register(&r)?,
             remote: remote::RemoteGauges::register(&r)?,
+            cluster: cluster::ClusterGauges::register(&r)?,
         };
         Ok(Self {
             registry: r,
@@ -536,6 +541,7 @@ impl Metrics {
             scrape: Mutex::new(()),
             max_transaction_timeout_ms: 900_000,
             remote: None,
+            cluster: None,
         })
     }
 
@@ -646,6 +652,7 @@ impl Metrics {
             late += i64::from(has_late_transaction(&log, now, self.max_transaction_timeout_ms));
         }
         g.late_transactions.set(late);
+        self.refresh_cluster();
         g.tombstones.refresh(&status.partitions, status.now_ms);
         g.remote.refresh(self.remote.as_deref().unwrap_or(&crate::remote::RemoteStats::default()));
         for p in &status.partitions {

@@ -42,7 +42,7 @@ async fn join(c: &Arc<MemCoordination>, clock: &SharedClock, node_id: i32) -> Br
     let coordination: Arc<dyn Coordination> = c.clone();
     let session = Arc::new(BrokerSession::open(coordination, CONFIG, clock.clone()).await.unwrap());
     let keys = ClusterKeys::new("/sediment");
-    registration::ensure_cluster_id(&session, &keys, "cluster-a").await.unwrap();
+    registration::ensure_cluster_id(&session, &keys, "cluster-a", false).await.unwrap();
     let reg = registration(&format!("dir-{node_id}"));
     let epoch = registration::register(&session, &keys, node_id, &reg).await.unwrap();
     let election = Arc::new(ControllerElection::new(Arc::clone(&session), keys, node_id, epoch));
@@ -154,7 +154,10 @@ async fn a_duplicate_node_id_is_refused_unless_it_is_our_predecessor() {
         "the predecessor's lease was revoked"
     );
     // Another cluster's namespace is refused.
-    registration::ensure_cluster_id(&restarted, &keys, "cluster-a").await.unwrap();
-    let other_cluster = registration::ensure_cluster_id(&restarted, &keys, "cluster-b").await;
+    registration::ensure_cluster_id(&restarted, &keys, "cluster-a", false).await.unwrap();
+    let other_cluster =
+        registration::ensure_cluster_id(&restarted, &keys, "cluster-b", false).await;
     assert!(matches!(other_cluster, Err(JoinError::OtherCluster { .. })), "{other_cluster:?}");
+    let adopted = registration::ensure_cluster_id(&restarted, &keys, "cluster-b", true).await;
+    assert_eq!(adopted.unwrap(), "cluster-a", "a broker without data takes the cluster's id");
 }

@@ -9,5 +9,6 @@ mod broker;
 #[path = "../common/mod.rs"]
 mod common;
 
+mod brokers;
 mod coordination;
 mod election;

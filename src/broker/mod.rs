@@ -63,6 +63,8 @@
 //! listeners, tiered storage before `KafkaApis`. Nothing is patched in
 //! after construction.
 
+mod cluster_member;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -76,6 +78,8 @@ use tokio::sync::oneshot;
 use crate::api::KafkaApis;
 use crate::cleaner::collaborators::TieredStore;
 use crate::cleaner::{CleanerCollaborators, LogCleaner, LogCleanerError, LogCleanerHandle};
+use crate::cluster::keys::EndpointValue;
+use crate::cluster::ClusterConfig;
 use crate::config::dynamic::{DynamicBrokerConfig, DynamicConfigError};
 use crate::config::{BrokerConfig, ConfigError, Listener};
 use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
@@ -84,6 +88,7 @@ use crate::log::meta_properties::MetaProperties;
 use crate::log::producer_id_manager::ProducerIdManager;
 use crate::log::{LogError, LogManager, TopicPartition};
 use crate::metrics::access::{AuditAuthorizer, EndpointAccess};
+use crate::metrics::cluster::ClusterStatus;
 use crate::metrics::{Metrics, MetricsError, RequestMetrics};
 use crate::remote::cache::{SegmentCache, CACHE_DIR};
 use crate::remote::cleaner_view::TieredStoreView;
@@ -106,6 +111,7 @@ use crate::txn::{
     AppendedHook, LogMarkerWriter, ProducerIdGenerator, TransactionCoordinator,
     TransactionStateManager, TxnCompletionListener, TxnScheduler, TRANSACTION_STATE_TOPIC,
 };
+use cluster_member::{ClusterMember, Identity};
 
 fn store_error(e: StoreError) -> LogError {
     match e {
@@ -305,6 +311,8 @@ pub enum BrokerError {
     Shutdown(#[source] LogError),
     #[error("tiered storage: {0}")]
     Remote(#[source] crate::remote::RemoteError),
+    #[error("joining the cluster: {0}")]
+    Cluster(#[source] crate::cluster::registration::JoinError),
 }
 
 /// Run a broker on `config` until `shutdown` completes, then stop it (the
@@ -470,6 +478,8 @@ async fn serve(
     let (bound, advertised) = bind_listeners(&config, &scram).await?;
     let metrics_listen = config.metrics_listen();
     let Started { meta, coordinators: (txn_state, groups), tiered } = started;
+    // Before anything uses the cluster id: a broker without data takes the cluster's.
+    let (meta, member) = join_cluster(&config, meta, &advertised, logs).await?;
     // Tiered storage: the store must answer and be this cluster's before anything is served.
     let identity = (meta.cluster_id.as_str(), config.node_id());
     let (remote, remote_reader) = match tiered {
@@ -512,6 +522,10 @@ async fn serve(
                 Some(reader) => metrics.with_remote_reads(reader.cache().reads())?,
                 None => metrics,
             };
+            let metrics = match &member {
+                Some(m) => metrics.with_cluster(Arc::clone(m) as Arc<dyn ClusterStatus>),
+                None => metrics,
+            };
             let mut access = broker.config.metrics_endpoint()?;
             access.authorizer = broker.acls.as_ref().map(|acls| {
                 Arc::new(AclAuditAuthorizer(Arc::clone(acls))) as Arc<dyn AuditAuthorizer>
@@ -530,6 +544,9 @@ async fn serve(
     let uploader = remote.as_ref().map(|r| Arc::clone(r).spawn());
     let listeners = bound.into_iter().map(|(l, _)| l).collect();
     crate::server::run(listeners, broker, shutdown).await;
+    if let Some(member) = &member {
+        member.leave().await;
+    }
     ticker.abort();
     // Every step of an upload round is safe to cut (remote module doc).
     if let Some(uploader) = uploader {
@@ -542,6 +559,51 @@ async fn serve(
         metrics.stop().await;
     }
     Ok(())
+}
+
+/// With `sediment.cluster.etcd.endpoints` set, join the cluster (its
+/// registration names the advertised endpoints); a single node joins none.
+async fn join_cluster(
+    config: &BrokerConfig,
+    meta: MetaProperties,
+    advertised: &[(String, Listener)],
+    logs: &LogManager,
+) -> Result<(MetaProperties, Option<Arc<ClusterMember>>), BrokerError> {
+    let Some(cluster) = ClusterConfig::from_values(config).map_err(ConfigError::from)? else {
+        return Ok((meta, None));
+    };
+    let protocols: std::collections::HashMap<String, SecurityProtocol> =
+        config.listeners()?.into_iter().map(|l| (l.name, l.protocol)).collect();
+    let endpoints = advertised
+        .iter()
+        .map(|(name, l)| EndpointValue {
+            listener: name.clone(),
+            host: l.host.clone(),
+            port: l.port,
+            security_protocol: protocols.get(name).map_or("PLAINTEXT", |p| p.name()).to_string(),
+        })
+        .collect();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let dir = first_log_dir(config);
+    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+    let who = Identity {
+        node_id: config.node_id(),
+        cluster_id: &meta.cluster_id,
+        may_adopt: logs.topics().is_empty(),
+        directory_id: format!("{}:{}", host.trim(), dir.display()),
+        endpoints,
+        inter_broker_listener: advertised[0].0.clone(),
+    };
+    let member = ClusterMember::join(&cluster, who, Arc::clone(logs.clock()))
+        .await
+        .map_err(BrokerError::Cluster)?;
+    let meta = if member.cluster_id == meta.cluster_id {
+        meta
+    } else {
+        MetaProperties::rewrite(&config.log_dirs(), config.node_id(), &member.cluster_id)
+            .map_err(BrokerError::Init)?
+    };
+    Ok((meta, Some(Arc::new(member))))
 }
 
 /// Bind every Kafka listener of `listeners` (all or none), each with its TLS

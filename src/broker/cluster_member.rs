@@ -1,0 +1,164 @@
+//! A broker's membership of a cluster (with `sediment.cluster.etcd.endpoints`
+//! set): at start it reaches etcd within `initial.broker.registration.timeout.ms`,
+//! checks the namespace's cluster id against `meta.properties`, registers
+//! with its endpoints on its session's lease and campaigns for controller;
+//! then it renews the session every heartbeat, and registers anew (a new
+//! broker epoch) when etcd expired the old lease. At a clean stop it
+//! revokes the session, so its registration and controller key go at once
+//! and another broker takes over without waiting for the lease to expire.
+//!
+//! What a member does not do yet (later milestones of
+//! docs/design/multi-broker.md): serve Metadata from the cluster's image,
+//! create topics across brokers, replicate.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinHandle;
+
+use crate::clock::SharedClock;
+use crate::cluster::keys::{broker_state, BrokerRegistration, ClusterKeys, EndpointValue};
+use crate::cluster::registration::{self, JoinError};
+use crate::cluster::session::{BrokerSession, KeepAlive};
+use crate::cluster::{ClusterConfig, Coordination, EtcdCoordination};
+use crate::controller::ControllerElection;
+use crate::metrics::cluster::ClusterStatus;
+
+#[derive(Debug)]
+pub struct ClusterMember {
+    /// The cluster's id (this broker's, or the namespace's it adopted).
+    pub cluster_id: String,
+    session: Arc<BrokerSession>,
+    election: Arc<ControllerElection>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// Who this broker is, for its registration.
+pub struct Identity<'a> {
+    pub node_id: i32,
+    pub cluster_id: &'a str,
+    /// The log dirs hold no partition: the namespace's cluster id may
+    /// replace `cluster_id`.
+    pub may_adopt: bool,
+    /// The data dir's identity (host and first log dir): a registration
+    /// naming it is this broker's own predecessor.
+    pub directory_id: String,
+    pub endpoints: Vec<EndpointValue>,
+    pub inter_broker_listener: String,
+}
+
+impl ClusterMember {
+    /// Join the cluster (module doc).
+    ///
+    /// # Errors
+    /// etcd unreachable within the registration timeout, another cluster's
+    /// namespace, a duplicate `node.id`.
+    pub async fn join(
+        config: &ClusterConfig,
+        who: Identity<'_>,
+        clock: SharedClock,
+    ) -> Result<Self, JoinError> {
+        let deadline = Instant::now() + config.registration_timeout;
+        let coordination = connect(config, deadline).await?;
+        let session = BrokerSession::open(coordination, config.session, clock).await?;
+        let session = Arc::new(session);
+        let keys = ClusterKeys::new(&config.namespace);
+        let cluster_id =
+            registration::ensure_cluster_id(&session, &keys, who.cluster_id, who.may_adopt).await?;
+        let value = registration_of(&who);
+        let epoch = registration::register(&session, &keys, who.node_id, &value).await?;
+        let election = Arc::new(ControllerElection::new(
+            Arc::clone(&session),
+            keys.clone(),
+            who.node_id,
+            epoch,
+        ));
+        let campaign = tokio::spawn(Arc::clone(&election).run());
+        let keepalive = tokio::spawn(keep_alive(
+            Arc::clone(&session),
+            Arc::clone(&election),
+            (keys, who.node_id, value),
+        ));
+        Ok(Self { cluster_id, session, election, tasks: vec![campaign, keepalive] })
+    }
+
+    /// Leave: stop renewing and revoke the session (its keys go at once).
+    pub async fn leave(&self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        if let Err(e) = self.session.close().await {
+            tracing::warn!("leaving the cluster: the session is left to expire: {e}");
+        }
+    }
+}
+
+impl ClusterStatus for ClusterMember {
+    fn is_active_controller(&self) -> bool {
+        self.election.is_active()
+    }
+    fn session_live(&self) -> bool {
+        self.session.is_live()
+    }
+    fn sessions_lost(&self) -> u64 {
+        self.session.lost_count()
+    }
+}
+
+/// Connect, retrying until `deadline`.
+async fn connect(
+    config: &ClusterConfig,
+    deadline: Instant,
+) -> Result<Arc<dyn Coordination>, JoinError> {
+    loop {
+        match EtcdCoordination::connect(&config.etcd).await {
+            Ok(c) => return Ok(Arc::new(c)),
+            Err(e) if Instant::now() >= deadline => {
+                tracing::error!(endpoints = ?config.etcd.endpoints, "etcd did not answer within initial.broker.registration.timeout.ms");
+                return Err(e.into());
+            }
+            Err(e) => {
+                tracing::warn!(endpoints = ?config.etcd.endpoints, "etcd not reached yet: {e}");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
+}
+
+fn registration_of(who: &Identity<'_>) -> BrokerRegistration {
+    BrokerRegistration {
+        version: 1,
+        incarnation_id: uuid::Uuid::new_v4().to_string(),
+        directory_id: who.directory_id.clone(),
+        rack: None,
+        state: broker_state::RUNNING,
+        endpoints: who.endpoints.clone(),
+        inter_broker_listener: who.inter_broker_listener.clone(),
+        software_version: env!("CARGO_PKG_VERSION").to_string(),
+    }
+}
+
+/// Renew the session every heartbeat; after an expiry, a new lease and a
+/// new registration (the election campaigns again by itself).
+async fn keep_alive(
+    session: Arc<BrokerSession>,
+    election: Arc<ControllerElection>,
+    (keys, node_id, value): (ClusterKeys, i32, BrokerRegistration),
+) {
+    let interval = Duration::from_millis(session.config().heartbeat_interval_ms as u64);
+    loop {
+        tokio::time::sleep(interval).await;
+        if session.keep_alive_once().await != KeepAlive::Expired {
+            continue;
+        }
+        tracing::warn!(node_id, "etcd expired the session: registering anew");
+        let rejoined = async {
+            session.renew().await?;
+            registration::register(&session, &keys, node_id, &value).await
+        };
+        match rejoined.await {
+            Ok(epoch) => election.set_broker_epoch(epoch),
+            Err(e) => tracing::error!(node_id, "registering anew failed, retrying: {e}"),
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! The cluster's keys (docs/design/multi-broker.md, 3.2 and 11): how to
+//! reach etcd, and Kafka's session keys. With no endpoint the broker runs
+//! alone, as it always did, and reaches for no etcd.
+
+use std::time::Duration;
+
+use super::etcd::EtcdSettings;
+use super::session::SessionConfig;
+use crate::config_def::{broker_key, ConfigDef, ConfigTable, ConfigValues, InvalidValue};
+
+pub const SEDIMENT_CLUSTER_ETCD_ENDPOINTS: ConfigDef = broker_key!("sediment.cluster.etcd.endpoints", String, "", None,
+    "sediment: etcd's client URLs, comma-separated (http://h1:2379,http://h2:2379), which make this broker one of a cluster; empty: a single node, with no etcd");
+pub const SEDIMENT_CLUSTER_ETCD_NAMESPACE: ConfigDef = broker_key!(
+    "sediment.cluster.etcd.namespace",
+    String,
+    "/sediment",
+    None,
+    "sediment: the prefix of this cluster's keys in etcd; one cluster per namespace"
+);
+pub const SEDIMENT_CLUSTER_ETCD_CONNECTION_TIMEOUT_MS: ConfigDef = broker_key!(
+    "sediment.cluster.etcd.connection.timeout.ms",
+    Long,
+    "10000",
+    Some(1.0),
+    "sediment: the longest connecting to etcd may take, at start and after a loss"
+);
+pub const SEDIMENT_CLUSTER_ETCD_REQUEST_TIMEOUT_MS: ConfigDef = broker_key!(
+    "sediment.cluster.etcd.request.timeout.ms",
+    Long,
+    "5000",
+    Some(1.0),
+    "sediment: the longest one etcd read, transaction or lease request may take"
+);
+pub const SEDIMENT_CLUSTER_LEASE_SAFETY_MARGIN_MS: ConfigDef = broker_key!("sediment.cluster.lease.safety.margin.ms", Long, "1000", Some(0.0),
+    "sediment: how long before etcd could expire its session a broker stops leading when etcd does not answer");
+pub const BROKER_SESSION_TIMEOUT_MS: ConfigDef = broker_key!("broker.session.timeout.ms", Int, "9000", Some(1.0),
+    "cluster: how long a broker's session lasts without a heartbeat before etcd ends it (the TTL of its lease, in whole seconds)");
+pub const BROKER_HEARTBEAT_INTERVAL_MS: ConfigDef = broker_key!(
+    "broker.heartbeat.interval.ms",
+    Int,
+    "2000",
+    Some(1.0),
+    "cluster: how often a broker renews its session"
+);
+pub const INITIAL_BROKER_REGISTRATION_TIMEOUT_MS: ConfigDef = broker_key!(
+    "initial.broker.registration.timeout.ms",
+    Int,
+    "60000",
+    Some(1.0),
+    "cluster: how long a starting broker tries to reach etcd and register before it gives up"
+);
+
+/// The cluster's keys, as the template and the reference show them.
+pub const CLUSTER_CONFIGS: ConfigTable = ConfigTable {
+    title: "Cluster",
+    note: "With sediment.cluster.etcd.endpoints set, brokers form a cluster coordinated by etcd (docs/design/multi-broker.md).",
+    keys: &[
+        &SEDIMENT_CLUSTER_ETCD_ENDPOINTS,
+        &SEDIMENT_CLUSTER_ETCD_NAMESPACE,
+        &SEDIMENT_CLUSTER_ETCD_CONNECTION_TIMEOUT_MS,
+        &SEDIMENT_CLUSTER_ETCD_REQUEST_TIMEOUT_MS,
+        &SEDIMENT_CLUSTER_LEASE_SAFETY_MARGIN_MS,
+        &BROKER_SESSION_TIMEOUT_MS,
+        &BROKER_HEARTBEAT_INTERVAL_MS,
+        &INITIAL_BROKER_REGISTRATION_TIMEOUT_MS,
+    ],
+};
+
+/// A cluster member's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterConfig {
+    pub etcd: EtcdSettings,
+    pub namespace: String,
+    pub session: SessionConfig,
+    pub registration_timeout: Duration,
+}
+
+impl ClusterConfig {
+    /// The settings of `values`; `None` for a single node (no endpoint).
+    ///
+    /// # Errors
+    /// An endpoint that is not an http(s) URL, a namespace not starting
+    /// with `/`, a heartbeat that does not fit the session twice.
+    pub fn from_values(values: &dyn ConfigValues) -> Result<Option<Self>, InvalidValue> {
+        let endpoints: Vec<String> = values
+            .value(&SEDIMENT_CLUSTER_ETCD_ENDPOINTS)
+            .split(',')
+            .map(|e| e.trim().to_string())
+            .filter(|e| !e.is_empty())
+            .collect();
+        if endpoints.is_empty() {
+            return Ok(None);
+        }
+        if let Some(bad) =
+            endpoints.iter().find(|e| !e.starts_with("http://") && !e.starts_with("https://"))
+        {
+            let reason = format!("{bad:?} is not an etcd client URL (http://host:port)");
+            return Err(InvalidValue::new(&SEDIMENT_CLUSTER_ETCD_ENDPOINTS, reason));
+        }
+        let namespace = values.value(&SEDIMENT_CLUSTER_ETCD_NAMESPACE).trim().to_string();
+        if !namespace.starts_with('/') || namespace.len() < 2 {
+            let reason = format!("{namespace:?} must start with '/' and name something");
+            return Err(InvalidValue::new(&SEDIMENT_CLUSTER_ETCD_NAMESPACE, reason));
+        }
+        let ms = |def: &ConfigDef| Duration::from_millis(values.int(def).max(1) as u64);
+        let session = SessionConfig {
+            session_timeout_ms: values.int(&BROKER_SESSION_TIMEOUT_MS),
+            heartbeat_interval_ms: values.int(&BROKER_HEARTBEAT_INTERVAL_MS),
+            safety_margin_ms: values.int(&SEDIMENT_CLUSTER_LEASE_SAFETY_MARGIN_MS),
+        };
+        session.check().map_err(|r| InvalidValue::new(&BROKER_HEARTBEAT_INTERVAL_MS, r))?;
+        Ok(Some(Self {
+            etcd: EtcdSettings {
+                endpoints,
+                connection_timeout: ms(&SEDIMENT_CLUSTER_ETCD_CONNECTION_TIMEOUT_MS),
+                request_timeout: ms(&SEDIMENT_CLUSTER_ETCD_REQUEST_TIMEOUT_MS),
+                user: None,
+            },
+            namespace,
+            session,
+            registration_timeout: ms(&INITIAL_BROKER_REGISTRATION_TIMEOUT_MS),
+        }))
+    }
+}

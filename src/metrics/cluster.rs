@@ -1,0 +1,79 @@
+//! A cluster member's metrics (docs/design/multi-broker.md, 12), refreshed
+//! at each scrape from what the broker hands in as a [`ClusterStatus`]:
+//! Kafka's `ActiveControllerCount` (1 on exactly one broker of a cluster; a
+//! single node is its own controller and reads 1), whether the session's
+//! lease timer runs, and how many times it was lost.
+
+use std::sync::Arc;
+
+use prometheus::{IntGauge, Registry};
+
+use super::{int_gauge, Metrics};
+
+/// What a cluster member reports (implemented by the broker, above this
+/// layer).
+pub trait ClusterStatus: Send + Sync + std::fmt::Debug {
+    /// This broker is the controller now.
+    fn is_active_controller(&self) -> bool;
+    /// The session's lease timer runs (the broker may lead).
+    fn session_live(&self) -> bool;
+    /// Times the session was lost.
+    fn sessions_lost(&self) -> u64;
+}
+
+#[derive(Debug)]
+pub(super) struct ClusterGauges {
+    active_controller: IntGauge,
+    session_live: IntGauge,
+    session_lost: IntGauge,
+}
+
+impl ClusterGauges {
+    pub(super) fn register(r: &Registry) -> Result<Self, prometheus::Error> {
+        Ok(Self {
+            active_controller: int_gauge(
+                r,
+                "kafka_controller_kafkacontroller_activecontrollercount",
+                "1 on the broker that is the cluster's controller (a single node is its own), 0 on the others",
+            )?,
+            session_live: int_gauge(
+                r,
+                "sediment_cluster_session_live",
+                "1 while the broker's etcd session surely lasts (its lease timer runs) and it may lead; 0 on a single node",
+            )?,
+            session_lost: int_gauge(
+                r,
+                "sediment_cluster_session_lost_total",
+                "Times the broker's etcd session was lost (etcd unanswered past the lease timer, or the lease expired)",
+            )?,
+        })
+    }
+
+    pub(super) fn refresh(&self, status: Option<&dyn ClusterStatus>) {
+        match status {
+            None => {
+                self.active_controller.set(1);
+                self.session_live.set(0);
+                self.session_lost.set(0);
+            }
+            Some(s) => {
+                self.active_controller.set(i64::from(s.is_active_controller()));
+                self.session_live.set(i64::from(s.session_live()));
+                self.session_lost.set(s.sessions_lost() as i64);
+            }
+        }
+    }
+}
+
+impl Metrics {
+    /// Export a cluster member's state (without it: a single node's).
+    #[must_use]
+    pub fn with_cluster(mut self, status: Arc<dyn ClusterStatus>) -> Self {
+        self.cluster = Some(status);
+        self
+    }
+
+    pub(super) fn refresh_cluster(&self) {
+        self.gauges.cluster.refresh(self.cluster.as_deref());
+    }
+}

@@ -1,0 +1,178 @@
+//! Real sediment processes joining a cluster through a real etcd, started as
+//! a user starts them (`sediment serve` with `sediment.cluster.etcd.endpoints`):
+//! each registers with its listener's endpoint, brokers without data take
+//! the cluster's id, exactly one reads `ActiveControllerCount` 1; after a
+//! SIGKILL of the controller another takes over once its session expires;
+//! a clean stop revokes the session (registration and controller key gone
+//! when the process has exited); a second broker with a live `node.id`
+//! exits with DUPLICATE_BROKER_REGISTRATION. A broker restarted on its own
+//! data dir takes its node id back from its dead predecessor.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use sediment::cluster::coordination::{Coordination, KeyRange};
+use sediment::cluster::keys::{parse, BrokerRegistration, ClusterIdValue, ClusterKeys};
+use sediment::cluster::{EtcdCoordination, EtcdSettings};
+
+use crate::broker::etcd::EtcdServer;
+use crate::broker::TestBroker;
+
+const CONTROLLER: &str = "kafka_controller_kafkacontroller_activecontrollercount";
+
+fn overrides(etcd: &EtcdServer, node_id: i32) -> Vec<String> {
+    vec![
+        format!("sediment.cluster.etcd.endpoints={}", etcd.endpoint()),
+        format!("node.id={node_id}"),
+        "broker.session.timeout.ms=6000".into(),
+        "broker.heartbeat.interval.ms=1000".into(),
+    ]
+}
+
+fn start(etcd: &EtcdServer, node_id: i32) -> TestBroker {
+    let o = overrides(etcd, node_id);
+    TestBroker::start(&o.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// The brokers (by index) reading ActiveControllerCount 1; a stopped one counts as 0.
+fn controllers(brokers: &[Option<TestBroker>]) -> Vec<usize> {
+    brokers
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.as_ref().is_some_and(|b| b.metric(CONTROLLER) == Some(1.0)))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+fn wait_for_one_controller(
+    brokers: &[Option<TestBroker>],
+    not: Option<usize>,
+    what: &str,
+) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = controllers(brokers);
+        if now.len() == 1 && Some(now[0]) != not {
+            return now[0];
+        }
+        assert!(Instant::now() < deadline, "{what}: controllers {now:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+struct Etcd {
+    rt: tokio::runtime::Runtime,
+    c: EtcdCoordination,
+    keys: ClusterKeys,
+}
+
+impl Etcd {
+    fn connect(etcd: &EtcdServer) -> Self {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let settings = EtcdSettings {
+            endpoints: vec![etcd.endpoint()],
+            connection_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(5),
+            user: None,
+        };
+        let c = rt.block_on(EtcdCoordination::connect(&settings)).unwrap();
+        Self { rt, c, keys: ClusterKeys::new("/sediment") }
+    }
+
+    fn registrations(&self) -> Vec<(i32, BrokerRegistration)> {
+        let range = KeyRange::Prefix(self.keys.broker_ids());
+        let r = self.rt.block_on(self.c.range(range, 0, 0)).unwrap();
+        r.kvs
+            .iter()
+            .map(|kv| (self.keys.node_id_of(&kv.key).unwrap(), parse(&kv.value).unwrap()))
+            .collect()
+    }
+
+    fn cluster_id(&self) -> String {
+        let r = self.rt.block_on(self.c.range(KeyRange::Key(self.keys.cluster_id()), 0, 0));
+        parse::<ClusterIdValue>(&r.unwrap().kvs[0].value).unwrap().id
+    }
+}
+
+fn meta_cluster_id(b: &TestBroker) -> String {
+    let text = std::fs::read_to_string(b.data_dir().join("meta.properties")).unwrap();
+    text.lines().find_map(|l| l.strip_prefix("cluster.id=")).unwrap().to_string()
+}
+
+#[test]
+fn three_brokers_elect_one_controller_and_hand_over() {
+    let etcd = EtcdServer::start();
+    let mut brokers: Vec<Option<TestBroker>> = (1..=3).map(|id| Some(start(&etcd, id))).collect();
+    let view = Etcd::connect(&etcd);
+    let first = wait_for_one_controller(&brokers, None, "a controller");
+
+    // Every broker is registered with its listener, and all share one id.
+    let regs = view.registrations();
+    assert_eq!(regs.iter().map(|(id, _)| *id).collect::<Vec<_>>(), vec![1, 2, 3]);
+    for (id, reg) in &regs {
+        let b = brokers[*id as usize - 1].as_ref().unwrap();
+        assert_eq!(reg.endpoints[0].port, b.port, "broker {id}: {reg:?}");
+        assert_eq!(reg.endpoints[0].listener, "PLAINTEXT");
+        assert_eq!(meta_cluster_id(b), view.cluster_id(), "broker {id} took the cluster's id");
+    }
+    for b in brokers.iter().flatten() {
+        assert_eq!(b.metric("sediment_cluster_session_live"), Some(1.0));
+    }
+
+    // SIGKILL: the session expires (6 s) and another broker takes over.
+    let mut dead = brokers[first].take().unwrap();
+    dead.kill();
+    let second = wait_for_one_controller(&brokers, Some(first), "a controller after the SIGKILL");
+    let gone = first as i32 + 1;
+    assert!(
+        view.registrations().iter().all(|(id, _)| *id != gone),
+        "the dead broker's registration expired"
+    );
+
+    // The dead broker restarts on its own data dir: it registers again.
+    dead.restart();
+    brokers[first] = Some(dead);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while view.registrations().len() != 3 {
+        assert!(Instant::now() < deadline, "the restarted broker did not register again");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // A clean stop revokes the session: by the time the process exited its
+    // registration is gone, long before the lease could have expired.
+    let mut leaving = brokers[second].take().unwrap();
+    let status = leaving.stop();
+    assert!(status.success(), "{status:?}\n{}", leaving.log());
+    let stopped = second as i32 + 1;
+    assert!(
+        view.registrations().iter().all(|(id, _)| *id != stopped),
+        "registration left after a clean stop"
+    );
+    let third =
+        wait_for_one_controller(&brokers, Some(second), "a controller after the clean stop");
+    assert_ne!(third, second);
+    for b in brokers.iter().flatten() {
+        assert!(!b.log().contains("panicked"), "{}", b.log());
+    }
+}
+
+#[test]
+fn a_second_broker_with_a_live_node_id_is_refused() {
+    let etcd = EtcdServer::start();
+    let live = start(&etcd, 5);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sediment"));
+    cmd.arg("serve")
+        .arg("--override")
+        .arg("listeners=PLAINTEXT://127.0.0.1:0")
+        .arg("--override")
+        .arg(format!("log.dirs={}", dir.path().join("data").display()));
+    for o in overrides(&etcd, 5) {
+        cmd.arg("--override").arg(o);
+    }
+    let out = cmd.output().expect("run sediment");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a duplicate node.id started:\n{stderr}");
+    assert!(stderr.contains("DUPLICATE_BROKER_REGISTRATION"), "{stderr}");
+    assert_eq!(live.metric("sediment_cluster_session_live"), Some(1.0), "the live broker goes on");
+}
