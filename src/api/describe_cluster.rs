@@ -1,5 +1,9 @@
-//! DescribeCluster: this single node is the whole cluster and its controller,
-//! at the advertised endpoint of the listener the request came in on.
+//! DescribeCluster: a single node is the whole cluster and its controller,
+//! at the advertised endpoint of the listener the request came in on. In a
+//! cluster the answer is the image this broker applied from etcd: every
+//! running broker with an endpoint on that listener (by name, as Kafka
+//! matches them), and the controller (-1 while there is none); endpoint
+//! type 2 (KIP-919's controllers) names the controller alone.
 //! It needs no ACL; `cluster_authorized_operations`, when asked for, is 0
 //! without DESCRIBE on the cluster (Kafka's `AuthHelper`), `i32::MIN` when
 //! not asked for.
@@ -10,6 +14,8 @@ use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeCluster
 
 use super::{str_bytes, RequestContext};
 use crate::api::KafkaApis;
+use crate::cluster::image::MetadataImage;
+use crate::cluster::keys::broker_state;
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
 /// Endpoint type 1: brokers; 2: controllers (KIP-919). One node is both.
@@ -36,13 +42,48 @@ pub fn handle(
     } else {
         0
     };
+    let response = response.with_cluster_authorized_operations(operations);
+    if let Some(cluster) = &broker.cluster {
+        return from_image(
+            &cluster.current(),
+            &ctx.session.listener,
+            request.endpoint_type,
+            response,
+        );
+    }
     let endpoint = broker.endpoint(&ctx.session.listener);
     let node = DescribeClusterBroker::default()
         .with_broker_id(BrokerId(broker.node_id))
         .with_host(str_bytes(endpoint.host.clone()))
         .with_port(endpoint.port as i32);
-    response
-        .with_controller_id(BrokerId(broker.node_id))
-        .with_brokers(vec![node])
-        .with_cluster_authorized_operations(operations)
+    response.with_controller_id(BrokerId(broker.node_id)).with_brokers(vec![node])
+}
+
+/// The cluster's brokers on `listener`, and its controller, from `image`.
+fn from_image(
+    image: &MetadataImage,
+    listener: &str,
+    endpoint_type: i8,
+    response: DescribeClusterResponse,
+) -> DescribeClusterResponse {
+    let controller = image.controller_id();
+    let brokers = image
+        .brokers
+        .iter()
+        .filter(|(id, b)| {
+            b.registration.state == broker_state::RUNNING
+                && (endpoint_type == 1 || **id == controller)
+        })
+        .filter_map(|(id, b)| {
+            let e = b.registration.endpoints.iter().find(|e| e.listener == listener)?;
+            Some(
+                DescribeClusterBroker::default()
+                    .with_broker_id(BrokerId(*id))
+                    .with_host(str_bytes(e.host.clone()))
+                    .with_port(i32::from(e.port))
+                    .with_rack(b.registration.rack.clone().map(str_bytes)),
+            )
+        })
+        .collect();
+    response.with_controller_id(BrokerId(controller)).with_brokers(brokers)
 }

@@ -56,6 +56,8 @@ pub struct KafkaApis {
     /// How Produce and Fetch reach the logs: appends, delayed-fetch
     /// wakeups, fetch sessions, the store's reader.
     pub replica: Arc<ReplicaManager>,
+    /// In a cluster, the cluster as this broker applied it from etcd.
+    pub cluster: Option<Arc<crate::cluster::image::ImageWatcher>>,
 }
 
 impl KafkaApis {

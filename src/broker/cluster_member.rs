@@ -7,9 +7,10 @@
 //! revokes the session, so its registration and controller key go at once
 //! and another broker takes over without waiting for the lease to expire.
 //!
-//! What a member does not do yet (later milestones of
-//! docs/design/multi-broker.md): serve Metadata from the cluster's image,
-//! create topics across brokers, replicate.
+//! It keeps the cluster's image (`cluster::image`), which DescribeCluster
+//! answers from. What a member does not do yet (later milestones of
+//! docs/design/multi-broker.md): serve Metadata from the image, create
+//! topics across brokers, replicate.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
 use crate::clock::SharedClock;
+use crate::cluster::image::ImageWatcher;
 use crate::cluster::keys::{broker_state, BrokerRegistration, ClusterKeys, EndpointValue};
 use crate::cluster::registration::{self, JoinError};
 use crate::cluster::session::{BrokerSession, KeepAlive};
@@ -28,6 +30,8 @@ use crate::metrics::cluster::ClusterStatus;
 pub struct ClusterMember {
     /// The cluster's id (this broker's, or the namespace's it adopted).
     pub cluster_id: String,
+    /// The cluster as this broker applied it.
+    pub image: Arc<ImageWatcher>,
     session: Arc<BrokerSession>,
     election: Arc<ControllerElection>,
     tasks: Vec<JoinHandle<()>>,
@@ -73,13 +77,16 @@ impl ClusterMember {
             who.node_id,
             epoch,
         ));
+        let retry = Duration::from_millis(config.session.heartbeat_interval_ms as u64);
+        let image = ImageWatcher::start(Arc::clone(session.coordination()), keys.clone(), retry);
+        let image = Arc::new(image.await?);
         let campaign = tokio::spawn(Arc::clone(&election).run());
         let keepalive = tokio::spawn(keep_alive(
             Arc::clone(&session),
             Arc::clone(&election),
             (keys, who.node_id, value),
         ));
-        Ok(Self { cluster_id, session, election, tasks: vec![campaign, keepalive] })
+        Ok(Self { cluster_id, image, session, election, tasks: vec![campaign, keepalive] })
     }
 
     /// Leave: stop renewing and revoke the session (its keys go at once).

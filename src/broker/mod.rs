@@ -197,6 +197,7 @@ pub fn build_apis(
         dynamic: parts.dynamic,
         cleaner: parts.cleaner,
         replica,
+        cluster: None,
     })
 }
 
@@ -497,8 +498,9 @@ async fn serve(
         remote_reader,
     };
     let identity = (meta.cluster_id, advertised.clone());
-    let broker = build_apis(config, Arc::clone(logs), identity, txn_state, parts)
+    let mut broker = build_apis(config, Arc::clone(logs), identity, txn_state, parts)
         .map_err(BrokerError::Init)?;
+    broker.cluster = member.as_ref().map(|m| Arc::clone(&m.image));
     let broker = Arc::new(broker);
     threads.group_loader = Some(spawn_group_loader(&broker.groups)?);
     threads.txn = Some(

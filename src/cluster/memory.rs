@@ -76,6 +76,17 @@ impl MemCoordination {
         s.compacted = revision;
     }
 
+    /// Compact to `revision` and end every open watch with `Compacted`, as
+    /// etcd ends a watch that fell behind its compaction.
+    pub fn compact_past_watchers(&self, revision: i64) {
+        self.compact(revision);
+        let mut s = self.store.lock();
+        let compacted = s.compacted;
+        for (_, tx) in s.watchers.drain(..) {
+            let _ = tx.try_send(Ok(WatchMessage::Compacted { compact_revision: compacted }));
+        }
+    }
+
     /// Expire the leases whose time has come (each call does it first).
     pub fn expire_leases(&self) {
         let now = self.clock.now_ms();

@@ -13,7 +13,9 @@
 //! * `session`: a broker's lease and the timer that says whether it may
 //!   lead;
 //! * `registration`: the cluster id and a broker's registration on its
-//!   lease (its broker epoch).
+//!   lease (its broker epoch);
+//! * `image`: the namespace at one revision, kept current by a watch, as
+//!   every broker serves the cluster from it.
 //!
 //! Invariants every user of `Coordination` may rely on, whichever the
 //! implementation: a transaction is all or nothing and gets one revision;
@@ -26,6 +28,7 @@
 pub mod config;
 pub mod coordination;
 pub mod etcd;
+pub mod image;
 pub mod keys;
 pub mod memory;
 pub mod registration;

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use prometheus::{IntGauge, Registry};
+use prometheus::{IntCounter, IntGauge, Registry};
 
 use super::{int_gauge, Metrics};
 
@@ -25,7 +25,7 @@ pub trait ClusterStatus: Send + Sync + std::fmt::Debug {
 pub(super) struct ClusterGauges {
     active_controller: IntGauge,
     session_live: IntGauge,
-    session_lost: IntGauge,
+    session_lost: IntCounter,
 }
 
 impl ClusterGauges {
@@ -41,11 +41,14 @@ impl ClusterGauges {
                 "sediment_cluster_session_live",
                 "1 while the broker's etcd session surely lasts (its lease timer runs) and it may lead; 0 on a single node",
             )?,
-            session_lost: int_gauge(
-                r,
-                "sediment_cluster_session_lost_total",
-                "Times the broker's etcd session was lost (etcd unanswered past the lease timer, or the lease expired)",
-            )?,
+            session_lost: {
+                let c = IntCounter::new(
+                    "sediment_cluster_session_lost_total",
+                    "Times the broker's etcd session was lost (etcd unanswered past the lease timer, or the lease expired)",
+                )?;
+                r.register(Box::new(c.clone()))?;
+                c
+            },
         })
     }
 
@@ -54,12 +57,13 @@ impl ClusterGauges {
             None => {
                 self.active_controller.set(1);
                 self.session_live.set(0);
-                self.session_lost.set(0);
             }
             Some(s) => {
                 self.active_controller.set(i64::from(s.is_active_controller()));
                 self.session_live.set(i64::from(s.session_live()));
-                self.session_lost.set(s.sessions_lost() as i64);
+                // The member counts; the counter follows it up.
+                let lost = s.sessions_lost();
+                self.session_lost.inc_by(lost.saturating_sub(self.session_lost.get()));
             }
         }
     }

@@ -5,7 +5,8 @@
 //! SIGKILL of the controller another takes over once its session expires;
 //! a clean stop revokes the session (registration and controller key gone
 //! when the process has exited); a second broker with a live `node.id`
-//! exits with DUPLICATE_BROKER_REGISTRATION. A broker restarted on its own
+//! exits with DUPLICATE_BROKER_REGISTRATION. Every broker's DescribeCluster
+//! lists the same brokers and controller, from its image of etcd. A broker restarted on its own
 //! data dir takes its node id back from its dead predecessor.
 
 use std::process::Command;
@@ -94,6 +95,17 @@ impl Etcd {
     }
 }
 
+/// DescribeCluster v1 of `endpoint_type`: the controller id and the brokers (id, port).
+fn describe_cluster(port: u16, endpoint_type: i8) -> (i32, Vec<(i32, i32)>) {
+    use kafka_protocol::messages::DescribeClusterRequest;
+    let request = DescribeClusterRequest::default().with_endpoint_type(endpoint_type);
+    let r = crate::broker::Wire::connect(port).call(1, &request);
+    assert_eq!(r.error_code, 0, "{r:?}");
+    let mut brokers: Vec<(i32, i32)> = r.brokers.iter().map(|b| (b.broker_id.0, b.port)).collect();
+    brokers.sort();
+    (r.controller_id.0, brokers)
+}
+
 fn meta_cluster_id(b: &TestBroker) -> String {
     let text = std::fs::read_to_string(b.data_dir().join("meta.properties")).unwrap();
     text.lines().find_map(|l| l.strip_prefix("cluster.id=")).unwrap().to_string()
@@ -117,6 +129,26 @@ fn three_brokers_elect_one_controller_and_hand_over() {
     }
     for b in brokers.iter().flatten() {
         assert_eq!(b.metric("sediment_cluster_session_live"), Some(1.0));
+    }
+    // Every broker describes the same cluster: all three, one controller.
+    let ports: Vec<(i32, i32)> = brokers
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, b)| (i as i32 + 1, i32::from(b.port)))
+        .collect();
+    for b in brokers.iter().flatten() {
+        // Each image follows etcd's watch: wait for it to have applied all three.
+        let want = (first as i32 + 1, ports.clone());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut seen = describe_cluster(b.port, 1);
+        while seen != want && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            seen = describe_cluster(b.port, 1);
+        }
+        assert_eq!(seen, want, "DescribeCluster from {}", b.port);
+        let (_, controllers) = describe_cluster(b.port, 2);
+        assert_eq!(controllers, vec![ports[first]], "endpoint type 2: the controller");
     }
 
     // SIGKILL: the session expires (6 s) and another broker takes over.

@@ -12,3 +12,4 @@ mod common;
 mod brokers;
 mod coordination;
 mod election;
+mod image;

@@ -1,0 +1,250 @@
+//! The cluster as a broker sees it (docs/design/multi-broker.md, 3.6): a
+//! `MetadataImage`, the namespace at one revision, immutable and swapped
+//! whole, kept current by an `ImageWatcher`:
+//! 1. read the namespace at revision R, in pages of `PAGE` keys, each at R:
+//!    one consistent snapshot;
+//! 2. watch the prefix from R + 1;
+//! 3. apply each revision's changes at once (one transaction is one new
+//!    image, never half of one);
+//! 4. when the watch reports compaction, or ends with an error, read a new
+//!    snapshot and go on from it.
+//!
+//! So far the image holds what this milestone writes: the cluster id, the
+//! controller and the brokers' registrations with their broker epochs.
+//! Keys it does not know are kept out of it (later milestones add topics,
+//! configs and ACLs), and a value that does not parse is left out and
+//! logged, never trusted.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::coordination::{
+    Coordination, CoordinationError, KeyRange, KeyValue, WatchEvent, WatchMessage,
+};
+use super::keys::{self, BrokerRegistration, ClusterIdValue, ClusterKeys, ControllerValue};
+
+/// Keys read per page of a snapshot.
+pub const PAGE: usize = 1000;
+
+/// A registered broker: its registration and its broker epoch (the
+/// registration's create revision).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegisteredBroker {
+    pub registration: BrokerRegistration,
+    pub epoch: i64,
+}
+
+/// The namespace at one revision (module doc).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetadataImage {
+    pub revision: i64,
+    pub cluster_id: Option<String>,
+    /// The controller and its epoch (the key's create revision).
+    pub controller: Option<(ControllerValue, i64)>,
+    pub brokers: BTreeMap<i32, RegisteredBroker>,
+}
+
+impl MetadataImage {
+    /// The controller's node id, -1 for none.
+    pub fn controller_id(&self) -> i32 {
+        self.controller.as_ref().map_or(-1, |(c, _)| c.brokerid)
+    }
+
+    /// The image with one key's new value (`None`: deleted).
+    fn apply(&mut self, keys: &ClusterKeys, key: &str, kv: Option<&KeyValue>) {
+        if key == keys.cluster_id() {
+            self.cluster_id =
+                kv.and_then(|kv| parsed::<ClusterIdValue>(key, &kv.value)).map(|v| v.id);
+        } else if key == keys.controller() {
+            self.controller = kv.and_then(|kv| {
+                parsed::<ControllerValue>(key, &kv.value).map(|v| (v, kv.create_revision))
+            });
+        } else if let Some(id) = keys.node_id_of(key) {
+            match kv.and_then(|kv| parsed::<BrokerRegistration>(key, &kv.value).map(|r| (r, kv))) {
+                Some((registration, kv)) => {
+                    self.brokers
+                        .insert(id, RegisteredBroker { registration, epoch: kv.create_revision });
+                }
+                None => {
+                    self.brokers.remove(&id);
+                }
+            }
+        }
+    }
+}
+
+fn parsed<T: for<'de> serde::Deserialize<'de>>(key: &str, bytes: &[u8]) -> Option<T> {
+    let value = keys::parse(bytes);
+    if value.is_none() {
+        tracing::warn!(key, "a value in etcd does not parse; left out of the image");
+    }
+    value
+}
+
+/// Read the whole namespace at one revision.
+///
+/// # Errors
+/// etcd's errors (a page whose revision was compacted meanwhile: read again).
+pub async fn snapshot(
+    c: &dyn Coordination,
+    keys: &ClusterKeys,
+) -> Result<MetadataImage, CoordinationError> {
+    let prefix = format!("{}/", keys.namespace());
+    let mut image = MetadataImage::default();
+    let mut revision = 0;
+    let mut from = prefix.clone();
+    loop {
+        let range = KeyRange::PrefixFrom { prefix: prefix.clone(), from: from.clone() };
+        let page = c.range(range, revision, PAGE).await?;
+        if revision == 0 {
+            revision = page.revision;
+        }
+        for kv in &page.kvs {
+            image.apply(keys, &kv.key, Some(kv));
+        }
+        match page.kvs.last() {
+            Some(last) if page.more => from = format!("{}\0", last.key),
+            _ => break,
+        }
+    }
+    image.revision = revision;
+    Ok(image)
+}
+
+/// Keeps a [`MetadataImage`] current (module doc) and publishes each new
+/// one on a `watch` channel.
+#[derive(Debug)]
+pub struct ImageWatcher {
+    images: watch::Receiver<Arc<MetadataImage>>,
+    task: tokio::task::JoinHandle<()>,
+    /// Snapshots read, the first one included.
+    snapshots: Arc<AtomicU64>,
+}
+
+impl ImageWatcher {
+    /// Read the first snapshot, then follow the namespace in a task.
+    ///
+    /// # Errors
+    /// etcd's errors reading the first snapshot.
+    pub async fn start(
+        c: Arc<dyn Coordination>,
+        keys: ClusterKeys,
+        retry: Duration,
+    ) -> Result<Self, CoordinationError> {
+        let first = snapshot(c.as_ref(), &keys).await?;
+        let (tx, images) = watch::channel(Arc::new(first));
+        let snapshots = Arc::new(AtomicU64::new(1));
+        let task = tokio::spawn(follow(c, keys, tx, retry, Arc::clone(&snapshots)));
+        Ok(Self { images, task, snapshots })
+    }
+
+    /// Snapshots read so far (1 until the watch had to start over).
+    pub fn snapshots(&self) -> u64 {
+        self.snapshots.load(Ordering::Relaxed)
+    }
+
+    /// The image applied last.
+    pub fn current(&self) -> Arc<MetadataImage> {
+        Arc::clone(&self.images.borrow())
+    }
+
+    /// A receiver of every new image.
+    pub fn subscribe(&self) -> watch::Receiver<Arc<MetadataImage>> {
+        self.images.clone()
+    }
+
+    /// Wait until the image has applied `revision` (an admin write is
+    /// answered only once the broker's own reads see it).
+    pub async fn wait_for(&self, revision: i64) -> Arc<MetadataImage> {
+        let mut rx = self.images.clone();
+        loop {
+            let image = Arc::clone(&rx.borrow_and_update());
+            if image.revision >= revision {
+                return image;
+            }
+            if rx.changed().await.is_err() {
+                return image;
+            }
+        }
+    }
+}
+
+impl Drop for ImageWatcher {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Follow the namespace from the published image's revision on, for ever.
+async fn follow(
+    c: Arc<dyn Coordination>,
+    keys: ClusterKeys,
+    tx: watch::Sender<Arc<MetadataImage>>,
+    retry: Duration,
+    snapshots: Arc<AtomicU64>,
+) {
+    let prefix = KeyRange::Prefix(format!("{}/", keys.namespace()));
+    loop {
+        let from = tx.borrow().revision + 1;
+        let resnapshot = match c.watch(prefix.clone(), from).await {
+            Ok(mut rx) => apply_stream(&keys, &mut rx, &tx).await,
+            Err(e) => {
+                tracing::warn!("metadata watch: {e}");
+                tokio::time::sleep(retry).await;
+                false
+            }
+        };
+        if resnapshot {
+            match snapshot(c.as_ref(), &keys).await {
+                Ok(image) => {
+                    snapshots.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(
+                        revision = image.revision,
+                        "metadata image read anew (etcd compacted the history watched)"
+                    );
+                    tx.send_replace(Arc::new(image));
+                }
+                Err(e) => {
+                    tracing::warn!("metadata snapshot: {e}");
+                    tokio::time::sleep(retry).await;
+                }
+            }
+        }
+        if tx.is_closed() {
+            return;
+        }
+    }
+}
+
+/// Apply the watch's revisions until it ends; whether a new snapshot is needed.
+async fn apply_stream(
+    keys: &ClusterKeys,
+    rx: &mut super::coordination::WatchReceiver,
+    tx: &watch::Sender<Arc<MetadataImage>>,
+) -> bool {
+    while let Some(message) = rx.recv().await {
+        match message {
+            Ok(WatchMessage::Changes { revision, events }) => {
+                let mut image = MetadataImage::clone(&tx.borrow());
+                for e in &events {
+                    match e {
+                        WatchEvent::Put(kv) => image.apply(keys, &kv.key, Some(kv)),
+                        WatchEvent::Delete(kv) => image.apply(keys, &kv.key, None),
+                    }
+                }
+                image.revision = revision;
+                tx.send_replace(Arc::new(image));
+            }
+            Ok(WatchMessage::Compacted { .. }) => return true,
+            Err(e) => {
+                tracing::warn!("metadata watch ended: {e}");
+                return false;
+            }
+        }
+    }
+    false
+}
