@@ -24,6 +24,8 @@ pub struct ControllerElection {
     broker_epoch: AtomicI64,
     /// The controller key's create revision while this broker holds it, else 0.
     epoch: AtomicI64,
+    /// The lease the key was taken on: the role ends with that lease.
+    held_on: AtomicI64,
     /// The controller as last read (-1: none known).
     controller_id: AtomicI32,
 }
@@ -41,6 +43,7 @@ impl ControllerElection {
             node_id,
             broker_epoch: AtomicI64::new(broker_epoch),
             epoch: AtomicI64::new(0),
+            held_on: AtomicI64::new(0),
             controller_id: AtomicI32::new(-1),
         }
     }
@@ -52,7 +55,15 @@ impl ControllerElection {
 
     /// Whether this broker is the controller now (the module invariant).
     pub fn is_active(&self) -> bool {
-        self.epoch.load(Ordering::Acquire) > 0 && self.session.is_live()
+        self.epoch.load(Ordering::Acquire) > 0
+            && self.held_on.load(Ordering::Acquire) == self.session.lease()
+            && self.session.is_live()
+    }
+
+    fn hold(&self, epoch: i64, lease: i64) {
+        self.held_on.store(lease, Ordering::Release);
+        self.epoch.store(epoch, Ordering::Release);
+        self.controller_id.store(self.node_id, Ordering::Release);
     }
 
     /// The controller epoch while active.
@@ -89,8 +100,7 @@ impl ControllerElection {
         };
         let r = self.session.coordination().txn(txn).await?;
         if r.succeeded {
-            self.epoch.store(r.revision, Ordering::Release);
-            self.controller_id.store(self.node_id, Ordering::Release);
+            self.hold(r.revision, lease);
             tracing::info!(
                 node_id = self.node_id,
                 controller_epoch = r.revision,
@@ -100,11 +110,9 @@ impl ControllerElection {
         }
         let holder = r.reads.first().and_then(|kvs| kvs.first());
         match holder {
-            Some(kv) if kv.lease == lease => {
-                // Ours from before (a campaign whose answer was lost).
-                self.epoch.store(kv.create_revision, Ordering::Release);
-                self.controller_id.store(self.node_id, Ordering::Release);
-            }
+            // Ours from before (a campaign whose answer was lost, or etcd
+            // back after an outage the lease outlived).
+            Some(kv) if kv.lease == lease => self.hold(kv.create_revision, lease),
             Some(kv) => {
                 self.epoch.store(0, Ordering::Release);
                 let id = keys::parse::<ControllerValue>(&kv.value).map_or(-1, |v| v.brokerid);
@@ -117,7 +125,9 @@ impl ControllerElection {
 
     /// Campaign, then watch the key until it goes and campaign again, for
     /// ever (the broker aborts the task at shutdown). Errors are retried
-    /// after a heartbeat interval.
+    /// after a heartbeat interval; an unanswered etcd does not end the role
+    /// by itself: the session's timer does (`is_active`), and the next
+    /// campaign finds whether the key is still ours.
     pub async fn run(self: Arc<Self>) {
         let retry = Duration::from_millis(self.session.config().heartbeat_interval_ms as u64);
         loop {
@@ -127,12 +137,6 @@ impl ControllerElection {
             };
             if let Err(e) = watched {
                 tracing::debug!("controller election: {e}");
-                if self.epoch.swap(0, Ordering::AcqRel) > 0 {
-                    tracing::warn!(
-                        node_id = self.node_id,
-                        "no longer the controller: etcd did not answer"
-                    );
-                }
                 tokio::time::sleep(retry).await;
             }
         }

@@ -76,7 +76,11 @@ async fn one_controller_and_a_takeover_when_its_session_ends() {
     until("one controller", || active(&all).len() == 1).await;
     let first = active(&all)[0];
     let first_epoch = all[first].election.epoch().unwrap();
-    assert!(all.iter().all(|x| x.election.controller_id() == first as i32 + 1));
+    // Each campaign reads who won once it has run.
+    until("every broker knows the controller", || {
+        all.iter().all(|x| x.election.controller_id() == first as i32 + 1)
+    })
+    .await;
 
     // The controller's process stops: no more keepalives; the others go on.
     for _ in 0..8 {
@@ -114,7 +118,13 @@ async fn the_lease_timer_runs_out_before_etcd_expires_the_lease() {
     // TTL 6 s: the timer allows 6 s less the drift and the 1 s margin.
     mock.advance(4900);
     assert_eq!(a.session.keep_alive_once().await, KeepAlive::Unanswered);
-    assert!(a.election.is_active(), "within the timer");
+    assert!(
+        a.election.is_active(),
+        "within the timer: live {} epoch {:?} remaining {} ms",
+        a.session.is_live(),
+        a.election.epoch(),
+        a.session.timer().remaining_ms(),
+    );
     mock.advance(200);
     assert!(!a.session.is_live(), "past ttl - margin");
     assert!(!a.election.is_active(), "no controller without a running timer");
