@@ -8,7 +8,7 @@
 //! and another broker takes over without waiting for the lease to expire.
 //!
 //! It keeps the cluster's image (`cluster::image`), which DescribeCluster
-//! answers from. What a member does not do yet (later milestones of
+//! answers from, and takes its producer ids from the cluster's blocks. What a member does not do yet (later milestones of
 //! docs/design/multi-broker.md): serve Metadata from the image, create
 //! topics across brokers, replicate.
 
@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use crate::clock::SharedClock;
 use crate::cluster::image::ImageWatcher;
 use crate::cluster::keys::{broker_state, BrokerRegistration, ClusterKeys, EndpointValue};
+use crate::cluster::producer_ids::ClusterProducerIdBlocks;
 use crate::cluster::registration::{self, JoinError};
 use crate::cluster::session::{BrokerSession, KeepAlive};
 use crate::cluster::{ClusterConfig, Coordination, EtcdCoordination};
@@ -32,6 +33,7 @@ pub struct ClusterMember {
     pub cluster_id: String,
     /// The cluster as this broker applied it.
     pub image: Arc<ImageWatcher>,
+    namespace: String,
     session: Arc<BrokerSession>,
     election: Arc<ControllerElection>,
     tasks: Vec<JoinHandle<()>>,
@@ -86,7 +88,16 @@ impl ClusterMember {
             Arc::clone(&election),
             (keys, who.node_id, value),
         ));
-        Ok(Self { cluster_id, image, session, election, tasks: vec![campaign, keepalive] })
+        let namespace = config.namespace.clone();
+        let tasks = vec![campaign, keepalive];
+        Ok(Self { cluster_id, image, namespace, session, election, tasks })
+    }
+
+    /// The cluster's producer id blocks, for this broker's InitProducerId.
+    pub fn producer_id_blocks(&self, node_id: i32) -> ClusterProducerIdBlocks {
+        let keys = ClusterKeys::new(self.namespace.as_str());
+        let handle = tokio::runtime::Handle::current();
+        ClusterProducerIdBlocks::new(Arc::clone(self.session.coordination()), keys, node_id, handle)
     }
 
     /// Leave: stop renewing and revoke the session (its keys go at once).

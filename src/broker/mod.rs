@@ -500,7 +500,11 @@ async fn serve(
     let identity = (meta.cluster_id, advertised.clone());
     let mut broker = build_apis(config, Arc::clone(logs), identity, txn_state, parts)
         .map_err(BrokerError::Init)?;
-    broker.cluster = member.as_ref().map(|m| Arc::clone(&m.image));
+    if let Some(m) = &member {
+        broker.cluster = Some(Arc::clone(&m.image));
+        let blocks = Arc::new(m.producer_id_blocks(broker.node_id));
+        broker.producer_ids.lock().use_cluster_blocks(blocks);
+    }
     let broker = Arc::new(broker);
     threads.group_loader = Some(spawn_group_loader(&broker.groups)?);
     threads.txn = Some(

@@ -33,6 +33,10 @@ impl ClusterKeys {
     pub fn broker(&self, node_id: i32) -> String {
         format!("{}{node_id}", self.broker_ids())
     }
+    /// `/<ns>/latest_producer_id_block`: the last block of producer ids handed out.
+    pub fn latest_producer_id_block(&self) -> String {
+        format!("{}/latest_producer_id_block", self.namespace)
+    }
     /// The node id of a registration key, if it is one.
     pub fn node_id_of(&self, key: &str) -> Option<i32> {
         key.strip_prefix(&self.broker_ids())?.parse().ok()

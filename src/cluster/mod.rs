@@ -14,6 +14,7 @@
 //!   lead;
 //! * `registration`: the cluster id and a broker's registration on its
 //!   lease (its broker epoch);
+//! * `producer_ids`: blocks of producer ids the brokers take by CAS;
 //! * `image`: the namespace at one revision, kept current by a watch, as
 //!   every broker serves the cluster from it.
 //!
@@ -31,6 +32,7 @@ pub mod etcd;
 pub mod image;
 pub mod keys;
 pub mod memory;
+pub mod producer_ids;
 pub mod registration;
 pub mod session;
 

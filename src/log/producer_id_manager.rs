@@ -23,6 +23,11 @@
 //! A stored end (or a floor) so close to `i64::MAX` that no whole block
 //! fits after it issues no id: every call is an error (only a damaged file
 //! holds such a number; Kafka's ids would run out the same way).
+//!
+//! In a cluster the blocks come from the cluster instead
+//! ([`ProducerIdBlocks`], the brokers' shared key in etcd, as ZooKeeper-mode
+//! brokers shared theirs), so no two brokers issue the same id; the file is
+//! then not written.
 
 use std::path::{Path, PathBuf};
 
@@ -34,6 +39,18 @@ pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
 /// The block file, in the first log dir.
 pub const PRODUCER_ID_BLOCK_FILE: &str = "sediment-producer-id-block";
 
+/// Where a cluster's brokers reserve blocks of producer ids (implemented
+/// above this layer, over etcd).
+pub trait ProducerIdBlocks: Send + Sync + std::fmt::Debug {
+    /// Reserve the next block of the cluster that starts at or after
+    /// `at_least`: its first id and the id after its last.
+    ///
+    /// # Errors
+    /// The cluster could not be reached or the block not reserved; nothing
+    /// is issued.
+    fn next_block(&self, at_least: i64) -> Result<(i64, i64)>;
+}
+
 /// Issues producer ids; one per broker, behind the broker's lock.
 #[derive(Debug)]
 pub struct ProducerIdManager {
@@ -41,6 +58,8 @@ pub struct ProducerIdManager {
     next: i64,
     /// First id of the next block; ids below it are reserved on disk.
     block_end: i64,
+    /// In a cluster, where blocks are reserved instead of the file.
+    blocks: Option<std::sync::Arc<dyn ProducerIdBlocks>>,
 }
 
 impl ProducerIdManager {
@@ -62,7 +81,14 @@ impl ProducerIdManager {
             Err(e) => return Err(LogError::io(&path)(e)),
         };
         let next = stored.max(at_least);
-        Ok(Self { path, next, block_end: next })
+        Ok(Self { path, next, block_end: next, blocks: None })
+    }
+
+    /// Take blocks from the cluster from now on; the rest of the current
+    /// block (reserved by this broker's file) is dropped.
+    pub fn use_cluster_blocks(&mut self, blocks: std::sync::Arc<dyn ProducerIdBlocks>) {
+        self.blocks = Some(blocks);
+        self.block_end = self.next;
     }
 
     /// Issue no id below `floor` from now on: ids found where the loader of
@@ -80,6 +106,17 @@ impl ProducerIdManager {
     /// The new block could not be persisted; no id is issued, and the next call
     /// tries again. No block fits below `i64::MAX` (`Corrupt`).
     pub fn generate_producer_id(&mut self) -> Result<i64> {
+        if let Some(blocks) = self.blocks.as_ref().filter(|_| self.next >= self.block_end) {
+            let (start, end) = blocks.next_block(self.next)?;
+            if start < self.next || end <= start {
+                return Err(LogError::Corrupt {
+                    path: self.path.clone(),
+                    position: 0,
+                    reason: format!("the cluster gave block {start}..{end} below {}", self.next),
+                });
+            }
+            (self.next, self.block_end) = (start, end);
+        }
         if self.next >= self.block_end {
             let end =
                 self.next.checked_add(PRODUCER_ID_BLOCK_SIZE).ok_or_else(|| LogError::Corrupt {
@@ -112,6 +149,32 @@ mod tests {
         assert_eq!(m.generate_producer_id().unwrap(), 0);
         assert_eq!(m.generate_producer_id().unwrap(), 1);
         assert_eq!(stored(dir.path()), format!("{PRODUCER_ID_BLOCK_SIZE}\n"));
+    }
+
+    /// Hands out the blocks it was given, recording what it was asked.
+    type Given = Vec<(i64, i64)>;
+    #[derive(Debug)]
+    struct Blocks(parking_lot::Mutex<(Given, Vec<i64>)>);
+    impl ProducerIdBlocks for Blocks {
+        fn next_block(&self, at_least: i64) -> Result<(i64, i64)> {
+            let mut s = self.0.lock();
+            s.1.push(at_least);
+            Ok(s.0.remove(0))
+        }
+    }
+
+    #[test]
+    fn a_cluster_hands_out_the_blocks_and_the_file_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut m = ProducerIdManager::load(dir.path(), 7).unwrap();
+        let given = vec![(3000, 3002), (5000, 5001), (10, 20)];
+        let blocks = std::sync::Arc::new(Blocks(parking_lot::Mutex::new((given, vec![]))));
+        m.use_cluster_blocks(blocks.clone());
+        let ids: Vec<i64> = (0..3).map(|_| m.generate_producer_id().unwrap()).collect();
+        assert_eq!(ids, vec![3000, 3001, 5000]);
+        assert!(m.generate_producer_id().is_err(), "a block below what was issued is refused");
+        assert_eq!(blocks.0.lock().1, vec![7, 3002, 5001], "each asked past what was issued");
+        assert!(!dir.path().join(PRODUCER_ID_BLOCK_FILE).exists());
     }
 
     /// Found by the checkpoints fuzz target: a block end near `i64::MAX`

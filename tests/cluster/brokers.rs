@@ -6,7 +6,8 @@
 //! a clean stop revokes the session (registration and controller key gone
 //! when the process has exited); a second broker with a live `node.id`
 //! exits with DUPLICATE_BROKER_REGISTRATION. Every broker's DescribeCluster
-//! lists the same brokers and controller, from its image of etcd. A broker restarted on its own
+//! lists the same brokers and controller, from its image of etcd, and
+//! their InitProducerId answers come from disjoint blocks of the cluster. A broker restarted on its own
 //! data dir takes its node id back from its dead predecessor.
 
 use std::process::Command;
@@ -106,6 +107,19 @@ fn describe_cluster(port: u16, endpoint_type: i8) -> (i32, Vec<(i32, i32)>) {
     (r.controller_id.0, brokers)
 }
 
+/// An idempotent producer's id from InitProducerId v4.
+fn init_producer_id(port: u16) -> i64 {
+    use kafka_protocol::messages::InitProducerIdRequest;
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(None)
+        .with_transaction_timeout_ms(60_000)
+        .with_producer_id(kafka_protocol::messages::ProducerId(-1))
+        .with_producer_epoch(-1);
+    let r = crate::broker::Wire::connect(port).call(4, &request);
+    assert_eq!(r.error_code, 0, "{r:?}");
+    r.producer_id.0
+}
+
 fn meta_cluster_id(b: &TestBroker) -> String {
     let text = std::fs::read_to_string(b.data_dir().join("meta.properties")).unwrap();
     text.lines().find_map(|l| l.strip_prefix("cluster.id=")).unwrap().to_string()
@@ -150,6 +164,17 @@ fn three_brokers_elect_one_controller_and_hand_over() {
         let (_, controllers) = describe_cluster(b.port, 2);
         assert_eq!(controllers, vec![ports[first]], "endpoint type 2: the controller");
     }
+
+    // Producer ids come from the cluster's blocks: no two brokers issue one twice.
+    let mut ids = std::collections::BTreeSet::new();
+    for round in 0..3 {
+        for b in brokers.iter().flatten() {
+            let id = init_producer_id(b.port);
+            assert!(ids.insert(id), "producer id {id} issued twice (round {round})");
+        }
+    }
+    let starts: std::collections::BTreeSet<i64> = ids.iter().map(|id| id / 1000).collect();
+    assert_eq!(starts.len(), 3, "one block of 1000 per broker: {ids:?}");
 
     // SIGKILL: the session expires (6 s) and another broker takes over.
     let mut dead = brokers[first].take().unwrap();
