@@ -233,3 +233,40 @@ fn a_second_broker_with_a_live_node_id_is_refused() {
     assert!(stderr.contains("DUPLICATE_BROKER_REGISTRATION"), "{stderr}");
     assert_eq!(live.metric("sediment_cluster_session_live"), Some(1.0), "the live broker goes on");
 }
+
+/// The controller key's create revision (the controller epoch), if any.
+fn controller_epoch(view: &Etcd) -> Option<i64> {
+    let r = view.rt.block_on(view.c.range(KeyRange::Key(view.keys.controller()), 0, 0)).ok()?;
+    r.kvs.first().map(|kv| kv.create_revision)
+}
+
+#[test]
+fn an_etcd_outage_stops_leading_and_its_end_resumes_without_an_election() {
+    let mut etcd = EtcdServer::start();
+    let b = start(&etcd, 1);
+    b.wait_for(20, "the controller role", || (b.metric(CONTROLLER) == Some(1.0)).then_some(()));
+    let epoch = controller_epoch(&Etcd::connect(&etcd)).expect("a controller key");
+    etcd.stop();
+    // The timer runs out (6 s session, 1 s margin) before etcd could expire the lease.
+    b.wait_for(20, "the session lost", || {
+        (b.metric("sediment_cluster_session_live") == Some(0.0)).then_some(())
+    });
+    assert_eq!(b.metric(CONTROLLER), Some(0.0), "no controller without a session");
+    assert!(b.log().contains("session lost: leading nothing until etcd answers"), "{}", b.log());
+    // The broker still serves its own partitions meanwhile.
+    assert_eq!(describe_cluster(b.port, 1).1.len(), 1);
+    etcd.restart();
+    b.wait_for(30, "the session back", || {
+        (b.metric("sediment_cluster_session_live") == Some(1.0)
+            && b.metric(CONTROLLER) == Some(1.0))
+        .then_some(())
+    });
+    assert_eq!(b.metric("sediment_cluster_session_lost_total"), Some(1.0));
+    let view = Etcd::connect(&etcd);
+    assert_eq!(
+        controller_epoch(&view),
+        Some(epoch),
+        "the same lease and controller key: no election"
+    );
+    assert_eq!(view.registrations().len(), 1);
+}
