@@ -191,7 +191,14 @@ async fn follow(
     loop {
         let from = tx.borrow().revision + 1;
         let resnapshot = match c.watch(prefix.clone(), from).await {
-            Ok(mut rx) => apply_stream(&keys, &mut rx, &tx).await,
+            Ok(mut rx) => {
+                let resnapshot = apply_stream(&keys, &mut rx, &tx).await;
+                if !resnapshot {
+                    // The watch ended (etcd lost): not again at once.
+                    tokio::time::sleep(retry).await;
+                }
+                resnapshot
+            }
             Err(e) => {
                 tracing::warn!("metadata watch: {e}");
                 tokio::time::sleep(retry).await;
