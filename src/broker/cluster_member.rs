@@ -121,6 +121,9 @@ impl ClusterStatus for ClusterMember {
     fn sessions_lost(&self) -> u64 {
         self.session.lost_count()
     }
+    fn applied_revision(&self) -> i64 {
+        self.image.current().revision
+    }
 }
 
 /// Connect, retrying until `deadline`.

@@ -122,3 +122,45 @@ impl ClusterConfig {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    struct Values(BTreeMap<&'static str, &'static str>);
+    impl ConfigValues for Values {
+        fn explicit_value(&self, def: &ConfigDef) -> Option<&str> {
+            self.0.get(def.name).copied()
+        }
+    }
+
+    fn config(
+        pairs: &[(&'static str, &'static str)],
+    ) -> Result<Option<ClusterConfig>, InvalidValue> {
+        ClusterConfig::from_values(&Values(pairs.iter().copied().collect()))
+    }
+
+    #[test]
+    fn no_endpoint_is_a_single_node() {
+        assert_eq!(config(&[]).unwrap(), None);
+        assert_eq!(config(&[("sediment.cluster.etcd.endpoints", " , ")]).unwrap(), None);
+    }
+
+    #[test]
+    fn endpoints_namespace_and_session_are_read_and_checked() {
+        let endpoints = ("sediment.cluster.etcd.endpoints", "http://a:2379, https://b:2379");
+        let c = config(&[endpoints]).unwrap().unwrap();
+        assert_eq!(c.etcd.endpoints, vec!["http://a:2379", "https://b:2379"]);
+        assert_eq!((c.namespace.as_str(), c.session.ttl_secs()), ("/sediment", 9));
+        assert_eq!(c.session.heartbeat_interval_ms, 2000);
+        assert!(config(&[("sediment.cluster.etcd.endpoints", "a:2379")]).is_err(), "not a URL");
+        let ns = ("sediment.cluster.etcd.namespace", "sediment");
+        assert!(config(&[endpoints, ns]).is_err(), "a namespace starts with /");
+        // Two heartbeats must fit in the session less the margin.
+        let slow = ("broker.heartbeat.interval.ms", "4500");
+        assert!(config(&[endpoints, slow]).is_err());
+        let ok = ("broker.heartbeat.interval.ms", "3900");
+        assert!(config(&[endpoints, ok]).is_ok());
+    }
+}

@@ -2,7 +2,8 @@
 //! at each scrape from what the broker hands in as a [`ClusterStatus`]:
 //! Kafka's `ActiveControllerCount` (1 on exactly one broker of a cluster; a
 //! single node is its own controller and reads 1), whether the session's
-//! lease timer runs, and how many times it was lost.
+//! lease timer runs, how many times it was lost, and the etcd revision of
+//! the image the broker serves from.
 
 use std::sync::Arc;
 
@@ -19,6 +20,8 @@ pub trait ClusterStatus: Send + Sync + std::fmt::Debug {
     fn session_live(&self) -> bool;
     /// Times the session was lost.
     fn sessions_lost(&self) -> u64;
+    /// The etcd revision of the image this broker serves from.
+    fn applied_revision(&self) -> i64;
 }
 
 #[derive(Debug)]
@@ -26,6 +29,7 @@ pub(super) struct ClusterGauges {
     active_controller: IntGauge,
     session_live: IntGauge,
     session_lost: IntCounter,
+    applied_revision: IntGauge,
 }
 
 impl ClusterGauges {
@@ -49,6 +53,11 @@ impl ClusterGauges {
                 r.register(Box::new(c.clone()))?;
                 c
             },
+            applied_revision: int_gauge(
+                r,
+                "sediment_cluster_metadata_applied_revision",
+                "The etcd revision of the cluster image this broker serves from (0 on a single node); brokers far apart are not following etcd",
+            )?,
         })
     }
 
@@ -57,10 +66,12 @@ impl ClusterGauges {
             None => {
                 self.active_controller.set(1);
                 self.session_live.set(0);
+                self.applied_revision.set(0);
             }
             Some(s) => {
                 self.active_controller.set(i64::from(s.is_active_controller()));
                 self.session_live.set(i64::from(s.session_live()));
+                self.applied_revision.set(s.applied_revision());
                 // The member counts; the counter follows it up.
                 let lost = s.sessions_lost();
                 self.session_lost.inc_by(lost.saturating_sub(self.session_lost.get()));
