@@ -5,7 +5,8 @@
 //! DeleteRecords in `retention` (the store's part in `store_retention`),
 //! reads by isolation level in `read`, the cleaner's swap of segments in
 //! `replace_segments`, fsyncs under the lock or after it (`FlushJob`) in
-//! `flush`, a follower's appends of its leader's batches in `follower`,
+//! `flush`, leader epochs (stamping, becoming leader, OffsetForLeaderEpoch's
+//! answers) in `epochs`, rolling the active segment in `roll`, a follower's appends of its leader's batches in `follower`,
 //! cutting the log back to where a leader's log diverged in
 //! `truncate`; opening and recovery are the loader's (`log_loader`).
 //!
@@ -40,7 +41,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::checkpoint;
 use super::config::LogConfig;
 use super::control_record::EndTransactionMarker;
 use super::dir_failure::{self, LogDirFailureChannel};
@@ -49,10 +49,9 @@ use super::leader_epoch_cache::LeaderEpochFileCache;
 use super::log_loader::{self, LoadParams};
 use super::producer_snapshot;
 use super::producer_state::{
-    AppendOrigin, BatchMetadata, ProducerAppendInfo, ProducerBatch, ProducerError,
-    ProducerStateManager, VerificationGuard,
+    AppendOrigin, BatchMetadata, ProducerAppendInfo, ProducerStateManager, VerificationGuard,
 };
-use super::record_batch::{self, BatchHeader, TimestampType, NO_TIMESTAMP};
+use super::record_batch::{self, TimestampType, NO_TIMESTAMP};
 use super::segment::{self, LogSegment, RollParams, SegmentConfig};
 use super::topic_partition::TopicPartition;
 use super::transaction_index::AbortedTxn;
@@ -63,16 +62,20 @@ pub use read::{
     LATEST_TIMESTAMP, MAX_TIMESTAMP,
 };
 
+mod epochs;
 mod flush;
 mod follower;
+mod producer_check;
 pub mod read;
 pub mod replace_segments;
 mod retention;
+mod roll;
 mod store_retention;
 mod truncate;
 
 pub use flush::FlushJob;
 use flush::FlushMode;
+use producer_check::{check_producers, ProducerCheck, TxnCheck};
 pub use store_retention::StoreSegment;
 pub use truncate::TRUNCATE_CRASH_POINT;
 
@@ -254,82 +257,6 @@ impl Log {
         }
         self.failed = Some(cause);
     }
-    /// Record where `epoch` begins before a batch of it is written (the
-    /// invariant of `leader_epoch_cache`).
-    fn maybe_assign_epoch(&mut self, epoch: i32, start_offset: i64) -> Result<()> {
-        if self.leader_epochs.latest_epoch().is_none_or(|latest| epoch > latest) {
-            self.leader_epochs.assign(epoch, start_offset)?;
-        }
-        Ok(())
-    }
-
-    /// The epoch this log stamps on its appends as leader.
-    pub fn leader_epoch(&self) -> i32 {
-        self.leader_epoch
-    }
-
-    /// Where each leader epoch of this log began.
-    pub fn leader_epoch_cache(&self) -> &LeaderEpochFileCache {
-        &self.leader_epochs
-    }
-
-    /// Become leader at `epoch` (Kafka's `maybeAssignEpochStartOffset`):
-    /// appends from now on carry it, and it begins at the log end. An epoch
-    /// below the latest the log holds is refused: it would drop entries.
-    ///
-    /// # Errors
-    /// `StaleLeaderEpoch` for an epoch below the latest, I/O errors writing
-    /// the checkpoint (the log is then as it was).
-    pub fn become_leader(&mut self, epoch: i32) -> Result<()> {
-        self.check_writable()?;
-        if let Some(latest) = self.leader_epochs.latest_epoch() {
-            if epoch < latest {
-                return Err(LogError::StaleLeaderEpoch { epoch, latest });
-            }
-        }
-        let assigned = self.leader_epochs.assign(epoch, self.next_offset).map(|_| ());
-        self.note_write(assigned)?;
-        self.leader_epoch = epoch;
-        Ok(())
-    }
-
-    /// The end of `epoch` as OffsetsForLeaderEpoch answers it: the largest
-    /// epoch at or below it and the offset after its last record (the log
-    /// end for the current one); `None` when the log holds no such epoch
-    /// (Kafka's `endOffsetForEpoch`).
-    pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
-        let latest = self.leader_epochs.latest_epoch();
-        let leo = self.next_offset;
-        // The current epoch begins at the log end until its first append
-        // writes it down: answer as if its entry were there (Kafka writes
-        // it when the replica becomes leader).
-        if epoch >= 0 && latest.is_none_or(|l| self.leader_epoch > l) {
-            match latest {
-                _ if epoch > self.leader_epoch => return None,
-                _ if epoch == self.leader_epoch => return Some((epoch, leo)),
-                // Below every epoch: itself, with the first one's start.
-                None => return Some((epoch, leo)),
-                Some(l) if epoch > l => return Some((l, leo)),
-                Some(_) => {}
-            }
-        }
-        let (found, end) = self.leader_epochs.end_offset_for(epoch, leo);
-        (end != super::leader_epoch_cache::UNDEFINED_EPOCH_OFFSET).then_some((found, end))
-    }
-
-    /// The leader epoch of the record at `offset`, as ListOffsets answers
-    /// it: an empty cache stands for the current epoch from the log start
-    /// (Kafka's cache holds that entry from the moment it leads); an offset
-    /// before every entry has none (-1).
-    pub fn epoch_at(&self, offset: i64) -> i32 {
-        if self.leader_epochs.entries().is_empty() {
-            return self.leader_epoch;
-        }
-        self.leader_epochs
-            .epoch_for_offset(offset)
-            .unwrap_or(super::leader_epoch_cache::UNDEFINED_EPOCH)
-    }
-
     /// The idempotent-producer state (for tests and the producer id allocator).
     pub fn producer_state(&self) -> &ProducerStateManager {
         &self.producers
@@ -773,115 +700,6 @@ impl Log {
         }
     }
 
-    fn maybe_roll(&mut self, params: RollParams, next_base: i64, flush: FlushMode) -> Result<()> {
-        let jitter = self.roll_jitter_ms();
-        let config = Arc::clone(&self.config);
-        let active = self.active_segment();
-        if active.should_roll(&params, config.segment_bytes, self.roll_ms(), jitter) {
-            tracing::debug!(partition = %self.tp, size = active.size(), base_offset = active.base_offset(), "rolling segment");
-            // The append's own outcome reports a failure (`append_checked`).
-            self.roll_once(next_base, flush)?;
-        }
-        Ok(())
-    }
-
-    /// Active-segment age limit. For compacted topics the cleaner's max lag also
-    /// bounds it, since the active segment is never cleaned.
-    pub fn roll_ms(&self) -> i64 {
-        if self.config.compact {
-            self.config.segment_ms.min(self.config.max_compaction_lag_ms)
-        } else {
-            self.config.segment_ms
-        }
-    }
-
-    fn roll_jitter_ms(&self) -> i64 {
-        if self.config.segment_jitter_ms <= 0 {
-            return 0;
-        }
-        // Kafka draws the jitter at random per segment; a hash of the partition and
-        // segment spreads rolls the same way and keeps them reproducible.
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (&self.tp, self.active_segment().base_offset()).hash(&mut h);
-        (h.finish() % self.config.segment_jitter_ms as u64) as i64
-    }
-
-    /// Start a new active segment at `base` (the next offset), closing the current one.
-    ///
-    /// # Errors
-    /// I/O errors; one opening the new segment's files (descriptors run
-    /// out) leaves the log as it was.
-    pub fn roll(&mut self, base: i64) -> Result<()> {
-        self.check_writable()?;
-        let rolled = self.roll_once(base, FlushMode::Inline);
-        self.note_write(rolled)
-    }
-
-    fn roll_once(&mut self, base: i64, flush: FlushMode) -> Result<()> {
-        let now = self.clock.now_ms();
-        let seg_config = Self::segment_config(&self.config);
-        let active_base = self.active_segment().base_offset();
-        if active_base == base {
-            // The active segment is empty at this offset already (Kafka replaces it).
-            if self.active_segment().size() == 0 {
-                return Ok(());
-            }
-            return Err(LogError::Corrupt {
-                path: self.dir.clone(),
-                position: 0,
-                reason: format!("cannot roll to {base}: segment exists"),
-            });
-        }
-        // The new files first: failing to open them changes nothing.
-        let new = LogSegment::create(&self.dir, base, seg_config, "", now)?;
-        if self.flush_before_ack {
-            // Acknowledged appends will live in it: its directory entries
-            // must survive a crash as their bytes do.
-            if let Err(e) = checkpoint::fsync_dir(&self.dir) {
-                let _ = new.delete_files();
-                return Err(e);
-            }
-        }
-        let old = self.segments.values_mut().next_back().expect("active");
-        old.on_become_inactive()?;
-        // The recovery point moves past the closed segment once it is
-        // fsynced, so a restart only scans the new active segment. Kafka
-        // flushes it asynchronously; Produce's appends do too (`flush`).
-        match flush {
-            FlushMode::Inline => {
-                flush::synced(&self.flush_failure, &self.dir, || old.flush())?;
-                self.recovery_point = self.recovery_point.max(base);
-            }
-            FlushMode::Deferred => {
-                self.pending_closed.extend(old.sync_handles()?);
-                self.defer_flush(base);
-            }
-        }
-        // The state covers every offset below the new segment (Kafka's
-        // snapshot at roll), so a restart replays from here.
-        if let Err(e) =
-            producer_snapshot::write(&self.dir, base, &self.producers.snapshot_entries())
-        {
-            // The closed segment stays active: appending to it is still right.
-            let _ = new.delete_files();
-            return Err(e);
-        }
-        self.segments.insert(base, new);
-        Ok(())
-    }
-
-    /// Roll if the active segment holds anything (retention and tests use it).
-    ///
-    /// # Errors
-    /// I/O errors.
-    pub fn roll_if_not_empty(&mut self) -> Result<()> {
-        if self.active_segment().size() > 0 {
-            self.roll(self.next_offset)?;
-        }
-        Ok(())
-    }
-
     /// Remove the whole log from disk (DeleteTopics).
     ///
     /// # Errors
@@ -907,69 +725,6 @@ impl Log {
         self.delete_expired_files(0, true)?;
         Ok(())
     }
-}
-
-/// What the producer state says of an append.
-enum ProducerCheck {
-    Append(ProducerAppendInfo),
-    /// A single batch retried: answer with its original offsets.
-    Duplicate(BatchMetadata),
-}
-
-/// Check every batch against the producer state, with the offsets they will
-/// get from `first_offset` on.
-/// Whether batches that open a transaction must show a verification.
-enum TxnCheck {
-    /// Not asked (the coordinator's own appends, or verification disabled).
-    Unverified,
-    /// Verified with the coordinator under this guard (`None`: no guard was
-    /// taken because the producer's transaction was open then).
-    Verified(Option<VerificationGuard>),
-}
-
-impl TxnCheck {
-    fn refusal(
-        &self,
-        producers: &ProducerStateManager,
-        info: &ProducerAppendInfo,
-    ) -> Option<ProducerError> {
-        let TxnCheck::Verified(guard) = *self else { return None };
-        info.started
-            .iter()
-            .map(|txn| txn.producer_id)
-            .find(|&pid| !producers.verification_holds(pid, guard))
-            .map(|producer_id| ProducerError::UnverifiedTransaction { producer_id })
-    }
-}
-
-fn check_producers(
-    producers: &ProducerStateManager,
-    validated: &[ValidatedBatch],
-    first_offset: i64,
-    origin: AppendOrigin,
-) -> Result<ProducerCheck, ProducerError> {
-    let mut info = ProducerAppendInfo::new(origin);
-    let mut base = first_offset;
-    for v in validated {
-        let h = &v.header;
-        let batch =
-            ProducerBatch { header: BatchHeader { base_offset: base, ..*h }, control: v.control };
-        match producers.append_batch(&mut info, &batch)? {
-            None => {}
-            Some(meta) if validated.len() == 1 => return Ok(ProducerCheck::Duplicate(meta)),
-            // A retry mixed with new batches cannot be answered with one offset range.
-            Some(meta) => {
-                return Err(ProducerError::OutOfOrderSequence {
-                    producer_id: h.producer_id,
-                    epoch: h.producer_epoch,
-                    first_seq: meta.first_seq,
-                    expected: -1,
-                })
-            }
-        }
-        base += h.records_count as i64;
-    }
-    Ok(ProducerCheck::Append(info))
 }
 
 /// Give the validated batches their offsets from `first_offset`, the leader
