@@ -96,10 +96,6 @@ impl LeaderEpochFileCache {
         self.entries.last().map(|e| e.epoch)
     }
 
-    pub fn earliest_entry(&self) -> Option<EpochEntry> {
-        self.entries.first().copied()
-    }
-
     /// Record that `epoch` begins at `start_offset` (a leader's first
     /// append of it, or a replicated batch of it); written before it
     /// returns. Entries it would make non-monotonic (an epoch at or above
@@ -148,11 +144,6 @@ impl LeaderEpochFileCache {
     /// starting at or below it.
     pub fn epoch_for_offset(&self, offset: i64) -> Option<i32> {
         self.entries.iter().rev().find(|e| e.start_offset <= offset).map(|e| e.epoch)
-    }
-
-    /// The start offset of `epoch`'s entry, if the cache holds it.
-    pub fn start_offset_of(&self, epoch: i32) -> Option<i64> {
-        self.entries.iter().find(|e| e.epoch == epoch).map(|e| e.start_offset)
     }
 
     /// Kafka's `endOffsetFor`: the largest epoch at or below `requested`

@@ -102,3 +102,36 @@ impl ReferenceKafka {
         }
     }
 }
+
+/// `what: answer` lines keyed by `what` (the part before the last `": "`).
+pub fn answers(lines: Vec<String>) -> std::collections::BTreeMap<String, String> {
+    lines
+        .into_iter()
+        .map(|l| {
+            let (what, answer) = l.rsplit_once(": ").expect("line: answer");
+            (what.to_string(), answer.to_string())
+        })
+        .collect()
+}
+
+/// Fail, listing every difference, unless sediment's answers (`got`) are
+/// Kafka's (`want`), key by key.
+pub fn assert_same_answers(
+    want: &std::collections::BTreeMap<String, String>,
+    got: &std::collections::BTreeMap<String, String>,
+) {
+    let mut diff = Vec::new();
+    for key in want.keys().chain(got.keys()).collect::<std::collections::BTreeSet<_>>() {
+        let (k, s) = (want.get(key), got.get(key));
+        if k != s {
+            diff.push(format!("{key}: Kafka {k:?}, sediment {s:?}"));
+        }
+    }
+    assert!(
+        diff.is_empty(),
+        "{} answers differ from Kafka 4.1.2 (of {}):\n{}",
+        diff.len(),
+        want.len(),
+        diff.join("\n")
+    );
+}

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::broker::reference_kafka::ReferenceKafka;
+use crate::broker::reference_kafka::{answers, assert_same_answers, ReferenceKafka};
 use crate::broker::txn::s;
 use crate::broker::{create_topic, produce, TestBroker, Wire};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -145,19 +145,14 @@ fn fetch(w: &mut Wire) -> Vec<String> {
     out
 }
 
-fn answers(port: u16) -> BTreeMap<String, String> {
+/// Every probe's answer on the broker at `port`, keyed by the probe.
+fn probe(port: u16) -> BTreeMap<String, String> {
     prepare(port);
     let mut w = Wire::connect(port);
     let mut lines = offsets_for_leader_epoch(&mut w);
     lines.extend(list_offsets(&mut w));
     lines.extend(fetch(&mut w));
-    lines
-        .into_iter()
-        .map(|l| {
-            let (k, v) = l.split_once(": ").expect("a key");
-            (k.to_string(), v.to_string())
-        })
-        .collect()
+    answers(lines)
 }
 
 fn checkpoint(data_dir: &std::path::Path, topic: &str) -> String {
@@ -169,22 +164,9 @@ fn checkpoint(data_dir: &std::path::Path, topic: &str) -> String {
 fn leader_epochs_answer_as_kafka_does() {
     let kafka = ReferenceKafka::start(&[]);
     let sediment = TestBroker::start(&[]);
-    let want = answers(kafka.port);
-    let got = answers(sediment.port);
-    let mut diff = Vec::new();
-    for key in want.keys().chain(got.keys()).collect::<std::collections::BTreeSet<_>>() {
-        let (k, s) = (want.get(key), got.get(key));
-        if k != s {
-            diff.push(format!("{key}: Kafka {k:?}, sediment {s:?}"));
-        }
-    }
-    assert!(
-        diff.is_empty(),
-        "{} answers differ from Kafka 4.1.2 (of {}):\n{}",
-        diff.len(),
-        want.len(),
-        diff.join("\n")
-    );
+    let want = probe(kafka.port);
+    let got = probe(sediment.port);
+    assert_same_answers(&want, &got);
     let kafka_data = kafka.dir.path().join("data");
     assert_eq!(checkpoint(&sediment.data_dir(), FULL), checkpoint(&kafka_data, FULL));
     assert_eq!(checkpoint(&sediment.data_dir(), FULL), "0\n1\n0 0\n");

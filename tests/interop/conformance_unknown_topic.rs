@@ -9,7 +9,7 @@ use crate::broker;
 
 use std::time::{Duration, Instant};
 
-use crate::broker::reference_kafka::ReferenceKafka;
+use crate::broker::reference_kafka::{answers, assert_same_answers, ReferenceKafka};
 use crate::broker::txn::{s, try_call};
 use crate::broker::{connect_group_ready, create_topic, TestBroker, Wire};
 use kafka_protocol::messages::*;
@@ -528,35 +528,11 @@ fn run(port: u16) -> Vec<String> {
     probes(&mut w, producer)
 }
 
-/// `API vN what` → code, from the lines of [`probes`].
-fn answers(lines: Vec<String>) -> std::collections::BTreeMap<String, String> {
-    lines
-        .into_iter()
-        .map(|l| {
-            let (what, code) = l.rsplit_once(": ").expect("line: code");
-            (what.to_string(), code.to_string())
-        })
-        .collect()
-}
-
 #[test]
 fn unknown_topics_and_partitions_answer_as_kafka_does() {
     let kafka = ReferenceKafka::start(&[]);
     let sediment = TestBroker::start(&["group.initial.rebalance.delay.ms=0"]);
     let want = answers(run(kafka.port));
     let got = answers(run(sediment.port));
-    let mut diff = Vec::new();
-    for key in want.keys().chain(got.keys()).collect::<std::collections::BTreeSet<_>>() {
-        let (k, s) = (want.get(key), got.get(key));
-        if k != s {
-            diff.push(format!("{key}: Kafka {k:?}, sediment {s:?}"));
-        }
-    }
-    assert!(
-        diff.is_empty(),
-        "{} answers differ from Kafka 4.1.2 (of {}):\n{}",
-        diff.len(),
-        want.len(),
-        diff.join("\n")
-    );
+    assert_same_answers(&want, &got);
 }

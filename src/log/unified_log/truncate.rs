@@ -59,6 +59,21 @@ impl Log {
     /// `OffsetOutOfRange` for a negative offset; I/O errors (the log then
     /// takes no more writes, `dir_failure`).
     pub fn truncate_to(&mut self, offset: i64) -> Result<bool> {
+        self.check_cut(offset)?;
+        if offset >= self.next_offset {
+            return Ok(false);
+        }
+        let first_base = *self.segments.keys().next().expect("a log always has a segment");
+        if offset < first_base {
+            self.cut(offset, Self::truncate_fully_once)?;
+        } else {
+            self.cut(offset, Self::truncate_once)?;
+        }
+        Ok(true)
+    }
+
+    /// A cut to `offset` may start: the log takes writes, the offset is not negative.
+    fn check_cut(&self, offset: i64) -> Result<()> {
         self.check_writable()?;
         if offset < 0 {
             return Err(LogError::OffsetOutOfRange {
@@ -67,17 +82,14 @@ impl Log {
                 log_end: self.next_offset,
             });
         }
-        if offset >= self.next_offset {
-            return Ok(false);
-        }
-        let first_base = *self.segments.keys().next().expect("a log always has a segment");
-        let outcome = if offset < first_base {
-            self.truncate_fully_once(offset).map(|()| true)
-        } else {
-            self.truncate_once(offset).map(|()| true)
-        };
+        Ok(())
+    }
+
+    /// Run one of the cuts; a failure halfway through its steps stops the
+    /// log taking writes, as memory and disk may then disagree.
+    fn cut(&mut self, offset: i64, steps: fn(&mut Self, i64) -> Result<()>) -> Result<()> {
+        let outcome = steps(self, offset);
         if let Err(e) = &outcome {
-            // Memory and disk may disagree halfway through the steps.
             self.fail(e);
         }
         outcome
@@ -134,19 +146,8 @@ impl Log {
     /// `OffsetOutOfRange` for a negative offset; I/O errors (the log then
     /// takes no more writes).
     pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<()> {
-        self.check_writable()?;
-        if offset < 0 {
-            return Err(LogError::OffsetOutOfRange {
-                offset,
-                log_start: self.log_start_offset,
-                log_end: self.next_offset,
-            });
-        }
-        let outcome = self.truncate_fully_once(offset);
-        if let Err(e) = &outcome {
-            self.fail(e);
-        }
-        outcome
+        self.check_cut(offset)?;
+        self.cut(offset, Self::truncate_fully_once)
     }
 
     fn truncate_fully_once(&mut self, offset: i64) -> Result<()> {
