@@ -1,12 +1,29 @@
 //! A real etcd (Debian's `etcd-server`, which scripts/test.sh installs) on
-//! free loopback ports, with its data dir and log in a temporary dir; killed
+//! free loopback ports outside the ephemeral range, with its data dir and log in a temporary dir; killed
 //! when dropped. Tests give each case its own key prefix, so one server
 //! serves a whole binary's cases.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{free_port, Reaper};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::Reaper;
+
+/// A free loopback port below the kernel's ephemeral range (32768 up on
+/// Linux), so no outgoing connection takes it while the server is down
+/// between [`EtcdServer::stop`] and [`EtcdServer::restart`].
+fn stable_port() -> u16 {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let spread = std::process::id().wrapping_mul(7919);
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = 20_000 + (spread.wrapping_add(n.wrapping_mul(37)) % 12_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
 
 pub struct EtcdServer {
     // Declared first so the server is killed before its dir is removed.
@@ -20,7 +37,7 @@ impl EtcdServer {
     /// Start etcd and wait until it answers a read.
     pub fn start() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut etcd = Self { server: None, port: free_port(), peer_port: free_port(), dir };
+        let mut etcd = Self { server: None, port: stable_port(), peer_port: stable_port(), dir };
         etcd.spawn();
         etcd
     }
