@@ -21,12 +21,14 @@ use kafka_protocol::messages::{
 use super::describe_configs::{
     config_resource_refusal, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC,
 };
+use super::error::cluster_error_code;
 use super::error::{dynamic_config_error_code, error_code};
 use super::{str_bytes, RequestContext};
 use crate::api::KafkaApis;
 use crate::config::dynamic::{key_kind, DynamicConfigError, DynamicLevel};
 use crate::config_def::ConfigType;
 use crate::log::config::config_def;
+use crate::log::manager::is_internal_topic;
 use crate::log::LogError;
 use crate::security::acl::AclOperation;
 
@@ -76,24 +78,30 @@ fn apply(
 }
 
 fn apply_topic(broker: &KafkaApis, name: &str, validate_only: bool, build: Build<'_>) -> Outcome {
-    let info = broker.logs.topic(name).ok_or_else(|| {
+    let config = broker.topic_config(name).ok_or_else(|| {
         (ResponseError::UnknownTopicOrPartition, format!("topic {name} does not exist"))
     })?;
     let defaults = broker.logs.topic_defaults();
-    let effective = |key: &str| info.config.value_of(key, &defaults).map(|(v, _)| v);
+    let effective = |key: &str| config.value_of(key, &defaults).map(|(v, _)| v);
     let kind = |key: &str| {
         config_def(key).map(|d| d.kind).ok_or_else(|| {
             (ResponseError::InvalidConfig, format!("invalid config {key}: unknown topic config"))
         })
     };
-    let overrides = build(&Target {
-        current: info.config.overrides.clone(),
-        effective: &effective,
-        kind: &kind,
-    })?;
+    let overrides =
+        build(&Target { current: config.overrides.clone(), effective: &effective, kind: &kind })?;
     let map_err = |e: LogError| (error_code(&e), e.to_string());
     if validate_only {
         broker.logs.resolve_config(overrides).map(|_| ()).map_err(map_err)
+    } else if let Some(topics) = broker.topics.as_ref().filter(|_| !is_internal_topic(name)) {
+        // Into etcd; every broker with a copy applies it from its image.
+        broker.logs.resolve_config(overrides.clone()).map_err(map_err)?;
+        crate::blocking::off_worker(|| {
+            tokio::runtime::Handle::current().block_on(topics.set_config(name, overrides))
+        })
+        .map_err(|e| (cluster_error_code(&e), e.to_string()))?;
+        tracing::info!(topic = %name, "topic config altered in the cluster");
+        Ok(())
     } else {
         broker.logs.alter_topic_config(name, overrides).map(|_| ()).map_err(map_err)?;
         tracing::info!(topic = %name, "topic config altered");

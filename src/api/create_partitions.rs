@@ -11,9 +11,11 @@ use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 
+use super::error::cluster_error_code;
 use super::error::error_code;
 use super::{str_bytes, RequestContext};
 use crate::api::KafkaApis;
+use crate::log::manager::is_internal_topic;
 use crate::security::acl::{AclOperation, ResourceType};
 
 /// Most partitions one request may add: each is one record of the
@@ -57,14 +59,41 @@ pub fn handle(
                     with_error(result, ResponseError::UnknownServerError, Some(msg))
                 }
                 Ok(_) if request.validate_only => result,
-                Ok(_) => match broker.logs.create_partitions(&t.name.0, t.count) {
+                Ok(_) => match grow(broker, &t, request.timeout_ms) {
                     Ok(()) => result,
-                    Err(e) => with_error(result, error_code(&e), Some(e.to_string())),
+                    Err((code, message)) => with_error(result, code, Some(message)),
                 },
             }
         })
         .collect();
     CreatePartitionsResponse::default().with_results(results)
+}
+
+/// Add `t`'s partitions: in a cluster through etcd (placed there, or as
+/// the request assigns them), waiting up to the timeout for their leaders.
+fn grow(
+    broker: &KafkaApis,
+    t: &CreatePartitionsTopic,
+    timeout_ms: i32,
+) -> Result<(), (ResponseError, String)> {
+    match &broker.topics {
+        Some(topics) if !is_internal_topic(&t.name.0) => {
+            let given = t
+                .assignments
+                .as_ref()
+                .map(|a| a.iter().map(|a| a.broker_ids.iter().map(|b| b.0).collect()).collect());
+            let wait = std::time::Duration::from_millis(timeout_ms.max(0) as u64);
+            crate::blocking::off_worker(|| {
+                tokio::runtime::Handle::current()
+                    .block_on(topics.add_partitions(&t.name.0, t.count, given, wait))
+            })
+            .map_err(|e| (cluster_error_code(&e), e.to_string()))
+        }
+        _ => broker
+            .logs
+            .create_partitions(&t.name.0, t.count)
+            .map_err(|e| (error_code(&e), e.to_string())),
+    }
 }
 
 fn with_error(
@@ -85,25 +114,37 @@ fn check(
     if !alterable {
         return Err((ResponseError::TopicAuthorizationFailed, None));
     }
-    let Some(info) = broker.logs.topic(name) else {
+    let in_cluster = broker.topics.as_ref().filter(|_| !is_internal_topic(name));
+    let partitions = match in_cluster {
+        Some(topics) => topics.image().topics.topic(name).map(|t| t.partition_count()),
+        None => broker.logs.topic(name).map(|t| t.partitions),
+    };
+    let Some(partitions) = partitions else {
         let msg = format!("topic {name} does not exist");
         return Err((ResponseError::UnknownTopicOrPartition, Some(msg)));
     };
-    if t.count <= info.partitions {
+    if t.count <= partitions {
         let msg = format!(
-            "topic currently has {} partitions, which is higher than or equal to the requested {}",
-            info.partitions, t.count
+            "topic currently has {partitions} partitions, which is higher than or equal to the requested {}",
+            t.count
         );
         return Err((ResponseError::InvalidPartitions, Some(msg)));
     }
-    if let Some(assignments) = &t.assignments {
+    let added = i64::from(t.count) - i64::from(partitions);
+    if let Some(assignments) =
+        t.assignments.as_ref().filter(|a| in_cluster.is_some() && a.len() as i64 != added)
+    {
+        let msg = format!("{} assignments given for {added} new partitions", assignments.len());
+        return Err((ResponseError::InvalidReplicaAssignment, Some(msg)));
+    }
+    if let Some(assignments) = t.assignments.as_ref().filter(|_| in_cluster.is_none()) {
         let node = broker.node_id;
-        if assignments.len() as i64 != i64::from(t.count) - i64::from(info.partitions)
+        if assignments.len() as i64 != added
             || assignments.iter().any(|a| a.broker_ids.iter().any(|b| b.0 != node))
         {
             let msg = format!("new partitions must be assigned to broker {node} alone");
             return Err((ResponseError::InvalidReplicaAssignment, Some(msg)));
         }
     }
-    Ok(t.count - info.partitions)
+    Ok(t.count - partitions)
 }

@@ -26,9 +26,12 @@ use kafka_protocol::messages::create_topics_response::{
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 
 use super::describe_configs::topic_entries;
+use super::error::cluster_error_code;
 use super::error::error_code;
 use super::{str_bytes, uuid_of, RequestContext};
 use crate::api::KafkaApis;
+use crate::controller::{ClusterTopics, NewTopic, TopicChangeError};
+use crate::log::manager::is_internal_topic;
 use crate::log::{LogError, LogManager};
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
@@ -92,7 +95,8 @@ pub fn handle(
                 (Ok(_), Some(why)) => Err((ResponseError::PolicyViolation, why.clone())),
                 (Ok(plan), None) => {
                     let describable = describable.get(&plan.name) == Some(&true);
-                    create(broker, plan, request.validate_only, describable, version)
+                    let how = (request.validate_only, request.timeout_ms, describable);
+                    create(broker, plan, how, version)
                 }
             };
             match outcome {
@@ -123,6 +127,10 @@ struct Planned {
     partitions: i32,
     overrides: BTreeMap<String, String>,
     config: crate::log::LogConfig,
+    /// As asked (-1: the default); only a cluster places more than one.
+    replication_factor: i16,
+    /// Replicas per partition, as asked (a cluster checks them).
+    assignment: Option<Vec<Vec<i32>>>,
 }
 
 impl Planned {
@@ -156,7 +164,11 @@ fn check_topic(broker: &KafkaApis, topic: &CreatableTopic) -> Outcome {
         }
     }
     let config = broker.logs.resolve_config(overrides.clone()).map_err(fail)?;
-    Ok(Planned { name, partitions, overrides, config })
+    let assignment = (!topic.assignments.is_empty()).then(|| {
+        topic.assignments.iter().map(|a| a.broker_ids.iter().map(|b| b.0).collect()).collect()
+    });
+    let replication_factor = topic.replication_factor;
+    Ok(Planned { name, partitions, overrides, config, replication_factor, assignment })
 }
 
 /// Create a checked topic (or, with `validate_only`, check it does not
@@ -164,22 +176,16 @@ fn check_topic(broker: &KafkaApis, topic: &CreatableTopic) -> Outcome {
 fn create(
     broker: &KafkaApis,
     plan: Planned,
-    validate_only: bool,
-    describable: bool,
+    (validate_only, timeout_ms, describable): (bool, i32, bool),
     version: i16,
 ) -> Result<CreatableTopicResult, (ResponseError, String)> {
-    let fail = |e: LogError| (error_code(&e), e.to_string());
-    let Planned { name, partitions, overrides, config } = plan;
-    let id = if validate_only {
-        if broker.logs.topic(&name).is_some() {
-            return Err(fail(LogError::TopicExists(name)));
+    let (id, factor) = match &broker.topics {
+        Some(topics) if !is_internal_topic(&plan.name) => {
+            create_in_cluster(broker, topics, &plan, validate_only, timeout_ms)?
         }
-        [0; 16]
-    } else {
-        let info = broker.logs.create_topic(&name, partitions, overrides).map_err(fail)?;
-        tracing::info!(topic = %name, partitions, "created topic");
-        info.id
+        _ => (create_here(broker, &plan, validate_only)?, 1),
     };
+    let Planned { partitions, config, .. } = plan;
     let r = CreatableTopicResult::default().with_topic_id(uuid_of(id));
     if !describable {
         return Ok(r
@@ -187,7 +193,7 @@ fn create(
             .with_replication_factor(-1)
             .with_topic_config_error_code(ResponseError::TopicAuthorizationFailed.code()));
     }
-    let mut r = r.with_num_partitions(partitions).with_replication_factor(1);
+    let mut r = r.with_num_partitions(partitions).with_replication_factor(factor);
     if version >= 5 {
         let defaults = &broker.logs.topic_defaults();
         r.configs = Some(
@@ -205,6 +211,67 @@ fn create(
     Ok(r)
 }
 
+/// Create a checked topic in this node's logs; its id (zeros with
+/// `validate_only`, once it is known not to exist).
+fn create_here(
+    broker: &KafkaApis,
+    plan: &Planned,
+    validate_only: bool,
+) -> Result<[u8; 16], (ResponseError, String)> {
+    let fail = |e: LogError| (error_code(&e), e.to_string());
+    let Planned { name, partitions, overrides, .. } = plan;
+    let (name, partitions) = (name.clone(), *partitions);
+    let id = if validate_only {
+        if broker.logs.topic(&name).is_some() {
+            return Err(fail(LogError::TopicExists(name)));
+        }
+        [0; 16]
+    } else {
+        let info = broker.logs.create_topic(&name, partitions, overrides.clone()).map_err(fail)?;
+        tracing::info!(topic = %name, partitions, "created topic");
+        info.id
+    };
+    Ok(id)
+}
+
+/// Create a checked topic in the cluster (`controller::topics`), waiting up
+/// to the request's timeout for its leaders; its id and replication factor.
+fn create_in_cluster(
+    broker: &KafkaApis,
+    topics: &ClusterTopics,
+    plan: &Planned,
+    validate_only: bool,
+    timeout_ms: i32,
+) -> Result<([u8; 16], i16), (ResponseError, String)> {
+    let fail = |e: TopicChangeError| (cluster_error_code(&e), e.to_string());
+    let factor = match plan.replication_factor {
+        -1 => broker.config.default_replication_factor(),
+        f => i32::from(f),
+    };
+    let new = NewTopic {
+        name: plan.name.clone(),
+        partitions: plan.partitions,
+        replication_factor: factor,
+        assignment: plan.assignment.clone(),
+        config: plan.overrides.clone(),
+    };
+    let factor =
+        plan.assignment.as_ref().and_then(|a| a.first()).map_or(factor, |r| r.len() as i32);
+    if validate_only {
+        topics.plan(&new).map_err(fail)?;
+        if topics.image().topics.topic(&plan.name).is_some() {
+            return Err(fail(TopicChangeError::Exists(plan.name.clone())));
+        }
+        return Ok(([0; 16], factor as i16));
+    }
+    let wait = std::time::Duration::from_millis(timeout_ms.max(0) as u64);
+    let created = crate::blocking::off_worker(|| {
+        tokio::runtime::Handle::current().block_on(topics.create(&new, wait))
+    });
+    let id = created.map_err(fail)?;
+    Ok((id, factor as i16))
+}
+
 /// The partition count a topic asks for (a count, the default, or an
 /// assignment to this broker alone), with a replication factor of 1.
 fn partition_count(
@@ -218,10 +285,12 @@ fn partition_count(
                 "give either assignments or a partition count and replication factor".into(),
             ));
         }
-        if topic
-            .assignments
-            .iter()
-            .any(|a| a.broker_ids.len() != 1 || a.broker_ids[0].0 != broker.node_id)
+        // A cluster checks assignments against its brokers.
+        if broker.topics.is_none()
+            && topic
+                .assignments
+                .iter()
+                .any(|a| a.broker_ids.len() != 1 || a.broker_ids[0].0 != broker.node_id)
         {
             return Err((
                 ResponseError::InvalidReplicaAssignment,
@@ -236,7 +305,7 @@ fn partition_count(
             format!("number of partitions must be larger than 0, got {partitions}"),
         ));
     }
-    if topic.replication_factor != -1 && topic.replication_factor != 1 {
+    if broker.topics.is_none() && topic.replication_factor != -1 && topic.replication_factor != 1 {
         return Err((
             ResponseError::InvalidReplicationFactor,
             format!(

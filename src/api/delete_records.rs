@@ -45,6 +45,9 @@ pub fn handle(
                         return r.with_error_code(ResponseError::TopicAuthorizationFailed.code());
                     }
                     let tp = TopicPartition::new(name.clone(), p.partition_index);
+                    if let Some(code) = broker.not_led(&tp) {
+                        return r.with_error_code(code.code());
+                    }
                     let Some(log) = broker.logs.get_log(&tp) else {
                         let absent = broker.logs.absent_partition_error(&tp);
                         return r.with_error_code(error_code(&absent).code());

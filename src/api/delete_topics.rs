@@ -17,10 +17,11 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse};
 
+use super::error::cluster_error_code;
 use super::error::error_code;
 use super::{str_bytes, topic_name, uuid_of, RequestContext};
 use crate::api::KafkaApis;
-use crate::log::TopicInfo;
+use crate::log::manager::is_internal_topic;
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
 /// What the principal may do with each topic name the request involves.
@@ -104,7 +105,7 @@ pub fn handle(
             if !access.may_describe(&name) {
                 return refused(result);
             }
-            let Some(info) = broker.logs.topic(&name) else {
+            let Some(id) = broker.topic_id(&name) else {
                 let code = if given.is_some() {
                     ResponseError::UnknownTopicOrPartition
                 } else {
@@ -115,7 +116,7 @@ pub fn handle(
             if !access.may_delete(&name) {
                 return refused(result);
             }
-            delete(broker, &info, result)
+            delete(broker, &name, id, result)
         })
         .collect();
     // Fetches parked on a deleted partition should notice now.
@@ -125,21 +126,37 @@ pub fn handle(
 
 fn delete(
     broker: &KafkaApis,
-    info: &TopicInfo,
+    name: &str,
+    id: [u8; 16],
     result: DeletableTopicResult,
 ) -> DeletableTopicResult {
-    let result =
-        result.with_name(Some(topic_name(info.name.clone()))).with_topic_id(uuid_of(info.id));
+    let result = result.with_name(Some(topic_name(name.to_string()))).with_topic_id(uuid_of(id));
     if !broker.config.delete_topic_enable() {
         return result.with_error_code(ResponseError::TopicDeletionDisabled.code());
     }
-    match broker.logs.delete_topic(&info.name, broker.cleaning()) {
+    // In a cluster the topic goes from etcd; each broker then deletes its
+    // copies as it applies the deletion.
+    let deleted = match &broker.topics {
+        Some(topics) if !is_internal_topic(name) => {
+            let now = broker.logs.clock().now_ms();
+            crate::blocking::off_worker(|| {
+                tokio::runtime::Handle::current().block_on(topics.delete(name, now))
+            })
+            .map(|_| ())
+            .map_err(|e| (cluster_error_code(&e), e.to_string()))
+        }
+        _ => broker
+            .logs
+            .delete_topic(name, broker.cleaning())
+            .map_err(|e| (error_code(&e), e.to_string())),
+    };
+    match deleted {
         Ok(()) => {
-            tracing::info!(topic = %info.name, "deleted topic");
+            tracing::info!(topic = %name, "deleted topic");
             result
         }
-        Err(e) => result
-            .with_error_code(error_code(&e).code())
-            .with_error_message(Some(str_bytes(e.to_string()))),
+        Err((code, message)) => {
+            result.with_error_code(code.code()).with_error_message(Some(str_bytes(message)))
+        }
     }
 }

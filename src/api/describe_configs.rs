@@ -335,18 +335,18 @@ fn describe(broker: &KafkaApis, request: DescribeConfigsRequest) -> Vec<Describe
             e
         };
         let result = match resource.resource_type {
-            RESOURCE_TOPIC => match broker.logs.topic(resource.resource_name.as_str()) {
+            RESOURCE_TOPIC => match broker.topic_config(resource.resource_name.as_str()) {
                 None => result
                     .with_error_code(ResponseError::UnknownTopicOrPartition.code())
                     .with_error_message(Some(str_bytes(format!(
                         "topic {} does not exist",
                         resource.resource_name.as_str()
                     )))),
-                Some(info) => {
+                Some(config) => {
                     let defaults = &broker.logs.topic_defaults();
                     let entries = match &broker.dynamic {
-                        Some(dynamic) => topic_entries_layered(&info.config, defaults, dynamic),
-                        None => topic_entries(&info.config, defaults),
+                        Some(dynamic) => topic_entries_layered(&config, defaults, dynamic),
+                        None => topic_entries(&config, defaults),
                     };
                     let configs = entries
                         .into_iter()

@@ -55,6 +55,11 @@ pub fn handle(
 }
 
 fn describe(broker: &KafkaApis, tp: &TopicPartition) -> PartitionResponse {
+    if let Some(code) = broker.not_led(tp) {
+        return PartitionResponse::default()
+            .with_partition_index(tp.partition)
+            .with_error_code(code.code());
+    }
     let Some(log) = broker.logs.get_log(tp) else {
         let error = if broker.logs.offline_partitions().contains_key(tp) {
             ResponseError::KafkaStorageError

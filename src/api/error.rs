@@ -257,6 +257,20 @@ pub fn dynamic_config_error_code(e: &crate::config::dynamic::DynamicConfigError)
     }
 }
 
+/// Kafka's code for a topic change the cluster refused.
+pub fn cluster_error_code(e: &crate::controller::TopicChangeError) -> ResponseError {
+    use crate::controller::TopicChangeError as E;
+    match e {
+        E::Exists(_) => ResponseError::TopicAlreadyExists,
+        E::Unknown(_) => ResponseError::UnknownTopicOrPartition,
+        E::InvalidReplicationFactor(_) => ResponseError::InvalidReplicationFactor,
+        E::InvalidReplicaAssignment(_) => ResponseError::InvalidReplicaAssignment,
+        E::InvalidPartitions(_) => ResponseError::InvalidPartitions,
+        E::Unavailable(_) => ResponseError::RequestTimedOut,
+        E::TimedOut(_) => ResponseError::RequestTimedOut,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -312,7 +312,9 @@ fn read_once(
                 (None, None) => Some(ResponseError::UnknownTopicId),
                 (None, Some(name)) => {
                     let tp = TopicPartition::new(name.clone(), p.partition);
-                    match broker.logs.get_log(&tp) {
+                    let not_led = broker.not_led(&tp);
+                    match broker.logs.get_log(&tp).filter(|_| not_led.is_none()) {
+                        None if not_led.is_some() => not_led,
                         None if broker.logs.offline_partitions().contains_key(&tp) => {
                             Some(ResponseError::KafkaStorageError)
                         }

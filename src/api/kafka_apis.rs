@@ -16,10 +16,11 @@ use crate::log::manager::CleaningControl;
 use crate::log::producer_id_manager::ProducerIdManager;
 use crate::log::{LogError, LogManager};
 use crate::metrics::RequestMetrics;
-use crate::replica::ReplicaManager;
+use crate::replica::{Leading, ReplicaManager};
 use crate::security::acl_store::AclStore;
 use crate::security::credentials::CredentialStore;
 use crate::txn::{LogMarkerWriter, TransactionCoordinator};
+use kafka_protocol::error::ResponseError;
 use parking_lot::Mutex;
 
 /// Everything a handler needs: the broker's identity, config and managers.
@@ -58,6 +59,8 @@ pub struct KafkaApis {
     pub replica: Arc<ReplicaManager>,
     /// In a cluster, the cluster as this broker applied it from etcd.
     pub cluster: Option<Arc<crate::cluster::image::ImageWatcher>>,
+    /// In a cluster, topic changes go through etcd.
+    pub topics: Option<crate::controller::ClusterTopics>,
 }
 
 impl KafkaApis {
@@ -85,8 +88,61 @@ impl KafkaApis {
         self.cleaner.as_ref().map(|c| c.manager().as_ref() as &dyn CleaningControl)
     }
 
-    /// The name of the topic with this id.
+    /// Why `tp` is not served here, in a cluster: another broker leads it
+    /// (NOT_LEADER_OR_FOLLOWER) or the cluster has no such partition. `None`
+    /// when this broker leads it, as a single node leads everything.
+    pub fn not_led(&self, tp: &crate::log::TopicPartition) -> Option<ResponseError> {
+        match self.replica.leads(tp) {
+            Leading::Yes => None,
+            Leading::NotLeader => Some(ResponseError::NotLeaderOrFollower),
+            Leading::Unknown => Some(ResponseError::UnknownTopicOrPartition),
+        }
+    }
+
+    /// The name of the topic with this id (in a cluster, of the cluster's
+    /// topics or the local internal ones).
     pub fn topic_name_by_id(&self, id: &uuid::Uuid) -> Option<String> {
-        self.logs.topic_name_by_id(id.as_bytes())
+        let in_cluster = self
+            .cluster
+            .as_ref()
+            .and_then(|c| c.current().topics.topic_by_id(id.as_bytes()).map(|t| t.name.clone()));
+        in_cluster.or_else(|| self.logs.topic_name_by_id(id.as_bytes()))
+    }
+
+    /// The config of the topic named `name` (in a cluster, its overrides in
+    /// etcd over this broker's defaults).
+    pub fn topic_config(&self, name: &str) -> Option<Arc<crate::log::LogConfig>> {
+        match self.cluster.as_ref().filter(|_| !crate::log::manager::is_internal_topic(name)) {
+            Some(c) => {
+                let image = c.current();
+                image.topics.topic(name)?;
+                // Checked when written: a value this broker refuses shows
+                // the defaults rather than failing the describe.
+                let resolved = self.logs.resolve_config(image.topics.config(name));
+                Some(Arc::new(resolved.unwrap_or_else(|e| {
+                    tracing::warn!(
+                        topic = name,
+                        "the cluster's topic config does not resolve here: {e}"
+                    );
+                    self.logs
+                        .resolve_config(Default::default())
+                        .expect("the broker defaults resolve")
+                })))
+            }
+            None => self.logs.topic(name).map(|t| t.config),
+        }
+    }
+
+    /// The id of the topic named `name`, as [`Self::topic_name_by_id`] finds topics.
+    pub fn topic_id(&self, name: &str) -> Option<[u8; 16]> {
+        let in_cluster = self
+            .cluster
+            .as_ref()
+            .filter(|_| !crate::log::manager::is_internal_topic(name))
+            .map(|c| c.current().topics.topic(name).map(|t| t.id));
+        match in_cluster {
+            Some(found) => found,
+            None => self.logs.topic(name).map(|t| t.id),
+        }
     }
 }

@@ -66,6 +66,10 @@ pub async fn handle(
                 continue;
             }
             let tp = TopicPartition::new(name.clone(), p.partition_index);
+            if let Some(code) = broker.not_led(&tp) {
+                partitions.push(r.with_error_code(code.code()));
+                continue;
+            }
             let r = match broker.logs.get_log(&tp) {
                 None => {
                     r.with_error_code(error_code(&broker.logs.absent_partition_error(&tp)).code())

@@ -30,8 +30,54 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 use super::error::error_code;
 use super::{str_bytes, topic_name, uuid_of, RequestContext};
 use crate::api::KafkaApis;
+use std::sync::Arc;
+
+use super::error::cluster_error_code;
+use crate::cluster::image::MetadataImage;
+use crate::cluster::topics_image::TopicImage;
+use crate::controller::{ClusterTopics, NewTopic, TopicChangeError};
+use crate::log::manager::is_internal_topic;
 use crate::log::{LogError, LogManager, TopicInfo, TopicPartition};
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
+
+/// Where the topics come from: this node's logs, or in a cluster the image
+/// this broker applied (the coordinators' internal topics, local to each
+/// broker until the cluster places them, from the logs in both).
+enum Catalog {
+    Local,
+    Cluster(Arc<MetadataImage>),
+}
+
+impl Catalog {
+    fn of(broker: &KafkaApis) -> Self {
+        match &broker.cluster {
+            Some(watcher) => Catalog::Cluster(watcher.current()),
+            None => Catalog::Local,
+        }
+    }
+
+    /// The described topic named `name`, if it exists.
+    fn describe(&self, broker: &KafkaApis, name: &str) -> Option<MetadataResponseTopic> {
+        match self {
+            Catalog::Cluster(image) if !is_internal_topic(name) => {
+                image.topics.topic(name).map(|t| cluster_topic_response(image, t))
+            }
+            _ => broker.logs.topic(name).map(|info| topic_response(broker, &info)),
+        }
+    }
+
+    /// Every topic's name and id.
+    fn names_and_ids(&self, broker: &KafkaApis) -> Vec<(String, [u8; 16])> {
+        let local = broker.logs.topics().into_iter().map(|t| (t.name, t.id));
+        match self {
+            Catalog::Local => local.collect(),
+            Catalog::Cluster(image) => local
+                .filter(|(name, _)| is_internal_topic(name))
+                .chain(image.topics.topics().map(|t| (t.name.clone(), t.id)))
+                .collect(),
+        }
+    }
+}
 
 fn topic_response(broker: &KafkaApis, info: &TopicInfo) -> MetadataResponseTopic {
     let offline = broker.logs.offline_partitions();
@@ -59,6 +105,41 @@ fn topic_response(broker: &KafkaApis, info: &TopicInfo) -> MetadataResponseTopic
         .with_topic_authorized_operations(i32::MIN)
 }
 
+/// A topic of the cluster: each partition's leader, epoch, replicas, ISR
+/// and the replicas on brokers not eligible (Kafka's offline replicas); a
+/// partition without a leader is LEADER_NOT_AVAILABLE.
+fn cluster_topic_response(image: &MetadataImage, topic: &TopicImage) -> MetadataResponseTopic {
+    let ids = |v: &[i32]| v.iter().map(|b| BrokerId(*b)).collect::<Vec<_>>();
+    let partitions = topic
+        .assignment
+        .iter()
+        .map(|(&p, replicas)| {
+            let offline: Vec<i32> =
+                replicas.iter().copied().filter(|b| !image.is_eligible(*b)).collect();
+            let r = MetadataResponsePartition::default()
+                .with_partition_index(p)
+                .with_replica_nodes(ids(replicas))
+                .with_offline_replicas(ids(&offline));
+            match image.topics.state(&topic.name, p) {
+                Some(s) if s.state.leader >= 0 => r
+                    .with_leader_id(BrokerId(s.state.leader))
+                    .with_leader_epoch(s.state.leader_epoch)
+                    .with_isr_nodes(ids(&s.state.isr)),
+                state => r
+                    .with_error_code(ResponseError::LeaderNotAvailable.code())
+                    .with_leader_id(BrokerId(-1))
+                    .with_leader_epoch(state.map_or(-1, |s| s.state.leader_epoch))
+                    .with_isr_nodes(state.map_or_else(Vec::new, |s| ids(&s.state.isr))),
+            }
+        })
+        .collect();
+    MetadataResponseTopic::default()
+        .with_name(Some(topic_name(topic.name.clone())))
+        .with_topic_id(uuid_of(topic.id))
+        .with_partitions(partitions)
+        .with_topic_authorized_operations(i32::MIN)
+}
+
 fn error_topic(name: Option<String>, id: uuid::Uuid, code: ResponseError) -> MetadataResponseTopic {
     MetadataResponseTopic::default()
         .with_error_code(code.code())
@@ -75,7 +156,10 @@ fn refused_topic(name: Option<String>, id: uuid::Uuid) -> MetadataResponseTopic 
 }
 
 /// Create `name` on a Metadata request's behalf (the principal may).
-fn auto_create(broker: &KafkaApis, name: String) -> MetadataResponseTopic {
+fn auto_create(broker: &KafkaApis, catalog: &Catalog, name: String) -> MetadataResponseTopic {
+    if let Some(topics) = broker.topics.as_ref().filter(|_| !is_internal_topic(&name)) {
+        return auto_create_in_cluster(broker, topics, name);
+    }
     let created = LogManager::validate_topic_name(&name).and_then(|_| {
         broker.logs.create_topic(&name, broker.config.num_partitions(), BTreeMap::new())
     });
@@ -85,8 +169,8 @@ fn auto_create(broker: &KafkaApis, name: String) -> MetadataResponseTopic {
             topic_response(broker, &info)
         }
         // Another request created it in between.
-        Err(LogError::TopicExists(_)) => match broker.logs.topic(&name) {
-            Some(info) => topic_response(broker, &info),
+        Err(LogError::TopicExists(_)) => match catalog.describe(broker, &name) {
+            Some(t) => t,
             None => {
                 error_topic(Some(name), uuid::Uuid::nil(), ResponseError::UnknownTopicOrPartition)
             }
@@ -95,6 +179,48 @@ fn auto_create(broker: &KafkaApis, name: String) -> MetadataResponseTopic {
     }
 }
 
+/// Auto-creation in a cluster: the topic is written to etcd and described
+/// as this broker's image then has it (its leaders may still be coming:
+/// LEADER_NOT_AVAILABLE, which clients retry).
+fn auto_create_in_cluster(
+    broker: &KafkaApis,
+    topics: &ClusterTopics,
+    name: String,
+) -> MetadataResponseTopic {
+    if let Err(e) = LogManager::validate_topic_name(&name) {
+        return error_topic(Some(name), uuid::Uuid::nil(), error_code(&e));
+    }
+    let new = NewTopic {
+        name: name.clone(),
+        partitions: broker.config.num_partitions(),
+        replication_factor: broker.config.default_replication_factor(),
+        assignment: None,
+        config: BTreeMap::new(),
+    };
+    let created = crate::blocking::off_worker(|| {
+        tokio::runtime::Handle::current().block_on(topics.create(&new, AUTO_CREATE_WAIT))
+    });
+    match created {
+        Ok(_) | Err(TopicChangeError::Exists(_) | TopicChangeError::TimedOut(_)) => {
+            tracing::info!(topic = %name, "auto-created topic in the cluster");
+            let image = topics.image();
+            match image.topics.topic(&name) {
+                Some(t) => cluster_topic_response(&image, t),
+                None => {
+                    error_topic(Some(name), uuid::Uuid::nil(), ResponseError::LeaderNotAvailable)
+                }
+            }
+        }
+        Err(e) => {
+            tracing::warn!(topic = %name, "auto-creation in the cluster failed: {e}");
+            error_topic(Some(name), uuid::Uuid::nil(), cluster_error_code(&e))
+        }
+    }
+}
+
+/// How long an auto-creation waits for its leaders before answering.
+const AUTO_CREATE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The topics a request names (by name or, v12+, by id), in its order.
 fn named_topics(
     broker: &KafkaApis,
@@ -102,14 +228,15 @@ fn named_topics(
     requested: Vec<MetadataRequestTopic>,
     allow_auto_create: bool,
 ) -> Vec<MetadataResponseTopic> {
-    let by_id: BTreeMap<[u8; 16], TopicInfo> =
-        broker.logs.topics().into_iter().map(|t| (t.id, t)).collect();
+    let catalog = Catalog::of(broker);
+    let by_id: BTreeMap<[u8; 16], String> =
+        catalog.names_and_ids(broker).into_iter().map(|(name, id)| (id, name)).collect();
     // Each entry's name: asked for, or the name of the topic its id is.
     let names: Vec<Option<String>> = requested
         .iter()
         .map(|t| match &t.name {
             Some(name) => Some(name.0.to_string()),
-            None => by_id.get(t.topic_id.as_bytes()).map(|i| i.name.clone()),
+            None => by_id.get(t.topic_id.as_bytes()).cloned(),
         })
         .collect();
     let describable: HashMap<String, bool> = ctx
@@ -138,8 +265,8 @@ fn named_topics(
             });
             continue;
         }
-        if let Some(info) = broker.logs.topic(&name) {
-            topics.push(topic_response(broker, &info));
+        if let Some(described) = catalog.describe(broker, &name) {
+            topics.push(described);
             continue;
         }
         if !allow_auto_create {
@@ -157,7 +284,7 @@ fn named_topics(
                 .entry(name.clone())
                 .or_insert_with(|| ctx.authorize(AclOperation::Create, ResourceType::Topic, &name));
         topics.push(if may_create {
-            auto_create(broker, name)
+            auto_create(broker, &catalog, name)
         } else {
             refused_topic(Some(name), uuid::Uuid::nil())
         });
@@ -180,13 +307,17 @@ pub fn handle(
     let allow_auto_create =
         (version < 4 || request.allow_auto_topic_creation) && broker.config.auto_create_topics();
     let mut topics: Vec<MetadataResponseTopic> = match requested {
-        None => broker
-            .logs
-            .topics()
-            .iter()
-            .filter(|t| ctx.is_authorized(AclOperation::Describe, ResourceType::Topic, &t.name))
-            .map(|t| topic_response(broker, t))
-            .collect(),
+        None => {
+            let catalog = Catalog::of(broker);
+            catalog
+                .names_and_ids(broker)
+                .iter()
+                .filter(|(name, _)| {
+                    ctx.is_authorized(AclOperation::Describe, ResourceType::Topic, name)
+                })
+                .filter_map(|(name, _)| catalog.describe(broker, name))
+                .collect()
+        }
         Some(requested) => named_topics(broker, ctx, requested, allow_auto_create),
     };
     if version >= 8 && request.include_topic_authorized_operations {
@@ -209,15 +340,42 @@ pub fn handle(
         } else {
             i32::MIN
         };
-    let endpoint = broker.endpoint(&ctx.session.listener);
-    let node = MetadataResponseBroker::default()
-        .with_node_id(BrokerId(broker.node_id))
-        .with_host(str_bytes(endpoint.host.clone()))
-        .with_port(endpoint.port as i32);
+    let (brokers, controller_id) = match &broker.cluster {
+        Some(watcher) => cluster_brokers(&watcher.current(), &ctx.session.listener),
+        None => {
+            let endpoint = broker.endpoint(&ctx.session.listener);
+            let node = MetadataResponseBroker::default()
+                .with_node_id(BrokerId(broker.node_id))
+                .with_host(str_bytes(endpoint.host.clone()))
+                .with_port(endpoint.port as i32);
+            (vec![node], broker.node_id)
+        }
+    };
     MetadataResponse::default()
-        .with_brokers(vec![node])
+        .with_brokers(brokers)
         .with_cluster_id(Some(str_bytes(broker.cluster_id.clone())))
-        .with_controller_id(BrokerId(broker.node_id))
+        .with_controller_id(BrokerId(controller_id))
         .with_topics(topics)
         .with_cluster_authorized_operations(cluster_operations)
+}
+
+/// The cluster's RUNNING brokers at their endpoint of `listener`, and the
+/// controller's id (-1: none now).
+fn cluster_brokers(image: &MetadataImage, listener: &str) -> (Vec<MetadataResponseBroker>, i32) {
+    let brokers = image
+        .brokers
+        .iter()
+        .filter(|(id, _)| image.is_eligible(**id))
+        .filter_map(|(id, b)| {
+            let e = b.registration.endpoints.iter().find(|e| e.listener == listener)?;
+            Some(
+                MetadataResponseBroker::default()
+                    .with_node_id(BrokerId(*id))
+                    .with_host(str_bytes(e.host.clone()))
+                    .with_port(i32::from(e.port))
+                    .with_rack(b.registration.rack.clone().map(str_bytes)),
+            )
+        })
+        .collect();
+    (brokers, image.controller_id())
 }

@@ -79,6 +79,9 @@ fn end_offset(
     tp: &TopicPartition,
     p: &OffsetForLeaderPartition,
 ) -> EpochEndOffset {
+    if let Some(code) = broker.not_led(tp) {
+        return refused(p.partition, code);
+    }
     let Some(log) = broker.logs.get_log(tp) else {
         return refused(p.partition, error_code(&broker.logs.absent_partition_error(tp)));
     };

@@ -270,6 +270,7 @@ fn refusal(tp: &TopicPartition, e: AppendError<TxnError>, version: i16) -> Refus
         AppendError::UnknownTopicOrPartition => {
             Refusal::new(ResponseError::UnknownTopicOrPartition)
         }
+        AppendError::NotLeader => Refusal::new(ResponseError::NotLeaderOrFollower),
         AppendError::Offline => Refusal::new(ResponseError::KafkaStorageError),
         AppendError::Verification(e) => {
             tracing::debug!(partition = %tp, "transactional produce refused: {e}");

@@ -7,10 +7,12 @@
 //! revokes the session, so its registration and controller key go at once
 //! and another broker takes over without waiting for the lease to expire.
 //!
-//! It keeps the cluster's image (`cluster::image`), which DescribeCluster
-//! answers from, and takes its producer ids from the cluster's blocks. What a member does not do yet (later milestones of
-//! docs/design/multi-broker.md): serve Metadata from the image, create
-//! topics across brokers, replicate.
+//! It keeps the cluster's image (`cluster::image`), which Metadata and
+//! DescribeCluster answer from, runs the controller's reconciler (which
+//! acts while this broker is the controller), writes topic changes
+//! (`controller::topics`) and takes its producer ids from the cluster's
+//! blocks. What a member does not do yet (later milestones of
+//! docs/design/multi-broker.md): replicate, move coordinators.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,8 +26,10 @@ use crate::cluster::producer_ids::ClusterProducerIdBlocks;
 use crate::cluster::registration::{self, JoinError};
 use crate::cluster::session::{BrokerSession, KeepAlive};
 use crate::cluster::{ClusterConfig, Coordination, EtcdCoordination};
-use crate::controller::ControllerElection;
+use crate::controller::reconciler::Reconciler;
+use crate::controller::{ClusterTopics, ControllerElection};
 use crate::metrics::cluster::ClusterStatus;
+use crate::replica::Leadership;
 
 #[derive(Debug)]
 pub struct ClusterMember {
@@ -83,13 +87,20 @@ impl ClusterMember {
         let image = ImageWatcher::start(Arc::clone(session.coordination()), keys.clone(), retry);
         let image = Arc::new(image.await?);
         let campaign = tokio::spawn(Arc::clone(&election).run());
+        let reconciler = Reconciler::new(
+            Arc::clone(&election),
+            Arc::clone(session.coordination()),
+            keys.clone(),
+            Arc::clone(&image),
+        );
+        let reconciler = tokio::spawn(reconciler.run());
         let keepalive = tokio::spawn(keep_alive(
             Arc::clone(&session),
             Arc::clone(&election),
             (keys, who.node_id, value),
         ));
         let namespace = config.namespace.clone();
-        let tasks = vec![campaign, keepalive];
+        let tasks = vec![campaign, keepalive, reconciler];
         Ok(Self { cluster_id, image, namespace, session, election, tasks })
     }
 
@@ -98,6 +109,19 @@ impl ClusterMember {
         let keys = ClusterKeys::new(self.namespace.as_str());
         let handle = tokio::runtime::Handle::current();
         ClusterProducerIdBlocks::new(Arc::clone(self.session.coordination()), keys, node_id, handle)
+    }
+
+    /// Topic changes through etcd, for the admin requests and auto-creation.
+    pub fn topics(&self) -> ClusterTopics {
+        let keys = ClusterKeys::new(self.namespace.as_str());
+        ClusterTopics::new(Arc::clone(self.session.coordination()), keys, Arc::clone(&self.image))
+    }
+
+    /// The partitions this broker leads, which count only while its
+    /// session's timer runs.
+    pub fn leadership(&self) -> Leadership {
+        let session = Arc::clone(&self.session);
+        Leadership::new(move || session.is_live())
     }
 
     /// Leave: stop renewing and revoke the session (its keys go at once).

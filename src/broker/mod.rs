@@ -64,6 +64,7 @@
 //! after construction.
 
 mod cluster_member;
+mod metadata_publisher;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -97,6 +98,7 @@ use crate::remote::reader::RemoteLogReader;
 use crate::remote::store_cleaner::StoreCleaner;
 use crate::remote::{RemoteLogManager, RemoteStats, RemoteStorageConfig};
 use crate::replica::fetch_session::{self, FetchSessionCache};
+use crate::replica::Leadership;
 use crate::replica::ReplicaManager;
 use crate::security::acl::{AclOperation, ResourceType};
 use crate::security::acl_store::AclStore;
@@ -112,6 +114,7 @@ use crate::txn::{
     TransactionStateManager, TxnCompletionListener, TxnScheduler, TRANSACTION_STATE_TOPIC,
 };
 use cluster_member::{ClusterMember, Identity};
+use metadata_publisher::MetadataPublisher;
 
 fn store_error(e: StoreError) -> LogError {
     match e {
@@ -131,6 +134,8 @@ pub struct ApisParts {
     pub dynamic: Option<Arc<DynamicBrokerConfig>>,
     pub cleaner: Option<Arc<LogCleanerHandle>>,
     pub remote_reader: Option<Arc<RemoteLogReader>>,
+    /// In a cluster, the partitions led here (set by the metadata publisher).
+    pub leadership: Option<Arc<Leadership>>,
 }
 
 /// Build what every handler runs against: the producer id block in the first
@@ -173,12 +178,13 @@ pub fn build_apis(
         config.socket_request_max_bytes() / fetch_session::MIN_PARTITION_BYTES,
         request_metrics.fetch_sessions.clone(),
     );
-    let replica = Arc::new(ReplicaManager::new(
+    let replica = ReplicaManager::new(
         Arc::clone(&logs),
         fetch_sessions,
         parts.remote_reader,
         config.num_io_threads(),
-    ));
+    );
+    let replica = Arc::new(replica.with_leadership(parts.leadership));
     let (txn, markers) =
         transaction_coordinator(txn_state, &logs, &producer_ids, &replica, &parts.groups);
     Ok(KafkaApis {
@@ -198,6 +204,7 @@ pub fn build_apis(
         cleaner: parts.cleaner,
         replica,
         cluster: None,
+        topics: None,
     })
 }
 
@@ -216,7 +223,14 @@ pub fn standalone_apis(
     let meta = MetaProperties::load_or_create(&config.log_dirs(), config.node_id())?;
     let groups = group_coordinator(&config, &logs);
     let scram = Arc::new(CredentialStore::open(&first_log_dir(&config)).map_err(store_error)?);
-    let parts = ApisParts { groups, scram, dynamic: None, cleaner: None, remote_reader: None };
+    let parts = ApisParts {
+        groups,
+        scram,
+        dynamic: None,
+        cleaner: None,
+        remote_reader: None,
+        leadership: None,
+    };
     build_apis(config, logs, (meta.cluster_id, advertised), txn_state, parts)
 }
 
@@ -342,10 +356,11 @@ pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(
     let effective = dynamic.current();
     // Before the logs open: each of their segments holds descriptors.
     let open_files = raise_open_files_limit();
-    let logs = Arc::new(
-        LogManager::open(effective.log_manager_config(), Arc::clone(&clock))
-            .map_err(BrokerError::OpenLogs)?,
-    );
+    let mut log_config = effective.log_manager_config();
+    log_config.partitions_placed_by_cluster =
+        ClusterConfig::from_values(&config).map_err(ConfigError::from)?.is_some();
+    let logs =
+        Arc::new(LogManager::open(log_config, Arc::clone(&clock)).map_err(BrokerError::OpenLogs)?);
     for (tp, reason) in logs.offline_partitions() {
         tracing::error!(partition = %tp, "partition offline: {reason}");
     }
@@ -490,22 +505,26 @@ async fn serve(
         }
         None => (None, None),
     };
+    let leadership = member.as_ref().map(|m| Arc::new(m.leadership()));
     let parts = ApisParts {
         groups,
         scram,
         dynamic: Some(dynamic),
         cleaner: Some(Arc::clone(cleaner.handle())),
         remote_reader,
+        leadership: leadership.clone(),
     };
     let identity = (meta.cluster_id, advertised.clone());
     let mut broker = build_apis(config, Arc::clone(logs), identity, txn_state, parts)
         .map_err(BrokerError::Init)?;
     if let Some(m) = &member {
         broker.cluster = Some(Arc::clone(&m.image));
+        broker.topics = Some(m.topics());
         let blocks = Arc::new(m.producer_id_blocks(broker.node_id));
         broker.producer_ids.lock().use_cluster_blocks(blocks);
     }
     let broker = Arc::new(broker);
+    let publisher = start_publisher(&broker, member.as_deref(), leadership, cleaner);
     threads.group_loader = Some(spawn_group_loader(&broker.groups)?);
     threads.txn = Some(
         TxnScheduler::start(Arc::clone(&broker.txn))
@@ -553,6 +572,9 @@ async fn serve(
     if let Some(member) = &member {
         member.leave().await;
     }
+    if let Some(publisher) = publisher {
+        publisher.abort();
+    }
     ticker.abort();
     // Every step of an upload round is safe to cut (remote module doc).
     if let Some(uploader) = uploader {
@@ -565,6 +587,26 @@ async fn serve(
         metrics.stop().await;
     }
     Ok(())
+}
+
+/// In a cluster, apply each image to this broker before the listeners
+/// serve: what it leads comes from the image.
+fn start_publisher(
+    broker: &Arc<KafkaApis>,
+    member: Option<&ClusterMember>,
+    leadership: Option<Arc<Leadership>>,
+    cleaner: &LogCleaner,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let (member, leadership) = (member?, leadership?);
+    let cleaning: Arc<dyn CleaningControl> = cleaner.handle().manager().clone();
+    let publisher = MetadataPublisher::new(
+        broker.node_id,
+        Arc::clone(&broker.logs),
+        Arc::clone(&broker.replica),
+        leadership,
+        Some(cleaning),
+    );
+    Some(publisher.spawn(&member.image))
 }
 
 /// With `sediment.cluster.etcd.endpoints` set, join the cluster (its

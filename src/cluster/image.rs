@@ -9,11 +9,11 @@
 //! 4. when the watch reports compaction, or ends with an error, read a new
 //!    snapshot and go on from it.
 //!
-//! So far the image holds what this milestone writes: the cluster id, the
-//! controller and the brokers' registrations with their broker epochs.
-//! Keys it does not know are kept out of it (later milestones add topics,
-//! configs and ACLs), and a value that does not parse is left out and
-//! logged, never trusted.
+//! The image holds the cluster id, the controller, the brokers'
+//! registrations with their broker epochs, and the topics
+//! (`topics_image`). Keys it does not know are kept out of it (later
+//! milestones add broker configs and ACLs), and a value that does not parse
+//! is left out and logged, never trusted.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +26,7 @@ use super::coordination::{
     Coordination, CoordinationError, KeyRange, KeyValue, WatchEvent, WatchMessage,
 };
 use super::keys::{self, BrokerRegistration, ClusterIdValue, ClusterKeys, ControllerValue};
+use super::topics_image::TopicsImage;
 
 /// Keys read per page of a snapshot.
 pub const PAGE: usize = 1000;
@@ -46,12 +47,22 @@ pub struct MetadataImage {
     /// The controller and its epoch (the key's create revision).
     pub controller: Option<(ControllerValue, i64)>,
     pub brokers: BTreeMap<i32, RegisteredBroker>,
+    /// Topics, their partitions' states and configs, deleted topics.
+    pub topics: TopicsImage,
 }
 
 impl MetadataImage {
     /// The controller's node id, -1 for none.
     pub fn controller_id(&self) -> i32 {
         self.controller.as_ref().map_or(-1, |(c, _)| c.brokerid)
+    }
+
+    /// Whether `node_id` may hold a leadership or an ISR place: registered
+    /// and RUNNING (Kafka's unfenced, not shutting down).
+    pub fn is_eligible(&self, node_id: i32) -> bool {
+        self.brokers
+            .get(&node_id)
+            .is_some_and(|b| b.registration.state == super::keys::broker_state::RUNNING)
     }
 
     /// The image with one key's new value (`None`: deleted).
@@ -73,6 +84,8 @@ impl MetadataImage {
                     self.brokers.remove(&id);
                 }
             }
+        } else if let Some(kind) = keys.kind_of(key) {
+            self.topics.apply(key, kind, kv);
         }
     }
 }

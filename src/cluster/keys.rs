@@ -41,6 +41,104 @@ impl ClusterKeys {
     pub fn node_id_of(&self, key: &str) -> Option<i32> {
         key.strip_prefix(&self.broker_ids())?.parse().ok()
     }
+    /// `/<ns>/brokers/topics/`: every topic and its partitions' states.
+    pub fn topics(&self) -> String {
+        format!("{}/brokers/topics/", self.namespace)
+    }
+    /// `/<ns>/brokers/topics/<topic>`: a topic's id and assignment.
+    pub fn topic(&self, name: &str) -> String {
+        format!("{}{name}", self.topics())
+    }
+    /// `/<ns>/brokers/topics/<topic>/`: the prefix of a topic's partition states.
+    pub fn partition_states(&self, name: &str) -> String {
+        format!("{}{name}/partitions/", self.topics())
+    }
+    /// `/<ns>/brokers/topics/<topic>/partitions/<p>/state`: leader, epochs, ISR.
+    pub fn partition_state(&self, name: &str, partition: i32) -> String {
+        format!("{}{partition}/state", self.partition_states(name))
+    }
+    /// `/<ns>/config/topics/<topic>`: a topic's config overrides.
+    pub fn topic_config(&self, name: &str) -> String {
+        format!("{}/config/topics/{name}", self.namespace)
+    }
+    /// `/<ns>/admin/delete_topics/<topic id>`: a deleted topic, whose copies
+    /// every broker removes.
+    pub fn deleted_topic(&self, topic_id: &str) -> String {
+        format!("{}/admin/delete_topics/{topic_id}", self.namespace)
+    }
+    /// What a key under the namespace is, if the image keeps it.
+    pub fn kind_of<'k>(&self, key: &'k str) -> Option<KeyKind<'k>> {
+        if let Some(rest) = key.strip_prefix(self.topics().as_str()) {
+            return Some(match rest.split_once('/') {
+                None => KeyKind::Topic(rest),
+                Some((topic, tail)) => {
+                    let p = tail.strip_prefix("partitions/")?.strip_suffix("/state")?;
+                    KeyKind::PartitionState(topic, p.parse().ok()?)
+                }
+            });
+        }
+        let config = format!("{}/config/topics/", self.namespace);
+        if let Some(topic) = key.strip_prefix(config.as_str()) {
+            return Some(KeyKind::TopicConfig(topic));
+        }
+        let deleted = format!("{}/admin/delete_topics/", self.namespace);
+        key.strip_prefix(deleted.as_str()).map(KeyKind::DeletedTopic)
+    }
+}
+
+/// The topic keys of [`ClusterKeys::kind_of`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind<'k> {
+    Topic(&'k str),
+    PartitionState(&'k str, i32),
+    TopicConfig(&'k str),
+    DeletedTopic(&'k str),
+}
+
+/// `brokers/topics/<topic>`'s value: the topic id (Kafka's base64 form) and
+/// each partition's replicas, preferred leader first. Written once by the
+/// broker that creates the topic, then only grown (more partitions).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicValue {
+    pub version: i32,
+    pub topic_id: String,
+    pub partitions: std::collections::BTreeMap<String, Vec<i32>>,
+}
+
+/// `brokers/topics/<topic>/partitions/<p>/state`'s value, written by the
+/// controller alone (Kafka's `PartitionRegistration`, ZooKeeper's
+/// `LeaderAndIsr`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionStateValue {
+    pub version: i32,
+    /// The topic this state belongs to: one of a deleted topic of the same
+    /// name is never applied to its successor.
+    pub topic_id: String,
+    /// -1: offline.
+    pub leader: i32,
+    /// Raised with every change of leader.
+    pub leader_epoch: i32,
+    /// Raised with every write of the state.
+    pub partition_epoch: i32,
+    pub isr: Vec<i32>,
+    pub leader_recovery_state: i8,
+    /// The epoch of the controller that wrote it.
+    pub controller_epoch: i64,
+}
+
+/// `config/topics/<topic>`'s value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicConfigValue {
+    pub version: i32,
+    pub config: std::collections::BTreeMap<String, String>,
+}
+
+/// `admin/delete_topics/<topic id>`'s value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeletedTopicValue {
+    pub version: i32,
+    pub name: String,
+    pub deleted_ms: i64,
 }
 
 /// `cluster/id`'s value.

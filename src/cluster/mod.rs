@@ -16,7 +16,7 @@
 //!   lease (its broker epoch);
 //! * `producer_ids`: blocks of producer ids the brokers take by CAS;
 //! * `image`: the namespace at one revision, kept current by a watch, as
-//!   every broker serves the cluster from it.
+//!   every broker serves the cluster from it; `topics_image` its topics.
 //!
 //! Invariants every user of `Coordination` may rely on, whichever the
 //! implementation: a transaction is all or nothing and gets one revision;
@@ -35,6 +35,7 @@ pub mod memory;
 pub mod producer_ids;
 pub mod registration;
 pub mod session;
+pub mod topics_image;
 
 pub use config::ClusterConfig;
 pub use coordination::{Coordination, CoordinationError};

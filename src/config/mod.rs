@@ -455,6 +455,11 @@ impl BrokerConfig {
         self.int(&NUM_PARTITIONS) as i32
     }
 
+    /// The factor of auto-created topics and of CreateTopics asking for -1.
+    pub fn default_replication_factor(&self) -> i32 {
+        self.int(&DEFAULT_REPLICATION_FACTOR) as i32
+    }
+
     pub fn auto_create_topics(&self) -> bool {
         self.boolean(&AUTO_CREATE_TOPICS_ENABLE)
     }

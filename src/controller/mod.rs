@@ -14,3 +14,8 @@
 pub mod election;
 
 pub use election::ControllerElection;
+pub mod placement;
+pub mod reconciler;
+pub mod topics;
+
+pub use topics::{ClusterTopics, NewTopic, TopicChangeError};

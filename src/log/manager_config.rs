@@ -132,6 +132,11 @@ pub struct LogManagerConfig {
     pub producer_id_expiration_check_interval_ms: i64,
     /// `remote.log.storage.system.enable`: topics may set `remote.storage.enable`.
     pub remote_log_storage_system_enable: bool,
+    /// In a cluster the cluster's metadata says which partitions of a topic
+    /// are here (a subset): a start does not complete a topic's missing
+    /// partitions, except those of the coordinators' internal topics, which
+    /// each broker keeps whole.
+    pub partitions_placed_by_cluster: bool,
 }
 
 impl LogManagerConfig {
@@ -148,6 +153,7 @@ impl LogManagerConfig {
             producer_id_expiration_ms: 86_400_000,
             producer_id_expiration_check_interval_ms: 600_000,
             remote_log_storage_system_enable: false,
+            partitions_placed_by_cluster: false,
         }
     }
 }

@@ -21,6 +21,8 @@
 //! * **Fetch sessions** (KIP-227, [`fetch_session`]), which outlive
 //!   connections and so are the broker's state, not a handler's.
 //! * **The store's reader** for tiered partitions read below their local log.
+//! * **Leadership** in a cluster ([`leadership`]): which partitions this
+//!   broker may serve as leader; the others answer NOT_LEADER_OR_FOLLOWER.
 //!
 //! Invariants: nothing here knows Kafka error codes (`api` maps
 //! [`AppendError`]); no log lock is held while a transaction is verified
@@ -29,6 +31,8 @@
 
 pub mod delayed_fetch;
 pub mod fetch_session;
+pub mod leadership;
 mod replica_manager;
 
+pub use leadership::{Leadership, LeadershipView, Leading};
 pub use replica_manager::{Acks, AppendError, ReplicaManager};

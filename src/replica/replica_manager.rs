@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::delayed_fetch::{DelayedFetchPurgatory, FetchWaiter};
 use super::fetch_session::FetchSessionCache;
+use super::leadership::{Leadership, Leading};
 use crate::blocking::{self, IoThreads};
 use crate::log::manager::SharedLog;
 use crate::log::producer_state::VerificationGuard;
@@ -42,6 +43,8 @@ impl Acks {
 pub enum AppendError<E> {
     /// No such partition here.
     UnknownTopicOrPartition,
+    /// The cluster has the partition; this broker does not lead it.
+    NotLeader,
     /// The partition's log could not load (its dir is offline).
     Offline,
     /// The transaction check refused the transactional batch.
@@ -60,6 +63,8 @@ pub struct ReplicaManager {
     remote_reader: Option<Arc<RemoteLogReader>>,
     /// Where appends that inflate records run (`num.io.threads` at once).
     io_threads: IoThreads,
+    /// In a cluster, the partitions led here; `None`: one node leads all.
+    leadership: Option<Arc<Leadership>>,
 }
 
 impl ReplicaManager {
@@ -71,7 +76,18 @@ impl ReplicaManager {
     ) -> Self {
         let delayed_fetches = Arc::default();
         let io_threads = IoThreads::new(io_threads);
-        Self { logs, delayed_fetches, fetch_sessions, remote_reader, io_threads }
+        Self { logs, delayed_fetches, fetch_sessions, remote_reader, io_threads, leadership: None }
+    }
+
+    /// In a cluster: serve only the partitions `leadership` says are led here.
+    pub fn with_leadership(mut self, leadership: Option<Arc<Leadership>>) -> Self {
+        self.leadership = leadership;
+        self
+    }
+
+    /// Whether this broker may serve `tp` as its leader (always, alone).
+    pub fn leads(&self, tp: &TopicPartition) -> Leading {
+        self.leadership.as_ref().map_or(Leading::Yes, |l| l.leads(tp))
     }
 
     pub fn logs(&self) -> &Arc<LogManager> {
@@ -120,6 +136,11 @@ impl ReplicaManager {
     /// # Errors
     /// `Offline` when its dir could not load it, else `UnknownTopicOrPartition`.
     pub fn partition<E>(&self, tp: &TopicPartition) -> Result<SharedLog, AppendError<E>> {
+        match self.leads(tp) {
+            Leading::Yes => {}
+            Leading::NotLeader => return Err(AppendError::NotLeader),
+            Leading::Unknown => return Err(AppendError::UnknownTopicOrPartition),
+        }
         self.logs.get_log(tp).ok_or_else(|| {
             if self.logs.offline_partitions().contains_key(tp) {
                 AppendError::Offline

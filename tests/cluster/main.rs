@@ -13,3 +13,4 @@ mod brokers;
 mod coordination;
 mod election;
 mod image;
+mod topics;

@@ -165,7 +165,8 @@ impl LogManager {
     /// creation a crash interrupted (see the module doc).
     fn complete_interrupted_creations(&self) -> Result<()> {
         let topics: Vec<TopicInfo> = self.topics.read().values().cloned().collect();
-        for info in topics {
+        let placed = self.config.partitions_placed_by_cluster;
+        for info in topics.into_iter().filter(|t| !placed || is_internal_topic(&t.name)) {
             for p in (0..info.partitions).rev() {
                 let tp = TopicPartition::new(&info.name, p);
                 if self.get_log(&tp).is_none() && !self.offline.read().contains_key(&tp) {
@@ -416,6 +417,41 @@ impl LogManager {
         }
         self.topics.write().insert(name.into(), info.clone());
         Ok(info)
+    }
+
+    /// Create one partition of a topic the cluster placed here, with the
+    /// cluster's topic id and overrides (`partitions_placed_by_cluster`).
+    /// The topic's local partition count is its highest partition here + 1.
+    ///
+    /// # Errors
+    /// `TopicExists` when the topic here has another id, `InvalidConfig`, I/O errors.
+    pub fn create_replica(
+        &self,
+        name: &str,
+        id: [u8; 16],
+        partition: i32,
+        overrides: BTreeMap<String, String>,
+    ) -> Result<()> {
+        Self::validate_topic_name(name)?;
+        let tp = TopicPartition::new(name, partition);
+        if self.get_log(&tp).is_some() {
+            return Ok(());
+        }
+        let config = Arc::new(self.resolve_config(overrides)?);
+        let mut info = TopicInfo { name: name.into(), id, partitions: partition + 1, config };
+        let exists = || LogError::TopicExists(name.into());
+        let _reserved = self.reserve(name, exists(), |topics| match topics.get(name) {
+            Some(t) if t.id != id => Err(exists()),
+            _ => Ok(()),
+        })?;
+        if let Some(t) = self.topic(name) {
+            info.config = t.config;
+        }
+        self.create_partition(&info, partition)?;
+        let mut topics = self.topics.write();
+        let entry = topics.entry(name.into()).or_insert_with(|| info.clone());
+        entry.partitions = entry.partitions.max(partition + 1);
+        Ok(())
     }
 
     /// Reserve `name` for a change of its partitions, after `check` passed
@@ -670,6 +706,13 @@ fn read_checkpoint_or_empty(dir: &Path, name: &str) -> BTreeMap<TopicPartition, 
 
 /// A random topic id (Kafka's `Uuid.randomUuid`: a version 4 UUID from the
 /// operating system's random source).
+/// The coordinators' internal topics, which every broker of a cluster
+/// still keeps whole, locally (docs/design/multi-broker.md, milestone 5
+/// places them).
+pub fn is_internal_topic(name: &str) -> bool {
+    matches!(name, "__consumer_offsets" | "__transaction_state")
+}
+
 pub fn random_topic_id() -> [u8; 16] {
     uuid::Uuid::new_v4().into_bytes()
 }
