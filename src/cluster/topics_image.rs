@@ -72,6 +72,12 @@ impl TopicsImage {
         (topic_id_from_string(&r.state.topic_id) == Some(t.id)).then_some(r)
     }
 
+    /// The mod revision of the state key of `topic`'s partition `partition`,
+    /// whichever topic id it names (0: absent): what replacing it compares.
+    pub fn state_key_revision(&self, topic: &str, partition: i32) -> i64 {
+        self.states.get(&(topic.to_string(), partition)).map_or(0, |r| r.mod_revision)
+    }
+
     /// The config overrides of `topic` (empty when it has none).
     pub fn config(&self, topic: &str) -> BTreeMap<String, String> {
         self.configs.get(topic).map(|(c, _)| c.clone()).unwrap_or_default()

@@ -59,7 +59,7 @@ pub fn plan(image: &MetadataImage, controller_epoch: i64) -> Vec<PartitionChange
                     topic: topic.name.clone(),
                     partition: p,
                     topic_revision: topic.mod_revision,
-                    state_revision: current.map_or(0, |r| r.mod_revision),
+                    state_revision: image.topics.state_key_revision(&topic.name, p),
                     state,
                 });
             }
@@ -114,6 +114,22 @@ fn next_state(
         isr,
         ..s.clone()
     })
+}
+
+/// The transaction writing `c`: it fails, changing nothing, unless the
+/// controller key is still the one of `epoch` and neither the topic key nor
+/// the state key changed since the image `c` was planned from.
+pub fn change_txn(keys: &ClusterKeys, c: &PartitionChange, epoch: i64) -> Txn {
+    let key = keys.partition_state(&c.topic, c.partition);
+    Txn {
+        compares: vec![
+            Compare::CreateRevision(keys.controller(), epoch),
+            Compare::ModRevision(keys.topic(&c.topic), c.topic_revision),
+            Compare::ModRevision(key.clone(), c.state_revision),
+        ],
+        success: vec![Op::put(key, keys::to_json(&c.state))],
+        failure: vec![],
+    }
 }
 
 /// Runs the reconciler on every broker; it acts only while its broker is
@@ -187,5 +203,187 @@ impl Reconciler {
             failure: vec![],
         };
         Ok(self.coordination.txn(txn).await?.succeeded)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::cluster::image::snapshot;
+    use crate::cluster::keys::{broker_state, BrokerRegistration, TopicValue};
+    use crate::cluster::MemCoordination;
+
+    /// A namespace with `brokers` RUNNING and topic `t` of `assignment`, and
+    /// the states written so far.
+    struct Cluster {
+        c: MemCoordination,
+        keys: ClusterKeys,
+        rt: tokio::runtime::Runtime,
+        /// The controller key's create revision.
+        epoch: i64,
+    }
+
+    impl Cluster {
+        fn new(brokers: &[i32], assignment: &[&[i32]]) -> Self {
+            let clock: crate::clock::SharedClock = crate::clock::MockClock::new(0);
+            let me = Self {
+                c: MemCoordination::new(clock),
+                keys: ClusterKeys::new("/s"),
+                rt: tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
+                epoch: 0,
+            };
+            let mut me = me;
+            me.epoch = me.put(&me.keys.controller(), b"{}".to_vec());
+            for b in brokers {
+                me.set_broker(*b, true);
+            }
+            let topic = TopicValue {
+                version: 3,
+                topic_id: "AAAAAAAAAAAAAAAAAAAAAQ".into(),
+                partitions: assignment
+                    .iter()
+                    .enumerate()
+                    .map(|(p, r)| (p.to_string(), r.to_vec()))
+                    .collect::<BTreeMap<_, _>>(),
+            };
+            me.put(&me.keys.topic("t"), keys::to_json(&topic));
+            me
+        }
+
+        /// Put `value` at `key`; the revision.
+        fn put(&self, key: &str, value: Vec<u8>) -> i64 {
+            let txn = Txn { compares: vec![], success: vec![Op::put(key, value)], failure: vec![] };
+            self.rt.block_on(self.c.txn(txn)).unwrap().revision
+        }
+
+        fn set_broker(&self, id: i32, alive: bool) {
+            let key = self.keys.broker(id);
+            if !alive {
+                let op = Op::Delete(crate::cluster::coordination::KeyRange::Key(key));
+                let txn = Txn { compares: vec![], success: vec![op], failure: vec![] };
+                self.rt.block_on(self.c.txn(txn)).unwrap();
+                return;
+            }
+            let r = BrokerRegistration {
+                version: 1,
+                incarnation_id: format!("i{id}"),
+                directory_id: format!("d{id}"),
+                rack: None,
+                state: broker_state::RUNNING,
+                endpoints: vec![],
+                inter_broker_listener: "PLAINTEXT".into(),
+                software_version: "test".into(),
+            };
+            self.put(&key, r.to_json());
+        }
+
+        fn plan(&self) -> Vec<PartitionChange> {
+            plan(&self.image(), self.epoch)
+        }
+
+        fn image(&self) -> MetadataImage {
+            self.rt.block_on(snapshot(&self.c, &self.keys)).unwrap()
+        }
+
+        /// Plan and write one round, as the controller does; the states after it.
+        fn round(&self) -> Vec<PartitionStateValue> {
+            for change in self.plan() {
+                let r = self.rt.block_on(self.c.txn(change_txn(&self.keys, &change, self.epoch)));
+                assert!(r.unwrap().succeeded, "{change:?}");
+            }
+            assert!(self.plan().is_empty(), "one round settles the states");
+            let image = self.image();
+            let t = image.topics.topic("t").unwrap();
+            t.assignment
+                .keys()
+                .map(|p| image.topics.state("t", *p).unwrap().state.clone())
+                .collect()
+        }
+    }
+
+    fn leader_isr_epochs(s: &PartitionStateValue) -> (i32, Vec<i32>, i32, i32) {
+        (s.leader, s.isr.clone(), s.leader_epoch, s.partition_epoch)
+    }
+
+    #[test]
+    fn a_new_partition_is_led_by_its_first_eligible_replica() {
+        let c = Cluster::new(&[1, 3], &[&[1, 2, 3], &[2, 3, 1], &[2]]);
+        let states = c.round();
+        assert_eq!(leader_isr_epochs(&states[0]), (1, vec![1, 3], 0, 0));
+        assert_eq!(leader_isr_epochs(&states[1]), (3, vec![3, 1], 0, 0));
+        // No replica eligible: offline, every replica listed so the first back leads.
+        assert_eq!(leader_isr_epochs(&states[2]), (-1, vec![2], 0, 0));
+        assert!(states.iter().all(|s| s.controller_epoch == c.epoch));
+        c.set_broker(2, true);
+        assert_eq!(leader_isr_epochs(&c.round()[2]), (2, vec![2], 1, 1));
+    }
+
+    #[test]
+    fn a_lost_leader_hands_over_within_the_isr_or_leaves_the_partition_offline() {
+        let c = Cluster::new(&[1, 2, 3], &[&[1, 2, 3], &[1]]);
+        c.round();
+        c.set_broker(1, false);
+        let states = c.round();
+        assert_eq!(leader_isr_epochs(&states[0]), (2, vec![2, 3], 1, 1));
+        // Its only replica gone: offline, the last member kept in the ISR.
+        assert_eq!(leader_isr_epochs(&states[1]), (-1, vec![1], 1, 1));
+        // A follower lost: out of the ISR, the leader stays at its epoch.
+        c.set_broker(3, false);
+        assert_eq!(leader_isr_epochs(&c.round()[0]), (2, vec![2], 1, 2));
+        // Broker 1 returns: its own partition comes back at the next epoch;
+        // the other stays with its leader (1 rejoins the ISR by catching up,
+        // which replication decides, not the controller).
+        c.set_broker(1, true);
+        let states = c.round();
+        assert_eq!(leader_isr_epochs(&states[0]), (2, vec![2], 1, 2));
+        assert_eq!(leader_isr_epochs(&states[1]), (1, vec![1], 2, 2));
+    }
+
+    #[test]
+    fn a_deposed_controller_or_a_stale_plan_writes_nothing() {
+        let c = Cluster::new(&[1], &[&[1]]);
+        let change = c.plan().remove(0);
+        // Another controller since: the epoch compare fails.
+        let stale = change_txn(&c.keys, &change, c.epoch - 1);
+        assert!(!c.rt.block_on(c.c.txn(stale)).unwrap().succeeded);
+        // The topic changed after the plan was made: so does the topic compare.
+        let topic = c.image().topics.topic("t").map(|t| t.mod_revision).unwrap();
+        c.put(
+            &c.keys.topic("t"),
+            c.rt.block_on(c.c.range(
+                crate::cluster::coordination::KeyRange::Key(c.keys.topic("t")),
+                0,
+                0,
+            ))
+            .unwrap()
+            .kvs[0]
+                .value
+                .clone(),
+        );
+        assert_ne!(c.image().topics.topic("t").map(|t| t.mod_revision), Some(topic));
+        let r = c.rt.block_on(c.c.txn(change_txn(&c.keys, &change, c.epoch))).unwrap();
+        assert!(!r.succeeded);
+        assert!(c.image().topics.state("t", 0).is_none(), "nothing written");
+    }
+
+    #[test]
+    fn a_state_of_another_topic_id_is_replaced() {
+        let c = Cluster::new(&[1], &[&[1]]);
+        let stale = PartitionStateValue {
+            version: 1,
+            topic_id: "AAAAAAAAAAAAAAAAAAAAAg".into(),
+            leader: 1,
+            leader_epoch: 9,
+            partition_epoch: 9,
+            isr: vec![1],
+            leader_recovery_state: 0,
+            controller_epoch: 1,
+        };
+        c.put(&c.keys.partition_state("t", 0), keys::to_json(&stale));
+        let states = c.round();
+        assert_eq!(states[0].topic_id, "AAAAAAAAAAAAAAAAAAAAAQ");
+        assert_eq!(leader_isr_epochs(&states[0]), (1, vec![1], 0, 0));
     }
 }
