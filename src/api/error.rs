@@ -115,6 +115,7 @@ pub fn group_error_code(e: GroupError) -> ResponseError {
     match e {
         GroupError::CoordinatorLoadInProgress => ResponseError::CoordinatorLoadInProgress,
         GroupError::CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
+        GroupError::NotCoordinator => ResponseError::NotCoordinator,
         GroupError::InvalidGroupId => ResponseError::InvalidGroupId,
         GroupError::UnknownMemberId => ResponseError::UnknownMemberId,
         GroupError::MemberIdRequired => ResponseError::MemberIdRequired,
@@ -166,6 +167,7 @@ pub fn txn_error_code(e: &TxnError, api: TxnApi, version: i16) -> ResponseError 
     match e {
         TxnError::CoordinatorLoadInProgress => ResponseError::CoordinatorLoadInProgress,
         TxnError::CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
+        TxnError::NotCoordinator => ResponseError::NotCoordinator,
         // Kafka's appendTransactionToLog: a failed write sends the client to
         // rediscover its coordinator (this node) and retry.
         TxnError::Storage(e) if matches!(**e, LogError::Batch(BatchError::TooLarge { .. })) => {
@@ -204,6 +206,7 @@ pub fn txn_produce_error_code(e: &TxnError, version: i16) -> ResponseError {
         TxnError::ProducerFenced { .. } => ResponseError::InvalidProducerEpoch,
         TxnError::CoordinatorLoadInProgress
         | TxnError::CoordinatorNotAvailable
+        | TxnError::NotCoordinator
         | TxnError::ConcurrentTransactions { .. }
         | TxnError::Storage(_) => ResponseError::NotEnoughReplicas,
         TxnError::InvalidRequest(_) => ResponseError::InvalidRequest,

@@ -25,6 +25,34 @@ use crate::security::acl::{AclOperation, ResourceType};
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
 
+/// In a cluster the controller coordinates every group and transactional
+/// id until coordinators move with their partitions (issue 29, milestone
+/// 5): another broker answers with the controller's endpoint on the
+/// request's listener, or COORDINATOR_NOT_AVAILABLE while there is none.
+/// `Ok(None)`: this broker coordinates.
+fn elsewhere(
+    broker: &KafkaApis,
+    listener: &str,
+) -> Result<Option<(i32, String, i32)>, (ResponseError, String)> {
+    let Some(cluster) = &broker.cluster else { return Ok(None) };
+    let image = cluster.current();
+    let controller = image.controller_id();
+    if controller == broker.node_id {
+        return Ok(None);
+    }
+    let endpoint = image
+        .brokers
+        .get(&controller)
+        .and_then(|b| b.registration.endpoints.iter().find(|e| e.listener == listener));
+    match endpoint {
+        Some(e) => Ok(Some((controller, e.host.clone(), i32::from(e.port)))),
+        None => Err((
+            ResponseError::CoordinatorNotAvailable,
+            "the cluster has no controller to coordinate now".into(),
+        )),
+    }
+}
+
 fn lookup(broker: &KafkaApis, key_type: i8) -> Result<(), (ResponseError, String)> {
     let unavailable =
         |e: crate::log::LogError| (ResponseError::CoordinatorNotAvailable, e.to_string());
@@ -63,12 +91,25 @@ pub fn handle(
     request: &FindCoordinatorRequest,
     version: i16,
 ) -> FindCoordinatorResponse {
-    let node = BrokerId(broker.node_id);
-    // The coordinator is this node, reached through the request's listener.
+    // The coordinator: this node, reached through the request's listener,
+    // or in a cluster perhaps another (`elsewhere`).
     let endpoint = broker.endpoint(&ctx.session.listener);
-    let host = str_bytes(endpoint.host.clone());
-    let port = endpoint.port as i32;
+    let (mut node, mut host, mut port) =
+        (BrokerId(broker.node_id), str_bytes(endpoint.host.clone()), endpoint.port as i32);
     let key_type = request.key_type;
+    let here = match elsewhere(broker, &ctx.session.listener) {
+        Ok(Some((id, h, p))) => {
+            (node, host, port) = (BrokerId(id), str_bytes(h), p);
+            Ok(false)
+        }
+        Ok(None) => Ok(true),
+        Err(e) => Err(e),
+    };
+    let lookup = |broker: &KafkaApis, key_type: i8| match &here {
+        Ok(true) => lookup(broker, key_type),
+        Ok(false) => Ok(()),
+        Err(e) => Err(e.clone()),
+    };
     if version >= 4 {
         // The coordinator's topic is created only for a key that may see it.
         let mut outcome = None;

@@ -29,6 +29,7 @@ use crate::cluster::{ClusterConfig, Coordination, EtcdCoordination};
 use crate::controller::reconciler::Reconciler;
 use crate::controller::{ClusterTopics, ControllerElection};
 use crate::metrics::cluster::ClusterStatus;
+use crate::replica::leadership::CoordinatorGate;
 use crate::replica::Leadership;
 
 #[derive(Debug)]
@@ -122,6 +123,13 @@ impl ClusterMember {
     pub fn leadership(&self) -> Leadership {
         let session = Arc::clone(&self.session);
         Leadership::new(move || session.is_live())
+    }
+
+    /// Whether this broker coordinates groups and transactional ids now:
+    /// while it is the controller (the interim rule of `CoordinatorGate`).
+    pub fn coordinator_gate(&self) -> CoordinatorGate {
+        let election = Arc::clone(&self.election);
+        CoordinatorGate::new(move || election.is_active())
     }
 
     /// Leave: stop renewing and revoke the session (its keys go at once).

@@ -520,6 +520,8 @@ async fn serve(
     if let Some(m) = &member {
         broker.cluster = Some(Arc::clone(&m.image));
         broker.topics = Some(m.topics());
+        broker.groups.coordinate_while(m.coordinator_gate());
+        broker.txn.state_manager().coordinate_while(m.coordinator_gate());
         let blocks = Arc::new(m.producer_id_blocks(broker.node_id));
         broker.producer_ids.lock().use_cluster_blocks(blocks);
     }

@@ -60,6 +60,13 @@ impl GroupCoordinator {
         self.runtime.partition_for(group)
     }
 
+    /// In a cluster: coordinate only while `gate` says so, until groups
+    /// move with their `__consumer_offsets` partitions (issue 29,
+    /// milestone 5); other requests get NOT_COORDINATOR.
+    pub fn coordinate_while(&self, gate: crate::replica::leadership::CoordinatorGate) {
+        self.runtime.coordinate_while(gate);
+    }
+
     pub fn is_loaded(&self) -> bool {
         self.runtime.is_loaded()
     }

@@ -20,6 +20,9 @@ pub enum GroupError {
     CoordinatorLoadInProgress,
     #[error("the coordinator is not available")]
     CoordinatorNotAvailable,
+    /// Another broker coordinates the group (NOT_COORDINATOR).
+    #[error("this broker does not coordinate the group")]
+    NotCoordinator,
     #[error("invalid group id")]
     InvalidGroupId,
     #[error("unknown member id")]

@@ -39,6 +39,11 @@ impl GroupCoordinator {
     /// # Errors
     /// COORDINATOR_LOAD_IN_PROGRESS while loading.
     pub fn list(&self) -> Result<Vec<ListedGroup>, GroupError> {
+        // A broker of a cluster that coordinates no group lists none (the
+        // Admin client asks every broker).
+        if !self.runtime.is_coordinating() {
+            return Ok(Vec::new());
+        }
         self.runtime.check_ready()?;
         let mut out = Vec::new();
         self.runtime.for_each_shard(|groups| out.extend(groups.values().filter_map(listed)));

@@ -57,6 +57,9 @@ pub(super) struct CoordinatorRuntime {
     /// Transaction completions (offsets partition, producer id, commit) that
     /// arrived while loading; applied when the load installs its groups.
     deferred_completions: Mutex<Vec<(i32, i64, bool)>>,
+    /// In a cluster, whether this broker coordinates groups now (set once at
+    /// start); unset, it always does.
+    coordinating: std::sync::OnceLock<crate::replica::leadership::CoordinatorGate>,
 }
 
 impl CoordinatorRuntime {
@@ -77,7 +80,20 @@ impl CoordinatorRuntime {
             loaded: AtomicBool::new(false),
             load_stats: Mutex::new(LoadStats::default()),
             deferred_completions: Mutex::new(Vec::new()),
+            coordinating: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Coordinate only while `gate` says so (a cluster's interim rule).
+    pub(super) fn coordinate_while(&self, gate: crate::replica::leadership::CoordinatorGate) {
+        if self.coordinating.set(gate).is_err() {
+            tracing::warn!("the group coordinator's gate was already set");
+        }
+    }
+
+    /// Whether this broker coordinates groups now.
+    pub(super) fn is_coordinating(&self) -> bool {
+        self.coordinating.get().is_none_or(|gate| gate.is_open())
     }
 
     /// The shard of `group`, locked.
@@ -111,7 +127,9 @@ impl CoordinatorRuntime {
     }
 
     pub(super) fn check_ready(&self) -> Result<(), GroupError> {
-        if self.is_loaded() {
+        if !self.is_coordinating() {
+            Err(GroupError::NotCoordinator)
+        } else if self.is_loaded() {
             Ok(())
         } else {
             Err(GroupError::CoordinatorLoadInProgress)

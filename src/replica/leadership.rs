@@ -78,3 +78,23 @@ impl Leadership {
         }
     }
 }
+
+/// Whether this broker coordinates groups or transactional ids now: in a
+/// cluster, until coordinators move with their internal topics' partitions
+/// (docs/design/multi-broker.md, milestone 5), only the controller does.
+pub struct CoordinatorGate(Box<dyn Fn() -> bool + Send + Sync>);
+
+impl CoordinatorGate {
+    pub fn new(gate: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        Self(Box::new(gate))
+    }
+    pub fn is_open(&self) -> bool {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for CoordinatorGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("CoordinatorGate").field(&self.is_open()).finish()
+    }
+}

@@ -22,6 +22,9 @@ pub enum TxnError {
     /// A partition of `__transaction_state` is missing.
     #[error("the transaction coordinator is not available")]
     CoordinatorNotAvailable,
+    /// Another broker coordinates transactional ids (NOT_COORDINATOR).
+    #[error("this broker does not coordinate the transactional id")]
+    NotCoordinator,
     /// Writing (or creating) `__transaction_state` failed, or a producer id
     /// could not be reserved.
     #[error("storage error on __transaction_state: {0}")]

@@ -78,15 +78,26 @@ pub struct TransactionStateManager {
     transactions: RwLock<HashMap<String, SharedTransactionMetadata>>,
     loaded: AtomicBool,
     load_stats: Mutex<LoadStats>,
+    /// In a cluster, whether this broker coordinates transactional ids now
+    /// (set once at start); unset, it always does.
+    coordinating: std::sync::OnceLock<crate::replica::leadership::CoordinatorGate>,
 }
 
 impl TransactionStateManager {
+    /// Coordinate only while `gate` says so (a cluster's interim rule).
+    pub fn coordinate_while(&self, gate: crate::replica::leadership::CoordinatorGate) {
+        if self.coordinating.set(gate).is_err() {
+            tracing::warn!("the transaction coordinator's gate was already set");
+        }
+    }
+
     pub fn new(config: TransactionConfig, logs: Arc<LogManager>, clock: SharedClock) -> Self {
         Self {
             config,
             logs,
             clock,
             transactions: RwLock::new(HashMap::new()),
+            coordinating: std::sync::OnceLock::new(),
             loaded: AtomicBool::new(false),
             load_stats: Mutex::new(LoadStats::default()),
         }
@@ -286,7 +297,9 @@ impl TransactionStateManager {
     /// # Errors
     /// [`TxnError::CoordinatorLoadInProgress`] until the load finished.
     pub fn check_loaded(&self) -> Result<(), TxnError> {
-        if self.is_loaded() {
+        if !self.coordinating.get().is_none_or(|gate| gate.is_open()) {
+            Err(TxnError::NotCoordinator)
+        } else if self.is_loaded() {
             Ok(())
         } else {
             Err(TxnError::CoordinatorLoadInProgress)

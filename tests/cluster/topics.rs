@@ -7,7 +7,9 @@
 //! a broker leaves its partitions offline (LEADER_NOT_AVAILABLE, a new
 //! leader epoch) while the others go on; its restart brings them back, data
 //! included, at the next epoch. `kafka-configs` alters a topic's config on
-//! its leaders, and `kafka-topics --delete` removes every copy.
+//! its leaders, and `kafka-topics --delete` removes every copy. Until
+//! coordinators move with their partitions, every broker names the
+//! controller as the coordinator of groups.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -94,6 +96,21 @@ fn create_with_factor(port: u16, name: &str, factor: i16) -> (i16, String) {
     (t.error_code, t.error_message.as_ref().map(|m| m.to_string()).unwrap_or_default())
 }
 
+fn controller_id(port: u16) -> i32 {
+    let request = MetadataRequest::default().with_topics(Some(vec![]));
+    Wire::connect(port).call(12, &request).controller_id.0
+}
+
+/// FindCoordinator v3 of a group: (error, node).
+fn find_coordinator(port: u16) -> (i16, i32) {
+    use kafka_protocol::messages::FindCoordinatorRequest;
+    let request = FindCoordinatorRequest::default()
+        .with_key(StrBytes::from_static_str("a-group"))
+        .with_key_type(0);
+    let r = Wire::connect(port).call(3, &request);
+    (r.error_code, r.node_id.0)
+}
+
 fn partition_dir(b: &TestBroker, topic: &str, p: i32) -> std::path::PathBuf {
     b.data_dir().join(format!("{topic}-{p}"))
 }
@@ -134,6 +151,14 @@ fn topics_spread_over_the_brokers_and_follow_their_leaders() {
             d.leader, d.leader, d.leader
         );
         assert!(described.contains(&line), "{line:?} in\n{described}");
+    }
+
+    // Groups are coordinated by the controller for now (milestone 5 moves
+    // them with __consumer_offsets): every broker names it.
+    let controller = controller_id(ports[0]);
+    assert!(controller > 0);
+    for p in &ports {
+        assert_eq!(find_coordinator(*p), (0, controller), "FindCoordinator through {p}");
     }
 
     // kcat through broker 1, Kafka's console consumer through broker 3.
