@@ -25,6 +25,9 @@ use crate::security::acl::{AclOperation, ResourceType};
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
 
+/// A broker's id, host and port.
+type Node = (i32, String, i32);
+
 /// In a cluster the controller coordinates every group and transactional
 /// id until coordinators move with their partitions (issue 29, milestone
 /// 5): another broker answers with the controller's endpoint on the
@@ -33,7 +36,7 @@ const KEY_TYPE_TRANSACTION: i8 = 1;
 fn elsewhere(
     broker: &KafkaApis,
     listener: &str,
-) -> Result<Option<(i32, String, i32)>, (ResponseError, String)> {
+) -> Result<Option<Node>, (ResponseError, String)> {
     let Some(cluster) = &broker.cluster else { return Ok(None) };
     let image = cluster.current();
     let controller = image.controller_id();
