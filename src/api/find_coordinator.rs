@@ -33,10 +33,7 @@ type Node = (i32, String, i32);
 /// 5): another broker answers with the controller's endpoint on the
 /// request's listener, or COORDINATOR_NOT_AVAILABLE while there is none.
 /// `Ok(None)`: this broker coordinates.
-fn elsewhere(
-    broker: &KafkaApis,
-    listener: &str,
-) -> Result<Option<Node>, (ResponseError, String)> {
+fn elsewhere(broker: &KafkaApis, listener: &str) -> Result<Option<Node>, (ResponseError, String)> {
     let Some(cluster) = &broker.cluster else { return Ok(None) };
     let image = cluster.current();
     let controller = image.controller_id();

@@ -4,11 +4,16 @@
 //!
 //! What is here so far: the election (`election`), which makes exactly one
 //! live broker the controller, with an epoch every write of a later
-//! controller will compare; `ActiveControllerCount` reads it.
+//! controller will compare (`ActiveControllerCount` reads it); the
+//! `reconciler`, which while this broker is the controller gives each
+//! partition the state it is owed; `placement` of new replicas; and
+//! `topics`, the topic changes any broker writes (topic and config keys),
+//! whose partitions the reconciler then gives states.
 //!
 //! Invariant: a broker counts itself controller only while its controller
 //! key exists on its own lease and its session's timer runs, so two brokers
-//! never both act as controller past the timer's margin. This layer imports
+//! never both act as controller past the timer's margin; and every state it
+//! writes compares its epoch, so a deposed controller writes nothing. This layer imports
 //! `cluster` and nothing of `replica` or `log`.
 
 pub mod election;
