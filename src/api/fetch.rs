@@ -290,7 +290,12 @@ fn read_once(
     let mut remaining = (request.max_bytes.max(0) as usize).min(broker.config.fetch_max_bytes());
     let mut total = 0usize;
     let mut errors = false;
-    let isolation = FetchIsolation::from_isolation_level(request.isolation_level);
+    // A follower of a cluster reads to the log end (Kafka's replica fetch).
+    let follower = follower_id(broker, request, version);
+    let isolation = match follower {
+        Some(_) => FetchIsolation::LogEnd,
+        None => FetchIsolation::from_isolation_level(request.isolation_level),
+    };
     let mut topics = Vec::with_capacity(request.topics.len());
     for (ti, topic) in request.topics.iter().enumerate() {
         let name = if version >= 13 {
@@ -323,13 +328,24 @@ fn read_once(
                         } else {
                             ResponseError::UnknownTopicOrPartition
                         }),
-                        Some(log) => {
+                        Some(shared) => {
                             let budget =
                                 Budget { remaining: &mut remaining, total: &mut total, isolation };
-                            let log = log.read();
-                            let remote_on = broker.replica.remote_reader().is_some();
-                            let target = Target { tp: &tp, p, version, from_store, remote_on };
-                            read_log(&log, target, &mut data, &mut regions, budget)
+                            let read = {
+                                let log = shared.read();
+                                let remote_on = broker.replica.remote_reader().is_some();
+                                let target = Target { tp: &tp, p, version, from_store, remote_on };
+                                read_log(&log, target, &mut data, &mut regions, budget)
+                            };
+                            // The leader's side of replication: the
+                            // follower's log end is its fetch offset.
+                            match follower {
+                                Some(id) if read.is_none() => (!broker
+                                    .replica
+                                    .record_follower_fetch(&shared, id, p.fetch_offset))
+                                .then_some(ResponseError::NotLeaderOrFollower),
+                                _ => read,
+                            }
                         }
                     }
                 }
@@ -355,6 +371,13 @@ fn read_once(
         total,
         errors,
     )
+}
+
+/// The replica id of a follower's fetch in a cluster (`None`: a consumer's,
+/// or any fetch of a single node).
+fn follower_id(broker: &KafkaApis, request: &FetchRequest, version: i16) -> Option<i32> {
+    let id = if version >= 15 { request.replica_state.replica_id.0 } else { request.replica_id.0 };
+    (id >= 0 && broker.replica.leadership().is_some()).then_some(id)
 }
 
 /// One partition of a request, and the store's read of it when it is the

@@ -199,6 +199,28 @@ impl From<ResponseKind> for Reply {
     }
 }
 
+/// Produce, then (acks=all in a cluster) wait for the in-sync replicas.
+/// Runs on this worker: a held lock, a heavy append and the fsyncs move to
+/// `block_in_place` (`ReplicaManager::append_records`).
+async fn produce_and_wait(
+    broker: &Arc<KafkaApis>,
+    ctx: &RequestContext<'_>,
+    r: kafka_protocol::messages::ProduceRequest,
+    v: i16,
+) -> Result<Option<Reply>, Close> {
+    // Records to inflate: one of num.io.threads such requests at once.
+    let inflates = produce::inflates_records(&r);
+    let timeout_ms = r.timeout_ms;
+    let produced = {
+        let _place = if inflates { Some(broker.replica.io_place().await) } else { None };
+        produce::handle(broker, ctx, r, v)?
+    };
+    // The place is given back before waiting for the in-sync replicas.
+    let Some(mut produced) = produced else { return Ok(None) };
+    produce::await_replication(broker, &mut produced, timeout_ms).await;
+    Ok(Some(Reply::from(ResponseKind::Produce(produced.response))))
+}
+
 /// Run one decoded request. `None` means no response is sent (acks=0 produce).
 ///
 /// # Errors
@@ -212,14 +234,7 @@ pub async fn dispatch(
     let v = ctx.header.request_api_version;
     let response = match request {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(&r, v)),
-        // Runs on this worker: a held lock, a heavy append and the fsyncs
-        // move to `block_in_place` (`ReplicaManager::append_records`).
-        RequestKind::Produce(r) => {
-            // Records to inflate: one of num.io.threads such requests at once.
-            let inflates = produce::inflates_records(&r);
-            let _place = if inflates { Some(broker.replica.io_place().await) } else { None };
-            return produce::handle(broker, ctx, r, v).map(|r| r.map(Reply::from));
-        }
+        RequestKind::Produce(r) => return produce_and_wait(broker, ctx, r, v).await,
         RequestKind::Fetch(r) => {
             let reply = fetch::handle(broker, ctx, r, v).await;
             return Ok(Some(Reply {

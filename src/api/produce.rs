@@ -38,7 +38,7 @@ use kafka_protocol::messages::produce_request::PartitionProduceData;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 
 use super::error::{error_code, txn_produce_error_code};
 use super::{str_bytes, Close, RequestContext};
@@ -48,12 +48,22 @@ use crate::log::record_batch::{
     any_batch_compressed, any_batch_compressed_with, first_transactional_producer,
 };
 use crate::log::{BatchError, LogAppendInfo, LogError, TopicPartition};
-use crate::replica::{Acks, AppendError};
+use crate::replica::{Acks, AppendError, Replicated};
 use crate::security::acl::{AclOperation, ResourceType};
 use crate::txn::TxnError;
 
 /// Versions below this are advertised (for old librdkafka) but refused.
 pub const MIN_SUPPORTED_VERSION: i16 = 3;
+
+/// A produce answered once `pending` is committed (`acks=all` in a
+/// cluster, [`await_replication`]): each entry's topic and partition index
+/// in the response, the partition, and the end its records must be
+/// committed to.
+#[derive(Debug)]
+pub struct Produced {
+    pub response: ProduceResponse,
+    pub pending: Vec<(usize, usize, TopicPartition, i64)>,
+}
 
 /// # Errors
 /// `Close` for an acks=0 request in which some partition failed.
@@ -62,7 +72,7 @@ pub fn handle(
     ctx: &RequestContext<'_>,
     request: ProduceRequest,
     version: i16,
-) -> Result<Option<ResponseKind>, Close> {
+) -> Result<Option<Produced>, Close> {
     let acks = request.acks;
     // Parsed once; `None`: INVALID_REQUIRED_ACKS on every partition.
     let required = Acks::from_request(acks);
@@ -94,14 +104,18 @@ pub fn handle(
         )
     });
     let mut failed = false;
+    let mut pending = Vec::new();
+    // acks=all waits for the ISR only where replication is.
+    let waits = required == Some(Acks::All) && broker.replica.leadership().is_some();
     let mut topics = Vec::with_capacity(request.topic_data.len());
-    for (topic, name) in request.topic_data.into_iter().zip(&names) {
+    for (ti, (topic, name)) in request.topic_data.into_iter().zip(&names).enumerate() {
         let denied = match (&writable, name.as_deref()) {
             (Some(writable), Some(n)) => writable.get(n) != Some(&true),
             _ => false,
         };
         let mut partitions = Vec::with_capacity(topic.partition_data.len());
-        for p in topic.partition_data {
+        for (pi, p) in topic.partition_data.into_iter().enumerate() {
+            let index = p.index;
             let response = PartitionProduceResponse::default()
                 .with_index(p.index)
                 .with_base_offset(-1)
@@ -114,8 +128,13 @@ pub fn handle(
                     .because(format!("acks={acks} is not -1, 0 or 1")))
             } else {
                 let txn_id = request.transactional_id.as_ref().map(|id| id.as_str());
-                append_partition(broker, name.as_deref(), p, txn_id, version)
+                let acks = required.unwrap_or(Acks::Leader);
+                append_partition(broker, name.as_deref(), p, (txn_id, acks), version)
             };
+            if let (Ok(info), true, Some(name)) = (&outcome, waits, name) {
+                let tp = TopicPartition::new(name.clone(), index);
+                pending.push((ti, pi, tp, info.last_offset + 1));
+            }
             partitions.push(match outcome {
                 Ok(info) => response
                     .with_base_offset(info.first_offset)
@@ -137,7 +156,36 @@ pub fn handle(
     if required == Some(Acks::None) {
         return if failed { Err(Close) } else { Ok(None) };
     }
-    Ok(Some(ResponseKind::Produce(ProduceResponse::default().with_responses(topics))))
+    let response = ProduceResponse::default().with_responses(topics);
+    Ok(Some(Produced { response, pending }))
+}
+
+/// Wait, up to the request's timeout, until every pending partition is
+/// committed; one that is not gets REQUEST_TIMED_OUT, one this broker
+/// stopped leading NOT_LEADER_OR_FOLLOWER (both retriable, as on Kafka).
+pub async fn await_replication(broker: &KafkaApis, produced: &mut Produced, timeout_ms: i32) {
+    if produced.pending.is_empty() {
+        return;
+    }
+    let waits: Vec<(TopicPartition, i64)> =
+        produced.pending.iter().map(|(_, _, tp, end)| (tp.clone(), *end)).collect();
+    let timeout = std::time::Duration::from_millis(timeout_ms.max(0) as u64);
+    let outcome = broker.replica.wait_for_replication(&waits, timeout).await;
+    for ((ti, pi, _, _), replicated) in produced.pending.iter().zip(outcome) {
+        let code = match replicated {
+            Replicated::Committed => continue,
+            Replicated::NotLeader => ResponseError::NotLeaderOrFollower,
+            Replicated::TimedOut => ResponseError::RequestTimedOut,
+        };
+        if let Some(p) = produced
+            .response
+            .responses
+            .get_mut(*ti)
+            .and_then(|t| t.partition_responses.get_mut(*pi))
+        {
+            p.error_code = code.code();
+        }
+    }
 }
 
 /// Whether any batch of the request is transactional (Kafka's
@@ -162,12 +210,12 @@ fn has_transactional_records(request: &ProduceRequest) -> bool {
 /// with one the principal may not WRITE: the error for every partition,
 /// nothing appended, and no response to acks=0 (Kafka's error response of
 /// an acks=0 Produce is none; the connection stays open).
-fn refuse_transactional_records(request: ProduceRequest, acks: i16) -> Option<ResponseKind> {
+fn refuse_transactional_records(request: ProduceRequest, acks: i16) -> Option<Produced> {
     if acks == 0 {
         return None;
     }
     let code = ResponseError::TransactionalIdAuthorizationFailed.code();
-    Some(ResponseKind::Produce(every_partition(&request, code)))
+    Some(Produced { response: every_partition(&request, code), pending: Vec::new() })
 }
 
 /// Kafka's error response to a whole Produce: `code` on every partition.
@@ -237,7 +285,7 @@ fn append_partition(
     broker: &KafkaApis,
     topic: Option<&str>,
     p: PartitionProduceData,
-    transactional_id: Option<&str>,
+    (transactional_id, acks): (Option<&str>, Acks),
     version: i16,
 ) -> Result<LogAppendInfo, Refusal> {
     let Some(topic) = topic else {
@@ -245,6 +293,9 @@ fn append_partition(
     };
     let tp = TopicPartition::new(topic, p.index);
     let log = broker.replica.partition(&tp).map_err(|e| refusal(&tp, e, version))?;
+    if acks == Acks::All {
+        broker.replica.check_min_isr(&tp).map_err(|e| refusal(&tp, e, version))?;
+    }
     let Some(records) = p.records else {
         return Err(Refusal::new(ResponseError::CorruptMessage).because("no records".into()));
     };
@@ -271,6 +322,7 @@ fn refusal(tp: &TopicPartition, e: AppendError<TxnError>, version: i16) -> Refus
             Refusal::new(ResponseError::UnknownTopicOrPartition)
         }
         AppendError::NotLeader => Refusal::new(ResponseError::NotLeaderOrFollower),
+        AppendError::NotEnoughReplicas => Refusal::new(ResponseError::NotEnoughReplicas),
         AppendError::Offline => Refusal::new(ResponseError::KafkaStorageError),
         AppendError::Verification(e) => {
             tracing::debug!(partition = %tp, "transactional produce refused: {e}");

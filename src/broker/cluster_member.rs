@@ -39,6 +39,7 @@ pub struct ClusterMember {
     /// The cluster as this broker applied it.
     pub image: Arc<ImageWatcher>,
     namespace: String,
+    node_id: i32,
     session: Arc<BrokerSession>,
     election: Arc<ControllerElection>,
     tasks: Vec<JoinHandle<()>>,
@@ -102,7 +103,8 @@ impl ClusterMember {
         ));
         let namespace = config.namespace.clone();
         let tasks = vec![campaign, keepalive, reconciler];
-        Ok(Self { cluster_id, image, namespace, session, election, tasks })
+        let node_id = who.node_id;
+        Ok(Self { cluster_id, image, namespace, node_id, session, election, tasks })
     }
 
     /// The cluster's producer id blocks, for this broker's InitProducerId.
@@ -110,6 +112,17 @@ impl ClusterMember {
         let keys = ClusterKeys::new(self.namespace.as_str());
         let handle = tokio::runtime::Handle::current();
         ClusterProducerIdBlocks::new(Arc::clone(self.session.coordination()), keys, node_id, handle)
+    }
+
+    /// Give the handlers the cluster: its image, topic changes through
+    /// etcd, the coordinators' gate and the cluster's producer id blocks.
+    pub fn attach(&self, broker: &mut crate::api::KafkaApis) {
+        broker.cluster = Some(Arc::clone(&self.image));
+        broker.topics = Some(self.topics());
+        broker.groups.coordinate_while(self.coordinator_gate());
+        broker.txn.state_manager().coordinate_while(self.coordinator_gate());
+        let blocks = Arc::new(self.producer_id_blocks(broker.node_id));
+        broker.producer_ids.lock().use_cluster_blocks(blocks);
     }
 
     /// Topic changes through etcd, for the admin requests and auto-creation.
@@ -122,7 +135,7 @@ impl ClusterMember {
     /// session's timer runs.
     pub fn leadership(&self) -> Leadership {
         let session = Arc::clone(&self.session);
-        Leadership::new(move || session.is_live())
+        Leadership::new(self.node_id, move || session.is_live())
     }
 
     /// Whether this broker coordinates groups and transactional ids now:
@@ -130,6 +143,16 @@ impl ClusterMember {
     pub fn coordinator_gate(&self) -> CoordinatorGate {
         let election = Arc::clone(&self.election);
         CoordinatorGate::new(move || election.is_active())
+    }
+
+    /// The leader's ISR changes, written to etcd.
+    pub fn isr_writer(&self) -> super::isr_writer::ClusterIsrWriter {
+        super::isr_writer::ClusterIsrWriter {
+            coordination: Arc::clone(self.session.coordination()),
+            keys: ClusterKeys::new(self.namespace.as_str()),
+            image: Arc::clone(&self.image),
+            node_id: self.node_id,
+        }
     }
 
     /// Leave: stop renewing and revoke the session (its keys go at once).

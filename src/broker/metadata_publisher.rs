@@ -3,6 +3,9 @@
 //! * every partition whose state names this broker leader gets a local log
 //!   (the cluster's topic id and config overrides) if it has none, and its
 //!   leader epoch ([`crate::log::Log::become_leader`]) before it is served;
+//! * every partition this broker is a follower of gets a local log too, and
+//!   is handed to the replica fetcher of its leader (`replica::fetcher`);
+//!   each replica's high watermark starts from the checkpointed one;
 //! * the topic config overrides in the image replace the local ones;
 //! * the copies of topics the image lists as deleted are removed;
 //! * then the partitions led (with their epochs) and the partitions the
@@ -14,12 +17,15 @@
 //! not be created or given its epoch is left out of what is led, logged,
 //! and tried again with the next image.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::cluster::image::{ImageWatcher, MetadataImage};
+use crate::cluster::topics_image::TopicImage;
 use crate::log::manager::{is_internal_topic, CleaningControl};
 use crate::log::{LogManager, TopicPartition};
+use crate::replica::fetcher::{LeaderEndpoint, ReplicaFetcherManager};
+use crate::replica::leadership::LedPartition;
 use crate::replica::{Leadership, LeadershipView, ReplicaManager};
 
 pub struct MetadataPublisher {
@@ -28,6 +34,7 @@ pub struct MetadataPublisher {
     pub replica: Arc<ReplicaManager>,
     pub leadership: Arc<Leadership>,
     pub cleaning: Option<Arc<dyn CleaningControl>>,
+    pub fetchers: Arc<ReplicaFetcherManager>,
     /// Strays already logged.
     strays: HashSet<String>,
 }
@@ -39,8 +46,9 @@ impl MetadataPublisher {
         replica: Arc<ReplicaManager>,
         leadership: Arc<Leadership>,
         cleaning: Option<Arc<dyn CleaningControl>>,
+        fetchers: Arc<ReplicaFetcherManager>,
     ) -> Self {
-        Self { node_id, logs, replica, leadership, cleaning, strays: HashSet::new() }
+        Self { node_id, logs, replica, leadership, cleaning, fetchers, strays: HashSet::new() }
     }
 
     /// Apply every new image until the watcher goes.
@@ -72,10 +80,10 @@ impl MetadataPublisher {
     pub fn apply(&mut self, image: &MetadataImage) {
         self.delete_removed(image);
         let mut view = LeadershipView::default();
+        let mut followed = HashMap::new();
         for topic in image.topics.topics() {
             let config = image.topics.config(&topic.name);
-            let local = self.logs.topic(&topic.name);
-            if let Some(local) = &local {
+            if let Some(local) = self.logs.topic(&topic.name) {
                 if local.id != topic.id {
                     self.stray(&topic.name, "its topic id is not the cluster's");
                     continue;
@@ -84,47 +92,103 @@ impl MetadataPublisher {
                     self.apply_config(&topic.name, config.clone());
                 }
             }
-            for &p in topic.assignment.keys() {
-                let tp = TopicPartition::new(topic.name.clone(), p);
-                view.known.insert(tp.clone());
-                let Some(state) = image.topics.state(&topic.name, p) else { continue };
-                if state.state.leader != self.node_id {
-                    continue;
-                }
-                let epoch = state.state.leader_epoch;
-                match self.lead(&tp, topic.id, epoch, &config) {
-                    Ok(()) => {
-                        view.led.insert(tp, epoch);
-                    }
-                    Err(e) => tracing::error!(partition = %tp, epoch, "not leading: {e}"),
-                }
-            }
+            self.apply_topic(image, topic, &config, (&mut view, &mut followed));
         }
         for t in self.logs.topics() {
             if !is_internal_topic(&t.name) && image.topics.topic(&t.name).is_none() {
                 self.stray(&t.name, "the cluster has no such topic");
             }
         }
+        let led: Vec<TopicPartition> = view.led.keys().cloned().collect();
         self.leadership.publish(view);
+        // An ISR that changed may let a high watermark move.
+        for tp in led {
+            if let Some(log) = self.logs.get_log(&tp) {
+                self.replica.maybe_advance_high_watermark(&mut log.write());
+            }
+        }
+        self.fetchers.update(&followed, &leader_endpoints(image));
     }
 
-    /// Give `tp` a local log and the leader epoch `epoch`.
+    /// The partitions of `topic` this broker is a replica of: led, or
+    /// followed (partition → leader and epoch).
+    fn apply_topic(
+        &self,
+        image: &MetadataImage,
+        topic: &TopicImage,
+        config: &BTreeMap<String, String>,
+        (view, followed): (&mut LeadershipView, &mut HashMap<TopicPartition, (i32, i32)>),
+    ) {
+        for (&p, replicas) in &topic.assignment {
+            let tp = TopicPartition::new(topic.name.clone(), p);
+            view.known.insert(tp.clone());
+            let Some(state) = image.topics.state(&topic.name, p).map(|s| &s.state) else {
+                continue;
+            };
+            if !replicas.contains(&self.node_id) {
+                continue;
+            }
+            let epoch = state.leader_epoch;
+            if state.leader == self.node_id {
+                match self.lead(&tp, topic.id, epoch, config) {
+                    Ok(min_isr) => {
+                        let min_isr = min_isr.min(replicas.len());
+                        let (replicas, isr) = (replicas.clone(), state.isr.clone());
+                        view.led.insert(
+                            tp,
+                            LedPartition { leader_epoch: epoch, replicas, isr, min_isr },
+                        );
+                    }
+                    Err(e) => tracing::error!(partition = %tp, epoch, "not leading: {e}"),
+                }
+            } else if state.leader >= 0 {
+                match self.replica_log(&tp, topic.id, config) {
+                    Ok(()) => {
+                        followed.insert(tp, (state.leader, epoch));
+                    }
+                    Err(e) => tracing::error!(partition = %tp, "not following: {e}"),
+                }
+            }
+        }
+    }
+
+    /// Give `tp` a local log and the leader epoch `epoch`; its topic's
+    /// `min.insync.replicas`.
     fn lead(
         &self,
         tp: &TopicPartition,
         id: [u8; 16],
         epoch: i32,
         config: &BTreeMap<String, String>,
-    ) -> Result<(), crate::log::LogError> {
-        if self.logs.get_log(tp).is_none() {
-            self.logs.create_replica(&tp.topic, id, tp.partition, config.clone())?;
-            tracing::info!(partition = %tp, epoch, "created the replica this broker leads");
-        }
+    ) -> Result<usize, crate::log::LogError> {
+        self.replica_log(tp, id, config)?;
         let log = self.logs.get_log(tp).ok_or_else(|| self.logs.absent_partition_error(tp))?;
         let mut log = log.write();
         if log.leader_epoch() < epoch {
             log.become_leader(epoch)?;
             tracing::info!(partition = %tp, epoch, "leading");
+        }
+        Ok(log.config().min_insync_replicas.max(1) as usize)
+    }
+
+    /// A local log for `tp` (created if missing), its high watermark set
+    /// the first time from the last checkpoint (none: its log end, as a
+    /// single node's log had it).
+    fn replica_log(
+        &self,
+        tp: &TopicPartition,
+        id: [u8; 16],
+        config: &BTreeMap<String, String>,
+    ) -> Result<(), crate::log::LogError> {
+        if self.logs.get_log(tp).is_none() {
+            self.logs.create_replica(&tp.topic, id, tp.partition, config.clone())?;
+            tracing::info!(partition = %tp, "created a replica");
+        }
+        let log = self.logs.get_log(tp).ok_or_else(|| self.logs.absent_partition_error(tp))?;
+        let mut log = log.write();
+        if log.replicated_high_watermark().is_none() {
+            let hw = self.logs.checkpointed_high_watermark(tp).unwrap_or(log.log_end_offset());
+            log.set_replicated_high_watermark(hw);
         }
         Ok(())
     }
@@ -167,4 +231,23 @@ impl MetadataPublisher {
             tracing::warn!(topic, "stray topic: not served, left on disk for an operator ({why})");
         }
     }
+}
+
+/// Each registered broker's endpoint on its inter-broker listener (PLAINTEXT
+/// only so far: a leader reached otherwise is left out, and logged).
+fn leader_endpoints(image: &MetadataImage) -> HashMap<i32, LeaderEndpoint> {
+    let mut out = HashMap::new();
+    for (id, b) in &image.brokers {
+        let r = &b.registration;
+        match r.endpoints.iter().find(|e| e.listener == r.inter_broker_listener) {
+            Some(e) if e.security_protocol == "PLAINTEXT" => {
+                out.insert(*id, LeaderEndpoint { host: e.host.clone(), port: e.port });
+            }
+            Some(e) => {
+                tracing::warn!(broker = id, protocol = %e.security_protocol, "replication over this listener is not built yet")
+            }
+            None => tracing::warn!(broker = id, "its inter-broker listener has no endpoint"),
+        }
+    }
+    out
 }

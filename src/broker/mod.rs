@@ -64,7 +64,9 @@
 //! after construction.
 
 mod cluster_member;
+mod isr_writer;
 mod metadata_publisher;
+mod replication;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -114,7 +116,7 @@ use crate::txn::{
     TransactionStateManager, TxnCompletionListener, TxnScheduler, TRANSACTION_STATE_TOPIC,
 };
 use cluster_member::{ClusterMember, Identity};
-use metadata_publisher::MetadataPublisher;
+use replication::Replication;
 
 fn store_error(e: StoreError) -> LogError {
     match e {
@@ -518,15 +520,13 @@ async fn serve(
     let mut broker = build_apis(config, Arc::clone(logs), identity, txn_state, parts)
         .map_err(BrokerError::Init)?;
     if let Some(m) = &member {
-        broker.cluster = Some(Arc::clone(&m.image));
-        broker.topics = Some(m.topics());
-        broker.groups.coordinate_while(m.coordinator_gate());
-        broker.txn.state_manager().coordinate_while(m.coordinator_gate());
-        let blocks = Arc::new(m.producer_id_blocks(broker.node_id));
-        broker.producer_ids.lock().use_cluster_blocks(blocks);
+        m.attach(&mut broker);
     }
     let broker = Arc::new(broker);
-    let publisher = start_publisher(&broker, member.as_deref(), leadership, cleaner);
+    let replication = match (&member, leadership) {
+        (Some(m), Some(l)) => Some(Replication::start(&broker, m, l, cleaner)),
+        _ => None,
+    };
     threads.group_loader = Some(spawn_group_loader(&broker.groups)?);
     threads.txn = Some(
         TxnScheduler::start(Arc::clone(&broker.txn))
@@ -574,8 +574,8 @@ async fn serve(
     if let Some(member) = &member {
         member.leave().await;
     }
-    if let Some(publisher) = publisher {
-        publisher.abort();
+    if let Some(replication) = replication {
+        replication.stop();
     }
     ticker.abort();
     // Every step of an upload round is safe to cut (remote module doc).
@@ -589,26 +589,6 @@ async fn serve(
         metrics.stop().await;
     }
     Ok(())
-}
-
-/// In a cluster, apply each image to this broker before the listeners
-/// serve: what it leads comes from the image.
-fn start_publisher(
-    broker: &Arc<KafkaApis>,
-    member: Option<&ClusterMember>,
-    leadership: Option<Arc<Leadership>>,
-    cleaner: &LogCleaner,
-) -> Option<tokio::task::JoinHandle<()>> {
-    let (member, leadership) = (member?, leadership?);
-    let cleaning: Arc<dyn CleaningControl> = cleaner.handle().manager().clone();
-    let publisher = MetadataPublisher::new(
-        broker.node_id,
-        Arc::clone(&broker.logs),
-        Arc::clone(&broker.replica),
-        leadership,
-        Some(cleaning),
-    );
-    Some(publisher.spawn(&member.image))
 }
 
 /// With `sediment.cluster.etcd.endpoints` set, join the cluster (its

@@ -26,6 +26,7 @@
 //! layer sits below `replica` and above `remote` and `log`, and is async
 //! only at its edge.
 
+pub mod channel;
 pub mod config;
 pub mod coordination;
 pub mod etcd;

@@ -33,6 +33,7 @@ use crate::log::config::{self as log_config, LOG_CONFIGS};
 use crate::log::manager_config::{self, LogManagerConfig, STORAGE_CONFIGS};
 use crate::log::manager_config::{LOG_DIRS, NUM_PARTITIONS};
 use crate::remote::config::{REMOTE_LOG_STORAGE_SYSTEM_ENABLE, REMOTE_STORAGE_CONFIGS};
+use crate::replica::config::REPLICATION_CONFIGS;
 use crate::security::ssl_configs::{SSL_CONFIGS, SSL_PRINCIPAL_MAPPING_RULES};
 use crate::txn::config::{
     TransactionConfig, TRANSACTION_PARTITION_VERIFICATION_ENABLE, TXN_CONFIGS,
@@ -100,6 +101,7 @@ pub const TABLES: &[&ConfigTable] = &[
     &METRICS_CONFIGS,
     &REMOTE_STORAGE_CONFIGS,
     &CLUSTER_CONFIGS,
+    &REPLICATION_CONFIGS,
     &TOPIC_CREATION_CONFIGS,
     &STORAGE_CONFIGS,
     &CLEANER_CONFIGS,

@@ -55,10 +55,6 @@ impl From<PlacementError> for TopicChangeError {
     }
 }
 
-/// The replication factor replication between brokers allows so far: the
-/// cluster places single replicas until followers fetch (milestone 3).
-pub const MAX_REPLICATION_FACTOR: i32 = 1;
-
 /// A topic to create: replicas by placement or given per partition.
 #[derive(Debug, Clone)]
 pub struct NewTopic {
@@ -324,7 +320,7 @@ fn random_start(n: usize) -> usize {
     (uuid::Uuid::new_v4().as_u128() % n.max(1) as u128) as usize
 }
 
-/// Kafka's factor checks, then the limit of this milestone.
+/// Kafka's factor checks.
 fn check_factor(image: &MetadataImage, factor: i32) -> Result<(), TopicChangeError> {
     let brokers = candidates(image).len();
     if factor < 1 {
@@ -332,11 +328,6 @@ fn check_factor(image: &MetadataImage, factor: i32) -> Result<(), TopicChangeErr
     }
     if factor as usize > brokers {
         return Err(PlacementError::TooFewBrokers { factor, brokers }.into());
-    }
-    if factor > MAX_REPLICATION_FACTOR {
-        return Err(TopicChangeError::InvalidReplicationFactor(format!(
-            "replication factor {factor}: this cluster places one replica per partition until replication between brokers is built (issue 29, milestone 3)"
-        )));
     }
     Ok(())
 }

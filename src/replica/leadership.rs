@@ -30,30 +30,131 @@ pub enum Leading {
     Unknown,
 }
 
+/// A partition led here, as the image has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedPartition {
+    pub leader_epoch: i32,
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+    /// The effective `min.insync.replicas`: the topic's, at most the
+    /// replication factor (Kafka's rule since KAFKA-15583).
+    pub min_isr: usize,
+}
+
 /// The partitions led and known, as of one applied image.
 #[derive(Debug, Clone, Default)]
 pub struct LeadershipView {
-    /// Led here, with their leader epochs.
-    pub led: HashMap<TopicPartition, i32>,
+    /// Led here.
+    pub led: HashMap<TopicPartition, LedPartition>,
     pub known: HashSet<TopicPartition>,
 }
 
+/// What a leader knows of one follower of a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FollowerState {
+    /// Its log end, as its last fetch gave it (the fetch offset).
+    pub log_end_offset: i64,
+    /// When its fetch last reached the leader's log end (ms).
+    pub last_caught_up_ms: i64,
+}
+
+/// A leader epoch and, at it, each follower's state by replica id.
+type EpochFollowers = (i32, HashMap<i32, FollowerState>);
+
 pub struct Leadership {
+    node_id: i32,
     view: RwLock<Arc<LeadershipView>>,
+    /// Per led partition, what each follower's fetches said; reset when
+    /// the leader epoch changes.
+    followers: parking_lot::Mutex<HashMap<TopicPartition, EpochFollowers>>,
     may_lead: Box<dyn Fn() -> bool + Send + Sync>,
 }
 
 impl std::fmt::Debug for Leadership {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Leadership").field("led", &self.view.read().led.len()).finish()
+        f.debug_struct("Leadership")
+            .field("node_id", &self.node_id)
+            .field("led", &self.view.read().led.len())
+            .finish()
     }
 }
 
 impl Leadership {
     /// Nothing led until the first [`Self::publish`]; `may_lead` is the
     /// session's timer.
-    pub fn new(may_lead: impl Fn() -> bool + Send + Sync + 'static) -> Self {
-        Self { view: RwLock::default(), may_lead: Box::new(may_lead) }
+    pub fn new(node_id: i32, may_lead: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        Self {
+            node_id,
+            view: RwLock::default(),
+            followers: parking_lot::Mutex::default(),
+            may_lead: Box::new(may_lead),
+        }
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.node_id
+    }
+
+    /// `tp` as led here, while this broker may lead.
+    pub fn led(&self, tp: &TopicPartition) -> Option<LedPartition> {
+        let led = self.view.read().led.get(tp).cloned()?;
+        (self.may_lead)().then_some(led)
+    }
+
+    /// A fetch of `tp` from replica `replica` at `fetch_offset`, the
+    /// leader's log end being `leader_end`: its follower state. `false`
+    /// when `replica` is not a follower of a partition led here.
+    pub fn record_fetch(
+        &self,
+        tp: &TopicPartition,
+        replica: i32,
+        fetch_offset: i64,
+        leader_end: i64,
+        now_ms: i64,
+    ) -> bool {
+        let Some(led) = self.led(tp) else { return false };
+        if replica == self.node_id || !led.replicas.contains(&replica) {
+            return false;
+        }
+        let mut followers = self.followers.lock();
+        let entry =
+            followers.entry(tp.clone()).or_insert_with(|| (led.leader_epoch, HashMap::new()));
+        if entry.0 != led.leader_epoch {
+            *entry = (led.leader_epoch, HashMap::new());
+        }
+        let state = entry
+            .1
+            .entry(replica)
+            .or_insert(FollowerState { log_end_offset: fetch_offset, last_caught_up_ms: now_ms });
+        state.log_end_offset = fetch_offset;
+        if fetch_offset >= leader_end {
+            state.last_caught_up_ms = now_ms;
+        }
+        true
+    }
+
+    /// What the followers of `tp` last reported.
+    pub fn followers(&self, tp: &TopicPartition) -> HashMap<i32, FollowerState> {
+        self.followers.lock().get(tp).map(|(_, f)| f.clone()).unwrap_or_default()
+    }
+
+    /// The high watermark `tp` may have, its own committed end being
+    /// `local_end`: the least log end over its ISR (a member not heard from
+    /// counts as nothing yet). `None` while the ISR is below the effective
+    /// min ISR (the high watermark then stays, as on Kafka) or when not led.
+    pub fn high_watermark_candidate(&self, tp: &TopicPartition, local_end: i64) -> Option<i64> {
+        let led = self.led(tp)?;
+        if led.isr.len() < led.min_isr {
+            return None;
+        }
+        let followers = self.followers.lock();
+        let states = followers.get(tp).filter(|(e, _)| *e == led.leader_epoch).map(|(_, f)| f);
+        let mut hw = local_end;
+        for member in led.isr.iter().filter(|m| **m != self.node_id) {
+            let end = states.and_then(|f| f.get(member)).map_or(0, |s| s.log_end_offset);
+            hw = hw.min(end);
+        }
+        Some(hw)
     }
 
     pub fn publish(&self, view: LeadershipView) {

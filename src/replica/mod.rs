@@ -29,10 +29,13 @@
 //! (lock order: coordinator before log); an append that may fsync runs where
 //! the async runtime can move its worker's other tasks away first.
 
+pub mod config;
 pub mod delayed_fetch;
 pub mod fetch_session;
+pub mod fetcher;
+pub mod isr_manager;
 pub mod leadership;
 mod replica_manager;
 
 pub use leadership::{Leadership, LeadershipView, Leading};
-pub use replica_manager::{Acks, AppendError, ReplicaManager};
+pub use replica_manager::{Acks, AppendError, ReplicaManager, Replicated};

@@ -45,12 +45,25 @@ pub enum AppendError<E> {
     UnknownTopicOrPartition,
     /// The cluster has the partition; this broker does not lead it.
     NotLeader,
+    /// `acks=all` with an ISR below the effective `min.insync.replicas`.
+    NotEnoughReplicas,
     /// The partition's log could not load (its dir is offline).
     Offline,
     /// The transaction check refused the transactional batch.
     Verification(E),
     /// The log refused or failed the append.
     Log(LogError),
+}
+
+/// How an `acks=all` wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replicated {
+    /// Every ISR member has it.
+    Committed,
+    /// This broker stopped leading the partition meanwhile.
+    NotLeader,
+    /// Not committed within the request's timeout.
+    TimedOut,
 }
 
 /// The partitions as Produce and Fetch reach them.
@@ -83,6 +96,88 @@ impl ReplicaManager {
     pub fn with_leadership(mut self, leadership: Option<Arc<Leadership>>) -> Self {
         self.leadership = leadership;
         self
+    }
+
+    /// In a cluster, the partitions led here and their followers' states.
+    pub fn leadership(&self) -> Option<&Arc<Leadership>> {
+        self.leadership.as_ref()
+    }
+
+    /// `acks=all` may append to `tp` (its ISR holds the effective min ISR).
+    ///
+    /// # Errors
+    /// `NotEnoughReplicas`.
+    pub fn check_min_isr<E>(&self, tp: &TopicPartition) -> Result<(), AppendError<E>> {
+        match self.leadership.as_ref().and_then(|l| l.led(tp)) {
+            Some(led) if led.isr.len() < led.min_isr => Err(AppendError::NotEnoughReplicas),
+            _ => Ok(()),
+        }
+    }
+
+    /// Raise `log`'s high watermark to what its ISR holds (a leader in a
+    /// cluster), waking the fetches and produces parked on it if it moved.
+    pub fn maybe_advance_high_watermark(&self, log: &mut Log) -> bool {
+        let Some(leadership) = &self.leadership else { return false };
+        let tp = log.topic_partition();
+        let Some(hw) = leadership.high_watermark_candidate(tp, log.local_high_watermark()) else {
+            return false;
+        };
+        let moved = log.raise_replicated_high_watermark(hw);
+        if moved {
+            self.delayed_fetches.complete(log.topic_partition());
+        }
+        moved
+    }
+
+    /// A replica's fetch of `tp` at `fetch_offset` (the leader's side of
+    /// replication): its state recorded and the high watermark advanced.
+    /// `false` when `replica` is not a follower of a partition led here.
+    pub fn record_follower_fetch(&self, log: &SharedLog, replica: i32, fetch_offset: i64) -> bool {
+        let Some(leadership) = &self.leadership else { return false };
+        let now = self.logs.clock().now_ms();
+        let mut log = blocking::write(log);
+        let end = log.log_end_offset();
+        if !leadership.record_fetch(log.topic_partition(), replica, fetch_offset, end, now) {
+            return false;
+        }
+        self.maybe_advance_high_watermark(&mut log);
+        true
+    }
+
+    /// Wait until each `(partition, end)` is committed (its high watermark
+    /// reached `end`), the broker stopped leading it, or `timeout` passed:
+    /// `acks=all`'s delayed produce, parked on its partitions like a fetch.
+    pub async fn wait_for_replication(
+        &self,
+        pending: &[(TopicPartition, i64)],
+        timeout: std::time::Duration,
+    ) -> Vec<Replicated> {
+        let mut outcome: Vec<Option<Replicated>> = vec![None; pending.len()];
+        let waiter = self.watch_partitions(pending.iter().map(|(tp, _)| tp.clone()));
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            for (i, (tp, end)) in pending.iter().enumerate() {
+                if outcome[i].is_none() {
+                    outcome[i] = self.replicated(tp, *end);
+                }
+            }
+            if outcome.iter().all(Option::is_some) {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, waiter.changed()).await.is_err() {
+                break;
+            }
+        }
+        outcome.into_iter().map(|o| o.unwrap_or(Replicated::TimedOut)).collect()
+    }
+
+    fn replicated(&self, tp: &TopicPartition, end: i64) -> Option<Replicated> {
+        if self.leads(tp) != Leading::Yes {
+            return Some(Replicated::NotLeader);
+        }
+        let log = self.logs.get_log(tp)?;
+        let hw = blocking::read(&log).high_watermark();
+        (hw >= end).then_some(Replicated::Committed)
     }
 
     /// Whether this broker may serve `tp` as its leader (always, alone).
@@ -191,6 +286,8 @@ impl ReplicaManager {
                 // Under the log's lock: the purgatory's lock is never held
                 // while a log's is taken, and the name need not be copied.
                 self.delayed_fetches.complete(log.topic_partition());
+                // An ISR of this broker alone commits at once.
+                self.maybe_advance_high_watermark(log);
             }
             appended
         };
@@ -215,6 +312,7 @@ impl ReplicaManager {
             log.complete_flush_job(&job, synced).map_err(AppendError::Log)?;
             // With log.flush.before.ack the records became readable only now.
             self.delayed_fetches.complete(log.topic_partition());
+            self.maybe_advance_high_watermark(&mut log);
         }
         Ok(info)
     }

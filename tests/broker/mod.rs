@@ -272,7 +272,9 @@ pub fn http_get(port: u16, path: &str) -> (u16, String) {
     // HTTP/1.0, so the answer is never chunked and ends with the connection.
     write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").expect("write");
     let mut raw = String::new();
-    stream.read_to_string(&mut raw).expect("read");
+    if let Err(e) = stream.read_to_string(&mut raw) {
+        panic!("reading the answer to GET {path} from port {port}: {e} (read so far: {raw:?})");
+    }
     let (head, body) = raw.split_once("\r\n\r\n").expect("HTTP response");
     assert!(!head.to_ascii_lowercase().contains("transfer-encoding: chunked"), "{head}");
     let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).expect("status");

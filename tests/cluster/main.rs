@@ -13,4 +13,5 @@ mod brokers;
 mod coordination;
 mod election;
 mod image;
+mod replication;
 mod topics;

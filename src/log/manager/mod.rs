@@ -52,7 +52,10 @@ const CREATING_SUFFIX: &str = ".creating";
 
 mod defaults;
 mod offline;
+mod replicas;
 mod scheduler;
+
+pub use replicas::{is_internal_topic, REPLICATION_OFFSET_CHECKPOINT};
 
 /// A topic's identity and configuration.
 #[derive(Debug, Clone)]
@@ -114,6 +117,8 @@ pub struct LogManager {
     clock: SharedClock,
     logs: RwLock<BTreeMap<TopicPartition, SharedLog>>,
     topics: RwLock<BTreeMap<String, TopicInfo>>,
+    /// In a cluster, the high watermarks of the last checkpoint (`replicas`).
+    hw_checkpoint: RwLock<BTreeMap<TopicPartition, i64>>,
     /// Topics whose partitions are being created (their directories made
     /// without the topics lock held).
     changing: Mutex<BTreeSet<String>>,
@@ -146,6 +151,7 @@ impl LogManager {
             clock,
             logs: RwLock::new(BTreeMap::new()),
             topics: RwLock::new(BTreeMap::new()),
+            hw_checkpoint: RwLock::new(BTreeMap::new()),
             changing: Mutex::new(BTreeSet::new()),
             offline: RwLock::new(BTreeMap::new()),
             dir_failures: Arc::default(),
@@ -158,6 +164,9 @@ impl LogManager {
             manager.load_dir(&dir)?;
         }
         manager.complete_interrupted_creations()?;
+        if manager.config.partitions_placed_by_cluster {
+            manager.read_high_watermarks();
+        }
         Ok(manager)
     }
 
@@ -419,41 +428,6 @@ impl LogManager {
         Ok(info)
     }
 
-    /// Create one partition of a topic the cluster placed here, with the
-    /// cluster's topic id and overrides (`partitions_placed_by_cluster`).
-    /// The topic's local partition count is its highest partition here + 1.
-    ///
-    /// # Errors
-    /// `TopicExists` when the topic here has another id, `InvalidConfig`, I/O errors.
-    pub fn create_replica(
-        &self,
-        name: &str,
-        id: [u8; 16],
-        partition: i32,
-        overrides: BTreeMap<String, String>,
-    ) -> Result<()> {
-        Self::validate_topic_name(name)?;
-        let tp = TopicPartition::new(name, partition);
-        if self.get_log(&tp).is_some() {
-            return Ok(());
-        }
-        let config = Arc::new(self.resolve_config(overrides)?);
-        let mut info = TopicInfo { name: name.into(), id, partitions: partition + 1, config };
-        let exists = || LogError::TopicExists(name.into());
-        let _reserved = self.reserve(name, exists(), |topics| match topics.get(name) {
-            Some(t) if t.id != id => Err(exists()),
-            _ => Ok(()),
-        })?;
-        if let Some(t) = self.topic(name) {
-            info.config = t.config;
-        }
-        self.create_partition(&info, partition)?;
-        let mut topics = self.topics.write();
-        let entry = topics.entry(name.into()).or_insert_with(|| info.clone());
-        entry.partitions = entry.partitions.max(partition + 1);
-        Ok(())
-    }
-
     /// Reserve `name` for a change of its partitions, after `check` passed
     /// under the topics lock; the lock is released on return, the name when
     /// the reservation drops. A second change of the same name meanwhile is
@@ -630,13 +604,18 @@ impl LogManager {
         Ok(config)
     }
 
-    /// Write both offset checkpoints of every log dir.
+    /// Write the offset checkpoints of every log dir (in a cluster, the
+    /// high watermarks too).
     ///
     /// # Errors
     /// I/O errors.
     pub fn checkpoint_all(&self) -> Result<()> {
         self.checkpoint(|log| log.recovery_point(), RECOVERY_POINT_CHECKPOINT)?;
-        self.checkpoint(|log| log.log_start_offset(), LOG_START_OFFSET_CHECKPOINT)
+        self.checkpoint(|log| log.log_start_offset(), LOG_START_OFFSET_CHECKPOINT)?;
+        if self.config.partitions_placed_by_cluster {
+            self.checkpoint_high_watermarks()?;
+        }
+        Ok(())
     }
 
     fn checkpoint(&self, value: impl Fn(&Log) -> i64, file: &str) -> Result<()> {
@@ -706,13 +685,6 @@ fn read_checkpoint_or_empty(dir: &Path, name: &str) -> BTreeMap<TopicPartition, 
 
 /// A random topic id (Kafka's `Uuid.randomUuid`: a version 4 UUID from the
 /// operating system's random source).
-/// The coordinators' internal topics, which every broker of a cluster
-/// still keeps whole, locally (docs/design/multi-broker.md, milestone 5
-/// places them).
-pub fn is_internal_topic(name: &str) -> bool {
-    matches!(name, "__consumer_offsets" | "__transaction_state")
-}
-
 pub fn random_topic_id() -> [u8; 16] {
     uuid::Uuid::new_v4().into_bytes()
 }

@@ -140,6 +140,10 @@ pub struct Log {
     /// How many times the log was cut back (`truncate`), so a flush job
     /// taken before a cut moves nothing (`flush`).
     truncations: u64,
+    /// Set by replication (`replica`): on a leader the least log end of its
+    /// other in-sync replicas, on a follower its leader's high watermark.
+    /// `None` on a single node, whose high watermark is its own log end.
+    replicated_hw: Option<i64>,
 }
 
 impl Log {
@@ -187,6 +191,7 @@ impl Log {
             validated: Vec::new(),
             producers: loaded.producers,
             leader_epoch: loaded.leader_epochs.latest_epoch().unwrap_or(0),
+            replicated_hw: None,
             leader_epochs: loaded.leader_epochs,
             truncations: 0,
             highest_offset_in_remote_storage: -1,
@@ -292,12 +297,46 @@ impl Log {
     /// On a single node every appended record is committed; with
     /// `log.flush.before.ack`, once it is durable (the recovery point), so
     /// no reader sees a record a crash could still take back.
+    /// The offset below which records are committed: this log's own end
+    /// (its recovery point under `log.flush.before.ack`, so only what is on
+    /// disk counts), bounded by what replication says the other replicas
+    /// hold (`replicated_high_watermark`).
     pub fn high_watermark(&self) -> i64 {
+        let local = self.local_high_watermark();
+        self.replicated_hw.map_or(local, |hw| hw.min(local))
+    }
+
+    /// What this replica itself holds committed: its log end, or its
+    /// recovery point under `log.flush.before.ack`.
+    pub fn local_high_watermark(&self) -> i64 {
         if self.flush_before_ack {
             self.recovery_point
         } else {
             self.next_offset
         }
+    }
+
+    /// The bound replication set (`None`: a single node's log).
+    pub fn replicated_high_watermark(&self) -> Option<i64> {
+        self.replicated_hw
+    }
+
+    /// Set the bound (a follower: its leader's high watermark; a new
+    /// leader or follower: its checkpointed one), never past the log end
+    /// nor below its start.
+    pub fn set_replicated_high_watermark(&mut self, hw: i64) {
+        self.replicated_hw = Some(hw.clamp(self.log_start_offset, self.next_offset));
+    }
+
+    /// Raise the bound to `hw` (a leader: the least log end over its
+    /// in-sync replicas, its own included); it never goes down but by
+    /// truncation. Whether the high watermark moved.
+    pub fn raise_replicated_high_watermark(&mut self, hw: i64) -> bool {
+        let before = self.high_watermark();
+        if self.replicated_hw.is_none_or(|old| hw > old) {
+            self.replicated_hw = Some(hw);
+        }
+        self.high_watermark() > before
     }
     pub fn recovery_point(&self) -> i64 {
         self.recovery_point

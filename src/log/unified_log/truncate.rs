@@ -120,6 +120,7 @@ impl Log {
     fn after_cut(&mut self, end: i64) -> Result<()> {
         self.next_offset = end;
         self.recovery_point = self.recovery_point.min(end);
+        self.replicated_hw = self.replicated_hw.map(|hw| hw.min(end));
         self.log_start_offset = self.log_start_offset.min(end);
         self.leader_epochs.truncate_from_end(end)?;
         self.producers = log_loader::reload_producer_state(
@@ -176,6 +177,7 @@ impl Log {
         self.next_offset = offset;
         self.log_start_offset = offset;
         self.recovery_point = offset;
+        self.replicated_hw = self.replicated_hw.map(|_| offset);
         self.leader_epochs.truncate_from_end(0)?;
         self.producers = crate::log::producer_state::ProducerStateManager::new();
         self.unflushed_messages = 0;

@@ -1,0 +1,157 @@
+//! `BrokerChannel`: one connection from this broker to another, over the
+//! other's inter-broker listener, on which requests are sent one at a time
+//! and their answers read back (docs/design/multi-broker.md, 5.3). It is
+//! blocking, for the replica fetcher threads, which wait on each answer.
+//!
+//! Invariants: a response frame longer than the channel's bound is refused
+//! before anything is allocated for it, and the connection is then dropped
+//! (its stream would be out of step); an answer whose correlation id is not
+//! the request's is refused the same way. Only PLAINTEXT listeners so far.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
+
+/// Why a call failed; the caller reconnects after a back-off.
+#[derive(Debug, thiserror::Error)]
+pub enum ChannelError {
+    #[error("connecting to broker {node} at {address}: {source}")]
+    Connect { node: i32, address: String, source: std::io::Error },
+    #[error("broker {node}: {source}")]
+    Io { node: i32, source: std::io::Error },
+    #[error("broker {node}: {0}", node = .1)]
+    Protocol(String, i32),
+}
+
+pub struct BrokerChannel {
+    node: i32,
+    stream: TcpStream,
+    correlation: i32,
+    client_id: StrBytes,
+    /// The largest response frame accepted.
+    max_response_bytes: usize,
+}
+
+impl std::fmt::Debug for BrokerChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrokerChannel").field("node", &self.node).finish()
+    }
+}
+
+impl BrokerChannel {
+    /// Connect to broker `node` at `host:port`, each read and write bounded
+    /// by `timeout`.
+    ///
+    /// # Errors
+    /// The connection failed.
+    pub fn connect(
+        node: i32,
+        (host, port): (&str, u16),
+        client_id: &str,
+        timeout: Duration,
+        max_response_bytes: usize,
+    ) -> Result<Self, ChannelError> {
+        let address = format!("{host}:{port}");
+        let connect_error =
+            |source| ChannelError::Connect { node, address: address.clone(), source };
+        let addrs =
+            std::net::ToSocketAddrs::to_socket_addrs(&(host, port)).map_err(connect_error)?;
+        let mut last = None;
+        for addr in addrs {
+            match TcpStream::connect_timeout(&addr, timeout) {
+                Ok(stream) => {
+                    let io = |source| ChannelError::Io { node, source };
+                    stream.set_read_timeout(Some(timeout)).map_err(io)?;
+                    stream.set_write_timeout(Some(timeout)).map_err(io)?;
+                    stream.set_nodelay(true).map_err(io)?;
+                    return Ok(Self {
+                        node,
+                        stream,
+                        correlation: 0,
+                        client_id: StrBytes::from_string(client_id.to_string()),
+                        max_response_bytes,
+                    });
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        let e = last.unwrap_or_else(|| std::io::Error::other("the name resolved to no address"));
+        Err(connect_error(e))
+    }
+
+    pub fn node(&self) -> i32 {
+        self.node
+    }
+
+    /// Send `request` at `version` and wait for its answer.
+    ///
+    /// # Errors
+    /// I/O errors and timeouts; an answer too large, out of step or that
+    /// does not decode.
+    pub fn call<R: Request>(
+        &mut self,
+        version: i16,
+        request: &R,
+    ) -> Result<R::Response, ChannelError> {
+        let key = ApiKey::try_from(R::KEY)
+            .map_err(|_| self.protocol(format!("unknown api key {}", R::KEY)))?;
+        self.correlation = self.correlation.wrapping_add(1);
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(self.correlation)
+            .with_client_id(Some(self.client_id.clone()));
+        let mut frame = BytesMut::from(&[0u8; 4][..]);
+        header
+            .encode(&mut frame, key.request_header_version(version))
+            .map_err(|e| self.protocol(format!("encoding the header: {e}")))?;
+        request
+            .encode(&mut frame, version)
+            .map_err(|e| self.protocol(format!("encoding the request: {e}")))?;
+        let size = (frame.len() - 4) as i32;
+        frame[..4].copy_from_slice(&size.to_be_bytes());
+        let node = self.node;
+        self.stream.write_all(&frame).map_err(|source| ChannelError::Io { node, source })?;
+        let mut body = self.read_frame()?;
+        let header = ResponseHeader::decode(&mut body, key.response_header_version(version))
+            .map_err(|e| self.protocol(format!("decoding the response header: {e}")))?;
+        if header.correlation_id != self.correlation {
+            return Err(self.protocol(format!(
+                "answer to request {} where {} was sent",
+                header.correlation_id, self.correlation
+            )));
+        }
+        let response = R::Response::decode(&mut body, version)
+            .map_err(|e| self.protocol(format!("decoding the response: {e}")))?;
+        if body.has_remaining() {
+            return Err(self.protocol(format!("{} bytes after the response", body.remaining())));
+        }
+        Ok(response)
+    }
+
+    /// One response frame, its size bounded before it is allocated.
+    fn read_frame(&mut self) -> Result<Bytes, ChannelError> {
+        let node = self.node;
+        let io = |source| ChannelError::Io { node, source };
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).map_err(io)?;
+        let size = i32::from_be_bytes(size);
+        if size < 4 || size as usize > self.max_response_bytes {
+            return Err(self.protocol(format!(
+                "a response frame of {size} bytes (at most {} accepted)",
+                self.max_response_bytes
+            )));
+        }
+        let mut buf = vec![0u8; size as usize];
+        self.stream.read_exact(&mut buf).map_err(io)?;
+        Ok(Bytes::from(buf))
+    }
+
+    fn protocol(&self, what: String) -> ChannelError {
+        ChannelError::Protocol(what, self.node)
+    }
+}

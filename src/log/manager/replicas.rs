@@ -1,0 +1,97 @@
+//! The partitions of a cluster on this broker (`partitions_placed_by_cluster`):
+//! one partition of a topic created where the cluster placed it, with the
+//! cluster's topic id; and the `replication-offset-checkpoint` of each log
+//! dir (Kafka's file and format), the high watermark of every replicated
+//! partition, read at start and written with the other checkpoints, so a
+//! restarted replica does not count as committed what only it held.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::{read_checkpoint_or_empty, LogManager, TopicInfo};
+use crate::log::checkpoint::OffsetCheckpointFile;
+use crate::log::error::{LogError, Result};
+use crate::log::topic_partition::TopicPartition;
+
+/// Kafka's high watermark checkpoint, one per log dir.
+pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
+
+/// The coordinators' internal topics, which every broker of a cluster
+/// still keeps whole, locally (docs/design/multi-broker.md, milestone 5
+/// places them).
+pub fn is_internal_topic(name: &str) -> bool {
+    matches!(name, "__consumer_offsets" | "__transaction_state")
+}
+
+impl LogManager {
+    /// Create one partition of a topic the cluster placed here, with the
+    /// cluster's topic id and overrides (`partitions_placed_by_cluster`).
+    /// The topic's local partition count is its highest partition here + 1.
+    ///
+    /// # Errors
+    /// `TopicExists` when the topic here has another id, `InvalidConfig`, I/O errors.
+    pub fn create_replica(
+        &self,
+        name: &str,
+        id: [u8; 16],
+        partition: i32,
+        overrides: BTreeMap<String, String>,
+    ) -> Result<()> {
+        Self::validate_topic_name(name)?;
+        let tp = TopicPartition::new(name, partition);
+        if self.get_log(&tp).is_some() {
+            return Ok(());
+        }
+        let config = Arc::new(self.resolve_config(overrides)?);
+        let mut info = TopicInfo { name: name.into(), id, partitions: partition + 1, config };
+        let exists = || LogError::TopicExists(name.into());
+        let _reserved = self.reserve(name, exists(), |topics| match topics.get(name) {
+            Some(t) if t.id != id => Err(exists()),
+            _ => Ok(()),
+        })?;
+        if let Some(t) = self.topic(name) {
+            info.config = t.config;
+        }
+        self.create_partition(&info, partition)?;
+        let mut topics = self.topics.write();
+        let entry = topics.entry(name.into()).or_insert_with(|| info.clone());
+        entry.partitions = entry.partitions.max(partition + 1);
+        Ok(())
+    }
+
+    /// The high watermark `tp` had at the last checkpoint before this
+    /// start (read once, at open, in a cluster).
+    pub fn checkpointed_high_watermark(&self, tp: &TopicPartition) -> Option<i64> {
+        self.hw_checkpoint.read().get(tp).copied()
+    }
+
+    /// Read every log dir's high watermark checkpoint.
+    pub(super) fn read_high_watermarks(&self) {
+        let mut all = BTreeMap::new();
+        for dir in &self.config.log_dirs {
+            all.extend(read_checkpoint_or_empty(dir, REPLICATION_OFFSET_CHECKPOINT));
+        }
+        *self.hw_checkpoint.write() = all;
+    }
+
+    /// Write each log dir's high watermark checkpoint: every partition whose
+    /// high watermark replication sets.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub(super) fn checkpoint_high_watermarks(&self) -> Result<()> {
+        for dir in self.online_dirs() {
+            let mut entries = BTreeMap::new();
+            for (tp, log) in self.all_logs() {
+                let log = log.read();
+                if log.dir().parent() == Some(dir.as_path())
+                    && log.replicated_high_watermark().is_some()
+                {
+                    entries.insert(tp, log.high_watermark());
+                }
+            }
+            OffsetCheckpointFile::new(&dir, REPLICATION_OFFSET_CHECKPOINT).write(&entries)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,336 @@
+//! Followers' fetching from their leaders (docs/design/multi-broker.md, 5.3):
+//! `ReplicaFetcherManager` keeps one `ReplicaFetcherThread-<id>-<leader>`
+//! per leader this broker follows partitions of; each thread sends Kafka's
+//! replica Fetch (v12: this broker's id as `replica_id`, each partition's
+//! log end as its fetch offset, its latest epoch as `last_fetched_epoch`)
+//! over a [`BrokerChannel`] and, per partition of the answer:
+//! * records: appended as follower (framing, CRC and offsets checked), the
+//!   high watermark then the leader's, at most the local log end;
+//! * a diverging epoch: the log cut back to the leader's end of that epoch
+//!   (KIP-279), so it never keeps what the leader does not have;
+//! * an epoch or leadership error: nothing, until the image moves the
+//!   partition (the next `update`).
+//!
+//! A connection or decode error drops the connection and backs off
+//! `replica.fetch.backoff.ms`.
+//!
+//! Threads, not tasks: appends and their fsyncs stay off the async workers.
+//! Partitions join and leave a thread between its rounds.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::PartitionData;
+use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use parking_lot::Mutex;
+
+use crate::cluster::channel::BrokerChannel;
+use crate::log::manager::CleaningControl;
+use crate::log::{LogManager, TopicPartition};
+
+/// Fetch v12: topic names, `replica_id` at the top, diverging epochs.
+const FETCH_VERSION: i16 = 12;
+
+/// Kafka's replica fetch settings (its keys and defaults).
+#[derive(Debug, Clone, Copy)]
+pub struct FetcherConfig {
+    pub max_wait_ms: i32,
+    pub min_bytes: i32,
+    pub response_max_bytes: i32,
+    pub partition_max_bytes: i32,
+    pub backoff: Duration,
+    pub socket_timeout: Duration,
+}
+
+impl Default for FetcherConfig {
+    fn default() -> Self {
+        Self {
+            max_wait_ms: 500,
+            min_bytes: 1,
+            response_max_bytes: 10 << 20,
+            partition_max_bytes: 1 << 20,
+            backoff: Duration::from_millis(1000),
+            socket_timeout: Duration::from_millis(30_000),
+        }
+    }
+}
+
+/// Where a leader is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderEndpoint {
+    pub host: String,
+    pub port: u16,
+}
+
+/// A partition followed: its leader epoch.
+type Followed = BTreeMap<TopicPartition, i32>;
+
+struct FetcherThread {
+    partitions: Arc<Mutex<Followed>>,
+    endpoint: Arc<Mutex<LeaderEndpoint>>,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+/// The fetcher threads of this broker, one per leader followed.
+pub struct ReplicaFetcherManager {
+    node_id: i32,
+    logs: Arc<LogManager>,
+    cleaning: Option<Arc<dyn CleaningControl>>,
+    config: FetcherConfig,
+    threads: Mutex<HashMap<i32, FetcherThread>>,
+}
+
+impl std::fmt::Debug for ReplicaFetcherManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplicaFetcherManager").field("node_id", &self.node_id).finish()
+    }
+}
+
+impl ReplicaFetcherManager {
+    pub fn new(
+        node_id: i32,
+        logs: Arc<LogManager>,
+        cleaning: Option<Arc<dyn CleaningControl>>,
+        config: FetcherConfig,
+    ) -> Self {
+        Self { node_id, logs, cleaning, config, threads: Mutex::default() }
+    }
+
+    /// Follow exactly `followed` (partition → leader and leader epoch), each
+    /// leader at `endpoints`; threads of leaders no longer followed stop.
+    pub fn update(
+        &self,
+        followed: &HashMap<TopicPartition, (i32, i32)>,
+        endpoints: &HashMap<i32, LeaderEndpoint>,
+    ) {
+        let mut by_leader: HashMap<i32, Followed> = HashMap::new();
+        for (tp, (leader, epoch)) in followed {
+            by_leader.entry(*leader).or_default().insert(tp.clone(), *epoch);
+        }
+        let mut threads = self.threads.lock();
+        let gone: Vec<i32> =
+            threads.keys().copied().filter(|l| !by_leader.contains_key(l)).collect();
+        for leader in gone {
+            if let Some(t) = threads.remove(&leader) {
+                stop(t);
+            }
+        }
+        for (leader, partitions) in by_leader {
+            let Some(endpoint) = endpoints.get(&leader) else {
+                tracing::warn!(leader, "no endpoint for the leader: its partitions wait");
+                continue;
+            };
+            match threads.get(&leader) {
+                Some(t) => {
+                    *t.partitions.lock() = partitions;
+                    *t.endpoint.lock() = endpoint.clone();
+                }
+                None => match self.spawn(leader, partitions, endpoint.clone()) {
+                    Ok(t) => {
+                        threads.insert(leader, t);
+                    }
+                    Err(e) => tracing::error!(leader, "starting a fetcher thread: {e}"),
+                },
+            }
+        }
+    }
+
+    /// Stop every thread.
+    pub fn shutdown(&self) {
+        let threads: Vec<FetcherThread> = self.threads.lock().drain().map(|(_, t)| t).collect();
+        for t in threads {
+            stop(t);
+        }
+    }
+
+    fn spawn(
+        &self,
+        leader: i32,
+        partitions: Followed,
+        endpoint: LeaderEndpoint,
+    ) -> std::io::Result<FetcherThread> {
+        let partitions = Arc::new(Mutex::new(partitions));
+        let endpoint = Arc::new(Mutex::new(endpoint));
+        let stop = Arc::new(AtomicBool::new(false));
+        let fetcher = Fetcher {
+            node_id: self.node_id,
+            leader,
+            logs: Arc::clone(&self.logs),
+            cleaning: self.cleaning.clone(),
+            config: self.config,
+            partitions: Arc::clone(&partitions),
+            endpoint: Arc::clone(&endpoint),
+            stop: Arc::clone(&stop),
+        };
+        let name = format!("ReplicaFetcherThread-0-{leader}");
+        let handle = std::thread::Builder::new().name(name).spawn(move || fetcher.run())?;
+        Ok(FetcherThread { partitions, endpoint, stop, handle: Some(handle) })
+    }
+}
+
+fn stop(mut t: FetcherThread) {
+    t.stop.store(true, Ordering::Release);
+    if let Some(h) = t.handle.take() {
+        // A round ends within the socket timeout; the thread checks `stop` after it.
+        std::thread::spawn(move || {
+            if h.join().is_err() {
+                tracing::error!("a replica fetcher thread panicked");
+            }
+        });
+    }
+}
+
+/// One fetcher thread's work.
+struct Fetcher {
+    node_id: i32,
+    leader: i32,
+    logs: Arc<LogManager>,
+    cleaning: Option<Arc<dyn CleaningControl>>,
+    config: FetcherConfig,
+    partitions: Arc<Mutex<Followed>>,
+    endpoint: Arc<Mutex<LeaderEndpoint>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Fetcher {
+    fn run(self) {
+        let mut channel: Option<BrokerChannel> = None;
+        while !self.stop.load(Ordering::Acquire) {
+            let partitions = self.partitions.lock().clone();
+            if partitions.is_empty() {
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+            if channel.is_none() {
+                channel = self.connect();
+                if channel.is_none() {
+                    std::thread::sleep(self.config.backoff);
+                    continue;
+                }
+            }
+            let Some(c) = channel.as_mut() else { continue };
+            let request = self.request(&partitions);
+            match c.call(FETCH_VERSION, &request) {
+                Ok(response) if response.error_code == 0 => {
+                    let mut backoff = false;
+                    for topic in response.responses {
+                        for p in topic.partitions {
+                            let tp =
+                                TopicPartition::new(topic.topic.0.to_string(), p.partition_index);
+                            if partitions.contains_key(&tp) {
+                                backoff |= !self.handle_partition(&tp, p);
+                            }
+                        }
+                    }
+                    if backoff {
+                        std::thread::sleep(self.config.backoff);
+                    }
+                }
+                Ok(response) => {
+                    tracing::warn!(
+                        leader = self.leader,
+                        error = response.error_code,
+                        "replica fetch refused"
+                    );
+                    std::thread::sleep(self.config.backoff);
+                }
+                Err(e) => {
+                    tracing::warn!(leader = self.leader, "replica fetch failed: {e}");
+                    channel = None;
+                    std::thread::sleep(self.config.backoff);
+                }
+            }
+        }
+    }
+
+    fn connect(&self) -> Option<BrokerChannel> {
+        let endpoint = self.endpoint.lock().clone();
+        let client_id = format!("broker-{}-fetcher-0", self.node_id);
+        let max = self.config.response_max_bytes as usize + (1 << 20);
+        match BrokerChannel::connect(
+            self.leader,
+            (&endpoint.host, endpoint.port),
+            &client_id,
+            self.config.socket_timeout,
+            max,
+        ) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::warn!(leader = self.leader, "{e}");
+                None
+            }
+        }
+    }
+
+    /// A full, sessionless replica fetch of every followed partition.
+    fn request(&self, partitions: &Followed) -> FetchRequest {
+        let mut topics: BTreeMap<&str, Vec<FetchPartition>> = BTreeMap::new();
+        for (tp, epoch) in partitions {
+            let Some(log) = self.logs.get_log(tp) else { continue };
+            let log = log.read();
+            let p = FetchPartition::default()
+                .with_partition(tp.partition)
+                .with_current_leader_epoch(*epoch)
+                .with_fetch_offset(log.log_end_offset())
+                .with_last_fetched_epoch(log.leader_epoch_cache().latest_epoch().unwrap_or(-1))
+                .with_log_start_offset(log.log_start_offset())
+                .with_partition_max_bytes(self.config.partition_max_bytes);
+            topics.entry(tp.topic.as_str()).or_default().push(p);
+        }
+        let topics = topics
+            .into_iter()
+            .map(|(name, partitions)| {
+                FetchTopic::default()
+                    .with_topic(TopicName(StrBytes::from_string(name.to_string())))
+                    .with_partitions(partitions)
+            })
+            .collect();
+        FetchRequest::default()
+            .with_replica_id(BrokerId(self.node_id))
+            .with_max_wait_ms(self.config.max_wait_ms)
+            .with_min_bytes(self.config.min_bytes)
+            .with_max_bytes(self.config.response_max_bytes)
+            .with_isolation_level(0)
+            .with_session_id(0)
+            .with_session_epoch(-1)
+            .with_topics(topics)
+    }
+
+    /// Apply one partition's answer; `false` when it failed (back off).
+    fn handle_partition(&self, tp: &TopicPartition, p: PartitionData) -> bool {
+        if p.error_code != 0 {
+            tracing::debug!(partition = %tp, leader = self.leader, error = p.error_code, "replica fetch: partition refused");
+            return false;
+        }
+        let Some(log) = self.logs.get_log(tp) else { return true };
+        if p.diverging_epoch.epoch >= 0 || p.diverging_epoch.end_offset >= 0 {
+            let end = p.diverging_epoch.end_offset;
+            let cut = self.logs.truncate_to(tp, end.max(0), self.cleaning.as_deref());
+            return match cut {
+                Ok(removed) => {
+                    tracing::info!(partition = %tp, leader = self.leader, offset = end, removed, "truncated to the leader's end of a diverging epoch");
+                    true
+                }
+                Err(e) => {
+                    tracing::error!(partition = %tp, "truncating to the leader's log: {e}");
+                    false
+                }
+            };
+        }
+        let mut log = log.write();
+        if let Some(records) = p.records.as_ref().filter(|r| !r.is_empty()) {
+            if let Err(e) = log.append_as_follower(records) {
+                tracing::error!(partition = %tp, leader = self.leader, "appending the leader's records: {e}");
+                return false;
+            }
+        }
+        log.set_replicated_high_watermark(p.high_watermark);
+        true
+    }
+}

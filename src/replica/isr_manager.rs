@@ -1,0 +1,124 @@
+//! The leader's ISR changes (docs/design/multi-broker.md, 5.1): every
+//! quarter second, for each partition led here,
+//! * **expand**: a replica outside the ISR whose broker is eligible and
+//!   whose fetches reached the high watermark, and the start of the current
+//!   leader epoch, joins it;
+//! * **shrink**: an ISR follower not caught up with the leader's log end
+//!   for `replica.lag.time.max.ms` leaves it (a follower not heard from
+//!   since this broker began leading counts from then).
+//!
+//! One change per partition in flight; it is written through an
+//! [`IsrWriter`] (compared on the partition state, so a change the
+//! controller made meanwhile wins, and the next round decides again), and
+//! takes effect when the image shows it. Until the controller serves
+//! Kafka's AlterPartition, the leader writes the state itself, as Kafka's
+//! leaders wrote ZooKeeper before KIP-497, under the same compares.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::leadership::{Leadership, LedPartition};
+use crate::cluster::coordination::BoxFuture;
+use crate::log::{LogManager, TopicPartition};
+
+/// How a leader's ISR change reaches the cluster.
+pub trait IsrWriter: Send + Sync {
+    /// Write `isr` for `tp`, led here at `leader_epoch`; whether it was.
+    fn alter_isr(
+        &self,
+        tp: &TopicPartition,
+        leader_epoch: i32,
+        isr: Vec<i32>,
+    ) -> BoxFuture<'_, bool>;
+    /// Whether `node` may join an ISR (registered and RUNNING).
+    fn is_eligible(&self, node: i32) -> bool;
+}
+
+/// How often the ISR of each led partition is looked at.
+const ROUND: Duration = Duration::from_millis(250);
+
+pub struct IsrManager {
+    leadership: Arc<Leadership>,
+    logs: Arc<LogManager>,
+    writer: Arc<dyn IsrWriter>,
+    lag_time_max: Duration,
+    /// When this broker began leading each partition at its epoch (ms).
+    since: HashMap<TopicPartition, (i32, i64)>,
+}
+
+impl IsrManager {
+    pub fn new(
+        leadership: Arc<Leadership>,
+        logs: Arc<LogManager>,
+        writer: Arc<dyn IsrWriter>,
+        lag_time_max: Duration,
+    ) -> Self {
+        Self { leadership, logs, writer, lag_time_max, since: HashMap::new() }
+    }
+
+    /// Look at every led partition each round, for ever.
+    pub async fn run(mut self) {
+        loop {
+            tokio::time::sleep(ROUND).await;
+            let view = self.leadership.view();
+            self.since.retain(|tp, _| view.led.contains_key(tp));
+            for (tp, led) in &view.led {
+                if let Some(isr) = self.wanted_isr(tp, led) {
+                    if self.writer.alter_isr(tp, led.leader_epoch, isr.clone()).await {
+                        tracing::info!(partition = %tp, from = ?led.isr, to = ?isr, "ISR changed");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The ISR `tp` should have now, if not the one it has.
+    fn wanted_isr(&mut self, tp: &TopicPartition, led: &LedPartition) -> Option<Vec<i32>> {
+        let now = self.logs.clock().now_ms();
+        let since = match self.since.get(tp) {
+            Some((epoch, at)) if *epoch == led.leader_epoch => *at,
+            _ => {
+                self.since.insert(tp.clone(), (led.leader_epoch, now));
+                now
+            }
+        };
+        let log = self.logs.get_log(tp)?;
+        let (hw, epoch_start) = {
+            let log = log.read();
+            // The current epoch's start: where its first batch is, or the
+            // log end while it has none.
+            let entry = log
+                .leader_epoch_cache()
+                .entries()
+                .iter()
+                .find(|e| e.epoch == led.leader_epoch)
+                .copied();
+            (log.high_watermark(), entry.map_or(log.log_end_offset(), |e| e.start_offset))
+        };
+        let followers = self.leadership.followers(tp);
+        let me = self.leadership.node_id();
+        let lag_ms = self.lag_time_max.as_millis() as i64;
+        let mut isr: Vec<i32> = led
+            .isr
+            .iter()
+            .copied()
+            .filter(|m| {
+                *m == me || followers.get(m).map_or(since, |f| f.last_caught_up_ms) > now - lag_ms
+            })
+            .collect();
+        for r in &led.replicas {
+            let caught_up = followers
+                .get(r)
+                .is_some_and(|f| f.log_end_offset >= hw && f.log_end_offset >= epoch_start);
+            if !isr.contains(r) && caught_up && self.writer.is_eligible(*r) {
+                isr.push(*r);
+            }
+        }
+        // In assignment order, as Kafka lists it.
+        isr.sort_by_key(|m| led.replicas.iter().position(|r| r == m));
+        let mut current = led.isr.clone();
+        current.sort_by_key(|m| led.replicas.iter().position(|r| r == m));
+        (isr != current && !isr.is_empty()).then_some(isr)
+    }
+}

@@ -1,0 +1,250 @@
+//! Replication between real brokers (docs/design/multi-broker.md, 5):
+//! a topic created with `--replication-factor 3 --config
+//! min.insync.replicas=2` has every partition on all three brokers, each
+//! leading one; records produced with `acks=all` are on every replica, byte
+//! for byte, and consumers read them through any bootstrap broker. When a
+//! leader is SIGKILLed, the controller elects another member of the ISR at
+//! the next epoch and drops the dead one from the ISR; acks=all goes on and
+//! nothing acknowledged is lost. With a second broker gone the ISR is below
+//! the topic's min ISR: an acks=all produce gets NOT_ENOUGH_REPLICAS and
+//! nothing is appended, while acks=1 still appends, but nothing more is
+//! committed until the ISR is back (Kafka's rule since KAFKA-15583). When
+//! both return they catch up, the leader adds them to the ISR again, the
+//! acks=1 records become committed and every replica holds the same bytes.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{MetadataRequest, ProduceRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::broker::etcd::EtcdServer;
+use crate::broker::{fetch_all, kafka_tool, kcat, TestBroker, Wire};
+
+const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
+
+fn start(etcd: &EtcdServer, node_id: i32) -> TestBroker {
+    let o = [
+        format!("sediment.cluster.etcd.endpoints={}", etcd.endpoint()),
+        format!("node.id={node_id}"),
+        "broker.session.timeout.ms=6000".into(),
+        "broker.heartbeat.interval.ms=1000".into(),
+    ];
+    TestBroker::start(&o.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// Per partition: (leader, leader epoch, replicas, ISR) from one broker's Metadata.
+type Placement = BTreeMap<i32, (i32, i32, Vec<i32>, Vec<i32>)>;
+
+fn placement(port: u16, topic: &str) -> Placement {
+    let t = MetadataRequestTopic::default()
+        .with_name(Some(TopicName(StrBytes::from_string(topic.into()))));
+    let request =
+        MetadataRequest::default().with_topics(Some(vec![t])).with_allow_auto_topic_creation(false);
+    let r = Wire::connect(port).call(12, &request);
+    let ids = |v: &[kafka_protocol::messages::BrokerId]| v.iter().map(|b| b.0).collect::<Vec<_>>();
+    r.topics[0]
+        .partitions
+        .iter()
+        .map(|p| {
+            let entry = (p.leader_id.0, p.leader_epoch, ids(&p.replica_nodes), ids(&p.isr_nodes));
+            (p.partition_index, entry)
+        })
+        .collect()
+}
+
+fn wait_placement(
+    port: u16,
+    topic: &str,
+    what: &str,
+    ok: impl Fn(&Placement) -> bool,
+) -> Placement {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let p = placement(port, topic);
+        if ok(&p) {
+            return p;
+        }
+        assert!(Instant::now() < deadline, "{what}: {p:#?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The bytes of a partition's `.log` files on one broker, in offset order.
+fn log_bytes(b: &TestBroker, topic: &str, p: i32) -> Vec<u8> {
+    let dir = b.data_dir().join(format!("{topic}-{p}"));
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.retain(|f: &std::path::PathBuf| f.extension().is_some_and(|e| e == "log"));
+    files.sort();
+    files.iter().flat_map(|f| std::fs::read(f).unwrap_or_default()).collect()
+}
+
+/// One record at `acks` to `topic`-`partition` through `port`: its error code.
+fn produce_one(port: u16, topic: &str, partition: i32, acks: i16, value: &str) -> i16 {
+    let mut b = sediment::log::record_batch::BatchBuilder::new(
+        sediment::log::compression::Compression::None,
+        crate::broker::now_ms(),
+    );
+    b.append(crate::broker::now_ms(), Some(b"k"), Some(value.as_bytes()));
+    let request = ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(10_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_string(topic.into())))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(partition)
+                .with_records(Some(bytes::Bytes::from(b.build())))])]);
+    let r = Wire::connect(port).call(9, &request);
+    r.responses[0].partition_responses[0].error_code
+}
+
+/// As a client produces: to the leader `port`'s Metadata names, again while
+/// the answer is that it is not (yet) the leader. The last error code.
+fn produce_to_leader(brokers: &[TestBroker], port: u16, p: i32, acks: i16, value: &str) -> i16 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let leader = placement(port, "rep")[&p].0;
+        let code = produce_one(brokers[leader as usize - 1].port, "rep", p, acks, value);
+        if !matches!(code, 5 | 6) || Instant::now() > deadline {
+            return code;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Every committed value of `topic`, each partition read from its leader
+/// as `port`'s Metadata names it, sorted.
+fn values(brokers: &[TestBroker], port: u16, topic: &str) -> Vec<String> {
+    let mut out: Vec<String> = placement(port, topic)
+        .iter()
+        .flat_map(|(p, (leader, ..))| fetch_all(brokers[*leader as usize - 1].port, topic, *p))
+        .filter_map(|(_, _, v)| v)
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn acks_all_reaches_every_in_sync_replica_and_survives_the_leader() {
+    let etcd = EtcdServer::start();
+    let mut brokers: Vec<TestBroker> = (1..=3).map(|id| start(&etcd, id)).collect();
+    let bootstrap = brokers[1].bootstrap();
+    brokers[1].wait_for(20, "three brokers registered", || {
+        let request = MetadataRequest::default().with_topics(Some(vec![]));
+        (Wire::connect(brokers[1].port).call(12, &request).brokers.len() == 3).then_some(())
+    });
+    let args = [
+        "--bootstrap-server",
+        &bootstrap,
+        "--create",
+        "--topic",
+        "rep",
+        "--partitions",
+        "3",
+        "--replication-factor",
+        "3",
+        "--config",
+        "min.insync.replicas=2",
+    ];
+    kafka_tool(&brokers[1], TOPICS, &args, None);
+    let placed = wait_placement(brokers[0].port, "rep", "three replicas in sync", |p| {
+        p.len() == 3 && p.values().all(|(l, _, r, isr)| *l > 0 && r.len() == 3 && isr.len() == 3)
+    });
+    let mut leaders: Vec<i32> = placed.values().map(|(l, ..)| *l).collect();
+    leaders.sort_unstable();
+    assert_eq!(leaders, vec![1, 2, 3], "each broker leads one partition: {placed:?}");
+
+    // acks=all through broker 1: on every replica, byte for byte.
+    let input: String = (0..300).map(|i| format!("k{i}:a{i:03}\n")).collect();
+    let b1 = brokers[0].bootstrap();
+    let (ok, _, err) = kcat(&["-P", "-b", &b1, "-t", "rep", "-K:", "-X", "acks=all"], &input);
+    assert!(ok, "kcat: {err}");
+    for p in 0..3 {
+        brokers[0].wait_for(30, "every replica holding the partition", || {
+            let copies: Vec<Vec<u8>> = brokers.iter().map(|b| log_bytes(b, "rep", p)).collect();
+            (!copies[0].is_empty() && copies.windows(2).all(|w| w[0] == w[1])).then_some(())
+        });
+    }
+    let want: Vec<String> = (0..300).map(|i| format!("a{i:03}")).collect();
+    assert_eq!(values(&brokers, brokers[2].port, "rep"), want, "acks=all answered once committed");
+
+    // SIGKILL the leader of partition 0: another ISR member leads at epoch
+    // 1 and the dead one leaves the ISR; acks=all goes on.
+    let (dead_leader, ..) = placed[&0].clone();
+    let dead = dead_leader as usize - 1;
+    brokers[dead].kill();
+    let live: Vec<usize> = (0..3).filter(|i| *i != dead).collect();
+    let port = brokers[live[0]].port;
+    let after = wait_placement(port, "rep", "a new leader from the ISR", |p| {
+        p.values().all(|(l, _, _, isr)| *l > 0 && *l != dead_leader && !isr.contains(&dead_leader))
+    });
+    assert_eq!(after[&0].1, 1, "partition 0's leader epoch rose: {after:?}");
+    for p in 0..3 {
+        let code = produce_to_leader(&brokers, port, p, -1, &format!("b{p}"));
+        assert_eq!(code, 0, "acks=all to {p} with two in sync");
+    }
+    let mut want = want;
+    want.extend((0..3).map(|p| format!("b{p}")));
+    want.sort();
+    assert_eq!(values(&brokers, port, "rep"), want, "nothing acknowledged is lost");
+
+    // A second broker gone: one in sync, below min.insync.replicas=2.
+    let second = live[1];
+    let survivor = live[0];
+    let second_id = second as i32 + 1;
+    brokers[second].kill();
+    let port = brokers[survivor].port;
+    wait_placement(port, "rep", "the ISR down to one", |p| {
+        p.values().all(|(l, _, _, isr)| {
+            *l == survivor as i32 + 1 && isr.len() == 1 && !isr.contains(&second_id)
+        })
+    });
+    let on_disk = |p: i32| log_bytes(&brokers[survivor], "rep", p).len();
+    for p in 0..3 {
+        let before = on_disk(p);
+        let code = produce_to_leader(&brokers, port, p, -1, "refused");
+        assert_eq!(code, 19, "NOT_ENOUGH_REPLICAS for {p}");
+        assert_eq!(on_disk(p), before, "a refused acks=all record was appended to {p}");
+        let code = produce_to_leader(&brokers, port, p, 1, &format!("c{p}"));
+        assert_eq!(code, 0, "acks=1 still writes");
+        assert!(on_disk(p) > before, "the acks=1 record of {p} is on disk");
+    }
+    // The high watermark stays while the ISR is below the min ISR (Kafka's
+    // rule since KAFKA-15583): the acks=1 records are appended, not
+    // committed. (A new leader's high watermark may even lag what it was
+    // acknowledged for, as a follower learns it one fetch late, until its
+    // ISR is back.)
+    let committed = values(&brokers, port, "rep");
+    assert!(
+        committed.iter().all(|v| want.contains(v)),
+        "only acks=all records committed: {committed:?}"
+    );
+
+    // Both back: they catch up from the survivor and rejoin the ISR, which
+    // commits the acks=1 records; every replica ends the same.
+    brokers[second].restart();
+    brokers[dead].restart();
+    wait_placement(port, "rep", "the ISR whole again", |p| {
+        p.values().all(|(_, _, _, isr)| isr.len() == 3)
+    });
+    for p in 0..3 {
+        want.push(format!("c{p}"));
+    }
+    want.sort();
+    brokers[survivor].wait_for(30, "the acks=1 records committed", || {
+        (values(&brokers, port, "rep") == want).then_some(())
+    });
+    for p in 0..3 {
+        brokers[survivor].wait_for(30, "every replica the same again", || {
+            let copies: Vec<Vec<u8>> = brokers.iter().map(|b| log_bytes(b, "rep", p)).collect();
+            copies.windows(2).all(|w| w[0] == w[1]).then_some(())
+        });
+    }
+    for b in &brokers {
+        assert!(!b.log().contains("panicked"), "{}", b.log());
+    }
+}
