@@ -28,8 +28,9 @@ use crate::cluster::session::{BrokerSession, KeepAlive};
 use crate::cluster::{ClusterConfig, Coordination, EtcdCoordination};
 use crate::controller::reconciler::Reconciler;
 use crate::controller::{ClusterTopics, ControllerElection};
-use crate::metrics::cluster::ClusterStatus;
+use crate::metrics::cluster::{ClusterStatus, ReplicationCounts};
 use crate::replica::leadership::CoordinatorGate;
+use crate::replica::leadership::LedPartition;
 use crate::replica::Leadership;
 
 #[derive(Debug)]
@@ -41,6 +42,7 @@ pub struct ClusterMember {
     namespace: String,
     node_id: i32,
     session: Arc<BrokerSession>,
+    leadership: Arc<Leadership>,
     election: Arc<ControllerElection>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -104,7 +106,9 @@ impl ClusterMember {
         let namespace = config.namespace.clone();
         let tasks = vec![campaign, keepalive, reconciler];
         let node_id = who.node_id;
-        Ok(Self { cluster_id, image, namespace, node_id, session, election, tasks })
+        let live = Arc::clone(&session);
+        let leadership = Arc::new(Leadership::new(node_id, move || live.is_live()));
+        Ok(Self { cluster_id, image, namespace, node_id, session, leadership, election, tasks })
     }
 
     /// The cluster's producer id blocks, for this broker's InitProducerId.
@@ -133,9 +137,8 @@ impl ClusterMember {
 
     /// The partitions this broker leads, which count only while its
     /// session's timer runs.
-    pub fn leadership(&self) -> Leadership {
-        let session = Arc::clone(&self.session);
-        Leadership::new(self.node_id, move || session.is_live())
+    pub fn leadership(&self) -> Arc<Leadership> {
+        Arc::clone(&self.leadership)
     }
 
     /// Whether this broker coordinates groups and transactional ids now:
@@ -178,6 +181,21 @@ impl ClusterStatus for ClusterMember {
     }
     fn applied_revision(&self) -> i64 {
         self.image.current().revision
+    }
+    fn replication(&self) -> ReplicationCounts {
+        let view = self.leadership.view();
+        let led = view.led.values();
+        let count = |f: &dyn Fn(&LedPartition) -> bool| led.clone().filter(|p| f(p)).count() as i64;
+        let (isr_shrinks, isr_expands) = self.leadership.isr_changes();
+        ReplicationCounts {
+            leaders: view.led.len() as i64,
+            partitions: (view.led.len() + view.followed) as i64,
+            under_replicated: count(&|p| p.isr.len() < p.replicas.len()),
+            under_min_isr: count(&|p| p.isr.len() < p.min_isr),
+            at_min_isr: count(&|p| p.isr.len() == p.min_isr),
+            isr_shrinks,
+            isr_expands,
+        }
     }
 }
 

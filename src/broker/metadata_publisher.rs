@@ -100,6 +100,7 @@ impl MetadataPublisher {
             }
         }
         let led: Vec<TopicPartition> = view.led.keys().cloned().collect();
+        view.followed = followed.len();
         self.leadership.publish(view);
         // An ISR that changed may let a high watermark move.
         for tp in led {

@@ -507,7 +507,7 @@ async fn serve(
         }
         None => (None, None),
     };
-    let leadership = member.as_ref().map(|m| Arc::new(m.leadership()));
+    let leadership = member.as_ref().map(|m| m.leadership());
     let parts = ApisParts {
         groups,
         scram,

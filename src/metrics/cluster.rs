@@ -2,8 +2,10 @@
 //! at each scrape from what the broker hands in as a [`ClusterStatus`]:
 //! Kafka's `ActiveControllerCount` (1 on exactly one broker of a cluster; a
 //! single node is its own controller and reads 1), whether the session's
-//! lease timer runs, how many times it was lost, and the etcd revision of
-//! the image the broker serves from.
+//! lease timer runs, how many times it was lost, the etcd revision of the
+//! image the broker serves from, and Kafka's `ReplicaManager` gauges
+//! (leaders, partitions, under-replicated and under-min-ISR partitions, ISR
+//! shrinks and expansions; a single node leads all its partitions, in sync).
 
 use std::sync::Arc;
 
@@ -22,6 +24,25 @@ pub trait ClusterStatus: Send + Sync + std::fmt::Debug {
     fn sessions_lost(&self) -> u64;
     /// The etcd revision of the image this broker serves from.
     fn applied_revision(&self) -> i64;
+    /// The partitions this broker holds and their replication.
+    fn replication(&self) -> ReplicationCounts;
+}
+
+/// Kafka's `ReplicaManager` gauges and meters, as one broker counts them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplicationCounts {
+    /// Partitions led here.
+    pub leaders: i64,
+    /// Partitions with a replica here (led or followed).
+    pub partitions: i64,
+    /// Led here with an ISR smaller than the replicas.
+    pub under_replicated: i64,
+    /// Led here with an ISR below the effective min ISR.
+    pub under_min_isr: i64,
+    /// Led here with an ISR exactly at the effective min ISR.
+    pub at_min_isr: i64,
+    pub isr_shrinks: u64,
+    pub isr_expands: u64,
 }
 
 #[derive(Debug)]
@@ -30,6 +51,19 @@ pub(super) struct ClusterGauges {
     session_live: IntGauge,
     session_lost: IntCounter,
     applied_revision: IntGauge,
+    leaders: IntGauge,
+    partitions: IntGauge,
+    under_replicated: IntGauge,
+    under_min_isr: IntGauge,
+    at_min_isr: IntGauge,
+    isr_shrinks: IntCounter,
+    isr_expands: IntCounter,
+}
+
+fn counter(r: &Registry, name: &str, help: &str) -> Result<IntCounter, prometheus::Error> {
+    let c = IntCounter::new(name, help)?;
+    r.register(Box::new(c.clone()))?;
+    Ok(c)
 }
 
 impl ClusterGauges {
@@ -58,10 +92,45 @@ impl ClusterGauges {
                 "sediment_cluster_metadata_applied_revision",
                 "The etcd revision of the cluster image this broker serves from (0 on a single node); brokers far apart are not following etcd",
             )?,
+            leaders: int_gauge(r, "kafka_server_replicamanager_leadercount", "Partitions this broker leads")?,
+            partitions: int_gauge(r, "kafka_server_replicamanager_partitioncount", "Partitions with a replica on this broker")?,
+            under_replicated: int_gauge(
+                r,
+                "kafka_server_replicamanager_underreplicatedpartitions",
+                "Partitions led here whose ISR is smaller than their replicas",
+            )?,
+            under_min_isr: int_gauge(
+                r,
+                "kafka_server_replicamanager_underminisrpartitioncount",
+                "Partitions led here whose ISR is below min.insync.replicas: acks=all is refused and the high watermark stays",
+            )?,
+            at_min_isr: int_gauge(
+                r,
+                "kafka_server_replicamanager_atminisrpartitioncount",
+                "Partitions led here whose ISR is exactly min.insync.replicas: one more loss stops acks=all",
+            )?,
+            isr_shrinks: counter(r, "kafka_server_replicamanager_isrshrinks_total", "ISR shrinks this broker made as leader")?,
+            isr_expands: counter(r, "kafka_server_replicamanager_isrexpands_total", "ISR expansions this broker made as leader")?,
         })
     }
 
-    pub(super) fn refresh(&self, status: Option<&dyn ClusterStatus>) {
+    /// `local_partitions`: a single node's logs, all led by it.
+    pub(super) fn refresh(&self, status: Option<&dyn ClusterStatus>, local_partitions: i64) {
+        let counts = status.map_or(
+            ReplicationCounts {
+                leaders: local_partitions,
+                partitions: local_partitions,
+                ..ReplicationCounts::default()
+            },
+            ClusterStatus::replication,
+        );
+        self.leaders.set(counts.leaders);
+        self.partitions.set(counts.partitions);
+        self.under_replicated.set(counts.under_replicated);
+        self.under_min_isr.set(counts.under_min_isr);
+        self.at_min_isr.set(counts.at_min_isr);
+        self.isr_shrinks.inc_by(counts.isr_shrinks.saturating_sub(self.isr_shrinks.get()));
+        self.isr_expands.inc_by(counts.isr_expands.saturating_sub(self.isr_expands.get()));
         match status {
             None => {
                 self.active_controller.set(1);
@@ -89,6 +158,7 @@ impl Metrics {
     }
 
     pub(super) fn refresh_cluster(&self) {
-        self.gauges.cluster.refresh(self.cluster.as_deref());
+        let local = self.logs.all_logs().len() as i64;
+        self.gauges.cluster.refresh(self.cluster.as_deref(), local);
     }
 }

@@ -66,6 +66,7 @@ impl IsrManager {
             for (tp, led) in &view.led {
                 if let Some(isr) = self.wanted_isr(tp, led) {
                     if self.writer.alter_isr(tp, led.leader_epoch, isr.clone()).await {
+                        self.leadership.note_isr_change(&led.isr, &isr);
                         tracing::info!(partition = %tp, from = ?led.isr, to = ?isr, "ISR changed");
                     }
                 }

@@ -47,6 +47,8 @@ pub struct LeadershipView {
     /// Led here.
     pub led: HashMap<TopicPartition, LedPartition>,
     pub known: HashSet<TopicPartition>,
+    /// Partitions followed here.
+    pub followed: usize,
 }
 
 /// What a leader knows of one follower of a partition.
@@ -68,6 +70,9 @@ pub struct Leadership {
     /// the leader epoch changes.
     followers: parking_lot::Mutex<HashMap<TopicPartition, EpochFollowers>>,
     may_lead: Box<dyn Fn() -> bool + Send + Sync>,
+    /// ISR shrinks and expansions this broker wrote as leader.
+    isr_shrinks: std::sync::atomic::AtomicU64,
+    isr_expands: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Leadership {
@@ -88,7 +93,27 @@ impl Leadership {
             view: RwLock::default(),
             followers: parking_lot::Mutex::default(),
             may_lead: Box::new(may_lead),
+            isr_shrinks: Default::default(),
+            isr_expands: Default::default(),
         }
+    }
+
+    /// An ISR change from `from` to `to` was written (counted as a shrink
+    /// when a member left, an expansion when one joined, or both).
+    pub fn note_isr_change(&self, from: &[i32], to: &[i32]) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if from.iter().any(|m| !to.contains(m)) {
+            self.isr_shrinks.fetch_add(1, Relaxed);
+        }
+        if to.iter().any(|m| !from.contains(m)) {
+            self.isr_expands.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// (ISR shrinks, ISR expansions) so far.
+    pub fn isr_changes(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.isr_shrinks.load(Relaxed), self.isr_expands.load(Relaxed))
     }
 
     pub fn node_id(&self) -> i32 {

@@ -244,6 +244,19 @@ fn acks_all_reaches_every_in_sync_replica_and_survives_the_leader() {
             copies.windows(2).all(|w| w[0] == w[1]).then_some(())
         });
     }
+    // The survivor's metrics saw it: it leads all three, none under-replicated
+    // now, and it shrank (the dead brokers were dropped by the controller,
+    // not counted) and expanded its ISRs.
+    let s = &brokers[survivor];
+    s.wait_for(20, "the replication gauges", || {
+        let urp = s.metric("kafka_server_replicamanager_underreplicatedpartitions");
+        (urp == Some(0.0)).then_some(())
+    });
+    assert_eq!(s.metric("kafka_server_replicamanager_leadercount"), Some(3.0));
+    assert_eq!(s.metric("kafka_server_replicamanager_partitioncount"), Some(3.0));
+    assert_eq!(s.metric("kafka_server_replicamanager_underminisrpartitioncount"), Some(0.0));
+    let expands = s.metric("kafka_server_replicamanager_isrexpands_total").unwrap_or(0.0);
+    assert!(expands >= 3.0, "ISR expansions as the returning brokers caught up: {expands}");
     for b in &brokers {
         assert!(!b.log().contains("panicked"), "{}", b.log());
     }
