@@ -33,6 +33,15 @@ use crate::cluster::channel::BrokerChannel;
 use crate::log::manager::CleaningControl;
 use crate::log::{LogManager, TopicPartition};
 
+/// Kafka's OFFSET_OUT_OF_RANGE.
+const OFFSET_OUT_OF_RANGE: i16 = 1;
+
+/// ListOffsets v4: `current_leader_epoch`, one offset per partition.
+const LIST_OFFSETS_VERSION: i16 = 4;
+
+/// ListOffsets' timestamp of the log start.
+const EARLIEST_TIMESTAMP: i64 = -2;
+
 /// Fetch v12: topic names, `replica_id` at the top, diverging epochs.
 const FETCH_VERSION: i16 = 12;
 
@@ -219,14 +228,23 @@ impl Fetcher {
             match c.call(FETCH_VERSION, &request) {
                 Ok(response) if response.error_code == 0 => {
                     let mut backoff = false;
+                    let mut out_of_range = Vec::new();
                     for topic in response.responses {
                         for p in topic.partitions {
                             let tp =
                                 TopicPartition::new(topic.topic.0.to_string(), p.partition_index);
-                            if partitions.contains_key(&tp) {
+                            if !partitions.contains_key(&tp) {
+                                continue;
+                            }
+                            if p.error_code == OFFSET_OUT_OF_RANGE {
+                                out_of_range.push(tp);
+                            } else {
                                 backoff |= !self.handle_partition(&tp, p);
                             }
                         }
+                    }
+                    for tp in out_of_range {
+                        backoff |= !self.reset_to_leader_start(c, &tp, partitions[&tp]);
                     }
                     if backoff {
                         std::thread::sleep(self.config.backoff);
@@ -323,14 +341,107 @@ impl Fetcher {
                 }
             };
         }
-        let mut log = log.write();
-        if let Some(records) = p.records.as_ref().filter(|r| !r.is_empty()) {
-            if let Err(e) = log.append_as_follower(records) {
-                tracing::error!(partition = %tp, leader = self.leader, "appending the leader's records: {e}");
+        let start_moved = {
+            let mut log = log.write();
+            if let Some(records) = p.records.as_ref().filter(|r| !r.is_empty()) {
+                if let Err(e) = log.append_as_follower(records) {
+                    tracing::error!(partition = %tp, leader = self.leader, "appending the leader's records: {e}");
+                    return false;
+                }
+            }
+            log.set_replicated_high_watermark(p.high_watermark);
+            p.log_start_offset > log.log_start_offset()
+        };
+        if start_moved {
+            self.follow_log_start(tp, &log, p.log_start_offset);
+        }
+        true
+    }
+
+    /// The leader's log start moved (retention, DeleteRecords): so does
+    /// this replica's, up to its high watermark, with its cleaning paused
+    /// as DeleteRecords pauses it.
+    fn follow_log_start(
+        &self,
+        tp: &TopicPartition,
+        log: &crate::log::manager::SharedLog,
+        start: i64,
+    ) {
+        self.logs.with_cleaning_paused(tp, self.cleaning.as_deref(), || {
+            let mut log = log.write();
+            let target = start.min(log.high_watermark());
+            if target > log.log_start_offset() {
+                if let Err(e) = log.maybe_increment_log_start_offset(target) {
+                    tracing::warn!(partition = %tp, "following the leader's log start: {e}");
+                }
+            }
+        });
+    }
+
+    /// OFFSET_OUT_OF_RANGE: a follower whose log ends below its leader's
+    /// log start (retention or DeleteRecords went past it while it was
+    /// away) starts again, empty, at the leader's start, which it asks the
+    /// leader for (ListOffsets, earliest), as Kafka's followers do. A log
+    /// end past the leader's (only an unclean election makes one) is left
+    /// for an operator, logged.
+    fn reset_to_leader_start(
+        &self,
+        c: &mut BrokerChannel,
+        tp: &TopicPartition,
+        epoch: i32,
+    ) -> bool {
+        let Some(log) = self.logs.get_log(tp) else { return true };
+        let end = log.read().log_end_offset();
+        let start = match self.leader_offset(c, tp, epoch, EARLIEST_TIMESTAMP) {
+            Ok(start) => start,
+            Err(e) => {
+                tracing::warn!(partition = %tp, leader = self.leader, "asking the leader for its log start: {e}");
                 return false;
             }
+        };
+        if start <= end {
+            tracing::error!(partition = %tp, leader = self.leader, end, leader_start = start, "fetch offset out of the leader's range");
+            return false;
         }
-        log.set_replicated_high_watermark(p.high_watermark);
-        true
+        match self.logs.truncate_fully_and_start_at(tp, start, self.cleaning.as_deref()) {
+            Ok(()) => {
+                tracing::warn!(partition = %tp, leader = self.leader, from = end, to = start, "behind the leader's log start: started again there");
+                true
+            }
+            Err(e) => {
+                tracing::error!(partition = %tp, "starting again at the leader's log start: {e}");
+                false
+            }
+        }
+    }
+
+    /// The leader's offset of `timestamp` (-2: its log start) for `tp`.
+    fn leader_offset(
+        &self,
+        c: &mut BrokerChannel,
+        tp: &TopicPartition,
+        epoch: i32,
+        timestamp: i64,
+    ) -> Result<i64, String> {
+        use kafka_protocol::messages::list_offsets_request::{
+            ListOffsetsPartition, ListOffsetsTopic,
+        };
+        use kafka_protocol::messages::ListOffsetsRequest;
+        let partition = ListOffsetsPartition::default()
+            .with_partition_index(tp.partition)
+            .with_current_leader_epoch(epoch)
+            .with_timestamp(timestamp);
+        let topic = ListOffsetsTopic::default()
+            .with_name(TopicName(StrBytes::from_string(tp.topic.clone())))
+            .with_partitions(vec![partition]);
+        let request = ListOffsetsRequest::default()
+            .with_replica_id(BrokerId(self.node_id))
+            .with_topics(vec![topic]);
+        let r = c.call(LIST_OFFSETS_VERSION, &request).map_err(|e| e.to_string())?;
+        let p = r.topics.first().and_then(|t| t.partitions.first()).ok_or("an empty answer")?;
+        if p.error_code != 0 {
+            return Err(format!("error {}", p.error_code));
+        }
+        Ok(p.offset)
     }
 }

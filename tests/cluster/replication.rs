@@ -31,6 +31,8 @@ fn start(etcd: &EtcdServer, node_id: i32) -> TestBroker {
         format!("node.id={node_id}"),
         "broker.session.timeout.ms=6000".into(),
         "broker.heartbeat.interval.ms=1000".into(),
+        // Log starts checkpointed often: the tests read them from the file.
+        "log.flush.start.offset.checkpoint.interval.ms=200".into(),
     ];
     TestBroker::start(&o.iter().map(String::as_str).collect::<Vec<_>>())
 }
@@ -260,4 +262,79 @@ fn acks_all_reaches_every_in_sync_replica_and_survives_the_leader() {
     for b in &brokers {
         assert!(!b.log().contains("panicked"), "{}", b.log());
     }
+}
+
+/// DeleteRecords v2 on the leader: the new low watermark of `partition`.
+fn delete_records(port: u16, topic: &str, partition: i32, offset: i64) -> (i16, i64) {
+    use kafka_protocol::messages::delete_records_request::{
+        DeleteRecordsPartition, DeleteRecordsTopic,
+    };
+    use kafka_protocol::messages::DeleteRecordsRequest;
+    let request = DeleteRecordsRequest::default().with_timeout_ms(10_000).with_topics(vec![
+        DeleteRecordsTopic::default()
+            .with_name(TopicName(StrBytes::from_string(topic.into())))
+            .with_partitions(vec![DeleteRecordsPartition::default()
+                .with_partition_index(partition)
+                .with_offset(offset)]),
+    ]);
+    let r = Wire::connect(port).call(2, &request);
+    let p = &r.topics[0].partitions[0];
+    (p.error_code, p.low_watermark)
+}
+
+/// A follower away while its leader's log start moved past its log end
+/// asks the leader for its start (ListOffsets), starts again there, empty,
+/// and catches up into the ISR; a follower present follows the log start.
+#[test]
+fn a_follower_behind_the_leaders_log_start_starts_again_there() {
+    let etcd = EtcdServer::start();
+    let mut brokers: Vec<TestBroker> = (1..=2).map(|id| start(&etcd, id)).collect();
+    let port = brokers[0].port;
+    brokers[0].wait_for(20, "two brokers registered", || {
+        let request = MetadataRequest::default().with_topics(Some(vec![]));
+        (Wire::connect(port).call(12, &request).brokers.len() == 2).then_some(())
+    });
+    let bootstrap = brokers[0].bootstrap();
+    let args = [
+        "--bootstrap-server",
+        &bootstrap,
+        "--create",
+        "--topic",
+        "trim",
+        "--partitions",
+        "1",
+        "--replication-factor",
+        "2",
+    ];
+    kafka_tool(&brokers[0], TOPICS, &args, None);
+    let placed =
+        wait_placement(port, "trim", "two in sync", |p| p.get(&0).is_some_and(|e| e.3.len() == 2));
+    let leader = placed[&0].0 as usize - 1;
+    let follower = 1 - leader;
+    let lport = brokers[leader].port;
+    for i in 0..10 {
+        assert_eq!(produce_one(lport, "trim", 0, -1, &format!("a{i}")), 0);
+    }
+    brokers[follower].kill();
+    wait_placement(lport, "trim", "the follower out of the ISR", |p| p[&0].3.len() == 1);
+    for i in 0..10 {
+        assert_eq!(produce_one(lport, "trim", 0, -1, &format!("b{i}")), 0);
+    }
+    assert_eq!(delete_records(lport, "trim", 0, 15), (0, 15));
+    brokers[follower].restart();
+    wait_placement(lport, "trim", "the follower back in the ISR", |p| p[&0].3.len() == 2);
+    let f = &brokers[follower];
+    let dir = f.data_dir().join("trim-0");
+    f.wait_for(20, "the follower's log started again at 15", || {
+        dir.join("00000000000000000015.log").exists().then_some(())
+    });
+    assert!(f.log().contains("behind the leader's log start: started again there"), "{}", f.log());
+    // Both ends hold the records from 15 on; a later DeleteRecords moves
+    // the follower's start too.
+    assert_eq!(produce_one(lport, "trim", 0, -1, "c"), 0);
+    assert_eq!(delete_records(lport, "trim", 0, 18), (0, 18));
+    let checkpoint = f.data_dir().join("log-start-offset-checkpoint");
+    f.wait_for(20, "the follower's log start following the leader's", || {
+        std::fs::read_to_string(&checkpoint).ok().filter(|t| t.contains("trim 0 18"))
+    });
 }

@@ -8,8 +8,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{read_checkpoint_or_empty, LogManager, TopicInfo};
-use crate::log::checkpoint::OffsetCheckpointFile;
+use super::{read_checkpoint_or_empty, CleaningControl, LogManager, TopicInfo};
+use crate::log::checkpoint::{
+    OffsetCheckpointFile, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+};
 use crate::log::error::{LogError, Result};
 use crate::log::topic_partition::TopicPartition;
 
@@ -57,6 +59,35 @@ impl LogManager {
         let entry = topics.entry(name.into()).or_insert_with(|| info.clone());
         entry.partitions = entry.partitions.max(partition + 1);
         Ok(())
+    }
+
+    /// Empty `tp`'s log and start it at `offset` (a follower behind its
+    /// leader's log start, Kafka's `truncateFullyAndStartAt`), with its
+    /// cleaning paused, its cleaner checkpoint lowered and the dir's
+    /// recovery points written before anything is appended.
+    ///
+    /// # Errors
+    /// `UnknownTopicOrPartition`, and the truncation's errors.
+    pub fn truncate_fully_and_start_at(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        cleaning: Option<&dyn CleaningControl>,
+    ) -> Result<()> {
+        let log =
+            self.get_log(tp).ok_or_else(|| LogError::UnknownTopicOrPartition(tp.to_string()))?;
+        self.with_cleaning_paused(tp, cleaning, || {
+            let log_dir = {
+                let mut log = log.write();
+                log.truncate_fully_and_start_at(offset)?;
+                crate::log::dir_failure::log_dir_of(log.dir()).to_path_buf()
+            };
+            if let Some(c) = cleaning {
+                c.maybe_truncate_checkpoint(&log_dir, tp, offset);
+            }
+            self.checkpoint(|log| log.recovery_point(), RECOVERY_POINT_CHECKPOINT)?;
+            self.checkpoint(|log| log.log_start_offset(), LOG_START_OFFSET_CHECKPOINT)
+        })
     }
 
     /// The high watermark `tp` had at the last checkpoint before this
