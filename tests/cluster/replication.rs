@@ -338,3 +338,67 @@ fn a_follower_behind_the_leaders_log_start_starts_again_there() {
         std::fs::read_to_string(&checkpoint).ok().filter(|t| t.contains("trim 0 18"))
     });
 }
+
+fn signal(b: &TestBroker, sig: &str) {
+    let ok =
+        std::process::Command::new("kill").arg(format!("-{sig}")).arg(b.pid().to_string()).status();
+    assert!(ok.is_ok_and(|s| s.success()), "kill -{sig}");
+}
+
+/// A leader paused (SIGSTOP) past its session is replaced; a produce sent to
+/// it meanwhile is not acknowledged when it resumes (its lease timer ran
+/// out, so it leads nothing); it rejoins as a follower of the new leader
+/// and ends with the same log.
+#[test]
+fn a_paused_leader_acknowledges_nothing_after_losing_leadership_and_rejoins() {
+    let etcd = EtcdServer::start();
+    let brokers: Vec<TestBroker> = (1..=3).map(|id| start(&etcd, id)).collect();
+    let port = brokers[0].port;
+    brokers[0].wait_for(20, "three brokers registered", || {
+        let request = MetadataRequest::default().with_topics(Some(vec![]));
+        (Wire::connect(port).call(12, &request).brokers.len() == 3).then_some(())
+    });
+    let bootstrap = brokers[0].bootstrap();
+    let args = [
+        "--bootstrap-server",
+        &bootstrap,
+        "--create",
+        "--topic",
+        "rep",
+        "--partitions",
+        "1",
+        "--replication-factor",
+        "3",
+        "--config",
+        "min.insync.replicas=2",
+    ];
+    kafka_tool(&brokers[0], TOPICS, &args, None);
+    let placed =
+        wait_placement(port, "rep", "three in sync", |p| p.get(&0).is_some_and(|e| e.3.len() == 3));
+    let old = placed[&0].0;
+    let paused = &brokers[old as usize - 1];
+    for i in 0..5 {
+        assert_eq!(produce_one(paused.port, "rep", 0, -1, &format!("a{i}")), 0);
+    }
+    signal(paused, "STOP");
+    let other = brokers.iter().find(|b| b.port != paused.port).unwrap().port;
+    let moved = wait_placement(other, "rep", "a new leader", |p| p[&0].0 > 0 && p[&0].0 != old);
+    assert_eq!(moved[&0].1, 1, "the next leader epoch");
+    assert!(!moved[&0].3.contains(&old), "the paused leader left the ISR");
+    assert_eq!(produce_to_leader(&brokers, other, 0, -1, "b"), 0);
+    // A produce reaches the paused broker's socket; it is read on SIGCONT.
+    let zombie_port = paused.port;
+    let zombie = std::thread::spawn(move || produce_one(zombie_port, "rep", 0, -1, "zombie"));
+    std::thread::sleep(Duration::from_millis(300));
+    signal(paused, "CONT");
+    let code = zombie.join().unwrap();
+    assert_ne!(code, 0, "the deposed leader acknowledged a produce");
+    wait_placement(other, "rep", "the old leader back in the ISR", |p| p[&0].3.len() == 3);
+    let want: Vec<String> =
+        ["a0", "a1", "a2", "a3", "a4", "b"].iter().map(|s| s.to_string()).collect();
+    assert_eq!(values(&brokers, other, "rep"), want, "no zombie record committed");
+    paused.wait_for(30, "the old leader's log the same as the new one's", || {
+        let copies: Vec<Vec<u8>> = brokers.iter().map(|b| log_bytes(b, "rep", 0)).collect();
+        copies.windows(2).all(|w| w[0] == w[1]).then_some(())
+    });
+}
