@@ -15,6 +15,8 @@
 //! * `registration`: the cluster id and a broker's registration on its
 //!   lease (its broker epoch);
 //! * `producer_ids`: blocks of producer ids the brokers take by CAS;
+//! * `channel`: a blocking connection to another broker's listener, whose
+//!   answers are bounded before they are read (the replica fetchers');
 //! * `image`: the namespace at one revision, kept current by a watch, as
 //!   every broker serves the cluster from it; `topics_image` its topics.
 //!

@@ -10,8 +10,15 @@
 //!   the caller's check (the transaction coordinator, which `replica` does
 //!   not import) under a verification guard taken from the log, so a
 //!   transaction that ended while the coordinator was asked cannot be
-//!   reopened by the batch. With one replica every [`Acks`] level is met by
-//!   the local append (fsynced when `log.flush.before.ack` is set).
+//!   reopened by the batch. On a single node every [`Acks`] level is met by
+//!   the local append (fsynced when `log.flush.before.ack` is set); in a
+//!   cluster `acks=all` waits until the high watermark passes the records
+//!   ([`ReplicaManager::wait_for_replication`], parked like a fetch) and is
+//!   refused NOT_ENOUGH_REPLICAS with an ISR below the effective min ISR.
+//! * **The high watermark** in a cluster: a leader raises it to the least
+//!   log end over its ISR as follower fetches report them
+//!   ([`ReplicaManager::record_follower_fetch`]), never while the ISR is
+//!   below the min ISR; a follower takes its leader's.
 //! * **Delayed fetches** ([`delayed_fetch`], Kafka's purgatory keyed by
 //!   partition): a long-polling fetch parks on the partitions it reads
 //!   ([`ReplicaManager::watch_partitions`]) and is woken only by an append
@@ -23,6 +30,8 @@
 //! * **The store's reader** for tiered partitions read below their local log.
 //! * **Leadership** in a cluster ([`leadership`]): which partitions this
 //!   broker may serve as leader; the others answer NOT_LEADER_OR_FOLLOWER.
+//! * **Followers' fetching** ([`fetcher`]) and the leader's ISR changes
+//!   ([`isr_manager`]), with replication's keys ([`config`]).
 //!
 //! Invariants: nothing here knows Kafka error codes (`api` maps
 //! [`AppendError`]); no log lock is held while a transaction is verified
