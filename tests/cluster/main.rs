@@ -12,6 +12,7 @@ mod common;
 mod brokers;
 mod coordination;
 mod election;
+mod failover;
 mod image;
 mod replication;
 mod topics;
