@@ -129,6 +129,14 @@ impl ClusterMember {
         broker.producer_ids.lock().use_cluster_blocks(blocks);
     }
 
+    /// Only a partition's leader writes the store (docs/design/multi-broker.md, 8.1).
+    pub fn upload_only_led(&self, remote: &crate::remote::RemoteLogManager) {
+        let l = Arc::clone(&self.leadership);
+        let leads =
+            move |tp: &crate::log::TopicPartition| l.leads(tp) == crate::replica::Leading::Yes;
+        remote.upload_only_for(crate::remote::remote_log_manager::UploadFilter(Box::new(leads)));
+    }
+
     /// Topic changes through etcd, for the admin requests and auto-creation.
     pub fn topics(&self) -> ClusterTopics {
         let keys = ClusterKeys::new(self.namespace.as_str());

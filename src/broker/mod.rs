@@ -508,6 +508,9 @@ async fn serve(
         None => (None, None),
     };
     let leadership = member.as_ref().map(|m| m.leadership());
+    if let (Some(remote), Some(m)) = (&remote, &member) {
+        m.upload_only_led(remote);
+    }
     let parts = ApisParts {
         groups,
         scram,

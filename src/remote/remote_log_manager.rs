@@ -58,6 +58,18 @@ pub struct RemoteLogManager {
     /// Cleans the store-only segments of compacted topics, when the broker
     /// runs a cleaner (`store_cleaner`).
     store_cleaner: Option<StoreCleaner>,
+    /// In a cluster, the partitions this broker uploads for: those it leads
+    /// (set once, before the loop starts); unset, every partition.
+    uploads_for: std::sync::OnceLock<UploadFilter>,
+}
+
+/// Which partitions this broker uploads for.
+pub struct UploadFilter(pub Box<dyn Fn(&TopicPartition) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for UploadFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("UploadFilter")
+    }
 }
 
 /// The segments of `prev` (the store's latest manifest) that the next
@@ -140,7 +152,10 @@ impl RemoteLogManager {
         store.claim(cluster_id, node_id).await?;
         let cluster_id = cluster_id.to_string();
         let retirer = Default::default();
-        Ok(Arc::new(Self { store, logs, config, cluster_id, stats, retirer, store_cleaner }))
+        let uploads_for = std::sync::OnceLock::new();
+        let manager =
+            Self { store, logs, config, cluster_id, stats, retirer, store_cleaner, uploads_for };
+        Ok(Arc::new(manager))
     }
 
     /// At shutdown, after the upload task is aborted: stop a store clean
@@ -154,6 +169,15 @@ impl RemoteLogManager {
 
     pub(super) fn store_cleaner(&self) -> Option<&StoreCleaner> {
         self.store_cleaner.as_ref()
+    }
+
+    /// Upload (and retire) only the partitions `filter` accepts: in a
+    /// cluster, those this broker leads, so followers never write the
+    /// store (their local segments stay until they lead).
+    pub fn upload_only_for(&self, filter: UploadFilter) {
+        if self.uploads_for.set(filter).is_err() {
+            tracing::warn!("the uploader's partition filter was already set");
+        }
     }
 
     pub fn stats(&self) -> Arc<RemoteStats> {
@@ -185,6 +209,7 @@ impl RemoteLogManager {
             .all_logs()
             .into_iter()
             .filter(|(_, log)| log.read().config().remote_storage_enable)
+            .filter(|(tp, _)| self.uploads_for.get().is_none_or(|f| (f.0)(tp)))
             .collect();
         self.retirer.round(&self.store, &self.stats, &self.logs, &mut enabled, &self.config).await;
         let names: HashSet<TopicPartition> = enabled.iter().map(|(tp, _)| tp.clone()).collect();
