@@ -43,6 +43,10 @@ pub struct ClusterMember {
     node_id: i32,
     session: Arc<BrokerSession>,
     leadership: Arc<Leadership>,
+    /// This broker's registration, for its state changes.
+    registration: BrokerRegistration,
+    /// How long a clean stop waits for leaderships to move (`None`: off).
+    controlled_shutdown: Option<Duration>,
     election: Arc<ControllerElection>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -98,6 +102,7 @@ impl ClusterMember {
             Arc::clone(&image),
         );
         let reconciler = tokio::spawn(reconciler.run());
+        let registration = value.clone();
         let keepalive = tokio::spawn(keep_alive(
             Arc::clone(&session),
             Arc::clone(&election),
@@ -108,7 +113,19 @@ impl ClusterMember {
         let node_id = who.node_id;
         let live = Arc::clone(&session);
         let leadership = Arc::new(Leadership::new(node_id, move || live.is_live()));
-        Ok(Self { cluster_id, image, namespace, node_id, session, leadership, election, tasks })
+        let controlled_shutdown = config.controlled_shutdown;
+        Ok(Self {
+            cluster_id,
+            image,
+            namespace,
+            node_id,
+            session,
+            leadership,
+            registration,
+            controlled_shutdown,
+            election,
+            tasks,
+        })
     }
 
     /// The cluster's producer id blocks, for this broker's InitProducerId.
@@ -164,6 +181,53 @@ impl ClusterMember {
             image: Arc::clone(&self.image),
             node_id: self.node_id,
         }
+    }
+
+    /// Controlled shutdown (docs/design/multi-broker.md, 6.6): register as
+    /// PENDING_CONTROLLED_SHUTDOWN, so the controller moves this broker's
+    /// leaderships to other in-sync replicas and drops it from the ISRs,
+    /// then wait, serving meanwhile (clients get NOT_LEADER_OR_FOLLOWER and
+    /// move), until it leads only partitions no other member can take, or
+    /// the timeout. Skipped with `controlled.shutdown.enable=false`.
+    pub async fn controlled_shutdown(&self) {
+        let Some(timeout) = self.controlled_shutdown else { return };
+        let keys = ClusterKeys::new(self.namespace.as_str());
+        let value = BrokerRegistration {
+            state: broker_state::PENDING_CONTROLLED_SHUTDOWN,
+            ..self.registration.clone()
+        };
+        let epoch = self.election.broker_epoch();
+        match registration::update(&self.session, &keys, self.node_id, epoch, &value).await {
+            Ok(true) => {}
+            Ok(false) => {
+                return tracing::warn!(
+                    "controlled shutdown: the registration is no longer this broker's"
+                )
+            }
+            Err(e) => {
+                return tracing::warn!("controlled shutdown: etcd did not take the new state: {e}")
+            }
+        }
+        let started = Instant::now();
+        let mut waiting = self.leadership.view().led.len();
+        while started.elapsed() < timeout {
+            // Led partitions another member could still take.
+            let view = self.leadership.view();
+            waiting =
+                view.led.values().filter(|p| p.isr.iter().any(|m| *m != self.node_id)).count();
+            if waiting == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let led = self.leadership.view().led.len();
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        tracing::info!(
+            elapsed_ms,
+            still_leading = led,
+            not_moved = waiting,
+            "controlled shutdown: leaderships moved"
+        );
     }
 
     /// Leave: stop renewing and revoke the session (its keys go at once).

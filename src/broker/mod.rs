@@ -66,6 +66,7 @@
 mod cluster_member;
 mod isr_writer;
 mod metadata_publisher;
+mod metrics_endpoint;
 mod replication;
 
 use std::future::Future;
@@ -91,7 +92,6 @@ use crate::log::meta_properties::MetaProperties;
 use crate::log::producer_id_manager::ProducerIdManager;
 use crate::log::{LogError, LogManager, TopicPartition};
 use crate::metrics::access::{AuditAuthorizer, EndpointAccess};
-use crate::metrics::cluster::ClusterStatus;
 use crate::metrics::{Metrics, MetricsError, RequestMetrics};
 use crate::remote::cache::{SegmentCache, CACHE_DIR};
 use crate::remote::cleaner_view::TieredStoreView;
@@ -536,32 +536,16 @@ async fn serve(
             .map_err(|source| BrokerError::Spawn { name: "txn-coordinator", source })?,
     );
     let metrics = match metrics_listen {
-        Some(addr) => {
-            let max_timeout = broker.config.transaction_config().transaction_max_timeout_ms;
-            let metrics = Metrics::new(
-                Arc::clone(logs),
-                Arc::clone(cleaner.handle()),
-                &broker.request_metrics,
-            )?
-            .with_max_transaction_timeout_ms(i64::from(max_timeout));
-            let metrics = match &remote {
-                Some(r) => metrics.with_remote(r.stats()),
-                None => metrics,
-            };
-            let metrics = match broker.replica.remote_reader() {
-                Some(reader) => metrics.with_remote_reads(reader.cache().reads())?,
-                None => metrics,
-            };
-            let metrics = match &member {
-                Some(m) => metrics.with_cluster(Arc::clone(m) as Arc<dyn ClusterStatus>),
-                None => metrics,
-            };
-            let mut access = broker.config.metrics_endpoint()?;
-            access.authorizer = broker.acls.as_ref().map(|acls| {
-                Arc::new(AclAuditAuthorizer(Arc::clone(acls))) as Arc<dyn AuditAuthorizer>
-            });
-            Some(MetricsEndpoint::start(&addr, metrics, access).await?)
-        }
+        Some(addr) => Some(
+            metrics_endpoint::start_metrics(
+                &addr,
+                &broker,
+                cleaner,
+                remote.as_ref(),
+                member.as_ref(),
+            )
+            .await?,
+        ),
         None => None,
     };
     // The first listener's addresses, as before there were several (scripts
@@ -573,6 +557,13 @@ async fn serve(
     let ticker = crate::group::spawn_ticker(Arc::clone(&broker.groups));
     let uploader = remote.as_ref().map(|r| Arc::clone(r).spawn());
     let listeners = bound.into_iter().map(|(l, _)| l).collect();
+    // A clean stop moves this broker's leaderships away while it still serves.
+    let shutdown = async {
+        shutdown.await;
+        if let Some(m) = &member {
+            m.controlled_shutdown().await;
+        }
+    };
     crate::server::run(listeners, broker, shutdown).await;
     if let Some(member) = &member {
         member.leave().await;

@@ -50,6 +50,11 @@ pub const INITIAL_BROKER_REGISTRATION_TIMEOUT_MS: ConfigDef = broker_key!(
     "cluster: how long a starting broker tries to reach etcd and register before it gives up"
 );
 
+pub const CONTROLLED_SHUTDOWN_ENABLE: ConfigDef = broker_key!("controlled.shutdown.enable", Boolean, "true", None,
+    "cluster: at a clean stop, the broker first has its leaderships moved to other in-sync replicas");
+pub const SEDIMENT_CLUSTER_CONTROLLED_SHUTDOWN_TIMEOUT_MS: ConfigDef = broker_key!("sediment.cluster.controlled.shutdown.timeout.ms", Long, "20000", Some(0.0),
+    "sediment: the longest a clean stop waits for the broker's leaderships to move before it stops anyway");
+
 /// The cluster's keys, as the template and the reference show them.
 pub const CLUSTER_CONFIGS: ConfigTable = ConfigTable {
     title: "Cluster",
@@ -63,6 +68,8 @@ pub const CLUSTER_CONFIGS: ConfigTable = ConfigTable {
         &BROKER_SESSION_TIMEOUT_MS,
         &BROKER_HEARTBEAT_INTERVAL_MS,
         &INITIAL_BROKER_REGISTRATION_TIMEOUT_MS,
+        &CONTROLLED_SHUTDOWN_ENABLE,
+        &SEDIMENT_CLUSTER_CONTROLLED_SHUTDOWN_TIMEOUT_MS,
     ],
 };
 
@@ -73,6 +80,9 @@ pub struct ClusterConfig {
     pub namespace: String,
     pub session: SessionConfig,
     pub registration_timeout: Duration,
+    /// How long a clean stop waits for leaderships to move (`None`:
+    /// `controlled.shutdown.enable=false`).
+    pub controlled_shutdown: Option<Duration>,
 }
 
 impl ClusterConfig {
@@ -119,6 +129,10 @@ impl ClusterConfig {
             namespace,
             session,
             registration_timeout: ms(&INITIAL_BROKER_REGISTRATION_TIMEOUT_MS),
+            controlled_shutdown: values.boolean(&CONTROLLED_SHUTDOWN_ENABLE).then(|| {
+                let ms = values.int(&SEDIMENT_CLUSTER_CONTROLLED_SHUTDOWN_TIMEOUT_MS).max(0);
+                Duration::from_millis(ms as u64)
+            }),
         }))
     }
 }

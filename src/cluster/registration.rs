@@ -123,3 +123,25 @@ pub async fn register(
         "the registration key kept changing".into(),
     )))
 }
+
+/// Change this broker's registration to `registration` (its state), while
+/// the key is still the one of `broker_epoch` on the session's lease.
+/// Whether it was written.
+///
+/// # Errors
+/// etcd's errors.
+pub async fn update(
+    session: &BrokerSession,
+    keys: &ClusterKeys,
+    node_id: i32,
+    broker_epoch: i64,
+    registration: &BrokerRegistration,
+) -> Result<bool, CoordinationError> {
+    let key = keys.broker(node_id);
+    let txn = Txn {
+        compares: vec![Compare::CreateRevision(key.clone(), broker_epoch)],
+        success: vec![Op::put_on_lease(&key, registration.to_json(), session.lease())],
+        failure: vec![],
+    };
+    Ok(session.coordination().txn(txn).await?.succeeded)
+}

@@ -48,6 +48,11 @@ impl ControllerElection {
         }
     }
 
+    /// This broker's epoch (its registration's create revision).
+    pub fn broker_epoch(&self) -> i64 {
+        self.broker_epoch.load(Ordering::Acquire)
+    }
+
     /// The broker registered anew (its last session expired).
     pub fn set_broker_epoch(&self, epoch: i64) {
         self.broker_epoch.store(epoch, Ordering::Release);

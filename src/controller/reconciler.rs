@@ -18,6 +18,9 @@
 //!   that broker's return revives it. Leader epoch + 1.
 //! * **Offline, an ISR member eligible again**: it leads, leader epoch + 1.
 //! * **An ISR follower not eligible**: it leaves the ISR.
+//! * **A leader in controlled shutdown** (registration state 6): as a lost
+//!   leader, except that with no other eligible ISR member it keeps the
+//!   partition until it stops.
 //!
 //! Every write raises the partition epoch by one. Unclean election
 //! (`unclean.leader.election.enable`) is not done yet: a partition whose
@@ -97,7 +100,16 @@ fn next_state(
     let leader = if leader_ok {
         s.leader
     } else {
-        replicas.iter().copied().find(|r| isr.contains(r)).unwrap_or(-1)
+        match replicas.iter().copied().find(|r| isr.contains(r)) {
+            Some(next) => next,
+            // A leader in controlled shutdown with no other member to take
+            // over keeps the partition until it stops (design 6.6).
+            None if shutting_down(image, s.leader) => {
+                isr.insert(0, s.leader);
+                s.leader
+            }
+            None => -1,
+        }
     };
     if isr.is_empty() {
         // Never empty: the last member stays listed while offline.
@@ -130,6 +142,12 @@ pub fn change_txn(keys: &ClusterKeys, c: &PartitionChange, epoch: i64) -> Txn {
         success: vec![Op::put(key, keys::to_json(&c.state))],
         failure: vec![],
     }
+}
+
+/// Whether `node` is registered and in controlled shutdown.
+fn shutting_down(image: &MetadataImage, node: i32) -> bool {
+    use crate::cluster::keys::broker_state::PENDING_CONTROLLED_SHUTDOWN;
+    image.brokers.get(&node).is_some_and(|b| b.registration.state == PENDING_CONTROLLED_SHUTDOWN)
 }
 
 /// Runs the reconciler on every broker; it acts only while its broker is

@@ -185,3 +185,60 @@ fn every_acknowledged_value_survives_leader_kills_exactly_once() {
         assert!(values.windows(2).all(|w| w[0] < w[1]), "records out of the order sent");
     }
 }
+
+/// SIGTERM of a leader (controlled shutdown, design 6.6): before it exits,
+/// its leaderships move to the other in-sync replicas at the next epoch and
+/// it leaves their ISRs, so the partitions never go without a leader; the
+/// log says so, and acks=all goes on through the new leaders.
+#[test]
+fn a_clean_stop_moves_leaderships_away_before_the_broker_exits() {
+    let etcd = EtcdServer::start();
+    let mut brokers: Vec<TestBroker> = (1..=3).map(|id| start(&etcd, id)).collect();
+    let port = brokers[0].port;
+    brokers[0].wait_for(20, "three brokers registered", || {
+        let request = MetadataRequest::default().with_topics(Some(vec![]));
+        (Wire::connect(port).call(12, &request).brokers.len() == 3).then_some(())
+    });
+    let bootstrap = brokers[0].bootstrap();
+    let args = [
+        "--bootstrap-server",
+        &bootstrap,
+        "--create",
+        "--topic",
+        "calm",
+        "--partitions",
+        "3",
+        "--replication-factor",
+        "3",
+        "--config",
+        "min.insync.replicas=2",
+    ];
+    kafka_tool(&brokers[0], "org.apache.kafka.tools.TopicCommand", &args, None);
+    let before = brokers[0].wait_for(30, "three partitions in sync", || {
+        let l = leaders(port, "calm");
+        (l.len() == 3 && l.values().all(|(leader, isr)| *leader > 0 && *isr == 3)).then_some(l)
+    });
+    let (p, (leader, _)) = before.iter().next().map(|(p, l)| (*p, *l)).unwrap();
+    let stopping = leader as usize - 1;
+    let other = brokers[(stopping + 1) % 3].port;
+    let stopped_at = Instant::now();
+    brokers[stopping].terminate();
+    // While it shuts down, its partition gets another leader.
+    let moved = brokers[(stopping + 1) % 3].wait_for(20, "the leadership moved", || {
+        let l = leaders(other, "calm");
+        (l[&p].0 > 0 && l[&p].0 != leader).then_some(stopped_at.elapsed())
+    });
+    let status = brokers[stopping].wait_exit(30);
+    assert!(status.success(), "{status:?}");
+    let log = brokers[stopping].log();
+    assert!(
+        log.contains("controlled shutdown: leaderships moved") && log.contains("still_leading=0"),
+        "{log}"
+    );
+    eprintln!("SIGTERM to the partition's new leader: {moved:?}");
+    let after = leaders(other, "calm");
+    for (q, (l, isr)) in &after {
+        assert!(*l > 0 && *l != leader, "partition {q} led by {l}");
+        assert_eq!(*isr, 2, "the stopped broker left the ISR of {q}");
+    }
+}
