@@ -277,6 +277,10 @@ mod tests {
         }
 
         fn set_broker(&self, id: i32, alive: bool) {
+            self.set_broker_state(id, alive, broker_state::RUNNING);
+        }
+
+        fn set_broker_state(&self, id: i32, alive: bool, state: i32) {
             let key = self.keys.broker(id);
             if !alive {
                 let op = Op::Delete(crate::cluster::coordination::KeyRange::Key(key));
@@ -289,7 +293,7 @@ mod tests {
                 incarnation_id: format!("i{id}"),
                 directory_id: format!("d{id}"),
                 rack: None,
-                state: broker_state::RUNNING,
+                state,
                 endpoints: vec![],
                 inter_broker_listener: "PLAINTEXT".into(),
                 software_version: "test".into(),
@@ -357,6 +361,19 @@ mod tests {
         let states = c.round();
         assert_eq!(leader_isr_epochs(&states[0]), (2, vec![2], 1, 2));
         assert_eq!(leader_isr_epochs(&states[1]), (1, vec![1], 2, 2));
+    }
+
+    #[test]
+    fn a_broker_in_controlled_shutdown_hands_over_what_others_can_take() {
+        let c = Cluster::new(&[1, 2, 3], &[&[1, 2, 3], &[1]]);
+        c.round();
+        c.set_broker_state(1, true, broker_state::PENDING_CONTROLLED_SHUTDOWN);
+        let states = c.round();
+        assert_eq!(leader_isr_epochs(&states[0]), (2, vec![2, 3], 1, 1));
+        // No one else in sync: it keeps the partition until it stops.
+        assert_eq!(leader_isr_epochs(&states[1]), (1, vec![1], 0, 0));
+        c.set_broker(1, false);
+        assert_eq!(leader_isr_epochs(&c.round()[1]), (-1, vec![1], 1, 1));
     }
 
     #[test]
