@@ -15,7 +15,6 @@ use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeCluster
 use super::{str_bytes, RequestContext};
 use crate::api::KafkaApis;
 use crate::cluster::image::MetadataImage;
-use crate::cluster::keys::broker_state;
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
 /// Endpoint type 1: brokers; 2: controllers (KIP-919). One node is both.
@@ -68,21 +67,14 @@ fn from_image(
 ) -> DescribeClusterResponse {
     let controller = image.controller_id();
     let brokers = image
-        .brokers
-        .iter()
-        .filter(|(id, b)| {
-            b.registration.state == broker_state::RUNNING
-                && (endpoint_type == 1 || **id == controller)
-        })
-        .filter_map(|(id, b)| {
-            let e = b.registration.endpoints.iter().find(|e| e.listener == listener)?;
-            Some(
-                DescribeClusterBroker::default()
-                    .with_broker_id(BrokerId(*id))
-                    .with_host(str_bytes(e.host.clone()))
-                    .with_port(i32::from(e.port))
-                    .with_rack(b.registration.rack.clone().map(str_bytes)),
-            )
+        .running_on(listener)
+        .filter(|(id, ..)| endpoint_type == 1 || *id == controller)
+        .map(|(id, e, rack)| {
+            DescribeClusterBroker::default()
+                .with_broker_id(BrokerId(id))
+                .with_host(str_bytes(e.host.clone()))
+                .with_port(i32::from(e.port))
+                .with_rack(rack.cloned().map(str_bytes))
         })
         .collect();
     response.with_controller_id(BrokerId(controller)).with_brokers(brokers)

@@ -363,18 +363,13 @@ pub fn handle(
 /// controller's id (-1: none now).
 fn cluster_brokers(image: &MetadataImage, listener: &str) -> (Vec<MetadataResponseBroker>, i32) {
     let brokers = image
-        .brokers
-        .iter()
-        .filter(|(id, _)| image.is_eligible(**id))
-        .filter_map(|(id, b)| {
-            let e = b.registration.endpoints.iter().find(|e| e.listener == listener)?;
-            Some(
-                MetadataResponseBroker::default()
-                    .with_node_id(BrokerId(*id))
-                    .with_host(str_bytes(e.host.clone()))
-                    .with_port(i32::from(e.port))
-                    .with_rack(b.registration.rack.clone().map(str_bytes)),
-            )
+        .running_on(listener)
+        .map(|(id, e, rack)| {
+            MetadataResponseBroker::default()
+                .with_node_id(BrokerId(id))
+                .with_host(str_bytes(e.host.clone()))
+                .with_port(i32::from(e.port))
+                .with_rack(rack.cloned().map(str_bytes))
         })
         .collect();
     (brokers, image.controller_id())

@@ -57,6 +57,18 @@ impl MetadataImage {
         self.controller.as_ref().map_or(-1, |(c, _)| c.brokerid)
     }
 
+    /// The RUNNING brokers with their endpoint on `listener` and their
+    /// rack, in node id order (a broker without such a listener is left out).
+    pub fn running_on<'a>(
+        &'a self,
+        listener: &'a str,
+    ) -> impl Iterator<Item = (i32, &'a super::keys::EndpointValue, Option<&'a String>)> + 'a {
+        self.brokers.iter().filter(|(id, _)| self.is_eligible(**id)).filter_map(move |(id, b)| {
+            let e = b.registration.endpoints.iter().find(|e| e.listener == listener)?;
+            Some((*id, e, b.registration.rack.as_ref()))
+        })
+    }
+
     /// Whether `node_id` may hold a leadership or an ISR place: registered
     /// and RUNNING (Kafka's unfenced, not shutting down).
     pub fn is_eligible(&self, node_id: i32) -> bool {

@@ -201,14 +201,8 @@ impl ClusterTopics {
             ],
             failure: vec![],
         };
-        let r = self.coordination.txn(txn).await?;
-        if !r.succeeded {
-            return Err(TopicChangeError::Unavailable(format!(
-                "topic '{name}' changed meanwhile; retry"
-            )));
-        }
-        tracing::info!(topic = %name, revision = r.revision, "deleted topic in the cluster");
-        self.image.wait_for(r.revision).await;
+        let revision = self.commit(txn, &format!("topic '{name}'")).await?;
+        tracing::info!(topic = %name, revision, "deleted topic in the cluster");
         Ok(topic.id)
     }
 
@@ -258,14 +252,19 @@ impl ClusterTopics {
             success: vec![Op::put(key, keys::to_json(&value))],
             failure: vec![],
         };
+        self.commit(txn, &format!("topic '{name}'")).await?;
+        self.wait_for_leaders(name, topic.id, wait).await
+    }
+
+    /// Run `txn`, a compared change of `what`, and wait until this broker's
+    /// image shows it; its revision.
+    async fn commit(&self, txn: Txn, what: &str) -> Result<i64, TopicChangeError> {
         let r = self.coordination.txn(txn).await?;
         if !r.succeeded {
-            return Err(TopicChangeError::Unavailable(format!(
-                "topic '{name}' changed meanwhile; retry"
-            )));
+            return Err(TopicChangeError::Unavailable(format!("{what} changed meanwhile; retry")));
         }
         self.image.wait_for(r.revision).await;
-        self.wait_for_leaders(name, topic.id, wait).await
+        Ok(r.revision)
     }
 
     /// Replace `name`'s config overrides (compared on the config key's
@@ -295,14 +294,7 @@ impl ClusterTopics {
             success: vec![Op::put(key, keys::to_json(&value))],
             failure: vec![],
         };
-        let r = self.coordination.txn(txn).await?;
-        if !r.succeeded {
-            return Err(TopicChangeError::Unavailable(format!(
-                "the config of '{name}' changed meanwhile; retry"
-            )));
-        }
-        self.image.wait_for(r.revision).await;
-        Ok(())
+        self.commit(txn, &format!("the config of '{name}'")).await.map(|_| ())
     }
 }
 

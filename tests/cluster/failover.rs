@@ -12,35 +12,13 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::{MetadataRequest, TopicName};
-use kafka_protocol::protocol::StrBytes;
-
 use crate::broker::etcd::EtcdServer;
-use crate::broker::{fetch_all, kafka_tool, repo_root, Reaper, TestBroker, Wire};
-
-fn start(etcd: &EtcdServer, node_id: i32) -> TestBroker {
-    let o = [
-        format!("sediment.cluster.etcd.endpoints={}", etcd.endpoint()),
-        format!("node.id={node_id}"),
-        "broker.session.timeout.ms=6000".into(),
-        "broker.heartbeat.interval.ms=1000".into(),
-    ];
-    TestBroker::start(&o.iter().map(String::as_str).collect::<Vec<_>>())
-}
+use crate::broker::{fetch_all, repo_root, Reaper, TestBroker};
+use crate::support::{create_topic, placement, start_cluster};
 
 /// Per partition: (leader, ISR size), from one broker's Metadata.
 fn leaders(port: u16, topic: &str) -> BTreeMap<i32, (i32, usize)> {
-    let t = MetadataRequestTopic::default()
-        .with_name(Some(TopicName(StrBytes::from_string(topic.into()))));
-    let request =
-        MetadataRequest::default().with_topics(Some(vec![t])).with_allow_auto_topic_creation(false);
-    let r = Wire::connect(port).call(12, &request);
-    r.topics[0]
-        .partitions
-        .iter()
-        .map(|p| (p.partition_index, (p.leader_id.0, p.isr_nodes.len())))
-        .collect()
+    placement(port, topic).into_iter().map(|(p, (l, _, _, isr))| (p, (l, isr.len()))).collect()
 }
 
 /// An acknowledged send: (partition, offset, value).
@@ -56,27 +34,15 @@ fn acked(line: &str) -> Option<Acked> {
 #[test]
 fn every_acknowledged_value_survives_leader_kills_exactly_once() {
     let etcd = EtcdServer::start();
-    let mut brokers: Vec<TestBroker> = (1..=3).map(|id| start(&etcd, id)).collect();
+    let mut brokers = start_cluster(&etcd, 3);
     let port = brokers[0].port;
-    brokers[0].wait_for(20, "three brokers registered", || {
-        let request = MetadataRequest::default().with_topics(Some(vec![]));
-        (Wire::connect(port).call(12, &request).brokers.len() == 3).then_some(())
-    });
     let bootstrap: String = brokers.iter().map(TestBroker::bootstrap).collect::<Vec<_>>().join(",");
-    let args = [
-        "--bootstrap-server",
-        &bootstrap,
-        "--create",
-        "--topic",
+    create_topic(
+        &brokers[0],
         "verify",
-        "--partitions",
-        "3",
-        "--replication-factor",
-        "3",
-        "--config",
-        "min.insync.replicas=2",
-    ];
-    kafka_tool(&brokers[0], "org.apache.kafka.tools.TopicCommand", &args, None);
+        3,
+        &["--replication-factor", "3", "--config", "min.insync.replicas=2"],
+    );
     brokers[0].wait_for(30, "three partitions in sync", || {
         let l = leaders(port, "verify");
         (l.len() == 3 && l.values().all(|(leader, isr)| *leader > 0 && *isr == 3)).then_some(())
@@ -193,27 +159,14 @@ fn every_acknowledged_value_survives_leader_kills_exactly_once() {
 #[test]
 fn a_clean_stop_moves_leaderships_away_before_the_broker_exits() {
     let etcd = EtcdServer::start();
-    let mut brokers: Vec<TestBroker> = (1..=3).map(|id| start(&etcd, id)).collect();
+    let mut brokers = start_cluster(&etcd, 3);
     let port = brokers[0].port;
-    brokers[0].wait_for(20, "three brokers registered", || {
-        let request = MetadataRequest::default().with_topics(Some(vec![]));
-        (Wire::connect(port).call(12, &request).brokers.len() == 3).then_some(())
-    });
-    let bootstrap = brokers[0].bootstrap();
-    let args = [
-        "--bootstrap-server",
-        &bootstrap,
-        "--create",
-        "--topic",
+    create_topic(
+        &brokers[0],
         "calm",
-        "--partitions",
-        "3",
-        "--replication-factor",
-        "3",
-        "--config",
-        "min.insync.replicas=2",
-    ];
-    kafka_tool(&brokers[0], "org.apache.kafka.tools.TopicCommand", &args, None);
+        3,
+        &["--replication-factor", "3", "--config", "min.insync.replicas=2"],
+    );
     let before = brokers[0].wait_for(30, "three partitions in sync", || {
         let l = leaders(port, "calm");
         (l.len() == 3 && l.values().all(|(leader, isr)| *leader > 0 && *isr == 3)).then_some(l)

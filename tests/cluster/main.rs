@@ -15,4 +15,5 @@ mod election;
 mod failover;
 mod image;
 mod replication;
+mod support;
 mod topics;

@@ -12,67 +12,15 @@
 //! both return they catch up, the leader adds them to the ISR again, the
 //! acks=1 records become committed and every replica holds the same bytes.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{MetadataRequest, ProduceRequest, TopicName};
+use kafka_protocol::messages::{ProduceRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::etcd::EtcdServer;
-use crate::broker::{fetch_all, kafka_tool, kcat, TestBroker, Wire};
-
-const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
-
-fn start(etcd: &EtcdServer, node_id: i32) -> TestBroker {
-    let o = [
-        format!("sediment.cluster.etcd.endpoints={}", etcd.endpoint()),
-        format!("node.id={node_id}"),
-        "broker.session.timeout.ms=6000".into(),
-        "broker.heartbeat.interval.ms=1000".into(),
-        // Log starts checkpointed often: the tests read them from the file.
-        "log.flush.start.offset.checkpoint.interval.ms=200".into(),
-    ];
-    TestBroker::start(&o.iter().map(String::as_str).collect::<Vec<_>>())
-}
-
-/// Per partition: (leader, leader epoch, replicas, ISR) from one broker's Metadata.
-type Placement = BTreeMap<i32, (i32, i32, Vec<i32>, Vec<i32>)>;
-
-fn placement(port: u16, topic: &str) -> Placement {
-    let t = MetadataRequestTopic::default()
-        .with_name(Some(TopicName(StrBytes::from_string(topic.into()))));
-    let request =
-        MetadataRequest::default().with_topics(Some(vec![t])).with_allow_auto_topic_creation(false);
-    let r = Wire::connect(port).call(12, &request);
-    let ids = |v: &[kafka_protocol::messages::BrokerId]| v.iter().map(|b| b.0).collect::<Vec<_>>();
-    r.topics[0]
-        .partitions
-        .iter()
-        .map(|p| {
-            let entry = (p.leader_id.0, p.leader_epoch, ids(&p.replica_nodes), ids(&p.isr_nodes));
-            (p.partition_index, entry)
-        })
-        .collect()
-}
-
-fn wait_placement(
-    port: u16,
-    topic: &str,
-    what: &str,
-    ok: impl Fn(&Placement) -> bool,
-) -> Placement {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let p = placement(port, topic);
-        if ok(&p) {
-            return p;
-        }
-        assert!(Instant::now() < deadline, "{what}: {p:#?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+use crate::broker::{fetch_all, kcat, TestBroker, Wire};
+use crate::support::{create_topic, placement, start_cluster, wait_placement};
 
 /// The bytes of a partition's `.log` files on one broker, in offset order.
 fn log_bytes(b: &TestBroker, topic: &str, p: i32) -> Vec<u8> {
@@ -133,26 +81,13 @@ fn values(brokers: &[TestBroker], port: u16, topic: &str) -> Vec<String> {
 #[test]
 fn acks_all_reaches_every_in_sync_replica_and_survives_the_leader() {
     let etcd = EtcdServer::start();
-    let mut brokers: Vec<TestBroker> = (1..=3).map(|id| start(&etcd, id)).collect();
-    let bootstrap = brokers[1].bootstrap();
-    brokers[1].wait_for(20, "three brokers registered", || {
-        let request = MetadataRequest::default().with_topics(Some(vec![]));
-        (Wire::connect(brokers[1].port).call(12, &request).brokers.len() == 3).then_some(())
-    });
-    let args = [
-        "--bootstrap-server",
-        &bootstrap,
-        "--create",
-        "--topic",
+    let mut brokers = start_cluster(&etcd, 3);
+    create_topic(
+        &brokers[1],
         "rep",
-        "--partitions",
-        "3",
-        "--replication-factor",
-        "3",
-        "--config",
-        "min.insync.replicas=2",
-    ];
-    kafka_tool(&brokers[1], TOPICS, &args, None);
+        3,
+        &["--replication-factor", "3", "--config", "min.insync.replicas=2"],
+    );
     let placed = wait_placement(brokers[0].port, "rep", "three replicas in sync", |p| {
         p.len() == 3 && p.values().all(|(l, _, r, isr)| *l > 0 && r.len() == 3 && isr.len() == 3)
     });
@@ -288,25 +223,9 @@ fn delete_records(port: u16, topic: &str, partition: i32, offset: i64) -> (i16, 
 #[test]
 fn a_follower_behind_the_leaders_log_start_starts_again_there() {
     let etcd = EtcdServer::start();
-    let mut brokers: Vec<TestBroker> = (1..=2).map(|id| start(&etcd, id)).collect();
+    let mut brokers = start_cluster(&etcd, 2);
     let port = brokers[0].port;
-    brokers[0].wait_for(20, "two brokers registered", || {
-        let request = MetadataRequest::default().with_topics(Some(vec![]));
-        (Wire::connect(port).call(12, &request).brokers.len() == 2).then_some(())
-    });
-    let bootstrap = brokers[0].bootstrap();
-    let args = [
-        "--bootstrap-server",
-        &bootstrap,
-        "--create",
-        "--topic",
-        "trim",
-        "--partitions",
-        "1",
-        "--replication-factor",
-        "2",
-    ];
-    kafka_tool(&brokers[0], TOPICS, &args, None);
+    create_topic(&brokers[0], "trim", 1, &["--replication-factor", "2"]);
     let placed =
         wait_placement(port, "trim", "two in sync", |p| p.get(&0).is_some_and(|e| e.3.len() == 2));
     let leader = placed[&0].0 as usize - 1;
@@ -352,27 +271,14 @@ fn signal(b: &TestBroker, sig: &str) {
 #[test]
 fn a_paused_leader_acknowledges_nothing_after_losing_leadership_and_rejoins() {
     let etcd = EtcdServer::start();
-    let brokers: Vec<TestBroker> = (1..=3).map(|id| start(&etcd, id)).collect();
+    let brokers = start_cluster(&etcd, 3);
     let port = brokers[0].port;
-    brokers[0].wait_for(20, "three brokers registered", || {
-        let request = MetadataRequest::default().with_topics(Some(vec![]));
-        (Wire::connect(port).call(12, &request).brokers.len() == 3).then_some(())
-    });
-    let bootstrap = brokers[0].bootstrap();
-    let args = [
-        "--bootstrap-server",
-        &bootstrap,
-        "--create",
-        "--topic",
+    create_topic(
+        &brokers[0],
         "rep",
-        "--partitions",
-        "1",
-        "--replication-factor",
-        "3",
-        "--config",
-        "min.insync.replicas=2",
-    ];
-    kafka_tool(&brokers[0], TOPICS, &args, None);
+        1,
+        &["--replication-factor", "3", "--config", "min.insync.replicas=2"],
+    );
     let placed =
         wait_placement(port, "rep", "three in sync", |p| p.get(&0).is_some_and(|e| e.3.len() == 3));
     let old = placed[&0].0;

@@ -21,18 +21,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::etcd::EtcdServer;
 use crate::broker::{kafka_tool, kcat, TestBroker, Wire};
-
-const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
-
-fn start(etcd: &EtcdServer, node_id: i32) -> TestBroker {
-    let o = [
-        format!("sediment.cluster.etcd.endpoints={}", etcd.endpoint()),
-        format!("node.id={node_id}"),
-        "broker.session.timeout.ms=6000".into(),
-        "broker.heartbeat.interval.ms=1000".into(),
-    ];
-    TestBroker::start(&o.iter().map(String::as_str).collect::<Vec<_>>())
-}
+use crate::support::{start, TOPICS};
 
 /// A partition as one broker's Metadata v12 describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +100,23 @@ fn find_coordinator(port: u16) -> (i16, i32) {
     (r.error_code, r.node_id.0)
 }
 
+/// Kafka's console consumer through `b`: the first `n` values of `topic`.
+fn consume(b: &TestBroker, topic: &str, n: usize) -> String {
+    let (bootstrap, n) = (b.bootstrap(), n.to_string());
+    let args = [
+        "--bootstrap-server",
+        &bootstrap,
+        "--topic",
+        topic,
+        "--from-beginning",
+        "--max-messages",
+        &n,
+        "--timeout-ms",
+        "30000",
+    ];
+    kafka_tool(b, "org.apache.kafka.tools.consumer.ConsoleConsumer", &args, None)
+}
+
 fn partition_dir(b: &TestBroker, topic: &str, p: i32) -> std::path::PathBuf {
     b.data_dir().join(format!("{topic}-{p}"))
 }
@@ -166,22 +172,7 @@ fn topics_spread_over_the_brokers_and_follow_their_leaders() {
     let b1 = brokers[0].bootstrap();
     let (ok, _, err) = kcat(&["-P", "-b", &b1, "-t", "spread", "-K:"], &input);
     assert!(ok, "kcat produce: {err}");
-    let consumed = kafka_tool(
-        &brokers[2],
-        "org.apache.kafka.tools.consumer.ConsoleConsumer",
-        &[
-            "--bootstrap-server",
-            &b3,
-            "--topic",
-            "spread",
-            "--from-beginning",
-            "--max-messages",
-            "600",
-            "--timeout-ms",
-            "30000",
-        ],
-        None,
-    );
+    let consumed = consume(&brokers[2], "spread", 600);
     let mut values: Vec<&str> = consumed.lines().collect();
     values.sort_unstable();
     let mut want: Vec<String> = (0..600).map(|i| format!("v{i}")).collect();
@@ -252,22 +243,7 @@ fn topics_spread_over_the_brokers_and_follow_their_leaders() {
         assert_eq!((d.leader, d.epoch), (placed[p].leader, want_epoch), "partition {p}");
     }
     let b3 = brokers[2].bootstrap();
-    let again = kafka_tool(
-        &brokers[2],
-        "org.apache.kafka.tools.consumer.ConsoleConsumer",
-        &[
-            "--bootstrap-server",
-            &b3,
-            "--topic",
-            "spread",
-            "--from-beginning",
-            "--max-messages",
-            "601",
-            "--timeout-ms",
-            "30000",
-        ],
-        None,
-    );
+    let again = consume(&brokers[2], "spread", 601);
     assert_eq!(again.lines().count(), 601, "every record, the one written meanwhile too");
 
     // Deleted through broker 3: every copy goes.

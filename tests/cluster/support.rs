@@ -1,0 +1,96 @@
+//! What the cluster scenarios share: brokers joining one etcd with short
+//! sessions, a replicated topic created with Kafka's `kafka-topics`, and
+//! each partition's placement as a broker's Metadata gives it.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{MetadataRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::broker::etcd::EtcdServer;
+use crate::broker::{kafka_tool, TestBroker, Wire};
+
+pub const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
+
+/// Broker `node_id` of the cluster on `etcd`: a 6 s session, a heartbeat a
+/// second, log starts checkpointed often (tests read them from the file).
+pub fn start(etcd: &EtcdServer, node_id: i32) -> TestBroker {
+    let o = [
+        format!("sediment.cluster.etcd.endpoints={}", etcd.endpoint()),
+        format!("node.id={node_id}"),
+        "broker.session.timeout.ms=6000".into(),
+        "broker.heartbeat.interval.ms=1000".into(),
+        "log.flush.start.offset.checkpoint.interval.ms=200".into(),
+    ];
+    TestBroker::start(&o.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// Brokers 1..=n, returned once the first one's Metadata lists them all.
+pub fn start_cluster(etcd: &EtcdServer, n: i32) -> Vec<TestBroker> {
+    let brokers: Vec<TestBroker> = (1..=n).map(|id| start(etcd, id)).collect();
+    let port = brokers[0].port;
+    brokers[0].wait_for(20, "every broker registered", || {
+        let request = MetadataRequest::default().with_topics(Some(vec![]));
+        (Wire::connect(port).call(12, &request).brokers.len() == n as usize).then_some(())
+    });
+    brokers
+}
+
+/// `kafka-topics --create` through `b`, with `extra` arguments
+/// (`--replication-factor 3`, `--config k=v`).
+pub fn create_topic(b: &TestBroker, topic: &str, partitions: i32, extra: &[&str]) {
+    let bootstrap = b.bootstrap();
+    let partitions = partitions.to_string();
+    let mut args = vec![
+        "--bootstrap-server",
+        &bootstrap,
+        "--create",
+        "--topic",
+        topic,
+        "--partitions",
+        &partitions,
+    ];
+    args.extend_from_slice(extra);
+    kafka_tool(b, TOPICS, &args, None);
+}
+
+/// Per partition: (leader, leader epoch, replicas, ISR).
+pub type Placement = BTreeMap<i32, (i32, i32, Vec<i32>, Vec<i32>)>;
+
+/// `topic` as `port`'s Metadata v12 describes it.
+pub fn placement(port: u16, topic: &str) -> Placement {
+    let t = MetadataRequestTopic::default()
+        .with_name(Some(TopicName(StrBytes::from_string(topic.into()))));
+    let request =
+        MetadataRequest::default().with_topics(Some(vec![t])).with_allow_auto_topic_creation(false);
+    let r = Wire::connect(port).call(12, &request);
+    let ids = |v: &[kafka_protocol::messages::BrokerId]| v.iter().map(|b| b.0).collect::<Vec<_>>();
+    r.topics[0]
+        .partitions
+        .iter()
+        .map(|p| {
+            let entry = (p.leader_id.0, p.leader_epoch, ids(&p.replica_nodes), ids(&p.isr_nodes));
+            (p.partition_index, entry)
+        })
+        .collect()
+}
+
+/// Wait (30 s at most) until `port`'s placement of `topic` is as `ok` wants.
+pub fn wait_placement(
+    port: u16,
+    topic: &str,
+    what: &str,
+    ok: impl Fn(&Placement) -> bool,
+) -> Placement {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let p = placement(port, topic);
+        if ok(&p) {
+            return p;
+        }
+        assert!(Instant::now() < deadline, "{what}: {p:#?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
