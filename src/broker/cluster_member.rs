@@ -98,8 +98,8 @@ impl ClusterMember {
         let reconciler = Reconciler::new(
             Arc::clone(&election),
             Arc::clone(session.coordination()),
-            keys.clone(),
-            Arc::clone(&image),
+            (keys.clone(), Arc::clone(&image)),
+            config.leader_rebalance,
         );
         let reconciler = tokio::spawn(reconciler.run());
         let registration = value.clone();

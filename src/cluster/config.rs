@@ -55,6 +55,16 @@ pub const CONTROLLED_SHUTDOWN_ENABLE: ConfigDef = broker_key!("controlled.shutdo
 pub const SEDIMENT_CLUSTER_CONTROLLED_SHUTDOWN_TIMEOUT_MS: ConfigDef = broker_key!("sediment.cluster.controlled.shutdown.timeout.ms", Long, "20000", Some(0.0),
     "sediment: the longest a clean stop waits for the broker's leaderships to move before it stops anyway");
 
+pub const AUTO_LEADER_REBALANCE_ENABLE: ConfigDef = broker_key!("auto.leader.rebalance.enable", Boolean, "true", None,
+    "cluster: the controller gives each partition back to its preferred replica (the first) when that one is in sync and not leading");
+pub const LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS: ConfigDef = broker_key!(
+    "leader.imbalance.check.interval.seconds",
+    Long,
+    "300",
+    Some(1.0),
+    "cluster: how often the controller looks for partitions not led by their preferred replica"
+);
+
 /// The cluster's keys, as the template and the reference show them.
 pub const CLUSTER_CONFIGS: ConfigTable = ConfigTable {
     title: "Cluster",
@@ -69,6 +79,8 @@ pub const CLUSTER_CONFIGS: ConfigTable = ConfigTable {
         &BROKER_HEARTBEAT_INTERVAL_MS,
         &INITIAL_BROKER_REGISTRATION_TIMEOUT_MS,
         &CONTROLLED_SHUTDOWN_ENABLE,
+        &AUTO_LEADER_REBALANCE_ENABLE,
+        &LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS,
         &SEDIMENT_CLUSTER_CONTROLLED_SHUTDOWN_TIMEOUT_MS,
     ],
 };
@@ -83,6 +95,9 @@ pub struct ClusterConfig {
     /// How long a clean stop waits for leaderships to move (`None`:
     /// `controlled.shutdown.enable=false`).
     pub controlled_shutdown: Option<Duration>,
+    /// How often the controller restores preferred leaders (`None`:
+    /// `auto.leader.rebalance.enable=false`).
+    pub leader_rebalance: Option<Duration>,
 }
 
 impl ClusterConfig {
@@ -129,6 +144,10 @@ impl ClusterConfig {
             namespace,
             session,
             registration_timeout: ms(&INITIAL_BROKER_REGISTRATION_TIMEOUT_MS),
+            leader_rebalance: values.boolean(&AUTO_LEADER_REBALANCE_ENABLE).then(|| {
+                let secs = values.int(&LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS).max(1);
+                Duration::from_secs(secs as u64)
+            }),
             controlled_shutdown: values.boolean(&CONTROLLED_SHUTDOWN_ENABLE).then(|| {
                 let ms = values.int(&SEDIMENT_CLUSTER_CONTROLLED_SHUTDOWN_TIMEOUT_MS).max(0);
                 Duration::from_millis(ms as u64)

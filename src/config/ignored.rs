@@ -53,8 +53,6 @@ pub const IGNORED_KEYS: &[(&str, &str)] = &[
     ("replica.high.watermark.checkpoint.interval.ms", "replication"),
     ("replica.selector.class", "replication"),
     ("replica.alter.log.dirs.io.max.bytes.per.second", "replication"),
-    ("auto.leader.rebalance.enable", "replication"),
-    ("leader.imbalance.check.interval.seconds", "replication"),
     ("leader.imbalance.per.broker.percentage", "replication"),
     ("unclean.leader.election.interval.ms", "replication"),
     ("leader.replication.throttled.rate", "replication"),

@@ -22,6 +22,10 @@
 //!   leader, except that with no other eligible ISR member it keeps the
 //!   partition until it stops.
 //!
+//! * **Preferred leader** (every `leader.imbalance.check.interval.seconds`
+//!   with `auto.leader.rebalance.enable`): a partition whose first replica
+//!   is eligible, in the ISR and not leading gets it back, epoch + 1.
+//!
 //! Every write raises the partition epoch by one. Unclean election
 //! (`unclean.leader.election.enable`) is not done yet: a partition whose
 //! ISR is all gone stays offline until one of them returns.
@@ -46,15 +50,17 @@ pub struct PartitionChange {
     pub state: PartitionStateValue,
 }
 
-/// The changes `image` owes, written by a controller of `controller_epoch`.
-pub fn plan(image: &MetadataImage, controller_epoch: i64) -> Vec<PartitionChange> {
+/// The changes `image` owes, written by a controller of `controller_epoch`;
+/// with `preferred`, also each partition's return to its preferred leader.
+pub fn plan(image: &MetadataImage, controller_epoch: i64, preferred: bool) -> Vec<PartitionChange> {
     let mut changes = Vec::new();
     for topic in image.topics.topics() {
         for (&p, replicas) in &topic.assignment {
             let current = image.topics.state(&topic.name, p);
             let owed = match current {
                 None => Some(first_state(image, topic, replicas)),
-                Some(r) => next_state(image, replicas, &r.state),
+                Some(r) => next_state(image, replicas, &r.state)
+                    .or_else(|| preferred.then(|| preferred_state(image, replicas, &r.state))?),
             };
             if let Some(mut state) = owed {
                 state.controller_epoch = controller_epoch;
@@ -144,6 +150,26 @@ pub fn change_txn(keys: &ClusterKeys, c: &PartitionChange, epoch: i64) -> Txn {
     }
 }
 
+/// The state giving `s` back to its preferred replica (the first), if that
+/// one is eligible, in the ISR and not leading (Kafka's preferred election;
+/// KRaft's rule: `leader.imbalance.per.broker.percentage` is not used).
+fn preferred_state(
+    image: &MetadataImage,
+    replicas: &[i32],
+    s: &PartitionStateValue,
+) -> Option<PartitionStateValue> {
+    let preferred = *replicas.first()?;
+    if preferred == s.leader || !s.isr.contains(&preferred) || !image.is_eligible(preferred) {
+        return None;
+    }
+    Some(PartitionStateValue {
+        leader: preferred,
+        leader_epoch: s.leader_epoch + 1,
+        partition_epoch: s.partition_epoch + 1,
+        ..s.clone()
+    })
+}
+
 /// Whether `node` is registered and in controlled shutdown.
 fn shutting_down(image: &MetadataImage, node: i32) -> bool {
     use crate::cluster::keys::broker_state::PENDING_CONTROLLED_SHUTDOWN;
@@ -158,35 +184,43 @@ pub struct Reconciler {
     coordination: Arc<dyn Coordination>,
     keys: ClusterKeys,
     image: Arc<ImageWatcher>,
+    /// How often preferred leaders are restored (`None`: never).
+    rebalance: Option<Duration>,
 }
 
 impl Reconciler {
     pub fn new(
         election: Arc<ControllerElection>,
         coordination: Arc<dyn Coordination>,
-        keys: ClusterKeys,
-        image: Arc<ImageWatcher>,
+        (keys, image): (ClusterKeys, Arc<ImageWatcher>),
+        rebalance: Option<Duration>,
     ) -> Self {
-        Self { election, coordination, keys, image }
+        Self { election, coordination, keys, image, rebalance }
     }
 
     /// Reconcile for ever (the broker aborts the task at shutdown).
     pub async fn run(self) {
         let mut rx = self.image.subscribe();
+        let mut last_rebalance = tokio::time::Instant::now();
         loop {
             if let Some(epoch) = self.election.epoch() {
                 let image = Arc::clone(&rx.borrow_and_update());
-                self.round(&image, epoch).await;
+                let preferred =
+                    self.rebalance.is_some_and(|every| last_rebalance.elapsed() >= every);
+                if preferred {
+                    last_rebalance = tokio::time::Instant::now();
+                }
+                self.round(&image, epoch, preferred).await;
             }
             // A new image, or a second: whichever comes first.
             let _ = tokio::time::timeout(Duration::from_secs(1), rx.changed()).await;
         }
     }
 
-    async fn round(&self, image: &MetadataImage, epoch: i64) {
+    async fn round(&self, image: &MetadataImage, epoch: i64, preferred: bool) {
         // One at a time: a round follows a broker's loss or a creation,
         // and etcd answers each in about a millisecond on its network.
-        for change in plan(image, epoch) {
+        for change in plan(image, epoch, preferred) {
             match self.write(&change, epoch).await {
                 Ok(true) => tracing::info!(
                     topic = %change.topic,
@@ -302,7 +336,7 @@ mod tests {
         }
 
         fn plan(&self) -> Vec<PartitionChange> {
-            plan(&self.image(), self.epoch)
+            plan(&self.image(), self.epoch, false)
         }
 
         fn image(&self) -> MetadataImage {
@@ -361,6 +395,23 @@ mod tests {
         let states = c.round();
         assert_eq!(leader_isr_epochs(&states[0]), (2, vec![2], 1, 2));
         assert_eq!(leader_isr_epochs(&states[1]), (1, vec![1], 2, 2));
+    }
+
+    #[test]
+    fn a_preferred_leader_in_sync_gets_its_partition_back_when_asked() {
+        let c = Cluster::new(&[1, 2, 3], &[&[1, 2, 3]]);
+        c.round();
+        c.set_broker(1, false);
+        c.round();
+        // Back, but not in the ISR yet: nothing to restore.
+        c.set_broker(1, true);
+        assert!(plan(&c.image(), c.epoch, true).is_empty());
+        let state = c.image().topics.state("t", 0).unwrap().state.clone();
+        let rejoined = PartitionStateValue { isr: vec![2, 3, 1], partition_epoch: 2, ..state };
+        c.put(&c.keys.partition_state("t", 0), keys::to_json(&rejoined));
+        assert!(c.plan().is_empty(), "only a rebalance round moves it");
+        let change = plan(&c.image(), c.epoch, true).remove(0);
+        assert_eq!(leader_isr_epochs(&change.state), (1, vec![2, 3, 1], 2, 3));
     }
 
     #[test]

@@ -17,19 +17,30 @@ pub const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
 /// Broker `node_id` of the cluster on `etcd`: a 6 s session, a heartbeat a
 /// second, log starts checkpointed often (tests read them from the file).
 pub fn start(etcd: &EtcdServer, node_id: i32) -> TestBroker {
-    let o = [
+    start_with(etcd, node_id, &[])
+}
+
+/// As [`start`], with more `key=value` overrides.
+pub fn start_with(etcd: &EtcdServer, node_id: i32, extra: &[&str]) -> TestBroker {
+    let mut o = vec![
         format!("sediment.cluster.etcd.endpoints={}", etcd.endpoint()),
         format!("node.id={node_id}"),
         "broker.session.timeout.ms=6000".into(),
         "broker.heartbeat.interval.ms=1000".into(),
         "log.flush.start.offset.checkpoint.interval.ms=200".into(),
     ];
+    o.extend(extra.iter().map(|s| s.to_string()));
     TestBroker::start(&o.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// Brokers 1..=n, returned once the first one's Metadata lists them all.
 pub fn start_cluster(etcd: &EtcdServer, n: i32) -> Vec<TestBroker> {
-    let brokers: Vec<TestBroker> = (1..=n).map(|id| start(etcd, id)).collect();
+    start_cluster_with(etcd, n, &[])
+}
+
+/// As [`start_cluster`], each broker with more overrides.
+pub fn start_cluster_with(etcd: &EtcdServer, n: i32, extra: &[&str]) -> Vec<TestBroker> {
+    let brokers: Vec<TestBroker> = (1..=n).map(|id| start_with(etcd, id, extra)).collect();
     let port = brokers[0].port;
     brokers[0].wait_for(20, "every broker registered", || {
         let request = MetadataRequest::default().with_topics(Some(vec![]));
