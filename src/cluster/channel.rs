@@ -83,10 +83,6 @@ impl BrokerChannel {
         Err(connect_error(e))
     }
 
-    pub fn node(&self) -> i32 {
-        self.node
-    }
-
     /// Send `request` at `version` and wait for its answer.
     ///
     /// # Errors

@@ -79,14 +79,11 @@ impl ClusterGauges {
                 "sediment_cluster_session_live",
                 "1 while the broker's etcd session surely lasts (its lease timer runs) and it may lead; 0 on a single node",
             )?,
-            session_lost: {
-                let c = IntCounter::new(
-                    "sediment_cluster_session_lost_total",
-                    "Times the broker's etcd session was lost (etcd unanswered past the lease timer, or the lease expired)",
-                )?;
-                r.register(Box::new(c.clone()))?;
-                c
-            },
+            session_lost: counter(
+                r,
+                "sediment_cluster_session_lost_total",
+                "Times the broker's etcd session was lost (etcd unanswered past the lease timer, or the lease expired)",
+            )?,
             applied_revision: int_gauge(
                 r,
                 "sediment_cluster_metadata_applied_revision",
