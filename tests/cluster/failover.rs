@@ -61,7 +61,8 @@ fn every_acknowledged_value_survives_leader_kills_exactly_once() {
         .arg(repo_root().join("scripts/kafka-tool.sh"))
         .arg("org.apache.kafka.tools.VerifiableProducer")
         .args(["--bootstrap-server", &bootstrap, "--topic", "verify"])
-        .args(["--max-messages", "4000", "--throughput", "100"])
+        // Unbounded: it runs until every failover is done, then is stopped.
+        .args(["--max-messages", "-1", "--throughput", "100"])
         .arg("--producer.config")
         .arg(config.path())
         .env("KAFKA_HEAP_OPTS", "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
@@ -75,11 +76,18 @@ fn every_acknowledged_value_survives_leader_kills_exactly_once() {
     let reader = {
         let seen = Arc::clone(&seen);
         std::thread::spawn(move || {
+            // (send errors, whether it shut down after closing its producer)
+            let (mut errors, mut closed) = (Vec::new(), false);
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 if let Some(a) = acked(&line) {
                     seen.lock().unwrap().push((Instant::now(), a));
+                } else if line.contains("\"producer_send_error\"") {
+                    errors.push(line);
+                } else if line.contains("\"shutdown_complete\"") {
+                    closed = true;
                 }
             }
+            (errors, closed)
         })
     };
     let acks_on = |p: i32| seen.lock().unwrap().iter().filter(|(_, a)| a.0 == p).count();
@@ -114,23 +122,26 @@ fn every_acknowledged_value_survives_leader_kills_exactly_once() {
             leaders(other, "verify").values().all(|(l, isr)| *l > 0 && *isr == 3).then_some(())
         });
     }
-    let status = {
-        let mut r = reaper;
-        r.0.wait().unwrap()
-    };
+    // SIGTERM: its shutdown hook closes the producer, which waits for
+    // every send in flight and reports it.
+    let mut reaper = reaper;
+    // SAFETY: kill(2) on our own child's pid (the JVM: kafka-tool.sh execs it).
+    unsafe { libc::kill(reaper.0.id() as i32, libc::SIGTERM) };
+    reaper.0.wait().unwrap();
     // Every partition back on its preferred replica (the first), in sync.
     let port = brokers[0].port;
     brokers[0].wait_for(30, "the preferred leaders restored", || {
         let p = placement(port, "verify");
         p.values().all(|(l, _, replicas, isr)| *l == replicas[0] && isr.len() == 3).then_some(())
     });
-    reader.join().unwrap();
-    assert!(status.success(), "VerifiableProducer exited with {status:?}");
+    let (errors, closed) = reader.join().unwrap();
+    assert!(closed, "VerifiableProducer did not report shutdown_complete");
+    assert!(errors.is_empty(), "sends that failed: {errors:?}");
     eprintln!("kill to first acknowledgement on the new leader, per partition: {failovers:?}");
 
     // Every acknowledged value is in its partition exactly once, at its offset.
     let acked: Vec<Acked> = seen.lock().unwrap().iter().map(|(_, a)| a.clone()).collect();
-    assert_eq!(acked.len(), 4000, "the producer reports every send acknowledged");
+    assert!(acked.len() > 1000, "acknowledged sends: {}", acked.len());
     let port = brokers[0].port;
     let placement = leaders(port, "verify");
     let mut logs: HashMap<i32, Vec<(i64, String)>> = HashMap::new();
