@@ -1,8 +1,11 @@
-//! FindCoordinator: this node coordinates every consumer group (key type 0)
-//! and every transactional id (key type 1). The coordinator's topic is
-//! created on the first lookup, as Kafka does; a transactional id is answered
-//! COORDINATOR_LOAD_IN_PROGRESS until `__transaction_state` is loaded. Other
-//! key types get COORDINATOR_NOT_AVAILABLE. v4+ asks for several keys at once.
+//! FindCoordinator: alone, this node coordinates every consumer group (key
+//! type 0) and every transactional id (key type 1). In a cluster a group's
+//! coordinator is the leader of its `__consumer_offsets` partition, and the
+//! controller coordinates transactional ids for now. The coordinator's
+//! topic is created on the first lookup, as Kafka does; a transactional id
+//! is answered COORDINATOR_LOAD_IN_PROGRESS until `__transaction_state` is
+//! loaded. Other key types get COORDINATOR_NOT_AVAILABLE. v4+ asks for
+//! several keys at once, each answered on its own.
 //!
 //! Authorization comes first, per key (Kafka's `getCoordinator`): DESCRIBE
 //! GROUP for a group key, else GROUP_AUTHORIZATION_FAILED; DESCRIBE
@@ -20,6 +23,9 @@ use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinator
 use super::error::{txn_error_code, TxnApi};
 use super::{str_bytes, RequestContext};
 use crate::api::KafkaApis;
+use crate::cluster::image::MetadataImage;
+use crate::controller::topics::{NewTopic, TopicChangeError};
+use crate::group::OFFSETS_TOPIC;
 use crate::security::acl::{AclOperation, ResourceType};
 
 const KEY_TYPE_GROUP: i8 = 0;
@@ -28,24 +34,112 @@ const KEY_TYPE_TRANSACTION: i8 = 1;
 /// A broker's id, host and port.
 type Node = (i32, String, i32);
 
-/// In a cluster the controller coordinates every group and transactional
-/// id until coordinators move with their partitions (issue 29, milestone
-/// 5): another broker answers with the controller's endpoint on the
-/// request's listener, or COORDINATOR_NOT_AVAILABLE while there is none.
-/// `Ok(None)`: this broker coordinates.
-fn elsewhere(broker: &KafkaApis, listener: &str) -> Result<Option<Node>, (ResponseError, String)> {
+/// How long a FindCoordinator that creates `__consumer_offsets` in a
+/// cluster waits for its leaders before answering (it answers
+/// COORDINATOR_NOT_AVAILABLE either way, and the client asks again).
+const OFFSETS_TOPIC_CREATE_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The coordinator of `key`, reached through `listener`.
+fn coordinator(
+    broker: &KafkaApis,
+    listener: &str,
+    key_type: i8,
+    key: &str,
+) -> Result<Node, (ResponseError, String)> {
+    let here = || {
+        let e = broker.endpoint(listener);
+        (broker.node_id, e.host.clone(), i32::from(e.port))
+    };
+    match (&broker.cluster, key_type) {
+        (Some(cluster), KEY_TYPE_GROUP) => {
+            group_coordinator(broker, &cluster.current(), listener, key)
+        }
+        (Some(_), KEY_TYPE_TRANSACTION) => match controller(broker, listener)? {
+            Some(node) => Ok(node),
+            None => lookup(broker, key_type).map(|()| here()),
+        },
+        _ => lookup(broker, key_type).map(|()| here()),
+    }
+}
+
+/// In a cluster a group's coordinator is the leader of its
+/// `__consumer_offsets` partition, created on the first lookup as Kafka
+/// does (COORDINATOR_NOT_AVAILABLE until it has a leader, or while the
+/// cluster has fewer brokers than `offsets.topic.replication.factor`).
+fn group_coordinator(
+    broker: &KafkaApis,
+    image: &MetadataImage,
+    listener: &str,
+    group: &str,
+) -> Result<Node, (ResponseError, String)> {
+    let unavailable = |msg: String| (ResponseError::CoordinatorNotAvailable, msg);
+    if image.topics.topic(OFFSETS_TOPIC).is_none() {
+        create_offsets_topic(broker);
+        return Err(unavailable(format!("{OFFSETS_TOPIC} is being created")));
+    }
+    let partition = broker.groups.partition_for(group);
+    let leader = image.topics.state(OFFSETS_TOPIC, partition).map_or(-1, |s| s.state.leader);
+    if leader < 0 {
+        return Err(unavailable(format!("{OFFSETS_TOPIC}-{partition} has no leader")));
+    }
+    endpoint_of(image, leader, listener)
+        .ok_or_else(|| unavailable(format!("broker {leader} has no endpoint on {listener}")))
+}
+
+/// Write `__consumer_offsets` to the cluster, with Kafka's topic configs
+/// and the `offsets.topic.*` keys; another broker doing the same at once
+/// is fine (the create is create-only).
+fn create_offsets_topic(broker: &KafkaApis) {
+    let Some(topics) = &broker.topics else { return };
+    let config = broker.groups.config();
+    let new = NewTopic {
+        name: OFFSETS_TOPIC.to_string(),
+        partitions: config.offsets_topic_partitions,
+        replication_factor: config.offsets_topic_replication_factor,
+        assignment: None,
+        config: [
+            ("cleanup.policy".to_string(), "compact".to_string()),
+            ("segment.bytes".to_string(), config.offsets_topic_segment_bytes.to_string()),
+            ("compression.type".to_string(), "producer".to_string()),
+        ]
+        .into(),
+    };
+    let created = crate::blocking::off_worker(|| {
+        tokio::runtime::Handle::current().block_on(topics.create(&new, OFFSETS_TOPIC_CREATE_WAIT))
+    });
+    match created {
+        Ok(_) | Err(TopicChangeError::TimedOut(_)) => {
+            tracing::info!(
+                replication_factor = new.replication_factor,
+                "created {OFFSETS_TOPIC} in the cluster"
+            );
+        }
+        Err(TopicChangeError::Exists(_)) => {}
+        Err(e) => tracing::warn!("creating {OFFSETS_TOPIC} in the cluster: {e}"),
+    }
+}
+
+fn endpoint_of(image: &MetadataImage, node: i32, listener: &str) -> Option<Node> {
+    let b = image.brokers.get(&node)?;
+    let e = b.registration.endpoints.iter().find(|e| e.listener == listener)?;
+    Some((node, e.host.clone(), i32::from(e.port)))
+}
+
+/// In a cluster the controller coordinates every transactional id until
+/// the transaction coordinator moves with `__transaction_state`'s
+/// partitions (issue 29, milestone 5): another broker answers with the
+/// controller's endpoint on the request's listener, or
+/// COORDINATOR_NOT_AVAILABLE while there is none. `Ok(None)`: this broker
+/// coordinates.
+fn controller(broker: &KafkaApis, listener: &str) -> Result<Option<Node>, (ResponseError, String)> {
     let Some(cluster) = &broker.cluster else { return Ok(None) };
     let image = cluster.current();
     let controller = image.controller_id();
     if controller == broker.node_id {
         return Ok(None);
     }
-    let endpoint = image
-        .brokers
-        .get(&controller)
-        .and_then(|b| b.registration.endpoints.iter().find(|e| e.listener == listener));
-    match endpoint {
-        Some(e) => Ok(Some((controller, e.host.clone(), i32::from(e.port)))),
+    match endpoint_of(&image, controller, listener) {
+        Some(node) => Ok(Some(node)),
         None => Err((
             ResponseError::CoordinatorNotAvailable,
             "the cluster has no controller to coordinate now".into(),
@@ -91,60 +185,50 @@ pub fn handle(
     request: &FindCoordinatorRequest,
     version: i16,
 ) -> FindCoordinatorResponse {
-    // The coordinator: this node, reached through the request's listener,
-    // or in a cluster perhaps another (`elsewhere`).
-    let endpoint = broker.endpoint(&ctx.session.listener);
-    let (mut node, mut host, mut port) =
-        (BrokerId(broker.node_id), str_bytes(endpoint.host.clone()), endpoint.port as i32);
     let key_type = request.key_type;
-    let here = match elsewhere(broker, &ctx.session.listener) {
-        Ok(Some((id, h, p))) => {
-            (node, host, port) = (BrokerId(id), str_bytes(h), p);
-            Ok(false)
-        }
-        Ok(None) => Ok(true),
-        Err(e) => Err(e),
-    };
-    let lookup = |broker: &KafkaApis, key_type: i8| match &here {
-        Ok(true) => lookup(broker, key_type),
-        Ok(false) => Ok(()),
-        Err(e) => Err(e.clone()),
-    };
+    let listener = ctx.session.listener.as_str();
     if version >= 4 {
         // The coordinator's topic is created only for a key that may see it.
-        let mut outcome = None;
-        let mut coordinators = Vec::with_capacity(request.coordinator_keys.len());
-        for key in &request.coordinator_keys {
-            let c = Coordinator::default().with_key(key.clone());
-            let c = match denied(ctx, key_type, key.as_str()) {
-                // Kafka answers a denied key with no node and no message.
-                Some(code) => c
-                    .with_node_id(BrokerId(-1))
-                    .with_host(str_bytes(""))
-                    .with_port(-1)
-                    .with_error_code(code.code()),
-                None => match outcome.get_or_insert_with(|| lookup(broker, key_type)) {
-                    Ok(()) => c.with_node_id(node).with_host(host.clone()).with_port(port),
-                    Err((code, msg)) => c
+        let coordinators = request
+            .coordinator_keys
+            .iter()
+            .map(|key| {
+                let c = Coordinator::default().with_key(key.clone());
+                let outcome = match denied(ctx, key_type, key.as_str()) {
+                    Some(code) => Err((code, None)),
+                    None => coordinator(broker, listener, key_type, key.as_str())
+                        .map_err(|(code, msg)| (code, Some(msg))),
+                };
+                match outcome {
+                    Ok((node, host, port)) => {
+                        c.with_node_id(BrokerId(node)).with_host(str_bytes(host)).with_port(port)
+                    }
+                    // Kafka answers a denied key with no node and no message.
+                    Err((code, None)) => c
+                        .with_node_id(BrokerId(-1))
+                        .with_host(str_bytes(""))
+                        .with_port(-1)
+                        .with_error_code(code.code()),
+                    Err((code, Some(msg))) => c
                         .with_node_id(BrokerId(-1))
                         .with_port(-1)
                         .with_error_code(code.code())
-                        .with_error_message(Some(str_bytes(msg.clone()))),
-                },
-            };
-            coordinators.push(c);
-        }
+                        .with_error_message(Some(str_bytes(msg))),
+                }
+            })
+            .collect();
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
     let outcome = match denied(ctx, key_type, request.key.as_str()) {
         // The message is the error's own text, as Kafka's error response.
         Some(code) => Err((code, error_text(code).to_string())),
-        None => lookup(broker, key_type),
+        None => coordinator(broker, listener, key_type, request.key.as_str()),
     };
     let response = match &outcome {
-        Ok(()) => {
-            FindCoordinatorResponse::default().with_node_id(node).with_host(host).with_port(port)
-        }
+        Ok((node, host, port)) => FindCoordinatorResponse::default()
+            .with_node_id(BrokerId(*node))
+            .with_host(str_bytes(host.clone()))
+            .with_port(*port),
         Err((code, _)) => FindCoordinatorResponse::default()
             .with_error_code(code.code())
             .with_node_id(BrokerId(-1))

@@ -99,6 +99,19 @@ impl KafkaApis {
         }
     }
 
+    /// Whether the partition exists (in a cluster, in the image, wherever
+    /// its replicas are).
+    pub fn has_partition(&self, topic: &str, partition: i32) -> bool {
+        match self.cluster.as_ref().filter(|_| !crate::log::manager::is_broker_local_topic(topic)) {
+            Some(c) => c
+                .current()
+                .topics
+                .topic(topic)
+                .is_some_and(|t| t.assignment.contains_key(&partition)),
+            None => self.logs.contains_partition(topic, partition),
+        }
+    }
+
     /// The name of the topic with this id (in a cluster, of the cluster's
     /// topics or the local internal ones).
     pub fn topic_name_by_id(&self, id: &uuid::Uuid) -> Option<String> {
@@ -112,7 +125,7 @@ impl KafkaApis {
     /// The config of the topic named `name` (in a cluster, its overrides in
     /// etcd over this broker's defaults).
     pub fn topic_config(&self, name: &str) -> Option<Arc<crate::log::LogConfig>> {
-        match self.cluster.as_ref().filter(|_| !crate::log::manager::is_internal_topic(name)) {
+        match self.cluster.as_ref().filter(|_| !crate::log::manager::is_broker_local_topic(name)) {
             Some(c) => {
                 let image = c.current();
                 image.topics.topic(name)?;
@@ -138,7 +151,7 @@ impl KafkaApis {
         let in_cluster = self
             .cluster
             .as_ref()
-            .filter(|_| !crate::log::manager::is_internal_topic(name))
+            .filter(|_| !crate::log::manager::is_broker_local_topic(name))
             .map(|c| c.current().topics.topic(name).map(|t| t.id));
         match in_cluster {
             Some(found) => found,

@@ -36,7 +36,7 @@ pub fn handle(
         return every_partition(request, ResponseError::UnsupportedVersion.code());
     }
     let topics = request.topics.iter().map(|t| t.name.0.as_str());
-    let checks = PartitionChecks::new(ctx, &broker.logs, topics);
+    let checks = PartitionChecks::new(ctx, broker, topics);
     let offsets = requested_offsets!(&request.topics, checks, leader_epoch: version >= 6);
     let results = if offsets.is_empty() {
         Vec::new()

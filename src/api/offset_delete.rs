@@ -31,7 +31,7 @@ pub fn handle(
             .with_error_code(ResponseError::GroupAuthorizationFailed.code());
     }
     let topics = request.topics.iter().map(|t| t.name.0.as_str());
-    let checks = PartitionChecks::new(ctx, &broker.logs, topics);
+    let checks = PartitionChecks::new(ctx, broker, topics);
     let partitions: Vec<(String, i32)> = request
         .topics
         .iter()

@@ -1,8 +1,8 @@
 //! What OffsetCommit, TxnOffsetCommit and OffsetDelete do alike to each
 //! partition before the group coordinator sees it, as Kafka's `KafkaApis`
 //! does: READ on its topic (denied: TOPIC_AUTHORIZATION_FAILED), then the
-//! topic and partition must exist (Kafka's `MetadataCache.contains`; else
-//! UNKNOWN_TOPIC_OR_PARTITION). Only the partitions that pass reach the
+//! topic and partition must exist (Kafka's `MetadataCache.contains`, in a
+//! cluster the image's; else UNKNOWN_TOPIC_OR_PARTITION). Only the partitions that pass reach the
 //! coordinator, whose answers come back in request order. The requested
 //! offsets and the per-partition answers of these requests are built here
 //! once ([`requested_offsets`], [`partition_codes`]).
@@ -12,23 +12,23 @@ use std::collections::HashMap;
 use kafka_protocol::ResponseError;
 
 use super::RequestContext;
-use crate::log::LogManager;
+use crate::api::KafkaApis;
 use crate::security::acl::{AclOperation, ResourceType};
 
 pub(super) struct PartitionChecks<'a> {
     allowed: HashMap<&'a str, bool>,
-    logs: &'a LogManager,
+    broker: &'a KafkaApis,
 }
 
 impl<'a> PartitionChecks<'a> {
     /// Authorize READ on each of `topics` once (denials recorded).
     pub(super) fn new(
         ctx: &RequestContext<'_>,
-        logs: &'a LogManager,
+        broker: &'a KafkaApis,
         topics: impl IntoIterator<Item = &'a str>,
     ) -> Self {
         let allowed = ctx.filter_authorized(AclOperation::Read, ResourceType::Topic, topics);
-        Self { allowed, logs }
+        Self { allowed, broker }
     }
 
     fn allowed(&self, topic: &str) -> bool {
@@ -37,7 +37,7 @@ impl<'a> PartitionChecks<'a> {
 
     /// Whether the partition goes on to the coordinator.
     pub(super) fn passes(&self, topic: &str, partition: i32) -> bool {
-        self.allowed(topic) && self.logs.contains_partition(topic, partition)
+        self.allowed(topic) && self.broker.has_partition(topic, partition)
     }
 
     /// The partition's code: the refusal, or the coordinator's answer
@@ -50,7 +50,7 @@ impl<'a> PartitionChecks<'a> {
     ) -> i16 {
         if !self.allowed(topic) {
             ResponseError::TopicAuthorizationFailed.code()
-        } else if self.logs.contains_partition(topic, partition) {
+        } else if self.broker.has_partition(topic, partition) {
             coordinator()
         } else {
             ResponseError::UnknownTopicOrPartition.code()

@@ -44,7 +44,7 @@ pub fn handle(
         return every_partition(request, ResponseError::GroupAuthorizationFailed.code());
     }
     let topics = request.topics.iter().map(|t| t.name.0.as_str());
-    let checks = PartitionChecks::new(ctx, &broker.logs, topics);
+    let checks = PartitionChecks::new(ctx, broker, topics);
     let (pid, epoch) = (request.producer_id.0, request.producer_epoch);
     let offsets = requested_offsets!(&request.topics, checks, leader_epoch: version >= 2);
     let codes: Vec<i16> = match verify(broker, request, group, version) {

@@ -28,7 +28,9 @@ use crate::cluster::session::{BrokerSession, KeepAlive};
 use crate::cluster::{ClusterConfig, Coordination, EtcdCoordination};
 use crate::controller::reconciler::Reconciler;
 use crate::controller::{ClusterTopics, ControllerElection};
+use crate::group::TopicCatalog;
 use crate::metrics::cluster::{ClusterStatus, ReplicationCounts};
+use crate::replica::coordinator_writes::ReplicatedCoordinatorWrites;
 use crate::replica::leadership::CoordinatorGate;
 use crate::replica::leadership::LedPartition;
 use crate::replica::Leadership;
@@ -140,7 +142,13 @@ impl ClusterMember {
     pub fn attach(&self, broker: &mut crate::api::KafkaApis) {
         broker.cluster = Some(Arc::clone(&self.image));
         broker.topics = Some(self.topics());
-        broker.groups.coordinate_while(self.coordinator_gate());
+        let writes = ReplicatedCoordinatorWrites::new(
+            Arc::clone(&broker.replica),
+            Duration::from_millis(broker.groups.config().offsets_commit_timeout_ms.max(1) as u64),
+            tokio::runtime::Handle::current(),
+        );
+        let catalog = Arc::new(ImageTopics(Arc::clone(&self.image)));
+        broker.groups.place_by_cluster(Arc::new(writes), catalog);
         broker.txn.state_manager().coordinate_while(self.coordinator_gate());
         let blocks = Arc::new(self.producer_id_blocks(broker.node_id));
         broker.producer_ids.lock().use_cluster_blocks(blocks);
@@ -166,8 +174,8 @@ impl ClusterMember {
         Arc::clone(&self.leadership)
     }
 
-    /// Whether this broker coordinates groups and transactional ids now:
-    /// while it is the controller (the interim rule of `CoordinatorGate`).
+    /// Whether this broker coordinates transactional ids now: while it is
+    /// the controller (the interim rule of `CoordinatorGate`).
     pub fn coordinator_gate(&self) -> CoordinatorGate {
         let election = Arc::clone(&self.election);
         CoordinatorGate::new(move || election.is_active())
@@ -268,6 +276,23 @@ impl ClusterStatus for ClusterMember {
             isr_shrinks,
             isr_expands,
         }
+    }
+}
+
+/// The cluster's topics, as the group coordinator reads them.
+#[derive(Debug)]
+struct ImageTopics(Arc<ImageWatcher>);
+
+impl TopicCatalog for ImageTopics {
+    fn topic(&self, name: &str) -> Option<([u8; 16], i32)> {
+        let image = self.0.current();
+        image.topics.topic(name).map(|t| (t.id, t.partition_count()))
+    }
+    fn topic_name_by_id(&self, id: &[u8; 16]) -> Option<String> {
+        self.0.current().topics.topic_by_id(id).map(|t| t.name.clone())
+    }
+    fn topic_names(&self) -> Vec<String> {
+        self.0.current().topics.topics().map(|t| t.name.clone()).collect()
     }
 }
 

@@ -9,7 +9,11 @@
 //! * the topic config overrides in the image replace the local ones;
 //! * the copies of topics the image lists as deleted are removed;
 //! * then the partitions led (with their epochs) and the partitions the
-//!   cluster has are published to the replica manager's `Leadership`.
+//!   cluster has are published to the replica manager's `Leadership`;
+//! * last the group coordinator learns which `__consumer_offsets`
+//!   partitions are led here (Kafka's `onElection`/`onResignation`): a
+//!   shard led at a new epoch loads on a blocking thread of its own, one
+//!   no longer led is dropped.
 //!
 //! A local topic the image does not have and has not deleted is a stray:
 //! never served, never deleted here (an etcd restored from an old backup
@@ -22,7 +26,8 @@ use std::sync::Arc;
 
 use crate::cluster::image::{ImageWatcher, MetadataImage};
 use crate::cluster::topics_image::TopicImage;
-use crate::log::manager::{is_internal_topic, CleaningControl};
+use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
+use crate::log::manager::{is_broker_local_topic, CleaningControl};
 use crate::log::{LogManager, TopicPartition};
 use crate::replica::fetcher::{LeaderEndpoint, ReplicaFetcherManager};
 use crate::replica::leadership::LedPartition;
@@ -35,6 +40,7 @@ pub struct MetadataPublisher {
     pub leadership: Arc<Leadership>,
     pub cleaning: Option<Arc<dyn CleaningControl>>,
     pub fetchers: Arc<ReplicaFetcherManager>,
+    pub groups: Arc<GroupCoordinator>,
     /// Strays already logged.
     strays: HashSet<String>,
 }
@@ -46,9 +52,10 @@ impl MetadataPublisher {
         replica: Arc<ReplicaManager>,
         leadership: Arc<Leadership>,
         cleaning: Option<Arc<dyn CleaningControl>>,
-        fetchers: Arc<ReplicaFetcherManager>,
+        (fetchers, groups): (Arc<ReplicaFetcherManager>, Arc<GroupCoordinator>),
     ) -> Self {
-        Self { node_id, logs, replica, leadership, cleaning, fetchers, strays: HashSet::new() }
+        let strays = HashSet::new();
+        Self { node_id, logs, replica, leadership, cleaning, fetchers, groups, strays }
     }
 
     /// Apply every new image until the watcher goes.
@@ -95,7 +102,7 @@ impl MetadataPublisher {
             self.apply_topic(image, topic, &config, (&mut view, &mut followed));
         }
         for t in self.logs.topics() {
-            if !is_internal_topic(&t.name) && image.topics.topic(&t.name).is_none() {
+            if !is_broker_local_topic(&t.name) && image.topics.topic(&t.name).is_none() {
                 self.stray(&t.name, "the cluster has no such topic");
             }
         }
@@ -109,6 +116,22 @@ impl MetadataPublisher {
             }
         }
         self.fetchers.update(&followed, &leader_endpoints(image));
+        self.move_groups();
+    }
+
+    /// Load the group shards newly led here, drop those no longer led.
+    fn move_groups(&self) {
+        let view = self.leadership.view();
+        let led: HashMap<i32, i32> = view
+            .led
+            .iter()
+            .filter(|(tp, _)| tp.topic == OFFSETS_TOPIC)
+            .map(|(tp, p)| (tp.partition, p.leader_epoch))
+            .collect();
+        for (partition, epoch) in self.groups.on_leadership(&led) {
+            let groups = Arc::clone(&self.groups);
+            tokio::task::spawn_blocking(move || groups.load_partition(partition, epoch));
+        }
     }
 
     /// The partitions of `topic` this broker is a replica of: led, or

@@ -530,7 +530,10 @@ async fn serve(
         (Some(m), Some(l)) => Some(Replication::start(&broker, m, l, cleaner)),
         _ => None,
     };
-    threads.group_loader = Some(spawn_group_loader(&broker.groups)?);
+    if member.is_none() {
+        // In a cluster, shards load as their partitions' leadership comes.
+        threads.group_loader = Some(spawn_group_loader(&broker.groups)?);
+    }
     threads.txn = Some(
         TxnScheduler::start(Arc::clone(&broker.txn))
             .map_err(|source| BrokerError::Spawn { name: "txn-coordinator", source })?,

@@ -30,9 +30,16 @@ pub const OFFSETS_TOPIC_SEGMENT_BYTES: ConfigDef = broker_key!(
 pub const OFFSETS_TOPIC_REPLICATION_FACTOR: ConfigDef = broker_key!(
     "offsets.topic.replication.factor",
     Int,
-    "1",
+    "3",
     Some(1.0),
-    "replication factor of __consumer_offsets (only 1 is possible on one node)"
+    "replication factor of __consumer_offsets in a cluster (a single node keeps one copy)"
+);
+pub const OFFSETS_COMMIT_TIMEOUT_MS: ConfigDef = broker_key!(
+    "offsets.commit.timeout.ms",
+    Int,
+    "5000",
+    Some(1.0),
+    "in a cluster, how long a group write waits for the ISR of its __consumer_offsets partition"
 );
 pub const OFFSETS_RETENTION_MINUTES: ConfigDef = broker_key!(
     "offsets.retention.minutes",
@@ -147,6 +154,7 @@ pub const GROUP_CONFIGS: ConfigTable = ConfigTable {
         &OFFSETS_TOPIC_NUM_PARTITIONS,
         &OFFSETS_TOPIC_SEGMENT_BYTES,
         &OFFSETS_TOPIC_REPLICATION_FACTOR,
+        &OFFSETS_COMMIT_TIMEOUT_MS,
         &OFFSETS_RETENTION_MINUTES,
         &OFFSETS_RETENTION_CHECK_INTERVAL_MS,
         &OFFSET_METADATA_MAX_BYTES,
@@ -172,6 +180,9 @@ pub const GROUP_CONFIGS: ConfigTable = ConfigTable {
 pub struct GroupConfig {
     pub offsets_topic_partitions: i32,
     pub offsets_topic_segment_bytes: i64,
+    /// In a cluster (a single node keeps one copy).
+    pub offsets_topic_replication_factor: i32,
+    pub offsets_commit_timeout_ms: i64,
     pub offsets_retention_ms: i64,
     pub offsets_retention_check_interval_ms: i64,
     pub initial_rebalance_delay_ms: i64,
@@ -193,6 +204,8 @@ impl Default for GroupConfig {
         Self {
             offsets_topic_partitions: 50,
             offsets_topic_segment_bytes: 104_857_600,
+            offsets_topic_replication_factor: 3,
+            offsets_commit_timeout_ms: 5000,
             offsets_retention_ms: 7 * 24 * 3_600_000,
             offsets_retention_check_interval_ms: 600_000,
             initial_rebalance_delay_ms: 3000,
@@ -216,6 +229,8 @@ impl GroupConfig {
         Self {
             offsets_topic_partitions: values.int(&OFFSETS_TOPIC_NUM_PARTITIONS) as i32,
             offsets_topic_segment_bytes: values.int(&OFFSETS_TOPIC_SEGMENT_BYTES),
+            offsets_topic_replication_factor: values.int(&OFFSETS_TOPIC_REPLICATION_FACTOR) as i32,
+            offsets_commit_timeout_ms: values.int(&OFFSETS_COMMIT_TIMEOUT_MS),
             offsets_retention_ms: values.int(&OFFSETS_RETENTION_MINUTES) * 60_000,
             offsets_retention_check_interval_ms: values.int(&OFFSETS_RETENTION_CHECK_INTERVAL_MS),
             initial_rebalance_delay_ms: values.int(&GROUP_INITIAL_REBALANCE_DELAY_MS),

@@ -60,8 +60,7 @@ impl GroupCoordinator {
         &self,
         group_id: &str,
     ) -> Result<ConsumerGroupDescription, GroupError> {
-        self.runtime.check_ready()?;
-        let groups = self.runtime.lock_group(group_id);
+        let groups = self.runtime.lock_ready(group_id)?;
         let group = groups
             .get(group_id)
             .ok_or_else(|| GroupError::NotFound(format!("Group {group_id} not found.")))?;
@@ -71,7 +70,7 @@ impl GroupCoordinator {
         let named = |a: &Assignment| -> Vec<(TopicId, String, Vec<i32>)> {
             a.iter()
                 .filter_map(|(id, ps)| {
-                    let name = self.logs.topic_name_by_id(id)?;
+                    let name = self.catalog().topic_name_by_id(id)?;
                     Some((*id, name, ps.iter().copied().collect()))
                 })
                 .collect()

@@ -74,10 +74,9 @@ impl GroupCoordinator {
         &self,
         req: &ConsumerHeartbeat,
     ) -> Result<ConsumerHeartbeatResult, GroupError> {
-        self.runtime.check_ready()?;
         self.validate_consumer_heartbeat(req)?;
         let now = self.now();
-        let mut groups = self.runtime.lock_group(&req.group_id);
+        let mut groups = self.runtime.lock_ready(&req.group_id)?;
         if req.member_epoch < 0 {
             return self.consumer_leave(&mut groups, req);
         }
@@ -231,11 +230,8 @@ impl GroupCoordinator {
         names
             .into_iter()
             .filter_map(|name| {
-                let info = self.logs.topic(&name)?;
-                Some((
-                    name.clone(),
-                    TopicMetadata { id: info.id, name, partitions: info.partitions },
-                ))
+                let (id, partitions) = self.catalog().topic(&name)?;
+                Some((name.clone(), TopicMetadata { id, name, partitions }))
             })
             .collect()
     }
@@ -247,10 +243,9 @@ impl GroupCoordinator {
             return vec![];
         }
         let mut names: Vec<String> = self
-            .logs
-            .topics()
+            .catalog()
+            .topic_names()
             .into_iter()
-            .map(|t| t.name)
             .filter(|n| !INTERNAL_TOPICS.contains(&n.as_str()))
             .collect();
         names.sort_unstable();

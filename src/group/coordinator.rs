@@ -12,10 +12,13 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::config::GroupConfig;
-use super::loader::{load_groups, LoadStats};
+use super::loader::{load_groups, load_partition_groups, LoadStats};
 use super::runtime::{CoordinatorRuntime, OFFSETS_TOPIC};
+use super::topic_catalog::TopicCatalog;
 use crate::clock::SharedClock;
 use crate::log::{LogError, LogManager};
+use crate::replica::coordinator_writes::{CoordinatorReplication, CoordinatorWriteError};
+use std::collections::HashMap;
 
 #[derive(Debug)]
 pub struct GroupCoordinator {
@@ -25,6 +28,8 @@ pub struct GroupCoordinator {
     pub(super) logs: Arc<LogManager>,
     clock: SharedClock,
     pub(super) runtime: CoordinatorRuntime,
+    /// In a cluster, the cluster's topics (set once when it joins).
+    topics: std::sync::OnceLock<Arc<dyn TopicCatalog>>,
     next_member: AtomicU64,
     last_expiry_check: Mutex<i64>,
 }
@@ -42,6 +47,7 @@ impl GroupCoordinator {
             logs,
             clock,
             runtime,
+            topics: std::sync::OnceLock::new(),
             next_member: AtomicU64::new(1),
             last_expiry_check: Mutex::new(0),
         }
@@ -60,11 +66,95 @@ impl GroupCoordinator {
         self.runtime.partition_for(group)
     }
 
-    /// In a cluster: coordinate only while `gate` says so, until groups
-    /// move with their `__consumer_offsets` partitions (issue 29,
-    /// milestone 5); other requests get NOT_COORDINATOR.
-    pub fn coordinate_while(&self, gate: crate::replica::leadership::CoordinatorGate) {
-        self.runtime.coordinate_while(gate);
+    /// In a cluster: groups follow the leadership of their
+    /// `__consumer_offsets` partitions ([`Self::on_leadership`]), appends
+    /// count once the partition's ISR holds them, and topics are the
+    /// cluster's (`catalog`). No shard is coordinated until then.
+    pub fn place_by_cluster(
+        &self,
+        replication: Arc<dyn CoordinatorReplication>,
+        catalog: Arc<dyn TopicCatalog>,
+    ) {
+        if self.topics.set(catalog).is_err() {
+            tracing::warn!("the group coordinator's topic catalog was already set");
+        }
+        self.runtime.place_by_cluster(replication);
+    }
+
+    /// The topics groups subscribe to: the cluster's, else the local logs'.
+    pub(super) fn catalog(&self) -> &dyn TopicCatalog {
+        match self.topics.get() {
+            Some(c) => c.as_ref(),
+            None => self.logs.as_ref(),
+        }
+    }
+
+    /// In a cluster, after each image this broker applied: `led` holds the
+    /// `__consumer_offsets` partitions it leads, with their leader epochs
+    /// (Kafka's `onElection` and `onResignation`). Shards no longer led are
+    /// emptied; shards led at a new epoch start loading. Returns the loads
+    /// to run, each with [`Self::load_partition`], off the caller's thread.
+    pub fn on_leadership(&self, led: &HashMap<i32, i32>) -> Vec<(i32, i32)> {
+        let partitions = self.config.offsets_topic_partitions;
+        let mut loads = Vec::new();
+        for p in 0..partitions {
+            match led.get(&p) {
+                Some(&epoch) if self.runtime.elect(p, epoch) => {
+                    tracing::info!(partition = p, epoch, "loading the groups of {OFFSETS_TOPIC}");
+                    loads.push((p, epoch));
+                }
+                Some(_) => {}
+                None if self.runtime.resign(p) => {
+                    tracing::info!(
+                        partition = p,
+                        "no longer coordinating the groups of {OFFSETS_TOPIC}"
+                    );
+                }
+                None => {}
+            }
+        }
+        if let Some(p) = led.keys().find(|p| **p >= partitions) {
+            tracing::warn!(partition = p, partitions, "{OFFSETS_TOPIC} has more partitions than offsets.topic.num.partitions: those groups are not coordinated");
+        }
+        loads
+    }
+
+    /// Rebuild the groups of partition `partition`, led here at `epoch`,
+    /// and coordinate them once the partition's high watermark reached the
+    /// end loaded (nothing is answered from records a further failover
+    /// could remove). Given up when the shard moved on meanwhile. Blocks.
+    pub fn load_partition(&self, partition: i32, epoch: i32) {
+        let started = std::time::Instant::now();
+        let tp = crate::log::TopicPartition::new(OFFSETS_TOPIC, partition);
+        let partitions = self.config.offsets_topic_partitions;
+        let Some((groups, stats, end)) =
+            load_partition_groups(&self.logs, partition, partitions, self.now())
+        else {
+            return tracing::warn!(partition = %tp, "no local log to load groups from");
+        };
+        if let Some(replication) = self.runtime.replication() {
+            loop {
+                if !self.runtime.is_loading(partition, epoch) {
+                    return;
+                }
+                match replication.await_committed(&tp, end) {
+                    Ok(()) => break,
+                    Err(CoordinatorWriteError::NotLeader) => return,
+                    Err(e) => tracing::info!(partition = %tp, end, "loading groups: {e}; waiting"),
+                }
+            }
+        }
+        let count = groups.len();
+        if self.runtime.install_partition(partition, epoch, groups, stats) {
+            tracing::info!(
+                partition = %tp,
+                epoch,
+                groups = count,
+                records = stats.records,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "coordinating the groups of a partition"
+            );
+        }
     }
 
     pub fn is_loaded(&self) -> bool {

@@ -87,6 +87,17 @@ pub enum GroupError {
     IllegalState(#[from] GroupStateError),
 }
 
+/// Kafka's mapping of a coordinator's failed `acks=all` write.
+impl From<crate::replica::coordinator_writes::CoordinatorWriteError> for GroupError {
+    fn from(e: crate::replica::coordinator_writes::CoordinatorWriteError) -> Self {
+        use crate::replica::coordinator_writes::CoordinatorWriteError as W;
+        match e {
+            W::NotLeader => GroupError::NotCoordinator,
+            W::NotEnoughReplicas | W::TimedOut => GroupError::CoordinatorNotAvailable,
+        }
+    }
+}
+
 impl From<LogError> for GroupError {
     fn from(e: LogError) -> Self {
         GroupError::Storage(Arc::new(e))

@@ -41,10 +41,9 @@ impl GroupCoordinator {
     pub fn list(&self) -> Result<Vec<ListedGroup>, GroupError> {
         // A broker of a cluster that coordinates no group lists none (the
         // Admin client asks every broker).
-        if !self.runtime.is_coordinating() {
-            return Ok(Vec::new());
+        if !self.runtime.is_loaded() {
+            return Err(GroupError::CoordinatorLoadInProgress);
         }
-        self.runtime.check_ready()?;
         let mut out = Vec::new();
         self.runtime.for_each_shard(|groups| out.extend(groups.values().filter_map(listed)));
         out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
@@ -56,8 +55,7 @@ impl GroupCoordinator {
     /// # Errors
     /// COORDINATOR_LOAD_IN_PROGRESS while loading.
     pub fn describe(&self, group_id: &str) -> Result<GroupDescription, GroupError> {
-        self.runtime.check_ready()?;
-        let groups = self.runtime.lock_group(group_id);
+        let groups = self.runtime.lock_ready(group_id)?;
         if groups.get(group_id).is_some_and(|g| g.consumer.is_some()) {
             return Err(GroupError::NotFound(format!("Group {group_id} is not a classic group.")));
         }
@@ -105,9 +103,8 @@ impl GroupCoordinator {
     /// # Errors
     /// GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, storage errors.
     pub fn delete_group(&self, group_id: &str) -> Result<(), GroupError> {
-        self.runtime.check_ready()?;
         let now = self.now();
-        let mut groups = self.runtime.lock_group(group_id);
+        let mut groups = self.runtime.lock_ready(group_id)?;
         let group = groups.get_mut(group_id).ok_or(GroupError::GroupIdNotFound)?;
         match group.state() {
             GroupState::Dead => return Err(GroupError::GroupIdNotFound),

@@ -51,6 +51,23 @@ pub(super) fn load_groups(
     (loader.groups, stats)
 }
 
+/// Read the groups of `__consumer_offsets` partition `partition` (of
+/// `partitions`) as of `now`, with what the walk read and the log end it
+/// read to (a cluster's leader loading one shard).
+pub(super) fn load_partition_groups(
+    logs: &LogManager,
+    partition: i32,
+    partitions: i32,
+    now: i64,
+) -> Option<(HashMap<String, Group>, LoadStats, i64)> {
+    let log = logs.get_log(&TopicPartition::new(OFFSETS_TOPIC, partition))?;
+    let mut loader = GroupLoader { groups: HashMap::new(), now, partition, partitions };
+    let mut stats = LoadStats::default();
+    let log = log.read();
+    load_partition(&log, MAX_BATCH_RECORDS_BYTES, &mut loader, &mut stats);
+    Some((loader.groups, stats, log.log_end_offset()))
+}
+
 /// One load in progress: the groups rebuilt so far (with the transactional
 /// offsets still pending), and the partition being read.
 struct GroupLoader {

@@ -47,11 +47,14 @@ impl GroupCoordinator {
     /// JoinGroup.
     pub fn join(&self, req: JoinRequest) -> Reply<JoinResult> {
         let fail = |e: GroupError| Reply::Now(JoinResult::error(e, req.member_id.clone()));
-        if let Err(e) = self.runtime.check_ready().and_then(|()| self.validate_join(&req)) {
+        if let Err(e) = self.validate_join(&req) {
             return fail(e);
         }
         let now = self.now();
-        let mut groups = self.runtime.lock_group(&req.group_id);
+        let mut groups = match self.runtime.lock_ready(&req.group_id) {
+            Ok(groups) => groups,
+            Err(e) => return fail(e),
+        };
         let group = match join_target(&mut groups, &req, now) {
             Ok(g) => g,
             Err(e) => return fail(e),
@@ -412,11 +415,11 @@ impl GroupCoordinator {
         protocol: Option<&str>,
         assignments: Vec<(String, Bytes)>,
     ) -> Reply<SyncResult> {
-        if let Err(e) = self.runtime.check_ready() {
-            return Reply::Now(SyncResult::error(e));
-        }
         let now = self.now();
-        let mut groups = self.runtime.lock_group(group_id);
+        let mut groups = match self.runtime.lock_ready(group_id) {
+            Ok(groups) => groups,
+            Err(e) => return Reply::Now(SyncResult::error(e)),
+        };
         let Some(group) = groups.get_mut(group_id) else {
             return Reply::Now(SyncResult::error(GroupError::UnknownMemberId));
         };
@@ -521,9 +524,8 @@ impl GroupCoordinator {
         member_id: &str,
         instance_id: Option<&str>,
     ) -> Result<(), GroupError> {
-        self.runtime.check_ready()?;
         let now = self.now();
-        let mut groups = self.runtime.lock_group(group_id);
+        let mut groups = self.runtime.lock_ready(group_id)?;
         let group = groups.get_mut(group_id).ok_or(GroupError::UnknownMemberId)?;
         if group.fences(instance_id, member_id) {
             return Err(GroupError::FencedInstanceId);
@@ -552,9 +554,8 @@ impl GroupCoordinator {
         group_id: &str,
         members: &[(String, Option<String>)],
     ) -> Result<Vec<Option<GroupError>>, GroupError> {
-        self.runtime.check_ready()?;
         let now = self.now();
-        let mut groups = self.runtime.lock_group(group_id);
+        let mut groups = self.runtime.lock_ready(group_id)?;
         let group = groups.get_mut(group_id).ok_or(GroupError::UnknownMemberId)?;
         let mut results = Vec::with_capacity(members.len());
         for (member_id, instance) in members {

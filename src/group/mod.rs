@@ -100,6 +100,7 @@ mod membership;
 mod offset_and_metadata;
 mod offsets;
 mod runtime;
+mod topic_catalog;
 mod txn_offsets;
 
 pub use classic_protocol::{JoinRequest, JoinResult, Reply, SyncResult};
@@ -114,4 +115,5 @@ pub use group_state::{GroupState, GroupStateError};
 pub use loader::LoadStats;
 pub use offset_and_metadata::CommittedOffset;
 pub use runtime::OFFSETS_TOPIC;
+pub use topic_catalog::TopicCatalog;
 pub use txn_offsets::TxnProducer;

@@ -39,11 +39,11 @@ impl GroupCoordinator {
         offsets: &[(String, i32, CommittedOffset)],
     ) -> Vec<Option<GroupError>> {
         let all = |e: GroupError| vec![Some(e); offsets.len()];
-        if let Err(e) = self.runtime.check_ready() {
-            return all(e);
-        }
         let now = self.now();
-        let mut groups = self.runtime.lock_group(group_id);
+        let mut groups = match self.runtime.lock_ready(group_id) {
+            Ok(groups) => groups,
+            Err(e) => return all(e),
+        };
         let created = !groups.contains_key(group_id);
         let group = match group_for_commit(&mut groups, group_id, generation, member_id, now) {
             Ok(group) => group,
@@ -87,8 +87,7 @@ impl GroupCoordinator {
         member_id: &str,
         member_epoch: i32,
     ) -> Result<(), GroupError> {
-        self.runtime.check_ready()?;
-        let groups = self.runtime.lock_group(group_id);
+        let groups = self.runtime.lock_ready(group_id)?;
         super::consumer_group_admin::check_consumer_fetch(
             groups.get(group_id),
             Some((member_id, member_epoch)),
@@ -105,8 +104,7 @@ impl GroupCoordinator {
         group_id: &str,
         partitions: Option<&[(String, i32)]>,
     ) -> Result<Vec<(String, i32, Option<CommittedOffset>)>, GroupError> {
-        self.runtime.check_ready()?;
-        let groups = self.runtime.lock_group(group_id);
+        let groups = self.runtime.lock_ready(group_id)?;
         let group = groups.get(group_id);
         Ok(match partitions {
             Some(list) => list
@@ -189,8 +187,7 @@ impl GroupCoordinator {
         group_id: &str,
         partitions: &[(String, i32)],
     ) -> Result<Vec<Option<GroupError>>, GroupError> {
-        self.runtime.check_ready()?;
-        let mut groups = self.runtime.lock_group(group_id);
+        let mut groups = self.runtime.lock_ready(group_id)?;
         let group = groups.get_mut(group_id).ok_or(GroupError::GroupIdNotFound)?;
         if group.state() == GroupState::Dead {
             return Err(GroupError::GroupIdNotFound);

@@ -8,19 +8,29 @@
 //!   each other: a slow append (an fsync on a slow disk) holds only its own
 //!   shard.
 //! * Every request about one group takes its shard's lock once
-//!   ([`CoordinatorRuntime::lock_group`]) and finishes under it; operations
-//!   over every group (ListGroups, the periodic expiry, a load) take the
-//!   shards one at a time, never two at once. Nothing holds a shard across
-//!   an await (waiting members hold oneshot receivers), and a held shard is
-//!   waited for off the async worker (`blocking`).
+//!   ([`CoordinatorRuntime::lock_ready`]), which also checks the shard's
+//!   state, and finishes under it; operations over every group (ListGroups,
+//!   the periodic expiry) take the active shards one at a time, never two at
+//!   once. Nothing holds a shard across an await (waiting members hold
+//!   oneshot receivers), and a held shard is waited for off the async
+//!   worker (`blocking`).
 //! * Records are written before the request is acknowledged; the caller
-//!   applies them to the groups only after the append succeeded.
-//! * Until the loader installed the groups ([`CoordinatorRuntime::install`]),
-//!   group requests get COORDINATOR_LOAD_IN_PROGRESS and transaction markers
-//!   are deferred, then applied before anyone sees the groups.
+//!   applies them to the groups only after the append succeeded. In a
+//!   cluster an append counts only once the partition's ISR holds it
+//!   (Kafka's coordinator writes with `acks=all`), and only while this
+//!   broker leads the partition at the shard's epoch.
+//! * A shard is `Loading`, `Active` or `NotCoordinator` ([`ShardState`]).
+//!   Alone, every shard loads at start and stays active. In a cluster a
+//!   shard loads when this broker becomes leader of its partition (at that
+//!   leader epoch), turns active only once the partition's high watermark
+//!   reached the end it loaded to, and is emptied when the broker stops
+//!   leading it ([`CoordinatorRuntime::resign`]). While loading, requests
+//!   get COORDINATOR_LOAD_IN_PROGRESS and transaction markers are deferred,
+//!   then applied before anyone sees the groups; not coordinating, they get
+//!   NOT_COORDINATOR.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
@@ -37,11 +47,68 @@ use crate::log::producer_append_info::AppendOrigin;
 use crate::log::record_batch::BatchBuilder;
 use crate::log::topic_partition::coordinator_partition;
 use crate::log::{LogError, LogManager, TopicPartition};
+use crate::replica::coordinator_writes::CoordinatorReplication;
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
-/// The groups of one `__consumer_offsets` partition, by id.
-pub(super) type Shard = HashMap<String, Group>;
+/// Whether this broker coordinates a shard's groups now (module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ShardState {
+    /// Being rebuilt from its partition, led here at `epoch` (0 alone).
+    Loading { epoch: i32 },
+    /// Coordinated here, its partition led at `epoch`.
+    Active { epoch: i32 },
+    /// Another broker leads its partition, or none does.
+    NotCoordinator,
+}
+
+/// The groups of one `__consumer_offsets` partition, by id, and whether
+/// they are coordinated here (it derefs to the groups).
+#[derive(Debug)]
+pub(super) struct Shard {
+    groups: HashMap<String, Group>,
+    pub(super) state: ShardState,
+    /// Transaction completions (producer id, commit) that arrived while
+    /// loading; applied when the load installs its groups.
+    deferred_completions: Vec<(i64, bool)>,
+}
+
+impl Shard {
+    fn new(state: ShardState) -> Self {
+        Self { groups: HashMap::new(), state, deferred_completions: Vec::new() }
+    }
+
+    fn ready(&self) -> Result<(), GroupError> {
+        match self.state {
+            ShardState::Active { .. } => Ok(()),
+            ShardState::Loading { .. } => Err(GroupError::CoordinatorLoadInProgress),
+            ShardState::NotCoordinator => Err(GroupError::NotCoordinator),
+        }
+    }
+
+    /// Replace the groups by a load's, apply the completions deferred
+    /// meanwhile, and turn active at `epoch`.
+    fn install(&mut self, groups: HashMap<String, Group>, epoch: i32) {
+        self.groups = groups;
+        for (producer_id, commit) in std::mem::take(&mut self.deferred_completions) {
+            complete_in(&mut self.groups, producer_id, commit);
+        }
+        self.state = ShardState::Active { epoch };
+    }
+}
+
+impl std::ops::Deref for Shard {
+    type Target = HashMap<String, Group>;
+    fn deref(&self) -> &Self::Target {
+        &self.groups
+    }
+}
+
+impl std::ops::DerefMut for Shard {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.groups
+    }
+}
 
 /// The groups behind their lock, and the writer of their records.
 #[derive(Debug)]
@@ -52,14 +119,16 @@ pub(super) struct CoordinatorRuntime {
     segment_bytes: i64,
     /// One shard per `__consumer_offsets` partition, by partition.
     shards: Vec<Mutex<Shard>>,
+    /// Alone: the start-up load installed every shard. In a cluster: set
+    /// when the cluster took over (shards load one by one).
     loaded: AtomicBool,
     load_stats: Mutex<LoadStats>,
-    /// Transaction completions (offsets partition, producer id, commit) that
-    /// arrived while loading; applied when the load installs its groups.
-    deferred_completions: Mutex<Vec<(i32, i64, bool)>>,
-    /// In a cluster, whether this broker coordinates groups now (set once at
-    /// start); unset, it always does.
-    coordinating: std::sync::OnceLock<crate::replica::leadership::CoordinatorGate>,
+    /// Each shard's leader epoch while active, written under its lock (so
+    /// an append, made under that lock, reads the shard's own).
+    shard_epochs: Vec<AtomicI32>,
+    /// In a cluster, how appends become durable (set once, when the broker
+    /// joins); unset, the local append is the acknowledgement.
+    replication: std::sync::OnceLock<Arc<dyn CoordinatorReplication>>,
 }
 
 impl CoordinatorRuntime {
@@ -76,29 +145,43 @@ impl CoordinatorRuntime {
             clock,
             partitions,
             segment_bytes,
-            shards: (0..partitions.max(1)).map(|_| Mutex::new(Shard::new())).collect(),
+            shards: (0..partitions.max(1))
+                .map(|_| Mutex::new(Shard::new(ShardState::Loading { epoch: 0 })))
+                .collect(),
             loaded: AtomicBool::new(false),
             load_stats: Mutex::new(LoadStats::default()),
-            deferred_completions: Mutex::new(Vec::new()),
-            coordinating: std::sync::OnceLock::new(),
+            shard_epochs: (0..partitions.max(1)).map(|_| AtomicI32::new(0)).collect(),
+            replication: std::sync::OnceLock::new(),
         }
     }
 
-    /// Coordinate only while `gate` says so (a cluster's interim rule).
-    pub(super) fn coordinate_while(&self, gate: crate::replica::leadership::CoordinatorGate) {
-        if self.coordinating.set(gate).is_err() {
-            tracing::warn!("the group coordinator's gate was already set");
+    /// In a cluster: no shard is coordinated until this broker leads its
+    /// partition ([`Self::elect`]), and appends wait for `replication`.
+    pub(super) fn place_by_cluster(&self, replication: Arc<dyn CoordinatorReplication>) {
+        if self.replication.set(replication).is_err() {
+            return tracing::warn!("the group coordinator already follows the cluster");
         }
+        for shard in &self.shards {
+            shard.lock().state = ShardState::NotCoordinator;
+        }
+        self.loaded.store(true, Ordering::Release);
     }
 
-    /// Whether this broker coordinates groups now.
-    pub(super) fn is_coordinating(&self) -> bool {
-        self.coordinating.get().is_none_or(|gate| gate.is_open())
-    }
-
-    /// The shard of `group`, locked.
+    /// The shard of `group`, locked (whatever its state: for reads that
+    /// answer an empty shard, and tests).
     pub(super) fn lock_group(&self, group: &str) -> MutexGuard<'_, Shard> {
         self.lock_partition(self.partition_for(group))
+    }
+
+    /// The shard of `group`, locked, if coordinated here now.
+    ///
+    /// # Errors
+    /// COORDINATOR_LOAD_IN_PROGRESS while it loads, NOT_COORDINATOR when
+    /// another broker leads its partition.
+    pub(super) fn lock_ready(&self, group: &str) -> Result<MutexGuard<'_, Shard>, GroupError> {
+        let shard = self.lock_group(group);
+        shard.ready()?;
+        Ok(shard)
     }
 
     /// The shard of `__consumer_offsets` partition `partition`, locked.
@@ -107,10 +190,13 @@ impl CoordinatorRuntime {
         blocking::lock(shard)
     }
 
-    /// Run `f` on every shard in turn, each locked while `f` runs.
+    /// Run `f` on every active shard in turn, each locked while `f` runs.
     pub(super) fn for_each_shard(&self, mut f: impl FnMut(&mut Shard)) {
         for shard in &self.shards {
-            f(&mut blocking::lock(shard));
+            let mut shard = blocking::lock(shard);
+            if shard.ready().is_ok() {
+                f(&mut shard);
+            }
         }
     }
 
@@ -126,16 +212,6 @@ impl CoordinatorRuntime {
         coordinator_partition(group, self.partitions)
     }
 
-    pub(super) fn check_ready(&self) -> Result<(), GroupError> {
-        if !self.is_coordinating() {
-            Err(GroupError::NotCoordinator)
-        } else if self.is_loaded() {
-            Ok(())
-        } else {
-            Err(GroupError::CoordinatorLoadInProgress)
-        }
-    }
-
     pub(super) fn is_loaded(&self) -> bool {
         self.loaded.load(Ordering::Acquire)
     }
@@ -145,47 +221,106 @@ impl CoordinatorRuntime {
         *self.load_stats.lock()
     }
 
-    /// Install the groups a load rebuilt: a marker the walk may have missed
-    /// was deferred, and is applied with the groups installed, before anyone
-    /// sees them.
+    /// Install the groups the start-up load rebuilt (alone), every shard
+    /// held at once so no request sees some installed and others not.
     pub(super) fn install(&self, loaded: HashMap<String, Group>, stats: LoadStats) {
         *self.load_stats.lock() = stats;
-        // Every shard held: no request sees some shards installed and others not.
         let mut shards: Vec<MutexGuard<'_, Shard>> = self.shards.iter().map(|s| s.lock()).collect();
-        for shard in shards.iter_mut() {
-            shard.clear();
-        }
         let count = shards.len() as i32;
+        let mut by_shard: Vec<HashMap<String, Group>> =
+            (0..shards.len()).map(|_| HashMap::new()).collect();
         for (id, group) in loaded {
-            let p = self.partition_for(&id).rem_euclid(count) as usize;
-            shards[p].insert(id, group);
+            by_shard[self.partition_for(&id).rem_euclid(count) as usize].insert(id, group);
         }
-        // Held last, as complete_transaction takes it last.
-        let mut deferred = self.deferred_completions.lock();
-        for (partition, producer_id, commit) in deferred.drain(..) {
-            let shard = &mut shards[partition.rem_euclid(count) as usize];
-            complete_in(shard, producer_id, commit);
+        for (shard, groups) in shards.iter_mut().zip(by_shard) {
+            shard.install(groups, 0);
         }
         self.loaded.store(true, Ordering::Release);
+    }
+
+    /// In a cluster: this broker now leads `partition` at `epoch`. `true`
+    /// when its shard starts loading (it was not already loading or active
+    /// at that epoch): the caller then runs the load.
+    pub(super) fn elect(&self, partition: i32, epoch: i32) -> bool {
+        let mut shard = self.lock_partition(partition);
+        if matches!(shard.state, ShardState::Loading { epoch: e } | ShardState::Active { epoch: e } if e == epoch)
+        {
+            return false;
+        }
+        // A new epoch: whatever was here may have been overwritten meanwhile.
+        shard.groups.clear();
+        shard.deferred_completions.clear();
+        shard.state = ShardState::Loading { epoch };
+        true
+    }
+
+    /// In a cluster: this broker no longer leads `partition`. Its groups
+    /// go (waiting members are answered as their waits end); `true` when
+    /// it was coordinated or loading here.
+    pub(super) fn resign(&self, partition: i32) -> bool {
+        let mut shard = self.lock_partition(partition);
+        if shard.state == ShardState::NotCoordinator {
+            return false;
+        }
+        shard.groups.clear();
+        shard.deferred_completions.clear();
+        shard.state = ShardState::NotCoordinator;
+        true
+    }
+
+    /// Whether the shard of `partition` is still loading at `epoch`.
+    pub(super) fn is_loading(&self, partition: i32, epoch: i32) -> bool {
+        self.lock_partition(partition).state == ShardState::Loading { epoch }
+    }
+
+    /// Install what a load of `partition` at `epoch` rebuilt, unless the
+    /// shard moved on meanwhile (resigned, or elected at another epoch):
+    /// `true` when installed.
+    pub(super) fn install_partition(
+        &self,
+        partition: i32,
+        epoch: i32,
+        groups: HashMap<String, Group>,
+        stats: LoadStats,
+    ) -> bool {
+        let mut shard = self.lock_partition(partition);
+        if shard.state != (ShardState::Loading { epoch }) {
+            return false;
+        }
+        let count = self.shard_epochs.len() as i32;
+        self.shard_epochs[partition.rem_euclid(count) as usize].store(epoch, Ordering::Release);
+        shard.install(groups, epoch);
+        let mut total = self.load_stats.lock();
+        total.batches += stats.batches;
+        total.records += stats.records;
+        total.unreadable_batches += stats.unreadable_batches;
+        total.unreadable_records += stats.unreadable_records;
+        true
+    }
+
+    /// How appends become durable in a cluster (`None` alone).
+    pub(super) fn replication(&self) -> Option<&Arc<dyn CoordinatorReplication>> {
+        self.replication.get()
     }
 
     /// The marker of `producer_id`'s transaction was appended to
     /// `__consumer_offsets` partition `partition`: complete the pending
     /// offsets of every group of that partition.
     ///
-    /// While loading, the completion is deferred until the load installs
-    /// its groups (the walk may have read that partition before the marker
-    /// landed); applying one the walk already saw changes nothing, since no
-    /// new transactional offset is accepted before the load ends.
+    /// While the shard loads, the completion is deferred until the load
+    /// installs its groups (the walk may have read that partition before the
+    /// marker landed); applying one the walk already saw changes nothing,
+    /// since no new transactional offset is accepted before the load ends.
     pub(super) fn complete_transaction(&self, partition: i32, producer_id: i64, commit: bool) {
         let mut shard = self.lock_partition(partition);
-        if !self.is_loaded() {
-            // Checked under the shard's lock, which install holds while it
-            // drains these: a completion is never both missed and deferred.
-            self.deferred_completions.lock().push((partition, producer_id, commit));
-            return;
+        match shard.state {
+            // Checked under the shard's lock, which an install holds while
+            // it drains these: a completion is never both missed and deferred.
+            ShardState::Loading { .. } => shard.deferred_completions.push((producer_id, commit)),
+            ShardState::Active { .. } => complete_in(&mut shard, producer_id, commit),
+            // Not led here: the next load reads the marker from the log.
+            ShardState::NotCoordinator => {}
         }
-        complete_in(&mut shard, producer_id, commit);
     }
 
     /// Create the offsets topic if it does not exist yet (as Kafka does on the
@@ -247,11 +382,17 @@ impl CoordinatorRuntime {
         if records.is_empty() {
             return Ok(None);
         }
-        self.ensure_offsets_topic().map_err(|e| {
-            tracing::error!("creating {OFFSETS_TOPIC}: {e}");
-            GroupError::from(e)
-        })?;
         let tp = TopicPartition::new(OFFSETS_TOPIC, self.partition_for(group));
+        let replication = self.replication.get();
+        match replication {
+            // The cluster creates the topic (FindCoordinator); the caller
+            // holds the shard, active at `epoch`.
+            Some(r) => r.check_leader(&tp, self.shard_epoch(tp.partition))?,
+            None => self.ensure_offsets_topic().map_err(|e| {
+                tracing::error!("creating {OFFSETS_TOPIC}: {e}");
+                GroupError::from(e)
+            })?,
+        }
         let log = self.logs.get_log(&tp).ok_or_else(|| {
             if self.logs.topic(OFFSETS_TOPIC).is_none() {
                 // Another request is creating the topic (its partitions are
@@ -274,12 +415,20 @@ impl CoordinatorRuntime {
             }
             None => (builder.build(), AppendOrigin::Client),
         };
-        let mut log = blocking::write(&log);
-        let info = log.append_with_origin(&mut batch, origin).map_err(|e| {
+        let info = blocking::write(&log).append_with_origin(&mut batch, origin).map_err(|e| {
             tracing::error!(partition = %tp, "writing group records: {e}");
             GroupError::from(e)
         })?;
+        if let Some(r) = replication {
+            r.await_committed(&tp, info.last_offset + 1)?;
+        }
         Ok(Some(info.first_offset))
+    }
+
+    /// The leader epoch of the shard of `partition` (its caller holds it).
+    fn shard_epoch(&self, partition: i32) -> i32 {
+        self.shard_epochs[partition.rem_euclid(self.shard_epochs.len() as i32) as usize]
+            .load(Ordering::Acquire)
     }
 
     /// Write the group's metadata (members, assignments, generation).
@@ -291,8 +440,8 @@ impl CoordinatorRuntime {
 
 /// Complete the pending offsets of `producer_id`'s transaction in every
 /// group of a shard.
-fn complete_in(shard: &mut Shard, producer_id: i64, commit: bool) {
-    for group in shard.values_mut() {
+fn complete_in(groups: &mut HashMap<String, Group>, producer_id: i64, commit: bool) {
+    for group in groups.values_mut() {
         group.complete_pending_offsets(producer_id, commit);
     }
 }

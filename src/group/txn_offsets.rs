@@ -45,11 +45,11 @@ impl GroupCoordinator {
         offsets: &[(String, i32, CommittedOffset)],
     ) -> Vec<Option<GroupError>> {
         let all = |e: GroupError| vec![Some(e); offsets.len()];
-        if let Err(e) = self.runtime.check_ready() {
-            return all(e);
-        }
         let now = self.now();
-        let mut groups = self.runtime.lock_group(group_id);
+        let mut groups = match self.runtime.lock_ready(group_id) {
+            Ok(groups) => groups,
+            Err(e) => return all(e),
+        };
         let group = match group_for_commit(&mut groups, group_id, generation, member_id, now) {
             Ok(group) => group,
             Err(e) => return all(e),

@@ -8,16 +8,15 @@
 //! Invariant: a partition counts as led only while the broker's session
 //! timer runs (`may_lead`): once etcd may have expired the session and
 //! another broker been given the partition, this one answers
-//! NOT_LEADER_OR_FOLLOWER instead of serving it. The coordinators'
-//! internal topics are local to each broker until they are placed by the
-//! cluster, and are always served.
+//! NOT_LEADER_OR_FOLLOWER instead of serving it. `__transaction_state`
+//! is local to each broker until the cluster places it, and always served.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use crate::log::manager::is_internal_topic;
+use crate::log::manager::is_broker_local_topic;
 use crate::log::TopicPartition;
 
 /// What the cluster says of one partition on this broker.
@@ -191,7 +190,7 @@ impl Leadership {
     }
 
     pub fn leads(&self, tp: &TopicPartition) -> Leading {
-        if is_internal_topic(&tp.topic) {
+        if is_broker_local_topic(&tp.topic) {
             return Leading::Yes;
         }
         let view = self.view.read();

@@ -30,6 +30,8 @@
 //! * **The store's reader** for tiered partitions read below their local log.
 //! * **Leadership** in a cluster ([`leadership`]): which partitions this
 //!   broker may serve as leader; the others answer NOT_LEADER_OR_FOLLOWER.
+//! * **Coordinators' writes** in a cluster ([`coordinator_writes`]): an
+//!   internal topic's append counts once its ISR holds it.
 //! * **Followers' fetching** ([`fetcher`]) and the leader's ISR changes
 //!   ([`isr_manager`]), with replication's keys ([`config`]).
 //!
@@ -39,6 +41,7 @@
 //! the async runtime can move its worker's other tasks away first.
 
 pub mod config;
+pub mod coordinator_writes;
 pub mod delayed_fetch;
 pub mod fetch_session;
 pub mod fetcher;

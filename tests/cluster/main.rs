@@ -11,6 +11,7 @@ mod common;
 
 mod brokers;
 mod coordination;
+mod coordinators;
 mod election;
 mod failover;
 mod image;

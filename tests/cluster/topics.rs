@@ -85,11 +85,6 @@ fn create_with_factor(port: u16, name: &str, factor: i16) -> (i16, String) {
     (t.error_code, t.error_message.as_ref().map(|m| m.to_string()).unwrap_or_default())
 }
 
-fn controller_id(port: u16) -> i32 {
-    let request = MetadataRequest::default().with_topics(Some(vec![]));
-    Wire::connect(port).call(12, &request).controller_id.0
-}
-
 /// FindCoordinator v3 of a group: (error, node).
 fn find_coordinator(port: u16) -> (i16, i32) {
     use kafka_protocol::messages::FindCoordinatorRequest;
@@ -159,12 +154,19 @@ fn topics_spread_over_the_brokers_and_follow_their_leaders() {
         assert!(described.contains(&line), "{line:?} in\n{described}");
     }
 
-    // Groups are coordinated by the controller for now (milestone 5 moves
-    // them with __consumer_offsets): every broker names it.
-    let controller = controller_id(ports[0]);
-    assert!(controller > 0);
-    for p in &ports {
-        assert_eq!(find_coordinator(*p), (0, controller), "FindCoordinator through {p}");
+    // A group's coordinator is the leader of its __consumer_offsets
+    // partition, which the first lookup creates (COORDINATOR_NOT_AVAILABLE
+    // meanwhile): every broker names the same one (coordinators.rs has
+    // the failover).
+    let coordinator = brokers[0].wait_for(30, "a group coordinator", || {
+        let (code, node) = find_coordinator(ports[0]);
+        (code == 0).then_some(node)
+    });
+    assert!(coordinator > 0);
+    for (p, b) in ports.iter().zip(&brokers) {
+        b.wait_for(10, "the same coordinator through every broker", || {
+            (find_coordinator(*p) == (0, coordinator)).then_some(())
+        });
     }
 
     // kcat through broker 1, Kafka's console consumer through broker 3.

@@ -18,11 +18,12 @@ use crate::log::topic_partition::TopicPartition;
 /// Kafka's high watermark checkpoint, one per log dir.
 pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
 
-/// The coordinators' internal topics, which every broker of a cluster
-/// still keeps whole, locally (docs/design/multi-broker.md, milestone 5
-/// places them).
-pub fn is_internal_topic(name: &str) -> bool {
-    matches!(name, "__consumer_offsets" | "__transaction_state")
+/// The internal topic every broker of a cluster still keeps whole,
+/// locally: `__transaction_state`, while the controller coordinates every
+/// transactional id (docs/design/multi-broker.md, milestone 5).
+/// `__consumer_offsets` is placed and replicated like any topic.
+pub fn is_broker_local_topic(name: &str) -> bool {
+    name == "__transaction_state"
 }
 
 impl LogManager {
