@@ -210,7 +210,10 @@ fn verify(broker: &KafkaApis, txn: &Transaction<'_>, tp: &TopicPartition, versio
     if txn.id.is_empty() {
         return ResponseError::InvalidRequest.code();
     }
-    match broker.txn.verify_partition(txn.id, txn.producer_id, txn.producer_epoch, tp) {
+    // Only this broker's own answer: a verify-only request comes from another
+    // broker, and is never passed on (two brokers with different images
+    // would otherwise send it back and forth).
+    match broker.txn.verify_partition_locally(txn.id, txn.producer_id, txn.producer_epoch, tp) {
         Ok(()) => 0,
         Err(TxnError::PartitionNotInTransaction { .. }) => {
             ResponseError::TransactionAbortable.code()

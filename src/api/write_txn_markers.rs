@@ -20,6 +20,13 @@
 //! node's (always 0) is logged: the partition keeps it, and fences this
 //! coordinator's own later markers of the producer there.
 //!
+//! In a cluster it is also how the transaction coordinator reaches the
+//! leaders of its transactions' partitions (`broker::txn_routing`): a
+//! partition led elsewhere gets NOT_LEADER_OR_FOLLOWER (an unknown one
+//! UNKNOWN_TOPIC_OR_PARTITION) and nothing is appended, an ISR below its
+//! min ISR NOT_ENOUGH_REPLICAS, and the answer waits until each appended
+//! marker's ISR holds it (`acks=all`, REQUEST_TIMED_OUT after 30 s).
+//!
 //! Authorization, as Kafka's: ALTER on the cluster (the admin abort path;
 //! not recorded when denied), else CLUSTER_ACTION on the cluster; denied:
 //! CLUSTER_AUTHORIZATION_FAILED on every partition of every marker, nothing
@@ -36,6 +43,7 @@ use super::error::error_code;
 use super::RequestContext;
 use crate::api::KafkaApis;
 use crate::log::TopicPartition;
+use crate::replica::Replicated;
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 use crate::txn::{TransactionResult, TxnMarker, COORDINATOR_EPOCH};
 
@@ -47,7 +55,11 @@ pub fn handle(
     let allowed = ctx.is_authorized(AclOperation::Alter, ResourceType::Cluster, CLUSTER_NAME)
         || ctx.authorize_cluster(AclOperation::ClusterAction);
     let markers = if allowed {
-        request.markers.iter().map(|m| write_marker(broker, m)).collect()
+        let mut markers: Vec<_> = request.markers.iter().map(|m| write_marker(broker, m)).collect();
+        if broker.cluster.is_some() {
+            await_replication(broker, &mut markers);
+        }
+        markers
     } else {
         let denied = ResponseError::ClusterAuthorizationFailed.code();
         request.markers.iter().map(|m| every_partition(m, denied)).collect()
@@ -107,11 +119,96 @@ fn write_marker(broker: &KafkaApis, request: &WritableTxnMarker) -> WritableTxnM
             TransactionResult::Abort
         },
     };
-    results(request, |tp| match broker.markers.append_marker(&tp, &marker) {
+    results(request, |tp| match append(broker, &tp, &marker) {
         Ok(()) => 0,
         Err(e) => {
             tracing::info!(partition = %tp, producer_id = marker.producer_id, "WriteTxnMarkers: {e}");
-            error_code(&e).code()
+            e.code().code()
         }
     })
+}
+
+/// Append `marker` to `tp` if this broker leads it (in a cluster, with an
+/// ISR at its min ISR): a marker never lands on a follower's copy.
+fn append(broker: &KafkaApis, tp: &TopicPartition, marker: &TxnMarker) -> Result<(), Refused> {
+    if let Some(code) = broker.not_led(tp) {
+        return Err(Refused::Code(code));
+    }
+    broker
+        .replica
+        .check_min_isr::<()>(tp)
+        .map_err(|_| Refused::Code(ResponseError::NotEnoughReplicas))?;
+    broker.markers.append_marker(tp, marker).map_err(Refused::Log)
+}
+
+/// Why a partition's marker was not appended.
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    #[error("{0:?}")]
+    Code(ResponseError),
+    #[error("{0}")]
+    Log(#[from] crate::log::LogError),
+}
+
+impl Refused {
+    fn code(&self) -> ResponseError {
+        match self {
+            Refused::Code(code) => *code,
+            Refused::Log(e) => error_code(e),
+        }
+    }
+}
+
+/// How long the markers wait for their partitions' ISRs (Kafka's
+/// `request.timeout.ms` for this request, which carries no timeout).
+const REPLICATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// In a cluster the markers are written with `acks=all`: each appended
+/// one is answered once its partition's ISR holds it (the log end after
+/// the appends); NOT_LEADER_OR_FOLLOWER if this broker stopped leading
+/// meanwhile, REQUEST_TIMED_OUT if the ISR did not follow in time.
+fn await_replication(broker: &KafkaApis, markers: &mut [WritableTxnMarkerResult]) {
+    let mut pending = Vec::new();
+    for m in markers.iter() {
+        for t in &m.topics {
+            for p in t.partitions.iter().filter(|p| p.error_code == 0) {
+                let tp = TopicPartition::new(t.name.as_str(), p.partition_index);
+                if let Some(log) = broker.logs.get_log(&tp) {
+                    let end = crate::blocking::read(&log).log_end_offset();
+                    broker.replica.maybe_advance_high_watermark(&mut crate::blocking::write(&log));
+                    pending.push((tp, end));
+                }
+            }
+        }
+    }
+    if pending.is_empty() {
+        return;
+    }
+    for (tp, _) in &pending {
+        (broker.replica.append_hook())(tp);
+    }
+    let wait = broker.replica.wait_for_replication(&pending, REPLICATION_TIMEOUT);
+    let outcome = crate::blocking::off_worker(|| tokio::runtime::Handle::current().block_on(wait));
+    let codes: std::collections::HashMap<TopicPartition, i16> = pending
+        .into_iter()
+        .zip(outcome)
+        .map(|((tp, _), r)| {
+            let code = match r {
+                Replicated::Committed => 0,
+                Replicated::NotLeader => ResponseError::NotLeaderOrFollower.code(),
+                Replicated::TimedOut => ResponseError::RequestTimedOut.code(),
+            };
+            (tp, code)
+        })
+        .collect();
+    for m in markers.iter_mut() {
+        for t in &mut m.topics {
+            for p in t.partitions.iter_mut().filter(|p| p.error_code == 0) {
+                let tp = TopicPartition::new(t.name.as_str(), p.partition_index);
+                if let Some(code) = codes.get(&tp) {
+                    p.error_code = *code;
+                }
+            }
+        }
+    }
 }

@@ -22,6 +22,7 @@ use tokio::task::JoinHandle;
 use crate::clock::SharedClock;
 use crate::cluster::image::ImageWatcher;
 use crate::cluster::keys::{broker_state, BrokerRegistration, ClusterKeys, EndpointValue};
+use crate::cluster::peers::BrokerChannels;
 use crate::cluster::producer_ids::ClusterProducerIdBlocks;
 use crate::cluster::registration::{self, JoinError};
 use crate::cluster::session::{BrokerSession, KeepAlive};
@@ -162,6 +163,11 @@ impl ClusterMember {
         remote.upload_only_for(crate::remote::remote_log_manager::UploadFilter(Box::new(leads)));
     }
 
+    /// Connections to the other brokers, for this broker's own calls.
+    pub fn peers(&self) -> Arc<BrokerChannels> {
+        Arc::new(BrokerChannels::new(self.node_id, Arc::clone(&self.image), PEER_TIMEOUT))
+    }
+
     /// Topic changes through etcd, for the admin requests and auto-creation.
     pub fn topics(&self) -> ClusterTopics {
         let keys = ClusterKeys::new(self.namespace.as_str());
@@ -278,6 +284,10 @@ impl ClusterStatus for ClusterMember {
         }
     }
 }
+
+/// The socket timeout of a call to another broker (Kafka's
+/// `request.timeout.ms` of its inter-broker clients).
+const PEER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The cluster's topics, as the group coordinator reads them.
 #[derive(Debug)]

@@ -257,20 +257,16 @@ impl MetadataPublisher {
     }
 }
 
-/// Each registered broker's endpoint on its inter-broker listener (PLAINTEXT
-/// only so far: a leader reached otherwise is left out, and logged).
+/// Each registered broker's endpoint on its inter-broker listener (a
+/// leader reached otherwise is left out, and logged).
 fn leader_endpoints(image: &MetadataImage) -> HashMap<i32, LeaderEndpoint> {
     let mut out = HashMap::new();
-    for (id, b) in &image.brokers {
-        let r = &b.registration;
-        match r.endpoints.iter().find(|e| e.listener == r.inter_broker_listener) {
-            Some(e) if e.security_protocol == "PLAINTEXT" => {
-                out.insert(*id, LeaderEndpoint { host: e.host.clone(), port: e.port });
+    for id in image.brokers.keys() {
+        match image.inter_broker_endpoint(*id) {
+            Ok((host, port)) => {
+                out.insert(*id, LeaderEndpoint { host, port });
             }
-            Some(e) => {
-                tracing::warn!(broker = id, protocol = %e.security_protocol, "replication over this listener is not built yet")
-            }
-            None => tracing::warn!(broker = id, "its inter-broker listener has no endpoint"),
+            Err(e) => tracing::warn!(broker = id, "not replicating from it: {e}"),
         }
     }
     out

@@ -68,6 +68,7 @@ mod isr_writer;
 mod metadata_publisher;
 mod metrics_endpoint;
 mod replication;
+mod txn_routing;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -83,6 +84,7 @@ use crate::api::KafkaApis;
 use crate::cleaner::collaborators::TieredStore;
 use crate::cleaner::{CleanerCollaborators, LogCleaner, LogCleanerError, LogCleanerHandle};
 use crate::cluster::keys::EndpointValue;
+use crate::cluster::peers::BrokerChannels;
 use crate::cluster::ClusterConfig;
 use crate::config::dynamic::{DynamicBrokerConfig, DynamicConfigError};
 use crate::config::{BrokerConfig, ConfigError, Listener};
@@ -99,6 +101,7 @@ use crate::remote::read_stats::RemoteReadStats;
 use crate::remote::reader::RemoteLogReader;
 use crate::remote::store_cleaner::StoreCleaner;
 use crate::remote::{RemoteLogManager, RemoteStats, RemoteStorageConfig};
+use crate::replica::coordinator_writes::ReplicatedCoordinatorWrites;
 use crate::replica::fetch_session::{self, FetchSessionCache};
 use crate::replica::Leadership;
 use crate::replica::ReplicaManager;
@@ -113,10 +116,12 @@ use crate::server::tls_reloader::TlsWatch;
 use crate::server::{BoundListener, ListenerTls};
 use crate::txn::{
     AppendedHook, LogMarkerWriter, ProducerIdGenerator, TransactionCoordinator,
-    TransactionStateManager, TxnCompletionListener, TxnScheduler, TRANSACTION_STATE_TOPIC,
+    TransactionMarkerWriter, TransactionStateManager, TxnCompletionListener, TxnScheduler,
+    TRANSACTION_STATE_TOPIC,
 };
 use cluster_member::{ClusterMember, Identity};
 use replication::Replication;
+use txn_routing::{ClusterMarkerWriter, ClusterTxnVerifier};
 
 fn store_error(e: StoreError) -> LogError {
     match e {
@@ -138,6 +143,9 @@ pub struct ApisParts {
     pub remote_reader: Option<Arc<RemoteLogReader>>,
     /// In a cluster, the partitions led here (set by the metadata publisher).
     pub leadership: Option<Arc<Leadership>>,
+    /// In a cluster, the connections to the other brokers for markers and
+    /// verification.
+    pub peers: Option<Arc<BrokerChannels>>,
 }
 
 /// Build what every handler runs against: the producer id block in the first
@@ -187,8 +195,13 @@ pub fn build_apis(
         config.num_io_threads(),
     );
     let replica = Arc::new(replica.with_leadership(parts.leadership));
-    let (txn, markers) =
-        transaction_coordinator(txn_state, &logs, &producer_ids, &replica, &parts.groups);
+    let (txn, markers) = transaction_coordinator(
+        txn_state,
+        &logs,
+        &producer_ids,
+        (&replica, parts.peers),
+        &parts.groups,
+    );
     Ok(KafkaApis {
         node_id: config.node_id(),
         config,
@@ -232,6 +245,7 @@ pub fn standalone_apis(
         cleaner: None,
         remote_reader: None,
         leadership: None,
+        peers: None,
     };
     build_apis(config, logs, (meta.cluster_id, advertised), txn_state, parts)
 }
@@ -248,12 +262,14 @@ fn group_coordinator(config: &BrokerConfig, logs: &Arc<LogManager>) -> Arc<Group
 
 /// The transaction coordinator over `state` and `logs`, and the marker
 /// writer it writes markers into them with (each marker wakes fetches, as it
-/// moves the last stable offset).
+/// moves the last stable offset). In a cluster (`peers`) its markers go to
+/// each partition's leader and ids coordinated elsewhere are verified
+/// there (`txn_routing`).
 fn transaction_coordinator(
     state: Arc<TransactionStateManager>,
     logs: &Arc<LogManager>,
     producer_ids: &Arc<Mutex<ProducerIdManager>>,
-    replica: &ReplicaManager,
+    (replica, peers): (&Arc<ReplicaManager>, Option<Arc<BrokerChannels>>),
     groups: &Arc<GroupCoordinator>,
 ) -> (Arc<TransactionCoordinator>, Arc<LogMarkerWriter>) {
     let clock = logs.clock().clone();
@@ -261,9 +277,29 @@ fn transaction_coordinator(
     let listener: Arc<dyn TxnCompletionListener> = Arc::new(GroupTxnListener(Arc::clone(groups)));
     let markers = Arc::new(LogMarkerWriter::new(Arc::clone(logs), hook).with_listener(listener));
     let ids: Arc<dyn ProducerIdGenerator> = producer_ids.clone();
-    let coordinator = TransactionCoordinator::new(state, ids, markers.clone(), clock);
+    let writer: Arc<dyn TransactionMarkerWriter> = match &peers {
+        Some(peers) => Arc::new(ClusterMarkerWriter {
+            local: Arc::clone(&markers),
+            replica: Arc::clone(replica),
+            writes: ReplicatedCoordinatorWrites::new(
+                Arc::clone(replica),
+                MARKER_REPLICATION_TIMEOUT,
+                tokio::runtime::Handle::current(),
+            ),
+            peers: Arc::clone(peers),
+        }),
+        None => markers.clone(),
+    };
+    let coordinator = TransactionCoordinator::new(state, ids, writer, clock);
+    if let Some(peers) = peers {
+        coordinator.verify_remotely_with(Arc::new(ClusterTxnVerifier { peers }));
+    }
     (Arc::new(coordinator), markers)
 }
+
+/// How long a marker waits for its partition's ISR before the coordinator
+/// retries it (Kafka's markers wait `request.timeout.ms`).
+const MARKER_REPLICATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Hands the markers landing on `__consumer_offsets` to the group
 /// coordinator, which completes the pending transactional offsets there.
@@ -518,6 +554,7 @@ async fn serve(
         cleaner: Some(Arc::clone(cleaner.handle())),
         remote_reader,
         leadership: leadership.clone(),
+        peers: member.as_ref().map(|m| m.peers()),
     };
     let identity = (meta.cluster_id, advertised.clone());
     let mut broker = build_apis(config, Arc::clone(logs), identity, txn_state, parts)

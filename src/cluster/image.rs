@@ -69,6 +69,28 @@ impl MetadataImage {
         })
     }
 
+    /// Broker `node_id`'s endpoint on its inter-broker listener, where
+    /// other brokers reach it (PLAINTEXT only so far).
+    ///
+    /// # Errors
+    /// Why there is none: not registered, no such endpoint, or a protocol
+    /// replication does not speak yet.
+    pub fn inter_broker_endpoint(&self, node_id: i32) -> Result<(String, u16), String> {
+        let b = self
+            .brokers
+            .get(&node_id)
+            .ok_or_else(|| format!("broker {node_id} is not registered"))?;
+        let r = &b.registration;
+        match r.endpoints.iter().find(|e| e.listener == r.inter_broker_listener) {
+            Some(e) if e.security_protocol == "PLAINTEXT" => Ok((e.host.clone(), e.port)),
+            Some(e) => Err(format!(
+                "broker {node_id}'s inter-broker listener is {}, which brokers do not speak to each other yet",
+                e.security_protocol
+            )),
+            None => Err(format!("broker {node_id}'s inter-broker listener has no endpoint")),
+        }
+    }
+
     /// Whether `node_id` may hold a leadership or an ISR place: registered
     /// and RUNNING (Kafka's unfenced, not shutting down).
     pub fn is_eligible(&self, node_id: i32) -> bool {

@@ -17,6 +17,8 @@
 //! * `producer_ids`: blocks of producer ids the brokers take by CAS;
 //! * `channel`: a blocking connection to another broker's listener, whose
 //!   answers are bounded before they are read (the replica fetchers');
+//! * `peers`: the connections a broker keeps to the others for its own
+//!   calls (transaction markers, produce verification);
 //! * `image`: the namespace at one revision, kept current by a watch, as
 //!   every broker serves the cluster from it; `topics_image` its topics.
 //!
@@ -35,6 +37,7 @@ pub mod etcd;
 pub mod image;
 pub mod keys;
 pub mod memory;
+pub mod peers;
 pub mod producer_ids;
 pub mod registration;
 pub mod session;

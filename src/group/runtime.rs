@@ -329,7 +329,9 @@ impl CoordinatorRuntime {
     /// # Errors
     /// The topic could not be created.
     pub(super) fn ensure_offsets_topic(&self) -> Result<(), LogError> {
-        if self.logs.topic(OFFSETS_TOPIC).is_some() {
+        // In a cluster the first FindCoordinator writes it to etcd; a local
+        // copy would be a stray.
+        if self.replication.get().is_some() || self.logs.topic(OFFSETS_TOPIC).is_some() {
             return Ok(());
         }
         let overrides = [

@@ -91,6 +91,8 @@ pub struct TransactionCoordinator {
     /// Decided transactions whose markers or Complete record could not be
     /// written yet, by id; `retry_pending_completions` takes them up.
     pub(super) pending_completions: Mutex<BTreeMap<String, PendingCompletion>>,
+    /// In a cluster, how ids coordinated elsewhere are verified (set once).
+    pub(super) remote_verifier: std::sync::OnceLock<Arc<dyn super::verify::RemoteVerifier>>,
 }
 
 impl TransactionCoordinator {
@@ -106,6 +108,7 @@ impl TransactionCoordinator {
             markers,
             clock,
             pending_completions: Mutex::new(BTreeMap::new()),
+            remote_verifier: std::sync::OnceLock::new(),
         }
     }
 

@@ -80,3 +80,4 @@ pub use transaction_metadata::{
     LogValueError, TransactionMetadata, TransactionState, TransactionStateError,
 };
 pub use txn_transit_metadata::{is_epoch_exhausted, TxnTransitMetadata, EXHAUSTED_EPOCH};
+pub use verify::RemoteVerifier;

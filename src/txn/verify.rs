@@ -12,16 +12,65 @@ use super::error::TxnError;
 use super::transaction_metadata::TransactionState;
 use crate::log::TopicPartition;
 
-impl TransactionCoordinator {
-    /// Whether `partition` is in the Ongoing transaction of `transactional_id`
-    /// for this producer id and epoch. Reads only.
+/// In a cluster, how a broker that does not coordinate a transactional id
+/// asks the broker that does (Kafka's AddPartitionsToTxn v4 with
+/// `verify_only`, sent by the partition's leader).
+pub trait RemoteVerifier: Send + Sync + std::fmt::Debug {
+    /// [`TransactionCoordinator::verify_partition_locally`], answered by
+    /// the coordinator of `transactional_id`; an unreachable or changing
+    /// coordinator is [`TxnError::CoordinatorNotAvailable`] (retriable).
     ///
     /// # Errors
-    /// COORDINATOR_LOAD_IN_PROGRESS, INVALID_PRODUCER_ID_MAPPING (unknown id,
-    /// other producer id), PRODUCER_FENCED (other epoch),
+    /// As the local check.
+    fn verify(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        partition: &TopicPartition,
+    ) -> Result<(), TxnError>;
+}
+
+impl TransactionCoordinator {
+    /// Whether `partition` is in the Ongoing transaction of
+    /// `transactional_id`, asked of its coordinator: this broker, or in a
+    /// cluster the one that coordinates it when this one does not.
+    ///
+    /// # Errors
+    /// As [`Self::verify_partition_locally`].
+    pub fn verify_partition(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        partition: &TopicPartition,
+    ) -> Result<(), TxnError> {
+        if let Some(remote) = self.remote_verifier.get() {
+            if matches!(self.state.check_loaded(), Err(TxnError::NotCoordinator)) {
+                return remote.verify(transactional_id, producer_id, producer_epoch, partition);
+            }
+        }
+        self.verify_partition_locally(transactional_id, producer_id, producer_epoch, partition)
+    }
+
+    /// In a cluster: verify through `remote` the ids this broker does not
+    /// coordinate.
+    pub fn verify_remotely_with(&self, remote: std::sync::Arc<dyn RemoteVerifier>) {
+        if self.remote_verifier.set(remote).is_err() {
+            tracing::warn!("the transaction coordinator's remote verifier was already set");
+        }
+    }
+
+    /// Whether `partition` is in the Ongoing transaction of `transactional_id`
+    /// for this producer id and epoch, as this broker's coordinator has it
+    /// (what a verify-only AddPartitionsToTxn answers). Reads only.
+    ///
+    /// # Errors
+    /// COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, INVALID_PRODUCER_ID_MAPPING
+    /// (unknown id, other producer id), PRODUCER_FENCED (other epoch),
     /// CONCURRENT_TRANSACTIONS (Prepare*), or
     /// [`TxnError::PartitionNotInTransaction`].
-    pub fn verify_partition(
+    pub fn verify_partition_locally(
         &self,
         transactional_id: &str,
         producer_id: i64,

@@ -18,3 +18,4 @@ mod image;
 mod replication;
 mod support;
 mod topics;
+mod transactions;

@@ -1,6 +1,6 @@
 // The Java producer's transactions against sediment, for tests/txn_java.rs
 // (run with the Kafka 4.1.2 jars on the class path:
-// scripts/kafka-tool.sh tests/java/TxnEndToEnd.java <bootstrap>):
+// scripts/kafka-tool.sh tests/java/TxnEndToEnd.java <bootstrap> [--topics-exist]):
 //   on topic "txn": commit c1..c3, abort a1 a2, commit c4 (producer "e2e");
 //   on topic "fence": a transaction sending f1 is fenced by a second producer
 //   with the same transactional.id, which commits f2; the first producer's
@@ -125,9 +125,13 @@ public class TxnEndToEnd {
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
-        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
-            admin.createTopics(List.of(new NewTopic("txn", 1, (short) 1),
-                new NewTopic("fence", 1, (short) 1), new NewTopic("out", 1, (short) 1))).all().get();
+        // "--topics-exist": the caller created the three topics (placed on
+        // chosen brokers of a cluster, tests/cluster/transactions.rs).
+        if (args.length < 2 || !args[1].equals("--topics-exist")) {
+            try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+                admin.createTopics(List.of(new NewTopic("txn", 1, (short) 1),
+                    new NewTopic("fence", 1, (short) 1), new NewTopic("out", 1, (short) 1))).all().get();
+            }
         }
         try (KafkaProducer<String, String> p = producer(bootstrap, "e2e")) {
             p.initTransactions();
