@@ -155,7 +155,7 @@ fn add_partitions(
     for topic in txn.topics.iter().filter(|t| !denied.contains(t.name.as_str())) {
         for &p in &topic.partitions {
             let tp = TopicPartition::new(topic.name.as_str(), p);
-            if broker.logs.get_log(&tp).is_some() {
+            if broker.has_partition(&tp.topic, tp.partition) {
                 partitions.insert(tp);
             } else {
                 unknown.insert(tp);

@@ -28,7 +28,6 @@ use crate::api::KafkaApis;
 use crate::config::dynamic::{key_kind, DynamicConfigError, DynamicLevel};
 use crate::config_def::ConfigType;
 use crate::log::config::config_def;
-use crate::log::manager::is_broker_local_topic;
 use crate::log::LogError;
 use crate::security::acl::AclOperation;
 
@@ -93,7 +92,7 @@ fn apply_topic(broker: &KafkaApis, name: &str, validate_only: bool, build: Build
     let map_err = |e: LogError| (error_code(&e), e.to_string());
     if validate_only {
         broker.logs.resolve_config(overrides).map(|_| ()).map_err(map_err)
-    } else if let Some(topics) = broker.topics.as_ref().filter(|_| !is_broker_local_topic(name)) {
+    } else if let Some(topics) = &broker.topics {
         // Into etcd; every broker with a copy applies it from its image.
         broker.logs.resolve_config(overrides.clone()).map_err(map_err)?;
         crate::blocking::off_worker(|| {

@@ -15,7 +15,6 @@ use super::error::cluster_error_code;
 use super::error::error_code;
 use super::{str_bytes, RequestContext};
 use crate::api::KafkaApis;
-use crate::log::manager::is_broker_local_topic;
 use crate::security::acl::{AclOperation, ResourceType};
 
 /// Most partitions one request may add: each is one record of the
@@ -77,7 +76,7 @@ fn grow(
     timeout_ms: i32,
 ) -> Result<(), (ResponseError, String)> {
     match &broker.topics {
-        Some(topics) if !is_broker_local_topic(&t.name.0) => {
+        Some(topics) => {
             let given = t
                 .assignments
                 .as_ref()
@@ -114,7 +113,7 @@ fn check(
     if !alterable {
         return Err((ResponseError::TopicAuthorizationFailed, None));
     }
-    let in_cluster = broker.topics.as_ref().filter(|_| !is_broker_local_topic(name));
+    let in_cluster = broker.topics.as_ref();
     let partitions = match in_cluster {
         Some(topics) => topics.image().topics.topic(name).map(|t| t.partition_count()),
         None => broker.logs.topic(name).map(|t| t.partitions),

@@ -31,7 +31,6 @@ use super::error::error_code;
 use super::{str_bytes, uuid_of, RequestContext};
 use crate::api::KafkaApis;
 use crate::controller::{ClusterTopics, NewTopic, TopicChangeError};
-use crate::log::manager::is_broker_local_topic;
 use crate::log::{LogError, LogManager};
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
@@ -180,9 +179,7 @@ fn create(
     version: i16,
 ) -> Result<CreatableTopicResult, (ResponseError, String)> {
     let (id, factor) = match &broker.topics {
-        Some(topics) if !is_broker_local_topic(&plan.name) => {
-            create_in_cluster(broker, topics, &plan, validate_only, timeout_ms)?
-        }
+        Some(topics) => create_in_cluster(broker, topics, &plan, validate_only, timeout_ms)?,
         _ => (create_here(broker, &plan, validate_only)?, 1),
     };
     let Planned { partitions, config, .. } = plan;

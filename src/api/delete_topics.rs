@@ -21,7 +21,6 @@ use super::error::cluster_error_code;
 use super::error::error_code;
 use super::{str_bytes, topic_name, uuid_of, RequestContext};
 use crate::api::KafkaApis;
-use crate::log::manager::is_broker_local_topic;
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
 /// What the principal may do with each topic name the request involves.
@@ -137,7 +136,7 @@ fn delete(
     // In a cluster the topic goes from etcd; each broker then deletes its
     // copies as it applies the deletion.
     let deleted = match &broker.topics {
-        Some(topics) if !is_broker_local_topic(name) => {
+        Some(topics) => {
             let now = broker.logs.clock().now_ms();
             crate::blocking::off_worker(|| {
                 tokio::runtime::Handle::current().block_on(topics.delete(name, now))

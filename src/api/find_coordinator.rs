@@ -1,10 +1,11 @@
 //! FindCoordinator: alone, this node coordinates every consumer group (key
 //! type 0) and every transactional id (key type 1). In a cluster a group's
-//! coordinator is the leader of its `__consumer_offsets` partition, and the
-//! controller coordinates transactional ids for now. The coordinator's
-//! topic is created on the first lookup, as Kafka does; a transactional id
-//! is answered COORDINATOR_LOAD_IN_PROGRESS until `__transaction_state` is
-//! loaded. Other key types get COORDINATOR_NOT_AVAILABLE. v4+ asks for
+//! coordinator is the leader of its `__consumer_offsets` partition, a
+//! transactional id's the leader of its `__transaction_state` partition.
+//! The coordinator's topic is created on the first lookup, as Kafka does;
+//! alone, a transactional id is answered COORDINATOR_LOAD_IN_PROGRESS until
+//! `__transaction_state` is loaded (in a cluster the coordinator answers
+//! that itself while its partition loads). Other key types get COORDINATOR_NOT_AVAILABLE. v4+ asks for
 //! several keys at once, each answered on its own.
 //!
 //! Authorization comes first, per key (Kafka's `getCoordinator`): DESCRIBE
@@ -27,6 +28,7 @@ use crate::cluster::image::MetadataImage;
 use crate::controller::topics::{NewTopic, TopicChangeError};
 use crate::group::OFFSETS_TOPIC;
 use crate::security::acl::{AclOperation, ResourceType};
+use crate::txn::TRANSACTION_STATE_TOPIC;
 
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
@@ -34,10 +36,10 @@ const KEY_TYPE_TRANSACTION: i8 = 1;
 /// A broker's id, host and port.
 type Node = (i32, String, i32);
 
-/// How long a FindCoordinator that creates `__consumer_offsets` in a
+/// How long a FindCoordinator that creates a coordinator's topic in a
 /// cluster waits for its leaders before answering (it answers
 /// COORDINATOR_NOT_AVAILABLE either way, and the client asks again).
-const OFFSETS_TOPIC_CREATE_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+const INTERNAL_TOPIC_CREATE_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The coordinator of `key`, reached through `listener`.
 fn coordinator(
@@ -46,76 +48,96 @@ fn coordinator(
     key_type: i8,
     key: &str,
 ) -> Result<Node, (ResponseError, String)> {
-    let here = || {
-        let e = broker.endpoint(listener);
-        (broker.node_id, e.host.clone(), i32::from(e.port))
-    };
-    match (&broker.cluster, key_type) {
-        (Some(cluster), KEY_TYPE_GROUP) => {
-            group_coordinator(broker, &cluster.current(), listener, key)
+    let internal = match key_type {
+        KEY_TYPE_GROUP => Some((OFFSETS_TOPIC, broker.groups.partition_for(key))),
+        KEY_TYPE_TRANSACTION => {
+            Some((TRANSACTION_STATE_TOPIC, broker.txn.state_manager().partition_for(key)))
         }
-        (Some(_), KEY_TYPE_TRANSACTION) => match controller(broker, listener)? {
-            Some(node) => Ok(node),
-            None => lookup(broker, key_type).map(|()| here()),
-        },
-        _ => lookup(broker, key_type).map(|()| here()),
+        _ => None,
+    };
+    match (&broker.cluster, internal) {
+        (Some(cluster), Some((topic, partition))) => {
+            leader_of(broker, &cluster.current(), listener, (topic, partition))
+        }
+        _ => lookup(broker, key_type).map(|()| {
+            let e = broker.endpoint(listener);
+            (broker.node_id, e.host.clone(), i32::from(e.port))
+        }),
     }
 }
 
-/// In a cluster a group's coordinator is the leader of its
-/// `__consumer_offsets` partition, created on the first lookup as Kafka
-/// does (COORDINATOR_NOT_AVAILABLE until it has a leader, or while the
-/// cluster has fewer brokers than `offsets.topic.replication.factor`).
-fn group_coordinator(
+/// In a cluster a key's coordinator is the leader of its partition of the
+/// coordinator's topic, which the first lookup creates as Kafka does
+/// (COORDINATOR_NOT_AVAILABLE until it has a leader, or while the cluster
+/// has fewer brokers than its replication factor).
+fn leader_of(
     broker: &KafkaApis,
     image: &MetadataImage,
     listener: &str,
-    group: &str,
+    (topic, partition): (&str, i32),
 ) -> Result<Node, (ResponseError, String)> {
     let unavailable = |msg: String| (ResponseError::CoordinatorNotAvailable, msg);
-    if image.topics.topic(OFFSETS_TOPIC).is_none() {
-        create_offsets_topic(broker);
-        return Err(unavailable(format!("{OFFSETS_TOPIC} is being created")));
+    if image.topics.topic(topic).is_none() {
+        create_internal_topic(broker, topic);
+        return Err(unavailable(format!("{topic} is being created")));
     }
-    let partition = broker.groups.partition_for(group);
-    let leader = image.topics.state(OFFSETS_TOPIC, partition).map_or(-1, |s| s.state.leader);
+    let leader = image.topics.state(topic, partition).map_or(-1, |s| s.state.leader);
     if leader < 0 {
-        return Err(unavailable(format!("{OFFSETS_TOPIC}-{partition} has no leader")));
+        return Err(unavailable(format!("{topic}-{partition} has no leader")));
     }
     endpoint_of(image, leader, listener)
         .ok_or_else(|| unavailable(format!("broker {leader} has no endpoint on {listener}")))
 }
 
-/// Write `__consumer_offsets` to the cluster, with Kafka's topic configs
-/// and the `offsets.topic.*` keys; another broker doing the same at once
+/// Write `topic` (`__consumer_offsets` or `__transaction_state`) to the
+/// cluster with Kafka's topic configs and its `offsets.topic.*` or
+/// `transaction.state.log.*` keys; another broker doing the same at once
 /// is fine (the create is create-only).
-fn create_offsets_topic(broker: &KafkaApis) {
+fn create_internal_topic(broker: &KafkaApis, topic: &str) {
     let Some(topics) = &broker.topics else { return };
-    let config = broker.groups.config();
-    let new = NewTopic {
-        name: OFFSETS_TOPIC.to_string(),
-        partitions: config.offsets_topic_partitions,
-        replication_factor: config.offsets_topic_replication_factor,
-        assignment: None,
-        config: [
-            ("cleanup.policy".to_string(), "compact".to_string()),
-            ("segment.bytes".to_string(), config.offsets_topic_segment_bytes.to_string()),
-            ("compression.type".to_string(), "producer".to_string()),
-        ]
-        .into(),
+    let new = if topic == OFFSETS_TOPIC {
+        let config = broker.groups.config();
+        NewTopic {
+            name: topic.to_string(),
+            partitions: config.offsets_topic_partitions,
+            replication_factor: config.offsets_topic_replication_factor,
+            assignment: None,
+            config: [
+                ("cleanup.policy".to_string(), "compact".to_string()),
+                ("segment.bytes".to_string(), config.offsets_topic_segment_bytes.to_string()),
+                ("compression.type".to_string(), "producer".to_string()),
+            ]
+            .into(),
+        }
+    } else {
+        let config = broker.txn.state_manager().config();
+        NewTopic {
+            name: topic.to_string(),
+            partitions: config.transaction_log_num_partitions,
+            replication_factor: config.transaction_log_replication_factor,
+            assignment: None,
+            config: [
+                ("cleanup.policy".to_string(), "compact".to_string()),
+                ("segment.bytes".to_string(), config.transaction_log_segment_bytes.to_string()),
+                ("compression.type".to_string(), "uncompressed".to_string()),
+                ("min.insync.replicas".to_string(), config.transaction_log_min_isr.to_string()),
+            ]
+            .into(),
+        }
     };
     let created = crate::blocking::off_worker(|| {
-        tokio::runtime::Handle::current().block_on(topics.create(&new, OFFSETS_TOPIC_CREATE_WAIT))
+        tokio::runtime::Handle::current().block_on(topics.create(&new, INTERNAL_TOPIC_CREATE_WAIT))
     });
     match created {
         Ok(_) | Err(TopicChangeError::TimedOut(_)) => {
             tracing::info!(
+                topic,
                 replication_factor = new.replication_factor,
-                "created {OFFSETS_TOPIC} in the cluster"
+                "created in the cluster"
             );
         }
         Err(TopicChangeError::Exists(_)) => {}
-        Err(e) => tracing::warn!("creating {OFFSETS_TOPIC} in the cluster: {e}"),
+        Err(e) => tracing::warn!(topic, "creating it in the cluster: {e}"),
     }
 }
 
@@ -123,28 +145,6 @@ fn endpoint_of(image: &MetadataImage, node: i32, listener: &str) -> Option<Node>
     let b = image.brokers.get(&node)?;
     let e = b.registration.endpoints.iter().find(|e| e.listener == listener)?;
     Some((node, e.host.clone(), i32::from(e.port)))
-}
-
-/// In a cluster the controller coordinates every transactional id until
-/// the transaction coordinator moves with `__transaction_state`'s
-/// partitions (issue 29, milestone 5): another broker answers with the
-/// controller's endpoint on the request's listener, or
-/// COORDINATOR_NOT_AVAILABLE while there is none. `Ok(None)`: this broker
-/// coordinates.
-fn controller(broker: &KafkaApis, listener: &str) -> Result<Option<Node>, (ResponseError, String)> {
-    let Some(cluster) = &broker.cluster else { return Ok(None) };
-    let image = cluster.current();
-    let controller = image.controller_id();
-    if controller == broker.node_id {
-        return Ok(None);
-    }
-    match endpoint_of(&image, controller, listener) {
-        Some(node) => Ok(Some(node)),
-        None => Err((
-            ResponseError::CoordinatorNotAvailable,
-            "the cluster has no controller to coordinate now".into(),
-        )),
-    }
 }
 
 fn lookup(broker: &KafkaApis, key_type: i8) -> Result<(), (ResponseError, String)> {

@@ -102,7 +102,7 @@ impl KafkaApis {
     /// Whether the partition exists (in a cluster, in the image, wherever
     /// its replicas are).
     pub fn has_partition(&self, topic: &str, partition: i32) -> bool {
-        match self.cluster.as_ref().filter(|_| !crate::log::manager::is_broker_local_topic(topic)) {
+        match &self.cluster {
             Some(c) => c
                 .current()
                 .topics
@@ -125,7 +125,7 @@ impl KafkaApis {
     /// The config of the topic named `name` (in a cluster, its overrides in
     /// etcd over this broker's defaults).
     pub fn topic_config(&self, name: &str) -> Option<Arc<crate::log::LogConfig>> {
-        match self.cluster.as_ref().filter(|_| !crate::log::manager::is_broker_local_topic(name)) {
+        match &self.cluster {
             Some(c) => {
                 let image = c.current();
                 image.topics.topic(name)?;
@@ -148,11 +148,8 @@ impl KafkaApis {
 
     /// The id of the topic named `name`, as [`Self::topic_name_by_id`] finds topics.
     pub fn topic_id(&self, name: &str) -> Option<[u8; 16]> {
-        let in_cluster = self
-            .cluster
-            .as_ref()
-            .filter(|_| !crate::log::manager::is_broker_local_topic(name))
-            .map(|c| c.current().topics.topic(name).map(|t| t.id));
+        let in_cluster =
+            self.cluster.as_ref().map(|c| c.current().topics.topic(name).map(|t| t.id));
         match in_cluster {
             Some(found) => found,
             None => self.logs.topic(name).map(|t| t.id),

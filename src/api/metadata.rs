@@ -36,13 +36,11 @@ use super::error::cluster_error_code;
 use crate::cluster::image::MetadataImage;
 use crate::cluster::topics_image::TopicImage;
 use crate::controller::{ClusterTopics, NewTopic, TopicChangeError};
-use crate::log::manager::is_broker_local_topic;
 use crate::log::{LogError, LogManager, TopicInfo, TopicPartition};
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
 /// Where the topics come from: this node's logs, or in a cluster the image
-/// this broker applied (`__transaction_state`, local to each broker until
-/// the cluster places it, from the logs in both).
+/// this broker applied.
 enum Catalog {
     Local,
     Cluster(Arc<MetadataImage>),
@@ -59,22 +57,20 @@ impl Catalog {
     /// The described topic named `name`, if it exists.
     fn describe(&self, broker: &KafkaApis, name: &str) -> Option<MetadataResponseTopic> {
         match self {
-            Catalog::Cluster(image) if !is_broker_local_topic(name) => {
+            Catalog::Cluster(image) => {
                 image.topics.topic(name).map(|t| cluster_topic_response(image, t))
             }
-            _ => broker.logs.topic(name).map(|info| topic_response(broker, &info)),
+            Catalog::Local => broker.logs.topic(name).map(|info| topic_response(broker, &info)),
         }
     }
 
     /// Every topic's name and id.
     fn names_and_ids(&self, broker: &KafkaApis) -> Vec<(String, [u8; 16])> {
-        let local = broker.logs.topics().into_iter().map(|t| (t.name, t.id));
         match self {
-            Catalog::Local => local.collect(),
-            Catalog::Cluster(image) => local
-                .filter(|(name, _)| is_broker_local_topic(name))
-                .chain(image.topics.topics().map(|t| (t.name.clone(), t.id)))
-                .collect(),
+            Catalog::Local => broker.logs.topics().into_iter().map(|t| (t.name, t.id)).collect(),
+            Catalog::Cluster(image) => {
+                image.topics.topics().map(|t| (t.name.clone(), t.id)).collect()
+            }
         }
     }
 }
@@ -136,7 +132,7 @@ fn cluster_topic_response(image: &MetadataImage, topic: &TopicImage) -> Metadata
     MetadataResponseTopic::default()
         .with_name(Some(topic_name(topic.name.clone())))
         .with_topic_id(uuid_of(topic.id))
-        .with_is_internal(topic.name == crate::group::OFFSETS_TOPIC)
+        .with_is_internal(topic.name.starts_with("__"))
         .with_partitions(partitions)
         .with_topic_authorized_operations(i32::MIN)
 }
@@ -158,7 +154,7 @@ fn refused_topic(name: Option<String>, id: uuid::Uuid) -> MetadataResponseTopic 
 
 /// Create `name` on a Metadata request's behalf (the principal may).
 fn auto_create(broker: &KafkaApis, catalog: &Catalog, name: String) -> MetadataResponseTopic {
-    if let Some(topics) = broker.topics.as_ref().filter(|_| !is_broker_local_topic(&name)) {
+    if let Some(topics) = &broker.topics {
         return auto_create_in_cluster(broker, topics, name);
     }
     let created = LogManager::validate_topic_name(&name).and_then(|_| {

@@ -99,7 +99,7 @@ fn every_partition(request: &WritableTxnMarker, code: i16) -> WritableTxnMarkerR
 }
 
 fn write_marker(broker: &KafkaApis, request: &WritableTxnMarker) -> WritableTxnMarkerResult {
-    if request.coordinator_epoch > COORDINATOR_EPOCH {
+    if broker.cluster.is_none() && request.coordinator_epoch > COORDINATOR_EPOCH {
         // The partitions record it, and refuse this node's coordinator (whose
         // epoch is fixed) any later marker of the producer there.
         tracing::warn!(

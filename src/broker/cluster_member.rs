@@ -32,7 +32,6 @@ use crate::controller::{ClusterTopics, ControllerElection};
 use crate::group::TopicCatalog;
 use crate::metrics::cluster::{ClusterStatus, ReplicationCounts};
 use crate::replica::coordinator_writes::ReplicatedCoordinatorWrites;
-use crate::replica::leadership::CoordinatorGate;
 use crate::replica::leadership::LedPartition;
 use crate::replica::Leadership;
 
@@ -139,7 +138,8 @@ impl ClusterMember {
     }
 
     /// Give the handlers the cluster: its image, topic changes through
-    /// etcd, the coordinators' gate and the cluster's producer id blocks.
+    /// etcd, coordinators that follow their partitions' leadership and the
+    /// cluster's producer id blocks.
     pub fn attach(&self, broker: &mut crate::api::KafkaApis) {
         broker.cluster = Some(Arc::clone(&self.image));
         broker.topics = Some(self.topics());
@@ -149,8 +149,10 @@ impl ClusterMember {
             tokio::runtime::Handle::current(),
         );
         let catalog = Arc::new(ImageTopics(Arc::clone(&self.image)));
-        broker.groups.place_by_cluster(Arc::new(writes), catalog);
-        broker.txn.state_manager().coordinate_while(self.coordinator_gate());
+        let writes: Arc<dyn crate::replica::coordinator_writes::CoordinatorReplication> =
+            Arc::new(writes);
+        broker.groups.place_by_cluster(Arc::clone(&writes), catalog);
+        broker.txn.state_manager().place_by_cluster(writes);
         let blocks = Arc::new(self.producer_id_blocks(broker.node_id));
         broker.producer_ids.lock().use_cluster_blocks(blocks);
     }
@@ -178,13 +180,6 @@ impl ClusterMember {
     /// session's timer runs.
     pub fn leadership(&self) -> Arc<Leadership> {
         Arc::clone(&self.leadership)
-    }
-
-    /// Whether this broker coordinates transactional ids now: while it is
-    /// the controller (the interim rule of `CoordinatorGate`).
-    pub fn coordinator_gate(&self) -> CoordinatorGate {
-        let election = Arc::clone(&self.election);
-        CoordinatorGate::new(move || election.is_active())
     }
 
     /// The leader's ISR changes, written to etcd.

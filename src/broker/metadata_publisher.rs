@@ -10,10 +10,11 @@
 //! * the copies of topics the image lists as deleted are removed;
 //! * then the partitions led (with their epochs) and the partitions the
 //!   cluster has are published to the replica manager's `Leadership`;
-//! * last the group coordinator learns which `__consumer_offsets`
-//!   partitions are led here (Kafka's `onElection`/`onResignation`): a
-//!   shard led at a new epoch loads on a blocking thread of its own, one
-//!   no longer led is dropped.
+//! * last the group and transaction coordinators learn which
+//!   `__consumer_offsets` and `__transaction_state` partitions are led here
+//!   (Kafka's `onElection`/`onResignation`): a partition led at a new
+//!   epoch loads on a blocking thread of its own, one no longer led is
+//!   dropped.
 //!
 //! A local topic the image does not have and has not deleted is a stray:
 //! never served, never deleted here (an etcd restored from an old backup
@@ -27,11 +28,12 @@ use std::sync::Arc;
 use crate::cluster::image::{ImageWatcher, MetadataImage};
 use crate::cluster::topics_image::TopicImage;
 use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
-use crate::log::manager::{is_broker_local_topic, CleaningControl};
+use crate::log::manager::CleaningControl;
 use crate::log::{LogManager, TopicPartition};
 use crate::replica::fetcher::{LeaderEndpoint, ReplicaFetcherManager};
 use crate::replica::leadership::LedPartition;
 use crate::replica::{Leadership, LeadershipView, ReplicaManager};
+use crate::txn::{TransactionCoordinator, TRANSACTION_STATE_TOPIC};
 
 pub struct MetadataPublisher {
     pub node_id: i32,
@@ -41,6 +43,7 @@ pub struct MetadataPublisher {
     pub cleaning: Option<Arc<dyn CleaningControl>>,
     pub fetchers: Arc<ReplicaFetcherManager>,
     pub groups: Arc<GroupCoordinator>,
+    pub txn: Arc<TransactionCoordinator>,
     /// Strays already logged.
     strays: HashSet<String>,
 }
@@ -52,10 +55,14 @@ impl MetadataPublisher {
         replica: Arc<ReplicaManager>,
         leadership: Arc<Leadership>,
         cleaning: Option<Arc<dyn CleaningControl>>,
-        (fetchers, groups): (Arc<ReplicaFetcherManager>, Arc<GroupCoordinator>),
+        (fetchers, groups, txn): (
+            Arc<ReplicaFetcherManager>,
+            Arc<GroupCoordinator>,
+            Arc<TransactionCoordinator>,
+        ),
     ) -> Self {
         let strays = HashSet::new();
-        Self { node_id, logs, replica, leadership, cleaning, fetchers, groups, strays }
+        Self { node_id, logs, replica, leadership, cleaning, fetchers, groups, txn, strays }
     }
 
     /// Apply every new image until the watcher goes.
@@ -102,7 +109,7 @@ impl MetadataPublisher {
             self.apply_topic(image, topic, &config, (&mut view, &mut followed));
         }
         for t in self.logs.topics() {
-            if !is_broker_local_topic(&t.name) && image.topics.topic(&t.name).is_none() {
+            if image.topics.topic(&t.name).is_none() {
                 self.stray(&t.name, "the cluster has no such topic");
             }
         }
@@ -116,21 +123,24 @@ impl MetadataPublisher {
             }
         }
         self.fetchers.update(&followed, &leader_endpoints(image));
-        self.move_groups();
+        self.move_coordinators();
     }
 
-    /// Load the group shards newly led here, drop those no longer led.
-    fn move_groups(&self) {
+    /// Load the group shards and transaction partitions newly led here,
+    /// drop those no longer led.
+    fn move_coordinators(&self) {
         let view = self.leadership.view();
-        let led: HashMap<i32, i32> = view
-            .led
-            .iter()
-            .filter(|(tp, _)| tp.topic == OFFSETS_TOPIC)
-            .map(|(tp, p)| (tp.partition, p.leader_epoch))
-            .collect();
-        for (partition, epoch) in self.groups.on_leadership(&led) {
+        let led = |topic: &str| -> HashMap<i32, i32> {
+            let led = view.led.iter().filter(|(tp, _)| tp.topic == topic);
+            led.map(|(tp, p)| (tp.partition, p.leader_epoch)).collect()
+        };
+        for (partition, epoch) in self.groups.on_leadership(&led(OFFSETS_TOPIC)) {
             let groups = Arc::clone(&self.groups);
             tokio::task::spawn_blocking(move || groups.load_partition(partition, epoch));
+        }
+        for (partition, epoch) in self.txn.on_leadership(&led(TRANSACTION_STATE_TOPIC)) {
+            let txn = Arc::clone(&self.txn);
+            tokio::task::spawn_blocking(move || txn.load_partition(partition, epoch));
         }
     }
 

@@ -290,9 +290,9 @@ fn transaction_coordinator(
         }),
         None => markers.clone(),
     };
-    let coordinator = TransactionCoordinator::new(state, ids, writer, clock);
+    let coordinator = TransactionCoordinator::new(Arc::clone(&state), ids, writer, clock);
     if let Some(peers) = peers {
-        coordinator.verify_remotely_with(Arc::new(ClusterTxnVerifier { peers }));
+        coordinator.verify_remotely_with(Arc::new(ClusterTxnVerifier { peers, state }));
     }
     (Arc::new(coordinator), markers)
 }

@@ -48,7 +48,7 @@ impl Replication {
             Arc::clone(&broker.replica),
             leadership,
             Some(cleaning),
-            (Arc::clone(&fetchers), Arc::clone(&broker.groups)),
+            (Arc::clone(&fetchers), Arc::clone(&broker.groups), Arc::clone(&broker.txn)),
         );
         let publisher = publisher.spawn(&member.image);
         Self { publisher, fetchers, isr }

@@ -1,7 +1,8 @@
 //! Transactions across the brokers of a cluster (docs/design/multi-broker.md,
-//! 7.3), while the controller coordinates every transactional id: the
-//! coordinator's markers reach each partition's leader, and a leader asks
-//! the coordinator before a transactional batch opens a transaction.
+//! 7.3), each transactional id coordinated by the leader of its
+//! `__transaction_state` partition: the coordinator's markers reach each
+//! partition's leader, and a leader asks the coordinator before a
+//! transactional batch opens a transaction.
 //!
 //! * [`ClusterMarkerWriter`]: a marker for a partition led here is appended
 //!   to the local log and counts once the partition's ISR holds it (Kafka
@@ -13,7 +14,7 @@
 //!   an unreachable leader or a partition without one is retried by the
 //!   coordinator (the transaction stays in Prepare* meanwhile).
 //! * [`ClusterTxnVerifier`]: AddPartitionsToTxn v4 with `verify_only` to
-//!   the controller, answered as the local check would be; a coordinator
+//!   the id's coordinator, answered as the local check would be; a coordinator
 //!   that cannot answer is retriable (NOT_ENOUGH_REPLICAS to the producer,
 //!   as Kafka maps it).
 //!
@@ -40,7 +41,7 @@ use crate::replica::coordinator_writes::{CoordinatorReplication, ReplicatedCoord
 use crate::replica::{Leading, ReplicaManager};
 use crate::txn::{
     LogMarkerWriter, MarkerWriteError, RemoteVerifier, TransactionMarkerWriter, TransactionResult,
-    TxnError, TxnMarker,
+    TransactionStateManager, TxnError, TxnMarker, TRANSACTION_STATE_TOPIC,
 };
 
 /// See the module doc.
@@ -124,6 +125,8 @@ impl TransactionMarkerWriter for ClusterMarkerWriter {
 #[derive(Debug)]
 pub struct ClusterTxnVerifier {
     pub peers: Arc<BrokerChannels>,
+    /// For the partition of an id (the configured count).
+    pub state: Arc<TransactionStateManager>,
 }
 
 impl RemoteVerifier for ClusterTxnVerifier {
@@ -138,9 +141,12 @@ impl RemoteVerifier for ClusterTxnVerifier {
             tracing::debug!(transactional_id, partition = %partition, "verification: {why}");
             TxnError::CoordinatorNotAvailable
         };
-        let coordinator = self.peers.image().controller_id();
+        let p = self.state.partition_for(transactional_id);
+        let image = self.peers.image();
+        let coordinator =
+            image.topics.state(TRANSACTION_STATE_TOPIC, p).map_or(-1, |s| s.state.leader);
         if coordinator < 0 {
-            return Err(unavailable("no controller".into()));
+            return Err(unavailable(format!("{TRANSACTION_STATE_TOPIC}-{p} has no leader")));
         }
         let topic = AddPartitionsToTxnTopic::default()
             .with_name(TopicName(StrBytes::from_string(partition.topic.clone())))

@@ -8,15 +8,13 @@
 //! Invariant: a partition counts as led only while the broker's session
 //! timer runs (`may_lead`): once etcd may have expired the session and
 //! another broker been given the partition, this one answers
-//! NOT_LEADER_OR_FOLLOWER instead of serving it. `__transaction_state`
-//! is local to each broker until the cluster places it, and always served.
+//! NOT_LEADER_OR_FOLLOWER instead of serving it.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use crate::log::manager::is_broker_local_topic;
 use crate::log::TopicPartition;
 
 /// What the cluster says of one partition on this broker.
@@ -190,9 +188,6 @@ impl Leadership {
     }
 
     pub fn leads(&self, tp: &TopicPartition) -> Leading {
-        if is_broker_local_topic(&tp.topic) {
-            return Leading::Yes;
-        }
         let view = self.view.read();
         if view.led.contains_key(tp) && (self.may_lead)() {
             Leading::Yes
@@ -201,25 +196,5 @@ impl Leadership {
         } else {
             Leading::Unknown
         }
-    }
-}
-
-/// Whether this broker coordinates groups or transactional ids now: in a
-/// cluster, until coordinators move with their internal topics' partitions
-/// (docs/design/multi-broker.md, milestone 5), only the controller does.
-pub struct CoordinatorGate(Box<dyn Fn() -> bool + Send + Sync>);
-
-impl CoordinatorGate {
-    pub fn new(gate: impl Fn() -> bool + Send + Sync + 'static) -> Self {
-        Self(Box::new(gate))
-    }
-    pub fn is_open(&self) -> bool {
-        (self.0)()
-    }
-}
-
-impl std::fmt::Debug for CoordinatorGate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("CoordinatorGate").field(&self.is_open()).finish()
     }
 }

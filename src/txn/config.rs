@@ -21,16 +21,16 @@ pub const TRANSACTION_STATE_LOG_SEGMENT_BYTES: ConfigDef = broker_key!(
 pub const TRANSACTION_STATE_LOG_REPLICATION_FACTOR: ConfigDef = broker_key!(
     "transaction.state.log.replication.factor",
     Int,
-    "1",
+    "3",
     Some(1.0),
-    "replication factor of __transaction_state (only 1 is possible on one node)"
+    "replication factor of __transaction_state in a cluster (a single node keeps one copy)"
 );
 pub const TRANSACTION_STATE_LOG_MIN_ISR: ConfigDef = broker_key!(
     "transaction.state.log.min.isr",
     Int,
-    "1",
+    "2",
     Some(1.0),
-    "min.insync.replicas of __transaction_state (accepted; one node is always in sync)"
+    "min.insync.replicas of __transaction_state in a cluster (at most its replication factor)"
 );
 pub const TRANSACTION_MAX_TIMEOUT_MS: ConfigDef = broker_key!(
     "transaction.max.timeout.ms",
@@ -89,6 +89,10 @@ pub struct TransactionConfig {
     pub transaction_log_num_partitions: i32,
     /// `transaction.state.log.segment.bytes`.
     pub transaction_log_segment_bytes: i64,
+    /// `transaction.state.log.replication.factor` (in a cluster).
+    pub transaction_log_replication_factor: i32,
+    /// `transaction.state.log.min.isr` (in a cluster).
+    pub transaction_log_min_isr: i32,
     /// `transaction.max.timeout.ms`: the largest timeout a producer may ask for.
     pub transaction_max_timeout_ms: i32,
     /// `transactional.id.expiration.ms`: how long an id without a transaction
@@ -105,6 +109,8 @@ impl Default for TransactionConfig {
         Self {
             transaction_log_num_partitions: 50,
             transaction_log_segment_bytes: 104_857_600,
+            transaction_log_replication_factor: 3,
+            transaction_log_min_isr: 2,
             transaction_max_timeout_ms: 900_000,
             transactional_id_expiration_ms: 604_800_000,
             abort_timed_out_transactions_interval_ms: 10_000,
@@ -120,6 +126,10 @@ impl TransactionConfig {
             transaction_log_num_partitions: values.int(&TRANSACTION_STATE_LOG_NUM_PARTITIONS)
                 as i32,
             transaction_log_segment_bytes: values.int(&TRANSACTION_STATE_LOG_SEGMENT_BYTES),
+            transaction_log_replication_factor: values
+                .int(&TRANSACTION_STATE_LOG_REPLICATION_FACTOR)
+                as i32,
+            transaction_log_min_isr: values.int(&TRANSACTION_STATE_LOG_MIN_ISR) as i32,
             transaction_max_timeout_ms: values.int(&TRANSACTION_MAX_TIMEOUT_MS) as i32,
             transactional_id_expiration_ms: values.int(&TRANSACTIONAL_ID_EXPIRATION_MS),
             abort_timed_out_transactions_interval_ms: values

@@ -120,6 +120,11 @@ impl TransactionCoordinator {
         self.clock.now_ms()
     }
 
+    /// Issue no producer id below `floor` (ids a load found).
+    pub(super) fn raise_producer_id_floor(&self, floor: i64) {
+        self.producer_ids.raise_floor(floor);
+    }
+
     /// Load `__transaction_state` (docs/design/transactions.md, "Loading at start"), raise the
     /// producer id floor above every id it holds, then complete each
     /// transaction found in PrepareCommit/PrepareAbort: every marker again,
@@ -156,7 +161,7 @@ impl TransactionCoordinator {
         if txn_timeout_ms <= 0 || txn_timeout_ms > max_ms {
             return Err(TxnError::InvalidTransactionTimeout { timeout_ms: txn_timeout_ms, max_ms });
         }
-        self.state.check_loaded()?;
+        self.state.coordinator_epoch(transactional_id)?;
         // A metadata found Dead was expired while we waited for it: look again.
         for _ in 0..3 {
             let shared = self.get_or_create(transactional_id, txn_timeout_ms)?;

@@ -201,7 +201,13 @@ impl TransactionCoordinator {
         let marker = TxnMarker {
             producer_id: m.producer_id,
             producer_epoch: m.producer_epoch,
-            coordinator_epoch: COORDINATOR_EPOCH,
+            // The epoch this broker coordinates the id at (0 alone); a
+            // deposed coordinator's markers are then refused where a newer
+            // one's landed.
+            coordinator_epoch: self
+                .state
+                .coordinator_epoch(&m.transactional_id)
+                .unwrap_or(COORDINATOR_EPOCH),
             result,
         };
         let remaining = m.partitions.clone();

@@ -79,3 +79,14 @@ impl From<LogError> for TxnError {
         TxnError::Storage(Arc::new(e))
     }
 }
+
+/// Kafka's mapping of a coordinator's failed `acks=all` write.
+impl From<crate::replica::coordinator_writes::CoordinatorWriteError> for TxnError {
+    fn from(e: crate::replica::coordinator_writes::CoordinatorWriteError) -> Self {
+        use crate::replica::coordinator_writes::CoordinatorWriteError as W;
+        match e {
+            W::NotLeader => TxnError::NotCoordinator,
+            W::NotEnoughReplicas | W::TimedOut => TxnError::CoordinatorNotAvailable,
+        }
+    }
+}

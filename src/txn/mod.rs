@@ -54,6 +54,7 @@ mod end_txn;
 mod error;
 mod log_marker_writer;
 mod marker_writer;
+mod placement;
 mod scheduler;
 mod state_manager;
 mod timers;

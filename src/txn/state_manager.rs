@@ -39,8 +39,9 @@ use super::config::TransactionConfig;
 use parking_lot::{Mutex, RwLock};
 
 use super::error::TxnError;
+use super::placement::TxnPlacement;
 use super::schema::{SchemaError, TransactionLogKey, TransactionLogValue};
-use super::transaction_metadata::{LogValueError, TransactionMetadata, TransactionState};
+use super::transaction_metadata::{LogValueError, TransactionMetadata};
 use crate::cleaner::ProducerIdResolver;
 use crate::clock::SharedClock;
 use crate::log::compression::Compression;
@@ -52,7 +53,7 @@ use crate::log::{LogError, LogManager, TopicPartition};
 pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 
 /// The largest decompressed batch the loader accepts.
-const MAX_BATCH_RECORDS_BYTES: usize = 64 << 20;
+pub(super) const MAX_BATCH_RECORDS_BYTES: usize = 64 << 20;
 
 /// A transactional id's metadata, locked on its own.
 pub type SharedTransactionMetadata = Arc<Mutex<TransactionMetadata>>;
@@ -73,31 +74,25 @@ pub struct TxnLoadOutcome {
 #[derive(Debug)]
 pub struct TransactionStateManager {
     config: TransactionConfig,
-    logs: Arc<LogManager>,
+    pub(super) logs: Arc<LogManager>,
     clock: SharedClock,
-    transactions: RwLock<HashMap<String, SharedTransactionMetadata>>,
-    loaded: AtomicBool,
-    load_stats: Mutex<LoadStats>,
-    /// In a cluster, whether this broker coordinates transactional ids now
-    /// (set once at start); unset, it always does.
-    coordinating: std::sync::OnceLock<crate::replica::leadership::CoordinatorGate>,
+    pub(super) transactions: RwLock<HashMap<String, SharedTransactionMetadata>>,
+    pub(super) loaded: AtomicBool,
+    pub(super) load_stats: Mutex<LoadStats>,
+    /// In a cluster, the `__transaction_state` partitions this broker
+    /// coordinates (set once when it joins; `placement`); unset, it
+    /// coordinates every id.
+    pub(super) placement: std::sync::OnceLock<TxnPlacement>,
 }
 
 impl TransactionStateManager {
-    /// Coordinate only while `gate` says so (a cluster's interim rule).
-    pub fn coordinate_while(&self, gate: crate::replica::leadership::CoordinatorGate) {
-        if self.coordinating.set(gate).is_err() {
-            tracing::warn!("the transaction coordinator's gate was already set");
-        }
-    }
-
     pub fn new(config: TransactionConfig, logs: Arc<LogManager>, clock: SharedClock) -> Self {
         Self {
             config,
             logs,
             clock,
             transactions: RwLock::new(HashMap::new()),
-            coordinating: std::sync::OnceLock::new(),
+            placement: std::sync::OnceLock::new(),
             loaded: AtomicBool::new(false),
             load_stats: Mutex::new(LoadStats::default()),
         }
@@ -111,6 +106,11 @@ impl TransactionStateManager {
     /// configured count it will be created with. A changed config never
     /// moves an id of an existing topic.
     pub fn partition_count(&self) -> i32 {
+        if self.placement.get().is_some() {
+            // A broker holds replicas of some partitions only: the local
+            // count says nothing (Kafka's brokers share the configured one).
+            return self.config.transaction_log_num_partitions;
+        }
         match self.logs.topic(TRANSACTION_STATE_TOPIC) {
             Some(info) => info.partitions,
             None => self.config.transaction_log_num_partitions,
@@ -128,7 +128,8 @@ impl TransactionStateManager {
     /// # Errors
     /// The topic could not be created.
     pub fn ensure_transaction_state_topic(&self) -> Result<(), LogError> {
-        if self.logs.topic(TRANSACTION_STATE_TOPIC).is_some() {
+        // In a cluster the first FindCoordinator writes it to etcd.
+        if self.placement.get().is_some() || self.logs.topic(TRANSACTION_STATE_TOPIC).is_some() {
             return Ok(());
         }
         let partitions = self.config.transaction_log_num_partitions;
@@ -217,10 +218,14 @@ impl TransactionStateManager {
             .iter()
             .map(|(id, _)| TransactionLogKey { transactional_id: id.to_string() }.encode())
             .collect::<Result<Vec<_>, _>>()?;
-        self.ensure_transaction_state_topic().map_err(|e| {
-            tracing::error!("creating {TRANSACTION_STATE_TOPIC}: {e}");
-            TxnError::from(e)
-        })?;
+        let placement = self.placement.get();
+        match placement {
+            Some(placed) => placed.check_leader(partition)?,
+            None => self.ensure_transaction_state_topic().map_err(|e| {
+                tracing::error!("creating {TRANSACTION_STATE_TOPIC}: {e}");
+                TxnError::from(e)
+            })?,
+        }
         let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, partition);
         let log = self.logs.get_log(&tp).ok_or(TxnError::CoordinatorNotAvailable)?;
         let now = self.clock.now_ms();
@@ -234,6 +239,9 @@ impl TransactionStateManager {
             tracing::error!(partition = %tp, transactional_id = first, "writing transaction records: {e}");
             TxnError::from(e)
         })?;
+        if let Some(placed) = placement {
+            placed.replication.await_committed(&tp, info.last_offset + 1)?;
+        }
         Ok(info.first_offset)
     }
 
@@ -241,6 +249,10 @@ impl TransactionStateManager {
     /// (see the module doc). The cache answers once this returned; the
     /// transactions to complete are returned, not acted on.
     pub fn load(&self) -> TxnLoadOutcome {
+        if self.placement.get().is_some() {
+            // In a cluster each partition loads when it is led here.
+            return TxnLoadOutcome::default();
+        }
         let started = std::time::Instant::now();
         let mut loader = TxnLoader::default();
         let mut stats = LoadStats::default();
@@ -254,18 +266,7 @@ impl TransactionStateManager {
                 load_partition(&log, MAX_BATCH_RECORDS_BYTES, &mut loader, &mut stats);
             }
         }
-        let mut pending_completion: Vec<TransactionMetadata> = loader
-            .transactions
-            .values()
-            .filter(|m| {
-                matches!(
-                    m.state(),
-                    TransactionState::PrepareCommit | TransactionState::PrepareAbort
-                )
-            })
-            .cloned()
-            .collect();
-        pending_completion.sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
+        let pending_completion = super::placement::pending_completion(&loader.transactions);
         let count = loader.transactions.len();
         *self.transactions.write() =
             loader.transactions.into_iter().map(|(id, m)| (id, Arc::new(Mutex::new(m)))).collect();
@@ -295,15 +296,36 @@ impl TransactionStateManager {
     }
 
     /// # Errors
-    /// [`TxnError::CoordinatorLoadInProgress`] until the load finished.
+    /// [`TxnError::CoordinatorLoadInProgress`] until the load finished (in a
+    /// cluster, from the moment the cluster took over: each id is then
+    /// checked on its own, [`Self::coordinator_epoch`]).
     pub fn check_loaded(&self) -> Result<(), TxnError> {
-        if !self.coordinating.get().is_none_or(|gate| gate.is_open()) {
-            Err(TxnError::NotCoordinator)
-        } else if self.is_loaded() {
+        if self.is_loaded() {
             Ok(())
         } else {
             Err(TxnError::CoordinatorLoadInProgress)
         }
+    }
+
+    /// The coordinator epoch this broker coordinates `transactional_id`
+    /// at: alone 0 once loaded; in a cluster the leader epoch of its
+    /// `__transaction_state` partition, led here and loaded.
+    ///
+    /// # Errors
+    /// COORDINATOR_LOAD_IN_PROGRESS while loading, NOT_COORDINATOR when
+    /// another broker leads its partition.
+    pub fn coordinator_epoch(&self, transactional_id: &str) -> Result<i32, TxnError> {
+        match self.placement.get() {
+            None => self.check_loaded().map(|()| super::marker_writer::COORDINATOR_EPOCH),
+            Some(placed) => placed.epoch_of(self.partition_for(transactional_id)),
+        }
+    }
+
+    /// Which ids are coordinated here now, as of this call (taken before
+    /// the cache's lock: the placement's lock comes first, as in a load).
+    fn coordinated(&self) -> impl Fn(&str) -> bool + '_ {
+        let active = self.placement.get().map(TxnPlacement::active);
+        move |id| active.as_ref().is_none_or(|a| a.contains(&self.partition_for(id)))
     }
 
     /// What the last load read (zeros before it ran).
@@ -319,7 +341,7 @@ impl TransactionStateManager {
         &self,
         transactional_id: &str,
     ) -> Result<Option<SharedTransactionMetadata>, TxnError> {
-        self.check_loaded()?;
+        self.coordinator_epoch(transactional_id)?;
         Ok(self.transactions.read().get(transactional_id).cloned())
     }
 
@@ -332,7 +354,7 @@ impl TransactionStateManager {
         &self,
         metadata: TransactionMetadata,
     ) -> Result<SharedTransactionMetadata, TxnError> {
-        self.check_loaded()?;
+        self.coordinator_epoch(&metadata.transactional_id)?;
         let mut transactions = self.transactions.write();
         let entry = transactions
             .entry(metadata.transactional_id.clone())
@@ -349,8 +371,10 @@ impl TransactionStateManager {
         &self,
     ) -> Result<Vec<(String, SharedTransactionMetadata)>, TxnError> {
         self.check_loaded()?;
+        let coordinated = self.coordinated();
         let transactions = self.transactions.read();
-        Ok(transactions.iter().map(|(id, m)| (id.clone(), Arc::clone(m))).collect())
+        let here = transactions.iter().filter(|(id, _)| coordinated(id));
+        Ok(here.map(|(id, m)| (id.clone(), Arc::clone(m))).collect())
     }
 
     /// Remove `transactional_id` from the cache if its entry is still
@@ -376,8 +400,10 @@ impl TransactionStateManager {
     /// [`TxnError::CoordinatorLoadInProgress`] until the load finished.
     pub fn snapshot(&self) -> Result<BTreeMap<String, TransactionMetadata>, TxnError> {
         self.check_loaded()?;
+        let coordinated = self.coordinated();
         let transactions = self.transactions.read();
-        Ok(transactions.iter().map(|(id, m)| (id.clone(), m.lock().clone())).collect())
+        let here = transactions.iter().filter(|(id, _)| coordinated(id));
+        Ok(here.map(|(id, m)| (id.clone(), m.lock().clone())).collect())
     }
 }
 
@@ -408,9 +434,9 @@ impl ProducerIdResolver for TransactionStateManager {
 
 /// One load in progress: the metadata rebuilt so far.
 #[derive(Default)]
-struct TxnLoader {
-    transactions: HashMap<String, TransactionMetadata>,
-    max_producer_id: Option<i64>,
+pub(super) struct TxnLoader {
+    pub(super) transactions: HashMap<String, TransactionMetadata>,
+    pub(super) max_producer_id: Option<i64>,
 }
 
 impl CoordinatorRecordVisitor for TxnLoader {
@@ -439,7 +465,7 @@ impl CoordinatorRecordVisitor for TxnLoader {
 
 /// Why one record could not be applied.
 #[derive(Debug, thiserror::Error)]
-enum RecordError {
+pub(super) enum RecordError {
     #[error("{0}")]
     Schema(#[from] SchemaError),
     #[error("transactional id {0}: {1}")]
@@ -452,6 +478,7 @@ enum RecordError {
 mod tests {
     use std::path::Path;
 
+    use super::super::transaction_metadata::TransactionState;
     use super::*;
     use crate::clock::MockClock;
     use crate::log::LogManagerConfig;
@@ -497,6 +524,7 @@ mod tests {
         let c = TransactionConfig::default();
         assert_eq!(c.transaction_log_num_partitions, 50);
         assert_eq!(c.transaction_log_segment_bytes, 104_857_600);
+        assert_eq!((c.transaction_log_replication_factor, c.transaction_log_min_isr), (3, 2));
         assert_eq!(c.transaction_max_timeout_ms, 900_000);
         assert_eq!(c.transactional_id_expiration_ms, 604_800_000);
         assert_eq!(c.abort_timed_out_transactions_interval_ms, 10_000);

@@ -46,7 +46,10 @@ impl TransactionCoordinator {
         partition: &TopicPartition,
     ) -> Result<(), TxnError> {
         if let Some(remote) = self.remote_verifier.get() {
-            if matches!(self.state.check_loaded(), Err(TxnError::NotCoordinator)) {
+            if matches!(
+                self.state.coordinator_epoch(transactional_id),
+                Err(TxnError::NotCoordinator)
+            ) {
                 return remote.verify(transactional_id, producer_id, producer_epoch, partition);
             }
         }

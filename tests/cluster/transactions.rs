@@ -1,23 +1,31 @@
-//! Transactions across brokers (docs/design/multi-broker.md, 7.3) while the
-//! controller coordinates every transactional id: Apache Kafka's Java
-//! producer runs the single node's transaction scenarios
-//! (tests/java/TxnEndToEnd.java) against three brokers, each data topic led
-//! by a broker that is not the controller, with the controller as its
-//! follower. The coordinator's markers reach the leaders (WriteTxnMarkers),
-//! each leader verifies a transaction's first batch with the coordinator
-//! (AddPartitionsToTxn `verify_only`), the consumer offsets sent to the
-//! transaction complete on their group coordinator, and the answers are
-//! exactly the single node's. The followers' copies end where their
-//! leaders' do: no marker was appended to a follower.
+//! Transactions across brokers (docs/design/multi-broker.md, 7.2-7.3).
+//!
+//! * Apache Kafka's Java producer runs the single node's transaction
+//!   scenarios (tests/java/TxnEndToEnd.java) against three brokers, each
+//!   data topic led by a broker other than the controller, with the
+//!   controller as its follower. Markers reach the leaders
+//!   (WriteTxnMarkers), each leader verifies a transaction's first batch
+//!   with the id's coordinator (AddPartitionsToTxn `verify_only`), the
+//!   consumer offsets sent to the transaction complete on their group
+//!   coordinator, and the answers are exactly the single node's. The
+//!   followers' copies end where their leaders' do: no marker was appended
+//!   to a follower.
+//! * The coordinator of a transactional id is SIGKILLed with a transaction
+//!   open: the new leader of the id's `__transaction_state` partition loads
+//!   it from its replica, so the id keeps its producer id, a new producer
+//!   instance fences the open transaction and its abort marker reaches the
+//!   data partition, and a read_committed reader is not held back.
 
-use kafka_protocol::messages::MetadataRequest;
+use kafka_protocol::messages::{FindCoordinatorRequest, MetadataRequest};
+use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::etcd::EtcdServer;
-use crate::broker::{kafka_tool, repo_root, Wire};
-use crate::support::{placement, start_cluster_with, TOPICS};
+use crate::broker::txn::{end_offset, read_partition, TxnProducer};
+use crate::broker::{kafka_tool, now_ms, repo_root, TestBroker, Wire};
+use crate::support::{create_topic, placement, start_cluster_with, TOPICS};
 
 #[test]
-fn java_transactions_span_brokers_with_the_coordinator_on_the_controller() {
+fn java_transactions_span_three_brokers() {
     let etcd = EtcdServer::start();
     let brokers = start_cluster_with(
         &etcd,
@@ -86,4 +94,81 @@ fn java_transactions_span_brokers_with_the_coordinator_on_the_controller() {
 fn segment(b: &crate::broker::TestBroker, topic: &str) -> Vec<u8> {
     let file = b.data_dir().join(format!("{topic}-0")).join("00000000000000000000.log");
     std::fs::read(file).unwrap_or_default()
+}
+
+/// FindCoordinator v2 of transactional id `id` through `port`: the node.
+fn txn_coordinator(port: u16, id: &str) -> Option<i32> {
+    let request = FindCoordinatorRequest::default()
+        .with_key(StrBytes::from_string(id.into()))
+        .with_key_type(1);
+    let r = Wire::connect(port).call(2, &request);
+    (r.error_code == 0).then_some(r.node_id.0)
+}
+
+fn port_of(brokers: &[TestBroker], node: i32) -> u16 {
+    brokers[node as usize - 1].port
+}
+
+#[test]
+fn an_open_transaction_is_aborted_by_the_next_coordinator_after_a_kill() {
+    let etcd = EtcdServer::start();
+    let overrides = ["transaction.state.log.num.partitions=3", "offsets.topic.num.partitions=3"];
+    let mut brokers = start_cluster_with(&etcd, 3, &overrides);
+    let port = brokers[0].port;
+    create_topic(&brokers[0], "ledger", 1, &["--replication-factor", "3"]);
+    brokers[0].wait_for(20, "ledger-0 in sync on three", || {
+        placement(port, "ledger")
+            .get(&0)
+            .filter(|(l, _, _, isr)| *l > 0 && isr.len() == 3)
+            .map(|_| ())
+    });
+    // The first lookup creates __transaction_state at RF 3.
+    let coord =
+        brokers[0].wait_for(30, "a transaction coordinator", || txn_coordinator(port, "tx"));
+    let txn_state = placement(port, "__transaction_state");
+    assert!(txn_state.values().all(|(_, _, r, _)| r.len() == 3), "{txn_state:?}");
+
+    let mut w = Wire::connect(port_of(&brokers, coord));
+    let mut p =
+        brokers[0].wait_for(20, "InitProducerId", || TxnProducer::init(&mut w, "tx", 60_000));
+    let leader = placement(port, "ledger")[&0].0;
+    let mut lw = Wire::connect(port_of(&brokers, leader));
+    assert_eq!(p.add(&mut w, &[("ledger", 0)]), Some(vec![0]));
+    let record = |v: &str| [("k".to_string(), v.to_string())];
+    assert_eq!(p.produce(&mut lw, ("ledger", 0), now_ms(), &record("committed")), Some(0));
+    assert_eq!(p.end_retrying(&mut w, true), Some(0));
+    // A second transaction, left open when its coordinator dies.
+    assert_eq!(p.add(&mut w, &[("ledger", 0)]), Some(vec![0]));
+    assert_eq!(p.produce(&mut lw, ("ledger", 0), now_ms(), &record("open")), Some(0));
+    brokers[coord as usize - 1].kill();
+
+    let survivor = brokers.iter().find(|b| b.port != port_of(&brokers, coord)).unwrap();
+    let moved = survivor.wait_for(30, "a new transaction coordinator", || {
+        txn_coordinator(survivor.port, "tx").filter(|c| *c != coord)
+    });
+    // The id's state moved: the same producer id at a higher epoch, after
+    // the open transaction was fenced (aborted).
+    let moved_port = port_of(&brokers, moved);
+    survivor.wait_for(10, "the new coordinator knowing it", || {
+        (txn_coordinator(moved_port, "tx") == Some(moved)).then_some(())
+    });
+    let mut w2 = Wire::connect(moved_port);
+    let p2 =
+        TxnProducer::init(&mut w2, "tx", 60_000).expect("InitProducerId on the new coordinator");
+    assert_eq!(p2.pid, p.pid, "the producer id the dead coordinator gave");
+    assert!(p2.epoch > p.epoch, "{} after {}", p2.epoch, p.epoch);
+
+    let leader = survivor.wait_for(30, "ledger-0 led by a live broker", || {
+        let l = placement(survivor.port, "ledger")[&0].0;
+        (l > 0 && l != coord).then_some(l)
+    });
+    let mut rw = Wire::connect(port_of(&brokers, leader));
+    survivor.wait_for(30, "the last stable offset at the log end", || {
+        (end_offset(&mut rw, "ledger", 0, true) == end_offset(&mut rw, "ledger", 0, false))
+            .then_some(())
+    });
+    let read = read_partition(&mut rw, "ledger", 0, true);
+    assert_eq!(read.values(), ["committed"]);
+    let outcomes: Vec<bool> = read.markers_of(p.pid).iter().map(|m| m.1).collect();
+    assert_eq!(outcomes, [true, false], "a commit, then the abort of the open transaction");
 }

@@ -55,7 +55,7 @@ mod offline;
 mod replicas;
 mod scheduler;
 
-pub use replicas::{is_broker_local_topic, REPLICATION_OFFSET_CHECKPOINT};
+pub use replicas::REPLICATION_OFFSET_CHECKPOINT;
 
 /// A topic's identity and configuration.
 #[derive(Debug, Clone)]
@@ -175,7 +175,7 @@ impl LogManager {
     fn complete_interrupted_creations(&self) -> Result<()> {
         let topics: Vec<TopicInfo> = self.topics.read().values().cloned().collect();
         let placed = self.config.partitions_placed_by_cluster;
-        for info in topics.into_iter().filter(|t| !placed || is_broker_local_topic(&t.name)) {
+        for info in topics.into_iter().filter(|_| !placed) {
             for p in (0..info.partitions).rev() {
                 let tp = TopicPartition::new(&info.name, p);
                 if self.get_log(&tp).is_none() && !self.offline.read().contains_key(&tp) {

@@ -18,14 +18,6 @@ use crate::log::topic_partition::TopicPartition;
 /// Kafka's high watermark checkpoint, one per log dir.
 pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
 
-/// The internal topic every broker of a cluster still keeps whole,
-/// locally: `__transaction_state`, while the controller coordinates every
-/// transactional id (docs/design/multi-broker.md, milestone 5).
-/// `__consumer_offsets` is placed and replicated like any topic.
-pub fn is_broker_local_topic(name: &str) -> bool {
-    name == "__transaction_state"
-}
-
 impl LogManager {
     /// Create one partition of a topic the cluster placed here, with the
     /// cluster's topic id and overrides (`partitions_placed_by_cluster`).
