@@ -139,6 +139,7 @@ pub const API_RULES: &[(ApiKey, &[Check])] = &[
         ],
     ),
     (ApiKey::CreatePartitions, &[check(Op::Alter, Topic, Each, Code(TOPIC_DENIED), "")]),
+    (ApiKey::ElectLeaders, &[check(Op::Alter, Cluster, Request, Code(CLUSTER_DENIED), "")]),
     (ApiKey::DeleteRecords, &[check(Op::Delete, Topic, Each, Code(TOPIC_DENIED), "")]),
     (ApiKey::DescribeConfigs, &config_checks(Op::DescribeConfigs)),
     (ApiKey::AlterConfigs, &config_checks(Op::AlterConfigs)),

@@ -32,6 +32,7 @@ pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_producers;
 pub mod describe_transactions;
+pub mod elect_leaders;
 pub mod end_txn;
 pub mod error;
 pub mod fetch;
@@ -135,6 +136,7 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::AlterConfigs, 0, 2),
     api(ApiKey::DescribeLogDirs, 1, 4),
     api(ApiKey::CreatePartitions, 0, 3),
+    api(ApiKey::ElectLeaders, 0, 2),
     api(ApiKey::IncrementalAlterConfigs, 0, 1),
     api(ApiKey::DescribeCluster, 0, 2),
     api(ApiKey::FindCoordinator, 0, 6),
@@ -253,6 +255,9 @@ pub async fn dispatch(
         }
         RequestKind::DeleteTopics(r) => {
             ResponseKind::DeleteTopics(blocking(|| delete_topics::handle(broker, ctx, r, v)))
+        }
+        RequestKind::ElectLeaders(r) => {
+            ResponseKind::ElectLeaders(blocking(|| elect_leaders::handle(broker, ctx, &r, v)))
         }
         RequestKind::CreatePartitions(r) => {
             ResponseKind::CreatePartitions(blocking(|| create_partitions::handle(broker, ctx, r)))

@@ -17,6 +17,7 @@
 //! `cluster` and nothing of `replica` or `log`.
 
 pub mod election;
+pub mod elections;
 
 pub use election::ControllerElection;
 pub mod placement;

@@ -69,9 +69,9 @@ pub struct NewTopic {
 /// Topic changes through etcd (module doc).
 #[derive(Debug, Clone)]
 pub struct ClusterTopics {
-    coordination: Arc<dyn Coordination>,
-    keys: ClusterKeys,
-    image: Arc<ImageWatcher>,
+    pub(super) coordination: Arc<dyn Coordination>,
+    pub(super) keys: ClusterKeys,
+    pub(super) image: Arc<ImageWatcher>,
 }
 
 impl ClusterTopics {

@@ -13,6 +13,7 @@ mod brokers;
 mod coordination;
 mod coordinators;
 mod election;
+mod elections;
 mod failover;
 mod image;
 mod replication;

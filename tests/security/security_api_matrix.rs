@@ -63,13 +63,14 @@ use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
 use kafka_protocol::messages::{
-    alter_configs_request, AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,
-    AlterUserScramCredentialsRequest, ApiKey, ApiVersionsRequest, BrokerId,
-    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest,
-    CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest,
-    DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest,
-    DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
-    DescribeProducersRequest, DescribeTransactionsRequest, DescribeUserScramCredentialsRequest,
+    alter_configs_request, elect_leaders_request, AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest, AlterConfigsRequest, AlterUserScramCredentialsRequest, ApiKey,
+    ApiVersionsRequest, BrokerId, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest,
+    CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest,
+    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest,
+    DescribeClientQuotasRequest, DescribeClusterRequest, DescribeConfigsRequest,
+    DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest,
+    DescribeTransactionsRequest, DescribeUserScramCredentialsRequest, ElectLeadersRequest,
     EndTxnRequest, FetchRequest, FindCoordinatorRequest, GroupId, HeartbeatRequest,
     IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
     ListGroupsRequest, ListOffsetsRequest, ListTransactionsRequest, MetadataRequest,
@@ -249,6 +250,7 @@ fn case_of(key: ApiKey) -> CaseFn {
         K::AlterConfigs => alter_configs,
         K::DescribeLogDirs => describe_log_dirs,
         K::CreatePartitions => create_partitions,
+        K::ElectLeaders => elect_leaders,
         K::IncrementalAlterConfigs => incremental_alter_configs,
         K::DescribeCluster => describe_cluster,
         K::FindCoordinator => find_coordinator,
@@ -609,6 +611,18 @@ fn create_partitions(c: &mut Case<'_>) {
     ]);
     let r = c.call(3, &request);
     c.expect("ALTER on t", r.results[0].error_code, TOPIC_DENIED, &r);
+}
+
+fn elect_leaders(c: &mut Case<'_>) {
+    let request =
+        ElectLeadersRequest::default().with_election_type(0).with_topic_partitions(Some(vec![
+            elect_leaders_request::TopicPartitions::default()
+                .with_topic(name(TOPIC))
+                .with_partitions(vec![0]),
+        ]));
+    let r = c.call(2, &request);
+    let got = (r.error_code, r.replica_election_results[0].partition_result[0].error_code);
+    c.expect("ALTER on the cluster", got, (CLUSTER_DENIED, CLUSTER_DENIED), &r);
 }
 
 fn describe_cluster(c: &mut Case<'_>) {

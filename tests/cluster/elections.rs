@@ -1,0 +1,98 @@
+//! `kafka-leader-election` (ElectLeaders) against three brokers
+//! (docs/design/multi-broker.md, 6.5): after a broker's SIGKILL and return
+//! its partitions stay with the replicas that took them (the automatic
+//! rebalance is off), and a PREFERRED election gives every partition back
+//! to its first replica; asked again, nothing is needed. An UNCLEAN
+//! election brings back a partition whose last in-sync replica is gone,
+//! led by a replica that was not in sync.
+
+use crate::broker::etcd::EtcdServer;
+use crate::broker::{kafka_tool, kafka_tool_output, TestBroker};
+use crate::support::{create_topic, placement, start_cluster_with, TOPICS};
+
+const ELECTION: &str = "org.apache.kafka.tools.LeaderElectionCommand";
+
+fn elect(b: &TestBroker, args: &[&str]) -> String {
+    let bootstrap = b.bootstrap();
+    let mut all = vec!["--bootstrap-server", &bootstrap];
+    all.extend_from_slice(args);
+    kafka_tool(b, ELECTION, &all, None)
+}
+
+/// Whether every partition of `topic` is led by its first replica, with
+/// `isr` replicas in sync.
+fn preferred_and_in_sync(port: u16, topic: &str, isr: usize) -> bool {
+    placement(port, topic).values().all(|(l, _, r, i)| r.first() == Some(l) && i.len() == isr)
+}
+
+#[test]
+fn preferred_and_unclean_elections_on_request() {
+    let etcd = EtcdServer::start();
+    let mut brokers = start_cluster_with(&etcd, 3, &["auto.leader.rebalance.enable=false"]);
+    let port = brokers[1].port;
+    create_topic(&brokers[1], "pref", 3, &["--replication-factor", "3"]);
+    brokers[1].wait_for(30, "preferred leaders in sync", || {
+        preferred_and_in_sync(port, "pref", 3).then_some(())
+    });
+
+    brokers[0].kill();
+    brokers[1].wait_for(30, "broker 1's leaderships taken over", || {
+        placement(port, "pref").values().all(|(l, ..)| *l != 1 && *l > 0).then_some(())
+    });
+    brokers[0].restart();
+    brokers[1].wait_for(30, "broker 1 back in every ISR", || {
+        placement(port, "pref").values().all(|(.., isr)| isr.len() == 3).then_some(())
+    });
+    assert!(!preferred_and_in_sync(port, "pref", 3), "{:?}", placement(port, "pref"));
+
+    let out = elect(&brokers[1], &["--election-type", "PREFERRED", "--all-topic-partitions"]);
+    assert!(out.contains("Successfully completed leader election"), "{out}");
+    brokers[1].wait_for(10, "preferred leaders again", || {
+        preferred_and_in_sync(port, "pref", 3).then_some(())
+    });
+    let again = elect(
+        &brokers[2],
+        &["--election-type", "PREFERRED", "--topic", "pref", "--partition", "0"],
+    );
+    assert!(again.contains("already elected"), "{again}");
+
+    // An unclean election: "lone" on brokers 2 and 3; 3 leaves the ISR,
+    // then 2 (its last member) dies; 3 comes back out of sync.
+    let bootstrap = brokers[0].bootstrap();
+    let args = [
+        "--bootstrap-server",
+        &bootstrap,
+        "--create",
+        "--topic",
+        "lone",
+        "--replica-assignment",
+        "2:3",
+    ];
+    kafka_tool(&brokers[0], TOPICS, &args, None);
+    let port = brokers[0].port;
+    brokers[0].wait_for(30, "lone in sync", || {
+        (placement(port, "lone").get(&0)?.3.len() == 2).then_some(())
+    });
+    brokers[2].kill();
+    brokers[0].wait_for(30, "broker 3 out of the ISR", || {
+        (placement(port, "lone").get(&0)?.3 == vec![2]).then_some(())
+    });
+    brokers[1].kill();
+    brokers[0]
+        .wait_for(30, "lone offline", || (placement(port, "lone").get(&0)?.0 < 0).then_some(()));
+    brokers[2].restart();
+    let b1 = brokers[0].bootstrap();
+    let args = ["--bootstrap-server", &b1, "--election-type", "PREFERRED", "--topic", "lone"];
+    let (ok, out, err) =
+        kafka_tool_output(ELECTION, &[&args[..], &["--partition", "0"]].concat(), None);
+    assert!(
+        !ok && (out + &err).contains("PreferredLeaderNotAvailable"),
+        "a preferred election of lone-0 succeeded"
+    );
+    assert!(placement(port, "lone")[&0].0 < 0, "a clean election cannot bring it back");
+    let out =
+        elect(&brokers[0], &["--election-type", "UNCLEAN", "--topic", "lone", "--partition", "0"]);
+    assert!(out.contains("Successfully completed leader election"), "{out}");
+    let (leader, _, _, isr) = placement(port, "lone")[&0].clone();
+    assert_eq!((leader, isr), (3, vec![3]), "the out-of-sync replica leads alone");
+}
