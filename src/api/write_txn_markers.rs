@@ -175,7 +175,6 @@ fn await_replication(broker: &KafkaApis, markers: &mut [WritableTxnMarkerResult]
                 let tp = TopicPartition::new(t.name.as_str(), p.partition_index);
                 if let Some(log) = broker.logs.get_log(&tp) {
                     let end = crate::blocking::read(&log).log_end_offset();
-                    broker.replica.maybe_advance_high_watermark(&mut crate::blocking::write(&log));
                     pending.push((tp, end));
                 }
             }
@@ -184,11 +183,8 @@ fn await_replication(broker: &KafkaApis, markers: &mut [WritableTxnMarkerResult]
     if pending.is_empty() {
         return;
     }
-    for (tp, _) in &pending {
-        (broker.replica.append_hook())(tp);
-    }
-    let wait = broker.replica.wait_for_replication(&pending, REPLICATION_TIMEOUT);
-    let outcome = crate::blocking::off_worker(|| tokio::runtime::Handle::current().block_on(wait));
+    let runtime = tokio::runtime::Handle::current();
+    let outcome = broker.replica.await_appended(&pending, REPLICATION_TIMEOUT, &runtime);
     let codes: std::collections::HashMap<TopicPartition, i16> = pending
         .into_iter()
         .zip(outcome)

@@ -64,6 +64,7 @@
 //! after construction.
 
 mod cluster_member;
+mod coordinators;
 mod isr_writer;
 mod metadata_publisher;
 mod metrics_endpoint;
@@ -92,7 +93,7 @@ use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
 use crate::log::manager::CleaningControl;
 use crate::log::meta_properties::MetaProperties;
 use crate::log::producer_id_manager::ProducerIdManager;
-use crate::log::{LogError, LogManager, TopicPartition};
+use crate::log::{LogError, LogManager};
 use crate::metrics::access::{AuditAuthorizer, EndpointAccess};
 use crate::metrics::{Metrics, MetricsError, RequestMetrics};
 use crate::remote::cache::{SegmentCache, CACHE_DIR};
@@ -101,7 +102,6 @@ use crate::remote::read_stats::RemoteReadStats;
 use crate::remote::reader::RemoteLogReader;
 use crate::remote::store_cleaner::StoreCleaner;
 use crate::remote::{RemoteLogManager, RemoteStats, RemoteStorageConfig};
-use crate::replica::coordinator_writes::ReplicatedCoordinatorWrites;
 use crate::replica::fetch_session::{self, FetchSessionCache};
 use crate::replica::Leadership;
 use crate::replica::ReplicaManager;
@@ -114,14 +114,10 @@ use crate::security::tls::LiveTlsConfig;
 use crate::security::SecurityProtocol;
 use crate::server::tls_reloader::TlsWatch;
 use crate::server::{BoundListener, ListenerTls};
-use crate::txn::{
-    AppendedHook, LogMarkerWriter, ProducerIdGenerator, TransactionCoordinator,
-    TransactionMarkerWriter, TransactionStateManager, TxnCompletionListener, TxnScheduler,
-    TRANSACTION_STATE_TOPIC,
-};
+use crate::txn::{TransactionStateManager, TxnScheduler, TRANSACTION_STATE_TOPIC};
 use cluster_member::{ClusterMember, Identity};
+use coordinators::{group_coordinator, spawn_group_loader, transaction_coordinator};
 use replication::Replication;
-use txn_routing::{ClusterMarkerWriter, ClusterTxnVerifier};
 
 fn store_error(e: StoreError) -> LogError {
     match e {
@@ -254,63 +250,6 @@ pub fn standalone_apis(
 /// credentials, ACLs, the tiered storage cache).
 fn first_log_dir(config: &BrokerConfig) -> PathBuf {
     config.log_dirs().first().cloned().unwrap_or_else(|| PathBuf::from("data"))
-}
-
-fn group_coordinator(config: &BrokerConfig, logs: &Arc<LogManager>) -> Arc<GroupCoordinator> {
-    Arc::new(GroupCoordinator::new(config.group_config(), Arc::clone(logs), logs.clock().clone()))
-}
-
-/// The transaction coordinator over `state` and `logs`, and the marker
-/// writer it writes markers into them with (each marker wakes fetches, as it
-/// moves the last stable offset). In a cluster (`peers`) its markers go to
-/// each partition's leader and ids coordinated elsewhere are verified
-/// there (`txn_routing`).
-fn transaction_coordinator(
-    state: Arc<TransactionStateManager>,
-    logs: &Arc<LogManager>,
-    producer_ids: &Arc<Mutex<ProducerIdManager>>,
-    (replica, peers): (&Arc<ReplicaManager>, Option<Arc<BrokerChannels>>),
-    groups: &Arc<GroupCoordinator>,
-) -> (Arc<TransactionCoordinator>, Arc<LogMarkerWriter>) {
-    let clock = logs.clock().clone();
-    let hook: AppendedHook = replica.append_hook();
-    let listener: Arc<dyn TxnCompletionListener> = Arc::new(GroupTxnListener(Arc::clone(groups)));
-    let markers = Arc::new(LogMarkerWriter::new(Arc::clone(logs), hook).with_listener(listener));
-    let ids: Arc<dyn ProducerIdGenerator> = producer_ids.clone();
-    let writer: Arc<dyn TransactionMarkerWriter> = match &peers {
-        Some(peers) => Arc::new(ClusterMarkerWriter {
-            local: Arc::clone(&markers),
-            replica: Arc::clone(replica),
-            writes: ReplicatedCoordinatorWrites::new(
-                Arc::clone(replica),
-                MARKER_REPLICATION_TIMEOUT,
-                tokio::runtime::Handle::current(),
-            ),
-            peers: Arc::clone(peers),
-        }),
-        None => markers.clone(),
-    };
-    let coordinator = TransactionCoordinator::new(Arc::clone(&state), ids, writer, clock);
-    if let Some(peers) = peers {
-        coordinator.verify_remotely_with(Arc::new(ClusterTxnVerifier { peers, state }));
-    }
-    (Arc::new(coordinator), markers)
-}
-
-/// How long a marker waits for its partition's ISR before the coordinator
-/// retries it (Kafka's markers wait `request.timeout.ms`).
-const MARKER_REPLICATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// Hands the markers landing on `__consumer_offsets` to the group
-/// coordinator, which completes the pending transactional offsets there.
-struct GroupTxnListener(Arc<GroupCoordinator>);
-
-impl TxnCompletionListener for GroupTxnListener {
-    fn on_transaction_completed(&self, partition: &TopicPartition, producer_id: i64, commit: bool) {
-        if partition.topic == OFFSETS_TOPIC {
-            self.0.on_transaction_completed(partition.partition, producer_id, commit);
-        }
-    }
 }
 
 /// The authorizer's answer for `/key-audit`: DESCRIBE on the topic, and
@@ -775,16 +714,6 @@ async fn start_remote(
     RemoteLogManager::start(tiered.config, logs, identity, tiered.stats, store_cleaner)
         .await
         .map_err(BrokerError::Remote)
-}
-
-/// Rebuild the groups from `__consumer_offsets` on a thread of its own, so the
-/// server answers (COORDINATOR_LOAD_IN_PROGRESS for groups) while it runs.
-fn spawn_group_loader(groups: &Arc<GroupCoordinator>) -> Result<JoinHandle<()>, BrokerError> {
-    let loader = Arc::clone(groups);
-    std::thread::Builder::new()
-        .name("group-loader".into())
-        .spawn(move || loader.load())
-        .map_err(|source| BrokerError::Spawn { name: "group-loader", source })
 }
 
 /// The running metrics endpoint and what stops it.

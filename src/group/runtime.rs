@@ -290,11 +290,7 @@ impl CoordinatorRuntime {
         let count = self.shard_epochs.len() as i32;
         self.shard_epochs[partition.rem_euclid(count) as usize].store(epoch, Ordering::Release);
         shard.install(groups, epoch);
-        let mut total = self.load_stats.lock();
-        total.batches += stats.batches;
-        total.records += stats.records;
-        total.unreadable_batches += stats.unreadable_batches;
-        total.unreadable_records += stats.unreadable_records;
+        *self.load_stats.lock() += stats;
         true
     }
 

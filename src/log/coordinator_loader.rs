@@ -40,6 +40,16 @@ pub struct LoadStats {
     pub unreadable_records: u64,
 }
 
+impl std::ops::AddAssign for LoadStats {
+    /// The sums of two loads (a cluster loads one partition at a time).
+    fn add_assign(&mut self, more: Self) {
+        self.batches += more.batches;
+        self.records += more.records;
+        self.unreadable_batches += more.unreadable_batches;
+        self.unreadable_records += more.unreadable_records;
+    }
+}
+
 /// A coordinator rebuilding its state from its topic.
 pub trait CoordinatorRecordVisitor {
     /// Why a record was not applied; logged with where the record was.

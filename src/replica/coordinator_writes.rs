@@ -78,14 +78,8 @@ impl CoordinatorReplication for ReplicatedCoordinatorWrites {
     }
 
     fn await_committed(&self, tp: &TopicPartition, end: i64) -> Result<(), CoordinatorWriteError> {
-        let Some(log) = self.replica.logs().get_log(tp) else {
-            return Err(CoordinatorWriteError::NotLeader);
-        };
-        self.replica.maybe_advance_high_watermark(&mut crate::blocking::write(&log));
-        (self.replica.append_hook())(tp);
         let pending = [(tp.clone(), end)];
-        let wait = self.replica.wait_for_replication(&pending, self.timeout);
-        let outcome = crate::blocking::off_worker(|| self.runtime.block_on(wait));
+        let outcome = self.replica.await_appended(&pending, self.timeout, &self.runtime);
         match outcome.first() {
             Some(Replicated::Committed) => Ok(()),
             Some(Replicated::NotLeader) => Err(CoordinatorWriteError::NotLeader),

@@ -171,6 +171,27 @@ impl ReplicaManager {
         outcome.into_iter().map(|o| o.unwrap_or(Replicated::TimedOut)).collect()
     }
 
+    /// [`Self::wait_for_replication`] after appends made outside Produce
+    /// (a coordinator's records, transaction markers): each partition's
+    /// high watermark raised first (an ISR of this broker alone commits at
+    /// once) and its followers' parked fetches woken. Blocks, off the
+    /// async workers, on `runtime`.
+    pub fn await_appended(
+        &self,
+        pending: &[(TopicPartition, i64)],
+        timeout: std::time::Duration,
+        runtime: &tokio::runtime::Handle,
+    ) -> Vec<Replicated> {
+        for (tp, _) in pending {
+            if let Some(log) = self.logs.get_log(tp) {
+                self.maybe_advance_high_watermark(&mut blocking::write(&log));
+            }
+            self.delayed_fetches.complete(tp);
+        }
+        let wait = self.wait_for_replication(pending, timeout);
+        blocking::off_worker(|| runtime.block_on(wait))
+    }
+
     fn replicated(&self, tp: &TopicPartition, end: i64) -> Option<Replicated> {
         if self.leads(tp) != Leading::Yes {
             return Some(Replicated::NotLeader);

@@ -151,7 +151,7 @@ impl TransactionStateManager {
             }
             partitions.insert(partition, Load::Active(epoch));
         }
-        add_stats(&mut self.load_stats.lock(), stats);
+        *self.load_stats.lock() += stats;
         tracing::info!(partition = %tp, epoch, transactional_ids = count, to_complete = pending.len(), "coordinating the transactions of a partition");
         Some(TxnLoadOutcome {
             stats,
@@ -230,11 +230,4 @@ pub(super) fn pending_completion(
         .collect();
     pending.sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
     pending
-}
-
-fn add_stats(total: &mut LoadStats, more: LoadStats) {
-    total.batches += more.batches;
-    total.records += more.records;
-    total.unreadable_batches += more.unreadable_batches;
-    total.unreadable_records += more.unreadable_records;
 }

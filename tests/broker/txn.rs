@@ -88,6 +88,21 @@ pub fn try_call<R: kafka_protocol::protocol::Request>(
     Some(Wire::decode::<R>(version, body))
 }
 
+/// What tests/java/TxnEndToEnd.java prints, on one node or a cluster. Log
+/// end offsets: txn holds 6 records and 3 markers; fence holds f1, its
+/// abort marker (written by the fence), f2 and its commit marker; out holds
+/// C1..C4, the commit marker, X and the abort marker.
+pub const TXN_END_TO_END_OUTPUT: [&str; 8] = [
+    "fenced=ProducerFencedException",
+    "txn committed=c1,c2,c3,c4 end=9 position=9",
+    "txn uncommitted=c1,c2,c3,a1,a2,c4 end=9 position=9",
+    "fence committed=f2 end=4 position=4",
+    "fence uncommitted=f1,f2 end=4 position=4",
+    "ctp consumed=c1,c2,c3,c4 position=9 committed=9",
+    "ctp after abort committed=9",
+    "out committed=C1,C2,C3,C4 end=7 position=7",
+];
+
 /// One transactional producer: its id, producer id, epoch and the next
 /// sequence per partition.
 #[derive(Debug, Clone)]

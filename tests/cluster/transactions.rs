@@ -63,21 +63,7 @@ fn java_transactions_span_three_brokers() {
     let out = kafka_tool(&brokers[0], &program, &[&all, "--topics-exist"], None);
     let lines: Vec<&str> = out.lines().collect();
     let logs = || brokers.iter().map(|b| b.log()).collect::<Vec<_>>().join("\n----\n");
-    assert_eq!(
-        lines,
-        [
-            "fenced=ProducerFencedException",
-            "txn committed=c1,c2,c3,c4 end=9 position=9",
-            "txn uncommitted=c1,c2,c3,a1,a2,c4 end=9 position=9",
-            "fence committed=f2 end=4 position=4",
-            "fence uncommitted=f1,f2 end=4 position=4",
-            "ctp consumed=c1,c2,c3,c4 position=9 committed=9",
-            "ctp after abort committed=9",
-            "out committed=C1,C2,C3,C4 end=7 position=7",
-        ],
-        "brokers' logs:\n{}",
-        logs()
-    );
+    assert_eq!(lines, crate::broker::txn::TXN_END_TO_END_OUTPUT, "brokers' logs:\n{}", logs());
     // The controller's follower copies: byte for byte the leaders' logs.
     let follower = &brokers[controller as usize - 1];
     for (topic, leader) in [("txn", others[0]), ("fence", others[1]), ("out", others[1])] {
