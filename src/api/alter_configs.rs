@@ -234,6 +234,13 @@ fn incremental_op(
     op: i8,
     value: Option<String>,
 ) -> Result<(), Refusal> {
+    // A DELETE leaves the key unset, known or not (Kafka checks only the
+    // keys a change sets): `kafka-reassign-partitions --verify` deletes
+    // throttle keys that were never set.
+    if op == OP_DELETE {
+        out.remove(&key);
+        return Ok(());
+    }
     let kind = (target.kind)(&key)?;
     match op {
         OP_SET => {
@@ -241,9 +248,6 @@ fn incremental_op(
                 (ResponseError::InvalidRequest, format!("SET of {key} needs a value"))
             })?;
             out.insert(key, v);
-        }
-        OP_DELETE => {
-            out.remove(&key);
         }
         OP_APPEND | OP_SUBTRACT => {
             if kind != ConfigType::List {

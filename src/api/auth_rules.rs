@@ -140,6 +140,14 @@ pub const API_RULES: &[(ApiKey, &[Check])] = &[
     ),
     (ApiKey::CreatePartitions, &[check(Op::Alter, Topic, Each, Code(TOPIC_DENIED), "")]),
     (ApiKey::ElectLeaders, &[check(Op::Alter, Cluster, Request, Code(CLUSTER_DENIED), "")]),
+    (
+        ApiKey::AlterPartitionReassignments,
+        &[check(Op::Alter, Cluster, Request, Code(CLUSTER_DENIED), "")],
+    ),
+    (
+        ApiKey::ListPartitionReassignments,
+        &[check(Op::Describe, Cluster, Request, Code(CLUSTER_DENIED), "")],
+    ),
     (ApiKey::DeleteRecords, &[check(Op::Delete, Topic, Each, Code(TOPIC_DENIED), "")]),
     (ApiKey::DescribeConfigs, &config_checks(Op::DescribeConfigs)),
     (ApiKey::AlterConfigs, &config_checks(Op::AlterConfigs)),

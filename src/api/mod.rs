@@ -52,6 +52,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 mod offset_partitions;
+pub mod partition_reassignments;
 pub mod produce;
 pub mod sasl;
 pub mod scram_credentials;
@@ -137,6 +138,8 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::DescribeLogDirs, 1, 4),
     api(ApiKey::CreatePartitions, 0, 3),
     api(ApiKey::ElectLeaders, 0, 2),
+    api(ApiKey::AlterPartitionReassignments, 0, 1),
+    api(ApiKey::ListPartitionReassignments, 0, 0),
     api(ApiKey::IncrementalAlterConfigs, 0, 1),
     api(ApiKey::DescribeCluster, 0, 2),
     api(ApiKey::FindCoordinator, 0, 6),
@@ -256,15 +259,6 @@ pub async fn dispatch(
         RequestKind::DeleteTopics(r) => {
             ResponseKind::DeleteTopics(blocking(|| delete_topics::handle(broker, ctx, r, v)))
         }
-        RequestKind::ElectLeaders(r) => {
-            ResponseKind::ElectLeaders(blocking(|| elect_leaders::handle(broker, ctx, &r, v)))
-        }
-        RequestKind::CreatePartitions(r) => {
-            ResponseKind::CreatePartitions(blocking(|| create_partitions::handle(broker, ctx, r)))
-        }
-        RequestKind::DeleteRecords(r) => {
-            ResponseKind::DeleteRecords(blocking(|| delete_records::handle(broker, ctx, r)))
-        }
         RequestKind::DescribeConfigs(r) => {
             ResponseKind::DescribeConfigs(describe_configs::handle(broker, ctx, r))
         }
@@ -324,9 +318,46 @@ pub async fn dispatch(
         // Reached only after authentication, or on a listener without SASL.
         RequestKind::SaslHandshake(_) => ResponseKind::SaslHandshake(sasl::handshake()),
         RequestKind::SaslAuthenticate(_) => ResponseKind::SaslAuthenticate(sasl::authenticate()),
+        r @ (RequestKind::ElectLeaders(_)
+        | RequestKind::AlterPartitionReassignments(_)
+        | RequestKind::ListPartitionReassignments(_)
+        | RequestKind::CreatePartitions(_)
+        | RequestKind::DeleteRecords(_)) => partition_admin_api(broker, ctx, r).ok_or(Close)?,
         other => transaction_api(broker, ctx, other).ok_or(Close)?,
     };
     Ok(Some(Reply::from(response)))
+}
+
+/// The admin APIs that change partitions (leaders, replicas, records);
+/// `None` for any other request.
+fn partition_admin_api(
+    broker: &Arc<KafkaApis>,
+    ctx: &RequestContext<'_>,
+    request: RequestKind,
+) -> Option<ResponseKind> {
+    let v = ctx.header.request_api_version;
+    Some(match request {
+        RequestKind::ElectLeaders(r) => {
+            ResponseKind::ElectLeaders(blocking(|| elect_leaders::handle(broker, ctx, &r, v)))
+        }
+        RequestKind::AlterPartitionReassignments(r) => {
+            ResponseKind::AlterPartitionReassignments(blocking(|| {
+                partition_reassignments::alter(broker, ctx, &r, v)
+            }))
+        }
+        RequestKind::ListPartitionReassignments(r) => {
+            ResponseKind::ListPartitionReassignments(blocking(|| {
+                partition_reassignments::list(broker, ctx, &r)
+            }))
+        }
+        RequestKind::CreatePartitions(r) => {
+            ResponseKind::CreatePartitions(blocking(|| create_partitions::handle(broker, ctx, r)))
+        }
+        RequestKind::DeleteRecords(r) => {
+            ResponseKind::DeleteRecords(blocking(|| delete_records::handle(broker, ctx, r)))
+        }
+        _ => return None,
+    })
 }
 
 /// The producer id and transaction APIs (docs/design/transactions.md, "Versions"); `None`

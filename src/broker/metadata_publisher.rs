@@ -7,7 +7,9 @@
 //!   is handed to the replica fetcher of its leader (`replica::fetcher`);
 //!   each replica's high watermark starts from the checkpointed one;
 //! * the topic config overrides in the image replace the local ones;
-//! * the copies of topics the image lists as deleted are removed;
+//! * the copies of topics the image lists as deleted are removed, and so
+//!   are those of partitions a completed reassignment moved away from this
+//!   broker (once its replica fetcher has let them go);
 //! * then the partitions led (with their epochs) and the partitions the
 //!   cluster has are published to the replica manager's `Leadership`;
 //! * last the group and transaction coordinators learn which
@@ -95,6 +97,7 @@ impl MetadataPublisher {
         self.delete_removed(image);
         let mut view = LeadershipView::default();
         let mut followed = HashMap::new();
+        let mut moved_away = Vec::new();
         for topic in image.topics.topics() {
             let config = image.topics.config(&topic.name);
             if let Some(local) = self.logs.topic(&topic.name) {
@@ -106,7 +109,7 @@ impl MetadataPublisher {
                     self.apply_config(&topic.name, config.clone());
                 }
             }
-            self.apply_topic(image, topic, &config, (&mut view, &mut followed));
+            self.apply_topic(image, topic, &config, (&mut view, &mut followed, &mut moved_away));
         }
         for t in self.logs.topics() {
             if image.topics.topic(&t.name).is_none() {
@@ -124,6 +127,16 @@ impl MetadataPublisher {
         }
         self.fetchers.update(&followed, &leader_endpoints(image));
         self.move_coordinators();
+        for tp in moved_away {
+            match self.logs.delete_replica(&tp, self.cleaning.as_deref()) {
+                Ok(()) => {
+                    tracing::info!(partition = %tp, "deleted the local copy of a partition reassigned away")
+                }
+                Err(e) => {
+                    tracing::error!(partition = %tp, "deleting a partition reassigned away: {e}")
+                }
+            }
+        }
     }
 
     /// Load the group shards and transaction partitions newly led here,
@@ -145,13 +158,18 @@ impl MetadataPublisher {
     }
 
     /// The partitions of `topic` this broker is a replica of: led, or
-    /// followed (partition → leader and epoch).
+    /// followed (partition → leader and epoch); and the local ones it no
+    /// longer is a replica of.
     fn apply_topic(
         &self,
         image: &MetadataImage,
         topic: &TopicImage,
         config: &BTreeMap<String, String>,
-        (view, followed): (&mut LeadershipView, &mut HashMap<TopicPartition, (i32, i32)>),
+        (view, followed, moved_away): (
+            &mut LeadershipView,
+            &mut HashMap<TopicPartition, (i32, i32)>,
+            &mut Vec<TopicPartition>,
+        ),
     ) {
         for (&p, replicas) in &topic.assignment {
             let tp = TopicPartition::new(topic.name.clone(), p);
@@ -160,6 +178,9 @@ impl MetadataPublisher {
                 continue;
             };
             if !replicas.contains(&self.node_id) {
+                if self.logs.get_log(&tp).is_some() {
+                    moved_away.push(tp);
+                }
                 continue;
             }
             let epoch = state.leader_epoch;

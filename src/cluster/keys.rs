@@ -96,13 +96,22 @@ pub enum KeyKind<'k> {
 }
 
 /// `brokers/topics/<topic>`'s value: the topic id (Kafka's base64 form) and
-/// each partition's replicas, preferred leader first. Written once by the
-/// broker that creates the topic, then only grown (more partitions).
+/// each partition's replicas, preferred leader first. Written by the broker
+/// that creates the topic, then grown (more partitions) or reassigned.
+///
+/// During a reassignment (ZooKeeper-mode Kafka's topic znode fields) a
+/// partition's replicas are the target followed by the replicas leaving;
+/// `adding_replicas` lists the target's new ones, `removing_replicas` the
+/// ones leaving. Both are absent for a partition not being reassigned.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicValue {
     pub version: i32,
     pub topic_id: String,
     pub partitions: std::collections::BTreeMap<String, Vec<i32>>,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub adding_replicas: std::collections::BTreeMap<String, Vec<i32>>,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub removing_replicas: std::collections::BTreeMap<String, Vec<i32>>,
 }
 
 /// `brokers/topics/<topic>/partitions/<p>/state`'s value, written by the

@@ -21,11 +21,46 @@ pub struct TopicImage {
     pub id: [u8; 16],
     /// Each partition's replicas, preferred leader first.
     pub assignment: BTreeMap<i32, Vec<i32>>,
+    /// The partitions being reassigned (their replicas above are the
+    /// target followed by the replicas leaving).
+    pub reassigning: BTreeMap<i32, Reassignment>,
     /// The topic key's mod revision (the compare of a change of it).
     pub mod_revision: i64,
 }
 
+/// An ongoing reassignment of one partition (Kafka's adding and removing
+/// replicas): both are subsets of its replicas, disjoint, and not both empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reassignment {
+    pub adding: Vec<i32>,
+    pub removing: Vec<i32>,
+}
+
 impl TopicImage {
+    /// Partition `p`'s target replicas: all of them but the ones leaving.
+    pub fn target(&self, p: i32) -> Vec<i32> {
+        let replicas = self.assignment.get(&p).cloned().unwrap_or_default();
+        match self.reassigning.get(&p) {
+            Some(r) => replicas.into_iter().filter(|b| !r.removing.contains(b)).collect(),
+            None => replicas,
+        }
+    }
+
+    /// The topic key's value for this topic (what a change of it rewrites).
+    pub fn to_value(&self) -> TopicValue {
+        let by_partition = |f: &dyn Fn(&Reassignment) -> &Vec<i32>| {
+            let listed = self.reassigning.iter().filter(|(_, r)| !f(r).is_empty());
+            listed.map(|(p, r)| (p.to_string(), f(r).clone())).collect()
+        };
+        TopicValue {
+            version: 3,
+            topic_id: self.id_text(),
+            partitions: self.assignment.iter().map(|(p, r)| (p.to_string(), r.clone())).collect(),
+            adding_replicas: by_partition(&|r| &r.adding),
+            removing_replicas: by_partition(&|r| &r.removing),
+        }
+    }
+
     /// The topic id in Kafka's text form (as the keys hold it).
     pub fn id_text(&self) -> String {
         crate::log::manager::topic_id_to_string(&self.id)
@@ -146,6 +181,7 @@ fn topic_of(key: &str, name: &str, kv: &KeyValue) -> Option<TopicImage> {
         (Some(id), Some(assignment)) if valid(&assignment) => Some(TopicImage {
             name: name.to_string(),
             id,
+            reassigning: reassignments_of(key, &v, &assignment),
             assignment,
             mod_revision: kv.mod_revision,
         }),
@@ -157,6 +193,37 @@ fn topic_of(key: &str, name: &str, kv: &KeyValue) -> Option<TopicImage> {
             None
         }
     }
+}
+
+/// The topic's reassignments; one naming a replica the partition does not
+/// have, or a broker both added and removed, is left out and logged.
+fn reassignments_of(
+    key: &str,
+    v: &TopicValue,
+    assignment: &BTreeMap<i32, Vec<i32>>,
+) -> BTreeMap<i32, Reassignment> {
+    let mut out: BTreeMap<i32, Reassignment> = BTreeMap::new();
+    let listed = v.adding_replicas.keys().chain(v.removing_replicas.keys());
+    for p in listed {
+        let (Ok(index), Some(replicas)) =
+            (p.parse::<i32>(), p.parse().ok().and_then(|i| assignment.get(&i)))
+        else {
+            tracing::warn!(key, partition = %p, "a reassignment of a partition the topic does not have; ignored");
+            continue;
+        };
+        let r = Reassignment {
+            adding: v.adding_replicas.get(p).cloned().unwrap_or_default(),
+            removing: v.removing_replicas.get(p).cloned().unwrap_or_default(),
+        };
+        let subset = r.adding.iter().chain(&r.removing).all(|b| replicas.contains(b));
+        let disjoint = r.adding.iter().all(|b| !r.removing.contains(b));
+        if subset && disjoint && !(r.adding.is_empty() && r.removing.is_empty()) {
+            out.insert(index, r);
+        } else {
+            tracing::warn!(key, partition = %p, "a reassignment that does not match the partition's replicas; ignored");
+        }
+    }
+    out
 }
 
 fn parsed<T: for<'de> serde::Deserialize<'de>>(key: &str, bytes: &[u8]) -> Option<T> {

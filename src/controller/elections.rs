@@ -132,6 +132,7 @@ fn planned(
         topic_revision: t.mod_revision,
         state_revision: image.topics.state_key_revision(topic, partition),
         state,
+        topic_value: None,
     })
 }
 

@@ -21,6 +21,7 @@ pub mod elections;
 
 pub use election::ControllerElection;
 pub mod placement;
+pub mod reassignments;
 pub mod reconciler;
 pub mod topics;
 

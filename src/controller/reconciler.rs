@@ -26,6 +26,10 @@
 //!   with `auto.leader.rebalance.enable`): a partition whose first replica
 //!   is eligible, in the ISR and not leading gets it back, epoch + 1.
 //!
+//! * **A reassignment whose target replicas are all in the ISR**: it
+//!   completes (`reassignments::completion`), topic key and state in one
+//!   transaction.
+//!
 //! Every write raises the partition epoch by one. Unclean election
 //! (`unclean.leader.election.enable`) is not done yet: a partition whose
 //! ISR is all gone stays offline until one of them returns.
@@ -34,9 +38,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::election::ControllerElection;
+use super::reassignments;
 use crate::cluster::coordination::{Compare, Coordination, Op, Txn};
 use crate::cluster::image::{ImageWatcher, MetadataImage};
-use crate::cluster::keys::{self, ClusterKeys, PartitionStateValue};
+use crate::cluster::keys::{self, ClusterKeys, PartitionStateValue, TopicValue};
 use crate::cluster::topics_image::TopicImage;
 
 /// One partition's owed state and what its write compares.
@@ -48,6 +53,8 @@ pub struct PartitionChange {
     /// The state key's mod revision read (0: none yet).
     pub state_revision: i64,
     pub state: PartitionStateValue,
+    /// The topic key's new value, when the change completes a reassignment.
+    pub topic_value: Option<TopicValue>,
 }
 
 /// The changes `image` owes, written by a controller of `controller_epoch`;
@@ -58,11 +65,19 @@ pub fn plan(image: &MetadataImage, controller_epoch: i64, preferred: bool) -> Ve
         for (&p, replicas) in &topic.assignment {
             let current = image.topics.state(&topic.name, p);
             let owed = match current {
-                None => Some(first_state(image, topic, replicas)),
+                None => Some((first_state(image, topic, replicas), None)),
                 Some(r) => next_state(image, replicas, &r.state)
-                    .or_else(|| preferred.then(|| preferred_state(image, replicas, &r.state))?),
+                    .map(|s| (s, None))
+                    .or_else(|| {
+                        let (value, s) = reassignments::completion(image, topic, p, &r.state)?;
+                        Some((s, Some(value)))
+                    })
+                    .or_else(|| {
+                        let s = preferred.then(|| preferred_state(image, replicas, &r.state))??;
+                        Some((s, None))
+                    }),
             };
-            if let Some(mut state) = owed {
+            if let Some((mut state, topic_value)) = owed {
                 state.controller_epoch = controller_epoch;
                 changes.push(PartitionChange {
                     topic: topic.name.clone(),
@@ -70,6 +85,7 @@ pub fn plan(image: &MetadataImage, controller_epoch: i64, preferred: bool) -> Ve
                     topic_revision: topic.mod_revision,
                     state_revision: image.topics.state_key_revision(&topic.name, p),
                     state,
+                    topic_value,
                 });
             }
         }
@@ -139,13 +155,17 @@ fn next_state(
 /// the state key changed since the image `c` was planned from.
 pub fn change_txn(keys: &ClusterKeys, c: &PartitionChange, epoch: i64) -> Txn {
     let key = keys.partition_state(&c.topic, c.partition);
+    let mut success = vec![Op::put(key.clone(), keys::to_json(&c.state))];
+    if let Some(value) = &c.topic_value {
+        success.push(Op::put(keys.topic(&c.topic), keys::to_json(value)));
+    }
     Txn {
         compares: vec![
             Compare::CreateRevision(keys.controller(), epoch),
             Compare::ModRevision(keys.topic(&c.topic), c.topic_revision),
-            Compare::ModRevision(key.clone(), c.state_revision),
+            Compare::ModRevision(key, c.state_revision),
         ],
-        success: vec![Op::put(key, keys::to_json(&c.state))],
+        success,
         failure: vec![],
     }
 }
@@ -228,6 +248,7 @@ impl Reconciler {
                     leader = change.state.leader,
                     leader_epoch = change.state.leader_epoch,
                     isr = ?change.state.isr,
+                    reassignment_completed = change.topic_value.is_some(),
                     "partition state changed"
                 ),
                 // Something changed under it: the next image decides again.
@@ -244,16 +265,7 @@ impl Reconciler {
         c: &PartitionChange,
         epoch: i64,
     ) -> Result<bool, crate::cluster::CoordinationError> {
-        let key = self.keys.partition_state(&c.topic, c.partition);
-        let txn = Txn {
-            compares: vec![
-                Compare::CreateRevision(self.keys.controller(), epoch),
-                Compare::ModRevision(self.keys.topic(&c.topic), c.topic_revision),
-                Compare::ModRevision(key.clone(), c.state_revision),
-            ],
-            success: vec![Op::put(key, keys::to_json(&c.state))],
-            failure: vec![],
-        };
+        let txn = change_txn(&self.keys, c, epoch);
         Ok(self.coordination.txn(txn).await?.succeeded)
     }
 }
@@ -299,6 +311,8 @@ mod tests {
                     .enumerate()
                     .map(|(p, r)| (p.to_string(), r.to_vec()))
                     .collect::<BTreeMap<_, _>>(),
+                adding_replicas: BTreeMap::new(),
+                removing_replicas: BTreeMap::new(),
             };
             me.put(&me.keys.topic("t"), keys::to_json(&topic));
             me
@@ -425,6 +439,30 @@ mod tests {
         assert_eq!(leader_isr_epochs(&states[1]), (1, vec![1], 0, 0));
         c.set_broker(1, false);
         assert_eq!(leader_isr_epochs(&c.round()[1]), (-1, vec![1], 1, 1));
+    }
+
+    #[test]
+    fn a_reassignment_completes_once_its_target_is_in_sync() {
+        let c = Cluster::new(&[1, 2, 3, 4], &[&[1, 2, 3]]);
+        c.round();
+        // [1, 2, 3] -> [4, 2, 3], as AlterPartitionReassignments writes it.
+        let image = c.image();
+        let mut value = image.topics.topic("t").unwrap().to_value();
+        value.partitions.insert("0".into(), vec![4, 2, 3, 1]);
+        value.adding_replicas.insert("0".into(), vec![4]);
+        value.removing_replicas.insert("0".into(), vec![1]);
+        c.put(&c.keys.topic("t"), keys::to_json(&value));
+        assert!(c.plan().is_empty(), "nothing until broker 4 is in sync");
+        // The leader takes 4 into the ISR.
+        let state = c.image().topics.state("t", 0).unwrap().state.clone();
+        let caught_up = PartitionStateValue { isr: vec![4, 2, 3, 1], partition_epoch: 1, ..state };
+        c.put(&c.keys.partition_state("t", 0), keys::to_json(&caught_up));
+        let states = c.round();
+        // Leader 1 leaves: the first target replica leads at the next epoch.
+        assert_eq!(leader_isr_epochs(&states[0]), (4, vec![4, 2, 3], 1, 2));
+        let t = c.image().topics.topic("t").unwrap().clone();
+        assert_eq!(t.assignment[&0], vec![4, 2, 3]);
+        assert!(t.reassigning.is_empty());
     }
 
     #[test]

@@ -127,6 +127,8 @@ impl ClusterTopics {
             version: 3,
             topic_id: topic_id_to_string(&id),
             partitions: replicas.into_iter().enumerate().map(|(p, r)| (p.to_string(), r)).collect(),
+            adding_replicas: BTreeMap::new(),
+            removing_replicas: BTreeMap::new(),
         };
         let config = TopicConfigValue { version: 1, config: topic.config.clone() };
         let (topic_key, config_key) =
@@ -227,7 +229,7 @@ impl ClusterTopics {
                 "Topic currently has {have} partitions, which is higher than the requested {total}."
             )));
         }
-        let factor = topic.assignment.values().next().map_or(1, |r| r.len() as i32);
+        let factor = (topic.target(0).len() as i32).max(1);
         let added = match given {
             Some(given) => {
                 check_assignment(&image, &given)?;
@@ -240,12 +242,11 @@ impl ClusterTopics {
                 placement::assign(&candidates, have, total - have, factor, start)?
             }
         };
-        let mut partitions: BTreeMap<String, Vec<i32>> =
-            topic.assignment.iter().map(|(p, r)| (p.to_string(), r.clone())).collect();
+        // Reassignments going on are kept.
+        let mut value = topic.to_value();
         for (i, r) in added.into_iter().enumerate() {
-            partitions.insert((have + i as i32).to_string(), r);
+            value.partitions.insert((have + i as i32).to_string(), r);
         }
-        let value = TopicValue { version: 3, topic_id: topic.id_text(), partitions };
         let key = self.keys.topic(name);
         let txn = Txn {
             compares: vec![Compare::ModRevision(key.clone(), topic.mod_revision)],

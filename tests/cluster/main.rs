@@ -16,6 +16,7 @@ mod election;
 mod elections;
 mod failover;
 mod image;
+mod reassignments;
 mod replication;
 mod support;
 mod topics;

@@ -20,7 +20,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::etcd::EtcdServer;
 use crate::broker::{fetch_all, kcat, TestBroker, Wire};
-use crate::support::{create_topic, placement, start_cluster, wait_placement};
+use crate::support::{create_topic, placement, signal, start_cluster, wait_placement};
 
 /// The bytes of a partition's `.log` files on one broker, in offset order.
 fn log_bytes(b: &TestBroker, topic: &str, p: i32) -> Vec<u8> {
@@ -256,12 +256,6 @@ fn a_follower_behind_the_leaders_log_start_starts_again_there() {
     f.wait_for(20, "the follower's log start following the leader's", || {
         std::fs::read_to_string(&checkpoint).ok().filter(|t| t.contains("trim 0 18"))
     });
-}
-
-fn signal(b: &TestBroker, sig: &str) {
-    let ok =
-        std::process::Command::new("kill").arg(format!("-{sig}")).arg(b.pid().to_string()).status();
-    assert!(ok.is_ok_and(|s| s.success()), "kill -{sig}");
 }
 
 /// A leader paused (SIGSTOP) past its session is replaced; a produce sent to

@@ -105,3 +105,10 @@ pub fn wait_placement(
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Send `sig` (`STOP`, `CONT`) to broker `b`.
+pub fn signal(b: &TestBroker, sig: &str) {
+    let ok =
+        std::process::Command::new("kill").arg(format!("-{sig}")).arg(b.pid().to_string()).status();
+    assert!(ok.is_ok_and(|s| s.success()), "kill -{sig}");
+}

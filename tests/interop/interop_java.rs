@@ -12,6 +12,7 @@ use crate::broker::{console_produce_keyed, kafka_tool, repo_root, TestBroker};
 const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
 const CONFIGS: &str = "kafka.admin.ConfigCommand";
 const PRODUCER: &str = "org.apache.kafka.tools.ConsoleProducer";
+const REASSIGN: &str = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand";
 const CONSUMER: &str = "org.apache.kafka.tools.consumer.ConsoleConsumer";
 
 fn consume(b: &TestBroker, topic: &str, partition: &str, count: usize) -> Vec<String> {
@@ -307,4 +308,21 @@ fn topics_configs_offsets_log_dirs_and_api_versions() {
     assert!(versions.contains("ConsumerGroupHeartbeat(68): 0 to 1 [usable: 1]"), "{versions}");
     assert!(versions.contains("ConsumerGroupDescribe(69): 0 to 1 [usable: 1]"), "{versions}");
     assert!(versions.contains("ShareGroupHeartbeat(76): UNSUPPORTED"), "{versions}");
+
+    // Alone, a partition's only replica is this broker: a reassignment onto
+    // it changes nothing and completes; none is ever in progress.
+    let file = b.data_dir().parent().unwrap().join("reassignment.json");
+    let json = r#"{"version":1,"partitions":[{"topic":"orders","partition":0,"replicas":[1]}]}"#;
+    std::fs::write(&file, json).unwrap();
+    let file = file.display().to_string();
+    let reassign = |action: &str| {
+        let args = ["--bootstrap-server", &bs, action, "--reassignment-json-file", &file];
+        kafka_tool(&b, REASSIGN, &args, None)
+    };
+    let out = reassign("--execute");
+    assert!(out.contains("Successfully started partition reassignment for orders-0"), "{out}");
+    let out = reassign("--verify");
+    assert!(out.contains("Reassignment of partition orders-0 is completed."), "{out}");
+    let out = kafka_tool(&b, REASSIGN, &["--bootstrap-server", &bs, "--list"], None);
+    assert!(out.contains("No partition reassignments found."), "{out}");
 }

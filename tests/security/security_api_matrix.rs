@@ -63,8 +63,9 @@ use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
 use kafka_protocol::messages::{
-    alter_configs_request, elect_leaders_request, AddOffsetsToTxnRequest,
-    AddPartitionsToTxnRequest, AlterConfigsRequest, AlterUserScramCredentialsRequest, ApiKey,
+    alter_configs_request, alter_partition_reassignments_request, elect_leaders_request,
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,
+    AlterPartitionReassignmentsRequest, AlterUserScramCredentialsRequest, ApiKey,
     ApiVersionsRequest, BrokerId, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest,
     CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest,
     DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest,
@@ -73,10 +74,11 @@ use kafka_protocol::messages::{
     DescribeTransactionsRequest, DescribeUserScramCredentialsRequest, ElectLeadersRequest,
     EndTxnRequest, FetchRequest, FindCoordinatorRequest, GroupId, HeartbeatRequest,
     IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
-    ListGroupsRequest, ListOffsetsRequest, ListTransactionsRequest, MetadataRequest,
-    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
-    ProduceRequest, ProducerId, SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest,
-    TopicName, TransactionalId, TxnOffsetCommitRequest, WriteTxnMarkersRequest,
+    ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
+    ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
+    OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, ProducerId,
+    SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest, TopicName, TransactionalId,
+    TxnOffsetCommitRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Request, StrBytes};
 use sediment::api::{SupportedApi, SUPPORTED_APIS};
@@ -251,6 +253,8 @@ fn case_of(key: ApiKey) -> CaseFn {
         K::DescribeLogDirs => describe_log_dirs,
         K::CreatePartitions => create_partitions,
         K::ElectLeaders => elect_leaders,
+        K::AlterPartitionReassignments => alter_partition_reassignments,
+        K::ListPartitionReassignments => list_partition_reassignments,
         K::IncrementalAlterConfigs => incremental_alter_configs,
         K::DescribeCluster => describe_cluster,
         K::FindCoordinator => find_coordinator,
@@ -623,6 +627,23 @@ fn elect_leaders(c: &mut Case<'_>) {
     let r = c.call(2, &request);
     let got = (r.error_code, r.replica_election_results[0].partition_result[0].error_code);
     c.expect("ALTER on the cluster", got, (CLUSTER_DENIED, CLUSTER_DENIED), &r);
+}
+
+fn alter_partition_reassignments(c: &mut Case<'_>) {
+    use alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic};
+    let request = AlterPartitionReassignmentsRequest::default().with_topics(vec![
+        ReassignableTopic::default().with_name(name(TOPIC)).with_partitions(vec![
+            ReassignablePartition::default().with_partition_index(0).with_replicas(None),
+        ]),
+    ]);
+    let r = c.call(1, &request);
+    let got = (r.error_code, r.responses[0].partitions[0].error_code);
+    c.expect("ALTER on the cluster", got, (CLUSTER_DENIED, CLUSTER_DENIED), &r);
+}
+
+fn list_partition_reassignments(c: &mut Case<'_>) {
+    let r = c.call(0, &ListPartitionReassignmentsRequest::default().with_topics(None));
+    c.expect("DESCRIBE on the cluster", (r.error_code, r.topics.len()), (CLUSTER_DENIED, 0), &r);
 }
 
 fn describe_cluster(c: &mut Case<'_>) {

@@ -550,28 +550,7 @@ impl LogManager {
         // Highest first, so a crash in the middle leaves a prefix, which no
         // start mistakes for a cut creation (module doc).
         for p in (0..info.partitions).rev() {
-            let tp = TopicPartition::new(name, p);
-            self.offline.write().remove(&tp);
-            // Stop a clean of this partition before its files go (the cleaner
-            // holds duplicated descriptors and would otherwise swap into a
-            // directory being removed).
-            if let (Some(control), Some(log)) = (cleaning, self.get_log(&tp)) {
-                let log_dir = log.read().dir().parent().map(Path::to_path_buf).unwrap_or_default();
-                control.abort_cleaning_and_forget(&tp, &log_dir);
-            }
-            let Some(shared) = self.logs.write().remove(&tp) else { continue };
-            // Wait for readers and appenders to drop the log, then remove it.
-            let log = match Arc::try_unwrap(shared) {
-                Ok(lock) => lock.into_inner(),
-                Err(shared) => {
-                    let log = shared.write();
-                    let dir = log.dir().to_path_buf();
-                    drop(log);
-                    std::fs::remove_dir_all(&dir).map_err(LogError::io(&dir))?;
-                    continue;
-                }
-            };
-            log.delete()?;
+            self.remove_partition_log(&TopicPartition::new(name, p), cleaning)?;
         }
         Ok(())
     }

@@ -6,6 +6,7 @@
 //! restarted replica does not count as committed what only it held.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use super::{read_checkpoint_or_empty, CleaningControl, LogManager, TopicInfo};
@@ -52,6 +53,52 @@ impl LogManager {
         let entry = topics.entry(name.into()).or_insert_with(|| info.clone());
         entry.partitions = entry.partitions.max(partition + 1);
         Ok(())
+    }
+
+    /// Delete this broker's copy of `tp`, a partition the cluster moved
+    /// away (Kafka's StopReplica with deletion); the topic is forgotten
+    /// here once it has no partition left.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn delete_replica(
+        &self,
+        tp: &TopicPartition,
+        cleaning: Option<&dyn CleaningControl>,
+    ) -> Result<()> {
+        self.remove_partition_log(tp, cleaning)?;
+        // One lock at a time (other paths take them in either order).
+        let left = self.logs.read().keys().any(|other| other.topic == tp.topic);
+        if !left {
+            self.topics.write().remove(&tp.topic);
+        }
+        Ok(())
+    }
+
+    /// Remove `tp`'s log and its files, stopping a clean of it first (the
+    /// cleaner holds duplicated descriptors and would otherwise swap into a
+    /// directory being removed).
+    pub(super) fn remove_partition_log(
+        &self,
+        tp: &TopicPartition,
+        cleaning: Option<&dyn CleaningControl>,
+    ) -> Result<()> {
+        self.offline.write().remove(tp);
+        if let (Some(control), Some(log)) = (cleaning, self.get_log(tp)) {
+            let log_dir = log.read().dir().parent().map(Path::to_path_buf).unwrap_or_default();
+            control.abort_cleaning_and_forget(tp, &log_dir);
+        }
+        let Some(shared) = self.logs.write().remove(tp) else { return Ok(()) };
+        // Wait for readers and appenders to drop the log, then remove it.
+        match Arc::try_unwrap(shared) {
+            Ok(lock) => lock.into_inner().delete(),
+            Err(shared) => {
+                let log = shared.write();
+                let dir = log.dir().to_path_buf();
+                drop(log);
+                std::fs::remove_dir_all(&dir).map_err(LogError::io(&dir))
+            }
+        }
     }
 
     /// Empty `tp`'s log and start it at `offset` (a follower behind its
