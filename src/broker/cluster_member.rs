@@ -101,7 +101,7 @@ impl ClusterMember {
             Arc::clone(&election),
             Arc::clone(session.coordination()),
             (keys.clone(), Arc::clone(&image)),
-            config.leader_rebalance,
+            (config.leader_rebalance, config.unclean_leader_election),
         );
         let reconciler = tokio::spawn(reconciler.run());
         let registration = value.clone();

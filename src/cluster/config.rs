@@ -98,6 +98,9 @@ pub struct ClusterConfig {
     /// How often the controller restores preferred leaders (`None`:
     /// `auto.leader.rebalance.enable=false`).
     pub leader_rebalance: Option<Duration>,
+    /// The broker's `unclean.leader.election.enable`: whether a topic that
+    /// does not set it may elect a leader outside its ISR.
+    pub unclean_leader_election: bool,
 }
 
 impl ClusterConfig {
@@ -148,6 +151,9 @@ impl ClusterConfig {
                 let secs = values.int(&LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS).max(1);
                 Duration::from_secs(secs as u64)
             }),
+            unclean_leader_election: crate::log::manager_config::topic_defaults(values)
+                .get("unclean.leader.election.enable")
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")),
             controlled_shutdown: values.boolean(&CONTROLLED_SHUTDOWN_ENABLE).then(|| {
                 let ms = values.int(&SEDIMENT_CLUSTER_CONTROLLED_SHUTDOWN_TIMEOUT_MS).max(0);
                 Duration::from_millis(ms as u64)

@@ -30,9 +30,13 @@
 //!   completes (`reassignments::completion`), topic key and state in one
 //!   transaction.
 //!
-//! Every write raises the partition epoch by one. Unclean election
-//! (`unclean.leader.election.enable`) is not done yet: a partition whose
-//! ISR is all gone stays offline until one of them returns.
+//! * **Offline, no ISR member eligible, unclean election enabled** (the
+//!   topic's `unclean.leader.election.enable`, else the broker's): the
+//!   first eligible replica leads alone (ISR = [it]), leader epoch + 1;
+//!   what only the old ISR held may be lost, as on Kafka. Disabled (the
+//!   default), the partition stays offline until an ISR member returns.
+//!
+//! Every write raises the partition epoch by one.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,16 +61,41 @@ pub struct PartitionChange {
     pub topic_value: Option<TopicValue>,
 }
 
-/// The changes `image` owes, written by a controller of `controller_epoch`;
-/// with `preferred`, also each partition's return to its preferred leader.
-pub fn plan(image: &MetadataImage, controller_epoch: i64, preferred: bool) -> Vec<PartitionChange> {
+/// What a round of planning may do beyond the changes always owed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlanRules {
+    /// Give partitions back to their preferred leaders.
+    pub preferred: bool,
+    /// `unclean.leader.election.enable` for topics that do not set it.
+    pub unclean_by_default: bool,
+}
+
+/// Whether `topic` may elect a leader outside its ISR.
+fn unclean_enabled(image: &MetadataImage, topic: &str, rules: PlanRules) -> bool {
+    match image.topics.config(topic).get(UNCLEAN_LEADER_ELECTION_ENABLE) {
+        Some(v) => v.trim().eq_ignore_ascii_case("true"),
+        None => rules.unclean_by_default,
+    }
+}
+
+const UNCLEAN_LEADER_ELECTION_ENABLE: &str = "unclean.leader.election.enable";
+
+/// The changes `image` owes, written by a controller of `controller_epoch`,
+/// under `rules`.
+pub fn plan(
+    image: &MetadataImage,
+    controller_epoch: i64,
+    rules: PlanRules,
+) -> Vec<PartitionChange> {
+    let preferred = rules.preferred;
     let mut changes = Vec::new();
     for topic in image.topics.topics() {
+        let unclean = unclean_enabled(image, &topic.name, rules);
         for (&p, replicas) in &topic.assignment {
             let current = image.topics.state(&topic.name, p);
             let owed = match current {
                 None => Some((first_state(image, topic, replicas), None)),
-                Some(r) => next_state(image, replicas, &r.state)
+                Some(r) => next_state(image, replicas, &r.state, unclean)
                     .map(|s| (s, None))
                     .or_else(|| {
                         let (value, s) = reassignments::completion(image, topic, p, &r.state)?;
@@ -111,11 +140,13 @@ fn first_state(image: &MetadataImage, topic: &TopicImage, replicas: &[i32]) -> P
     }
 }
 
-/// The state after `s`, if it is owed a change.
+/// The state after `s`, if it is owed a change (`unclean`: a replica
+/// outside the ISR may lead when no member can).
 fn next_state(
     image: &MetadataImage,
     replicas: &[i32],
     s: &PartitionStateValue,
+    unclean: bool,
 ) -> Option<PartitionStateValue> {
     let mut isr: Vec<i32> = s.isr.iter().copied().filter(|r| image.is_eligible(*r)).collect();
     let leader_ok = s.leader >= 0 && image.is_eligible(s.leader);
@@ -130,7 +161,14 @@ fn next_state(
                 isr.insert(0, s.leader);
                 s.leader
             }
-            None => -1,
+            None => match replicas.iter().copied().find(|r| unclean && image.is_eligible(*r)) {
+                Some(r) => {
+                    tracing::warn!(?replicas, isr = ?s.isr, leader = r, "unclean leader election: records only the old ISR held may be lost");
+                    isr = vec![r];
+                    r
+                }
+                None => -1,
+            },
         }
     };
     if isr.is_empty() {
@@ -206,6 +244,8 @@ pub struct Reconciler {
     image: Arc<ImageWatcher>,
     /// How often preferred leaders are restored (`None`: never).
     rebalance: Option<Duration>,
+    /// The broker's `unclean.leader.election.enable`.
+    unclean_by_default: bool,
 }
 
 impl Reconciler {
@@ -213,9 +253,9 @@ impl Reconciler {
         election: Arc<ControllerElection>,
         coordination: Arc<dyn Coordination>,
         (keys, image): (ClusterKeys, Arc<ImageWatcher>),
-        rebalance: Option<Duration>,
+        (rebalance, unclean_by_default): (Option<Duration>, bool),
     ) -> Self {
-        Self { election, coordination, keys, image, rebalance }
+        Self { election, coordination, keys, image, rebalance, unclean_by_default }
     }
 
     /// Reconcile for ever (the broker aborts the task at shutdown).
@@ -230,17 +270,18 @@ impl Reconciler {
                 if preferred {
                     last_rebalance = tokio::time::Instant::now();
                 }
-                self.round(&image, epoch, preferred).await;
+                let rules = PlanRules { preferred, unclean_by_default: self.unclean_by_default };
+                self.round(&image, epoch, rules).await;
             }
             // A new image, or a second: whichever comes first.
             let _ = tokio::time::timeout(Duration::from_secs(1), rx.changed()).await;
         }
     }
 
-    async fn round(&self, image: &MetadataImage, epoch: i64, preferred: bool) {
+    async fn round(&self, image: &MetadataImage, epoch: i64, rules: PlanRules) {
         // One at a time: a round follows a broker's loss or a creation,
         // and etcd answers each in about a millisecond on its network.
-        for change in plan(image, epoch, preferred) {
+        for change in plan(image, epoch, rules) {
             match self.write(&change, epoch).await {
                 Ok(true) => tracing::info!(
                     topic = %change.topic,
@@ -350,7 +391,7 @@ mod tests {
         }
 
         fn plan(&self) -> Vec<PartitionChange> {
-            plan(&self.image(), self.epoch, false)
+            plan(&self.image(), self.epoch, PlanRules::default())
         }
 
         fn image(&self) -> MetadataImage {
@@ -372,6 +413,8 @@ mod tests {
                 .collect()
         }
     }
+
+    const PREFERRED: PlanRules = PlanRules { preferred: true, unclean_by_default: false };
 
     fn leader_isr_epochs(s: &PartitionStateValue) -> (i32, Vec<i32>, i32, i32) {
         (s.leader, s.isr.clone(), s.leader_epoch, s.partition_epoch)
@@ -419,12 +462,12 @@ mod tests {
         c.round();
         // Back, but not in the ISR yet: nothing to restore.
         c.set_broker(1, true);
-        assert!(plan(&c.image(), c.epoch, true).is_empty());
+        assert!(plan(&c.image(), c.epoch, PREFERRED).is_empty());
         let state = c.image().topics.state("t", 0).unwrap().state.clone();
         let rejoined = PartitionStateValue { isr: vec![2, 3, 1], partition_epoch: 2, ..state };
         c.put(&c.keys.partition_state("t", 0), keys::to_json(&rejoined));
         assert!(c.plan().is_empty(), "only a rebalance round moves it");
-        let change = plan(&c.image(), c.epoch, true).remove(0);
+        let change = plan(&c.image(), c.epoch, PREFERRED).remove(0);
         assert_eq!(leader_isr_epochs(&change.state), (1, vec![2, 3, 1], 2, 3));
     }
 
@@ -463,6 +506,31 @@ mod tests {
         let t = c.image().topics.topic("t").unwrap().clone();
         assert_eq!(t.assignment[&0], vec![4, 2, 3]);
         assert!(t.reassigning.is_empty());
+    }
+
+    #[test]
+    fn an_offline_partition_is_led_outside_its_isr_only_where_unclean_election_is_enabled() {
+        let c = Cluster::new(&[1, 2], &[&[1, 2]]);
+        c.round();
+        c.set_broker(2, false);
+        c.round();
+        c.set_broker(1, false);
+        assert_eq!(leader_isr_epochs(&c.round()[0]), (-1, vec![1], 1, 2));
+        // 2 returns, out of sync: offline unless unclean election is on.
+        c.set_broker(2, true);
+        assert!(c.plan().is_empty());
+        let unclean = PlanRules { preferred: false, unclean_by_default: true };
+        let set_topic = |v: &str| {
+            let mut config = BTreeMap::new();
+            config.insert(UNCLEAN_LEADER_ELECTION_ENABLE.to_string(), v.to_string());
+            let value = keys::TopicConfigValue { version: 1, config };
+            c.put(&c.keys.topic_config("t"), keys::to_json(&value));
+        };
+        set_topic("false");
+        assert!(plan(&c.image(), c.epoch, unclean).is_empty(), "the topic's false wins");
+        set_topic("true");
+        let change = c.plan().remove(0);
+        assert_eq!(leader_isr_epochs(&change.state), (2, vec![2], 2, 3));
     }
 
     #[test]

@@ -86,7 +86,7 @@ pub const LOG_CONFIGS: &[ConfigDef] = &[
     def!("segment.ms", "log.roll.ms", Long, "604800000", Some(1.0), None, &[],
         "age at which the active segment rolls"),
     def!("unclean.leader.election.enable", "unclean.leader.election.enable", Boolean, "false", None, None, &[],
-        "has no effect on a single node"),
+        "in a cluster, whether a partition whose in-sync replicas are all gone is led by another live replica (losing what only they held) instead of staying offline; no effect on a single node"),
     REMOTE_STORAGE_ENABLE,
     def!("remote.log.delete.on.disable", "remote.log.delete.on.disable", Boolean, "false", None, None, &[],
         "must be true to turn remote.storage.enable from true to false: the store's copy of the topic is then retired and deleted after sediment.remote.storage.delete.delay.ms (false keeps it and refuses the change, as Kafka); as a broker key (sediment), the default of every topic"),

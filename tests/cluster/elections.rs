@@ -4,11 +4,13 @@
 //! rebalance is off), and a PREFERRED election gives every partition back
 //! to its first replica; asked again, nothing is needed. An UNCLEAN
 //! election brings back a partition whose last in-sync replica is gone,
-//! led by a replica that was not in sync.
+//! led by a replica that was not in sync; a topic with
+//! `unclean.leader.election.enable=true` is brought back so by the
+//! controller on its own.
 
 use crate::broker::etcd::EtcdServer;
 use crate::broker::{kafka_tool, kafka_tool_output, TestBroker};
-use crate::support::{create_topic, placement, start_cluster_with, TOPICS};
+use crate::support::{create_topic, placement, start_cluster_with, PartitionPlacement, TOPICS};
 
 const ELECTION: &str = "org.apache.kafka.tools.LeaderElectionCommand";
 
@@ -69,18 +71,23 @@ fn preferred_and_unclean_elections_on_request() {
         "2:3",
     ];
     kafka_tool(&brokers[0], TOPICS, &args, None);
+    // "auto" likewise, with unclean.leader.election.enable=true.
+    let auto = ["--topic", "auto", "--config", "unclean.leader.election.enable=true"];
+    kafka_tool(&brokers[0], TOPICS, &[&args[..3], &auto, &args[5..]].concat(), None);
     let port = brokers[0].port;
-    brokers[0].wait_for(30, "lone in sync", || {
-        (placement(port, "lone").get(&0)?.3.len() == 2).then_some(())
-    });
+    let both = |ok: &dyn Fn(&PartitionPlacement) -> bool| {
+        ["lone", "auto"].iter().all(|t| placement(port, t).get(&0).is_some_and(ok))
+    };
+    brokers[0].wait_for(30, "lone in sync", || both(&|p| p.3.len() == 2).then_some(()));
     brokers[2].kill();
-    brokers[0].wait_for(30, "broker 3 out of the ISR", || {
-        (placement(port, "lone").get(&0)?.3 == vec![2]).then_some(())
-    });
+    brokers[0].wait_for(30, "broker 3 out of the ISR", || both(&|p| p.3 == vec![2]).then_some(()));
     brokers[1].kill();
-    brokers[0]
-        .wait_for(30, "lone offline", || (placement(port, "lone").get(&0)?.0 < 0).then_some(()));
+    brokers[0].wait_for(30, "lone offline", || both(&|p| p.0 < 0).then_some(()));
     brokers[2].restart();
+    brokers[0].wait_for(30, "auto led by its out-of-sync replica", || {
+        let (leader, _, _, isr) = placement(port, "auto").get(&0)?.clone();
+        (leader == 3 && isr == vec![3]).then_some(())
+    });
     let b1 = brokers[0].bootstrap();
     let args = ["--bootstrap-server", &b1, "--election-type", "PREFERRED", "--topic", "lone"];
     let (ok, out, err) =

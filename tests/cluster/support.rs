@@ -67,8 +67,11 @@ pub fn create_topic(b: &TestBroker, topic: &str, partitions: i32, extra: &[&str]
     kafka_tool(b, TOPICS, &args, None);
 }
 
-/// Per partition: (leader, leader epoch, replicas, ISR).
-pub type Placement = BTreeMap<i32, (i32, i32, Vec<i32>, Vec<i32>)>;
+/// One partition's (leader, leader epoch, replicas, ISR).
+pub type PartitionPlacement = (i32, i32, Vec<i32>, Vec<i32>);
+
+/// Per partition, its placement.
+pub type Placement = BTreeMap<i32, PartitionPlacement>;
 
 /// `topic` as `port`'s Metadata v12 describes it.
 pub fn placement(port: u16, topic: &str) -> Placement {
