@@ -2,7 +2,9 @@
 //! a topic created with `--replication-factor 3 --config
 //! min.insync.replicas=2` has every partition on all three brokers, each
 //! leading one; records produced with `acks=all` are on every replica, byte
-//! for byte, and consumers read them through any bootstrap broker. When a
+//! for byte, and consumers read them through any bootstrap broker (kcat,
+//! and confluent-kafka's idempotent producer and group consumer, each
+//! through another broker). When a
 //! leader is SIGKILLed, the controller elects another member of the ISR at
 //! the next epoch and drops the dead one from the ISR; acks=all goes on and
 //! nothing acknowledged is lost. With a second broker gone the ISR is below
@@ -19,7 +21,7 @@ use kafka_protocol::messages::{ProduceRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::etcd::EtcdServer;
-use crate::broker::{fetch_all, kcat, TestBroker, Wire};
+use crate::broker::{fetch_all, kcat, run_python_script, TestBroker, Wire};
 use crate::support::{create_topic, placement, signal, start_cluster, wait_placement};
 
 /// The bytes of a partition's `.log` files on one broker, in offset order.
@@ -106,8 +108,23 @@ fn acks_all_reaches_every_in_sync_replica_and_survives_the_leader() {
             (!copies[0].is_empty() && copies.windows(2).all(|w| w[0] == w[1])).then_some(())
         });
     }
-    let want: Vec<String> = (0..300).map(|i| format!("a{i:03}")).collect();
+    let mut want: Vec<String> = (0..300).map(|i| format!("a{i:03}")).collect();
     assert_eq!(values(&brokers, brokers[2].port, "rep"), want, "acks=all answered once committed");
+
+    // confluent-kafka: idempotent acks=all through broker 2, a group
+    // consumer through broker 3 (its coordinator wherever its partition of
+    // __consumer_offsets is led).
+    let other = brokers[2].bootstrap();
+    let args = [other.as_str(), "rep", "200"];
+    run_python_script(
+        &brokers[1],
+        "cluster_confluent.py",
+        &args,
+        "all cluster confluent-kafka checks passed",
+    );
+    want.extend((0..200).map(|i| format!("cc-{i}")));
+    want.sort();
+    assert_eq!(values(&brokers, brokers[0].port, "rep"), want, "on the leaders");
 
     // SIGKILL the leader of partition 0: another ISR member leads at epoch
     // 1 and the dead one leaves the ISR; acks=all goes on.
@@ -124,7 +141,6 @@ fn acks_all_reaches_every_in_sync_replica_and_survives_the_leader() {
         let code = produce_to_leader(&brokers, port, p, -1, &format!("b{p}"));
         assert_eq!(code, 0, "acks=all to {p} with two in sync");
     }
-    let mut want = want;
     want.extend((0..3).map(|p| format!("b{p}")));
     want.sort();
     assert_eq!(values(&brokers, port, "rep"), want, "nothing acknowledged is lost");
@@ -189,8 +205,9 @@ fn acks_all_reaches_every_in_sync_replica_and_survives_the_leader() {
         let urp = s.metric("kafka_server_replicamanager_underreplicatedpartitions");
         (urp == Some(0.0)).then_some(())
     });
-    assert_eq!(s.metric("kafka_server_replicamanager_leadercount"), Some(3.0));
-    assert_eq!(s.metric("kafka_server_replicamanager_partitioncount"), Some(3.0));
+    // "rep" and the 50 partitions of __consumer_offsets the group created.
+    assert_eq!(s.metric("kafka_server_replicamanager_leadercount"), Some(53.0));
+    assert_eq!(s.metric("kafka_server_replicamanager_partitioncount"), Some(53.0));
     assert_eq!(s.metric("kafka_server_replicamanager_underminisrpartitioncount"), Some(0.0));
     let expands = s.metric("kafka_server_replicamanager_isrexpands_total").unwrap_or(0.0);
     assert!(expands >= 3.0, "ISR expansions as the returning brokers caught up: {expands}");
