@@ -5,7 +5,10 @@
 //! the partitions' committed records are in the order they were sent; then
 //! the controller gives every partition back to its preferred replica. The
 //! time from each kill to the next acknowledgement on that partition is
-//! printed.
+//! printed. Kafka's VerifiableConsumer reads the topic in a group at the
+//! same time (its coordinator killed too, when it leads the group's
+//! partition of `__consumer_offsets`): it consumes every acknowledged
+//! offset exactly once, in order per partition.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
@@ -24,6 +27,68 @@ fn leaders(port: u16, topic: &str) -> BTreeMap<i32, (i32, usize)> {
 
 /// An acknowledged send: (partition, offset, value).
 type Acked = (i32, i64, String);
+
+/// What one VerifiableConsumer batch consumed of a partition:
+/// (partition, min offset, max offset, count).
+type Consumed = (i32, i64, i64, i64);
+
+/// Parse VerifiableConsumer's `records_consumed` lines.
+fn consumed(line: &str) -> Vec<Consumed> {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { return Vec::new() };
+    if v["name"] != "records_consumed" {
+        return Vec::new();
+    }
+    let parts = v["partitions"].as_array().cloned().unwrap_or_default();
+    let each = |p: &serde_json::Value| {
+        let n = |k: &str| p[k].as_i64();
+        Some((n("partition")? as i32, n("minOffset")?, n("maxOffset")?, n("count")?))
+    };
+    parts.iter().filter_map(each).collect()
+}
+
+/// Start Kafka's VerifiableConsumer on "verify" in a group, from the
+/// earliest offset; its batches are gathered by a thread.
+fn start_consumer(bootstrap: &str) -> (Reaper, Arc<Mutex<Vec<Consumed>>>) {
+    let mut consumer = Command::new("bash");
+    consumer
+        .arg(repo_root().join("scripts/kafka-tool.sh"))
+        .arg("org.apache.kafka.tools.VerifiableConsumer")
+        .args(["--bootstrap-server", bootstrap, "--topic", "verify"])
+        .args(["--group-id", "verify-readers", "--reset-policy", "earliest"])
+        .env("KAFKA_HEAP_OPTS", "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = consumer.spawn().expect("VerifiableConsumer (scripts/kafka-tool.sh)");
+    let stdout = child.stdout.take().unwrap();
+    let batches: Arc<Mutex<Vec<Consumed>>> = Arc::default();
+    let gathered = Arc::clone(&batches);
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            gathered.lock().unwrap().extend(consumed(&line));
+        }
+    });
+    (Reaper(child), batches)
+}
+
+/// Every acknowledged offset consumed exactly once and in order: per
+/// partition, the batches in arrival order follow each other without
+/// overlap, each holds every offset of its range (the log has no gaps),
+/// and together they cover every acknowledged offset.
+fn check_consumed(batches: &[Consumed], acked: &[Acked]) {
+    let mut last: HashMap<i32, i64> = HashMap::new();
+    for (p, min, max, count) in batches {
+        if let Some(prev) = last.get(p) {
+            assert!(min > prev, "partition {p}: offsets from {min} consumed again (had {prev})");
+        }
+        assert_eq!(max - min + 1, *count, "partition {p}: a batch skipped records");
+        last.insert(*p, *max);
+    }
+    for (p, offset, value) in acked {
+        let covered =
+            batches.iter().any(|(bp, min, max, _)| bp == p && min <= offset && offset <= max);
+        assert!(covered, "acknowledged {value} at {p}:{offset} never consumed");
+    }
+}
 
 /// Parse VerifiableProducer's `producer_send_success` lines.
 fn acked(line: &str) -> Option<Acked> {
@@ -92,6 +157,7 @@ fn every_acknowledged_value_survives_leader_kills_exactly_once() {
     };
     let acks_on = |p: i32| seen.lock().unwrap().iter().filter(|(_, a)| a.0 == p).count();
     brokers[0].wait_for(60, "the producer under way", || (acks_on(0) > 50).then_some(()));
+    let (mut consumer, batches) = start_consumer(&bootstrap);
 
     // Each partition's leader in turn: SIGKILL, wait for the next
     // acknowledgement on that partition, restart, wait for its ISR.
@@ -142,6 +208,15 @@ fn every_acknowledged_value_survives_leader_kills_exactly_once() {
     // Every acknowledged value is in its partition exactly once, at its offset.
     let acked: Vec<Acked> = seen.lock().unwrap().iter().map(|(_, a)| a.clone()).collect();
     assert!(acked.len() > 1000, "acknowledged sends: {}", acked.len());
+    brokers[0].wait_for(60, "the consumer at the end of every partition", || {
+        let batches = batches.lock().unwrap();
+        let end = |p: i32| batches.iter().filter(|b| b.0 == p).map(|b| b.2).max();
+        acked.iter().all(|(p, o, _)| end(*p).is_some_and(|e| e >= *o)).then_some(())
+    });
+    // SAFETY: kill(2) on our own child's pid (the JVM: kafka-tool.sh execs it).
+    unsafe { libc::kill(consumer.0.id() as i32, libc::SIGTERM) };
+    consumer.0.wait().unwrap();
+    check_consumed(&batches.lock().unwrap(), &acked);
     let port = brokers[0].port;
     let placement = leaders(port, "verify");
     let mut logs: HashMap<i32, Vec<(i64, String)>> = HashMap::new();
