@@ -6,8 +6,8 @@
 //! nothing. Then the tool's `--execute` and `--verify` move both partitions
 //! (one away from its leader), broker 1 deletes the copies it no longer
 //! holds, `kafka-leader-election --election-type PREFERRED` hands the other
-//! to broker 4, and broker 4's copies hold the latest value of every key in
-//! segments Kafka's DumpLogSegments reads.
+//! to broker 4, and every replica's own segments, read by Kafka's
+//! DumpLogSegments, hold the same latest value of every key.
 
 use std::collections::BTreeMap;
 
@@ -194,9 +194,31 @@ fn a_compacted_partition_moves_to_a_broker_that_joined_later() {
     let want: BTreeMap<String, String> =
         (0..40).map(|i| (format!("k{i}"), format!("b{i}"))).collect();
     assert_eq!(latest(fourth.port, &[0, 1]), want, "the latest value of every key on broker 4");
+    // Every replica's own segments, as Kafka's DumpLogSegments reads them,
+    // hold the same latest value of every key.
+    let replicas = [&fourth, &brokers[1], &brokers[2]];
     for p in [0, 1] {
-        let logs = files_with(&fourth.data_dir().join(format!("moved-{p}")), "log");
-        let dump = kafka_dump_log(&logs, &["--deep-iteration"]);
-        assert!(dump.contains("baseOffset: 0"), "{dump}");
+        let want = latest(fourth.port, &[p]);
+        assert!(!want.is_empty());
+        for b in replicas {
+            b.wait_for(30, "the replica holding the latest value of every key", || {
+                (dumped_latest(&b.data_dir().join(format!("moved-{p}"))) == want).then_some(())
+            });
+        }
     }
+}
+
+/// The latest value of each key in the segments of partition dir `dir`,
+/// as Kafka's DumpLogSegments prints them.
+fn dumped_latest(dir: &std::path::Path) -> BTreeMap<String, String> {
+    let logs = files_with(dir, "log");
+    let dump = kafka_dump_log(&logs, &["--deep-iteration", "--print-data-log"]);
+    let mut out = BTreeMap::new();
+    for line in dump.lines().filter(|l| l.starts_with("| offset: ")) {
+        let Some((_, kv)) = line.split_once(" key: ") else { continue };
+        if let Some((k, v)) = kv.split_once(" payload: ") {
+            out.insert(k.to_string(), v.to_string());
+        }
+    }
+    out
 }
