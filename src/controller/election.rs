@@ -28,6 +28,9 @@ pub struct ControllerElection {
     held_on: AtomicI64,
     /// The controller as last read (-1: none known).
     controller_id: AtomicI32,
+    /// Told when this broker becomes the controller, so the reconciler
+    /// starts at once rather than at its next tick.
+    became: tokio::sync::Notify,
 }
 
 impl ControllerElection {
@@ -45,6 +48,7 @@ impl ControllerElection {
             epoch: AtomicI64::new(0),
             held_on: AtomicI64::new(0),
             controller_id: AtomicI32::new(-1),
+            became: tokio::sync::Notify::new(),
         }
     }
 
@@ -67,8 +71,17 @@ impl ControllerElection {
 
     fn hold(&self, epoch: i64, lease: i64) {
         self.held_on.store(lease, Ordering::Release);
-        self.epoch.store(epoch, Ordering::Release);
+        let before = self.epoch.swap(epoch, Ordering::AcqRel);
         self.controller_id.store(self.node_id, Ordering::Release);
+        if before != epoch {
+            // One waiter (the reconciler); a permit is kept if it is busy.
+            self.became.notify_one();
+        }
+    }
+
+    /// Wait until this broker becomes the controller (again).
+    pub async fn became_controller(&self) {
+        self.became.notified().await;
     }
 
     /// The controller epoch while active.

@@ -273,8 +273,15 @@ impl Reconciler {
                 let rules = PlanRules { preferred, unclean_by_default: self.unclean_by_default };
                 self.round(&image, epoch, rules).await;
             }
-            // A new image, or a second: whichever comes first.
-            let _ = tokio::time::timeout(Duration::from_secs(1), rx.changed()).await;
+            // A new image, this broker becoming the controller, or a
+            // second: whichever comes first.
+            let woken = async {
+                tokio::select! {
+                    _ = rx.changed() => {}
+                    () = self.election.became_controller() => {}
+                }
+            };
+            let _ = tokio::time::timeout(Duration::from_secs(1), woken).await;
         }
     }
 
