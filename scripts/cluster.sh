@@ -5,6 +5,8 @@
 #                                  (127.0.0.1:9092-9094, metrics on 9404-9406)
 #   scripts/cluster.sh status      who runs, the controller, each broker's leaders
 #   scripts/cluster.sh kill N      SIGKILL broker N        start N: start it again
+#                                  (or a new broker N, e.g. 4 on 127.0.0.1:9095, to
+#                                  reassign partitions onto; status and down include it)
 #   scripts/cluster.sh stop N      SIGSTOP broker N        cont N:  SIGCONT it
 #   scripts/cluster.sh down        stop everything (data kept; `rm -r target/cluster` to forget it)
 # Installs Debian's etcd-server if etcd is missing. Uses target/release/sediment
@@ -33,6 +35,11 @@ need_bin() {
 }
 
 running() { [ -f "$root/$1.pid" ] && kill -0 "$(cat "$root/$1.pid")" 2>/dev/null; }
+
+# Brokers 1-3 and any other started with `start N`.
+brokers() {
+  { echo 1 2 3 | tr ' ' '\n'; ls "$root" 2>/dev/null | sed -n 's/^broker-\([0-9]*\)\.pid$/\1/p'; } | sort -nu
+}
 
 start_etcd() {
   running etcd && return
@@ -75,7 +82,7 @@ signal() {
 
 status() {
   running etcd && echo "etcd      running (127.0.0.1:2379)" || echo "etcd      stopped"
-  for n in 1 2 3; do
+  for n in $(brokers); do
     if running "broker-$n"; then
       local m
       m="$(curl -fsS "http://127.0.0.1:940$((n + 3))/metrics" 2>/dev/null || true)"
@@ -99,13 +106,13 @@ case "${1:-}" in
     echo "try: scripts/kafka-tool.sh org.apache.kafka.tools.TopicCommand --bootstrap-server 127.0.0.1:9092 --create --topic t --partitions 3 --replication-factor 3 --config min.insync.replicas=2"
     ;;
   down)
-    for n in 1 2 3; do
+    for n in $(brokers); do
       if running "broker-$n"; then
         kill -CONT "$(cat "$root/broker-$n.pid")" 2>/dev/null || true
         kill -TERM "$(cat "$root/broker-$n.pid")"
       fi
     done
-    for n in 1 2 3; do
+    for n in $(brokers); do
       while running "broker-$n"; do sleep 0.1; done
       rm -f "$root/broker-$n.pid"
     done
