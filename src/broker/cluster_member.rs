@@ -271,7 +271,8 @@ impl ClusterStatus for ClusterMember {
         ReplicationCounts {
             leaders: view.led.len() as i64,
             partitions: (view.led.len() + view.followed) as i64,
-            under_replicated: count(&|p| p.isr.len() < p.replicas.len()),
+            under_replicated: count(&LedPartition::is_under_replicated),
+            reassigning: count(&|p| p.reassignment.is_some()),
             under_min_isr: count(&|p| p.isr.len() < p.min_isr),
             at_min_isr: count(&|p| p.isr.len() == p.min_isr),
             isr_shrinks,

@@ -191,7 +191,13 @@ impl MetadataPublisher {
                         let (replicas, isr) = (replicas.clone(), state.isr.clone());
                         view.led.insert(
                             tp,
-                            LedPartition { leader_epoch: epoch, replicas, isr, min_isr },
+                            LedPartition {
+                                leader_epoch: epoch,
+                                replicas,
+                                isr,
+                                min_isr,
+                                reassignment: topic.reassigning.get(&p).map(|r| r.adding.clone()),
+                            },
                         );
                     }
                     Err(e) => tracing::error!(partition = %tp, epoch, "not leading: {e}"),

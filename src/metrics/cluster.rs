@@ -4,8 +4,8 @@
 //! single node is its own controller and reads 1), whether the session's
 //! lease timer runs, how many times it was lost, the etcd revision of the
 //! image the broker serves from, and Kafka's `ReplicaManager` gauges
-//! (leaders, partitions, under-replicated and under-min-ISR partitions, ISR
-//! shrinks and expansions; a single node leads all its partitions, in sync).
+//! (leaders, partitions, under-replicated, under-min-ISR and reassigning
+//! partitions, ISR shrinks and expansions; a single node leads all its partitions, in sync).
 
 use std::sync::Arc;
 
@@ -41,6 +41,8 @@ pub struct ReplicationCounts {
     pub under_min_isr: i64,
     /// Led here with an ISR exactly at the effective min ISR.
     pub at_min_isr: i64,
+    /// Led here and being reassigned.
+    pub reassigning: i64,
     pub isr_shrinks: u64,
     pub isr_expands: u64,
 }
@@ -56,6 +58,7 @@ pub(super) struct ClusterGauges {
     under_replicated: IntGauge,
     under_min_isr: IntGauge,
     at_min_isr: IntGauge,
+    reassigning: IntGauge,
     isr_shrinks: IntCounter,
     isr_expands: IntCounter,
 }
@@ -106,6 +109,11 @@ impl ClusterGauges {
                 "kafka_server_replicamanager_atminisrpartitioncount",
                 "Partitions led here whose ISR is exactly min.insync.replicas: one more loss stops acks=all",
             )?,
+            reassigning: int_gauge(
+                r,
+                "kafka_server_replicamanager_reassigningpartitions",
+                "Partitions led here that a reassignment is moving (kafka-reassign-partitions)",
+            )?,
             isr_shrinks: counter(r, "kafka_server_replicamanager_isrshrinks_total", "ISR shrinks this broker made as leader")?,
             isr_expands: counter(r, "kafka_server_replicamanager_isrexpands_total", "ISR expansions this broker made as leader")?,
         })
@@ -126,6 +134,7 @@ impl ClusterGauges {
         self.under_replicated.set(counts.under_replicated);
         self.under_min_isr.set(counts.under_min_isr);
         self.at_min_isr.set(counts.at_min_isr);
+        self.reassigning.set(counts.reassigning);
         self.isr_shrinks.inc_by(counts.isr_shrinks.saturating_sub(self.isr_shrinks.get()));
         self.isr_expands.inc_by(counts.isr_expands.saturating_sub(self.isr_expands.get()));
         match status {

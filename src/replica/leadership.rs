@@ -36,6 +36,18 @@ pub struct LedPartition {
     /// The effective `min.insync.replicas`: the topic's, at most the
     /// replication factor (Kafka's rule since KAFKA-15583).
     pub min_isr: usize,
+    /// Being reassigned: `replicas` are the target and the ones leaving,
+    /// of which these are the target's new ones.
+    pub reassignment: Option<Vec<i32>>,
+}
+
+impl LedPartition {
+    /// Kafka's under-replication: an ISR smaller than the replicas, not
+    /// counting replicas a reassignment is still adding.
+    pub fn is_under_replicated(&self) -> bool {
+        let adding = self.reassignment.as_ref().map_or(0, Vec::len);
+        self.isr.len() < self.replicas.len() - adding
+    }
 }
 
 /// The partitions led and known, as of one applied image.

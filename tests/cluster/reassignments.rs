@@ -142,7 +142,18 @@ fn a_compacted_partition_moves_to_a_broker_that_joined_later() {
     assert_eq!(alter(port, 0, 0, Some(&[4, 2, 3]), true), (0, 0));
     assert_eq!(listed(port), vec![(0, vec![4, 2, 3, 1], vec![4], vec![1])]);
     assert_eq!(placement(port, "moved")[&0].2, vec![4, 2, 3, 1], "Metadata lists every replica");
+    // Its leader (1) counts it as reassigning, not as under-replicated.
+    let gauges = |b: &TestBroker| {
+        let m = |name: &str| b.metric(&format!("kafka_server_replicamanager_{name}"));
+        (m("reassigningpartitions"), m("underreplicatedpartitions"))
+    };
+    brokers[0].wait_for(10, "the reassigning gauge", || {
+        (gauges(&brokers[0]) == (Some(1.0), Some(0.0))).then_some(())
+    });
     assert_eq!(alter(port, 0, 0, None, true), (0, 0), "cancelled");
+    brokers[0].wait_for(10, "the reassigning gauge back to 0", || {
+        (gauges(&brokers[0]).0 == Some(0.0)).then_some(())
+    });
     signal(&fourth, "CONT");
     assert!(listed(port).is_empty());
     let back = placement(port, "moved");
