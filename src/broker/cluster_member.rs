@@ -263,6 +263,19 @@ impl ClusterStatus for ClusterMember {
     fn applied_revision(&self) -> i64 {
         self.image.current().revision
     }
+    fn offline_partitions(&self) -> i64 {
+        if !self.election.is_active() {
+            return 0;
+        }
+        let image = self.image.current();
+        let mut offline = 0;
+        for t in image.topics.topics() {
+            let led =
+                |p: &i32| image.topics.state(&t.name, *p).is_some_and(|s| s.state.leader >= 0);
+            offline += t.assignment.keys().filter(|p| !led(p)).count() as i64;
+        }
+        offline
+    }
     fn replication(&self) -> ReplicationCounts {
         let view = self.leadership.view();
         let led = view.led.values();

@@ -5,7 +5,10 @@
 //! lease timer runs, how many times it was lost, the etcd revision of the
 //! image the broker serves from, and Kafka's `ReplicaManager` gauges
 //! (leaders, partitions, under-replicated, under-min-ISR and reassigning
-//! partitions, ISR shrinks and expansions; a single node leads all its partitions, in sync).
+//! partitions, ISR shrinks and expansions), the controller's
+//! OfflinePartitionsCount (the cluster's leaderless partitions). A single
+//! node leads all its partitions, in sync, and counts those in an offline
+//! log dir as offline.
 
 use std::sync::Arc;
 
@@ -26,6 +29,9 @@ pub trait ClusterStatus: Send + Sync + std::fmt::Debug {
     fn applied_revision(&self) -> i64;
     /// The partitions this broker holds and their replication.
     fn replication(&self) -> ReplicationCounts;
+    /// On the active controller, the cluster's partitions without a leader
+    /// (Kafka's OfflinePartitionsCount; 0 on the other brokers).
+    fn offline_partitions(&self) -> i64;
 }
 
 /// Kafka's `ReplicaManager` gauges and meters, as one broker counts them.
@@ -59,6 +65,7 @@ pub(super) struct ClusterGauges {
     under_min_isr: IntGauge,
     at_min_isr: IntGauge,
     reassigning: IntGauge,
+    offline: IntGauge,
     isr_shrinks: IntCounter,
     isr_expands: IntCounter,
 }
@@ -114,13 +121,23 @@ impl ClusterGauges {
                 "kafka_server_replicamanager_reassigningpartitions",
                 "Partitions led here that a reassignment is moving (kafka-reassign-partitions)",
             )?,
+            offline: int_gauge(
+                r,
+                "kafka_controller_kafkacontroller_offlinepartitionscount",
+                "On the controller, partitions without a leader (their in-sync replicas all gone; a single node: those in an offline log dir); 0 on other brokers",
+            )?,
             isr_shrinks: counter(r, "kafka_server_replicamanager_isrshrinks_total", "ISR shrinks this broker made as leader")?,
             isr_expands: counter(r, "kafka_server_replicamanager_isrexpands_total", "ISR expansions this broker made as leader")?,
         })
     }
 
-    /// `local_partitions`: a single node's logs, all led by it.
-    pub(super) fn refresh(&self, status: Option<&dyn ClusterStatus>, local_partitions: i64) {
+    /// `local_partitions`: a single node's logs, all led by it, and how
+    /// many of them are offline.
+    pub(super) fn refresh(
+        &self,
+        status: Option<&dyn ClusterStatus>,
+        (local_partitions, local_offline): (i64, i64),
+    ) {
         let counts = status.map_or(
             ReplicationCounts {
                 leaders: local_partitions,
@@ -139,11 +156,13 @@ impl ClusterGauges {
         self.isr_expands.inc_by(counts.isr_expands.saturating_sub(self.isr_expands.get()));
         match status {
             None => {
+                self.offline.set(local_offline);
                 self.active_controller.set(1);
                 self.session_live.set(0);
                 self.applied_revision.set(0);
             }
             Some(s) => {
+                self.offline.set(s.offline_partitions());
                 self.active_controller.set(i64::from(s.is_active_controller()));
                 self.session_live.set(i64::from(s.session_live()));
                 self.applied_revision.set(s.applied_revision());
@@ -165,6 +184,7 @@ impl Metrics {
 
     pub(super) fn refresh_cluster(&self) {
         let local = self.logs.all_logs().len() as i64;
-        self.gauges.cluster.refresh(self.cluster.as_deref(), local);
+        let offline = self.logs.offline_partitions().len() as i64;
+        self.gauges.cluster.refresh(self.cluster.as_deref(), (local, offline));
     }
 }

@@ -83,6 +83,11 @@ fn preferred_and_unclean_elections_on_request() {
     brokers[0].wait_for(30, "broker 3 out of the ISR", || both(&|p| p.3 == vec![2]).then_some(()));
     brokers[1].kill();
     brokers[0].wait_for(30, "lone offline", || both(&|p| p.0 < 0).then_some(()));
+    // The controller (broker 1, the only one left) counts both offline.
+    let offline = "kafka_controller_kafkacontroller_offlinepartitionscount";
+    brokers[0].wait_for(30, "both counted offline", || {
+        (brokers[0].metric(offline) == Some(2.0)).then_some(())
+    });
     brokers[2].restart();
     brokers[0].wait_for(30, "auto led by its out-of-sync replica", || {
         let (leader, _, _, isr) = placement(port, "auto").get(&0)?.clone();
