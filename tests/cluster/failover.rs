@@ -97,6 +97,99 @@ fn acked(line: &str) -> Option<Acked> {
     Some((v["partition"].as_i64()? as i32, v["offset"].as_i64()?, v["value"].as_str()?.to_string()))
 }
 
+/// What VerifiableProducer reported: (send errors, whether it shut down
+/// after closing its producer).
+type ProducerEnd = (Vec<String>, bool);
+
+/// Acknowledgements, each with the time it was read.
+type Seen = Arc<Mutex<Vec<(Instant, Acked)>>>;
+
+/// A running VerifiableProducer: its process, what it acknowledged so far,
+/// the thread reading it, and its config file.
+type RunningProducer =
+    (Reaper, Seen, std::thread::JoinHandle<ProducerEnd>, tempfile::NamedTempFile);
+
+/// Kafka's VerifiableProducer (idempotent, acks=all, 100 records a second,
+/// until stopped) on `topic`; its acknowledgements with the time each was
+/// read, and the thread that ends with what it reported. The config file
+/// lives as long as the last return value.
+fn start_producer(bootstrap: &str, topic: &str) -> RunningProducer {
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        config.path(),
+        "enable.idempotence=true\nacks=all\nretries=2147483647\ndelivery.timeout.ms=120000\nrequest.timeout.ms=10000\nmax.in.flight.requests.per.connection=5\nlinger.ms=5\n",
+    )
+    .unwrap();
+    let mut producer = Command::new("bash");
+    producer
+        .arg(repo_root().join("scripts/kafka-tool.sh"))
+        .arg("org.apache.kafka.tools.VerifiableProducer")
+        .args(["--bootstrap-server", bootstrap, "--topic", topic])
+        // Unbounded: it runs until every failover is done, then is stopped.
+        .args(["--max-messages", "-1", "--throughput", "100"])
+        .arg("--producer.config")
+        .arg(config.path())
+        .env("KAFKA_HEAP_OPTS", "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = producer.spawn().expect("VerifiableProducer (scripts/kafka-tool.sh)");
+    let stdout = child.stdout.take().unwrap();
+    let reaper = Reaper(child);
+    // Each acknowledgement with the time it was read.
+    let seen: Seen = Arc::default();
+    let reader = {
+        let seen = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            // (send errors, whether it shut down after closing its producer)
+            let (mut errors, mut closed) = (Vec::new(), false);
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(a) = acked(&line) {
+                    seen.lock().unwrap().push((Instant::now(), a));
+                } else if line.contains("\"producer_send_error\"") {
+                    errors.push(line);
+                } else if line.contains("\"shutdown_complete\"") {
+                    closed = true;
+                }
+            }
+            (errors, closed)
+        })
+    };
+    (reaper, seen, reader, config)
+}
+
+/// Every acknowledged value of `topic` is in its partition exactly once, at
+/// its offset, each partition read from its leader as broker `live`'s
+/// Metadata names it; and the partitions hold
+/// the values in the order they were sent.
+fn check_in_log(brokers: &[TestBroker], live: u16, topic: &str, acked: &[Acked]) {
+    let placement = leaders(live, topic);
+    let mut logs: HashMap<i32, Vec<(i64, String)>> = HashMap::new();
+    for (p, (leader, _)) in &placement {
+        let records = fetch_all(brokers[*leader as usize - 1].port, topic, *p);
+        logs.insert(*p, records.into_iter().map(|(o, _, v)| (o, v.unwrap_or_default())).collect());
+    }
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for records in logs.values() {
+        for (_, v) in records {
+            *count.entry(v.as_str()).or_default() += 1;
+        }
+    }
+    for (p, offset, value) in acked {
+        assert_eq!(count.get(value.as_str()), Some(&1), "value {value} once in the log");
+        let at = logs[p].iter().find(|(o, _)| o == offset).map(|(_, v)| v.as_str());
+        assert_eq!(
+            at,
+            Some(value.as_str()),
+            "value {value} at its acknowledged offset {p}:{offset}"
+        );
+    }
+    // Sent in increasing order per partition: committed in that order.
+    for records in logs.values() {
+        let values: Vec<i64> = records.iter().filter_map(|(_, v)| v.parse().ok()).collect();
+        assert!(values.windows(2).all(|w| w[0] < w[1]), "records out of the order sent");
+    }
+}
+
 #[test]
 fn every_acknowledged_value_survives_leader_kills_exactly_once() {
     let etcd = EtcdServer::start();
@@ -115,46 +208,7 @@ fn every_acknowledged_value_survives_leader_kills_exactly_once() {
         (l.len() == 3 && l.values().all(|(leader, isr)| *leader > 0 && *isr == 3)).then_some(())
     });
 
-    let config = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(
-        config.path(),
-        "enable.idempotence=true\nacks=all\nretries=2147483647\ndelivery.timeout.ms=120000\nrequest.timeout.ms=10000\nmax.in.flight.requests.per.connection=5\nlinger.ms=5\n",
-    )
-    .unwrap();
-    let mut producer = Command::new("bash");
-    producer
-        .arg(repo_root().join("scripts/kafka-tool.sh"))
-        .arg("org.apache.kafka.tools.VerifiableProducer")
-        .args(["--bootstrap-server", &bootstrap, "--topic", "verify"])
-        // Unbounded: it runs until every failover is done, then is stopped.
-        .args(["--max-messages", "-1", "--throughput", "100"])
-        .arg("--producer.config")
-        .arg(config.path())
-        .env("KAFKA_HEAP_OPTS", "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut child = producer.spawn().expect("VerifiableProducer (scripts/kafka-tool.sh)");
-    let stdout = child.stdout.take().unwrap();
-    let reaper = Reaper(child);
-    // Each acknowledgement with the time it was read.
-    let seen: Arc<Mutex<Vec<(Instant, Acked)>>> = Arc::default();
-    let reader = {
-        let seen = Arc::clone(&seen);
-        std::thread::spawn(move || {
-            // (send errors, whether it shut down after closing its producer)
-            let (mut errors, mut closed) = (Vec::new(), false);
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(a) = acked(&line) {
-                    seen.lock().unwrap().push((Instant::now(), a));
-                } else if line.contains("\"producer_send_error\"") {
-                    errors.push(line);
-                } else if line.contains("\"shutdown_complete\"") {
-                    closed = true;
-                }
-            }
-            (errors, closed)
-        })
-    };
+    let (reaper, seen, reader, _config) = start_producer(&bootstrap, "verify");
     let acks_on = |p: i32| seen.lock().unwrap().iter().filter(|(_, a)| a.0 == p).count();
     brokers[0].wait_for(60, "the producer under way", || (acks_on(0) > 50).then_some(()));
     let (mut consumer, batches) = start_consumer(&bootstrap);
@@ -217,39 +271,15 @@ fn every_acknowledged_value_survives_leader_kills_exactly_once() {
     unsafe { libc::kill(consumer.0.id() as i32, libc::SIGTERM) };
     consumer.0.wait().unwrap();
     check_consumed(&batches.lock().unwrap(), &acked);
-    let port = brokers[0].port;
-    let placement = leaders(port, "verify");
-    let mut logs: HashMap<i32, Vec<(i64, String)>> = HashMap::new();
-    for (p, (leader, _)) in &placement {
-        let records = fetch_all(brokers[*leader as usize - 1].port, "verify", *p);
-        logs.insert(*p, records.into_iter().map(|(o, _, v)| (o, v.unwrap_or_default())).collect());
-    }
-    let mut count: HashMap<&str, usize> = HashMap::new();
-    for records in logs.values() {
-        for (_, v) in records {
-            *count.entry(v.as_str()).or_default() += 1;
-        }
-    }
-    for (p, offset, value) in &acked {
-        assert_eq!(count.get(value.as_str()), Some(&1), "value {value} once in the log");
-        let at = logs[p].iter().find(|(o, _)| o == offset).map(|(_, v)| v.as_str());
-        assert_eq!(
-            at,
-            Some(value.as_str()),
-            "value {value} at its acknowledged offset {p}:{offset}"
-        );
-    }
-    // Sent in increasing order per partition: committed in that order.
-    for records in logs.values() {
-        let values: Vec<i64> = records.iter().filter_map(|(_, v)| v.parse().ok()).collect();
-        assert!(values.windows(2).all(|w| w[0] < w[1]), "records out of the order sent");
-    }
+    check_in_log(&brokers, brokers[0].port, "verify", &acked);
 }
 
-/// SIGTERM of a leader (controlled shutdown, design 6.6): before it exits,
-/// its leaderships move to the other in-sync replicas at the next epoch and
-/// it leaves their ISRs, so the partitions never go without a leader; the
-/// log says so, and acks=all goes on through the new leaders.
+/// SIGTERM of a leader (controlled shutdown, design 6.6) while Kafka's
+/// VerifiableProducer writes: before it exits, its leaderships move to the
+/// other in-sync replicas at the next epoch and it leaves their ISRs, so the
+/// partitions never go without a leader; the log says so, the producer sees
+/// no failed send (only retriable errors, retried), and every value it was
+/// acknowledged is in the log once.
 #[test]
 fn a_clean_stop_moves_leaderships_away_before_the_broker_exits() {
     let etcd = EtcdServer::start();
@@ -268,6 +298,11 @@ fn a_clean_stop_moves_leaderships_away_before_the_broker_exits() {
     let (p, (leader, _)) = before.iter().next().map(|(p, l)| (*p, *l)).unwrap();
     let stopping = leader as usize - 1;
     let other = brokers[(stopping + 1) % 3].port;
+    // A producer under load through every broker.
+    let bootstrap: String = brokers.iter().map(TestBroker::bootstrap).collect::<Vec<_>>().join(",");
+    let (mut producer, seen, reader, _config) = start_producer(&bootstrap, "calm");
+    let acks = || seen.lock().unwrap().len();
+    brokers[0].wait_for(60, "the producer under way", || (acks() > 100).then_some(()));
     let stopped_at = Instant::now();
     brokers[stopping].terminate();
     // While it shuts down, its partition gets another leader.
@@ -288,4 +323,16 @@ fn a_clean_stop_moves_leaderships_away_before_the_broker_exits() {
         assert!(*l > 0 && *l != leader, "partition {q} led by {l}");
         assert_eq!(*isr, 2, "the stopped broker left the ISR of {q}");
     }
+    // The producer saw only retriable errors: every send succeeded, and
+    // every acknowledged value is in the log once, at its offset.
+    let went_on = acks() + 100;
+    brokers[(stopping + 1) % 3]
+        .wait_for(60, "acknowledgements after the stop", || (acks() > went_on).then_some(()));
+    // SAFETY: kill(2) on our own child's pid (the JVM: kafka-tool.sh execs it).
+    unsafe { libc::kill(producer.0.id() as i32, libc::SIGTERM) };
+    producer.0.wait().unwrap();
+    let (errors, closed) = reader.join().unwrap();
+    assert!(closed && errors.is_empty(), "send errors through a clean stop: {errors:?}");
+    let acked: Vec<Acked> = seen.lock().unwrap().iter().map(|(_, a)| a.clone()).collect();
+    check_in_log(&brokers, other, "calm", &acked);
 }
