@@ -123,6 +123,11 @@ impl TopicsImage {
         self.configs.get(topic).map_or(0, |(_, r)| *r)
     }
 
+    /// The deletion markers: topic id text and when it was deleted (ms).
+    pub fn deleted(&self) -> impl Iterator<Item = (&str, i64)> {
+        self.deleted.iter().map(|(id, v)| (id.as_str(), v.deleted_ms))
+    }
+
     /// Whether a topic with this id was deleted.
     pub fn is_deleted(&self, id: &[u8; 16]) -> bool {
         self.deleted.contains_key(&crate::log::manager::topic_id_to_string(id))

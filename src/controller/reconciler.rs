@@ -37,6 +37,10 @@
 //!   default), the partition stays offline until an ISR member returns.
 //!
 //! Every write raises the partition epoch by one.
+//!
+//! The controller also removes the deletion markers of topics deleted more
+//! than [`DELETE_MARKER_RETENTION_MS`] ago (7 days): a broker away longer
+//! finds the topic's copies on its disk as strays, left for an operator.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -234,6 +238,16 @@ fn shutting_down(image: &MetadataImage, node: i32) -> bool {
     image.brokers.get(&node).is_some_and(|b| b.registration.state == PENDING_CONTROLLED_SHUTDOWN)
 }
 
+/// How long a topic's deletion marker is kept for brokers that were away.
+pub const DELETE_MARKER_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
+
+/// The deletion markers of `image` older than the retention at `now_ms`
+/// (topic id texts).
+pub fn expired_markers(image: &MetadataImage, now_ms: i64) -> Vec<String> {
+    let expired = image.topics.deleted().filter(|(_, at)| now_ms - at > DELETE_MARKER_RETENTION_MS);
+    expired.map(|(id, _)| id.to_string()).collect()
+}
+
 /// Runs the reconciler on every broker; it acts only while its broker is
 /// the controller.
 #[derive(Debug)]
@@ -272,6 +286,7 @@ impl Reconciler {
                 }
                 let rules = PlanRules { preferred, unclean_by_default: self.unclean_by_default };
                 self.round(&image, epoch, rules).await;
+                self.expire_markers(&image, epoch).await;
             }
             // A new image, this broker becoming the controller, or a
             // second: whichever comes first.
@@ -282,6 +297,25 @@ impl Reconciler {
                 }
             };
             let _ = tokio::time::timeout(Duration::from_secs(1), woken).await;
+        }
+    }
+
+    /// Remove the expired deletion markers, each compared on the
+    /// controller's epoch.
+    async fn expire_markers(&self, image: &MetadataImage, epoch: i64) {
+        let now = crate::clock::system().now_ms();
+        for id in expired_markers(image, now) {
+            let key = self.keys.deleted_topic(&id);
+            let txn = Txn {
+                compares: vec![Compare::CreateRevision(self.keys.controller(), epoch)],
+                success: vec![Op::Delete(crate::cluster::coordination::KeyRange::Key(key))],
+                failure: vec![],
+            };
+            match self.coordination.txn(txn).await {
+                Ok(r) if r.succeeded => tracing::info!(topic_id = %id, "deletion marker expired"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(topic_id = %id, "deletion marker not removed: {e}"),
+            }
         }
     }
 
@@ -538,6 +572,20 @@ mod tests {
         set_topic("true");
         let change = c.plan().remove(0);
         assert_eq!(leader_isr_epochs(&change.state), (2, vec![2], 2, 3));
+    }
+
+    #[test]
+    fn deletion_markers_expire_after_seven_days() {
+        let c = Cluster::new(&[1], &[&[1]]);
+        for (id, at) in [("AAAAAAAAAAAAAAAAAAAAAw", 0), ("AAAAAAAAAAAAAAAAAAAABA", 1_000)] {
+            let marker =
+                keys::DeletedTopicValue { version: 1, name: "gone".into(), deleted_ms: at };
+            c.put(&c.keys.deleted_topic(id), keys::to_json(&marker));
+        }
+        let day = 24 * 3600 * 1000;
+        assert!(expired_markers(&c.image(), 7 * day).is_empty(), "kept 7 days");
+        assert_eq!(expired_markers(&c.image(), 7 * day + 500), vec!["AAAAAAAAAAAAAAAAAAAAAw"]);
+        assert_eq!(expired_markers(&c.image(), 8 * day).len(), 2);
     }
 
     #[test]
