@@ -45,17 +45,20 @@ pub fn alter(
     let requested: Vec<Requested> = request
         .topics
         .iter()
-        .flat_map(|t| {
-            t.partitions.iter().map(move |p| {
+        .map(|t| {
+            let targets = t.partitions.iter().map(|p| {
                 let target = p.replicas.as_ref().map(|r| r.iter().map(|b| b.0).collect());
-                (t.name.0.to_string(), p.partition_index, target)
-            })
+                (p.partition_index, target)
+            });
+            (t.name.0.to_string(), targets.collect())
         })
         .collect();
     if !ctx.authorize(AclOperation::Alter, ResourceType::Cluster, CLUSTER_NAME) {
         // As Kafka's error response: the top level and every partition.
         let code = ResponseError::ClusterAuthorizationFailed;
-        let denied = |(t, p, _): Requested| (t, p, Err(ReassignmentError::Denied));
+        let denied = |(t, parts): Requested| {
+            (t, parts.into_iter().map(|(p, _)| (p, Err(ReassignmentError::Denied))).collect())
+        };
         let responses = responses(requested.into_iter().map(denied).collect());
         return response
             .with_error_code(code.code())
@@ -71,24 +74,24 @@ pub fn alter(
     response.with_responses(responses(answers))
 }
 
-/// One node: the partition's only replica is this broker.
-fn alone(broker: &KafkaApis, (topic, p, target): Requested) -> Answered {
-    let result = if !broker.logs.contains_partition(&topic, p) {
-        Err(ReassignmentError::UnknownPartition)
-    } else {
-        match target.as_deref() {
-            None => Err(ReassignmentError::NoneInProgress),
-            Some([only]) if *only == broker.node_id => Ok(()),
-            Some([]) => Err(ReassignmentError::InvalidAssignment(
-                "The manual partition assignment includes an empty replica list.".into(),
-            )),
-            Some(t) => Err(ReassignmentError::InvalidAssignment(match t.iter().find(|b| **b != broker.node_id) {
-                Some(other) => format!("The manual partition assignment includes broker {other}, but no such broker is registered."),
-                None => format!("The manual partition assignment includes the broker {} more than once.", broker.node_id),
-            })),
-        }
+/// One node: each partition's only replica is this broker, the only one
+/// registered.
+fn alone(broker: &KafkaApis, (topic, parts): Requested) -> Answered {
+    let node = broker.node_id;
+    let answer = |(p, target): (i32, Option<Vec<i32>>)| {
+        let result = if !broker.logs.contains_partition(&topic, p) {
+            Err(ReassignmentError::UnknownPartition)
+        } else {
+            match target {
+                None => Err(ReassignmentError::NoneInProgress),
+                // Passing the checks, the target is [node]: nothing changes.
+                Some(t) => reassignments::check_target(&|b| b == node, &t),
+            }
+        };
+        (p, result)
     };
-    (topic, p, result)
+    let answers = parts.into_iter().map(answer).collect();
+    (topic, answers)
 }
 
 fn code_of(r: &Result<(), ReassignmentError>) -> (i16, Option<String>) {
@@ -104,25 +107,21 @@ fn code_of(r: &Result<(), ReassignmentError>) -> (i16, Option<String>) {
     (code.code(), Some(e.to_string()))
 }
 
-/// The per-topic answers, topics in the order first met.
+/// The per-topic answers, as the request grouped them.
 fn responses(answers: Vec<Answered>) -> Vec<ReassignableTopicResponse> {
-    let mut out: Vec<ReassignableTopicResponse> = Vec::new();
-    for (topic, p, result) in answers {
+    let partition = |(p, result): (i32, Result<(), ReassignmentError>)| {
         let (code, message) = code_of(&result);
-        let r = ReassignablePartitionResponse::default()
+        ReassignablePartitionResponse::default()
             .with_partition_index(p)
             .with_error_code(code)
-            .with_error_message(message.map(str_bytes));
-        match out.iter_mut().find(|t| t.name.0.as_str() == topic) {
-            Some(t) => t.partitions.push(r),
-            None => out.push(
-                ReassignableTopicResponse::default()
-                    .with_name(TopicName(str_bytes(topic)))
-                    .with_partitions(vec![r]),
-            ),
-        }
-    }
-    out
+            .with_error_message(message.map(str_bytes))
+    };
+    let topic = |(name, parts): Answered| {
+        ReassignableTopicResponse::default()
+            .with_name(TopicName(str_bytes(name)))
+            .with_partitions(parts.into_iter().map(partition).collect())
+    };
+    answers.into_iter().map(topic).collect()
 }
 
 pub fn list(
@@ -142,21 +141,21 @@ pub fn list(
         .as_ref()
         .map(|ts| ts.iter().map(|t| (t.name.0.to_string(), t.partition_indexes.clone())).collect());
     let ids = |v: &[i32]| v.iter().copied().map(BrokerId).collect::<Vec<_>>();
-    let mut out: Vec<OngoingTopicReassignment> = Vec::new();
-    for o in reassignments::ongoing(&topics.image(), wanted.as_ref()) {
-        let p = OngoingPartitionReassignment::default()
+    let partition = |o: reassignments::Ongoing| {
+        OngoingPartitionReassignment::default()
             .with_partition_index(o.partition)
             .with_replicas(ids(&o.replicas))
             .with_adding_replicas(ids(&o.reassignment.adding))
-            .with_removing_replicas(ids(&o.reassignment.removing));
-        match out.iter_mut().find(|t| t.name.0.as_str() == o.topic) {
-            Some(t) => t.partitions.push(p),
-            None => out.push(
+            .with_removing_replicas(ids(&o.reassignment.removing))
+    };
+    let out: Vec<OngoingTopicReassignment> =
+        reassignments::ongoing(&topics.image(), wanted.as_ref())
+            .into_iter()
+            .map(|(name, parts)| {
                 OngoingTopicReassignment::default()
-                    .with_name(TopicName(str_bytes(o.topic)))
-                    .with_partitions(vec![p]),
-            ),
-        }
-    }
+                    .with_name(TopicName(str_bytes(name)))
+                    .with_partitions(parts.into_iter().map(partition).collect())
+            })
+            .collect();
     ListPartitionReassignmentsResponse::default().with_topics(out)
 }

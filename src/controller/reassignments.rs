@@ -59,19 +59,19 @@ pub enum ReassignmentError {
     Unavailable(String),
 }
 
-/// One partition's requested target (`None`: cancel).
-pub type Requested = (String, i32, Option<Vec<i32>>);
-
 /// A partition and its target (`None`: cancel).
-type Target = (i32, Option<Vec<i32>>);
+pub type Target = (i32, Option<Vec<i32>>);
 
-/// One partition's answer.
-pub type Answered = (String, i32, Result<(), ReassignmentError>);
+/// One topic's requested targets, as the request groups them.
+pub type Requested = (String, Vec<Target>);
 
-/// A reassignment going on, as ListPartitionReassignments answers it.
+/// One topic's answers, a partition's each, in the order asked.
+pub type Answered = (String, Vec<(i32, Result<(), ReassignmentError>)>);
+
+/// A partition's reassignment going on, as ListPartitionReassignments
+/// answers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ongoing {
-    pub topic: String,
     pub partition: i32,
     pub replicas: Vec<i32>,
     pub reassignment: Reassignment,
@@ -97,17 +97,11 @@ impl ClusterTopics {
         requested: Vec<Requested>,
         allow_factor_change: bool,
     ) -> Vec<Answered> {
-        let mut by_topic: Vec<(String, Vec<Target>)> = Vec::new();
-        for (topic, p, target) in requested {
-            match by_topic.iter_mut().find(|(t, _)| *t == topic) {
-                Some((_, parts)) => parts.push((p, target)),
-                None => by_topic.push((topic, vec![(p, target)])),
-            }
-        }
-        let mut out = Vec::new();
-        for (topic, parts) in by_topic {
+        let mut out = Vec::with_capacity(requested.len());
+        for (topic, parts) in requested {
             let answers = self.alter_topic(&topic, &parts, allow_factor_change).await;
-            out.extend(parts.iter().zip(answers).map(|((p, _), r)| (topic.clone(), *p, r)));
+            let answers = parts.iter().zip(answers).map(|((p, _), r)| (*p, r)).collect();
+            out.push((topic, answers));
         }
         out
     }
@@ -223,7 +217,7 @@ fn plan(
         None if ongoing.is_none() => return Err(ReassignmentError::NoneInProgress),
         None => (original, None),
         Some(target) => {
-            check_target(image, target)?;
+            check_target(&|b| image.brokers.contains_key(&b), target)?;
             if !allow_factor_change && target.len() != original.len() {
                 return Err(ReassignmentError::InvalidReplicationFactor(format!(
                     "The replication factor is changed from {} to {} but allowReplicationFactorChange is false",
@@ -255,8 +249,15 @@ fn merged(original: &[i32], target: &[i32]) -> (Vec<i32>, Option<Reassignment>) 
     (replicas, r)
 }
 
-/// Kafka's checks of a manual assignment.
-fn check_target(image: &MetadataImage, target: &[i32]) -> Result<(), ReassignmentError> {
+/// Kafka's checks of a manual assignment, `registered` saying which
+/// brokers are.
+///
+/// # Errors
+/// An empty target, a broker named twice or not registered.
+pub fn check_target(
+    registered: &dyn Fn(i32) -> bool,
+    target: &[i32],
+) -> Result<(), ReassignmentError> {
     let bad = |m: String| Err(ReassignmentError::InvalidAssignment(m));
     if target.is_empty() {
         return bad("The manual partition assignment includes an empty replica list.".into());
@@ -267,7 +268,7 @@ fn check_target(image: &MetadataImage, target: &[i32]) -> Result<(), Reassignmen
                 "The manual partition assignment includes the broker {b} more than once."
             ));
         }
-        if !image.brokers.contains_key(b) {
+        if !registered(*b) {
             return bad(format!(
                 "The manual partition assignment includes broker {b}, but no such broker is registered."
             ));
@@ -347,24 +348,30 @@ pub fn completion(
     Some((value, changed(image, s, leader, isr, bump)))
 }
 
-/// The reassignments going on, of `wanted` (topic → partitions) or all.
-pub fn ongoing(image: &MetadataImage, wanted: Option<&BTreeMap<String, Vec<i32>>>) -> Vec<Ongoing> {
+/// The reassignments going on, per topic, of `wanted` (topic →
+/// partitions) or all; topics with none are left out.
+pub fn ongoing(
+    image: &MetadataImage,
+    wanted: Option<&BTreeMap<String, Vec<i32>>>,
+) -> Vec<(String, Vec<Ongoing>)> {
     let mut out = Vec::new();
     for t in image.topics.topics() {
-        let asked = wanted.map(|w| w.get(&t.name));
-        if asked == Some(None) {
-            continue;
-        }
-        for (p, r) in &t.reassigning {
-            if asked.flatten().is_some_and(|ps| !ps.contains(p)) {
-                continue;
-            }
-            out.push(Ongoing {
-                topic: t.name.clone(),
+        let asked = match wanted.map(|w| w.get(&t.name)) {
+            Some(None) => continue,
+            asked => asked.flatten(),
+        };
+        let partitions: Vec<Ongoing> = t
+            .reassigning
+            .iter()
+            .filter(|(p, _)| asked.is_none_or(|ps| ps.contains(p)))
+            .map(|(p, r)| Ongoing {
                 partition: *p,
                 replicas: t.assignment.get(p).cloned().unwrap_or_default(),
                 reassignment: r.clone(),
-            });
+            })
+            .collect();
+        if !partitions.is_empty() {
+            out.push((t.name.clone(), partitions));
         }
     }
     out
