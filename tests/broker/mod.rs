@@ -6,6 +6,7 @@
 pub mod etcd;
 pub mod reference_kafka;
 pub mod remote;
+pub mod streams_eos;
 pub mod txn;
 
 use std::io::{BufRead, BufReader};

@@ -7,7 +7,7 @@
 //! after them, through a broker that never coordinated it.
 
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
-use kafka_protocol::messages::{FindCoordinatorRequest, OffsetFetchRequest, TopicName};
+use kafka_protocol::messages::{OffsetFetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::etcd::EtcdServer;
@@ -19,15 +19,7 @@ const CONSUMER: &str = "org.apache.kafka.tools.consumer.ConsoleConsumer";
 
 /// FindCoordinator v2 for `group` through `port`: the node, or the error code.
 fn coordinator(port: u16, group: &str) -> Result<i32, i16> {
-    let request = FindCoordinatorRequest::default()
-        .with_key(StrBytes::from_string(group.into()))
-        .with_key_type(0);
-    let r = Wire::connect(port).call(2, &request);
-    if r.error_code == 0 {
-        Ok(r.node_id.0)
-    } else {
-        Err(r.error_code)
-    }
+    crate::support::find_coordinator(port, group, 0)
 }
 
 /// OffsetFetch v7 of `group`'s offset of `topic`-0 from broker `port`: the

@@ -14,6 +14,7 @@ mod coordination;
 mod coordinators;
 mod election;
 mod elections;
+mod exactly_once;
 mod failover;
 mod image;
 mod reassignments;

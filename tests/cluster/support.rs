@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::{MetadataRequest, TopicName};
+use kafka_protocol::messages::{FindCoordinatorRequest, MetadataRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::etcd::EtcdServer;
@@ -114,4 +114,18 @@ pub fn signal(b: &TestBroker, sig: &str) {
     let ok =
         std::process::Command::new("kill").arg(format!("-{sig}")).arg(b.pid().to_string()).status();
     assert!(ok.is_ok_and(|s| s.success()), "kill -{sig}");
+}
+
+/// FindCoordinator v2 through `port` for `key` of `key_type` (0 a group, 1
+/// a transactional id): the node, or the error code.
+pub fn find_coordinator(port: u16, key: &str, key_type: i8) -> Result<i32, i16> {
+    let request = FindCoordinatorRequest::default()
+        .with_key(StrBytes::from_string(key.into()))
+        .with_key_type(key_type);
+    let r = Wire::connect(port).call(2, &request);
+    if r.error_code == 0 {
+        Ok(r.node_id.0)
+    } else {
+        Err(r.error_code)
+    }
 }

@@ -16,8 +16,7 @@
 //!   instance fences the open transaction and its abort marker reaches the
 //!   data partition, and a read_committed reader is not held back.
 
-use kafka_protocol::messages::{FindCoordinatorRequest, MetadataRequest};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::messages::MetadataRequest;
 
 use crate::broker::etcd::EtcdServer;
 use crate::broker::txn::{end_offset, read_partition, TxnProducer};
@@ -84,11 +83,7 @@ fn segment(b: &crate::broker::TestBroker, topic: &str) -> Vec<u8> {
 
 /// FindCoordinator v2 of transactional id `id` through `port`: the node.
 fn txn_coordinator(port: u16, id: &str) -> Option<i32> {
-    let request = FindCoordinatorRequest::default()
-        .with_key(StrBytes::from_string(id.into()))
-        .with_key_type(1);
-    let r = Wire::connect(port).call(2, &request);
-    (r.error_code == 0).then_some(r.node_id.0)
+    crate::support::find_coordinator(port, id, 1).ok()
 }
 
 fn port_of(brokers: &[TestBroker], node: i32) -> u16 {

@@ -22,6 +22,9 @@
 // The app counts values per key into a changelog-backed store (changelog
 // topic created by Streams, record cache off) and writes each new count to
 // "counts"; processing.guarantee=exactly_once_v2, commit.interval.ms=100.
+// Environment: EOS_REPLICATION_FACTOR (default 1) is the replication factor
+// of every topic, with min.insync.replicas=2 above 1 (tests/cluster/);
+// EOS_DEADLINE_S (default 150) the steady mode's wait for the output.
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -56,6 +59,10 @@ import org.apache.kafka.streams.state.Stores;
 
 public class StreamsEosCount {
     static final int KEYS = 4;
+    static final short RF =
+            Short.parseShort(System.getenv().getOrDefault("EOS_REPLICATION_FACTOR", "1"));
+    static final Map<String, String> TOPIC_CONFIGS =
+            RF > 1 ? Map.of("min.insync.replicas", "2") : Map.of();
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
@@ -101,7 +108,7 @@ public class StreamsEosCount {
         }
         Map<String, List<Long>> seen = new TreeMap<>();
         try (KafkaConsumer<String, Long> consumer = countsConsumer(bootstrap, "read_committed")) {
-            long deadline = System.currentTimeMillis() + (steady ? 150_000 : 60_000);
+            long deadline = System.currentTimeMillis() + (steady ? steadyDeadlineMs() : 60_000);
             while (!done(seen, records) && System.currentTimeMillis() < deadline) {
                 if (streams.state() == KafkaStreams.State.ERROR) {
                     System.out.println("app state=ERROR");
@@ -162,8 +169,8 @@ public class StreamsEosCount {
         Properties a = new Properties();
         a.put("bootstrap.servers", bootstrap);
         try (Admin admin = Admin.create(a)) {
-            admin.createTopics(List.of(new NewTopic("words", 1, (short) 1),
-                    new NewTopic("counts", 1, (short) 1))).all().get();
+            admin.createTopics(List.of(new NewTopic("words", 1, RF).configs(TOPIC_CONFIGS),
+                    new NewTopic("counts", 1, RF).configs(TOPIC_CONFIGS))).all().get();
         }
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
@@ -203,7 +210,8 @@ public class StreamsEosCount {
         s.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         s.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
         s.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
-        s.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        s.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, (int) RF);
+        TOPIC_CONFIGS.forEach((k, v) -> s.put(StreamsConfig.topicPrefix(k), v));
         s.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
         // A killed instance's member leaves the group after this; the broker's
         // group.min.session.timeout.ms is 6 s.
@@ -218,6 +226,10 @@ public class StreamsEosCount {
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
         return streams;
+    }
+
+    static long steadyDeadlineMs() {
+        return 1000L * Long.parseLong(System.getenv().getOrDefault("EOS_DEADLINE_S", "150"));
     }
 
     static long size(Map<String, List<Long>> seen) {

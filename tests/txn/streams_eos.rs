@@ -8,52 +8,15 @@
 //! when the broker is SIGKILLed while the app has a transaction open and
 //! restarted on the same data dir and port.
 
-use crate::broker;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
+use crate::broker::streams_eos::{check_output, program};
 use crate::broker::txn::end_offset;
 use crate::broker::{kafka_tool, repo_root, TestBroker, Wire};
 
-const KEYS: usize = 4;
-
-fn program() -> String {
-    repo_root().join("tests/java/StreamsEosCount.java").display().to_string()
-}
-
-/// The lines "k0=1,2,...,n" .. "k3=..." for `records` inputs spread
-/// round-robin over the keys.
-fn exact_counts(records: usize) -> Vec<String> {
-    (0..KEYS)
-        .map(|k| {
-            let n = records / KEYS + usize::from(k < records % KEYS);
-            let counts: Vec<String> = (1..=n).map(|c| c.to_string()).collect();
-            format!("k{k}={}", counts.join(","))
-        })
-        .collect()
-}
-
-/// Runs the app in `count` mode and checks its findings; returns the number
-/// of output records only read_uncommitted sees (from aborted transactions).
 fn count_and_check(b: &TestBroker, state: &str, records: usize) -> u64 {
-    let n = records.to_string();
-    let out = kafka_tool(b, &program(), &[&b.bootstrap(), state, &n, "count"], None);
-    check_output(b, &out, records)
-}
-
-/// Checks the output of `count` or `steady` mode; returns the aborted records.
-fn check_output(b: &TestBroker, out: &str, records: usize) -> u64 {
-    let lines: Vec<&str> = out.lines().collect();
-    let mut want = exact_counts(records);
-    want.extend([
-        "changelog cleanup.policy=compact".to_string(),
-        format!("words committed={records}"),
-        "counts has markers=true".to_string(),
-    ]);
-    assert_eq!(lines[..want.len()], want, "output:\n{out}\nbroker log:\n{}", b.log());
-    let aborted = lines.get(want.len()).and_then(|l| l.strip_prefix("aborted records="));
-    aborted.and_then(|a| a.parse().ok()).unwrap_or_else(|| panic!("aborted records in\n{out}"))
+    crate::broker::streams_eos::count_and_check(b, &b.bootstrap(), state, records)
 }
 
 #[test]
@@ -132,19 +95,10 @@ fn broker_sigkill_mid_run(txn_timeout_ms: Option<u64>) {
     let logs = tempfile::tempdir().expect("tempdir");
     let (out_path, err_path) = (logs.path().join("stdout"), logs.path().join("stderr"));
     let timeout = txn_timeout_ms.map(|t| t.to_string());
-    let mut args = vec![program(), b.bootstrap(), state.clone(), n.clone(), "steady".into()];
+    let mut args = vec![b.bootstrap(), state.clone(), n.clone(), "steady".into()];
     args.extend(timeout);
-    let mut app = broker::Reaper(
-        Command::new("bash")
-            .arg(repo_root().join("scripts/kafka-tool.sh"))
-            .args(&args)
-            .env("KAFKA_HEAP_OPTS", "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&out_path).expect("stdout file"))
-            .stderr(std::fs::File::create(&err_path).expect("stderr file"))
-            .spawn()
-            .expect("scripts/kafka-tool.sh (needs Java 17 and Maven)"),
-    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut app = crate::broker::streams_eos::spawn(&args, &[], &out_path, &err_path);
     // Kill once "counts" holds committed output and a transaction holds
     // more: the app is mid-transaction, mid-run.
     let (stable, end) =
