@@ -238,13 +238,16 @@ pub fn txn_offset_commit_error_code(e: &TxnError, version: i16) -> ResponseError
     }
 }
 
-/// A Kafka error code for a failed write of a security store file.
+/// A Kafka error code for a failed write of a security store (its file, or
+/// etcd in a cluster).
 pub fn store_error_code(e: &crate::security::credentials::StoreError) -> ResponseError {
     match e {
         crate::security::credentials::StoreError::Io { .. }
         | crate::security::credentials::StoreError::Damaged { .. } => {
             ResponseError::KafkaStorageError
         }
+        // Retriable: etcd may answer again.
+        crate::security::credentials::StoreError::Unavailable(_) => ResponseError::RequestTimedOut,
     }
 }
 

@@ -25,6 +25,7 @@ use crate::cluster::keys::{broker_state, BrokerRegistration, ClusterKeys, Endpoi
 use crate::cluster::peers::BrokerChannels;
 use crate::cluster::producer_ids::ClusterProducerIdBlocks;
 use crate::cluster::registration::{self, JoinError};
+use crate::cluster::security_store::ClusterSecurityStore;
 use crate::cluster::session::{BrokerSession, KeepAlive};
 use crate::cluster::{ClusterConfig, Coordination, EtcdCoordination};
 use crate::controller::reconciler::Reconciler;
@@ -155,6 +156,16 @@ impl ClusterMember {
         broker.txn.state_manager().place_by_cluster(writes);
         let blocks = Arc::new(self.producer_id_blocks(broker.node_id));
         broker.producer_ids.lock().use_cluster_blocks(blocks);
+        let security = Arc::new(ClusterSecurityStore::new(
+            Arc::clone(self.session.coordination()),
+            Arc::clone(&self.image),
+            ClusterKeys::new(&self.namespace),
+            tokio::runtime::Handle::current(),
+        ));
+        broker.scram.use_cluster(Arc::clone(&security));
+        if let Some(acls) = &broker.acls {
+            acls.use_cluster(security);
+        }
     }
 
     /// Only a partition's leader writes the store (docs/design/multi-broker.md, 8.1).

@@ -123,6 +123,10 @@ fn store_error(e: StoreError) -> LogError {
     match e {
         StoreError::Io { path, source } => LogError::Io { path, source },
         StoreError::Damaged { path, reason } => LogError::Corrupt { path, position: 0, reason },
+        // Only a cluster's writes reach etcd; opening a store never does.
+        StoreError::Unavailable(reason) => {
+            LogError::Offline { partition: "security store".into(), reason }
+        }
     }
 }
 

@@ -11,9 +11,11 @@
 //!
 //! The image holds the cluster id, the controller, the brokers'
 //! registrations with their broker epochs, and the topics
-//! (`topics_image`). Keys it does not know are kept out of it (later
-//! milestones add broker configs and ACLs), and a value that does not parse
-//! is left out and logged, never trusted.
+//! (`topics_image`), and the security stores' keys (ACLs and SCRAM
+//! credentials) as stored, which `security` parses. Keys it does not know
+//! are kept out of it, and a value that does not parse is left out and
+//! logged, never trusted. A security map is shared between images until a
+//! key of it changes, so a reader can tell a change by `Arc::ptr_eq`.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,7 +27,9 @@ use tokio::sync::watch;
 use super::coordination::{
     Coordination, CoordinationError, KeyRange, KeyValue, WatchEvent, WatchMessage,
 };
-use super::keys::{self, BrokerRegistration, ClusterIdValue, ClusterKeys, ControllerValue};
+use super::keys::{
+    self, BrokerRegistration, ClusterIdValue, ClusterKeys, ControllerValue, SecurityKey,
+};
 use super::topics_image::TopicsImage;
 
 /// Keys read per page of a snapshot.
@@ -49,6 +53,20 @@ pub struct MetadataImage {
     pub brokers: BTreeMap<i32, RegisteredBroker>,
     /// Topics, their partitions' states and configs, deleted topics.
     pub topics: TopicsImage,
+    /// The ACL keys (one per resource pattern), as stored.
+    pub acls: Arc<StoredKeys>,
+    /// The users' SCRAM credential keys, as stored.
+    pub users: Arc<StoredKeys>,
+}
+
+/// Keys of one kind and their values as etcd holds them.
+pub type StoredKeys = BTreeMap<String, StoredValue>;
+
+/// A value as stored, with the revision a compare-and-swap compares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredValue {
+    pub value: Vec<u8>,
+    pub mod_revision: i64,
 }
 
 impl MetadataImage {
@@ -120,6 +138,22 @@ impl MetadataImage {
             }
         } else if let Some(kind) = keys.kind_of(key) {
             self.topics.apply(key, kind, kv);
+        } else if let Some(kind) = keys.security_kind(key) {
+            let map = match kind {
+                SecurityKey::Acls => &mut self.acls,
+                SecurityKey::User => &mut self.users,
+            };
+            let map = Arc::make_mut(map);
+            match kv {
+                Some(kv) => {
+                    let stored =
+                        StoredValue { value: kv.value.clone(), mod_revision: kv.mod_revision };
+                    map.insert(key.to_string(), stored);
+                }
+                None => {
+                    map.remove(key);
+                }
+            }
         }
     }
 }

@@ -66,6 +66,45 @@ impl ClusterKeys {
     pub fn deleted_topic(&self, topic_id: &str) -> String {
         format!("{}/admin/delete_topics/{topic_id}", self.namespace)
     }
+    /// `/<ns>/kafka-acl/` and `/<ns>/kafka-acl-extended/`: every ACL key.
+    pub fn acl_prefixes(&self) -> [String; 2] {
+        [
+            format!("{}/kafka-acl/", self.namespace),
+            format!("{}/kafka-acl-extended/", self.namespace),
+        ]
+    }
+    /// The key holding the ACLs of one resource pattern (ZooKeeper-mode
+    /// Kafka's paths): `/<ns>/kafka-acl/<type>/<name>` for a literal name,
+    /// `/<ns>/kafka-acl-extended/<pattern>/<type>/<name>` for the others;
+    /// the name percent-encoded, so it never holds a `/`.
+    pub fn acl(&self, resource_type: &str, pattern_type: &str, name: &str) -> String {
+        let name = sanitized(name);
+        if pattern_type.eq_ignore_ascii_case("LITERAL") {
+            format!("{}{resource_type}/{name}", self.acl_prefixes()[0])
+        } else {
+            let pattern = pattern_type.to_ascii_lowercase();
+            format!("{}{pattern}/{resource_type}/{name}", self.acl_prefixes()[1])
+        }
+    }
+    /// `/<ns>/config/users/`: every user's SCRAM credentials.
+    pub fn users(&self) -> String {
+        format!("{}/config/users/", self.namespace)
+    }
+    /// `/<ns>/config/users/<user>`: one user's credentials, the name
+    /// percent-encoded.
+    pub fn user(&self, name: &str) -> String {
+        format!("{}{}", self.users(), sanitized(name))
+    }
+    /// Whether `key` is one the security stores keep (ACLs or credentials).
+    pub fn security_kind(&self, key: &str) -> Option<SecurityKey> {
+        if self.acl_prefixes().iter().any(|p| key.starts_with(p.as_str())) {
+            Some(SecurityKey::Acls)
+        } else if key.starts_with(self.users().as_str()) {
+            Some(SecurityKey::User)
+        } else {
+            None
+        }
+    }
     /// What a key under the namespace is, if the image keeps it.
     pub fn kind_of<'k>(&self, key: &'k str) -> Option<KeyKind<'k>> {
         if let Some(rest) = key.strip_prefix(self.topics().as_str()) {
@@ -84,6 +123,22 @@ impl ClusterKeys {
         let deleted = format!("{}/admin/delete_topics/", self.namespace);
         key.strip_prefix(deleted.as_str()).map(KeyKind::DeletedTopic)
     }
+}
+
+/// A name as a key's last segment: percent-encoded (Kafka's `Sanitizer`
+/// encodes user names the same way), so `/` and control bytes never
+/// appear in it.
+fn sanitized(name: &str) -> String {
+    form_urlencoded::byte_serialize(name.as_bytes()).collect()
+}
+
+/// The security keys of [`ClusterKeys::security_kind`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecurityKey {
+    /// One resource pattern's ACLs.
+    Acls,
+    /// One user's SCRAM credentials.
+    User,
 }
 
 /// The topic keys of [`ClusterKeys::kind_of`].

@@ -20,7 +20,8 @@
 //! * `peers`: the connections a broker keeps to the others for its own
 //!   calls (transaction markers, produce verification);
 //! * `image`: the namespace at one revision, kept current by a watch, as
-//!   every broker serves the cluster from it; `topics_image` its topics.
+//!   every broker serves the cluster from it; `topics_image` its topics;
+//! * `security_store`: the ACL and SCRAM credential keys, written by CAS.
 //!
 //! Invariants every user of `Coordination` may rely on, whichever the
 //! implementation: a transaction is all or nothing and gets one revision;
@@ -40,6 +41,7 @@ pub mod memory;
 pub mod peers;
 pub mod producer_ids;
 pub mod registration;
+pub mod security_store;
 pub mod session;
 pub mod topics_image;
 

@@ -12,9 +12,19 @@
 //!   start with the entry named: a damaged file must never load as "no
 //!   ACLs", which with `allow.everyone.if.no.acl.found=true` opens everything.
 //!   A missing file is no ACLs.
+//! * In a cluster ([`AclStore::use_cluster`]) etcd holds the ACLs instead,
+//!   one key per resource pattern in the file's form
+//!   (`cluster::security_store`), and the file is not read or written
+//!   again. A change is built on the ACLs of the broker's newest image,
+//!   written by compare-and-swap and answered once the image applied it;
+//!   a lost race is rebuilt from the newer image. The authorizer follows
+//!   every image: the ACLs in force are those of the newest image
+//!   installed, never an older one. A key that does not parse is left out
+//!   and logged.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -23,6 +33,9 @@ use super::acl::{AclBinding, AclOperation, AclPermissionType, PatternType, Resou
 use super::acl_cache::AclCache;
 use super::authorizer::StandardAuthorizer;
 use super::store::{read_bounded, write_atomically, StoreError};
+use crate::cluster::image::{MetadataImage, StoredKeys};
+use crate::cluster::keys::ClusterKeys;
+use crate::cluster::security_store::{ClusterSecurityStore, KeyChange, Written};
 
 pub const ACLS_FILE: &str = "sediment-acls.json";
 
@@ -96,13 +109,67 @@ fn render(acls: &AclCache) -> Vec<u8> {
     out
 }
 
-/// The authorizer of a broker that has `authorizer.class.name` set, and the
-/// file that keeps its ACLs.
+/// The ACLs one etcd key holds: the file's form, limited to one pattern.
+fn render_bindings<'a>(bindings: impl Iterator<Item = &'a AclBinding>) -> Vec<u8> {
+    let acls = bindings.map(Entry::of).collect();
+    serde_json::to_vec(&FileForm { version: 1, acls }).unwrap_or_default()
+}
+
+/// The key of `b`'s resource pattern.
+fn key_of(keys: &ClusterKeys, b: &AclBinding) -> String {
+    let p = b.pattern();
+    keys.acl(p.resource_type().name(), p.pattern_type().name(), p.name())
+}
+
+/// The ACLs of an image's keys; a key that does not parse, or holds a
+/// binding of another pattern, is left out and logged.
+fn acls_of(keys: &ClusterKeys, stored: &StoredKeys) -> AclCache {
+    let mut acls = AclCache::new();
+    for (key, v) in stored {
+        match parse(&v.value) {
+            Ok(one) if one.iter().all(|b| key_of(keys, b) == *key) => {
+                for b in one.iter() {
+                    acls.add(b.clone());
+                }
+            }
+            Ok(_) => tracing::error!(key, "ACLs in etcd name another resource; left out"),
+            Err(reason) => tracing::error!(key, reason, "ACLs in etcd do not parse; left out"),
+        }
+    }
+    acls
+}
+
+/// The keys whose ACLs differ between `from` and `to`, with their new value.
+fn changed_keys(keys: &ClusterKeys, from: &AclCache, to: &AclCache) -> Vec<KeyChange> {
+    let group = |acls: &AclCache| {
+        let mut by_key: BTreeMap<String, Vec<AclBinding>> = BTreeMap::new();
+        for b in acls.iter() {
+            by_key.entry(key_of(keys, b)).or_default().push(b.clone());
+        }
+        by_key
+    };
+    let (before, after) = (group(from), group(to));
+    let touched: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    touched
+        .into_iter()
+        .filter(|k| before.get(*k) != after.get(*k))
+        .map(|k| (k.clone(), after.get(k).map(|bs| render_bindings(bs.iter()))))
+        .collect()
+}
+
+/// How many times a change lost to another broker's is rebuilt.
+const WRITE_ATTEMPTS: usize = 10;
+
+/// The authorizer of a broker that has `authorizer.class.name` set, and
+/// where its ACLs are kept: the file, or etcd in a cluster.
 #[derive(Debug)]
 pub struct AclStore {
     path: PathBuf,
     writer: Mutex<()>,
     authorizer: StandardAuthorizer,
+    cluster: OnceLock<Arc<ClusterSecurityStore>>,
+    /// In a cluster, the image revision and keys the ACLs in force came from.
+    installed: Mutex<Option<(i64, Arc<StoredKeys>)>>,
 }
 
 impl AclStore {
@@ -117,7 +184,51 @@ impl AclStore {
                 .map_err(|reason| StoreError::Damaged { path: path.clone(), reason })?;
             authorizer.set_acls(Arc::new(acls));
         }
-        Ok(Self { path, writer: Mutex::new(()), authorizer })
+        Ok(Self {
+            path,
+            writer: Mutex::new(()),
+            authorizer,
+            cluster: OnceLock::new(),
+            installed: Mutex::new(None),
+        })
+    }
+
+    /// Keep the ACLs in etcd from now on (module doc): install the image's
+    /// and follow every new one. The file's ACLs, if any, are not used.
+    pub fn use_cluster(self: &Arc<Self>, cluster: Arc<ClusterSecurityStore>) {
+        let local = self.authorizer.acls().len();
+        if local > 0 {
+            tracing::warn!(
+                path = %self.path.display(),
+                local,
+                "the ACL file is not used in a cluster: etcd holds the cluster's ACLs"
+            );
+        }
+        self.install(cluster.keys(), &cluster.image());
+        let mut images = cluster.subscribe();
+        let (me, keys) = (Arc::downgrade(self), cluster.keys().clone());
+        cluster.runtime().spawn(async move {
+            while images.changed().await.is_ok() {
+                let image = Arc::clone(&images.borrow_and_update());
+                match me.upgrade() {
+                    Some(store) => store.install(&keys, &image),
+                    None => return,
+                }
+            }
+        });
+        let _ = self.cluster.set(cluster);
+    }
+
+    /// Make `image`'s ACLs the ones in force, unless a newer image's are.
+    fn install(&self, keys: &ClusterKeys, image: &MetadataImage) {
+        let mut installed = self.installed.lock();
+        if let Some((revision, acls)) = installed.as_ref() {
+            if *revision >= image.revision || Arc::ptr_eq(acls, &image.acls) {
+                return;
+            }
+        }
+        self.authorizer.set_acls(Arc::new(acls_of(keys, &image.acls)));
+        *installed = Some((image.revision, Arc::clone(&image.acls)));
     }
 
     pub fn path(&self) -> &Path {
@@ -136,9 +247,12 @@ impl AclStore {
     /// The write failed; the ACLs in force are unchanged.
     pub fn update<T>(
         &self,
-        change: impl FnOnce(&mut AclCache) -> (T, bool),
+        mut change: impl FnMut(&mut AclCache) -> (T, bool),
     ) -> Result<T, StoreError> {
         let _writer = self.writer.lock();
+        if let Some(cluster) = self.cluster.get() {
+            return self.update_in_cluster(cluster, change);
+        }
         let mut next = (*self.authorizer.acls()).clone();
         let (answer, changed) = change(&mut next);
         if changed {
@@ -147,10 +261,40 @@ impl AclStore {
         }
         Ok(answer)
     }
+
+    /// [`AclStore::update`] through etcd (module doc).
+    fn update_in_cluster<T>(
+        &self,
+        cluster: &ClusterSecurityStore,
+        mut change: impl FnMut(&mut AclCache) -> (T, bool),
+    ) -> Result<T, StoreError> {
+        let keys = cluster.keys();
+        for _ in 0..WRITE_ATTEMPTS {
+            let image = cluster.image();
+            let current = acls_of(keys, &image.acls);
+            let mut next = current.clone();
+            let (answer, changed) = change(&mut next);
+            if !changed {
+                return Ok(answer);
+            }
+            let changes = changed_keys(keys, &current, &next);
+            match cluster.write_blocking(&image.acls, changes) {
+                Ok(Written::Applied(image)) => {
+                    self.install(keys, &image);
+                    return Ok(answer);
+                }
+                Ok(Written::Raced) => continue,
+                Err(e) => return Err(StoreError::Unavailable(e.to_string())),
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "the ACLs changed under {WRITE_ATTEMPTS} attempts in a row"
+        )))
+    }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::HashSet;
 
     use super::*;
@@ -190,6 +334,58 @@ mod tests {
         };
         assert_eq!(check("orders-eu"), AuthorizationResult::Allowed);
         assert_eq!(check("billing"), AuthorizationResult::Denied);
+    }
+
+    /// A broker's view of the cluster `c`: its own image of it.
+    pub(crate) async fn cluster_view(
+        c: &Arc<crate::cluster::MemCoordination>,
+    ) -> Arc<ClusterSecurityStore> {
+        use crate::cluster::{image::ImageWatcher, Coordination};
+        let keys = ClusterKeys::new("/t");
+        let coordination: Arc<dyn Coordination> = Arc::clone(c) as _;
+        let retry = std::time::Duration::from_millis(10);
+        let image = ImageWatcher::start(Arc::clone(&coordination), keys.clone(), retry);
+        let image = Arc::new(image.await.expect("image"));
+        let rt = tokio::runtime::Handle::current();
+        Arc::new(ClusterSecurityStore::new(coordination, image, keys, rt))
+    }
+
+    /// Wait up to 10 s for `done`.
+    pub(crate) async fn eventually(mut done: impl FnMut() -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "not within 10 s");
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn in_a_cluster_one_brokers_change_is_enforced_by_another_and_races_merge() {
+        let c = Arc::new(crate::cluster::MemCoordination::new(Arc::new(crate::clock::SystemClock)));
+        let (dir_a, dir_b) = (tempfile::tempdir().expect("tmp"), tempfile::tempdir().expect("tmp"));
+        let (a, b) =
+            (Arc::new(open(dir_a.path()).expect("a")), Arc::new(open(dir_b.path()).expect("b")));
+        a.use_cluster(cluster_view(&c).await);
+        b.use_cluster(cluster_view(&c).await);
+        let (alice, bob) = (write_orders("User:alice"), write_orders("User:bob"));
+        // Same resource pattern, one key: b's base may lack alice's ACL, and
+        // its write is then rebuilt on the newer image.
+        tokio::task::block_in_place(|| {
+            a.update(|acls| ((), acls.add(alice.clone()))).expect("a writes");
+            b.update(|acls| ((), acls.add(bob.clone()))).expect("b writes");
+        });
+        let both = |s: &AclStore| {
+            let acls = s.authorizer().acls();
+            acls.len() == 2 && acls.contains(&alice) && acls.contains(&bob)
+        };
+        assert!(both(&b), "b answered after its image held both");
+        eventually(|| both(&a)).await;
+        assert!(!a.path().exists() && !b.path().exists(), "no file is written in a cluster");
+        tokio::task::block_in_place(|| {
+            a.update(|acls| ((), acls.remove(&alice))).expect("remove");
+        });
+        eventually(|| b.authorizer().acls().len() == 1).await;
+        assert!(b.authorizer().acls().contains(&bob));
     }
 
     #[test]

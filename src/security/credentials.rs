@@ -13,10 +13,17 @@
 //!   unknown mechanism, iterations outside 4096..=16384 or keys of the wrong
 //!   length, naming the entry. A missing file is an empty store; a leftover
 //!   `.tmp` is never read. A file over 64 MiB is refused before it is read.
+//! * In a cluster ([`CredentialStore::use_cluster`]) etcd holds the
+//!   credentials instead, one key per user in the file's form
+//!   (`cluster::security_store`); the file is not read or written again.
+//!   A change is built on the newest image's credentials, written by
+//!   compare-and-swap and answered once the image applied it; lookups see
+//!   the newest image installed, never an older one. A key that does not
+//!   parse is left out and logged (that user cannot authenticate).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
@@ -28,6 +35,9 @@ use super::sasl::scram_credential::{
 };
 pub use super::store::StoreError;
 use super::store::{read_bounded, write_atomically};
+use crate::cluster::image::{MetadataImage, StoredKeys};
+use crate::cluster::keys::ClusterKeys;
+use crate::cluster::security_store::{ClusterSecurityStore, KeyChange, Written};
 
 pub const SCRAM_CREDENTIALS_FILE: &str = "sediment-scram-credentials.json";
 
@@ -56,6 +66,45 @@ pub struct CredentialStore {
     path: PathBuf,
     current: RwLock<Arc<CredentialMap>>,
     writer: Mutex<()>,
+    cluster: OnceLock<Arc<ClusterSecurityStore>>,
+    /// In a cluster, the image revision and keys `current` came from.
+    installed: Mutex<Option<(i64, Arc<StoredKeys>)>>,
+}
+
+/// How many times a change lost to another broker's is rebuilt.
+const WRITE_ATTEMPTS: usize = 10;
+
+/// The credentials of an image's keys; a key that does not parse, or names
+/// another user, is left out and logged.
+fn credentials_of(keys: &ClusterKeys, stored: &StoredKeys) -> CredentialMap {
+    let mut map = CredentialMap::new();
+    for (key, v) in stored {
+        match parse(&v.value) {
+            Ok(one) if one.keys().all(|user| keys.user(user) == *key) => map.extend(one),
+            Ok(_) => tracing::error!(key, "SCRAM credentials in etcd name another user; left out"),
+            Err(reason) => {
+                tracing::error!(key, reason, "SCRAM credentials in etcd do not parse; left out")
+            }
+        }
+    }
+    map
+}
+
+/// The users whose credentials differ between `from` and `to`, as key
+/// changes.
+fn changed_users(keys: &ClusterKeys, from: &CredentialMap, to: &CredentialMap) -> Vec<KeyChange> {
+    let users: std::collections::BTreeSet<&String> = from.keys().chain(to.keys()).collect();
+    users
+        .into_iter()
+        .filter(|u| from.get(*u) != to.get(*u))
+        .map(|u| {
+            let value = to.get(u).filter(|m| !m.is_empty()).map(|m| {
+                let one = CredentialMap::from([(u.clone(), m.clone())]);
+                render(&one)
+            });
+            (keys.user(u), value)
+        })
+        .collect()
 }
 
 impl std::fmt::Debug for CredentialStore {
@@ -140,7 +189,51 @@ impl CredentialStore {
                 parse(&text).map_err(|reason| StoreError::Damaged { path: path.clone(), reason })?
             }
         };
-        Ok(Self { path, current: RwLock::new(Arc::new(map)), writer: Mutex::new(()) })
+        Ok(Self {
+            path,
+            current: RwLock::new(Arc::new(map)),
+            writer: Mutex::new(()),
+            cluster: OnceLock::new(),
+            installed: Mutex::new(None),
+        })
+    }
+
+    /// Keep the credentials in etcd from now on (module doc): install the
+    /// image's and follow every new one. The file's, if any, are not used.
+    pub fn use_cluster(self: &Arc<Self>, cluster: Arc<ClusterSecurityStore>) {
+        let local = self.snapshot().len();
+        if local > 0 {
+            tracing::warn!(
+                path = %self.path.display(),
+                users = local,
+                "the SCRAM credential file is not used in a cluster: etcd holds the cluster's credentials"
+            );
+        }
+        self.install(cluster.keys(), &cluster.image());
+        let mut images = cluster.subscribe();
+        let (me, keys) = (Arc::downgrade(self), cluster.keys().clone());
+        cluster.runtime().spawn(async move {
+            while images.changed().await.is_ok() {
+                let image = Arc::clone(&images.borrow_and_update());
+                match me.upgrade() {
+                    Some(store) => store.install(&keys, &image),
+                    None => return,
+                }
+            }
+        });
+        let _ = self.cluster.set(cluster);
+    }
+
+    /// Make `image`'s credentials current, unless a newer image's are.
+    fn install(&self, keys: &ClusterKeys, image: &MetadataImage) {
+        let mut installed = self.installed.lock();
+        if let Some((revision, users)) = installed.as_ref() {
+            if *revision >= image.revision || Arc::ptr_eq(users, &image.users) {
+                return;
+            }
+        }
+        *self.current.write() = Arc::new(credentials_of(keys, &image.users));
+        *installed = Some((image.revision, Arc::clone(&image.users)));
     }
 
     pub fn path(&self) -> &Path {
@@ -159,9 +252,12 @@ impl CredentialStore {
     /// The write failed; memory is unchanged.
     pub fn update<T>(
         &self,
-        change: impl FnOnce(&mut CredentialMap) -> (T, bool),
+        mut change: impl FnMut(&mut CredentialMap) -> (T, bool),
     ) -> Result<T, StoreError> {
         let _writer = self.writer.lock();
+        if let Some(cluster) = self.cluster.get() {
+            return self.update_in_cluster(cluster, change);
+        }
         let mut next = (**self.current.read()).clone();
         let (answer, changed) = change(&mut next);
         if changed {
@@ -169,6 +265,36 @@ impl CredentialStore {
             *self.current.write() = Arc::new(next);
         }
         Ok(answer)
+    }
+
+    /// [`CredentialStore::update`] through etcd (module doc).
+    fn update_in_cluster<T>(
+        &self,
+        cluster: &ClusterSecurityStore,
+        mut change: impl FnMut(&mut CredentialMap) -> (T, bool),
+    ) -> Result<T, StoreError> {
+        let keys = cluster.keys();
+        for _ in 0..WRITE_ATTEMPTS {
+            let image = cluster.image();
+            let current = credentials_of(keys, &image.users);
+            let mut next = current.clone();
+            let (answer, changed) = change(&mut next);
+            if !changed {
+                return Ok(answer);
+            }
+            let changes = changed_users(keys, &current, &next);
+            match cluster.write_blocking(&image.users, changes) {
+                Ok(Written::Applied(image)) => {
+                    self.install(keys, &image);
+                    return Ok(answer);
+                }
+                Ok(Written::Raced) => continue,
+                Err(e) => return Err(StoreError::Unavailable(e.to_string())),
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "the credentials changed under {WRITE_ATTEMPTS} attempts in a row"
+        )))
     }
 }
 
@@ -209,6 +335,39 @@ mod tests {
         let again = CredentialStore::open(dir.path()).expect("reopen");
         assert_eq!(again.lookup("alice", ScramMechanism::Sha256), Some(c));
         assert_eq!(again.lookup("alice", ScramMechanism::Sha512), None);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn in_a_cluster_a_user_added_through_one_broker_authenticates_on_another() {
+        use crate::security::acl_store::tests::{cluster_view, eventually};
+        let c = Arc::new(crate::cluster::MemCoordination::new(Arc::new(crate::clock::SystemClock)));
+        let (dir_a, dir_b) = (tempfile::tempdir().expect("tmp"), tempfile::tempdir().expect("tmp"));
+        let a = Arc::new(CredentialStore::open(dir_a.path()).expect("a"));
+        let b = Arc::new(CredentialStore::open(dir_b.path()).expect("b"));
+        a.use_cluster(cluster_view(&c).await);
+        b.use_cluster(cluster_view(&c).await);
+        let (c256, c512) =
+            (cred(ScramMechanism::Sha256, "x", 4096), cred(ScramMechanism::Sha512, "y", 4096));
+        let add = |store: &CredentialStore, c: &ScramCredential| {
+            store
+                .update(|m| {
+                    m.entry("alice/eu".into()).or_default().insert(c.mechanism, c.clone());
+                    ((), true)
+                })
+                .expect("write");
+        };
+        tokio::task::block_in_place(|| {
+            add(&a, &c256);
+            add(&b, &c512);
+        });
+        assert_eq!(b.lookup("alice/eu", ScramMechanism::Sha256), Some(c256.clone()));
+        assert_eq!(b.lookup("alice/eu", ScramMechanism::Sha512), Some(c512.clone()));
+        eventually(|| a.lookup("alice/eu", ScramMechanism::Sha512).is_some()).await;
+        assert!(!a.path().exists(), "no file is written in a cluster");
+        tokio::task::block_in_place(|| {
+            a.update(|m| ((), m.remove("alice/eu").is_some())).expect("delete");
+        });
+        eventually(|| b.snapshot().is_empty()).await;
     }
 
     #[test]

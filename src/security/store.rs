@@ -1,6 +1,7 @@
 //! The small JSON files the security layer keeps in the first log dir
 //! (`sediment-scram-credentials.json`, `sediment-acls.json`): how they are
-//! read and how a change is made durable.
+//! read and how a change is made durable. (In a cluster etcd holds both
+//! instead: `cluster::security_store`.)
 //!
 //! Invariants:
 //! * A file over 64 MiB is refused before it is read; a missing file reads
@@ -24,6 +25,10 @@ pub enum StoreError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: {reason}")]
     Damaged { path: PathBuf, reason: String },
+    /// In a cluster: etcd did not take the change (unreachable, or the
+    /// keys kept changing under it).
+    #[error("etcd: {0}")]
+    Unavailable(String),
 }
 
 /// The bytes of `path`, or `None` when it does not exist.

@@ -122,8 +122,9 @@ pub fn run(dirs: &[PathBuf], args: Vec<ScramArgument>) -> Result<usize, AddScram
     let store = CredentialStore::open(&first)?;
     let count = args.len();
     store.update(|map| {
-        for a in args {
-            map.entry(a.user).or_default().insert(a.credential.mechanism, a.credential);
+        for a in &args {
+            let c = a.credential.clone();
+            map.entry(a.user.clone()).or_default().insert(c.mechanism, c);
         }
         ((), true)
     })?;

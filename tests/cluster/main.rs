@@ -19,6 +19,7 @@ mod failover;
 mod image;
 mod reassignments;
 mod replication;
+mod security;
 mod support;
 mod topics;
 mod transactions;
