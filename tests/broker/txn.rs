@@ -31,6 +31,7 @@ use super::Wire;
 pub const NONE: i16 = 0;
 pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 pub const NOT_COORDINATOR: i16 = 16;
+pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 pub const CONCURRENT_TRANSACTIONS: i16 = 51;
 pub const INVALID_TXN_STATE: i16 = 48;
 pub const PRODUCER_FENCED: i16 = 90;
@@ -118,6 +119,19 @@ impl TxnProducer {
     /// InitProducerId v4 until it answers NONE (CONCURRENT_TRANSACTIONS while
     /// a fenced transaction completes); `None` if the connection broke.
     pub fn init(w: &mut Wire, id: &str, timeout_ms: i32) -> Option<Self> {
+        Self::init_retrying(w, id, timeout_ms, &[])
+    }
+
+    /// [`TxnProducer::init`] on a coordinator that has just taken the id
+    /// over in a cluster, which a client retries on NOT_COORDINATOR (its
+    /// image named it before its coordinator was told) and
+    /// COORDINATOR_NOT_AVAILABLE (its write waited for an ISR still
+    /// settling after a kill), as Kafka's producer does.
+    pub fn init_after_move(w: &mut Wire, id: &str, timeout_ms: i32) -> Option<Self> {
+        Self::init_retrying(w, id, timeout_ms, &[NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE])
+    }
+
+    fn init_retrying(w: &mut Wire, id: &str, timeout_ms: i32, also: &[i16]) -> Option<Self> {
         let request = InitProducerIdRequest::default()
             .with_transactional_id(Some(TransactionalId(s(id))))
             .with_transaction_timeout_ms(timeout_ms)
@@ -136,6 +150,10 @@ impl TxnProducer {
                     })
                 }
                 CONCURRENT_TRANSACTIONS | COORDINATOR_LOAD_IN_PROGRESS => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                e if also.contains(&e) => {
+                    eprintln!("InitProducerId {id}: error {e}, retried");
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
                 e => panic!("InitProducerId {id}: error {e}"),

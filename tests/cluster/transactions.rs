@@ -134,8 +134,8 @@ fn an_open_transaction_is_aborted_by_the_next_coordinator_after_a_kill() {
         (txn_coordinator(moved_port, "tx") == Some(moved)).then_some(())
     });
     let mut w2 = Wire::connect(moved_port);
-    let p2 =
-        TxnProducer::init(&mut w2, "tx", 60_000).expect("InitProducerId on the new coordinator");
+    let p2 = TxnProducer::init_after_move(&mut w2, "tx", 60_000)
+        .expect("InitProducerId on the new coordinator");
     assert_eq!(p2.pid, p.pid, "the producer id the dead coordinator gave");
     assert!(p2.epoch > p.epoch, "{} after {}", p2.epoch, p.epoch);
 
