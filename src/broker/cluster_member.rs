@@ -184,7 +184,13 @@ impl ClusterMember {
     /// Topic changes through etcd, for the admin requests and auto-creation.
     pub fn topics(&self) -> ClusterTopics {
         let keys = ClusterKeys::new(self.namespace.as_str());
-        ClusterTopics::new(Arc::clone(self.session.coordination()), keys, Arc::clone(&self.image))
+        let unclean = Arc::clone(self.election.unclean_elections());
+        ClusterTopics::new(
+            Arc::clone(self.session.coordination()),
+            keys,
+            Arc::clone(&self.image),
+            unclean,
+        )
     }
 
     /// The partitions this broker leads, which count only while its
@@ -273,6 +279,9 @@ impl ClusterStatus for ClusterMember {
     }
     fn applied_revision(&self) -> i64 {
         self.image.current().revision
+    }
+    fn unclean_elections(&self) -> u64 {
+        self.election.unclean_elections().load(std::sync::atomic::Ordering::Relaxed)
     }
     fn offline_partitions(&self) -> i64 {
         if !self.election.is_active() {

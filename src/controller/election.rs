@@ -6,7 +6,7 @@
 //! which happens when the controller's session ends (its lease expired or
 //! was revoked at shutdown).
 
-use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +31,10 @@ pub struct ControllerElection {
     /// Told when this broker becomes the controller, so the reconciler
     /// starts at once rather than at its next tick.
     became: tokio::sync::Notify,
+    /// Leaders this broker elected from outside the ISR (Kafka's
+    /// UncleanLeaderElectionsPerSec): the controller's automatic ones and
+    /// those asked of this broker with ElectLeaders UNCLEAN.
+    unclean_elections: Arc<AtomicU64>,
 }
 
 impl ControllerElection {
@@ -49,6 +53,7 @@ impl ControllerElection {
             held_on: AtomicI64::new(0),
             controller_id: AtomicI32::new(-1),
             became: tokio::sync::Notify::new(),
+            unclean_elections: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -60,6 +65,11 @@ impl ControllerElection {
     /// The broker registered anew (its last session expired).
     pub fn set_broker_epoch(&self, epoch: i64) {
         self.broker_epoch.store(epoch, Ordering::Release);
+    }
+
+    /// The count of unclean leader elections this broker wrote.
+    pub fn unclean_elections(&self) -> &Arc<AtomicU64> {
+        &self.unclean_elections
     }
 
     /// Whether this broker is the controller now (the module invariant).

@@ -18,7 +18,9 @@
 
 use std::time::Duration;
 
-use super::reconciler::{change_txn, PartitionChange};
+use std::sync::atomic::Ordering;
+
+use super::reconciler::{change_txn, is_unclean, PartitionChange};
 use super::topics::ClusterTopics;
 use crate::cluster::image::MetadataImage;
 use crate::cluster::keys::PartitionStateValue;
@@ -76,8 +78,12 @@ impl ClusterTopics {
             };
             let epoch = change.state.controller_epoch;
             let txn = change_txn(&self.keys, &change, epoch);
+            let unclean = is_unclean(&image, &change);
             match self.coordination.txn(txn).await {
                 Ok(r) if r.succeeded => {
+                    if unclean {
+                        self.unclean_elections.fetch_add(1, Ordering::Relaxed);
+                    }
                     let wait = self.image.wait_for(r.revision);
                     let _ = tokio::time::timeout(Duration::from_secs(10), wait).await;
                     return ElectionOutcome::Elected;

@@ -42,6 +42,7 @@
 //! than [`DELETE_MARKER_RETENTION_MS`] ago (7 days): a broker away longer
 //! finds the topic's copies on its disk as strays, left for an operator.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -124,6 +125,15 @@ pub fn plan(
         }
     }
     changes
+}
+
+/// Whether `change` gives its partition a leader from outside the ISR it
+/// had in `image` (an unclean election; logged where it is planned).
+pub(super) fn is_unclean(image: &MetadataImage, change: &PartitionChange) -> bool {
+    let leader = change.state.leader;
+    image.topics.state(&change.topic, change.partition).is_some_and(|old| {
+        leader >= 0 && leader != old.state.leader && !old.state.isr.contains(&leader)
+    })
 }
 
 fn first_state(image: &MetadataImage, topic: &TopicImage, replicas: &[i32]) -> PartitionStateValue {
@@ -323,16 +333,22 @@ impl Reconciler {
         // One at a time: a round follows a broker's loss or a creation,
         // and etcd answers each in about a millisecond on its network.
         for change in plan(image, epoch, rules) {
+            let unclean = is_unclean(image, &change);
             match self.write(&change, epoch).await {
-                Ok(true) => tracing::info!(
-                    topic = %change.topic,
-                    partition = change.partition,
-                    leader = change.state.leader,
-                    leader_epoch = change.state.leader_epoch,
-                    isr = ?change.state.isr,
-                    reassignment_completed = change.topic_value.is_some(),
-                    "partition state changed"
-                ),
+                Ok(true) => {
+                    if unclean {
+                        self.election.unclean_elections().fetch_add(1, Ordering::Relaxed);
+                    }
+                    tracing::info!(
+                        topic = %change.topic,
+                        partition = change.partition,
+                        leader = change.state.leader,
+                        leader_epoch = change.state.leader_epoch,
+                        isr = ?change.state.isr,
+                        reassignment_completed = change.topic_value.is_some(),
+                        "partition state changed"
+                    );
+                }
                 // Something changed under it: the next image decides again.
                 Ok(false) => {}
                 Err(e) => {

@@ -72,6 +72,8 @@ pub struct ClusterTopics {
     pub(super) coordination: Arc<dyn Coordination>,
     pub(super) keys: ClusterKeys,
     pub(super) image: Arc<ImageWatcher>,
+    /// This broker's count of unclean elections (`ControllerElection`'s).
+    pub(super) unclean_elections: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl ClusterTopics {
@@ -79,8 +81,9 @@ impl ClusterTopics {
         coordination: Arc<dyn Coordination>,
         keys: ClusterKeys,
         image: Arc<ImageWatcher>,
+        unclean_elections: Arc<std::sync::atomic::AtomicU64>,
     ) -> Self {
-        Self { coordination, keys, image }
+        Self { coordination, keys, image, unclean_elections }
     }
 
     pub fn image(&self) -> Arc<MetadataImage> {

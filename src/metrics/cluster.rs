@@ -32,6 +32,8 @@ pub trait ClusterStatus: Send + Sync + std::fmt::Debug {
     /// On the active controller, the cluster's partitions without a leader
     /// (Kafka's OfflinePartitionsCount; 0 on the other brokers).
     fn offline_partitions(&self) -> i64;
+    /// Leaders this broker elected from outside the ISR.
+    fn unclean_elections(&self) -> u64;
 }
 
 /// Kafka's `ReplicaManager` gauges and meters, as one broker counts them.
@@ -68,6 +70,7 @@ pub(super) struct ClusterGauges {
     offline: IntGauge,
     isr_shrinks: IntCounter,
     isr_expands: IntCounter,
+    unclean_elections: IntCounter,
 }
 
 fn counter(r: &Registry, name: &str, help: &str) -> Result<IntCounter, prometheus::Error> {
@@ -128,6 +131,11 @@ impl ClusterGauges {
             )?,
             isr_shrinks: counter(r, "kafka_server_replicamanager_isrshrinks_total", "ISR shrinks this broker made as leader")?,
             isr_expands: counter(r, "kafka_server_replicamanager_isrexpands_total", "ISR expansions this broker made as leader")?,
+            unclean_elections: counter(
+                r,
+                "kafka_controller_controllerstats_uncleanleaderelections_total",
+                "Leaders this broker elected from outside the ISR (as controller, or for ElectLeaders UNCLEAN asked of it); records only the old ISR held may be lost",
+            )?,
         })
     }
 
@@ -169,6 +177,8 @@ impl ClusterGauges {
                 // The member counts; the counter follows it up.
                 let lost = s.sessions_lost();
                 self.session_lost.inc_by(lost.saturating_sub(self.session_lost.get()));
+                let unclean = s.unclean_elections();
+                self.unclean_elections.inc_by(unclean.saturating_sub(self.unclean_elections.get()));
             }
         }
     }

@@ -6,7 +6,8 @@
 //! election brings back a partition whose last in-sync replica is gone,
 //! led by a replica that was not in sync; a topic with
 //! `unclean.leader.election.enable=true` is brought back so by the
-//! controller on its own.
+//! controller on its own. Both unclean elections are counted
+//! (`kafka_controller_controllerstats_uncleanleaderelections_total`).
 
 use crate::broker::etcd::EtcdServer;
 use crate::broker::{kafka_tool, kafka_tool_output, TestBroker};
@@ -107,4 +108,9 @@ fn preferred_and_unclean_elections_on_request() {
     assert!(out.contains("Successfully completed leader election"), "{out}");
     let (leader, _, _, isr) = placement(port, "lone")[&0].clone();
     assert_eq!((leader, isr), (3, vec![3]), "the out-of-sync replica leads alone");
+    // Broker 1 wrote both unclean elections: auto's as the controller,
+    // lone's for the request; none of the clean ones counts.
+    let unclean = "kafka_controller_controllerstats_uncleanleaderelections_total";
+    assert_eq!(brokers[0].metric(unclean), Some(2.0));
+    assert_eq!(brokers[2].metric(unclean), Some(0.0));
 }
