@@ -140,8 +140,14 @@ impl ClusterMember {
 
     /// Give the handlers the cluster: its image, topic changes through
     /// etcd, coordinators that follow their partitions' leadership and the
-    /// cluster's producer id blocks.
-    pub fn attach(&self, broker: &mut crate::api::KafkaApis) {
+    /// cluster's producer id blocks, ACLs and SCRAM credentials.
+    ///
+    /// # Errors
+    /// An ACL key in etcd is damaged (named).
+    pub fn attach(
+        &self,
+        broker: &mut crate::api::KafkaApis,
+    ) -> Result<(), crate::security::store::StoreError> {
         broker.cluster = Some(Arc::clone(&self.image));
         broker.topics = Some(self.topics());
         let writes = ReplicatedCoordinatorWrites::new(
@@ -163,8 +169,9 @@ impl ClusterMember {
             tokio::runtime::Handle::current(),
         ));
         broker.scram.use_cluster(Arc::clone(&security));
-        if let Some(acls) = &broker.acls {
-            acls.use_cluster(security);
+        match &broker.acls {
+            Some(acls) => acls.use_cluster(security),
+            None => Ok(()),
         }
     }
 

@@ -503,7 +503,7 @@ async fn serve(
     let mut broker = build_apis(config, Arc::clone(logs), identity, txn_state, parts)
         .map_err(BrokerError::Init)?;
     if let Some(m) = &member {
-        m.attach(&mut broker);
+        m.attach(&mut broker).map_err(|e| BrokerError::Init(store_error(e)))?;
     }
     let broker = Arc::new(broker);
     let replication = match (&member, leadership) {

@@ -7,7 +7,9 @@
 //! * A write compares every key it changes on the `mod_revision` the
 //!   writer's image had for it (0: absent), so a change built on a stale
 //!   image changes nothing and is reported as [`Written::Raced`]; the
-//!   caller rebuilds it from a newer image.
+//!   caller rebuilds it from a newer image. A change split over several
+//!   transactions (below) that loses after its first one is an error
+//!   saying how much was stored, never rebuilt.
 //! * A write is answered only once this broker's image has applied it
 //!   (the next read here sees it), or with an error after
 //!   [`APPLY_TIMEOUT`].
@@ -29,6 +31,10 @@ pub const MAX_TXN_OPS: usize = 128;
 
 /// How long a written change may take to reach this broker's image.
 pub const APPLY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a lost race waits for the image to show the winner's change
+/// (a deleted key's revision is not known: the retry may race again).
+const RACE_WAIT: Duration = Duration::from_secs(1);
 
 /// What a write did.
 #[derive(Debug)]
@@ -103,14 +109,27 @@ impl ClusterSecurityStore {
     ) -> Result<Written, CoordinationError> {
         changes.sort_by(|a, b| a.0.cmp(&b.0));
         let mut revision = 0;
-        for chunk in changes.chunks(MAX_TXN_OPS) {
+        for (i, chunk) in changes.chunks(MAX_TXN_OPS).enumerate() {
             let txn = txn_of(base, chunk);
             let answer = self.coordination.txn(txn).await?;
-            if !answer.succeeded {
-                self.applied(answer.revision).await?;
-                return Ok(Written::Raced);
+            if answer.succeeded {
+                revision = answer.revision;
+                continue;
             }
-            revision = answer.revision;
+            if i > 0 {
+                // Rebuilding it would answer for a state it half made.
+                let stored = i * MAX_TXN_OPS;
+                return Err(CoordinationError::Unavailable(format!(
+                    "another broker changed these keys meanwhile: {stored} of {} stored",
+                    changes.len()
+                )));
+            }
+            // The store's revision may be another namespace's, which this
+            // image never reaches: wait for the compared keys' own changes.
+            let newest = answer.reads.iter().flatten().map(|kv| kv.mod_revision).max();
+            let wait = self.image.wait_for(newest.unwrap_or(0));
+            let _ = tokio::time::timeout(RACE_WAIT, wait).await;
+            return Ok(Written::Raced);
         }
         Ok(Written::Applied(self.applied(revision).await?))
     }
@@ -145,7 +164,8 @@ fn txn_of(base: &StoredKeys, chunk: &[KeyChange]) -> Txn {
             None => Op::Delete(KeyRange::Key(key.clone())),
         })
         .collect();
-    Txn { compares, success, failure: Vec::new() }
+    let failure = chunk.iter().map(|(key, _)| Op::Get(KeyRange::Key(key.clone()))).collect();
+    Txn { compares, success, failure }
 }
 
 #[cfg(test)]

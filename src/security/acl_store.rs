@@ -19,8 +19,10 @@
 //!   written by compare-and-swap and answered once the image applied it;
 //!   a lost race is rebuilt from the newer image. The authorizer follows
 //!   every image: the ACLs in force are those of the newest image
-//!   installed, never an older one. A key that does not parse is left out
-//!   and logged.
+//!   installed, never an older one. A key that does not parse (or names
+//!   another pattern) keeps the ACLs in force as they were, stops a start,
+//!   and refuses changes until an operator repairs it: dropping it could
+//!   drop a DENY.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -121,22 +123,24 @@ fn key_of(keys: &ClusterKeys, b: &AclBinding) -> String {
     keys.acl(p.resource_type().name(), p.pattern_type().name(), p.name())
 }
 
-/// The ACLs of an image's keys; a key that does not parse, or holds a
-/// binding of another pattern, is left out and logged.
-fn acls_of(keys: &ClusterKeys, stored: &StoredKeys) -> AclCache {
+/// The ACLs of an image's keys.
+///
+/// # Errors
+/// A key that does not parse or holds a binding of another pattern, named:
+/// leaving it out could drop a DENY, so nothing of that image is used.
+fn acls_of(keys: &ClusterKeys, stored: &StoredKeys) -> Result<AclCache, StoreError> {
     let mut acls = AclCache::new();
     for (key, v) in stored {
-        match parse(&v.value) {
-            Ok(one) if one.iter().all(|b| key_of(keys, b) == *key) => {
-                for b in one.iter() {
-                    acls.add(b.clone());
-                }
-            }
-            Ok(_) => tracing::error!(key, "ACLs in etcd name another resource; left out"),
-            Err(reason) => tracing::error!(key, reason, "ACLs in etcd do not parse; left out"),
+        let damaged = |reason: String| StoreError::Damaged { path: PathBuf::from(key), reason };
+        let one = parse(&v.value).map_err(damaged)?;
+        if !one.iter().all(|b| key_of(keys, b) == *key) {
+            return Err(damaged("holds ACLs of another resource pattern".into()));
+        }
+        for b in one.iter() {
+            acls.add(b.clone());
         }
     }
-    acls
+    Ok(acls)
 }
 
 /// The keys whose ACLs differ between `from` and `to`, with their new value.
@@ -195,7 +199,14 @@ impl AclStore {
 
     /// Keep the ACLs in etcd from now on (module doc): install the image's
     /// and follow every new one. The file's ACLs, if any, are not used.
-    pub fn use_cluster(self: &Arc<Self>, cluster: Arc<ClusterSecurityStore>) {
+    ///
+    /// # Errors
+    /// A damaged ACL key in etcd (named): the broker must not start with
+    /// fewer ACLs than the cluster has.
+    pub fn use_cluster(
+        self: &Arc<Self>,
+        cluster: Arc<ClusterSecurityStore>,
+    ) -> Result<(), StoreError> {
         let local = self.authorizer.acls().len();
         if local > 0 {
             tracing::warn!(
@@ -204,31 +215,38 @@ impl AclStore {
                 "the ACL file is not used in a cluster: etcd holds the cluster's ACLs"
             );
         }
-        self.install(cluster.keys(), &cluster.image());
+        self.install(cluster.keys(), &cluster.image())?;
         let mut images = cluster.subscribe();
         let (me, keys) = (Arc::downgrade(self), cluster.keys().clone());
         cluster.runtime().spawn(async move {
             while images.changed().await.is_ok() {
                 let image = Arc::clone(&images.borrow_and_update());
-                match me.upgrade() {
-                    Some(store) => store.install(&keys, &image),
-                    None => return,
+                let Some(store) = me.upgrade() else { return };
+                if let Err(e) = store.install(&keys, &image) {
+                    tracing::error!(
+                        "ACLs in etcd damaged; the ACLs in force stay as they were: {e}"
+                    );
                 }
             }
         });
         let _ = self.cluster.set(cluster);
+        Ok(())
     }
 
     /// Make `image`'s ACLs the ones in force, unless a newer image's are.
-    fn install(&self, keys: &ClusterKeys, image: &MetadataImage) {
+    ///
+    /// # Errors
+    /// A damaged key: the ACLs in force stay as they were.
+    fn install(&self, keys: &ClusterKeys, image: &MetadataImage) -> Result<(), StoreError> {
         let mut installed = self.installed.lock();
         if let Some((revision, acls)) = installed.as_ref() {
             if *revision >= image.revision || Arc::ptr_eq(acls, &image.acls) {
-                return;
+                return Ok(());
             }
         }
-        self.authorizer.set_acls(Arc::new(acls_of(keys, &image.acls)));
+        self.authorizer.set_acls(Arc::new(acls_of(keys, &image.acls)?));
         *installed = Some((image.revision, Arc::clone(&image.acls)));
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
@@ -271,7 +289,8 @@ impl AclStore {
         let keys = cluster.keys();
         for _ in 0..WRITE_ATTEMPTS {
             let image = cluster.image();
-            let current = acls_of(keys, &image.acls);
+            // A damaged key is refused, never overwritten from a base without it.
+            let current = acls_of(keys, &image.acls)?;
             let mut next = current.clone();
             let (answer, changed) = change(&mut next);
             if !changed {
@@ -280,7 +299,7 @@ impl AclStore {
             let changes = changed_keys(keys, &current, &next);
             match cluster.write_blocking(&image.acls, changes) {
                 Ok(Written::Applied(image)) => {
-                    self.install(keys, &image);
+                    self.install(keys, &image)?;
                     return Ok(answer);
                 }
                 Ok(Written::Raced) => continue,
@@ -365,8 +384,8 @@ pub(crate) mod tests {
         let (dir_a, dir_b) = (tempfile::tempdir().expect("tmp"), tempfile::tempdir().expect("tmp"));
         let (a, b) =
             (Arc::new(open(dir_a.path()).expect("a")), Arc::new(open(dir_b.path()).expect("b")));
-        a.use_cluster(cluster_view(&c).await);
-        b.use_cluster(cluster_view(&c).await);
+        a.use_cluster(cluster_view(&c).await).expect("a joins");
+        b.use_cluster(cluster_view(&c).await).expect("b joins");
         let (alice, bob) = (write_orders("User:alice"), write_orders("User:bob"));
         // Same resource pattern, one key: b's base may lack alice's ACL, and
         // its write is then rebuilt on the newer image.
@@ -386,6 +405,39 @@ pub(crate) mod tests {
         });
         eventually(|| b.authorizer().acls().len() == 1).await;
         assert!(b.authorizer().acls().contains(&bob));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_damaged_key_in_etcd_keeps_the_acls_in_force_and_stops_a_start() {
+        use crate::cluster::coordination::{Coordination, Op, Txn};
+        let c = Arc::new(crate::cluster::MemCoordination::new(Arc::new(crate::clock::SystemClock)));
+        let dir = tempfile::tempdir().expect("tmp");
+        let a = Arc::new(open(dir.path()).expect("a"));
+        a.use_cluster(cluster_view(&c).await).expect("a joins");
+        let alice = write_orders("User:alice");
+        tokio::task::block_in_place(|| a.update(|acls| ((), acls.add(alice.clone()))))
+            .expect("add");
+        let key = ClusterKeys::new("/t").acl("TOPIC", "PREFIXED", "orders-");
+        let junk = Txn {
+            success: vec![Op::put(key.clone(), b"{\"version\":2,\"acls\":[]}".to_vec())],
+            ..Txn::default()
+        };
+        let revision = c.txn(junk).await.expect("put").revision;
+        let view = cluster_view(&c).await;
+        assert!(view.image().revision >= revision);
+        // The running broker keeps what it had; a starting one refuses.
+        let a_view = Arc::clone(a.cluster.get().expect("in a cluster"));
+        eventually(|| a_view.image().revision >= revision).await;
+        tokio::task::yield_now().await;
+        assert!(a.installed.lock().as_ref().is_some_and(|(r, _)| *r < revision));
+        assert!(a.authorizer().acls().contains(&alice));
+        let b = Arc::new(open(tempfile::tempdir().expect("tmp").path()).expect("b"));
+        let err = b.use_cluster(Arc::clone(&view)).expect_err("damaged").to_string();
+        assert!(err.contains(&key) && err.contains("version 2"), "{err}");
+        // Nor is the damaged key overwritten by a change.
+        let refused = tokio::task::block_in_place(|| a.update(|acls| ((), acls.remove(&alice))));
+        assert!(refused.is_err(), "{refused:?}");
+        assert!(a.authorizer().acls().contains(&alice));
     }
 
     #[test]
