@@ -122,9 +122,10 @@ impl TxnProducer {
         Self::init_retrying(w, id, timeout_ms, &[])
     }
 
-    /// [`TxnProducer::init`] on a coordinator that has just taken the id
-    /// over in a cluster, which a client retries on NOT_COORDINATOR (its
-    /// image named it before its coordinator was told) and
+    /// [`TxnProducer::init`] on a coordinator that has just become the id's
+    /// in a cluster (its `__transaction_state` partition just created or
+    /// moved), which a client retries on NOT_COORDINATOR (FindCoordinator
+    /// named it from an image before its coordinator was told) and
     /// COORDINATOR_NOT_AVAILABLE (its write waited for an ISR still
     /// settling after a kill), as Kafka's producer does.
     pub fn init_after_move(w: &mut Wire, id: &str, timeout_ms: i32) -> Option<Self> {

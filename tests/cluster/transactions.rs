@@ -110,8 +110,8 @@ fn an_open_transaction_is_aborted_by_the_next_coordinator_after_a_kill() {
     assert!(txn_state.values().all(|(_, _, r, _)| r.len() == 3), "{txn_state:?}");
 
     let mut w = Wire::connect(port_of(&brokers, coord));
-    let mut p =
-        brokers[0].wait_for(20, "InitProducerId", || TxnProducer::init(&mut w, "tx", 60_000));
+    let mut p = brokers[0]
+        .wait_for(20, "InitProducerId", || TxnProducer::init_after_move(&mut w, "tx", 60_000));
     let leader = placement(port, "ledger")[&0].0;
     let mut lw = Wire::connect(port_of(&brokers, leader));
     assert_eq!(p.add(&mut w, &[("ledger", 0)]), Some(vec![0]));
