@@ -82,9 +82,21 @@ impl ClusterSecurityStore {
         self.image.subscribe()
     }
 
-    /// The runtime the store's calls run on (for tasks following images).
-    pub fn runtime(&self) -> &Handle {
-        &self.runtime
+    /// Call `install` with every new image while `owner` lives.
+    pub fn follow<S: Send + Sync + 'static>(
+        &self,
+        owner: &Arc<S>,
+        install: impl Fn(&S, &ClusterKeys, &MetadataImage) + Send + 'static,
+    ) {
+        let mut images = self.subscribe();
+        let (owner, keys) = (Arc::downgrade(owner), self.keys.clone());
+        self.runtime.spawn(async move {
+            while images.changed().await.is_ok() {
+                let image = Arc::clone(&images.borrow_and_update());
+                let Some(owner) = owner.upgrade() else { return };
+                install(&owner, &keys, &image);
+            }
+        });
     }
 
     /// Write `changes`, each compared on its revision in `base` (module

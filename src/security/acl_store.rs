@@ -34,10 +34,10 @@ use serde::{Deserialize, Serialize};
 use super::acl::{AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType};
 use super::acl_cache::AclCache;
 use super::authorizer::StandardAuthorizer;
-use super::store::{read_bounded, write_atomically, StoreError};
+use super::store::{read_bounded, update_in_cluster, write_atomically, ClusterForm, StoreError};
 use crate::cluster::image::{MetadataImage, StoredKeys};
 use crate::cluster::keys::ClusterKeys;
-use crate::cluster::security_store::{ClusterSecurityStore, KeyChange, Written};
+use crate::cluster::security_store::{ClusterSecurityStore, KeyChange};
 
 pub const ACLS_FILE: &str = "sediment-acls.json";
 
@@ -161,8 +161,9 @@ fn changed_keys(keys: &ClusterKeys, from: &AclCache, to: &AclCache) -> Vec<KeyCh
         .collect()
 }
 
-/// How many times a change lost to another broker's is rebuilt.
-const WRITE_ATTEMPTS: usize = 10;
+/// The ACLs in etcd: one key per resource pattern.
+const CLUSTER_FORM: ClusterForm<AclCache> =
+    ClusterForm { stored: |image| &image.acls, read: acls_of, changed: changed_keys };
 
 /// The authorizer of a broker that has `authorizer.class.name` set, and
 /// where its ACLs are kept: the file, or etcd in a cluster.
@@ -216,17 +217,9 @@ impl AclStore {
             );
         }
         self.install(cluster.keys(), &cluster.image())?;
-        let mut images = cluster.subscribe();
-        let (me, keys) = (Arc::downgrade(self), cluster.keys().clone());
-        cluster.runtime().spawn(async move {
-            while images.changed().await.is_ok() {
-                let image = Arc::clone(&images.borrow_and_update());
-                let Some(store) = me.upgrade() else { return };
-                if let Err(e) = store.install(&keys, &image) {
-                    tracing::error!(
-                        "ACLs in etcd damaged; the ACLs in force stay as they were: {e}"
-                    );
-                }
+        cluster.follow(self, |store: &Self, keys, image| {
+            if let Err(e) = store.install(keys, image) {
+                tracing::error!("ACLs in etcd damaged; the ACLs in force stay as they were: {e}");
             }
         });
         let _ = self.cluster.set(cluster);
@@ -269,7 +262,12 @@ impl AclStore {
     ) -> Result<T, StoreError> {
         let _writer = self.writer.lock();
         if let Some(cluster) = self.cluster.get() {
-            return self.update_in_cluster(cluster, change);
+            // A damaged key is refused (`acls_of`), never overwritten.
+            let (answer, image) = update_in_cluster(cluster, &CLUSTER_FORM, change)?;
+            if let Some(image) = image {
+                self.install(cluster.keys(), &image)?;
+            }
+            return Ok(answer);
         }
         let mut next = (*self.authorizer.acls()).clone();
         let (answer, changed) = change(&mut next);
@@ -278,37 +276,6 @@ impl AclStore {
             self.authorizer.set_acls(Arc::new(next));
         }
         Ok(answer)
-    }
-
-    /// [`AclStore::update`] through etcd (module doc).
-    fn update_in_cluster<T>(
-        &self,
-        cluster: &ClusterSecurityStore,
-        mut change: impl FnMut(&mut AclCache) -> (T, bool),
-    ) -> Result<T, StoreError> {
-        let keys = cluster.keys();
-        for _ in 0..WRITE_ATTEMPTS {
-            let image = cluster.image();
-            // A damaged key is refused, never overwritten from a base without it.
-            let current = acls_of(keys, &image.acls)?;
-            let mut next = current.clone();
-            let (answer, changed) = change(&mut next);
-            if !changed {
-                return Ok(answer);
-            }
-            let changes = changed_keys(keys, &current, &next);
-            match cluster.write_blocking(&image.acls, changes) {
-                Ok(Written::Applied(image)) => {
-                    self.install(keys, &image)?;
-                    return Ok(answer);
-                }
-                Ok(Written::Raced) => continue,
-                Err(e) => return Err(StoreError::Unavailable(e.to_string())),
-            }
-        }
-        Err(StoreError::Unavailable(format!(
-            "the ACLs changed under {WRITE_ATTEMPTS} attempts in a row"
-        )))
     }
 }
 

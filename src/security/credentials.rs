@@ -34,10 +34,10 @@ use super::sasl::scram_credential::{
     CredentialLookup, ScramCredential, ScramMechanism, MAX_ITERATIONS, MIN_ITERATIONS,
 };
 pub use super::store::StoreError;
-use super::store::{read_bounded, write_atomically};
+use super::store::{read_bounded, update_in_cluster, write_atomically, ClusterForm};
 use crate::cluster::image::{MetadataImage, StoredKeys};
 use crate::cluster::keys::ClusterKeys;
-use crate::cluster::security_store::{ClusterSecurityStore, KeyChange, Written};
+use crate::cluster::security_store::{ClusterSecurityStore, KeyChange};
 
 pub const SCRAM_CREDENTIALS_FILE: &str = "sediment-scram-credentials.json";
 
@@ -71,8 +71,12 @@ pub struct CredentialStore {
     installed: Mutex<Option<(i64, Arc<StoredKeys>)>>,
 }
 
-/// How many times a change lost to another broker's is rebuilt.
-const WRITE_ATTEMPTS: usize = 10;
+/// The credentials in etcd: one key per user.
+const CLUSTER_FORM: ClusterForm<CredentialMap> = ClusterForm {
+    stored: |image| &image.users,
+    read: |keys, stored| Ok(credentials_of(keys, stored)),
+    changed: changed_users,
+};
 
 /// The credentials of an image's keys; a key that does not parse, or names
 /// another user, is left out and logged.
@@ -210,17 +214,7 @@ impl CredentialStore {
             );
         }
         self.install(cluster.keys(), &cluster.image());
-        let mut images = cluster.subscribe();
-        let (me, keys) = (Arc::downgrade(self), cluster.keys().clone());
-        cluster.runtime().spawn(async move {
-            while images.changed().await.is_ok() {
-                let image = Arc::clone(&images.borrow_and_update());
-                match me.upgrade() {
-                    Some(store) => store.install(&keys, &image),
-                    None => return,
-                }
-            }
-        });
+        cluster.follow(self, Self::install);
         let _ = self.cluster.set(cluster);
     }
 
@@ -256,7 +250,11 @@ impl CredentialStore {
     ) -> Result<T, StoreError> {
         let _writer = self.writer.lock();
         if let Some(cluster) = self.cluster.get() {
-            return self.update_in_cluster(cluster, change);
+            let (answer, image) = update_in_cluster(cluster, &CLUSTER_FORM, change)?;
+            if let Some(image) = image {
+                self.install(cluster.keys(), &image);
+            }
+            return Ok(answer);
         }
         let mut next = (**self.current.read()).clone();
         let (answer, changed) = change(&mut next);
@@ -265,36 +263,6 @@ impl CredentialStore {
             *self.current.write() = Arc::new(next);
         }
         Ok(answer)
-    }
-
-    /// [`CredentialStore::update`] through etcd (module doc).
-    fn update_in_cluster<T>(
-        &self,
-        cluster: &ClusterSecurityStore,
-        mut change: impl FnMut(&mut CredentialMap) -> (T, bool),
-    ) -> Result<T, StoreError> {
-        let keys = cluster.keys();
-        for _ in 0..WRITE_ATTEMPTS {
-            let image = cluster.image();
-            let current = credentials_of(keys, &image.users);
-            let mut next = current.clone();
-            let (answer, changed) = change(&mut next);
-            if !changed {
-                return Ok(answer);
-            }
-            let changes = changed_users(keys, &current, &next);
-            match cluster.write_blocking(&image.users, changes) {
-                Ok(Written::Applied(image)) => {
-                    self.install(keys, &image);
-                    return Ok(answer);
-                }
-                Ok(Written::Raced) => continue,
-                Err(e) => return Err(StoreError::Unavailable(e.to_string())),
-            }
-        }
-        Err(StoreError::Unavailable(format!(
-            "the credentials changed under {WRITE_ATTEMPTS} attempts in a row"
-        )))
     }
 }
 

@@ -14,8 +14,15 @@
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use crate::cluster::image::{MetadataImage, StoredKeys};
+use crate::cluster::keys::ClusterKeys;
+use crate::cluster::security_store::{ClusterSecurityStore, KeyChange, Written};
 use crate::log::checkpoint::fsync_dir;
+
+/// How many times a change lost to another broker's is rebuilt.
+const WRITE_ATTEMPTS: usize = 10;
 
 const MAX_FILE_BYTES: u64 = 64 << 20;
 
@@ -46,6 +53,47 @@ pub fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
         }),
         Ok(_) => std::fs::read(path).map(Some).map_err(io),
     }
+}
+
+/// How a store's set is kept in etcd: which keys of the image hold it, how
+/// they read, and which keys a change rewrites.
+pub(super) struct ClusterForm<V> {
+    pub stored: fn(&MetadataImage) -> &Arc<StoredKeys>,
+    pub read: fn(&ClusterKeys, &StoredKeys) -> Result<V, StoreError>,
+    pub changed: fn(&ClusterKeys, &V, &V) -> Vec<KeyChange>,
+}
+
+/// A store's `update` in a cluster: `change` applied to the set of the
+/// newest image, the keys it changed written by CAS, rebuilt on a lost race
+/// (`cluster::security_store`); the answer and the image that applied it.
+///
+/// # Errors
+/// etcd did not take it, the keys kept changing, or `form.read` refused
+/// the image's set.
+pub(super) fn update_in_cluster<V: Clone, T>(
+    cluster: &ClusterSecurityStore,
+    form: &ClusterForm<V>,
+    mut change: impl FnMut(&mut V) -> (T, bool),
+) -> Result<(T, Option<Arc<MetadataImage>>), StoreError> {
+    let keys = cluster.keys();
+    for _ in 0..WRITE_ATTEMPTS {
+        let image = cluster.image();
+        let stored = (form.stored)(&image);
+        let current = (form.read)(keys, stored)?;
+        let mut next = current.clone();
+        let (answer, changed) = change(&mut next);
+        if !changed {
+            return Ok((answer, None));
+        }
+        match cluster.write_blocking(stored, (form.changed)(keys, &current, &next)) {
+            Ok(Written::Applied(image)) => return Ok((answer, Some(image))),
+            Ok(Written::Raced) => continue,
+            Err(e) => return Err(StoreError::Unavailable(e.to_string())),
+        }
+    }
+    Err(StoreError::Unavailable(format!(
+        "the keys changed under {WRITE_ATTEMPTS} attempts in a row"
+    )))
 }
 
 /// Replace `path` with `bytes` atomically (tmp, fsync, rename, fsync dir).
