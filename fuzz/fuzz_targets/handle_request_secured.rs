@@ -108,7 +108,7 @@ fn env() -> &'static Env {
         ];
         store
             .update(|acls| {
-                ((), bindings.into_iter().fold(false, |changed, b| acls.add(b) | changed))
+                ((), bindings.iter().cloned().fold(false, |changed, b| acls.add(b) | changed))
             })
             .unwrap();
         let n = NonZeroU32::new(4096).unwrap();
@@ -121,6 +121,7 @@ fn env() -> &'static Env {
         broker
             .scram
             .update(|m| {
+                let carol = carol.clone();
                 ((), m.entry("carol".into()).or_default().insert(carol.mechanism, carol).is_none())
             })
             .unwrap();

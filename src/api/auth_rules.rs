@@ -242,6 +242,10 @@ pub const API_RULES: &[(ApiKey, &[Check])] = &[
         ],
     ),
     (
+        ApiKey::AlterPartition,
+        &[check(Op::ClusterAction, Cluster, Request, Code(CLUSTER_DENIED), "")],
+    ),
+    (
         ApiKey::WriteTxnMarkers,
         &[
             check(Op::Alter, Cluster, Request, Else, ""),

@@ -61,6 +61,8 @@ pub struct KafkaApis {
     pub cluster: Option<Arc<crate::cluster::image::ImageWatcher>>,
     /// In a cluster, topic changes go through etcd.
     pub topics: Option<crate::controller::ClusterTopics>,
+    /// The controller's side of AlterPartition, in a cluster.
+    pub replication_control: Option<Arc<crate::controller::ReplicationControl>>,
 }
 
 impl KafkaApis {

@@ -15,6 +15,7 @@ pub mod acls;
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod alter_configs;
+pub mod alter_partition;
 pub mod api_versions;
 pub mod auth;
 pub mod auth_rules;
@@ -138,6 +139,7 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::DescribeLogDirs, 1, 4),
     api(ApiKey::CreatePartitions, 0, 3),
     api(ApiKey::ElectLeaders, 0, 2),
+    api(ApiKey::AlterPartition, 2, 3),
     api(ApiKey::AlterPartitionReassignments, 0, 1),
     api(ApiKey::ListPartitionReassignments, 0, 0),
     api(ApiKey::IncrementalAlterConfigs, 0, 1),
@@ -318,6 +320,9 @@ pub async fn dispatch(
         // Reached only after authentication, or on a listener without SASL.
         RequestKind::SaslHandshake(_) => ResponseKind::SaslHandshake(sasl::handshake()),
         RequestKind::SaslAuthenticate(_) => ResponseKind::SaslAuthenticate(sasl::authenticate()),
+        RequestKind::AlterPartition(r) => {
+            ResponseKind::AlterPartition(alter_partition::handle(broker, ctx, &r, v).await)
+        }
         r @ (RequestKind::ElectLeaders(_)
         | RequestKind::AlterPartitionReassignments(_)
         | RequestKind::ListPartitionReassignments(_)

@@ -11,8 +11,7 @@
 //! DescribeCluster answer from, runs the controller's reconciler (which
 //! acts while this broker is the controller), writes topic changes
 //! (`controller::topics`) and takes its producer ids from the cluster's
-//! blocks. What a member does not do yet (later milestones of
-//! docs/design/multi-broker.md): replicate, move coordinators.
+//! blocks, and serves the controller's side of AlterPartition.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,7 +28,7 @@ use crate::cluster::security_store::ClusterSecurityStore;
 use crate::cluster::session::{BrokerSession, KeepAlive};
 use crate::cluster::{ClusterConfig, Coordination, EtcdCoordination};
 use crate::controller::reconciler::Reconciler;
-use crate::controller::{ClusterTopics, ControllerElection};
+use crate::controller::{ClusterTopics, ControllerElection, ReplicationControl};
 use crate::group::TopicCatalog;
 use crate::metrics::cluster::{ClusterStatus, ReplicationCounts};
 use crate::replica::coordinator_writes::ReplicatedCoordinatorWrites;
@@ -150,6 +149,7 @@ impl ClusterMember {
     ) -> Result<(), crate::security::store::StoreError> {
         broker.cluster = Some(Arc::clone(&self.image));
         broker.topics = Some(self.topics());
+        broker.replication_control = Some(Arc::new(self.replication_control()));
         let writes = ReplicatedCoordinatorWrites::new(
             Arc::clone(&broker.replica),
             Duration::from_millis(broker.groups.config().offsets_commit_timeout_ms.max(1) as u64),
@@ -206,14 +206,27 @@ impl ClusterMember {
         Arc::clone(&self.leadership)
     }
 
-    /// The leader's ISR changes, written to etcd.
-    pub fn isr_writer(&self) -> super::isr_writer::ClusterIsrWriter {
-        super::isr_writer::ClusterIsrWriter {
-            coordination: Arc::clone(self.session.coordination()),
-            keys: ClusterKeys::new(self.namespace.as_str()),
+    /// The leader's ISR changes, sent to the controller as AlterPartition
+    /// on channels of their own, bounded by its answer timeout.
+    pub fn isr_writer(&self) -> super::isr_writer::ControllerIsrWriter {
+        let timeout = super::isr_writer::ANSWER_TIMEOUT;
+        super::isr_writer::ControllerIsrWriter {
             image: Arc::clone(&self.image),
+            election: Arc::clone(&self.election),
+            peers: Arc::new(BrokerChannels::new(self.node_id, Arc::clone(&self.image), timeout)),
             node_id: self.node_id,
         }
+    }
+
+    /// The controller's side of AlterPartition (acting while this broker
+    /// is the controller).
+    pub fn replication_control(&self) -> ReplicationControl {
+        ReplicationControl::new(
+            Arc::clone(&self.election),
+            Arc::clone(self.session.coordination()),
+            ClusterKeys::new(self.namespace.as_str()),
+            Arc::clone(&self.image),
+        )
     }
 
     /// Controlled shutdown (docs/design/multi-broker.md, 6.6): register as
@@ -307,7 +320,7 @@ impl ClusterStatus for ClusterMember {
         let view = self.leadership.view();
         let led = view.led.values();
         let count = |f: &dyn Fn(&LedPartition) -> bool| led.clone().filter(|p| f(p)).count() as i64;
-        let (isr_shrinks, isr_expands) = self.leadership.isr_changes();
+        let (isr_shrinks, isr_expands, failed_isr_updates) = self.leadership.isr_changes();
         ReplicationCounts {
             leaders: view.led.len() as i64,
             partitions: (view.led.len() + view.followed) as i64,
@@ -317,6 +330,7 @@ impl ClusterStatus for ClusterMember {
             at_min_isr: count(&|p| p.isr.len() == p.min_isr),
             isr_shrinks,
             isr_expands,
+            failed_isr_updates,
         }
     }
 }

@@ -220,6 +220,7 @@ pub fn build_apis(
         replica,
         cluster: None,
         topics: None,
+        replication_control: None,
     })
 }
 

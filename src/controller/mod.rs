@@ -23,6 +23,10 @@ pub use election::ControllerElection;
 pub mod placement;
 pub mod reassignments;
 pub mod reconciler;
+pub mod replication_control;
+#[cfg(test)]
+mod test_cluster;
 pub mod topics;
 
+pub use replication_control::ReplicationControl;
 pub use topics::{ClusterTopics, NewTopic, TopicChangeError};

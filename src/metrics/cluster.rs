@@ -53,6 +53,8 @@ pub struct ReplicationCounts {
     pub reassigning: i64,
     pub isr_shrinks: u64,
     pub isr_expands: u64,
+    /// ISR changes the controller refused or did not answer.
+    pub failed_isr_updates: u64,
 }
 
 #[derive(Debug)]
@@ -70,6 +72,7 @@ pub(super) struct ClusterGauges {
     offline: IntGauge,
     isr_shrinks: IntCounter,
     isr_expands: IntCounter,
+    failed_isr_updates: IntCounter,
     unclean_elections: IntCounter,
 }
 
@@ -131,6 +134,11 @@ impl ClusterGauges {
             )?,
             isr_shrinks: counter(r, "kafka_server_replicamanager_isrshrinks_total", "ISR shrinks this broker made as leader")?,
             isr_expands: counter(r, "kafka_server_replicamanager_isrexpands_total", "ISR expansions this broker made as leader")?,
+            failed_isr_updates: counter(
+                r,
+                "kafka_server_replicamanager_failedisrupdates_total",
+                "ISR changes this broker asked of the controller (AlterPartition) that were refused or not answered; the next round asks again",
+            )?,
             unclean_elections: counter(
                 r,
                 "kafka_controller_controllerstats_uncleanleaderelections_total",
@@ -162,6 +170,8 @@ impl ClusterGauges {
         self.reassigning.set(counts.reassigning);
         self.isr_shrinks.inc_by(counts.isr_shrinks.saturating_sub(self.isr_shrinks.get()));
         self.isr_expands.inc_by(counts.isr_expands.saturating_sub(self.isr_expands.get()));
+        let failed = counts.failed_isr_updates.saturating_sub(self.failed_isr_updates.get());
+        self.failed_isr_updates.inc_by(failed);
         match status {
             None => {
                 self.offline.set(local_offline);

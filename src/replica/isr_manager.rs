@@ -7,12 +7,12 @@
 //!   for `replica.lag.time.max.ms` leaves it (a follower not heard from
 //!   since this broker began leading counts from then).
 //!
-//! One change per partition in flight; it is written through an
-//! [`IsrWriter`] (compared on the partition state, so a change the
-//! controller made meanwhile wins, and the next round decides again), and
-//! takes effect when the image shows it. Until the controller serves
-//! Kafka's AlterPartition, the leader writes the state itself, as Kafka's
-//! leaders wrote ZooKeeper before KIP-497, under the same compares.
+//! A round's changes go together through an [`IsrWriter`] (in a cluster,
+//! Kafka's AlterPartition to the controller, which checks and writes them),
+//! one round in flight at a time, so one change per partition; a change
+//! takes effect when the image shows it. One refused (the controller made
+//! another change meanwhile, or knows a member to be ineligible) is decided
+//! again at the next round from the newer image.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,15 +22,20 @@ use super::leadership::{Leadership, LedPartition};
 use crate::cluster::coordination::BoxFuture;
 use crate::log::{LogManager, TopicPartition};
 
-/// How a leader's ISR change reaches the cluster.
+/// One ISR a leader asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsrChange {
+    pub tp: TopicPartition,
+    /// The epoch `tp` is led here at.
+    pub leader_epoch: i32,
+    pub isr: Vec<i32>,
+}
+
+/// How a leader's ISR changes reach the cluster.
 pub trait IsrWriter: Send + Sync {
-    /// Write `isr` for `tp`, led here at `leader_epoch`; whether it was.
-    fn alter_isr(
-        &self,
-        tp: &TopicPartition,
-        leader_epoch: i32,
-        isr: Vec<i32>,
-    ) -> BoxFuture<'_, bool>;
+    /// Ask for `changes`; whether each was made (in order), once this
+    /// broker's image shows it.
+    fn alter_isr(&self, changes: Vec<IsrChange>) -> BoxFuture<'_, Vec<bool>>;
     /// Whether `node` may join an ISR (registered and RUNNING).
     fn is_eligible(&self, node: i32) -> bool;
 }
@@ -63,13 +68,24 @@ impl IsrManager {
             tokio::time::sleep(ROUND).await;
             let view = self.leadership.view();
             self.since.retain(|tp, _| view.led.contains_key(tp));
+            let mut changes = Vec::new();
             for (tp, led) in &view.led {
                 if let Some(isr) = self.wanted_isr(tp, led) {
-                    if self.writer.alter_isr(tp, led.leader_epoch, isr.clone()).await {
-                        self.leadership.note_isr_change(&led.isr, &isr);
-                        tracing::info!(partition = %tp, from = ?led.isr, to = ?isr, "ISR changed");
-                    }
+                    changes.push(IsrChange { tp: tp.clone(), leader_epoch: led.leader_epoch, isr });
                 }
+            }
+            if changes.is_empty() {
+                continue;
+            }
+            let made = self.writer.alter_isr(changes.clone()).await;
+            for (change, made) in changes.iter().zip(made) {
+                if !made {
+                    self.leadership.note_isr_update_failed();
+                    continue;
+                }
+                let Some(led) = view.led.get(&change.tp) else { continue };
+                self.leadership.note_isr_change(&led.isr, &change.isr);
+                tracing::info!(partition = %change.tp, from = ?led.isr, to = ?change.isr, "ISR changed");
             }
         }
     }

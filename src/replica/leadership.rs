@@ -82,6 +82,7 @@ pub struct Leadership {
     /// ISR shrinks and expansions this broker wrote as leader.
     isr_shrinks: std::sync::atomic::AtomicU64,
     isr_expands: std::sync::atomic::AtomicU64,
+    failed_isr_updates: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Leadership {
@@ -104,6 +105,7 @@ impl Leadership {
             may_lead: Box::new(may_lead),
             isr_shrinks: Default::default(),
             isr_expands: Default::default(),
+            failed_isr_updates: Default::default(),
         }
     }
 
@@ -119,10 +121,16 @@ impl Leadership {
         }
     }
 
-    /// (ISR shrinks, ISR expansions) so far.
-    pub fn isr_changes(&self) -> (u64, u64) {
+    /// An ISR change asked for was not made (Kafka's FailedIsrUpdatesPerSec).
+    pub fn note_isr_update_failed(&self) {
+        self.failed_isr_updates.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// (ISR shrinks, ISR expansions, failed ISR updates) so far.
+    pub fn isr_changes(&self) -> (u64, u64, u64) {
         use std::sync::atomic::Ordering::Relaxed;
-        (self.isr_shrinks.load(Relaxed), self.isr_expands.load(Relaxed))
+        let failed = self.failed_isr_updates.load(Relaxed);
+        (self.isr_shrinks.load(Relaxed), self.isr_expands.load(Relaxed), failed)
     }
 
     pub fn node_id(&self) -> i32 {

@@ -9,6 +9,7 @@ mod broker;
 #[path = "../common/mod.rs"]
 mod common;
 
+mod alter_partition;
 mod brokers;
 mod coordination;
 mod coordinators;

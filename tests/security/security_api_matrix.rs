@@ -63,18 +63,18 @@ use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
 use kafka_protocol::messages::{
-    alter_configs_request, alter_partition_reassignments_request, elect_leaders_request,
-    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,
-    AlterPartitionReassignmentsRequest, AlterUserScramCredentialsRequest, ApiKey,
-    ApiVersionsRequest, BrokerId, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest,
-    CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest,
-    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest,
-    DescribeClientQuotasRequest, DescribeClusterRequest, DescribeConfigsRequest,
-    DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest,
-    DescribeTransactionsRequest, DescribeUserScramCredentialsRequest, ElectLeadersRequest,
-    EndTxnRequest, FetchRequest, FindCoordinatorRequest, GroupId, HeartbeatRequest,
-    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
-    ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
+    alter_configs_request, alter_partition_reassignments_request, alter_partition_request,
+    elect_leaders_request, AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,
+    AlterPartitionReassignmentsRequest, AlterPartitionRequest, AlterUserScramCredentialsRequest,
+    ApiKey, ApiVersionsRequest, BrokerId, ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest, CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest,
+    DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
+    DescribeAclsRequest, DescribeClientQuotasRequest, DescribeClusterRequest,
+    DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
+    DescribeProducersRequest, DescribeTransactionsRequest, DescribeUserScramCredentialsRequest,
+    ElectLeadersRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest, GroupId,
+    HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest,
+    LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
     ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
     OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, ProducerId,
     SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest, TopicName, TransactionalId,
@@ -253,6 +253,7 @@ fn case_of(key: ApiKey) -> CaseFn {
         K::DescribeLogDirs => describe_log_dirs,
         K::CreatePartitions => create_partitions,
         K::ElectLeaders => elect_leaders,
+        K::AlterPartition => alter_partition,
         K::AlterPartitionReassignments => alter_partition_reassignments,
         K::ListPartitionReassignments => list_partition_reassignments,
         K::IncrementalAlterConfigs => incremental_alter_configs,
@@ -627,6 +628,19 @@ fn elect_leaders(c: &mut Case<'_>) {
     let r = c.call(2, &request);
     let got = (r.error_code, r.replica_election_results[0].partition_result[0].error_code);
     c.expect("ALTER on the cluster", got, (CLUSTER_DENIED, CLUSTER_DENIED), &r);
+}
+
+fn alter_partition(c: &mut Case<'_>) {
+    use alter_partition_request::{BrokerState, PartitionData, TopicData};
+    let partition = PartitionData::default()
+        .with_partition_index(0)
+        .with_new_isr_with_epochs(vec![BrokerState::default().with_broker_id(BrokerId(0))]);
+    let request = AlterPartitionRequest::default()
+        .with_broker_id(BrokerId(0))
+        .with_topics(vec![TopicData::default().with_partitions(vec![partition])]);
+    let r = c.call(3, &request);
+    let got = (r.error_code, r.topics.len());
+    c.expect("CLUSTER_ACTION on the cluster", got, (CLUSTER_DENIED, 0), &r);
 }
 
 fn alter_partition_reassignments(c: &mut Case<'_>) {
