@@ -300,16 +300,17 @@ PRODUCER_RE = re.compile(
 
 
 def producer_perf(tools: Tools, bootstrap: str, topic: str, records: int, name: str,
-                  txn: tuple[str, int] | None = None, config: Path | None = None) -> dict:
+                  txn: tuple[str, int] | None = None, config: Path | None = None, throughput: int = -1) -> dict:
     """`txn`: (transactional id, transaction duration ms) for ProducerPerformance's
     transactional mode (a commit every duration). `config`: a client properties
-    file (the SSL phase's security settings)."""
+    file (the SSL phase's security settings). `throughput`: records/s, -1 for
+    as fast as the broker takes them."""
     extra = ["--transactional-id", txn[0], "--transaction-duration-ms", str(txn[1])] if txn else []
     if config:
         extra += ["--producer.config", str(config)]
     out = tools.java(
         "org.apache.kafka.tools.ProducerPerformance",
-        ["--topic", topic, "--num-records", str(records), "--record-size", "1024", "--throughput", "-1", *extra,
+        ["--topic", topic, "--num-records", str(records), "--record-size", "1024", "--throughput", str(throughput), *extra,
          "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all"],
         name,
     )
