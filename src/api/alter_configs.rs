@@ -153,22 +153,33 @@ fn apply_broker(broker: &KafkaApis, name: &str, validate_only: bool, build: Buil
         new.cleaner_config().validate().map_err(|e| invalid(e.to_string()))
     };
     let apply = |new: &crate::config::BrokerConfig| {
-        broker
-            .logs
-            .set_topic_defaults(new.topic_defaults())
-            .map_err(|e| DynamicConfigError::Invalid(e.to_string()))?;
-        if let Some(cleaner) = &broker.cleaner {
-            cleaner
-                .reconfigure(new.cleaner_config())
-                .map_err(|e| DynamicConfigError::Invalid(e.to_string()))?;
-        }
-        Ok(())
+        apply_effective(&broker.logs, broker.cleaner.as_ref(), new)
     };
     dynamic
         .alter(level, entries, validate_only, check, apply)
         .map_err(|e| (dynamic_config_error_code(&e), e.to_string()))?;
     if !validate_only {
         tracing::info!(broker = %name, "broker config altered");
+    }
+    Ok(())
+}
+
+/// Make `new` the broker's effective config: its topic defaults on the
+/// live logs, its cleaner pool settings on the cleaner.
+///
+/// # Errors
+/// The logs or the cleaner refused it.
+pub fn apply_effective(
+    logs: &crate::log::LogManager,
+    cleaner: Option<&std::sync::Arc<crate::cleaner::LogCleanerHandle>>,
+    new: &crate::config::BrokerConfig,
+) -> Result<(), DynamicConfigError> {
+    logs.set_topic_defaults(new.topic_defaults())
+        .map_err(|e| DynamicConfigError::Invalid(e.to_string()))?;
+    if let Some(cleaner) = cleaner {
+        cleaner
+            .reconfigure(new.cleaner_config())
+            .map_err(|e| DynamicConfigError::Invalid(e.to_string()))?;
     }
     Ok(())
 }

@@ -139,7 +139,8 @@ impl ClusterMember {
 
     /// Give the handlers the cluster: its image, topic changes through
     /// etcd, coordinators that follow their partitions' leadership and the
-    /// cluster's producer id blocks, ACLs and SCRAM credentials.
+    /// cluster's producer id blocks, ACLs, SCRAM credentials and dynamic
+    /// broker configs.
     ///
     /// # Errors
     /// An ACL key in etcd is damaged (named).
@@ -169,6 +170,13 @@ impl ClusterMember {
             tokio::runtime::Handle::current(),
         ));
         broker.scram.use_cluster(Arc::clone(&security));
+        if let Some(dynamic) = &broker.dynamic {
+            let (logs, cleaner) = (Arc::clone(&broker.logs), broker.cleaner.clone());
+            let hook = move |new: &crate::config::BrokerConfig| {
+                crate::api::alter_configs::apply_effective(&logs, cleaner.as_ref(), new)
+            };
+            dynamic.use_cluster(Arc::clone(&security), self.node_id, Box::new(hook));
+        }
         match &broker.acls {
             Some(acls) => acls.use_cluster(security),
             None => Ok(()),

@@ -57,6 +57,8 @@ pub struct MetadataImage {
     pub acls: Arc<StoredKeys>,
     /// The users' SCRAM credential keys, as stored.
     pub users: Arc<StoredKeys>,
+    /// The dynamic broker config keys (`<default>` and per broker), as stored.
+    pub broker_configs: Arc<StoredKeys>,
 }
 
 /// Keys of one kind and their values as etcd holds them.
@@ -142,6 +144,7 @@ impl MetadataImage {
             let map = match kind {
                 SecurityKey::Acls => &mut self.acls,
                 SecurityKey::User => &mut self.users,
+                SecurityKey::BrokerConfig => &mut self.broker_configs,
             };
             let map = Arc::make_mut(map);
             match kv {

@@ -95,12 +95,27 @@ impl ClusterKeys {
     pub fn user(&self, name: &str) -> String {
         format!("{}{}", self.users(), sanitized(name))
     }
-    /// Whether `key` is one the security stores keep (ACLs or credentials).
+    /// `/<ns>/config/brokers/`: the dynamic broker configs.
+    pub fn broker_configs(&self) -> String {
+        format!("{}/config/brokers/", self.namespace)
+    }
+    /// `/<ns>/config/brokers/<default>` (the cluster-wide default, as
+    /// ZooKeeper-mode Kafka named it) or `/<ns>/config/brokers/<id>`.
+    pub fn broker_config(&self, node_id: Option<i32>) -> String {
+        match node_id {
+            Some(id) => format!("{}{id}", self.broker_configs()),
+            None => format!("{}<default>", self.broker_configs()),
+        }
+    }
+    /// Whether `key` is one the stores keep as stored: ACLs, credentials,
+    /// dynamic broker configs.
     pub fn security_kind(&self, key: &str) -> Option<SecurityKey> {
         if self.acl_prefixes().iter().any(|p| key.starts_with(p.as_str())) {
             Some(SecurityKey::Acls)
         } else if key.starts_with(self.users().as_str()) {
             Some(SecurityKey::User)
+        } else if key.starts_with(self.broker_configs().as_str()) {
+            Some(SecurityKey::BrokerConfig)
         } else {
             None
         }
@@ -139,6 +154,8 @@ pub enum SecurityKey {
     Acls,
     /// One user's SCRAM credentials.
     User,
+    /// The dynamic broker configs of one level (`config::dynamic`).
+    BrokerConfig,
 }
 
 /// The topic keys of [`ClusterKeys::kind_of`].

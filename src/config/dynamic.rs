@@ -26,14 +26,30 @@
 //! * An entry of the file that no longer validates (a key made static, a
 //!   value out of new bounds) is dropped at start with a warning, as Kafka
 //!   drops invalid dynamic props, instead of stopping the broker.
+//!
+//! In a cluster ([`DynamicBrokerConfig::use_cluster`]) etcd holds the
+//! layers instead of the file: `config/brokers/<default>` for the cluster
+//! default and `config/brokers/<id>` per broker (ZooKeeper-mode Kafka's
+//! names), each a JSON object of keys and values. A change is validated
+//! here as above, then written by compare-and-swap on the key's revision
+//! in the image the layers came from (a change another broker made
+//! meanwhile fails it; the client may try again), and answered once this
+//! broker's image applied it. Every broker applies the layers of each new
+//! image through the hook it registered (topic defaults, the cleaner), so
+//! a cluster default takes effect on all of them; entries that no longer
+//! validate are dropped from what is applied, with a warning.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use parking_lot::Mutex;
 
+use std::sync::{Arc, OnceLock};
+
 use super::{lookup, BrokerConfig, ConfigError};
 use crate::cleaner::config::{LOG_CLEANER_THREADS, RECONFIGURABLE};
+use crate::cluster::image::{MetadataImage, StoredKeys};
+use crate::cluster::security_store::{ClusterSecurityStore, Written};
 use crate::log::config::{LogConfig, LOG_CONFIGS};
 use crate::log::manager_config::synonyms;
 use crate::security::store::{self, StoreError};
@@ -96,6 +112,26 @@ pub struct DynamicBrokerConfig {
     static_config: BrokerConfig,
     path: PathBuf,
     layers: Mutex<DynamicLayers>,
+    /// In a cluster: where the layers are kept instead of the file.
+    cluster: OnceLock<ClusterLayers>,
+}
+
+/// How a broker applies new effective configs (topic defaults, cleaner).
+pub type ApplyHook = Box<dyn Fn(&BrokerConfig) -> Result<(), DynamicConfigError> + Send + Sync>;
+
+/// The layers in etcd (module doc).
+struct ClusterLayers {
+    store: Arc<ClusterSecurityStore>,
+    node_id: i32,
+    apply: ApplyHook,
+    /// The image revision and keys the layers in force came from.
+    installed: Mutex<(i64, Arc<StoredKeys>)>,
+}
+
+impl std::fmt::Debug for ClusterLayers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterLayers").field("node_id", &self.node_id).finish_non_exhaustive()
+    }
 }
 
 /// `static_config` with `layers` applied: the effective configuration.
@@ -127,27 +163,111 @@ impl DynamicBrokerConfig {
             Some(bytes) => serde_json::from_slice(&bytes)
                 .map_err(|e| StoreError::Damaged { path: path.clone(), reason: e.to_string() })?,
         };
-        let mut layers = DynamicLayers::default();
-        for (level, entries) in [
-            (DynamicLevel::ClusterDefault, &stored.cluster_default),
-            (DynamicLevel::PerBroker, &stored.per_broker),
-        ] {
-            for (k, v) in entries {
-                let mut candidate = layers.clone();
-                level_mut(&mut candidate, level).insert(k.clone(), v.clone());
-                match check_keys(std::slice::from_ref(k)).and_then(|()| {
-                    let config = layered(&static_config, &candidate)
-                        .map_err(|e| DynamicConfigError::Invalid(e.to_string()))?;
-                    check_at_start(k, &config)
-                }) {
-                    Ok(_) => layers = candidate,
-                    Err(e) => {
-                        tracing::warn!(file = %path.display(), "dropping the dynamic config {k}={v}: {e}")
-                    }
+        let layers = validated(&static_config, &stored, &path.display().to_string());
+        Ok(Self { static_config, path, layers: Mutex::new(layers), cluster: OnceLock::new() })
+    }
+
+    /// Keep the layers in etcd from now on (module doc): the file is no
+    /// longer read or written, and `apply` is called with the effective
+    /// config of every image whose layers differ from those in force.
+    pub fn use_cluster(
+        self: &Arc<Self>,
+        store: Arc<ClusterSecurityStore>,
+        node_id: i32,
+        apply: ApplyHook,
+    ) {
+        let local = self.layers();
+        if local != DynamicLayers::default() {
+            tracing::warn!(
+                path = %self.path.display(),
+                "the dynamic broker config file is not used in a cluster: etcd holds the cluster's"
+            );
+        }
+        let installed = Mutex::new((-1, Arc::new(StoredKeys::new())));
+        let image = store.image();
+        let follow = Arc::clone(&store);
+        if self.cluster.set(ClusterLayers { store, node_id, apply, installed }).is_err() {
+            return;
+        }
+        // The logs and the cleaner started with the file's layers: etcd's
+        // replace them, applied when they differ.
+        self.install(&image);
+        follow.follow(self, |me, _, image| me.install(image));
+    }
+
+    /// Make `image`'s layers the ones in force, unless a newer image's are,
+    /// and apply them if they changed.
+    fn install(&self, image: &MetadataImage) {
+        let Some(c) = self.cluster.get() else { return };
+        let mut installed = c.installed.lock();
+        if installed.0 >= image.revision || Arc::ptr_eq(&installed.1, &image.broker_configs) {
+            return;
+        }
+        *installed = (image.revision, Arc::clone(&image.broker_configs));
+        let keys = c.store.keys();
+        let read = |node: Option<i32>| {
+            let key = keys.broker_config(node);
+            let stored = image.broker_configs.get(&key)?;
+            match serde_json::from_slice::<BTreeMap<String, String>>(&stored.value) {
+                Ok(entries) => Some(entries),
+                Err(e) => {
+                    tracing::warn!(key, "a dynamic broker config key does not parse; ignored: {e}");
+                    None
                 }
             }
+        };
+        let stored = DynamicLayers {
+            cluster_default: read(None).unwrap_or_default(),
+            per_broker: read(Some(c.node_id)).unwrap_or_default(),
+        };
+        let layers = validated(&self.static_config, &stored, "etcd");
+        let new = {
+            let mut current = self.layers.lock();
+            if *current == layers {
+                return;
+            }
+            *current = layers;
+            layered(&self.static_config, &current).unwrap_or_else(|_| self.static_config.clone())
+        };
+        match (c.apply)(&new) {
+            Ok(()) => tracing::info!(
+                revision = image.revision,
+                "dynamic broker configs applied from the cluster"
+            ),
+            Err(e) => tracing::warn!("dynamic broker configs from the cluster not applied: {e}"),
         }
-        Ok(Self { static_config, path, layers: Mutex::new(layers) })
+    }
+
+    /// In a cluster: the level's entries written to etcd, compared on the
+    /// key's revision in the image the layers in force came from.
+    fn write_to_cluster(
+        &self,
+        c: &ClusterLayers,
+        level: DynamicLevel,
+        entries: &BTreeMap<String, String>,
+    ) -> Result<(), DynamicConfigError> {
+        let node = (level == DynamicLevel::PerBroker).then_some(c.node_id);
+        let key = c.store.keys().broker_config(node);
+        let value = if entries.is_empty() {
+            None
+        } else {
+            Some(
+                serde_json::to_vec(entries)
+                    .map_err(|e| DynamicConfigError::Invalid(e.to_string()))?,
+            )
+        };
+        let base = Arc::clone(&c.installed.lock().1);
+        let unavailable = |why: String| DynamicConfigError::Store(StoreError::Unavailable(why));
+        match c.store.write_blocking(&base, vec![(key, value)]) {
+            Ok(Written::Applied(image)) => {
+                self.install(&image);
+                Ok(())
+            }
+            Ok(Written::Raced) => Err(unavailable(
+                "another broker changed the broker configs at the same time; try again".into(),
+            )),
+            Err(e) => Err(unavailable(e.to_string())),
+        }
     }
 
     /// The config file's configuration (without the dynamic layers).
@@ -198,12 +318,41 @@ impl DynamicBrokerConfig {
         if validate_only {
             return Ok(());
         }
+        if let Some(c) = self.cluster.get() {
+            // `install` takes the lock again, and applies what it stored.
+            drop(layers);
+            return self.write_to_cluster(c, level, &candidate.level(level).clone());
+        }
         let json = serde_json::to_vec_pretty(&candidate)
             .map_err(|e| DynamicConfigError::Invalid(e.to_string()))?;
         store::write_atomically(&self.path, &json, 0o644)?;
         *layers = candidate;
         apply(&new)
     }
+}
+
+/// The entries of `stored` that validate over `static_config`, in order;
+/// the others are dropped with a warning naming `source`.
+fn validated(static_config: &BrokerConfig, stored: &DynamicLayers, source: &str) -> DynamicLayers {
+    let mut layers = DynamicLayers::default();
+    for (level, entries) in [
+        (DynamicLevel::ClusterDefault, &stored.cluster_default),
+        (DynamicLevel::PerBroker, &stored.per_broker),
+    ] {
+        for (k, v) in entries {
+            let mut candidate = layers.clone();
+            level_mut(&mut candidate, level).insert(k.clone(), v.clone());
+            match check_keys(std::slice::from_ref(k)).and_then(|()| {
+                let config = layered(static_config, &candidate)
+                    .map_err(|e| DynamicConfigError::Invalid(e.to_string()))?;
+                check_at_start(k, &config)
+            }) {
+                Ok(_) => layers = candidate,
+                Err(e) => tracing::warn!(source, "dropping the dynamic config {k}={v}: {e}"),
+            }
+        }
+    }
+    layers
 }
 
 /// Where a broker value comes from (Kafka's `ConfigSource`, broker kinds).

@@ -8,8 +8,14 @@
 //! refused); a SIGKILLed broker comes back with them although its own
 //! files hold none; the ACL removed through broker 3 is enforced by every
 //! leader, and the user deleted through broker 2 no longer authenticates.
+//! Dynamic broker configs are the cluster's too: a cluster default set
+//! through broker 1 is in force on every broker (topics inherit it) and a
+//! per-broker value only on its broker, both kept across a restart.
 
-use kafka_protocol::messages::{DescribeAclsRequest, DescribeUserScramCredentialsRequest};
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::{
+    DescribeAclsRequest, DescribeConfigsRequest, DescribeUserScramCredentialsRequest,
+};
 
 use crate::broker::etcd::EtcdServer;
 use crate::broker::{kafka_tool, kcat, TestBroker, Wire};
@@ -49,6 +55,34 @@ fn known_to(b: &TestBroker) -> (usize, Vec<String>) {
     let count = acls.resources.iter().map(|r| r.acls.len()).sum();
     let users = w.call(0, &DescribeUserScramCredentialsRequest::default().with_users(None));
     (count, users.results.iter().map(|r| r.user.to_string()).collect())
+}
+
+/// Kafka's `ConfigSource` codes.
+const DYNAMIC_BROKER: i8 = 2;
+const DYNAMIC_DEFAULT_BROKER: i8 = 3;
+
+/// `key` of resource `(kind, name)` as broker `b` describes it: (value, source).
+fn described(b: &TestBroker, kind: i8, name: &str, key: &str) -> (Option<String>, i8) {
+    let resource = DescribeConfigsResource::default()
+        .with_resource_type(kind)
+        .with_resource_name(kafka_protocol::protocol::StrBytes::from_string(name.into()))
+        .with_configuration_keys(Some(vec![kafka_protocol::protocol::StrBytes::from_string(
+            key.into(),
+        )]));
+    let r = Wire::connect(b.port)
+        .call(4, &DescribeConfigsRequest::default().with_resources(vec![resource]));
+    let result = &r.results[0];
+    assert_eq!(result.error_code, 0, "{:?}", result.error_message);
+    let entry = result.configs.iter().find(|c| c.name.as_str() == key).expect("the key");
+    (entry.value.as_ref().map(|v| v.to_string()), entry.config_source)
+}
+
+/// Wait until broker `b` describes `key` of `(kind, name)` as `want`.
+fn described_as(b: &TestBroker, kind: i8, name: &str, key: &str, want: (Option<&str>, i8)) {
+    b.wait_for(20, "the dynamic config in force", || {
+        let (v, source) = described(b, kind, name, key);
+        (v.as_deref() == want.0 && source == want.1).then_some(())
+    });
 }
 
 /// Wait until every broker answers `expected`.
@@ -133,11 +167,47 @@ fn acls_and_scram_users_are_the_clusters() {
     let (ok, _, err) = as_alice(&brokers[2], &["-C", "-t", "orders", "-e"], "");
     assert!(!ok && err.contains("authoriz"), "no READ ACL: {err}");
 
+    // A cluster default through broker 1; a per-broker value on broker 3.
+    let default = ["--entity-type", "brokers", "--entity-default"];
+    tool(
+        &brokers[0],
+        CONFIGS,
+        &[&["--alter"], &default[..], &["--add-config", "log.retention.ms=3600000"]].concat(),
+    );
+    let third = ["--entity-type", "brokers", "--entity-name", "3"];
+    tool(
+        &brokers[0],
+        CONFIGS,
+        &[&["--alter"], &third[..], &["--add-config", "log.cleaner.backoff.ms=2500"]].concat(),
+    );
+    let dynamic_everywhere = |brokers: &[TestBroker]| {
+        for (i, b) in brokers.iter().enumerate() {
+            let id = (i + 1).to_string();
+            let retention = (Some("3600000"), DYNAMIC_DEFAULT_BROKER);
+            described_as(b, 4, &id, "log.retention.ms", retention);
+            // A topic without its own value inherits the broker's default.
+            assert_eq!(described(b, 2, "orders", "retention.ms").0.as_deref(), Some("3600000"));
+            let (backoff, source) = described(b, 4, &id, "log.cleaner.backoff.ms");
+            if id == "3" {
+                assert_eq!((backoff.as_deref(), source), (Some("2500"), DYNAMIC_BROKER));
+            } else {
+                assert_ne!(backoff.as_deref(), Some("2500"), "broker {id} keeps its own");
+            }
+        }
+    };
+    dynamic_everywhere(&brokers);
+
     // Broker 2's own files hold none of it: it reads them from etcd.
     brokers[1].kill();
     brokers[1].restart();
-    for file in ["sediment-acls.json", "sediment-scram-credentials.json"] {
+    dynamic_everywhere(&brokers);
+    for file in [
+        "sediment-acls.json",
+        "sediment-scram-credentials.json",
+        "sediment-dynamic-broker-configs.json",
+    ] {
         assert!(!brokers[1].data_dir().join(file).exists(), "{file} written in a cluster");
+        assert!(!brokers[0].data_dir().join(file).exists(), "{file} written by the writer");
     }
     known_everywhere(&brokers, (1, &["alice"]));
     brokers[0].wait_for(30, "broker 2 back in every ISR", || {
