@@ -11,8 +11,9 @@
 //!
 //! The image holds the cluster id, the controller, the brokers'
 //! registrations with their broker epochs, and the topics
-//! (`topics_image`), and the security stores' keys (ACLs and SCRAM
-//! credentials) as stored, which `security` parses. Keys it does not know
+//! (`topics_image`), and the stores' keys (ACLs, SCRAM credentials,
+//! dynamic broker configs) as stored, which `security` and
+//! `config::dynamic` parse. Keys it does not know
 //! are kept out of it, and a value that does not parse is left out and
 //! logged, never trusted. A security map is shared between images until a
 //! key of it changes, so a reader can tell a change by `Arc::ptr_eq`.
