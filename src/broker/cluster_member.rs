@@ -339,6 +339,7 @@ impl ClusterStatus for ClusterMember {
             isr_shrinks,
             isr_expands,
             failed_isr_updates,
+            replica_max_lag: self.leadership.fetcher_lags().max_lag(),
         }
     }
 }

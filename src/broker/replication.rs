@@ -37,6 +37,7 @@ impl Replication {
             Arc::clone(&broker.logs),
             Some(Arc::clone(&cleaning)),
             FetcherConfig::from_values(&broker.config),
+            Arc::clone(leadership.fetcher_lags()),
         ));
         let lag = replica_lag_time_max(&broker.config);
         let writer = Arc::new(member.isr_writer());

@@ -55,6 +55,8 @@ pub struct ReplicationCounts {
     pub isr_expands: u64,
     /// ISR changes the controller refused or did not answer.
     pub failed_isr_updates: u64,
+    /// The largest lag of a partition this broker follows (Kafka's MaxLag).
+    pub replica_max_lag: i64,
 }
 
 #[derive(Debug)]
@@ -73,6 +75,7 @@ pub(super) struct ClusterGauges {
     isr_shrinks: IntCounter,
     isr_expands: IntCounter,
     failed_isr_updates: IntCounter,
+    replica_max_lag: IntGauge,
     unclean_elections: IntCounter,
 }
 
@@ -139,6 +142,11 @@ impl ClusterGauges {
                 "kafka_server_replicamanager_failedisrupdates_total",
                 "ISR changes this broker asked of the controller (AlterPartition) that were refused or not answered; the next round asks again",
             )?,
+            replica_max_lag: int_gauge(
+                r,
+                "kafka_server_replicafetchermanager_maxlag",
+                "The largest lag, in offsets, of a partition this broker follows behind its leader's high watermark, as the last fetch answered (Kafka's MaxLag, clientId=Replica)",
+            )?,
             unclean_elections: counter(
                 r,
                 "kafka_controller_controllerstats_uncleanleaderelections_total",
@@ -172,6 +180,7 @@ impl ClusterGauges {
         self.isr_expands.inc_by(counts.isr_expands.saturating_sub(self.isr_expands.get()));
         let failed = counts.failed_isr_updates.saturating_sub(self.failed_isr_updates.get());
         self.failed_isr_updates.inc_by(failed);
+        self.replica_max_lag.set(counts.replica_max_lag);
         match status {
             None => {
                 self.offline.set(local_offline);

@@ -14,6 +14,11 @@
 //! A connection or decode error drops the connection and backs off
 //! `replica.fetch.backoff.ms`.
 //!
+//! Each answered partition's lag (the leader's high watermark less this
+//! replica's log end, at least 0) is kept in [`FetcherLags`] for Kafka's
+//! `ReplicaFetcherManager` MaxLag gauge; a partition no longer followed
+//! leaves it.
+//!
 //! Threads, not tasks: appends and their fsyncs stay off the async workers.
 //! Partitions join and leave a thread between its rounds.
 
@@ -86,6 +91,26 @@ struct FetcherThread {
     handle: Option<JoinHandle<()>>,
 }
 
+/// Each followed partition's lag behind its leader's high watermark, in
+/// messages (offsets), as its last answered fetch gave it.
+#[derive(Debug, Default)]
+pub struct FetcherLags(Mutex<HashMap<TopicPartition, i64>>);
+
+impl FetcherLags {
+    /// Kafka's MaxLag: the largest lag of a followed partition, 0 for none.
+    pub fn max_lag(&self) -> i64 {
+        self.0.lock().values().copied().max().unwrap_or(0)
+    }
+
+    fn set(&self, tp: &TopicPartition, lag: i64) {
+        self.0.lock().insert(tp.clone(), lag.max(0));
+    }
+
+    fn retain(&self, followed: &HashMap<TopicPartition, (i32, i32)>) {
+        self.0.lock().retain(|tp, _| followed.contains_key(tp));
+    }
+}
+
 /// The fetcher threads of this broker, one per leader followed.
 pub struct ReplicaFetcherManager {
     node_id: i32,
@@ -93,6 +118,7 @@ pub struct ReplicaFetcherManager {
     cleaning: Option<Arc<dyn CleaningControl>>,
     config: FetcherConfig,
     threads: Mutex<HashMap<i32, FetcherThread>>,
+    lags: Arc<FetcherLags>,
 }
 
 impl std::fmt::Debug for ReplicaFetcherManager {
@@ -107,8 +133,9 @@ impl ReplicaFetcherManager {
         logs: Arc<LogManager>,
         cleaning: Option<Arc<dyn CleaningControl>>,
         config: FetcherConfig,
+        lags: Arc<FetcherLags>,
     ) -> Self {
-        Self { node_id, logs, cleaning, config, threads: Mutex::default() }
+        Self { node_id, logs, cleaning, config, threads: Mutex::default(), lags }
     }
 
     /// Follow exactly `followed` (partition → leader and leader epoch), each
@@ -118,6 +145,7 @@ impl ReplicaFetcherManager {
         followed: &HashMap<TopicPartition, (i32, i32)>,
         endpoints: &HashMap<i32, LeaderEndpoint>,
     ) {
+        self.lags.retain(followed);
         let mut by_leader: HashMap<i32, Followed> = HashMap::new();
         for (tp, (leader, epoch)) in followed {
             by_leader.entry(*leader).or_default().insert(tp.clone(), *epoch);
@@ -176,6 +204,7 @@ impl ReplicaFetcherManager {
             partitions: Arc::clone(&partitions),
             endpoint: Arc::clone(&endpoint),
             stop: Arc::clone(&stop),
+            lags: Arc::clone(&self.lags),
         };
         let name = format!("ReplicaFetcherThread-0-{leader}");
         let handle = std::thread::Builder::new().name(name).spawn(move || fetcher.run())?;
@@ -205,6 +234,7 @@ struct Fetcher {
     partitions: Arc<Mutex<Followed>>,
     endpoint: Arc<Mutex<LeaderEndpoint>>,
     stop: Arc<AtomicBool>,
+    lags: Arc<FetcherLags>,
 }
 
 impl Fetcher {
@@ -350,6 +380,7 @@ impl Fetcher {
                 }
             }
             log.set_replicated_high_watermark(p.high_watermark);
+            self.lags.set(tp, p.high_watermark - log.log_end_offset());
             p.log_start_offset > log.log_start_offset()
         };
         if start_moved {

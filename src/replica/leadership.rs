@@ -83,6 +83,8 @@ pub struct Leadership {
     isr_shrinks: std::sync::atomic::AtomicU64,
     isr_expands: std::sync::atomic::AtomicU64,
     failed_isr_updates: std::sync::atomic::AtomicU64,
+    /// The followed partitions' lags, which the fetchers keep.
+    fetcher_lags: Arc<super::fetcher::FetcherLags>,
 }
 
 impl std::fmt::Debug for Leadership {
@@ -106,6 +108,7 @@ impl Leadership {
             isr_shrinks: Default::default(),
             isr_expands: Default::default(),
             failed_isr_updates: Default::default(),
+            fetcher_lags: Arc::default(),
         }
     }
 
@@ -119,6 +122,11 @@ impl Leadership {
         if to.iter().any(|m| !from.contains(m)) {
             self.isr_expands.fetch_add(1, Relaxed);
         }
+    }
+
+    /// The followed partitions' lags, for the fetchers to keep.
+    pub fn fetcher_lags(&self) -> &Arc<super::fetcher::FetcherLags> {
+        &self.fetcher_lags
     }
 
     /// An ISR change asked for was not made (Kafka's FailedIsrUpdatesPerSec).

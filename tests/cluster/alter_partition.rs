@@ -173,7 +173,11 @@ fn the_controller_checks_and_writes_alter_partition_as_kafka_does() {
     assert!(leader_log.contains("ISR changed"), "{leader_log}");
     let controller_log = c.log();
     assert!(controller_log.contains("ISR altered for its leader"), "{controller_log}");
+    // In sync and idle: no follower lags its leader (Kafka's MaxLag).
     for b in &brokers {
+        b.wait_for(20, "no replica lag", || {
+            (b.metric("kafka_server_replicafetchermanager_maxlag") == Some(0.0)).then_some(())
+        });
         assert!(!b.log().contains("panicked"), "{}", b.log());
     }
 }
