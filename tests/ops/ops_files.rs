@@ -363,6 +363,26 @@ fn the_compose_file_validates_and_its_mounts_exist() {
         "{ports:?}"
     );
 
+    // The cluster profile: etcd and three brokers, each with its own node
+    // id, the etcd service as its endpoint, and its client port published.
+    for n in 1..=3 {
+        let broker = &compose["services"][format!("sediment-{n}").as_str()];
+        assert_eq!(broker["profiles"][0].as_str(), Some("cluster"), "sediment-{n}");
+        let overrides = broker["environment"]["SEDIMENT_OVERRIDES"].as_str().unwrap();
+        let port = 19091 + n;
+        for want in [
+            format!("node.id={n}"),
+            "sediment.cluster.etcd.endpoints=http://etcd:2379".into(),
+            format!("EXTERNAL://localhost:{port}"),
+        ] {
+            assert!(overrides.split_whitespace().any(|o| o.contains(&want)), "{want}: {overrides}");
+        }
+        let ports: Vec<&str> =
+            broker["ports"].as_sequence().unwrap().iter().filter_map(Yaml::as_str).collect();
+        assert!(ports.contains(&format!("{port}:{port}").as_str()), "{ports:?}");
+    }
+    assert_eq!(compose["services"]["etcd"]["profiles"][0].as_str(), Some("cluster"));
+
     // A compose client validates the whole file (interpolation, schema).
     let clients: [&[&str]; 2] = [&["docker", "compose"], &["docker-compose"]];
     for client in clients {
