@@ -111,7 +111,7 @@ impl ControllerIsrWriter {
                     .with_partition_index(c.tp.partition)
                     .with_leader_epoch(s.leader_epoch)
                     .with_new_isr_with_epochs(members.collect())
-                    .with_leader_recovery_state(s.leader_recovery_state)
+                    .with_leader_recovery_state(c.leader_recovery_state)
                     .with_partition_epoch(s.partition_epoch),
             );
             asked.insert((topic.id, c.tp.partition), i);

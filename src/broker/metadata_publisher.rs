@@ -29,6 +29,7 @@ use std::sync::Arc;
 
 use crate::cluster::image::{ImageWatcher, MetadataImage};
 use crate::cluster::topics_image::TopicImage;
+use crate::controller::reconciler::RECOVERING;
 use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
 use crate::log::manager::CleaningControl;
 use crate::log::{LogManager, TopicPartition};
@@ -197,6 +198,7 @@ impl MetadataPublisher {
                                 isr,
                                 min_isr,
                                 reassignment: topic.reassigning.get(&p).map(|r| r.adding.clone()),
+                                recovering: state.leader_recovery_state == RECOVERING,
                             },
                         );
                     }

@@ -124,12 +124,19 @@ fn planned(
         ElectionType::Preferred => preferred(image, replicas, s)?,
         ElectionType::Unclean => unclean(image, replicas, s)?,
     };
+    let recovering = !s.isr.contains(&leader);
     let state = PartitionStateValue {
         leader,
         isr,
         leader_epoch: s.leader_epoch + 1,
         partition_epoch: s.partition_epoch + 1,
         controller_epoch: *controller_epoch,
+        // A leader from outside the ISR recovers first (KIP-704).
+        leader_recovery_state: if recovering {
+            super::reconciler::RECOVERING
+        } else {
+            s.leader_recovery_state
+        },
         ..s.clone()
     };
     Ok(PartitionChange {

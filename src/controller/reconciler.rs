@@ -32,8 +32,10 @@
 //!
 //! * **Offline, no ISR member eligible, unclean election enabled** (the
 //!   topic's `unclean.leader.election.enable`, else the broker's): the
-//!   first eligible replica leads alone (ISR = [it]), leader epoch + 1;
-//!   what only the old ISR held may be lost, as on Kafka. Disabled (the
+//!   first eligible replica leads alone (ISR = [it]), leader epoch + 1,
+//!   leader recovery state RECOVERING (KIP-704) until the leader's
+//!   AlterPartition says RECOVERED; what only the old ISR held may be
+//!   lost, as on Kafka. Disabled (the
 //!   default), the partition stays offline until an ISR member returns.
 //!
 //! Every write raises the partition epoch by one.
@@ -193,14 +195,22 @@ fn next_state(
         return None;
     }
     let leader_epoch = if leader == s.leader { s.leader_epoch } else { s.leader_epoch + 1 };
+    // A leader from outside the ISR recovers first (KIP-704): until it
+    // reports RECOVERED, its ISR stays itself alone.
+    let unclean_leader = leader >= 0 && leader != s.leader && !s.isr.contains(&leader);
     Some(PartitionStateValue {
         leader,
         leader_epoch,
         partition_epoch: s.partition_epoch + 1,
         isr,
+        leader_recovery_state: if unclean_leader { RECOVERING } else { s.leader_recovery_state },
         ..s.clone()
     })
 }
+
+/// Kafka's `LeaderRecoveryState.RECOVERING` (KIP-704): the leader was
+/// elected uncleanly and has not yet told the controller it recovered.
+pub const RECOVERING: i8 = 1;
 
 /// The transaction writing `c`: it fails, changing nothing, unless the
 /// controller key is still the one of `epoch` and neither the topic key nor
@@ -493,6 +503,7 @@ mod tests {
         set_topic("true");
         let change = c.plan().remove(0);
         assert_eq!(leader_isr_epochs(&change.state), (2, vec![2], 2, 3));
+        assert_eq!(change.state.leader_recovery_state, RECOVERING, "KIP-704");
     }
 
     #[test]

@@ -108,3 +108,34 @@ fn only_registered_running_members_of_the_named_epoch_join() {
     assert_eq!(image.topics.state("t", 0).unwrap().state.leader, 1, "no round ran since");
     assert_eq!(check(&image, 1, &shrink, c.epoch), Err(E::IneligibleReplica));
 }
+
+#[test]
+fn a_leader_elected_uncleanly_reports_recovered_alone_before_its_isr_grows() {
+    use super::super::reconciler::{change_txn, plan, PlanRules, RECOVERING};
+    use AlterPartitionError as E;
+    let c = Cluster::new(&[1, 2], &[&[1, 2]]);
+    c.round();
+    c.set_broker(2, false);
+    c.round();
+    c.set_broker(1, false);
+    c.round();
+    c.set_broker(2, true);
+    let unclean = PlanRules { preferred: false, unclean_by_default: true };
+    for change in plan(&c.image(), c.epoch, unclean) {
+        let r = c.rt.block_on(c.c.txn(change_txn(&c.keys, &change, c.epoch))).unwrap();
+        assert!(r.succeeded);
+    }
+    c.set_broker(1, true);
+    let image = c.image();
+    let s = image.topics.state("t", 0).unwrap().state.clone();
+    assert_eq!((s.leader, s.isr.clone(), s.leader_recovery_state), (2, vec![2], RECOVERING));
+    // Still recovering, the ISR may not grow; staying RECOVERING alone is
+    // no change.
+    let grow = IsrRequest { leader_recovery_state: RECOVERING, ..ask(&image, &[2, 1]) };
+    assert_eq!(check(&image, 2, &grow, c.epoch), Err(E::InvalidRequest));
+    let stay = IsrRequest { leader_recovery_state: RECOVERING, ..ask(&image, &[2]) };
+    assert_eq!(check(&image, 2, &stay, c.epoch), Ok(None));
+    // RECOVERED alone is written; then the ISR may grow.
+    let recovered = check(&image, 2, &ask(&image, &[2]), c.epoch).unwrap().unwrap();
+    assert_eq!((recovered.state.isr.clone(), recovered.state.leader_recovery_state), (vec![2], 0));
+}

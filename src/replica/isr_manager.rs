@@ -5,7 +5,11 @@
 //!   leader epoch, joins it;
 //! * **shrink**: an ISR follower not caught up with the leader's log end
 //!   for `replica.lag.time.max.ms` leaves it (a follower not heard from
-//!   since this broker began leading counts from then).
+//!   since this broker began leading counts from then);
+//! * **recovered**: a partition led since an unclean election (KIP-704's
+//!   RECOVERING) is reported RECOVERED, its ISR this broker alone; only
+//!   then may followers join. Nothing is rebuilt first: the log as it is
+//!   on this replica is the partition's from now on, as on Kafka.
 //!
 //! A round's changes go together through an [`IsrWriter`] (in a cluster,
 //! Kafka's AlterPartition to the controller, which checks and writes them),
@@ -29,6 +33,8 @@ pub struct IsrChange {
     /// The epoch `tp` is led here at.
     pub leader_epoch: i32,
     pub isr: Vec<i32>,
+    /// Kafka's leader recovery state asked for: always RECOVERED (0).
+    pub leader_recovery_state: i8,
 }
 
 /// How a leader's ISR changes reach the cluster.
@@ -39,6 +45,9 @@ pub trait IsrWriter: Send + Sync {
     /// Whether `node` may join an ISR (registered and RUNNING).
     fn is_eligible(&self, node: i32) -> bool;
 }
+
+/// Kafka's `LeaderRecoveryState.RECOVERED`.
+const RECOVERED: i8 = 0;
 
 /// How often the ISR of each led partition is looked at.
 const ROUND: Duration = Duration::from_millis(250);
@@ -71,7 +80,12 @@ impl IsrManager {
             let mut changes = Vec::new();
             for (tp, led) in &view.led {
                 if let Some(isr) = self.wanted_isr(tp, led) {
-                    changes.push(IsrChange { tp: tp.clone(), leader_epoch: led.leader_epoch, isr });
+                    changes.push(IsrChange {
+                        tp: tp.clone(),
+                        leader_epoch: led.leader_epoch,
+                        isr,
+                        leader_recovery_state: RECOVERED,
+                    });
                 }
             }
             if changes.is_empty() {
@@ -90,8 +104,12 @@ impl IsrManager {
         }
     }
 
-    /// The ISR `tp` should have now, if not the one it has.
+    /// The ISR `tp` should have now, if not the one it has (or if it is
+    /// still to be reported recovered).
     fn wanted_isr(&mut self, tp: &TopicPartition, led: &LedPartition) -> Option<Vec<i32>> {
+        if led.recovering {
+            return Some(vec![self.leadership.node_id()]);
+        }
         let now = self.logs.clock().now_ms();
         let since = match self.since.get(tp) {
             Some((epoch, at)) if *epoch == led.leader_epoch => *at,

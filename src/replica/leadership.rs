@@ -39,6 +39,9 @@ pub struct LedPartition {
     /// Being reassigned: `replicas` are the target and the ones leaving,
     /// of which these are the target's new ones.
     pub reassignment: Option<Vec<i32>>,
+    /// Led since an unclean election and not yet reported recovered
+    /// (KIP-704's RECOVERING): the ISR stays this broker alone.
+    pub recovering: bool,
 }
 
 impl LedPartition {

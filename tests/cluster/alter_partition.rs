@@ -10,13 +10,12 @@ use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::alter_partition_request::{BrokerState, PartitionData, TopicData};
 use kafka_protocol::messages::{AlterPartitionRequest, AlterPartitionResponse, BrokerId};
-use sediment::cluster::image::{snapshot, MetadataImage};
-use sediment::cluster::keys::{ClusterKeys, PartitionStateValue};
-use sediment::cluster::{EtcdCoordination, EtcdSettings};
+use sediment::cluster::image::MetadataImage;
+use sediment::cluster::keys::PartitionStateValue;
 
 use crate::broker::etcd::EtcdServer;
 use crate::broker::{TestBroker, Wire};
-use crate::support::{create_topic, start_cluster, wait_placement};
+use crate::support::{create_topic, etcd_image as image, start_cluster, wait_placement};
 
 const TOPIC: &str = "ap";
 const NOT_CONTROLLER: i16 = 41;
@@ -26,21 +25,6 @@ const FENCED_LEADER_EPOCH: i16 = 74;
 const INVALID_REQUEST: i16 = 42;
 const INVALID_UPDATE_VERSION: i16 = 95;
 const INELIGIBLE_REPLICA: i16 = 107;
-
-/// The namespace as etcd holds it now.
-fn image(etcd: &EtcdServer) -> MetadataImage {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let settings = EtcdSettings {
-        endpoints: vec![etcd.endpoint()],
-        connection_timeout: Duration::from_secs(5),
-        request_timeout: Duration::from_secs(5),
-        user: None,
-    };
-    rt.block_on(async {
-        let c = EtcdCoordination::connect(&settings).await.unwrap();
-        snapshot(&c, &ClusterKeys::new("/sediment")).await.unwrap()
-    })
-}
 
 fn state(image: &MetadataImage) -> PartitionStateValue {
     image.topics.state(TOPIC, 0).unwrap().state.clone()

@@ -7,11 +7,15 @@
 //! led by a replica that was not in sync; a topic with
 //! `unclean.leader.election.enable=true` is brought back so by the
 //! controller on its own. Both unclean elections are counted
-//! (`kafka_controller_controllerstats_uncleanleaderelections_total`).
+//! (`kafka_controller_controllerstats_uncleanleaderelections_total`), and
+//! each leader so elected reports itself recovered (KIP-704) before its
+//! ISR grows back when the last in-sync replica returns.
 
 use crate::broker::etcd::EtcdServer;
 use crate::broker::{kafka_tool, kafka_tool_output, TestBroker};
-use crate::support::{create_topic, placement, start_cluster_with, PartitionPlacement, TOPICS};
+use crate::support::{
+    create_topic, etcd_image, placement, start_cluster_with, PartitionPlacement, TOPICS,
+};
 
 const ELECTION: &str = "org.apache.kafka.tools.LeaderElectionCommand";
 
@@ -113,4 +117,19 @@ fn preferred_and_unclean_elections_on_request() {
     let unclean = "kafka_controller_controllerstats_uncleanleaderelections_total";
     assert_eq!(brokers[0].metric(unclean), Some(2.0));
     assert_eq!(brokers[2].metric(unclean), Some(0.0));
+
+    // Each uncleanly elected leader reports itself recovered (KIP-704),
+    // alone, before its ISR may grow: broker 2's return then brings both
+    // partitions back to two in sync, RECOVERED.
+    brokers[1].restart();
+    brokers[0].wait_for(30, "both recovered and in sync again", || {
+        let image = etcd_image(&etcd);
+        let ok = ["lone", "auto"].iter().all(|t| {
+            image.topics.state(t, 0).is_some_and(|s| {
+                let s = &s.state;
+                s.leader == 3 && s.isr.len() == 2 && s.leader_recovery_state == 0
+            })
+        });
+        ok.then_some(())
+    });
 }

@@ -109,6 +109,23 @@ pub fn wait_placement(
     }
 }
 
+/// The cluster's namespace as etcd holds it now, read as a broker's image.
+pub fn etcd_image(etcd: &EtcdServer) -> sediment::cluster::image::MetadataImage {
+    use sediment::cluster::{EtcdCoordination, EtcdSettings};
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let settings = EtcdSettings {
+        endpoints: vec![etcd.endpoint()],
+        connection_timeout: Duration::from_secs(5),
+        request_timeout: Duration::from_secs(5),
+        user: None,
+    };
+    rt.block_on(async {
+        let c = EtcdCoordination::connect(&settings).await.unwrap();
+        let keys = sediment::cluster::keys::ClusterKeys::new("/sediment");
+        sediment::cluster::image::snapshot(&c, &keys).await.unwrap()
+    })
+}
+
 /// Send `sig` (`STOP`, `CONT`) to broker `b`.
 pub fn signal(b: &TestBroker, sig: &str) {
     let ok =
