@@ -20,7 +20,6 @@ pub const IGNORED_KEYS: &[(&str, &str)] = &[
     ("background.threads", "threads"),
     ("queued.max.requests", "threads"),
     ("queued.max.request.bytes", "threads"),
-    ("num.replica.fetchers", "replication"),
     ("num.replica.alter.log.dirs.threads", "replication"),
     ("socket.send.buffer.bytes", "sockets"),
     ("socket.receive.buffer.bytes", "sockets"),

@@ -47,6 +47,14 @@ pub const REPLICA_FETCH_RESPONSE_MAX_BYTES: ConfigDef = broker_key!(
     "replication: bytes of one fetch response to a follower (at least one batch)"
 );
 
+pub const NUM_REPLICA_FETCHERS: ConfigDef = broker_key!(
+    "num.replica.fetchers",
+    Int,
+    "1",
+    Some(1.0),
+    "replication: fetcher threads per leader this broker follows; a partition's thread is Kafka's (31 * topic hash + partition) mod this"
+);
+
 /// Replication's keys, as the template and the reference show them.
 pub const REPLICATION_CONFIGS: ConfigTable = ConfigTable {
     title: "Replication",
@@ -59,6 +67,7 @@ pub const REPLICATION_CONFIGS: ConfigTable = ConfigTable {
         &REPLICA_FETCH_WAIT_MAX_MS,
         &REPLICA_FETCH_BACKOFF_MS,
         &REPLICA_FETCH_RESPONSE_MAX_BYTES,
+        &NUM_REPLICA_FETCHERS,
     ],
 };
 
@@ -73,6 +82,7 @@ impl FetcherConfig {
             partition_max_bytes: values.int(&REPLICA_FETCH_MAX_BYTES) as i32,
             backoff: ms(&REPLICA_FETCH_BACKOFF_MS),
             socket_timeout: ms(&REPLICA_SOCKET_TIMEOUT_MS),
+            num_fetchers: values.int(&NUM_REPLICA_FETCHERS).max(1) as usize,
         }
     }
 }

@@ -1,6 +1,10 @@
 //! Followers' fetching from their leaders (docs/design/multi-broker.md, 5.3):
-//! `ReplicaFetcherManager` keeps one `ReplicaFetcherThread-<id>-<leader>`
-//! per leader this broker follows partitions of; each thread sends Kafka's
+//! `ReplicaFetcherManager` keeps `num.replica.fetchers` threads
+//! `ReplicaFetcherThread-<fetcherId>-<leader>` per leader this broker
+//! follows partitions of, a partition on thread Kafka's
+//! `abs(31 * topic.hashCode + partition) % num.replica.fetchers` (Java's
+//! string hash, so a partition lands on the thread Kafka would give it);
+//! each thread sends Kafka's
 //! replica Fetch (v12: this broker's id as `replica_id`, each partition's
 //! log end as its fetch offset, its latest epoch as `last_fetched_epoch`)
 //! over a [`BrokerChannel`] and, per partition of the answer:
@@ -59,6 +63,8 @@ pub struct FetcherConfig {
     pub partition_max_bytes: i32,
     pub backoff: Duration,
     pub socket_timeout: Duration,
+    /// `num.replica.fetchers`: threads per leader.
+    pub num_fetchers: usize,
 }
 
 impl Default for FetcherConfig {
@@ -70,6 +76,7 @@ impl Default for FetcherConfig {
             partition_max_bytes: 1 << 20,
             backoff: Duration::from_millis(1000),
             socket_timeout: Duration::from_millis(30_000),
+            num_fetchers: 1,
         }
     }
 }
@@ -117,8 +124,18 @@ pub struct ReplicaFetcherManager {
     logs: Arc<LogManager>,
     cleaning: Option<Arc<dyn CleaningControl>>,
     config: FetcherConfig,
-    threads: Mutex<HashMap<i32, FetcherThread>>,
+    /// By (leader, fetcher id).
+    threads: Mutex<HashMap<(i32, usize), FetcherThread>>,
     lags: Arc<FetcherLags>,
+}
+
+/// Kafka's fetcher id of `tp` among `n` threads
+/// (`AbstractFetcherManager.getFetcherId`).
+pub fn fetcher_id(tp: &TopicPartition, n: usize) -> usize {
+    // Java's String.hashCode over UTF-16 code units.
+    let hash = tp.topic.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32));
+    let key = hash.wrapping_mul(31).wrapping_add(tp.partition);
+    (key & 0x7fff_ffff) as usize % n.max(1)
 }
 
 impl std::fmt::Debug for ReplicaFetcherManager {
@@ -146,31 +163,33 @@ impl ReplicaFetcherManager {
         endpoints: &HashMap<i32, LeaderEndpoint>,
     ) {
         self.lags.retain(followed);
-        let mut by_leader: HashMap<i32, Followed> = HashMap::new();
+        let mut by_leader: HashMap<(i32, usize), Followed> = HashMap::new();
         for (tp, (leader, epoch)) in followed {
-            by_leader.entry(*leader).or_default().insert(tp.clone(), *epoch);
+            let id = fetcher_id(tp, self.config.num_fetchers);
+            by_leader.entry((*leader, id)).or_default().insert(tp.clone(), *epoch);
         }
         let mut threads = self.threads.lock();
-        let gone: Vec<i32> =
+        let gone: Vec<(i32, usize)> =
             threads.keys().copied().filter(|l| !by_leader.contains_key(l)).collect();
         for leader in gone {
             if let Some(t) = threads.remove(&leader) {
                 stop(t);
             }
         }
-        for (leader, partitions) in by_leader {
+        for (key, partitions) in by_leader {
+            let leader = key.0;
             let Some(endpoint) = endpoints.get(&leader) else {
                 tracing::warn!(leader, "no endpoint for the leader: its partitions wait");
                 continue;
             };
-            match threads.get(&leader) {
+            match threads.get(&key) {
                 Some(t) => {
                     *t.partitions.lock() = partitions;
                     *t.endpoint.lock() = endpoint.clone();
                 }
-                None => match self.spawn(leader, partitions, endpoint.clone()) {
+                None => match self.spawn(key, partitions, endpoint.clone()) {
                     Ok(t) => {
-                        threads.insert(leader, t);
+                        threads.insert(key, t);
                     }
                     Err(e) => tracing::error!(leader, "starting a fetcher thread: {e}"),
                 },
@@ -188,7 +207,7 @@ impl ReplicaFetcherManager {
 
     fn spawn(
         &self,
-        leader: i32,
+        (leader, fetcher_id): (i32, usize),
         partitions: Followed,
         endpoint: LeaderEndpoint,
     ) -> std::io::Result<FetcherThread> {
@@ -206,7 +225,7 @@ impl ReplicaFetcherManager {
             stop: Arc::clone(&stop),
             lags: Arc::clone(&self.lags),
         };
-        let name = format!("ReplicaFetcherThread-0-{leader}");
+        let name = format!("ReplicaFetcherThread-{fetcher_id}-{leader}");
         let handle = std::thread::Builder::new().name(name).spawn(move || fetcher.run())?;
         Ok(FetcherThread { partitions, endpoint, stop, handle: Some(handle) })
     }
@@ -474,5 +493,27 @@ impl Fetcher {
             return Err(format!("error {}", p.error_code));
         }
         Ok(p.offset)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_go_to_the_fetcher_kafka_gives_them() {
+        // Kafka's (31 * topic.hashCode + partition) & 0x7fffffff % 3, from Java.
+        let expected =
+            [("test", [1, 2, 0, 1]), ("__consumer_offsets", [0, 1, 2, 0]), ("ünï", [1, 2, 0, 1])];
+        for (topic, ids) in expected {
+            for (p, id) in ids.iter().enumerate() {
+                assert_eq!(
+                    fetcher_id(&TopicPartition::new(topic, p as i32), 3),
+                    *id,
+                    "{topic}-{p}"
+                );
+            }
+        }
+        assert_eq!(fetcher_id(&TopicPartition::new("test", 7), 1), 0);
     }
 }

@@ -12,7 +12,9 @@
 //! nothing is appended, while acks=1 still appends, but nothing more is
 //! committed until the ISR is back (Kafka's rule since KAFKA-15583). When
 //! both return they catch up, the leader adds them to the ISR again, the
-//! acks=1 records become committed and every replica holds the same bytes.
+//! acks=1 records become committed and every replica holds the same bytes
+//! (with `num.replica.fetchers=2`, the followed partitions split between
+//! two threads per leader).
 
 use std::time::{Duration, Instant};
 
@@ -22,7 +24,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::etcd::EtcdServer;
 use crate::broker::{fetch_all, kcat, run_python_script, TestBroker, Wire};
-use crate::support::{create_topic, placement, signal, start_cluster, wait_placement};
+use crate::support::{
+    create_topic, placement, signal, start_cluster, start_cluster_with, wait_placement,
+};
 
 /// The bytes of a partition's `.log` files on one broker, in offset order.
 fn log_bytes(b: &TestBroker, topic: &str, p: i32) -> Vec<u8> {
@@ -83,7 +87,8 @@ fn values(brokers: &[TestBroker], port: u16, topic: &str) -> Vec<String> {
 #[test]
 fn acks_all_reaches_every_in_sync_replica_and_survives_the_leader() {
     let etcd = EtcdServer::start();
-    let mut brokers = start_cluster(&etcd, 3);
+    // Two fetcher threads per leader: the partitions followed are split.
+    let mut brokers = start_cluster_with(&etcd, 3, &["num.replica.fetchers=2"]);
     create_topic(
         &brokers[1],
         "rep",
