@@ -31,6 +31,20 @@ pub const SEDIMENT_CLUSTER_ETCD_REQUEST_TIMEOUT_MS: ConfigDef = broker_key!(
     Some(1.0),
     "sediment: the longest one etcd read, transaction or lease request may take"
 );
+pub const SEDIMENT_CLUSTER_ETCD_USER: ConfigDef = broker_key!(
+    "sediment.cluster.etcd.user",
+    String,
+    "",
+    None,
+    "sediment: the etcd user brokers authenticate as, where etcd's authentication is on (it needs read and write on the namespace); empty: none"
+);
+pub const SEDIMENT_CLUSTER_ETCD_PASSWORD: ConfigDef = broker_key!(
+    "sediment.cluster.etcd.password",
+    Password,
+    "",
+    None,
+    "sediment: sediment.cluster.etcd.user's password"
+);
 pub const SEDIMENT_CLUSTER_LEASE_SAFETY_MARGIN_MS: ConfigDef = broker_key!("sediment.cluster.lease.safety.margin.ms", Long, "1000", Some(0.0),
     "sediment: how long before etcd could expire its session a broker stops leading when etcd does not answer");
 pub const BROKER_SESSION_TIMEOUT_MS: ConfigDef = broker_key!("broker.session.timeout.ms", Int, "9000", Some(1.0),
@@ -74,6 +88,8 @@ pub const CLUSTER_CONFIGS: ConfigTable = ConfigTable {
         &SEDIMENT_CLUSTER_ETCD_NAMESPACE,
         &SEDIMENT_CLUSTER_ETCD_CONNECTION_TIMEOUT_MS,
         &SEDIMENT_CLUSTER_ETCD_REQUEST_TIMEOUT_MS,
+        &SEDIMENT_CLUSTER_ETCD_USER,
+        &SEDIMENT_CLUSTER_ETCD_PASSWORD,
         &SEDIMENT_CLUSTER_LEASE_SAFETY_MARGIN_MS,
         &BROKER_SESSION_TIMEOUT_MS,
         &BROKER_HEARTBEAT_INTERVAL_MS,
@@ -130,6 +146,13 @@ impl ClusterConfig {
             let reason = format!("{namespace:?} must start with '/' and name something");
             return Err(InvalidValue::new(&SEDIMENT_CLUSTER_ETCD_NAMESPACE, reason));
         }
+        let user = values.value(&SEDIMENT_CLUSTER_ETCD_USER).trim().to_string();
+        let password = values.value(&SEDIMENT_CLUSTER_ETCD_PASSWORD).to_string();
+        if user.is_empty() && !password.is_empty() {
+            let reason = "a password without sediment.cluster.etcd.user".to_string();
+            return Err(InvalidValue::new(&SEDIMENT_CLUSTER_ETCD_PASSWORD, reason));
+        }
+        let user = (!user.is_empty()).then_some((user, password));
         let ms = |def: &ConfigDef| Duration::from_millis(values.int(def).max(1) as u64);
         let session = SessionConfig {
             session_timeout_ms: values.int(&BROKER_SESSION_TIMEOUT_MS),
@@ -142,7 +165,7 @@ impl ClusterConfig {
                 endpoints,
                 connection_timeout: ms(&SEDIMENT_CLUSTER_ETCD_CONNECTION_TIMEOUT_MS),
                 request_timeout: ms(&SEDIMENT_CLUSTER_ETCD_REQUEST_TIMEOUT_MS),
-                user: None,
+                user,
             },
             namespace,
             session,

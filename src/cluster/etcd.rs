@@ -36,13 +36,25 @@ impl std::fmt::Debug for EtcdCoordination {
 }
 
 /// How to reach etcd.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct EtcdSettings {
     pub endpoints: Vec<String>,
     pub connection_timeout: Duration,
     pub request_timeout: Duration,
     /// etcd's own authentication.
     pub user: Option<(String, String)>,
+}
+
+impl std::fmt::Debug for EtcdSettings {
+    // The password never reaches a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdSettings")
+            .field("endpoints", &self.endpoints)
+            .field("connection_timeout", &self.connection_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("user", &self.user.as_ref().map(|(u, _)| u))
+            .finish()
+    }
 }
 
 impl EtcdCoordination {

@@ -275,3 +275,51 @@ fn an_etcd_outage_stops_leading_and_its_end_resumes_without_an_election() {
     );
     assert_eq!(view.registrations().len(), 1);
 }
+
+#[test]
+fn brokers_authenticate_to_etcd_as_their_user() {
+    const PASSWORD: &str = "etcd-Root-Secret-4";
+    let etcd = EtcdServer::start();
+    // etcd's authentication on, with its root user.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut c = etcd_client::Client::connect([etcd.endpoint()], None).await.unwrap();
+        c.user_add("root", PASSWORD, None).await.unwrap();
+        c.user_grant_role("root", "root").await.unwrap();
+        c.auth_enable().await.unwrap();
+    });
+    let with = |password: &str| {
+        let mut o = overrides(&etcd, 1);
+        o.push("sediment.cluster.etcd.user=root".into());
+        o.push(format!("sediment.cluster.etcd.password={password}"));
+        o.push("initial.broker.registration.timeout.ms=5000".into());
+        o
+    };
+
+    // A wrong password: the broker does not start, and says why.
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sediment"));
+    cmd.arg("serve")
+        .arg("--override")
+        .arg("listeners=PLAINTEXT://127.0.0.1:0")
+        .arg("--override")
+        .arg(format!("log.dirs={}", dir.path().join("data").display()));
+    for o in with("not-the-password") {
+        cmd.arg("--override").arg(o);
+    }
+    let out = cmd.output().expect("run sediment");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "started with a wrong etcd password:\n{stderr}");
+    assert!(stderr.contains("authentication failed"), "{stderr}");
+    assert!(!stderr.contains("not-the-password"), "the password was logged:\n{stderr}");
+
+    // The right one: it joins, and stays in (its lease renewed as root).
+    let o = with(PASSWORD);
+    let b = TestBroker::start(&o.iter().map(String::as_str).collect::<Vec<_>>());
+    b.wait_for(20, "the session live", || {
+        (b.metric("sediment_cluster_session_live") == Some(1.0)).then_some(())
+    });
+    let (controller, brokers) = describe_cluster(b.port, 1);
+    assert_eq!((controller, brokers.len()), (1, 1));
+    assert!(!b.log().contains(PASSWORD), "the password was logged");
+}
