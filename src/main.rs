@@ -105,7 +105,9 @@ enum Command {
     /// admin user), as `kafka-storage format --add-scram` does for Kafka:
     /// 'SCRAM-SHA-512=[name=admin,password=admin-secret]' (also
     /// iterations=, or salt= and saltedpassword= in base64). With the broker
-    /// running, use kafka-configs --alter --entity-type users instead.
+    /// running, use kafka-configs --alter --entity-type users instead. With
+    /// sediment.cluster.etcd.endpoints set, they go to the cluster's etcd,
+    /// brokers running or not.
     AddScram {
         /// The broker's TOML file (its log.dirs hold the store).
         #[arg(long, env = "SEDIMENT_CONFIG")]
@@ -329,6 +331,11 @@ fn add_scram(
     use sediment::tools::add_scram;
     let config = load_config(file, overrides)?;
     let args = credentials.iter().map(|c| add_scram::parse(c)).collect::<Result<Vec<_>, _>>()?;
+    if let Some(cluster) = sediment::cluster::ClusterConfig::from_values(&config)? {
+        let dirs = config.log_dirs();
+        let first = dirs.first().cloned().unwrap_or_else(|| PathBuf::from("data"));
+        return Ok(add_scram::run_in_cluster(&cluster, &first, args)?);
+    }
     Ok(add_scram::run(&config.log_dirs(), args)?)
 }
 

@@ -8,6 +8,13 @@
 //! be double-quoted. The tool holds the log dirs' `.lock` while it writes,
 //! so it refuses to run beside a broker (which would not see the change):
 //! with the broker up, use `kafka-configs --alter --entity-type users`.
+//!
+//! With `sediment.cluster.etcd.endpoints` in the config, the credentials
+//! go to the cluster's etcd instead ([`run_in_cluster`]), as
+//! `kafka-configs` through a broker would write them: every broker of the
+//! cluster authenticates with them at once, whether it runs or not, so no
+//! lock is taken. This is how the first user of a cluster with SASL only
+//! is made.
 
 use std::num::NonZeroU32;
 use std::path::PathBuf;
@@ -26,6 +33,8 @@ const DEFAULT_ITERATIONS: u32 = 4096;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AddScramError {
+    #[error("etcd: {0}")]
+    Cluster(#[from] crate::cluster::CoordinationError),
     #[error("{arg:?}: {reason}")]
     Argument { arg: String, reason: String },
     #[error("the broker is running on this data dir: use kafka-configs --alter --entity-type users ({0})")]
@@ -120,6 +129,51 @@ pub fn run(dirs: &[PathBuf], args: Vec<ScramArgument>) -> Result<usize, AddScram
     })?;
     let first = dirs.first().cloned().unwrap_or_else(|| PathBuf::from("data"));
     let store = CredentialStore::open(&first)?;
+    let count = args.len();
+    store.update(|map| {
+        for a in &args {
+            let c = a.credential.clone();
+            map.entry(a.user.clone()).or_default().insert(c.mechanism, c);
+        }
+        ((), true)
+    })?;
+    Ok(count)
+}
+
+/// Store `args` in the cluster's etcd (module doc), through the credential
+/// store of a cluster member (compare-and-swap per user key); `dir` is the
+/// broker's first log dir, whose own file is then not used.
+///
+/// # Errors
+/// etcd unreachable or refusing the write, a damaged key.
+pub fn run_in_cluster(
+    cluster: &crate::cluster::ClusterConfig,
+    dir: &std::path::Path,
+    args: Vec<ScramArgument>,
+) -> Result<usize, AddScramError> {
+    use std::sync::Arc;
+
+    use crate::cluster::image::ImageWatcher;
+    use crate::cluster::keys::ClusterKeys;
+    use crate::cluster::security_store::ClusterSecurityStore;
+    use crate::cluster::{Coordination, EtcdCoordination};
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| crate::cluster::CoordinationError::Unavailable(e.to_string()))?;
+    let keys = ClusterKeys::new(&cluster.namespace);
+    let (coordination, image) = runtime.block_on(async {
+        let c: Arc<dyn Coordination> = Arc::new(EtcdCoordination::connect(&cluster.etcd).await?);
+        let retry = std::time::Duration::from_secs(1);
+        let image = ImageWatcher::start(Arc::clone(&c), keys.clone(), retry).await?;
+        Ok::<_, crate::cluster::CoordinationError>((c, Arc::new(image)))
+    })?;
+    let security =
+        Arc::new(ClusterSecurityStore::new(coordination, image, keys, runtime.handle().clone()));
+    let store = Arc::new(CredentialStore::open(dir)?);
+    store.use_cluster(security);
     let count = args.len();
     store.update(|map| {
         for a in &args {

@@ -7,7 +7,8 @@
 //! broker 3 to partitions led by all three, and nothing else (the read is
 //! refused); a SIGKILLed broker comes back with them although its own
 //! files hold none; the ACL removed through broker 3 is enforced by every
-//! leader, and the user deleted through broker 2 no longer authenticates.
+//! leader, and the user deleted through broker 2 no longer authenticates
+//! until `sediment add-scram` with the cluster's endpoints adds her again.
 //! Dynamic broker configs are the cluster's too: a cluster default set
 //! through broker 1 is in force on every broker (topics inherit it) and a
 //! per-broker value only on its broker, both kept across a restart.
@@ -230,4 +231,23 @@ fn acls_and_scram_users_are_the_clusters() {
     known_everywhere(&brokers, (0, &[]));
     let (ok, _, err) = as_alice(&brokers[0], &["-L"], "");
     assert!(!ok && err.contains("Authentication failed"), "alice is gone: {err}");
+
+    // `sediment add-scram` with the cluster's endpoints writes etcd, with
+    // the brokers running: every one of them authenticates her again.
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sediment"))
+        .args(["add-scram", "--override"])
+        .arg(format!("sediment.cluster.etcd.endpoints={}", etcd.endpoint()))
+        .arg("--override")
+        .arg(format!("log.dirs={}", dir.path().display()))
+        .arg(format!("SCRAM-SHA-256=[name=alice,password={ALICE_PW}]"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    known_everywhere(&brokers, (0, &["alice"]));
+    for b in &brokers {
+        let (ok, _, err) = as_alice(b, &["-L"], "");
+        assert!(ok, "alice authenticates again: {err}");
+    }
+    assert!(!dir.path().join("sediment-scram-credentials.json").exists(), "the file was written");
 }
