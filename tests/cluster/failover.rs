@@ -272,6 +272,9 @@ fn every_acknowledged_value_survives_leader_kills_exactly_once() {
     consumer.0.wait().unwrap();
     check_consumed(&batches.lock().unwrap(), &acked);
     check_in_log(&brokers, brokers[0].port, "verify", &acked);
+    // Acceptance 7: the consumer group's offsets, committed through every
+    // kill, are the same on every replica of __consumer_offsets.
+    crate::support::assert_replicas_agree(&brokers, &["__consumer_offsets"]);
 }
 
 /// SIGTERM of a leader (controlled shutdown, design 6.6) while Kafka's

@@ -146,3 +146,101 @@ pub fn find_coordinator(port: u16, key: &str, key_type: i8) -> Result<i32, i16> 
         Err(r.error_code)
     }
 }
+
+/// A record's key and value (`None`: a tombstone).
+type KeyedRecord = (Vec<u8>, Option<Vec<u8>>);
+
+/// What a read_committed consumer from offset 0 ends with, per key, in the
+/// `.log` files of partition dir `dir`: transactional records count once
+/// their COMMIT marker comes (an ABORT drops them), a tombstone removes its
+/// key, a torn tail (a batch being written) ends the read.
+pub fn committed_latest(dir: &std::path::Path) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    use sediment::log::record_batch::{check_batch, records_bytes, BatchHeader, RecordIter};
+    let mut latest = BTreeMap::new();
+    // Per producer id, its open transaction's (key, value) records.
+    let mut open: BTreeMap<i64, Vec<KeyedRecord>> = BTreeMap::new();
+    let mut scratch = Vec::new();
+    for file in crate::common::files_with(dir, "log") {
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        let mut pos = 0;
+        while let Ok(h) = BatchHeader::parse(&bytes[pos..]) {
+            let end = pos + h.size_in_bytes();
+            if end > bytes.len() || check_batch(&bytes[pos..end], usize::MAX).is_err() {
+                break;
+            }
+            let payload =
+                records_bytes(&h, &bytes[pos..end], &mut scratch, 1 << 30).expect("payload");
+            let records: Vec<_> = RecordIter::new(payload, h.records_count)
+                .map(|r| r.expect("record"))
+                .map(|r| (r.key.map(<[u8]>::to_vec), r.value.map(<[u8]>::to_vec)))
+                .collect();
+            if h.is_control() {
+                // Key: version (i16), type (i16): 0 ABORT, 1 COMMIT.
+                let commit = records
+                    .first()
+                    .and_then(|(k, _)| k.as_ref())
+                    .is_some_and(|k| k.len() >= 4 && k[3] == 1);
+                for (k, v) in open.remove(&h.producer_id).unwrap_or_default() {
+                    if commit {
+                        apply(&mut latest, k, v);
+                    }
+                }
+            } else {
+                let keyed = records.into_iter().filter_map(|(k, v)| Some((k?, v)));
+                if h.is_transactional() {
+                    open.entry(h.producer_id).or_default().extend(keyed);
+                } else {
+                    for (k, v) in keyed {
+                        apply(&mut latest, k, v);
+                    }
+                }
+            }
+            pos = end;
+        }
+    }
+    latest
+}
+
+fn apply(latest: &mut BTreeMap<Vec<u8>, Vec<u8>>, key: Vec<u8>, value: Option<Vec<u8>>) {
+    match value {
+        Some(v) => latest.insert(key, v),
+        None => latest.remove(&key),
+    };
+}
+
+/// Issue 29's acceptance 7 for `topics` (compacted) once writes stopped:
+/// every replica of every partition, read from its own segments, ends
+/// with the same committed latest value per key (waited for, 60 s at
+/// most, while followers catch up), and Kafka's DumpLogSegments reads
+/// every replica's segments as valid. `brokers[i]` is node `i + 1`.
+pub fn assert_replicas_agree(brokers: &[TestBroker], topics: &[&str]) {
+    let port = brokers[0].port;
+    for topic in topics {
+        let (mut segments, mut keys) = (Vec::new(), 0);
+        for (p, (_, _, replicas, _)) in placement(port, topic) {
+            let dir =
+                |node: i32| brokers[(node - 1) as usize].data_dir().join(format!("{topic}-{p}"));
+            let deadline = Instant::now() + Duration::from_secs(60);
+            loop {
+                let seen: Vec<_> = replicas.iter().map(|r| committed_latest(&dir(*r))).collect();
+                if seen.windows(2).all(|w| w[0] == w[1]) {
+                    keys += seen[0].len();
+                    break;
+                }
+                let sizes: Vec<usize> = seen.iter().map(BTreeMap::len).collect();
+                assert!(
+                    Instant::now() < deadline,
+                    "{topic}-{p}: replicas {replicas:?} differ (keys {sizes:?})"
+                );
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            for r in &replicas {
+                segments.extend(crate::common::files_with(&dir(*r), "log"));
+            }
+        }
+        assert!(keys > 0, "{topic}: no key in any replica, nothing compared");
+        // One DumpLogSegments run over every replica's segments of the topic.
+        let dump = crate::common::kafka_dump_log(&segments, &["--deep-iteration"]);
+        assert!(!dump.contains("isvalid: false"), "{topic}: a segment does not read:\n{dump}");
+    }
+}
