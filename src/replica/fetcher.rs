@@ -18,6 +18,13 @@
 //! A connection or decode error drops the connection and backs off
 //! `replica.fetch.backoff.ms`.
 //!
+//! Fetch sessions (KIP-227, [`FetchSessionState`]): the first request of a
+//! thread is full and asks the leader for a session; while it has one,
+//! each request names only the partitions whose fetch position changed
+//! (new ones included) and forgets those no longer followed, and the
+//! leader answers only partitions with something new. A session the leader
+//! no longer knows, or an epoch it refuses, starts over with a full fetch.
+//!
 //! Each answered partition's lag (the leader's high watermark less this
 //! replica's log end, at least 0) is kept in [`FetcherLags`] for Kafka's
 //! `ReplicaFetcherManager` MaxLag gauge; a partition no longer followed
@@ -32,7 +39,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
@@ -44,6 +51,43 @@ use crate::log::{LogManager, TopicPartition};
 
 /// Kafka's OFFSET_OUT_OF_RANGE.
 const OFFSET_OUT_OF_RANGE: i16 = 1;
+
+/// Kafka's FETCH_SESSION_ID_NOT_FOUND and INVALID_FETCH_SESSION_EPOCH.
+const SESSION_ERRORS: [i16; 2] = [70, 71];
+
+/// A fetcher's session with its leader: its id, the epoch of the next
+/// request, and each partition as the leader holds it from our requests.
+#[derive(Debug, Default)]
+struct FetchSessionState {
+    id: i32,
+    epoch: i32,
+    sent: HashMap<TopicPartition, FetchPartition>,
+}
+
+impl FetchSessionState {
+    /// After an answered request that sent `wanted`: a session the answer
+    /// opened or kept, or none.
+    fn answered(
+        this: Option<Self>,
+        session_id: i32,
+        wanted: HashMap<TopicPartition, FetchPartition>,
+    ) -> Option<Self> {
+        if session_id == 0 {
+            return None;
+        }
+        match this {
+            Some(s) if s.id == session_id => {
+                // Epochs wrap to 1: 0 opens a session, -1 ends one.
+                let epoch = if s.epoch == i32::MAX { 1 } else { s.epoch + 1 };
+                Some(Self { id: s.id, epoch, sent: wanted })
+            }
+            _ => {
+                tracing::info!(session_id, "replica fetch session opened");
+                Some(Self { id: session_id, epoch: 1, sent: wanted })
+            }
+        }
+    }
+}
 
 /// ListOffsets v4: `current_leader_epoch`, one offset per partition.
 const LIST_OFFSETS_VERSION: i16 = 4;
@@ -259,6 +303,8 @@ struct Fetcher {
 impl Fetcher {
     fn run(self) {
         let mut channel: Option<BrokerChannel> = None;
+        // Kept across reconnects: the leader's session outlives a connection.
+        let mut session: Option<FetchSessionState> = None;
         while !self.stop.load(Ordering::Acquire) {
             let partitions = self.partitions.lock().clone();
             if partitions.is_empty() {
@@ -273,9 +319,20 @@ impl Fetcher {
                 }
             }
             let Some(c) = channel.as_mut() else { continue };
-            let request = self.request(&partitions);
+            let wanted = self.wanted(&partitions);
+            let request = self.request(&wanted, session.as_ref());
             match c.call(FETCH_VERSION, &request) {
+                Ok(response) if SESSION_ERRORS.contains(&response.error_code) => {
+                    tracing::debug!(
+                        leader = self.leader,
+                        error = response.error_code,
+                        "replica fetch session ended by the leader"
+                    );
+                    session = None;
+                }
                 Ok(response) if response.error_code == 0 => {
+                    session =
+                        FetchSessionState::answered(session.take(), response.session_id, wanted);
                     let mut backoff = false;
                     let mut out_of_range = Vec::new();
                     for topic in response.responses {
@@ -335,9 +392,9 @@ impl Fetcher {
         }
     }
 
-    /// A full, sessionless replica fetch of every followed partition.
-    fn request(&self, partitions: &Followed) -> FetchRequest {
-        let mut topics: BTreeMap<&str, Vec<FetchPartition>> = BTreeMap::new();
+    /// Each followed partition's fetch position now.
+    fn wanted(&self, partitions: &Followed) -> HashMap<TopicPartition, FetchPartition> {
+        let mut wanted = HashMap::with_capacity(partitions.len());
         for (tp, epoch) in partitions {
             let Some(log) = self.logs.get_log(tp) else { continue };
             let log = log.read();
@@ -348,25 +405,51 @@ impl Fetcher {
                 .with_last_fetched_epoch(log.leader_epoch_cache().latest_epoch().unwrap_or(-1))
                 .with_log_start_offset(log.log_start_offset())
                 .with_partition_max_bytes(self.config.partition_max_bytes);
-            topics.entry(tp.topic.as_str()).or_default().push(p);
+            wanted.insert(tp.clone(), p);
         }
+        wanted
+    }
+
+    /// The replica fetch of `wanted`: full (opening a session) without a
+    /// session, else what changed since `session`'s last request.
+    fn request(
+        &self,
+        wanted: &HashMap<TopicPartition, FetchPartition>,
+        session: Option<&FetchSessionState>,
+    ) -> FetchRequest {
+        let mut topics: BTreeMap<&str, Vec<FetchPartition>> = BTreeMap::new();
+        let mut forgotten: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+        for (tp, p) in wanted {
+            if session.is_some_and(|s| s.sent.get(tp) == Some(p)) {
+                continue;
+            }
+            topics.entry(tp.topic.as_str()).or_default().push(p.clone());
+        }
+        if let Some(s) = session {
+            for tp in s.sent.keys().filter(|tp| !wanted.contains_key(*tp)) {
+                forgotten.entry(tp.topic.as_str()).or_default().push(tp.partition);
+            }
+        }
+        let name = |n: &str| TopicName(StrBytes::from_string(n.to_string()));
         let topics = topics
             .into_iter()
-            .map(|(name, partitions)| {
-                FetchTopic::default()
-                    .with_topic(TopicName(StrBytes::from_string(name.to_string())))
-                    .with_partitions(partitions)
-            })
+            .map(|(n, ps)| FetchTopic::default().with_topic(name(n)).with_partitions(ps))
             .collect();
+        let forgotten = forgotten
+            .into_iter()
+            .map(|(n, ps)| ForgottenTopic::default().with_topic(name(n)).with_partitions(ps))
+            .collect();
+        let (id, epoch) = session.map_or((0, 0), |s| (s.id, s.epoch));
         FetchRequest::default()
             .with_replica_id(BrokerId(self.node_id))
             .with_max_wait_ms(self.config.max_wait_ms)
             .with_min_bytes(self.config.min_bytes)
             .with_max_bytes(self.config.response_max_bytes)
             .with_isolation_level(0)
-            .with_session_id(0)
-            .with_session_epoch(-1)
+            .with_session_id(id)
+            .with_session_epoch(epoch)
             .with_topics(topics)
+            .with_forgotten_topics_data(forgotten)
     }
 
     /// Apply one partition's answer; `false` when it failed (back off).

@@ -157,6 +157,16 @@ fn the_controller_checks_and_writes_alter_partition_as_kafka_does() {
     assert!(leader_log.contains("ISR changed"), "{leader_log}");
     let controller_log = c.log();
     assert!(controller_log.contains("ISR altered for its leader"), "{controller_log}");
+    // The followers fetch in sessions (KIP-227): each opens one with the
+    // leader once its first (long-polled) fetch is answered.
+    brokers[0].wait_for(10, "both followers of ap-0 in fetch sessions", || {
+        let opened = brokers.iter().filter(|b| b.log().contains("replica fetch session opened"));
+        (opened.count() >= 2).then_some(())
+    });
+    broker(leader).wait_for(10, "incremental replica fetches served", || {
+        let n = broker(leader).metric("sediment_fetch_session_incremental_fetches_total")?;
+        (n > 0.0).then_some(())
+    });
     // In sync and idle: no follower lags its leader (Kafka's MaxLag).
     for b in &brokers {
         b.wait_for(20, "no replica lag", || {

@@ -143,8 +143,11 @@ fn three_brokers_elect_one_controller_and_hand_over() {
     }
     for b in brokers.iter().flatten() {
         assert_eq!(b.metric("sediment_cluster_session_live"), Some(1.0));
-        let applied = b.metric("sediment_cluster_metadata_applied_revision").unwrap_or(0.0);
-        assert!(applied >= 4.0, "the image applied the three registrations: {applied}");
+        // Each image follows etcd's watch: wait for it to apply them.
+        b.wait_for(20, "the image applied the three registrations", || {
+            let applied = b.metric("sediment_cluster_metadata_applied_revision")?;
+            (applied >= 4.0).then_some(())
+        });
     }
     // Every broker describes the same cluster: all three, one controller.
     let ports: Vec<(i32, i32)> = brokers
