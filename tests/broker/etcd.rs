@@ -89,13 +89,26 @@ impl EtcdServer {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             // etcd's own health endpoint, over plain HTTP on the client port.
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
-                && super::http_get(self.port, "/health").0 == 200
-            {
+            if healthy(self.port) {
                 return;
             }
             assert!(Instant::now() < deadline, "etcd did not start; its log:\n{}", self.log());
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// Whether etcd's `/health` on `port` answers 200; a connection refused or
+/// reset while it starts is a no, asked again.
+fn healthy(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    if write!(stream, "GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").is_err() {
+        return false;
+    }
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).is_ok()
+        && raw.starts_with("HTTP/1.")
+        && raw.split_whitespace().nth(1) == Some("200")
 }
