@@ -288,9 +288,11 @@ impl DynamicBrokerConfig {
     }
 
     /// Replace the entries of `level` with `entries`, after validating the
-    /// result; `apply` gets the new effective configuration (and may refuse
-    /// it) before the file is written. With `validate_only` nothing is
-    /// written or applied.
+    /// result; alone, `apply` then gets the new effective configuration
+    /// once the file is written. In a cluster the change goes to etcd and
+    /// the hook of [`Self::use_cluster`] applies it instead (on every
+    /// broker, this one included), so `apply` is not called. With
+    /// `validate_only` nothing is written or applied.
     ///
     /// # Errors
     /// Unknown or static keys, invalid values, what `check` or `apply`

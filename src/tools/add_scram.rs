@@ -129,15 +129,7 @@ pub fn run(dirs: &[PathBuf], args: Vec<ScramArgument>) -> Result<usize, AddScram
     })?;
     let first = dirs.first().cloned().unwrap_or_else(|| PathBuf::from("data"));
     let store = CredentialStore::open(&first)?;
-    let count = args.len();
-    store.update(|map| {
-        for a in &args {
-            let c = a.credential.clone();
-            map.entry(a.user.clone()).or_default().insert(c.mechanism, c);
-        }
-        ((), true)
-    })?;
-    Ok(count)
+    store_all(&store, &args)
 }
 
 /// Store `args` in the cluster's etcd (module doc), through the credential
@@ -174,15 +166,19 @@ pub fn run_in_cluster(
         Arc::new(ClusterSecurityStore::new(coordination, image, keys, runtime.handle().clone()));
     let store = Arc::new(CredentialStore::open(dir)?);
     store.use_cluster(security);
-    let count = args.len();
+    store_all(&store, &args)
+}
+
+/// Add every credential of `args` to `store` in one change; how many.
+fn store_all(store: &CredentialStore, args: &[ScramArgument]) -> Result<usize, AddScramError> {
     store.update(|map| {
-        for a in &args {
+        for a in args {
             let c = a.credential.clone();
             map.entry(a.user.clone()).or_default().insert(c.mechanism, c);
         }
         ((), true)
     })?;
-    Ok(count)
+    Ok(args.len())
 }
 
 #[cfg(test)]

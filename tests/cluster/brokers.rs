@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use sediment::cluster::coordination::{Coordination, KeyRange};
 use sediment::cluster::keys::{parse, BrokerRegistration, ClusterIdValue, ClusterKeys};
-use sediment::cluster::{EtcdCoordination, EtcdSettings};
+use sediment::cluster::EtcdCoordination;
 
 use crate::broker::etcd::EtcdServer;
 use crate::broker::TestBroker;
@@ -29,6 +29,22 @@ fn overrides(etcd: &EtcdServer, node_id: i32) -> Vec<String> {
         "broker.session.timeout.ms=6000".into(),
         "broker.heartbeat.interval.ms=1000".into(),
     ]
+}
+
+/// `sediment serve` on a fresh data dir with `extra` overrides, run until it
+/// exits (a broker expected to refuse to start).
+fn serve_until_exit(extra: &[String]) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sediment"));
+    cmd.arg("serve")
+        .arg("--override")
+        .arg("listeners=PLAINTEXT://127.0.0.1:0")
+        .arg("--override")
+        .arg(format!("log.dirs={}", dir.path().join("data").display()));
+    for o in extra {
+        cmd.arg("--override").arg(o);
+    }
+    cmd.output().expect("run sediment")
 }
 
 fn start(etcd: &EtcdServer, node_id: i32) -> TestBroker {
@@ -71,12 +87,7 @@ struct Etcd {
 impl Etcd {
     fn connect(etcd: &EtcdServer) -> Self {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let settings = EtcdSettings {
-            endpoints: vec![etcd.endpoint()],
-            connection_timeout: Duration::from_secs(5),
-            request_timeout: Duration::from_secs(5),
-            user: None,
-        };
+        let settings = crate::support::etcd_settings(etcd);
         let c = rt.block_on(EtcdCoordination::connect(&settings)).unwrap();
         Self { rt, c, keys: ClusterKeys::new("/sediment") }
     }
@@ -222,17 +233,7 @@ fn three_brokers_elect_one_controller_and_hand_over() {
 fn a_second_broker_with_a_live_node_id_is_refused() {
     let etcd = EtcdServer::start();
     let live = start(&etcd, 5);
-    let dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sediment"));
-    cmd.arg("serve")
-        .arg("--override")
-        .arg("listeners=PLAINTEXT://127.0.0.1:0")
-        .arg("--override")
-        .arg(format!("log.dirs={}", dir.path().join("data").display()));
-    for o in overrides(&etcd, 5) {
-        cmd.arg("--override").arg(o);
-    }
-    let out = cmd.output().expect("run sediment");
+    let out = serve_until_exit(&overrides(&etcd, 5));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "a duplicate node.id started:\n{stderr}");
     assert!(stderr.contains("DUPLICATE_BROKER_REGISTRATION"), "{stderr}");
@@ -300,17 +301,7 @@ fn brokers_authenticate_to_etcd_as_their_user() {
     };
 
     // A wrong password: the broker does not start, and says why.
-    let dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sediment"));
-    cmd.arg("serve")
-        .arg("--override")
-        .arg("listeners=PLAINTEXT://127.0.0.1:0")
-        .arg("--override")
-        .arg(format!("log.dirs={}", dir.path().join("data").display()));
-    for o in with("not-the-password") {
-        cmd.arg("--override").arg(o);
-    }
-    let out = cmd.output().expect("run sediment");
+    let out = serve_until_exit(&with("not-the-password"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "started with a wrong etcd password:\n{stderr}");
     assert!(stderr.contains("authentication failed"), "{stderr}");

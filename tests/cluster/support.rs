@@ -109,18 +109,21 @@ pub fn wait_placement(
     }
 }
 
-/// The cluster's namespace as etcd holds it now, read as a broker's image.
-pub fn etcd_image(etcd: &EtcdServer) -> sediment::cluster::image::MetadataImage {
-    use sediment::cluster::{EtcdCoordination, EtcdSettings};
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let settings = EtcdSettings {
+/// How a test reaches `etcd` as a client: 5 s timeouts, no user.
+pub fn etcd_settings(etcd: &EtcdServer) -> sediment::cluster::EtcdSettings {
+    sediment::cluster::EtcdSettings {
         endpoints: vec![etcd.endpoint()],
         connection_timeout: Duration::from_secs(5),
         request_timeout: Duration::from_secs(5),
         user: None,
-    };
+    }
+}
+
+/// The cluster's namespace as etcd holds it now, read as a broker's image.
+pub fn etcd_image(etcd: &EtcdServer) -> sediment::cluster::image::MetadataImage {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
-        let c = EtcdCoordination::connect(&settings).await.unwrap();
+        let c = sediment::cluster::EtcdCoordination::connect(&etcd_settings(etcd)).await.unwrap();
         let keys = sediment::cluster::keys::ClusterKeys::new("/sediment");
         sediment::cluster::image::snapshot(&c, &keys).await.unwrap()
     })
