@@ -161,6 +161,14 @@ fn acks_all_reaches_every_in_sync_replica_and_survives_the_leader() {
             *l == survivor as i32 + 1 && isr.len() == 1 && !isr.contains(&second_id)
         })
     });
+    // The survivor's gauges show the step: its three partitions under
+    // replicated and under their min ISR.
+    let s = &brokers[survivor];
+    s.wait_for(30, "the gauges at the ISR of one", || {
+        let urp = s.metric("kafka_server_replicamanager_underreplicatedpartitions")?;
+        let under = s.metric("kafka_server_replicamanager_underminisrpartitioncount")?;
+        (urp >= 3.0 && under >= 3.0).then_some(())
+    });
     let on_disk = |p: i32| log_bytes(&brokers[survivor], "rep", p).len();
     for p in 0..3 {
         let before = on_disk(p);
