@@ -57,4 +57,6 @@ cargo clippy --locked --all-targets -- -D warnings
 echo "cargo test --test ops module_graph" >&2
 cargo test --locked --test ops module_graph -- --nocapture
 
-cargo test --locked "$@"
+# Every binary runs even when an earlier one fails, so one run shows every
+# failure.
+cargo test --locked --no-fail-fast "$@"

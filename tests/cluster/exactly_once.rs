@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use crate::broker::etcd::EtcdServer;
 use crate::broker::txn::end_offset;
 use crate::broker::{kafka_tool, repo_root, streams_eos, Reaper, TestBroker, Wire};
-use crate::support::{create_topic, find_coordinator, placement, start_cluster_with};
+use crate::support::{create_topic, find_coordinator, placement, start_cluster_with, wait_leaders};
 
 const CONSUMER: &str = "org.apache.kafka.tools.consumer.ConsoleConsumer";
 const COPIER: &str = "org.apache.kafka.tools.TransactionalMessageCopier";
@@ -54,7 +54,7 @@ fn start_copier(bootstrap: &str, p: i32, out: &Path) -> Reaper {
         .env("KAFKA_HEAP_OPTS", "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(out).expect("copier stdout"))
-        .stderr(Stdio::null());
+        .stderr(std::fs::File::create(out.with_extension("err")).expect("copier stderr"));
     Reaper(cmd.spawn().expect("TransactionalMessageCopier (scripts/kafka-tool.sh)"))
 }
 
@@ -93,6 +93,24 @@ fn read_committed(
     partitions
 }
 
+/// What the clients printed (the copiers, the Streams app) and the end of
+/// every broker's log, for a failure message.
+fn clients_and_brokers(brokers: &[TestBroker], logs: &Path) -> String {
+    let tail = |text: &str, n: usize| {
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    };
+    let mut report = String::new();
+    for name in ["copier-0", "copier-0.err", "copier-1", "copier-1.err", "app.out", "app.err"] {
+        let text = std::fs::read_to_string(logs.join(name)).unwrap_or_default();
+        report.push_str(&format!("--- {name} (last 40 lines)\n{}\n", tail(&text, 40)));
+    }
+    for (i, b) in brokers.iter().enumerate() {
+        report.push_str(&format!("--- broker {} (last 60 lines)\n{}\n", i + 1, tail(&b.log(), 60)));
+    }
+    report
+}
+
 /// The roles broker `node` holds now, as broker `port` answers.
 fn roles(port: u16, node: i32) -> Vec<String> {
     let mut held = Vec::new();
@@ -119,7 +137,12 @@ fn copiers_and_streams_stay_exact_while_each_broker_is_killed() {
     let rf3 = ["--replication-factor", "3", "--config", "min.insync.replicas=2"];
     create_topic(&brokers[0], "copier-in", 2, &rf3);
     create_topic(&brokers[0], "copier-out", 2, &rf3);
+    wait_leaders(&brokers, "copier-in", 2);
+    wait_leaders(&brokers, "copier-out", 2);
+    // Keyed, so both input partitions get records whatever the producer's
+    // sticky partitioner does (each copier waits for output of its own).
     let seed = ["--bootstrap-server", &bootstrap, "--topic", "copier-in", "--acks", "-1"];
+    let seed = [&seed[..], &["--repeating-keys", "100"]].concat();
     let count = COPIED.to_string();
     let seed = [&seed[..], &["--max-messages", &count]].concat();
     kafka_tool(&brokers[0], "org.apache.kafka.tools.VerifiableProducer", &seed, None);
@@ -151,14 +174,24 @@ fn copiers_and_streams_stay_exact_while_each_broker_is_killed() {
         (0..2).map(|p| start_copier(&bootstrap, p, &path(&format!("copier-{p}")))).collect();
     // Under way: committed output of both.
     let port = brokers[0].port;
-    brokers[0].wait_for(120, "committed copies and counts", || {
-        let lso = |t: &str, p| {
-            let leader = placement(port, t).get(&p).map_or(0, |pl| pl.0);
-            leader > 0
-                && end_offset(&mut Wire::connect(brokers[leader as usize - 1].port), t, p, true) > 0
-        };
-        (lso("copier-out", 0) && lso("copier-out", 1) && lso("counts", 0)).then_some(())
-    });
+    let lso = |t: &str, p| {
+        let leader = placement(port, t).get(&p).map_or(0, |pl| pl.0);
+        leader > 0
+            && end_offset(&mut Wire::connect(brokers[leader as usize - 1].port), t, p, true) > 0
+    };
+    let started = Instant::now();
+    while !(lso("copier-out", 0) && lso("copier-out", 1) && lso("counts", 0)) {
+        if started.elapsed() > Duration::from_secs(120) {
+            let outputs = ["copier-out", "copier-out", "counts"].iter().zip([0, 1, 0]);
+            let missing: Vec<String> =
+                outputs.filter(|(t, p)| !lso(t, *p)).map(|(t, p)| format!("{t}-{p}")).collect();
+            panic!(
+                "no committed output in {missing:?} after 120 s\n{}",
+                clients_and_brokers(&brokers, logs.path())
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
 
     let mut report = Vec::new();
     for victim in 0..3 {

@@ -67,6 +67,18 @@ pub fn create_topic(b: &TestBroker, topic: &str, partitions: i32, extra: &[&str]
     kafka_tool(b, TOPICS, &args, None);
 }
 
+/// Wait (30 s at most) until every broker of `brokers` describes `topic`
+/// with `partitions` partitions, each with a leader. Clients bootstrapped
+/// from all of them may ask any; a producer whose metadata still lacks a
+/// partition's leader sends everything to the partitions that have one.
+pub fn wait_leaders(brokers: &[TestBroker], topic: &str, partitions: i32) {
+    for b in brokers {
+        wait_placement(b.port, topic, "every partition with a leader", |p| {
+            p.len() == partitions as usize && p.values().all(|(leader, ..)| *leader >= 0)
+        });
+    }
+}
+
 /// One partition's (leader, leader epoch, replicas, ISR).
 pub type PartitionPlacement = (i32, i32, Vec<i32>, Vec<i32>);
 
