@@ -237,9 +237,11 @@ async fn long_poll(
     // The store's partition is read first, with no lock held (fetch_remote).
     let remote = fetch_remote::read_first(broker, request, version, &access).await;
     let remote = remote.as_ref();
+    let follower = follower(broker, request, version);
+    let scope = ReadScope { access: &access, remote, follower };
     loop {
         let (reply, bytes, errors) =
-            tokio::task::block_in_place(|| read_once(broker, request, version, &access, remote));
+            tokio::task::block_in_place(|| read_once(broker, request, version, scope));
         let enough = bytes >= request.min_bytes.max(0) as usize
             || errors
             || remote.is_some_and(RemotePart::answers);
@@ -249,10 +251,7 @@ async fn long_poll(
         }
         if tokio::time::timeout_at(deadline, waiter.changed()).await.is_err() {
             // Timed out: answer with what there is now.
-            return tokio::task::block_in_place(|| {
-                read_once(broker, request, version, &access, remote)
-            })
-            .0;
+            return tokio::task::block_in_place(|| read_once(broker, request, version, scope)).0;
         }
     }
 }
@@ -277,12 +276,20 @@ fn partitions<'a>(
     })
 }
 
+/// What every read of one request shares: its access, the store's part
+/// and, for a replica fetch, the follower (see [`follower`]).
+#[derive(Clone, Copy)]
+struct ReadScope<'a> {
+    access: &'a FetchAccess,
+    remote: Option<&'a RemotePart>,
+    follower: Option<(i32, i64)>,
+}
+
 fn read_once(
     broker: &KafkaApis,
     request: &FetchRequest,
     version: i16,
-    access: &FetchAccess,
-    remote: Option<&RemotePart>,
+    ReadScope { access, remote, follower }: ReadScope<'_>,
 ) -> (FetchReply, usize, bool) {
     let mut regions = Vec::new();
     // Kafka's cap: what a request may ask for is bounded by the broker's
@@ -291,7 +298,6 @@ fn read_once(
     let mut total = 0usize;
     let mut errors = false;
     // A follower of a cluster reads to the log end (Kafka's replica fetch).
-    let follower = follower_id(broker, request, version);
     let isolation = match follower {
         Some(_) => FetchIsolation::LogEnd,
         None => FetchIsolation::from_isolation_level(request.isolation_level),
@@ -375,9 +381,15 @@ fn read_once(
 
 /// The replica id of a follower's fetch in a cluster (`None`: a consumer's,
 /// or any fetch of a single node).
-fn follower_id(broker: &KafkaApis, request: &FetchRequest, version: i16) -> Option<i32> {
+/// A replica fetch's broker and the epoch of the incarnation that sent it:
+/// the one the request carries (v15+), else the one the image gives the
+/// broker when the request arrives, kept while it waits, so a fetch parked
+/// since before its broker restarted is not counted as the new one's.
+fn follower(broker: &KafkaApis, request: &FetchRequest, version: i16) -> Option<(i32, i64)> {
     let id = if version >= 15 { request.replica_state.replica_id.0 } else { request.replica_id.0 };
-    (id >= 0 && broker.replica.leadership().is_some()).then_some(id)
+    let leadership = broker.replica.leadership().filter(|_| id >= 0)?;
+    let sent = (version >= 15).then_some(request.replica_state.replica_epoch).filter(|e| *e >= 0);
+    Some((id, sent.unwrap_or_else(|| leadership.broker_epoch(id))))
 }
 
 /// One partition of a request, and the store's read of it when it is the

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
 use crate::clock::SharedClock;
+use crate::cluster::channel_security::ChannelSecurity;
 use crate::cluster::image::ImageWatcher;
 use crate::cluster::keys::{broker_state, BrokerRegistration, ClusterKeys, EndpointValue};
 use crate::cluster::peers::BrokerChannels;
@@ -50,6 +51,8 @@ pub struct ClusterMember {
     /// How long a clean stop waits for leaderships to move (`None`: off).
     controlled_shutdown: Option<Duration>,
     election: Arc<ControllerElection>,
+    /// How this broker's channels to the others authenticate.
+    channel_security: Arc<ChannelSecurity>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -65,6 +68,8 @@ pub struct Identity<'a> {
     pub directory_id: String,
     pub endpoints: Vec<EndpointValue>,
     pub inter_broker_listener: String,
+    /// How it proves who it is to the other brokers, on that listener.
+    pub channel_security: Arc<ChannelSecurity>,
 }
 
 impl ClusterMember {
@@ -126,6 +131,7 @@ impl ClusterMember {
             registration,
             controlled_shutdown,
             election,
+            channel_security: who.channel_security,
             tasks,
         })
     }
@@ -193,7 +199,18 @@ impl ClusterMember {
 
     /// Connections to the other brokers, for this broker's own calls.
     pub fn peers(&self) -> Arc<BrokerChannels> {
-        Arc::new(BrokerChannels::new(self.node_id, Arc::clone(&self.image), PEER_TIMEOUT))
+        Arc::new(BrokerChannels::new(
+            self.node_id,
+            Arc::clone(&self.image),
+            PEER_TIMEOUT,
+            Arc::clone(&self.channel_security),
+        ))
+    }
+
+    /// How this broker's channels to the others authenticate (the replica
+    /// fetchers' too).
+    pub fn channel_security(&self) -> Arc<ChannelSecurity> {
+        Arc::clone(&self.channel_security)
     }
 
     /// Topic changes through etcd, for the admin requests and auto-creation.
@@ -221,7 +238,12 @@ impl ClusterMember {
         super::isr_writer::ControllerIsrWriter {
             image: Arc::clone(&self.image),
             election: Arc::clone(&self.election),
-            peers: Arc::new(BrokerChannels::new(self.node_id, Arc::clone(&self.image), timeout)),
+            peers: Arc::new(BrokerChannels::new(
+                self.node_id,
+                Arc::clone(&self.image),
+                timeout,
+                Arc::clone(&self.channel_security),
+            )),
             node_id: self.node_id,
         }
     }

@@ -591,6 +591,8 @@ async fn join_cluster(
             security_protocol: protocols.get(name).map_or("PLAINTEXT", |p| p.name()).to_string(),
         })
         .collect();
+    let (inter_broker_listener, _) = config.inter_broker_listener()?;
+    let channel_security = config.channel_security()?;
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let dir = first_log_dir(config);
     let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
@@ -600,7 +602,8 @@ async fn join_cluster(
         may_adopt: logs.topics().is_empty(),
         directory_id: format!("{}:{}", host.trim(), dir.display()),
         endpoints,
-        inter_broker_listener: advertised[0].0.clone(),
+        inter_broker_listener,
+        channel_security,
     };
     let member = ClusterMember::join(&cluster, who, Arc::clone(logs.clock()))
         .await

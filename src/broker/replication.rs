@@ -36,7 +36,7 @@ impl Replication {
             broker.node_id,
             Arc::clone(&broker.logs),
             Some(Arc::clone(&cleaning)),
-            FetcherConfig::from_values(&broker.config),
+            (FetcherConfig::from_values(&broker.config), member.channel_security()),
             Arc::clone(leadership.fetcher_lags()),
         ));
         let lag = replica_lag_time_max(&broker.config);

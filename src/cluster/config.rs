@@ -79,6 +79,13 @@ pub const LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS: ConfigDef = broker_key!(
     "cluster: how often the controller looks for partitions not led by their preferred replica"
 );
 
+pub const INTER_BROKER_LISTENER_NAME: ConfigDef = broker_key!("inter.broker.listener.name", String, "", None,
+    "cluster: the listener other brokers reach this one at, and that it uses to reach them (its protocol's TLS and SASL keys too); empty: the listener named as security.inter.broker.protocol");
+pub const SECURITY_INTER_BROKER_PROTOCOL: ConfigDef = broker_key!("security.inter.broker.protocol", String, "PLAINTEXT", None,
+    "cluster: the inter-broker listener by its protocol (the listener of that name), when inter.broker.listener.name is not set; set only one of the two");
+pub const SASL_MECHANISM_INTER_BROKER_PROTOCOL: ConfigDef = broker_key!("sasl.mechanism.inter.broker.protocol", String, "GSSAPI", None,
+    "cluster: the SASL mechanism brokers authenticate to each other with on a SASL inter-broker listener (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; Kafka's default GSSAPI is not served), with the username and password of the listener's JAAS config for it");
+
 /// The cluster's keys, as the template and the reference show them.
 pub const CLUSTER_CONFIGS: ConfigTable = ConfigTable {
     title: "Cluster",
@@ -98,6 +105,9 @@ pub const CLUSTER_CONFIGS: ConfigTable = ConfigTable {
         &AUTO_LEADER_REBALANCE_ENABLE,
         &LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS,
         &SEDIMENT_CLUSTER_CONTROLLED_SHUTDOWN_TIMEOUT_MS,
+        &INTER_BROKER_LISTENER_NAME,
+        &SECURITY_INTER_BROKER_PROTOCOL,
+        &SASL_MECHANISM_INTER_BROKER_PROTOCOL,
     ],
 };
 

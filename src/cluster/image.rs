@@ -91,11 +91,11 @@ impl MetadataImage {
     }
 
     /// Broker `node_id`'s endpoint on its inter-broker listener, where
-    /// other brokers reach it (PLAINTEXT only so far).
+    /// other brokers reach it (with their own inter-broker listener's
+    /// security, as on Kafka, where every broker names the same listener).
     ///
     /// # Errors
-    /// Why there is none: not registered, no such endpoint, or a protocol
-    /// replication does not speak yet.
+    /// Why there is none: not registered, or no such endpoint.
     pub fn inter_broker_endpoint(&self, node_id: i32) -> Result<(String, u16), String> {
         let b = self
             .brokers
@@ -103,11 +103,7 @@ impl MetadataImage {
             .ok_or_else(|| format!("broker {node_id} is not registered"))?;
         let r = &b.registration;
         match r.endpoints.iter().find(|e| e.listener == r.inter_broker_listener) {
-            Some(e) if e.security_protocol == "PLAINTEXT" => Ok((e.host.clone(), e.port)),
-            Some(e) => Err(format!(
-                "broker {node_id}'s inter-broker listener is {}, which brokers do not speak to each other yet",
-                e.security_protocol
-            )),
+            Some(e) => Ok((e.host.clone(), e.port)),
             None => Err(format!("broker {node_id}'s inter-broker listener has no endpoint")),
         }
     }

@@ -32,6 +32,7 @@
 //! only at its edge.
 
 pub mod channel;
+pub mod channel_security;
 pub mod config;
 pub mod coordination;
 pub mod etcd;

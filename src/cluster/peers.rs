@@ -17,6 +17,7 @@ use kafka_protocol::protocol::Request;
 use parking_lot::Mutex;
 
 use super::channel::{BrokerChannel, ChannelError};
+use super::channel_security::ChannelSecurity;
 use super::image::ImageWatcher;
 
 /// The largest answer taken from a peer (markers' and verifications'
@@ -27,6 +28,7 @@ pub struct BrokerChannels {
     node_id: i32,
     image: Arc<ImageWatcher>,
     timeout: Duration,
+    security: Arc<ChannelSecurity>,
     idle: Mutex<HashMap<i32, Vec<BrokerChannel>>>,
 }
 
@@ -37,9 +39,15 @@ impl std::fmt::Debug for BrokerChannels {
 }
 
 impl BrokerChannels {
-    /// Channels from broker `node_id`, each read and write bounded by `timeout`.
-    pub fn new(node_id: i32, image: Arc<ImageWatcher>, timeout: Duration) -> Self {
-        Self { node_id, image, timeout, idle: Mutex::default() }
+    /// Channels from broker `node_id`, each read and write bounded by
+    /// `timeout`, authenticated as `security` says.
+    pub fn new(
+        node_id: i32,
+        image: Arc<ImageWatcher>,
+        timeout: Duration,
+        security: Arc<ChannelSecurity>,
+    ) -> Self {
+        Self { node_id, image, timeout, security, idle: Mutex::default() }
     }
 
     /// The cluster as this broker applied it.
@@ -74,6 +82,7 @@ impl BrokerChannels {
             .inter_broker_endpoint(node)
             .map_err(|e| ChannelError::Protocol(e, node))?;
         let client_id = format!("broker-{}", self.node_id);
-        BrokerChannel::connect(node, (&host, port), &client_id, self.timeout, MAX_RESPONSE_BYTES)
+        let bounds = (self.timeout, MAX_RESPONSE_BYTES);
+        BrokerChannel::connect(node, (&host, port), &client_id, bounds, &self.security)
     }
 }

@@ -37,7 +37,6 @@ pub const IGNORED_KEYS: &[(&str, &str)] = &[
     ("controller.quorum.request.timeout.ms", "kraft"),
     ("controller.quorum.retry.backoff.ms", "kraft"),
     ("controller.listener.names", "kraft"),
-    ("inter.broker.listener.name", "kraft"),
     ("broker.rack", "kraft"),
     ("metadata.log.dir", "kraft"),
     ("metadata.log.segment.bytes", "kraft"),

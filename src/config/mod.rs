@@ -44,6 +44,7 @@ mod authorization;
 pub mod broker_defs;
 pub mod dynamic;
 mod ignored;
+mod inter_broker;
 mod listeners;
 mod properties_file;
 mod sasl;
@@ -512,7 +513,9 @@ impl BrokerConfig {
         use crate::security::SecurityProtocol as P;
         GroupConfig::check(self)?;
         self.metrics_endpoint()?;
-        crate::cluster::ClusterConfig::from_values(self)?;
+        if crate::cluster::ClusterConfig::from_values(self)?.is_some() {
+            self.channel_security()?;
+        }
         for l in self.listeners()? {
             if matches!(l.protocol, P::Ssl | P::SaslSsl) {
                 self.tls_config(&l.name)?;

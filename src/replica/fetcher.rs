@@ -46,6 +46,7 @@ use kafka_protocol::protocol::StrBytes;
 use parking_lot::Mutex;
 
 use crate::cluster::channel::BrokerChannel;
+use crate::cluster::channel_security::ChannelSecurity;
 use crate::log::manager::CleaningControl;
 use crate::log::{LogManager, TopicPartition};
 
@@ -171,6 +172,7 @@ pub struct ReplicaFetcherManager {
     /// By (leader, fetcher id).
     threads: Mutex<HashMap<(i32, usize), FetcherThread>>,
     lags: Arc<FetcherLags>,
+    security: Arc<ChannelSecurity>,
 }
 
 /// Kafka's fetcher id of `tp` among `n` threads
@@ -193,10 +195,10 @@ impl ReplicaFetcherManager {
         node_id: i32,
         logs: Arc<LogManager>,
         cleaning: Option<Arc<dyn CleaningControl>>,
-        config: FetcherConfig,
+        (config, security): (FetcherConfig, Arc<ChannelSecurity>),
         lags: Arc<FetcherLags>,
     ) -> Self {
-        Self { node_id, logs, cleaning, config, threads: Mutex::default(), lags }
+        Self { node_id, logs, cleaning, config, threads: Mutex::default(), lags, security }
     }
 
     /// Follow exactly `followed` (partition → leader and leader epoch), each
@@ -268,6 +270,7 @@ impl ReplicaFetcherManager {
             endpoint: Arc::clone(&endpoint),
             stop: Arc::clone(&stop),
             lags: Arc::clone(&self.lags),
+            security: Arc::clone(&self.security),
         };
         let name = format!("ReplicaFetcherThread-{fetcher_id}-{leader}");
         let handle = std::thread::Builder::new().name(name).spawn(move || fetcher.run())?;
@@ -298,6 +301,7 @@ struct Fetcher {
     endpoint: Arc<Mutex<LeaderEndpoint>>,
     stop: Arc<AtomicBool>,
     lags: Arc<FetcherLags>,
+    security: Arc<ChannelSecurity>,
 }
 
 impl Fetcher {
@@ -381,8 +385,8 @@ impl Fetcher {
             self.leader,
             (&endpoint.host, endpoint.port),
             &client_id,
-            self.config.socket_timeout,
-            max,
+            (self.config.socket_timeout, max),
+            &self.security,
         ) {
             Ok(c) => Some(c),
             Err(e) => {

@@ -5,10 +5,16 @@
 //! the other partition requests ask [`Leadership::leads`] before touching a
 //! log.
 //!
-//! Invariant: a partition counts as led only while the broker's session
-//! timer runs (`may_lead`): once etcd may have expired the session and
-//! another broker been given the partition, this one answers
-//! NOT_LEADER_OR_FOLLOWER instead of serving it.
+//! Invariants:
+//! * A partition counts as led only while the broker's session timer runs
+//!   (`may_lead`): once etcd may have expired the session and another
+//!   broker been given the partition, this one answers
+//!   NOT_LEADER_OR_FOLLOWER instead of serving it.
+//! * A follower's state holds only what its current incarnation fetched
+//!   (KIP-903's rule, by the broker epoch of its registration): when the
+//!   image shows it registered anew, or not at all, what it fetched before
+//!   is forgotten, so a restarted broker is counted in a high watermark or
+//!   taken back into an ISR only after it fetched again.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -61,6 +67,8 @@ pub struct LeadershipView {
     pub known: HashSet<TopicPartition>,
     /// Partitions followed here.
     pub followed: usize,
+    /// Each registered broker's epoch (its registration's).
+    pub broker_epochs: HashMap<i32, i64>,
 }
 
 /// What a leader knows of one follower of a partition.
@@ -70,6 +78,8 @@ pub struct FollowerState {
     pub log_end_offset: i64,
     /// When its fetch last reached the leader's log end (ms).
     pub last_caught_up_ms: i64,
+    /// The broker epoch of the incarnation that fetched (-1: not registered).
+    pub broker_epoch: i64,
 }
 
 /// A leader epoch and, at it, each follower's state by replica id.
@@ -154,13 +164,21 @@ impl Leadership {
         (self.may_lead)().then_some(led)
     }
 
-    /// A fetch of `tp` from replica `replica` at `fetch_offset`, the
-    /// leader's log end being `leader_end`: its follower state. `false`
-    /// when `replica` is not a follower of a partition led here.
+    /// The broker epoch the image gives broker `id` now (-1: not registered).
+    pub fn broker_epoch(&self, id: i32) -> i64 {
+        self.view.read().broker_epochs.get(&id).copied().unwrap_or(-1)
+    }
+
+    /// A fetch of `tp` from replica `replica` at `fetch_offset`, sent by
+    /// its incarnation of `broker_epoch`, the leader's log end being
+    /// `leader_end`: its follower state. `false` when `replica` is not a
+    /// follower of a partition led here. A fetch of an incarnation the
+    /// image no longer has (one parked since before its broker restarted)
+    /// changes nothing.
     pub fn record_fetch(
         &self,
         tp: &TopicPartition,
-        replica: i32,
+        (replica, broker_epoch): (i32, i64),
         fetch_offset: i64,
         leader_end: i64,
         now_ms: i64,
@@ -169,17 +187,22 @@ impl Leadership {
         if replica == self.node_id || !led.replicas.contains(&replica) {
             return false;
         }
+        if broker_epoch != self.broker_epoch(replica) {
+            return true;
+        }
         let mut followers = self.followers.lock();
         let entry =
             followers.entry(tp.clone()).or_insert_with(|| (led.leader_epoch, HashMap::new()));
         if entry.0 != led.leader_epoch {
             *entry = (led.leader_epoch, HashMap::new());
         }
-        let state = entry
-            .1
-            .entry(replica)
-            .or_insert(FollowerState { log_end_offset: fetch_offset, last_caught_up_ms: now_ms });
+        let state = entry.1.entry(replica).or_insert(FollowerState {
+            log_end_offset: fetch_offset,
+            last_caught_up_ms: now_ms,
+            broker_epoch,
+        });
         state.log_end_offset = fetch_offset;
+        state.broker_epoch = broker_epoch;
         if fetch_offset >= leader_end {
             state.last_caught_up_ms = now_ms;
         }
@@ -210,8 +233,28 @@ impl Leadership {
         Some(hw)
     }
 
+    /// Install the view of a newer image, forgetting the follower states
+    /// of brokers that registered anew or left (module doc).
     pub fn publish(&self, view: LeadershipView) {
+        let epochs = view.broker_epochs.clone();
         *self.view.write() = Arc::new(view);
+        let mut forgotten: HashMap<i32, usize> = HashMap::new();
+        for (_, states) in self.followers.lock().values_mut() {
+            states.retain(|id, s| {
+                let same = epochs.get(id).copied().unwrap_or(-1) == s.broker_epoch;
+                if !same {
+                    *forgotten.entry(*id).or_default() += 1;
+                }
+                same
+            });
+        }
+        for (broker, partitions) in forgotten {
+            tracing::info!(
+                broker,
+                partitions,
+                "a follower registered anew or left: what it fetched before no longer counts"
+            );
+        }
     }
 
     pub fn view(&self) -> Arc<LeadershipView> {
@@ -227,5 +270,54 @@ impl Leadership {
         } else {
             Leading::Unknown
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(epochs: &[(i32, i64)]) -> LeadershipView {
+        let tp = TopicPartition::new("t", 0);
+        let led = LedPartition {
+            leader_epoch: 3,
+            replicas: vec![1, 2, 3],
+            isr: vec![1, 2, 3],
+            min_isr: 1,
+            reassignment: None,
+            recovering: false,
+        };
+        LeadershipView {
+            led: HashMap::from([(tp.clone(), led)]),
+            known: HashSet::from([tp]),
+            followed: 0,
+            broker_epochs: epochs.iter().copied().collect(),
+        }
+    }
+
+    /// KIP-903's effect: a follower that registered anew (or left) is not
+    /// counted on what its earlier incarnation fetched.
+    #[test]
+    fn a_reregistered_follower_starts_from_nothing() {
+        let tp = TopicPartition::new("t", 0);
+        let l = Leadership::new(1, || true);
+        l.publish(view(&[(1, 5), (2, 10), (3, 12)]));
+        assert!(l.record_fetch(&tp, (2, 10), 100, 100, 1_000));
+        assert!(l.record_fetch(&tp, (3, 12), 100, 100, 1_000));
+        assert_eq!(l.high_watermark_candidate(&tp, 100), Some(100));
+        // Broker 2 restarted (a new epoch); broker 3 is gone.
+        l.publish(view(&[(1, 5), (2, 14)]));
+        assert!(l.followers(&tp).is_empty(), "{:?}", l.followers(&tp));
+        assert_eq!(l.high_watermark_candidate(&tp, 100), Some(0), "no member counted unheard");
+        // A fetch parked since before the restart changes nothing.
+        assert!(l.record_fetch(&tp, (2, 10), 100, 100, 2_000));
+        assert!(l.followers(&tp).is_empty());
+        assert!(l.record_fetch(&tp, (2, 14), 40, 100, 2_000));
+        let states = l.followers(&tp);
+        assert_eq!(states[&2].log_end_offset, 40);
+        assert_eq!(states[&2].broker_epoch, 14);
+        // The same incarnation keeps its state through later images.
+        l.publish(view(&[(1, 5), (2, 14), (3, 15)]));
+        assert_eq!(l.followers(&tp)[&2].log_end_offset, 40);
     }
 }

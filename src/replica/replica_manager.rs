@@ -132,7 +132,12 @@ impl ReplicaManager {
     /// A replica's fetch of `tp` at `fetch_offset` (the leader's side of
     /// replication): its state recorded and the high watermark advanced.
     /// `false` when `replica` is not a follower of a partition led here.
-    pub fn record_follower_fetch(&self, log: &SharedLog, replica: i32, fetch_offset: i64) -> bool {
+    pub fn record_follower_fetch(
+        &self,
+        log: &SharedLog,
+        replica: (i32, i64),
+        fetch_offset: i64,
+    ) -> bool {
         let Some(leadership) = &self.leadership else { return false };
         let now = self.logs.clock().now_ms();
         let mut log = blocking::write(log);

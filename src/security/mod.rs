@@ -32,6 +32,7 @@ pub mod sasl;
 pub mod ssl_configs;
 pub mod store;
 pub mod tls;
+pub mod tls_client;
 pub mod tls_identity;
 
 use std::fmt;

@@ -79,7 +79,7 @@ pub struct TlsSettings {
 }
 
 impl TlsSettings {
-    fn error(&self, key: &'static str, reason: impl Into<String>) -> TlsError {
+    pub(super) fn error(&self, key: &'static str, reason: impl Into<String>) -> TlsError {
         let key = if self.prefixed.contains(&key) {
             format!("{}{key}", self.prefix)
         } else {
@@ -126,7 +126,7 @@ fn certificates(
 }
 
 /// The key store: the chain and its one PKCS#8 key.
-fn key_store(
+pub(super) fn key_store(
     s: &TlsSettings,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
     if s.keystore_type != "PEM" {
@@ -289,7 +289,7 @@ fn kdf_within_bounds(scheme: &pkcs8::pkcs5::EncryptionScheme<'_>) -> Result<(), 
 }
 
 /// The trust store, if one is configured.
-fn trust_store(s: &TlsSettings) -> Result<Option<RootCertStore>, TlsError> {
+pub(super) fn trust_store(s: &TlsSettings) -> Result<Option<RootCertStore>, TlsError> {
     let loc = s.truststore_location.as_ref();
     let inline = s.truststore_certificates.as_ref();
     if loc.is_none() && inline.is_none() {
@@ -317,7 +317,9 @@ fn trust_store(s: &TlsSettings) -> Result<Option<RootCertStore>, TlsError> {
     Ok(Some(roots))
 }
 
-fn versions(s: &TlsSettings) -> Result<Vec<&'static SupportedProtocolVersion>, TlsError> {
+pub(super) fn versions(
+    s: &TlsSettings,
+) -> Result<Vec<&'static SupportedProtocolVersion>, TlsError> {
     let mut out = Vec::new();
     for p in &s.enabled_protocols {
         out.push(match p.as_str() {
@@ -346,7 +348,7 @@ fn iana_name(suite: rustls::SupportedCipherSuite) -> String {
 }
 
 /// The ring provider, its suites limited to `ssl.cipher.suites` when set.
-fn provider(s: &TlsSettings) -> Result<CryptoProvider, TlsError> {
+pub(super) fn provider(s: &TlsSettings) -> Result<CryptoProvider, TlsError> {
     let mut provider = rustls::crypto::ring::default_provider();
     if s.cipher_suites.is_empty() {
         return Ok(provider);

@@ -18,6 +18,7 @@ mod elections;
 mod exactly_once;
 mod failover;
 mod image;
+mod inter_broker_security;
 mod reassignments;
 mod replication;
 mod security;

@@ -22,6 +22,13 @@ pub fn start(etcd: &EtcdServer, node_id: i32) -> TestBroker {
 
 /// As [`start`], with more `key=value` overrides.
 pub fn start_with(etcd: &EtcdServer, node_id: i32, extra: &[&str]) -> TestBroker {
+    let o = overrides(etcd, node_id, extra);
+    TestBroker::start(&o.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// Every override of broker `node_id` of [`start_with`] (for
+/// [`TestBroker::set_overrides`] before a restart with other `extra`).
+pub fn overrides(etcd: &EtcdServer, node_id: i32, extra: &[&str]) -> Vec<String> {
     let mut o = vec![
         format!("sediment.cluster.etcd.endpoints={}", etcd.endpoint()),
         format!("node.id={node_id}"),
@@ -30,7 +37,7 @@ pub fn start_with(etcd: &EtcdServer, node_id: i32, extra: &[&str]) -> TestBroker
         "log.flush.start.offset.checkpoint.interval.ms=200".into(),
     ];
     o.extend(extra.iter().map(|s| s.to_string()));
-    TestBroker::start(&o.iter().map(String::as_str).collect::<Vec<_>>())
+    o
 }
 
 /// Brokers 1..=n, returned once the first one's Metadata lists them all.

@@ -18,6 +18,7 @@
 //! * Error messages go to the client: they never say whether a user exists
 //!   (PLAIN answers "Invalid username or password" for both, as Kafka).
 
+pub mod client;
 pub mod jaas;
 pub mod plain;
 pub mod scram;
