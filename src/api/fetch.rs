@@ -40,6 +40,14 @@
 //! gets `diverging_epoch` (the largest epoch at or below it and that epoch's
 //! end) and no records: the fetcher truncates there (KIP-279).
 //!
+//! Fetch from follower (KIP-392): a consumer's fetch v11+ of a partition
+//! followed here is read from the local replica up to its high watermark
+//! (the leader's, as the last replica fetch gave it), its epoch checked
+//! against the leader's; with `replica.selector.class` rack-aware, a leader
+//! answers a consumer with `client.rack` by `preferred_read_replica` and no
+//! records when a follower of that rack holds the fetch offset
+//! (`replica::replica_selector`).
+//!
 //! Authorization (Kafka's `handleFetchRequest`), decided once per request
 //! before the first read: a consumer needs READ on each topic, checked
 //! before the partition's existence (an unknown topic id is UNKNOWN_TOPIC_ID
@@ -66,6 +74,7 @@ use crate::api::KafkaApis;
 use crate::log::segment::FileRegion;
 use crate::log::{FetchIsolation, Log, TopicPartition};
 use crate::replica::fetch_session::{FetchContext, SessionError};
+use crate::replica::replica_selector::{ReplicaSelector, ReplicaView};
 use crate::security::acl::{AclOperation, ResourceType};
 
 /// Upper bound of a long poll, whatever the client asks.
@@ -323,37 +332,11 @@ fn read_once(
                 (None, None) => Some(ResponseError::UnknownTopicId),
                 (None, Some(name)) => {
                     let tp = TopicPartition::new(name.clone(), p.partition);
-                    let not_led = broker.not_led(&tp);
-                    match broker.logs.get_log(&tp).filter(|_| not_led.is_none()) {
-                        None if not_led.is_some() => not_led,
-                        None if broker.logs.offline_partitions().contains_key(&tp) => {
-                            Some(ResponseError::KafkaStorageError)
-                        }
-                        None => Some(if version >= 13 {
-                            ResponseError::UnknownTopicId
-                        } else {
-                            ResponseError::UnknownTopicOrPartition
-                        }),
-                        Some(shared) => {
-                            let budget =
-                                Budget { remaining: &mut remaining, total: &mut total, isolation };
-                            let read = {
-                                let log = shared.read();
-                                let remote_on = broker.replica.remote_reader().is_some();
-                                let target = Target { tp: &tp, p, version, from_store, remote_on };
-                                read_log(&log, target, &mut data, &mut regions, budget)
-                            };
-                            // The leader's side of replication: the
-                            // follower's log end is its fetch offset.
-                            match follower {
-                                Some(id) if read.is_none() => (!broker
-                                    .replica
-                                    .record_follower_fetch(&shared, id, p.fetch_offset))
-                                .then_some(ResponseError::NotLeaderOrFollower),
-                                _ => read,
-                            }
-                        }
-                    }
+                    let budget = Budget { remaining: &mut remaining, total: &mut total, isolation };
+                    let remote_on = broker.replica.remote_reader().is_some();
+                    let t =
+                        Target { tp: &tp, p, version, from_store, remote_on, leader_epoch: None };
+                    read_named(broker, (request, follower), t, (&mut data, &mut regions), budget)
                 }
             };
             if let Some(code) = code {
@@ -379,8 +362,104 @@ fn read_once(
     )
 }
 
-/// The replica id of a follower's fetch in a cluster (`None`: a consumer's,
-/// or any fetch of a single node).
+/// One existing partition of a request: refused, answered with the replica
+/// to read from instead (KIP-392), or read from the log led here, or
+/// followed here by a consumer that may read from followers (Fetch v11+).
+fn read_named(
+    broker: &KafkaApis,
+    (request, follower): (&FetchRequest, Option<(i32, i64)>),
+    t: Target<'_>,
+    (data, regions): (&mut PartitionData, &mut Vec<FileRegion>),
+    budget: Budget<'_>,
+) -> Option<ResponseError> {
+    let followed_epoch = match broker.not_led(t.tp) {
+        None => None,
+        Some(ResponseError::NotLeaderOrFollower) if follower.is_none() && t.version >= 11 => {
+            match broker.replica.leadership().and_then(|l| l.follows(t.tp)) {
+                Some(epoch) => Some(epoch),
+                None => return Some(ResponseError::NotLeaderOrFollower),
+            }
+        }
+        refused => return refused,
+    };
+    let Some(shared) = broker.logs.get_log(t.tp) else {
+        return Some(if broker.logs.offline_partitions().contains_key(t.tp) {
+            ResponseError::KafkaStorageError
+        } else if t.version >= 13 {
+            ResponseError::UnknownTopicId
+        } else {
+            ResponseError::UnknownTopicOrPartition
+        });
+    };
+    let read = {
+        let log = shared.read();
+        let epoch = followed_epoch.unwrap_or_else(|| log.leader_epoch());
+        let fenced = leader_epoch_error(t.p.current_leader_epoch, epoch).is_some();
+        let elsewhere = (followed_epoch.is_none() && follower.is_none() && !fenced)
+            .then(|| preferred_read_replica(broker, request, &t, log.log_end_offset()))
+            .flatten();
+        match elsewhere {
+            Some(id) => {
+                data.preferred_read_replica = id.into();
+                data.high_watermark = log.high_watermark();
+                data.last_stable_offset = log.last_stable_offset();
+                data.log_start_offset = log.log_start_offset();
+                None
+            }
+            None => {
+                read_log(&log, Target { leader_epoch: Some(epoch), ..t }, data, regions, budget)
+            }
+        }
+    };
+    // The leader's side of replication: the follower's log end is its
+    // fetch offset.
+    match follower {
+        Some(id) if read.is_none() => {
+            (!broker.replica.record_follower_fetch(&shared, id, t.p.fetch_offset))
+                .then_some(ResponseError::NotLeaderOrFollower)
+        }
+        _ => read,
+    }
+}
+
+/// The replica a consumer's fetch of a partition led here should go to
+/// instead (KIP-392, `replica.selector.class`): a follower in the client's
+/// rack holding the fetch offset, or `None` to read here.
+fn preferred_read_replica(
+    broker: &KafkaApis,
+    request: &FetchRequest,
+    t: &Target<'_>,
+    leader_end: i64,
+) -> Option<i32> {
+    if t.version < 11 || request.rack_id.is_empty() {
+        return None;
+    }
+    let selector = ReplicaSelector::from_values(&broker.config);
+    if selector == ReplicaSelector::Leader {
+        return None;
+    }
+    let leadership = broker.replica.leadership()?;
+    let image = broker.cluster.as_ref()?.current();
+    let rack = |id: i32| image.brokers.get(&id).and_then(|b| b.registration.rack.clone());
+    let now = broker.logs.clock().now_ms();
+    let followers: Vec<ReplicaView> = leadership
+        .followers(t.tp)
+        .into_iter()
+        .filter(|(id, s)| s.log_end_offset >= t.p.fetch_offset && image.is_eligible(*id))
+        .map(|(id, s)| ReplicaView {
+            id,
+            rack: rack(id),
+            log_end_offset: s.log_end_offset,
+            caught_up_ago_ms: now - s.last_caught_up_ms,
+        })
+        .collect();
+    let me = leadership.node_id();
+    let leader =
+        ReplicaView { id: me, rack: rack(me), log_end_offset: leader_end, caught_up_ago_ms: 0 };
+    let chosen = selector.select(request.rack_id.as_str(), &leader, &followers);
+    (chosen != me).then_some(chosen)
+}
+
 /// A replica fetch's broker and the epoch of the incarnation that sent it:
 /// the one the request carries (v15+), else the one the image gives the
 /// broker when the request arrives, kept while it waits, so a fetch parked
@@ -401,6 +480,9 @@ struct Target<'a> {
     from_store: Option<&'a RemotePart>,
     /// Tiered storage is on (the store can be read).
     remote_on: bool,
+    /// The current leader epoch the request must name (the log's own on
+    /// its leader; on a follower, its leader's).
+    leader_epoch: Option<i32>,
 }
 
 /// Answer one partition of an existing log: from the store's read when it is
@@ -413,7 +495,8 @@ fn read_log(
     regions: &mut Vec<FileRegion>,
     budget: Budget<'_>,
 ) -> Option<ResponseError> {
-    if let Some(code) = leader_epoch_error(t.p.current_leader_epoch, log.leader_epoch()) {
+    let epoch = t.leader_epoch.unwrap_or_else(|| log.leader_epoch());
+    if let Some(code) = leader_epoch_error(t.p.current_leader_epoch, epoch) {
         data.high_watermark = -1;
         data.last_stable_offset = -1;
         data.log_start_offset = -1;

@@ -67,6 +67,8 @@ pub struct Identity<'a> {
     /// naming it is this broker's own predecessor.
     pub directory_id: String,
     pub endpoints: Vec<EndpointValue>,
+    /// `broker.rack`.
+    pub rack: Option<String>,
     pub inter_broker_listener: String,
     /// How it proves who it is to the other brokers, on that listener.
     pub channel_security: Arc<ChannelSecurity>,
@@ -412,7 +414,7 @@ fn registration_of(who: &Identity<'_>) -> BrokerRegistration {
         version: 1,
         incarnation_id: uuid::Uuid::new_v4().to_string(),
         directory_id: who.directory_id.clone(),
-        rack: None,
+        rack: who.rack.clone(),
         state: broker_state::RUNNING,
         endpoints: who.endpoints.clone(),
         inter_broker_listener: who.inter_broker_listener.clone(),

@@ -602,6 +602,10 @@ async fn join_cluster(
         may_adopt: logs.topics().is_empty(),
         directory_id: format!("{}:{}", host.trim(), dir.display()),
         endpoints,
+        rack: config
+            .get(crate::cluster::config::BROKER_RACK.name)
+            .map(|r| r.trim().to_string())
+            .filter(|r| !r.is_empty()),
         inter_broker_listener,
         channel_security,
     };

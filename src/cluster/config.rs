@@ -79,6 +79,8 @@ pub const LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS: ConfigDef = broker_key!(
     "cluster: how often the controller looks for partitions not led by their preferred replica"
 );
 
+pub const BROKER_RACK: ConfigDef = broker_key!("broker.rack", String, "", None,
+    "cluster: this broker's rack, registered with it and shown to clients: consumers with the same client.rack may read from it (replica.selector.class); empty: none");
 pub const INTER_BROKER_LISTENER_NAME: ConfigDef = broker_key!("inter.broker.listener.name", String, "", None,
     "cluster: the listener other brokers reach this one at, and that it uses to reach them (its protocol's TLS and SASL keys too); empty: the listener named as security.inter.broker.protocol");
 pub const SECURITY_INTER_BROKER_PROTOCOL: ConfigDef = broker_key!("security.inter.broker.protocol", String, "PLAINTEXT", None,
@@ -105,6 +107,7 @@ pub const CLUSTER_CONFIGS: ConfigTable = ConfigTable {
         &AUTO_LEADER_REBALANCE_ENABLE,
         &LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS,
         &SEDIMENT_CLUSTER_CONTROLLED_SHUTDOWN_TIMEOUT_MS,
+        &BROKER_RACK,
         &INTER_BROKER_LISTENER_NAME,
         &SECURITY_INTER_BROKER_PROTOCOL,
         &SASL_MECHANISM_INTER_BROKER_PROTOCOL,

@@ -68,6 +68,7 @@ pub const REPLICATION_CONFIGS: ConfigTable = ConfigTable {
         &REPLICA_FETCH_BACKOFF_MS,
         &REPLICA_FETCH_RESPONSE_MAX_BYTES,
         &NUM_REPLICA_FETCHERS,
+        &super::replica_selector::REPLICA_SELECTOR_CLASS,
     ],
 };
 

@@ -430,6 +430,10 @@ impl FetchSessionCache {
                     cached.high_watermark = -1;
                     respond = true;
                 }
+                // A consumer sent to another replica (KIP-392) must hear it.
+                if data.preferred_read_replica.0 >= 0 {
+                    respond = true;
+                }
                 if has_records {
                     session.rotate(&key);
                 }

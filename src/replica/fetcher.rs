@@ -45,6 +45,7 @@ use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use parking_lot::Mutex;
 
+use super::delayed_fetch::DelayedFetchPurgatory;
 use crate::cluster::channel::BrokerChannel;
 use crate::cluster::channel_security::ChannelSecurity;
 use crate::log::manager::CleaningControl;
@@ -173,6 +174,8 @@ pub struct ReplicaFetcherManager {
     threads: Mutex<HashMap<(i32, usize), FetcherThread>>,
     lags: Arc<FetcherLags>,
     security: Arc<ChannelSecurity>,
+    /// Consumers' fetches parked on followed partitions (KIP-392).
+    parked: Arc<DelayedFetchPurgatory>,
 }
 
 /// Kafka's fetcher id of `tp` among `n` threads
@@ -196,9 +199,10 @@ impl ReplicaFetcherManager {
         logs: Arc<LogManager>,
         cleaning: Option<Arc<dyn CleaningControl>>,
         (config, security): (FetcherConfig, Arc<ChannelSecurity>),
-        lags: Arc<FetcherLags>,
+        (lags, parked): (Arc<FetcherLags>, Arc<DelayedFetchPurgatory>),
     ) -> Self {
-        Self { node_id, logs, cleaning, config, threads: Mutex::default(), lags, security }
+        let threads = Mutex::default();
+        Self { node_id, logs, cleaning, config, threads, lags, security, parked }
     }
 
     /// Follow exactly `followed` (partition → leader and leader epoch), each
@@ -271,6 +275,7 @@ impl ReplicaFetcherManager {
             stop: Arc::clone(&stop),
             lags: Arc::clone(&self.lags),
             security: Arc::clone(&self.security),
+            parked: Arc::clone(&self.parked),
         };
         let name = format!("ReplicaFetcherThread-{fetcher_id}-{leader}");
         let handle = std::thread::Builder::new().name(name).spawn(move || fetcher.run())?;
@@ -302,6 +307,7 @@ struct Fetcher {
     stop: Arc<AtomicBool>,
     lags: Arc<FetcherLags>,
     security: Arc<ChannelSecurity>,
+    parked: Arc<DelayedFetchPurgatory>,
 }
 
 impl Fetcher {
@@ -477,7 +483,7 @@ impl Fetcher {
                 }
             };
         }
-        let start_moved = {
+        let (start_moved, hw_moved) = {
             let mut log = log.write();
             if let Some(records) = p.records.as_ref().filter(|r| !r.is_empty()) {
                 if let Err(e) = log.append_as_follower(records) {
@@ -485,10 +491,15 @@ impl Fetcher {
                     return false;
                 }
             }
+            let before = log.high_watermark();
             log.set_replicated_high_watermark(p.high_watermark);
             self.lags.set(tp, p.high_watermark - log.log_end_offset());
-            p.log_start_offset > log.log_start_offset()
+            (p.log_start_offset > log.log_start_offset(), log.high_watermark() != before)
         };
+        if hw_moved {
+            // Consumers reading this replica (KIP-392) see what it now holds.
+            self.parked.complete(tp);
+        }
         if start_moved {
             self.follow_log_start(tp, &log, p.log_start_offset);
         }

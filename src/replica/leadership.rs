@@ -67,6 +67,9 @@ pub struct LeadershipView {
     pub known: HashSet<TopicPartition>,
     /// Partitions followed here.
     pub followed: usize,
+    /// Each partition followed here, with its leader's epoch (what a
+    /// consumer reading from this follower must name, KIP-392).
+    pub following: HashMap<TopicPartition, i32>,
     /// Each registered broker's epoch (its registration's).
     pub broker_epochs: HashMap<i32, i64>,
 }
@@ -257,6 +260,12 @@ impl Leadership {
         }
     }
 
+    /// The leader epoch of `tp` when this broker follows it (a replica
+    /// with a live leader elsewhere).
+    pub fn follows(&self, tp: &TopicPartition) -> Option<i32> {
+        self.view.read().following.get(tp).copied()
+    }
+
     pub fn view(&self) -> Arc<LeadershipView> {
         Arc::clone(&self.view.read())
     }
@@ -291,6 +300,7 @@ mod tests {
             led: HashMap::from([(tp.clone(), led)]),
             known: HashSet::from([tp]),
             followed: 0,
+            following: HashMap::new(),
             broker_epochs: epochs.iter().copied().collect(),
         }
     }

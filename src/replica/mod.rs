@@ -48,6 +48,7 @@ pub mod fetcher;
 pub mod isr_manager;
 pub mod leadership;
 mod replica_manager;
+pub mod replica_selector;
 
 pub use leadership::{Leadership, LeadershipView, Leading};
 pub use replica_manager::{Acks, AppendError, ReplicaManager, Replicated};

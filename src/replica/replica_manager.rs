@@ -231,6 +231,12 @@ impl ReplicaManager {
         self.io_threads.place().await
     }
 
+    /// The parked fetches, for the replica fetchers to wake the consumers
+    /// reading a followed partition when it grows (KIP-392).
+    pub fn delayed_fetches(&self) -> Arc<DelayedFetchPurgatory> {
+        Arc::clone(&self.delayed_fetches)
+    }
+
     /// Wake every parked fetch (a topic deleted, the broker stopping).
     pub fn complete_all_delayed_fetches(&self) {
         self.delayed_fetches.complete_all();

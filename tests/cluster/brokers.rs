@@ -313,7 +313,10 @@ fn brokers_authenticate_to_etcd_as_their_user() {
     b.wait_for(20, "the session live", || {
         (b.metric("sediment_cluster_session_live") == Some(1.0)).then_some(())
     });
-    let (controller, brokers) = describe_cluster(b.port, 1);
-    assert_eq!((controller, brokers.len()), (1, 1));
+    // The election (through etcd, as root too) follows the registration.
+    b.wait_for(20, "broker 1 the controller", || {
+        let (controller, brokers) = describe_cluster(b.port, 1);
+        (controller == 1 && brokers.len() == 1).then_some(())
+    });
     assert!(!b.log().contains(PASSWORD), "the password was logged");
 }

@@ -17,6 +17,7 @@ mod election;
 mod elections;
 mod exactly_once;
 mod failover;
+mod fetch_from_follower;
 mod image;
 mod inter_broker_security;
 mod reassignments;
