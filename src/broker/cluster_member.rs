@@ -348,6 +348,11 @@ impl ClusterStatus for ClusterMember {
         }
         offline
     }
+    fn fetcher_lags(&self) -> Vec<(String, i32, i64)> {
+        let lags = self.leadership.fetcher_lags().each();
+        lags.into_iter().map(|(tp, lag)| (tp.topic, tp.partition, lag)).collect()
+    }
+
     fn replication(&self) -> ReplicationCounts {
         let view = self.leadership.view();
         let led = view.led.values();

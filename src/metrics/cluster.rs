@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use prometheus::{IntCounter, IntGauge, Registry};
+use prometheus::{IntCounter, IntGauge, IntGaugeVec, Registry};
 
 use super::{int_gauge, Metrics};
 
@@ -34,6 +34,9 @@ pub trait ClusterStatus: Send + Sync + std::fmt::Debug {
     fn offline_partitions(&self) -> i64;
     /// Leaders this broker elected from outside the ISR.
     fn unclean_elections(&self) -> u64;
+    /// Each partition followed here and its lag, in offsets, behind its
+    /// leader's high watermark as the last fetch answered.
+    fn fetcher_lags(&self) -> Vec<(String, i32, i64)>;
 }
 
 /// Kafka's `ReplicaManager` gauges and meters, as one broker counts them.
@@ -76,6 +79,7 @@ pub(super) struct ClusterGauges {
     isr_expands: IntCounter,
     failed_isr_updates: IntCounter,
     replica_max_lag: IntGauge,
+    fetcher_lag: IntGaugeVec,
     unclean_elections: IntCounter,
 }
 
@@ -147,6 +151,12 @@ impl ClusterGauges {
                 "kafka_server_replicafetchermanager_maxlag",
                 "The largest lag, in offsets, of a partition this broker follows behind its leader's high watermark, as the last fetch answered (Kafka's MaxLag, clientId=Replica)",
             )?,
+            fetcher_lag: super::int_gauge_vec(
+                r,
+                "kafka_server_fetcherlagmetrics_consumerlag",
+                "Per partition this broker follows, its lag in offsets behind its leader's high watermark as the last fetch answered (Kafka's FetcherLagMetrics ConsumerLag)",
+                &["topic", "partition"],
+            )?,
             unclean_elections: counter(
                 r,
                 "kafka_controller_controllerstats_uncleanleaderelections_total",
@@ -196,6 +206,11 @@ impl ClusterGauges {
                 // The member counts; the counter follows it up.
                 let lost = s.sessions_lost();
                 self.session_lost.inc_by(lost.saturating_sub(self.session_lost.get()));
+                self.fetcher_lag.reset();
+                for (topic, partition, lag) in s.fetcher_lags() {
+                    let partition = partition.to_string();
+                    self.fetcher_lag.with_label_values(&[&topic, &partition]).set(lag);
+                }
                 let unclean = s.unclean_elections();
                 self.unclean_elections.inc_by(unclean.saturating_sub(self.unclean_elections.get()));
             }

@@ -155,6 +155,11 @@ impl FetcherLags {
         self.0.lock().values().copied().max().unwrap_or(0)
     }
 
+    /// Each followed partition's lag (Kafka's FetcherLagMetrics).
+    pub fn each(&self) -> Vec<(TopicPartition, i64)> {
+        self.0.lock().iter().map(|(tp, lag)| (tp.clone(), *lag)).collect()
+    }
+
     fn set(&self, tp: &TopicPartition, lag: i64) {
         self.0.lock().insert(tp.clone(), lag.max(0));
     }

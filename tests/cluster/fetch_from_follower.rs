@@ -79,6 +79,12 @@ fn consumers_read_from_a_follower_in_their_rack() {
         (fetch(at_follower, &rack, epoch, 0, 0).high_watermark == 200).then_some(())
     });
 
+    // Kafka's FetcherLagMetrics: the follower's lag on t-0, caught up.
+    let lag = r#"kafka_server_fetcherlagmetrics_consumerlag{partition="0",topic="t"}"#;
+    let f = &brokers[follower as usize - 1];
+    f.wait_for(20, "the follower's lag exported", || (f.metric(lag) == Some(0.0)).then_some(()));
+    assert_eq!(brokers[leader as usize - 1].metric(lag), None, "the leader follows nothing");
+
     let sent = fetch(at_leader, &rack, epoch, 0, 0);
     assert_eq!(sent.error_code, 0);
     assert_eq!(
