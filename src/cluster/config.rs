@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::etcd::EtcdSettings;
+use super::etcd::{EtcdSettings, EtcdTls};
 use super::session::SessionConfig;
 use crate::config_def::{broker_key, ConfigDef, ConfigTable, ConfigValues, InvalidValue};
 
@@ -44,6 +44,27 @@ pub const SEDIMENT_CLUSTER_ETCD_PASSWORD: ConfigDef = broker_key!(
     "",
     None,
     "sediment: sediment.cluster.etcd.user's password"
+);
+pub const SEDIMENT_CLUSTER_ETCD_SSL_CA_LOCATION: ConfigDef = broker_key!(
+    "sediment.cluster.etcd.ssl.ca.location",
+    String,
+    "",
+    None,
+    "sediment: PEM file of the CA certificates etcd's server certificate must chain to, for https:// endpoints (required with them: there are no system roots)"
+);
+pub const SEDIMENT_CLUSTER_ETCD_SSL_CERTIFICATE_LOCATION: ConfigDef = broker_key!(
+    "sediment.cluster.etcd.ssl.certificate.location",
+    String,
+    "",
+    None,
+    "sediment: PEM file of the client certificate (chain) brokers present to an etcd run with --client-cert-auth; with sediment.cluster.etcd.ssl.key.location"
+);
+pub const SEDIMENT_CLUSTER_ETCD_SSL_KEY_LOCATION: ConfigDef = broker_key!(
+    "sediment.cluster.etcd.ssl.key.location",
+    String,
+    "",
+    None,
+    "sediment: PEM file of that client certificate's private key"
 );
 pub const SEDIMENT_CLUSTER_LEASE_SAFETY_MARGIN_MS: ConfigDef = broker_key!("sediment.cluster.lease.safety.margin.ms", Long, "1000", Some(0.0),
     "sediment: how long before etcd could expire its session a broker stops leading when etcd does not answer");
@@ -99,6 +120,9 @@ pub const CLUSTER_CONFIGS: ConfigTable = ConfigTable {
         &SEDIMENT_CLUSTER_ETCD_REQUEST_TIMEOUT_MS,
         &SEDIMENT_CLUSTER_ETCD_USER,
         &SEDIMENT_CLUSTER_ETCD_PASSWORD,
+        &SEDIMENT_CLUSTER_ETCD_SSL_CA_LOCATION,
+        &SEDIMENT_CLUSTER_ETCD_SSL_CERTIFICATE_LOCATION,
+        &SEDIMENT_CLUSTER_ETCD_SSL_KEY_LOCATION,
         &SEDIMENT_CLUSTER_LEASE_SAFETY_MARGIN_MS,
         &BROKER_SESSION_TIMEOUT_MS,
         &BROKER_HEARTBEAT_INTERVAL_MS,
@@ -130,6 +154,64 @@ pub struct ClusterConfig {
     /// The broker's `unclean.leader.election.enable`: whether a topic that
     /// does not set it may elect a leader outside its ISR.
     pub unclean_leader_election: bool,
+}
+
+/// The TLS of https endpoints: the CA's PEM and the client's certificate
+/// and key, read now so a missing file stops the start naming its key.
+/// Endpoints are all https (then a CA is required) or all http (then no
+/// TLS file may be set).
+fn etcd_tls(
+    values: &dyn ConfigValues,
+    endpoints: &[String],
+) -> Result<Option<EtcdTls>, InvalidValue> {
+    let path =
+        |def: &ConfigDef| Some(values.value(def).trim().to_string()).filter(|p| !p.is_empty());
+    let read = |def: &ConfigDef| -> Result<Option<Vec<u8>>, InvalidValue> {
+        let Some(p) = path(def) else { return Ok(None) };
+        std::fs::read(&p)
+            .map(Some)
+            .map_err(|e| InvalidValue::new(def, format!("cannot read {p}: {e}")))
+    };
+    let https = endpoints.iter().filter(|e| e.starts_with("https://")).count();
+    if https != 0 && https != endpoints.len() {
+        let reason = "mixes http:// and https:// endpoints; etcd's members are reached one way";
+        return Err(InvalidValue::new(&SEDIMENT_CLUSTER_ETCD_ENDPOINTS, reason));
+    }
+    let (ca, cert, key) = (
+        read(&SEDIMENT_CLUSTER_ETCD_SSL_CA_LOCATION)?,
+        read(&SEDIMENT_CLUSTER_ETCD_SSL_CERTIFICATE_LOCATION)?,
+        read(&SEDIMENT_CLUSTER_ETCD_SSL_KEY_LOCATION)?,
+    );
+    if https == 0 {
+        if ca.is_some() || cert.is_some() || key.is_some() {
+            let reason = "TLS files are set but the endpoints are http://; use https:// endpoints";
+            return Err(InvalidValue::new(&SEDIMENT_CLUSTER_ETCD_ENDPOINTS, reason));
+        }
+        return Ok(None);
+    }
+    let ca = ca.ok_or_else(|| {
+        InvalidValue::new(
+            &SEDIMENT_CLUSTER_ETCD_SSL_CA_LOCATION,
+            "https:// endpoints need the CA that signed etcd's certificate",
+        )
+    })?;
+    let identity = match (cert, key) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err(InvalidValue::new(
+                &SEDIMENT_CLUSTER_ETCD_SSL_KEY_LOCATION,
+                "a client certificate needs its key",
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(InvalidValue::new(
+                &SEDIMENT_CLUSTER_ETCD_SSL_CERTIFICATE_LOCATION,
+                "a key needs its client certificate",
+            ))
+        }
+    };
+    Ok(Some(EtcdTls { ca, identity }))
 }
 
 impl ClusterConfig {
@@ -166,6 +248,7 @@ impl ClusterConfig {
             return Err(InvalidValue::new(&SEDIMENT_CLUSTER_ETCD_PASSWORD, reason));
         }
         let user = (!user.is_empty()).then_some((user, password));
+        let tls = etcd_tls(values, &endpoints)?;
         let ms = |def: &ConfigDef| Duration::from_millis(values.int(def).max(1) as u64);
         let session = SessionConfig {
             session_timeout_ms: values.int(&BROKER_SESSION_TIMEOUT_MS),
@@ -179,6 +262,7 @@ impl ClusterConfig {
                 connection_timeout: ms(&SEDIMENT_CLUSTER_ETCD_CONNECTION_TIMEOUT_MS),
                 request_timeout: ms(&SEDIMENT_CLUSTER_ETCD_REQUEST_TIMEOUT_MS),
                 user,
+                tls,
             },
             namespace,
             session,

@@ -43,6 +43,17 @@ pub struct EtcdSettings {
     pub request_timeout: Duration,
     /// etcd's own authentication.
     pub user: Option<(String, String)>,
+    /// TLS, for https endpoints.
+    pub tls: Option<EtcdTls>,
+}
+
+/// The PEM files of TLS to etcd: the CA its server certificate chains to,
+/// and the client certificate and key an etcd with `--client-cert-auth`
+/// asks for.
+#[derive(Clone, PartialEq, Eq)]
+pub struct EtcdTls {
+    pub ca: Vec<u8>,
+    pub identity: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl std::fmt::Debug for EtcdSettings {
@@ -53,6 +64,7 @@ impl std::fmt::Debug for EtcdSettings {
             .field("connection_timeout", &self.connection_timeout)
             .field("request_timeout", &self.request_timeout)
             .field("user", &self.user.as_ref().map(|(u, _)| u))
+            .field("tls", &self.tls.as_ref().map(|t| t.identity.is_some()))
             .finish()
     }
 }
@@ -69,6 +81,14 @@ impl EtcdCoordination {
             .with_keep_alive(Duration::from_secs(5), settings.request_timeout);
         if let Some((user, password)) = &settings.user {
             options = options.with_user(user.clone(), password.clone());
+        }
+        if let Some(tls) = &settings.tls {
+            let mut config =
+                etcd::TlsOptions::new().ca_certificate(etcd::Certificate::from_pem(&tls.ca));
+            if let Some((cert, key)) = &tls.identity {
+                config = config.identity(etcd::Identity::from_pem(cert, key));
+            }
+            options = options.with_tls(config);
         }
         let connecting = etcd::Client::connect(&settings.endpoints, Some(options));
         let client = tokio::time::timeout(settings.connection_timeout, connecting)

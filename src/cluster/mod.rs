@@ -48,5 +48,5 @@ pub mod topics_image;
 
 pub use config::ClusterConfig;
 pub use coordination::{Coordination, CoordinationError};
-pub use etcd::{EtcdCoordination, EtcdSettings};
+pub use etcd::{EtcdCoordination, EtcdSettings, EtcdTls};
 pub use memory::MemCoordination;

@@ -25,25 +25,47 @@ fn stable_port() -> u16 {
     }
 }
 
+/// PEM files for an etcd serving its clients over TLS.
+pub struct EtcdTls {
+    /// The CA that signed the server's certificate and the clients'.
+    pub ca: std::path::PathBuf,
+    pub cert: std::path::PathBuf,
+    pub key: std::path::PathBuf,
+}
+
 pub struct EtcdServer {
     // Declared first so the server is killed before its dir is removed.
     server: Option<Reaper>,
     pub port: u16,
     peer_port: u16,
+    /// With TLS: the files, and the plain-HTTP port of its `/health`.
+    tls: Option<(EtcdTls, u16)>,
     dir: tempfile::TempDir,
 }
 
 impl EtcdServer {
     /// Start etcd and wait until it answers a read.
     pub fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// Start etcd serving clients over TLS only, requiring a client
+    /// certificate from `tls.ca` (`--client-cert-auth`).
+    pub fn start_tls(tls: EtcdTls) -> Self {
+        Self::start_with(Some((tls, stable_port())))
+    }
+
+    fn start_with(tls: Option<(EtcdTls, u16)>) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut etcd = Self { server: None, port: stable_port(), peer_port: stable_port(), dir };
+        let (port, peer_port) = (stable_port(), stable_port());
+        let mut etcd = Self { server: None, port, peer_port, tls, dir };
         etcd.spawn();
         etcd
     }
 
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     /// etcd's own log, for failure messages.
@@ -70,12 +92,18 @@ impl EtcdServer {
             .append(true)
             .open(self.dir.path().join("etcd.log"))
             .expect("etcd.log");
-        let child = Command::new("etcd")
-            .args(["--name", "test", "--data-dir"])
+        let mut cmd = Command::new("etcd");
+        cmd.args(["--name", "test", "--data-dir"])
             .arg(self.dir.path().join("data"))
             .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
             .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
-            .args(["--initial-cluster", &format!("test={peer}")])
+            .args(["--initial-cluster", &format!("test={peer}")]);
+        if let Some((tls, health)) = &self.tls {
+            cmd.arg("--cert-file").arg(&tls.cert).arg("--key-file").arg(&tls.key);
+            cmd.arg("--trusted-ca-file").arg(&tls.ca).arg("--client-cert-auth");
+            cmd.args(["--listen-metrics-urls", &format!("http://127.0.0.1:{health}")]);
+        }
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
@@ -88,8 +116,9 @@ impl EtcdServer {
     fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            // etcd's own health endpoint, over plain HTTP on the client port.
-            if healthy(self.port) {
+            // etcd's own health endpoint, over plain HTTP on the client
+            // port (with TLS, on its metrics port).
+            if healthy(self.tls.as_ref().map_or(self.port, |(_, health)| *health)) {
                 return;
             }
             assert!(Instant::now() < deadline, "etcd did not start; its log:\n{}", self.log());

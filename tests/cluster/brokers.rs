@@ -320,3 +320,86 @@ fn brokers_authenticate_to_etcd_as_their_user() {
     });
     assert!(!b.log().contains(PASSWORD), "the password was logged");
 }
+
+/// The test CA's PEM, a server certificate for 127.0.0.1 and a client
+/// certificate it signed, written under `dir`: (CA, server cert and key,
+/// client cert and key).
+fn etcd_pki(dir: &std::path::Path) -> (crate::broker::etcd::EtcdTls, (String, String)) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
+        ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    };
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name = DistinguishedName::new();
+    ca.distinguished_name.push(DnType::CommonName, "etcd test CA");
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+    let leaf = |sans: Vec<String>, cn: &str, usage: ExtendedKeyUsagePurpose, name: &str| {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(sans).unwrap();
+        params.distinguished_name = DistinguishedName::new();
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params.extended_key_usages = vec![usage];
+        let cert = params.signed_by(&key, &ca).unwrap();
+        let (c, k) = (dir.join(format!("{name}.crt")), dir.join(format!("{name}.key")));
+        std::fs::write(&c, cert.pem()).unwrap();
+        std::fs::write(&k, key.serialize_pem()).unwrap();
+        (c, k)
+    };
+    let (cert, key) =
+        leaf(vec!["127.0.0.1".into()], "etcd", ExtendedKeyUsagePurpose::ServerAuth, "server");
+    let (client_cert, client_key) =
+        leaf(vec![], "broker", ExtendedKeyUsagePurpose::ClientAuth, "client");
+    let ca_path = dir.join("ca.crt");
+    std::fs::write(&ca_path, ca.pem()).unwrap();
+    let show = |p: std::path::PathBuf| p.display().to_string();
+    (crate::broker::etcd::EtcdTls { ca: ca_path, cert, key }, (show(client_cert), show(client_key)))
+}
+
+/// etcd serving clients over TLS with client certificates required:
+/// brokers given its CA and a client certificate join it and elect a
+/// controller; one without a client certificate, or trusting another CA,
+/// does not start and says it could not reach etcd.
+#[test]
+fn brokers_reach_etcd_over_tls_with_client_certificates() {
+    let pki = tempfile::tempdir().unwrap();
+    let (tls, (cert, key)) = etcd_pki(pki.path());
+    let ca = tls.ca.display().to_string();
+    let etcd = EtcdServer::start_tls(tls);
+    let with = |extra: &[String]| {
+        let mut o = overrides(&etcd, 1);
+        o.push("initial.broker.registration.timeout.ms=4000".into());
+        o.extend_from_slice(extra);
+        o
+    };
+    let ca_key = format!("sediment.cluster.etcd.ssl.ca.location={ca}");
+    let cert_key = format!("sediment.cluster.etcd.ssl.certificate.location={cert}");
+    let key_key = format!("sediment.cluster.etcd.ssl.key.location={key}");
+
+    // No client certificate: etcd refuses the handshake.
+    let out = serve_until_exit(&with(std::slice::from_ref(&ca_key)));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "joined without a client certificate:\n{stderr}");
+    assert!(stderr.contains("etcd"), "{stderr}");
+    // Its own certificate as the only trusted CA: etcd's is not trusted.
+    let wrong_ca = format!("sediment.cluster.etcd.ssl.ca.location={cert}");
+    let out = serve_until_exit(&with(&[wrong_ca, cert_key.clone(), key_key.clone()]));
+    assert!(!out.status.success(), "trusted etcd signed by an unknown CA");
+    // https without a CA is refused before anything is tried.
+    let out = serve_until_exit(&with(&[]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("sediment.cluster.etcd.ssl.ca.location"), "{stderr}");
+
+    let tls = [ca_key.as_str(), cert_key.as_str(), key_key.as_str()];
+    let brokers: Vec<TestBroker> = (1..=2)
+        .map(|id| {
+            let mut o = overrides(&etcd, id);
+            o.extend(tls.iter().map(|s| s.to_string()));
+            TestBroker::start(&o.iter().map(String::as_str).collect::<Vec<_>>())
+        })
+        .collect();
+    brokers[1].wait_for(20, "both registered over TLS, one controller", || {
+        let (controller, listed) = describe_cluster(brokers[1].port, 1);
+        (controller > 0 && listed.len() == 2).then_some(())
+    });
+}

@@ -206,6 +206,7 @@ fn settings(endpoint: String) -> EtcdSettings {
         connection_timeout: Duration::from_secs(5),
         request_timeout: Duration::from_secs(2),
         user: None,
+        tls: None,
     }
 }
 

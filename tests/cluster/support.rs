@@ -135,6 +135,7 @@ pub fn etcd_settings(etcd: &EtcdServer) -> sediment::cluster::EtcdSettings {
         connection_timeout: Duration::from_secs(5),
         request_timeout: Duration::from_secs(5),
         user: None,
+        tls: None,
     }
 }
 
