@@ -31,7 +31,7 @@ use crate::cluster::{ClusterConfig, Coordination, EtcdCoordination};
 use crate::controller::reconciler::Reconciler;
 use crate::controller::{ClusterTopics, ControllerElection, ReplicationControl};
 use crate::group::TopicCatalog;
-use crate::metrics::cluster::{ClusterStatus, ReplicationCounts};
+use crate::metrics::cluster::{ClusterStatus, ReplicaRole, ReplicationCounts};
 use crate::replica::coordinator_writes::ReplicatedCoordinatorWrites;
 use crate::replica::leadership::LedPartition;
 use crate::replica::Leadership;
@@ -348,6 +348,25 @@ impl ClusterStatus for ClusterMember {
         }
         offline
     }
+    fn node_id(&self) -> i32 {
+        self.node_id
+    }
+
+    fn replica_role(&self, topic: &str, partition: i32) -> Option<(ReplicaRole, i32)> {
+        let tp = crate::log::TopicPartition::new(topic, partition);
+        let view = self.leadership.view();
+        if let Some(led) = view.led.get(&tp) {
+            return Some((ReplicaRole::Leader, led.leader_epoch));
+        }
+        if let Some(epoch) = view.following.get(&tp) {
+            return Some((ReplicaRole::Follower, *epoch));
+        }
+        let image = self.image.current();
+        let placed = image.topics.topic(topic)?.assignment.get(&partition)?.contains(&self.node_id);
+        let epoch = image.topics.state(topic, partition).map_or(-1, |s| s.state.leader_epoch);
+        placed.then_some((ReplicaRole::Offline, epoch))
+    }
+
     fn fetcher_lags(&self) -> Vec<(String, i32, i64)> {
         let lags = self.leadership.fetcher_lags().each();
         lags.into_iter().map(|(tp, lag)| (tp.topic, tp.partition, lag)).collect()

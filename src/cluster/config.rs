@@ -308,9 +308,10 @@ mod tests {
 
     #[test]
     fn endpoints_namespace_and_session_are_read_and_checked() {
-        let endpoints = ("sediment.cluster.etcd.endpoints", "http://a:2379, https://b:2379");
+        let endpoints = ("sediment.cluster.etcd.endpoints", "http://a:2379, http://b:2379");
         let c = config(&[endpoints]).unwrap().unwrap();
-        assert_eq!(c.etcd.endpoints, vec!["http://a:2379", "https://b:2379"]);
+        assert_eq!(c.etcd.endpoints, vec!["http://a:2379", "http://b:2379"]);
+        assert_eq!(c.etcd.tls, None);
         assert_eq!((c.namespace.as_str(), c.session.ttl_secs()), ("/sediment", 9));
         assert_eq!(c.session.heartbeat_interval_ms, 2000);
         assert!(config(&[("sediment.cluster.etcd.endpoints", "a:2379")]).is_err(), "not a URL");
@@ -321,5 +322,29 @@ mod tests {
         assert!(config(&[endpoints, slow]).is_err());
         let ok = ("broker.heartbeat.interval.ms", "3900");
         assert!(config(&[endpoints, ok]).is_ok());
+    }
+
+    #[test]
+    fn https_endpoints_need_a_ca_and_all_or_none_are_https() {
+        let key = |r: Result<Option<ClusterConfig>, InvalidValue>| r.unwrap_err().key;
+        let mixed = ("sediment.cluster.etcd.endpoints", "http://a:2379,https://b:2379");
+        assert_eq!(key(config(&[mixed])), "sediment.cluster.etcd.endpoints");
+        let https = ("sediment.cluster.etcd.endpoints", "https://a:2379");
+        assert_eq!(key(config(&[https])), "sediment.cluster.etcd.ssl.ca.location");
+        let dir = tempfile::tempdir().unwrap();
+        let ca_path = dir.path().join("ca.pem");
+        std::fs::write(&ca_path, "-----BEGIN CERTIFICATE-----\n").unwrap();
+        // The helper takes 'static pairs, as the key tables are.
+        let path: &'static str = Box::leak(ca_path.display().to_string().into_boxed_str());
+        let ca = ("sediment.cluster.etcd.ssl.ca.location", path);
+        let c = config(&[https, ca]).unwrap().unwrap();
+        let tls = c.etcd.tls.expect("TLS");
+        assert_eq!((tls.ca.len(), tls.identity.is_none()), (28, true));
+        let cert = ("sediment.cluster.etcd.ssl.certificate.location", path);
+        assert_eq!(key(config(&[https, ca, cert])), "sediment.cluster.etcd.ssl.key.location");
+        let http = ("sediment.cluster.etcd.endpoints", "http://a:2379");
+        assert_eq!(key(config(&[http, ca])), "sediment.cluster.etcd.endpoints");
+        let missing = ("sediment.cluster.etcd.ssl.ca.location", "/nonexistent/ca.pem");
+        assert_eq!(key(config(&[https, missing])), "sediment.cluster.etcd.ssl.ca.location");
     }
 }

@@ -56,6 +56,13 @@ pub struct EtcdTls {
     pub identity: Option<(Vec<u8>, Vec<u8>)>,
 }
 
+impl std::fmt::Debug for EtcdTls {
+    // The client key never reaches a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdTls").field("client_certificate", &self.identity.is_some()).finish()
+    }
+}
+
 impl std::fmt::Debug for EtcdSettings {
     // The password never reaches a log line.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -37,6 +37,30 @@ pub trait ClusterStatus: Send + Sync + std::fmt::Debug {
     /// Each partition followed here and its lag, in offsets, behind its
     /// leader's high watermark as the last fetch answered.
     fn fetcher_lags(&self) -> Vec<(String, i32, i64)>;
+    /// This broker's `node.id`.
+    fn node_id(&self) -> i32;
+    /// What this broker's replica of a partition is now, with the leader
+    /// epoch it knows (`None`: the cluster does not place it here).
+    fn replica_role(&self, topic: &str, partition: i32) -> Option<(ReplicaRole, i32)>;
+}
+
+/// A local replica's part in its partition, as the views name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplicaRole {
+    Leader,
+    Follower,
+    /// Placed here, with no live leader to follow.
+    Offline,
+}
+
+impl ReplicaRole {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReplicaRole::Leader => "leader",
+            ReplicaRole::Follower => "follower",
+            ReplicaRole::Offline => "offline",
+        }
+    }
 }
 
 /// Kafka's `ReplicaManager` gauges and meters, as one broker counts them.

@@ -83,10 +83,16 @@ impl Metrics {
             Some(_) => return error(400, "bad_request", "partition is a non-negative integer"),
         };
         match self.cleaner.audit_key(&topic, partition, key.as_bytes()) {
-            Ok(audit) => match serde_json::to_string_pretty(&audit) {
-                Ok(json) => (200, "application/json", json),
-                Err(e) => error(500, "internal", &e.to_string()),
-            },
+            Ok(audit) => {
+                let answer = serde_json::to_value(&audit).map(|mut doc| {
+                    self.name_replica(&mut doc, &audit.topic, audit.partition);
+                    doc
+                });
+                match answer.and_then(|doc| serde_json::to_string_pretty(&doc)) {
+                    Ok(json) => (200, "application/json", json),
+                    Err(e) => error(500, "internal", &e.to_string()),
+                }
+            }
             Err(e) => {
                 let (status, code) = match &e {
                     KeyAuditError::UnknownTopic(_) => (404, "unknown_topic"),

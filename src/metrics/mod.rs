@@ -40,6 +40,7 @@ pub mod cluster;
 mod fetch_session;
 mod http_server;
 mod remote;
+mod replica_view;
 mod tls;
 mod tombstones;
 
@@ -704,7 +705,7 @@ impl Metrics {
     /// # Errors
     /// Serialization failures (a bug).
     pub fn cleaner_status_json(&self) -> Result<String, MetricsError> {
-        let doc = serde_json::json!({
+        let mut doc = serde_json::json!({
             "manager": self.cleaner.manager_status(),
             "threads": self.cleaner.threads_status(),
             "config": {
@@ -713,6 +714,9 @@ impl Metrics {
                 "backoff_ms": self.cleaner.config().backoff_ms,
             },
         });
+        if let Some(cluster) = &self.cluster {
+            self.name_replicas(cluster.as_ref(), &mut doc);
+        }
         Ok(serde_json::to_string_pretty(&doc)?)
     }
 }

@@ -105,6 +105,23 @@ fn store_line(out: &mut String, st: &serde_json::Value) -> std::fmt::Result {
     writeln!(out)
 }
 
+/// Whether a partition is eligible (or why not), and in a cluster which
+/// replica it is.
+fn partition_status(p: &serde_json::Value) -> String {
+    let status = if p["eligible"].as_bool() == Some(true) {
+        "eligible".to_string()
+    } else {
+        format!("not eligible: {}", p["reason"].as_str().unwrap_or("?"))
+    };
+    match p["role"].as_str() {
+        Some(role) => format!(
+            "{status} ({role} at leader epoch {}, high watermark {})",
+            p["leader_epoch"], p["high_watermark"]
+        ),
+        None => status,
+    }
+}
+
 /// The person's form of the whole document.
 fn render(doc: &serde_json::Value) -> anyhow::Result<String> {
     let m = &doc["manager"];
@@ -115,6 +132,9 @@ fn render(doc: &serde_json::Value) -> anyhow::Result<String> {
         "cleaner: {} thread(s), {} dead; max-dirty-percent {}; last run {} ms ago; max compaction delay {} s",
         t["threads"], t["dead_thread_count"], m["max_dirty_percent"], m["time_since_last_run_ms"], m["max_compaction_delay_ms"].as_i64().unwrap_or(0) / 1000
     )?;
+    if let Some(broker) = doc["broker"].as_i64() {
+        writeln!(out, "broker {broker}'s replicas (each replica cleans its own copy)")?;
+    }
     for d in m["log_dirs"].as_array().into_iter().flatten() {
         write!(
             out,
@@ -136,11 +156,7 @@ fn render(doc: &serde_json::Value) -> anyhow::Result<String> {
     let now = m["now_ms"].as_i64().unwrap_or(0);
     for p in m["partitions"].as_array().into_iter().flatten() {
         let name = format!("{}-{}", p["topic"].as_str().unwrap_or("?"), p["partition"]);
-        let status = if p["eligible"].as_bool() == Some(true) {
-            "eligible".to_string()
-        } else {
-            format!("not eligible: {}", p["reason"].as_str().unwrap_or("?"))
-        };
+        let status = partition_status(p);
         writeln!(
             out,
             "{name:<32} {:>6.3} {:>12} {:>12}  {status}",

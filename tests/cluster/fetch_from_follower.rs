@@ -16,7 +16,7 @@ use kafka_protocol::messages::{FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::etcd::EtcdServer;
-use crate::broker::{kafka_tool_output, kcat, TestBroker, Wire};
+use crate::broker::{http_get, kafka_tool_output, kcat, TestBroker, Wire};
 use crate::support::{create_topic, placement, wait_leaders};
 
 const SELECTOR: &str =
@@ -140,6 +140,54 @@ fn consumers_read_from_a_follower_in_their_rack() {
     assert_eq!(values.len(), 201, "{err}");
     assert_eq!(values[0], "v0");
     assert_eq!(values[200], "late");
+    replicas_named_by_the_cleaners_view(&brokers);
+}
+
+/// Each broker's `/cleaner-status` says whose replica each compacted
+/// partition is: its broker, the role, the leader epoch it knows and its
+/// high watermark; `sediment cleaner-status` prints them.
+fn replicas_named_by_the_cleaners_view(brokers: &[TestBroker]) {
+    let compact = ["--replication-factor", "3", "--config", "cleanup.policy=compact"];
+    create_topic(&brokers[0], "state", 1, &compact);
+    wait_leaders(brokers, "state", 1);
+    let bootstrap = brokers[0].bootstrap();
+    let (ok, _, err) =
+        kcat(&["-b", &bootstrap, "-P", "-t", "state", "-K:", "-X", "acks=all"], "k:v\nk:w\n");
+    assert!(ok, "{err}");
+    let (leader, epoch, _, _) = placement(brokers[0].port, "state")[&0].clone();
+    for (i, b) in brokers.iter().enumerate() {
+        let id = i as i32 + 1;
+        let role = if id == leader { "leader" } else { "follower" };
+        let p = b.wait_for(20, "the replica at the high watermark", || {
+            let doc = b.cleaner_status();
+            assert_eq!(doc["broker"], id, "{doc}");
+            let parts = doc["manager"]["partitions"].as_array().cloned().unwrap_or_default();
+            let p = parts.into_iter().find(|p| p["topic"] == "state")?;
+            (p["high_watermark"] == 2).then_some(p)
+        });
+        assert_eq!(
+            (p["role"].as_str(), p["leader_epoch"].as_i64()),
+            (Some(role), Some(epoch.into()))
+        );
+        let metrics = format!("127.0.0.1:{}", b.metrics_port);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sediment"))
+            .args(["cleaner-status", "--metrics", &metrics])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(&format!("broker {id}'s replicas")), "{text}");
+        let line = format!("({role} at leader epoch {epoch}, high watermark 2)");
+        assert!(text.contains(&line), "{line} in:\n{text}");
+        // The key audit reads this replica's own copy, and says whose.
+        let (status, body) = http_get(b.metrics_port, "/key-audit?topic=state&key=k");
+        assert_eq!(status, 200, "{body}");
+        let audit: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            (audit["broker"].as_i64(), audit["role"].as_str()),
+            (Some(id.into()), Some(role))
+        );
+        assert_eq!(audit["copies"].as_array().map(Vec::len), Some(2), "{audit}");
+    }
 }
 
 /// How many brokers `port`'s Metadata lists.
