@@ -6,13 +6,11 @@ use crate::security::sasl::scram_credential::{CredentialLookup, ScramCredential}
 use crate::security::sasl::{SaslServer, SaslStep};
 
 /// RFC 7677 section 3: user "user", password "pencil", SCRAM-SHA-256.
-const RFC_CLIENT_NONCE: &str = "rOprNGfwEbeRWgbNEkqO";
-const RFC_CLIENT_FIRST: &str = "n,,n=user,r=rOprNGfwEbeRWgbNEkqO";
-const RFC_SERVER_FIRST: &str =
-    "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
-const RFC_CLIENT_FINAL: &str = "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,\
-p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=";
-const RFC_SERVER_FINAL: &str = "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=";
+use crate::security::sasl::rfc7677::{
+    CLIENT_FINAL as RFC_CLIENT_FINAL, CLIENT_FIRST as RFC_CLIENT_FIRST,
+    CLIENT_NONCE as RFC_CLIENT_NONCE, SERVER_FINAL as RFC_SERVER_FINAL,
+    SERVER_FIRST as RFC_SERVER_FIRST,
+};
 
 fn credentials(username: &str, password: &str) -> ClientCredentials {
     ClientCredentials { username: username.into(), password: password.into() }

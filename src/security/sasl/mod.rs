@@ -21,6 +21,8 @@
 pub mod client;
 pub mod jaas;
 pub mod plain;
+#[cfg(test)]
+mod rfc7677;
 pub mod scram;
 pub mod scram_credential;
 

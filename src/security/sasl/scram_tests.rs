@@ -17,14 +17,11 @@ fn iters(n: u32) -> NonZeroU32 {
 }
 
 /// RFC 7677 section 3: user "user", password "pencil".
-const RFC_SALT: &str = "W22ZaJ0SNY7soEsUEjb6gQ==";
-const RFC_SERVER_NONCE: &str = "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0";
-const RFC_CLIENT_FIRST: &str = "n,,n=user,r=rOprNGfwEbeRWgbNEkqO";
-const RFC_SERVER_FIRST: &str =
-    "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
-const RFC_CLIENT_FINAL: &str = "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,\
-p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=";
-const RFC_SERVER_FINAL: &str = "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=";
+use crate::security::sasl::rfc7677::{
+    CLIENT_FINAL as RFC_CLIENT_FINAL, CLIENT_FIRST as RFC_CLIENT_FIRST, SALT as RFC_SALT,
+    SERVER_FINAL as RFC_SERVER_FINAL, SERVER_FIRST as RFC_SERVER_FIRST,
+    SERVER_NONCE as RFC_SERVER_NONCE,
+};
 
 fn table(entries: &[(&str, ScramMechanism, &str)]) -> Arc<dyn CredentialLookup> {
     let salt = B64.decode(RFC_SALT).expect("salt");
