@@ -42,8 +42,9 @@
 //!
 //! Fetch from follower (KIP-392): a consumer's fetch v11+ of a partition
 //! followed here is read from the local replica up to its high watermark
-//! (the leader's, as the last replica fetch gave it), its epoch checked
-//! against the leader's; with `replica.selector.class` rack-aware, a leader
+//! (the leader's, as the last replica fetch gave it; until the leader has
+//! answered one since the follower began, NOT_LEADER_OR_FOLLOWER sends the
+//! consumer to the leader), its epoch checked against the leader's; with `replica.selector.class` rack-aware, a leader
 //! answers a consumer with `client.rack` by `preferred_read_replica` and no
 //! records when a follower of that rack holds the fetch offset
 //! (`replica::replica_selector`).
@@ -375,7 +376,11 @@ fn read_named(
     let followed_epoch = match broker.not_led(t.tp) {
         None => None,
         Some(ResponseError::NotLeaderOrFollower) if follower.is_none() && t.version >= 11 => {
-            match broker.replica.leadership().and_then(|l| l.follows(t.tp)) {
+            // A follower serves consumers once its leader has answered it:
+            // its high watermark is then the leader's, never ahead of it.
+            let leadership = broker.replica.leadership();
+            let heard = leadership.filter(|l| l.fetcher_lags().heard_from_leader(t.tp));
+            match heard.and_then(|l| l.follows(t.tp)) {
                 Some(epoch) => Some(epoch),
                 None => return Some(ResponseError::NotLeaderOrFollower),
             }

@@ -155,6 +155,13 @@ impl FetcherLags {
         self.0.lock().values().copied().max().unwrap_or(0)
     }
 
+    /// Whether a fetch of `tp` was answered since this broker last began
+    /// following it: only then does its high watermark come from its
+    /// leader (before, it may be the log end a restart left).
+    pub fn heard_from_leader(&self, tp: &TopicPartition) -> bool {
+        self.0.lock().contains_key(tp)
+    }
+
     /// Each followed partition's lag (Kafka's FetcherLagMetrics).
     pub fn each(&self) -> Vec<(TopicPartition, i64)> {
         self.0.lock().iter().map(|(tp, lag)| (tp.clone(), *lag)).collect()
