@@ -248,7 +248,14 @@ async fn long_poll(
     let remote = fetch_remote::read_first(broker, request, version, &access).await;
     let remote = remote.as_ref();
     let follower = follower(broker, request, version);
-    let scope = ReadScope { access: &access, remote, follower };
+    // Read once a request: only a consumer that names its rack (v11+) may
+    // be sent to another replica.
+    let selector = if version >= 11 && !request.rack_id.is_empty() {
+        ReplicaSelector::from_values(&broker.config)
+    } else {
+        ReplicaSelector::Leader
+    };
+    let scope = ReadScope { access: &access, remote, follower, selector };
     loop {
         let (reply, bytes, errors) =
             tokio::task::block_in_place(|| read_once(broker, request, version, scope));
@@ -286,20 +293,22 @@ fn partitions<'a>(
     })
 }
 
-/// What every read of one request shares: its access, the store's part
-/// and, for a replica fetch, the follower (see [`follower`]).
+/// What every read of one request shares: its access, the store's part,
+/// for a replica fetch the follower (see [`follower`]), and for a
+/// consumer's the replica selector that applies to it.
 #[derive(Clone, Copy)]
 struct ReadScope<'a> {
     access: &'a FetchAccess,
     remote: Option<&'a RemotePart>,
     follower: Option<(i32, i64)>,
+    selector: ReplicaSelector,
 }
 
 fn read_once(
     broker: &KafkaApis,
     request: &FetchRequest,
     version: i16,
-    ReadScope { access, remote, follower }: ReadScope<'_>,
+    ReadScope { access, remote, follower, selector }: ReadScope<'_>,
 ) -> (FetchReply, usize, bool) {
     let mut regions = Vec::new();
     // Kafka's cap: what a request may ask for is bounded by the broker's
@@ -337,7 +346,8 @@ fn read_once(
                     let remote_on = broker.replica.remote_reader().is_some();
                     let t =
                         Target { tp: &tp, p, version, from_store, remote_on, leader_epoch: None };
-                    read_named(broker, (request, follower), t, (&mut data, &mut regions), budget)
+                    let who = (request, follower, selector);
+                    read_named(broker, who, t, (&mut data, &mut regions), budget)
                 }
             };
             if let Some(code) = code {
@@ -368,7 +378,7 @@ fn read_once(
 /// followed here by a consumer that may read from followers (Fetch v11+).
 fn read_named(
     broker: &KafkaApis,
-    (request, follower): (&FetchRequest, Option<(i32, i64)>),
+    (request, follower, selector): (&FetchRequest, Option<(i32, i64)>, ReplicaSelector),
     t: Target<'_>,
     (data, regions): (&mut PartitionData, &mut Vec<FileRegion>),
     budget: Budget<'_>,
@@ -401,7 +411,14 @@ fn read_named(
         let epoch = followed_epoch.unwrap_or_else(|| log.leader_epoch());
         let fenced = leader_epoch_error(t.p.current_leader_epoch, epoch).is_some();
         let elsewhere = (followed_epoch.is_none() && follower.is_none() && !fenced)
-            .then(|| preferred_read_replica(broker, request, &t, log.log_end_offset()))
+            .then(|| {
+                preferred_read_replica(
+                    broker,
+                    (request, selector),
+                    (t.tp, t.p),
+                    log.log_end_offset(),
+                )
+            })
             .flatten();
         match elsewhere {
             Some(id) => {
@@ -432,14 +449,10 @@ fn read_named(
 /// rack holding the fetch offset, or `None` to read here.
 fn preferred_read_replica(
     broker: &KafkaApis,
-    request: &FetchRequest,
-    t: &Target<'_>,
+    (request, selector): (&FetchRequest, ReplicaSelector),
+    (tp, p): (&TopicPartition, &FetchPartition),
     leader_end: i64,
 ) -> Option<i32> {
-    if t.version < 11 || request.rack_id.is_empty() {
-        return None;
-    }
-    let selector = ReplicaSelector::from_values(&broker.config);
     if selector == ReplicaSelector::Leader {
         return None;
     }
@@ -448,9 +461,9 @@ fn preferred_read_replica(
     let rack = |id: i32| image.brokers.get(&id).and_then(|b| b.registration.rack.clone());
     let now = broker.logs.clock().now_ms();
     let followers: Vec<ReplicaView> = leadership
-        .followers(t.tp)
+        .followers(tp)
         .into_iter()
-        .filter(|(id, s)| s.log_end_offset >= t.p.fetch_offset && image.is_eligible(*id))
+        .filter(|(id, s)| s.log_end_offset >= p.fetch_offset && image.is_eligible(*id))
         .map(|(id, s)| ReplicaView {
             id,
             rack: rack(id),

@@ -379,7 +379,7 @@ impl ClusterStatus for ClusterMember {
         let (isr_shrinks, isr_expands, failed_isr_updates) = self.leadership.isr_changes();
         ReplicationCounts {
             leaders: view.led.len() as i64,
-            partitions: (view.led.len() + view.followed) as i64,
+            partitions: (view.led.len() + view.following.len()) as i64,
             under_replicated: count(&LedPartition::is_under_replicated),
             reassigning: count(&|p| p.reassignment.is_some()),
             under_min_isr: count(&|p| p.isr.len() < p.min_isr),

@@ -118,7 +118,6 @@ impl MetadataPublisher {
             }
         }
         let led: Vec<TopicPartition> = view.led.keys().cloned().collect();
-        view.followed = followed.len();
         view.following = followed.iter().map(|(tp, (_, epoch))| (tp.clone(), *epoch)).collect();
         view.broker_epochs = image.brokers.iter().map(|(id, b)| (*id, b.epoch)).collect();
         self.leadership.publish(view);

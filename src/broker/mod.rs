@@ -591,7 +591,6 @@ async fn join_cluster(
             security_protocol: protocols.get(name).map_or("PLAINTEXT", |p| p.name()).to_string(),
         })
         .collect();
-    let (inter_broker_listener, _) = config.inter_broker_listener()?;
     let channel_security = config.channel_security()?;
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let dir = first_log_dir(config);
@@ -606,7 +605,7 @@ async fn join_cluster(
             .get(crate::cluster::config::BROKER_RACK.name)
             .map(|r| r.trim().to_string())
             .filter(|r| !r.is_empty()),
-        inter_broker_listener,
+        inter_broker_listener: channel_security.listener.clone(),
         channel_security,
     };
     let member = ClusterMember::join(&cluster, who, Arc::clone(logs.clock()))

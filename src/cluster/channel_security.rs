@@ -49,9 +49,10 @@ pub trait SaslLogin: Send + Sync {
 }
 
 /// The inter-broker listener's security, as a client of the other brokers.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct ChannelSecurity {
-    /// The listener's name, for log lines.
+    /// The listener's name (the one this broker registers as its
+    /// inter-broker listener).
     pub listener: String,
     /// TLS client settings (SSL, SASL_SSL).
     pub tls: Option<Arc<rustls::ClientConfig>>,
@@ -66,13 +67,6 @@ impl std::fmt::Debug for ChannelSecurity {
             .field("tls", &self.tls.is_some())
             .field("sasl", &self.sasl.as_ref().map(|s| s.mechanism().to_string()))
             .finish()
-    }
-}
-
-impl ChannelSecurity {
-    /// PLAINTEXT: no TLS, no SASL.
-    pub fn plaintext() -> Arc<Self> {
-        Arc::new(Self { listener: "PLAINTEXT".into(), ..Self::default() })
     }
 }
 

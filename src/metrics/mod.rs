@@ -36,11 +36,11 @@ use prometheus::{
 pub mod access;
 mod auth;
 mod authz;
+mod cleaner_views;
 pub mod cluster;
 mod fetch_session;
 mod http_server;
 mod remote;
-mod replica_view;
 mod tls;
 mod tombstones;
 
@@ -698,26 +698,6 @@ impl Metrics {
         let mut out = Vec::new();
         TextEncoder::new().encode(&self.registry.gather(), &mut out)?;
         Ok(String::from_utf8(out)?)
-    }
-
-    /// The `/cleaner-status` document.
-    ///
-    /// # Errors
-    /// Serialization failures (a bug).
-    pub fn cleaner_status_json(&self) -> Result<String, MetricsError> {
-        let mut doc = serde_json::json!({
-            "manager": self.cleaner.manager_status(),
-            "threads": self.cleaner.threads_status(),
-            "config": {
-                "enable": self.cleaner.config().enable,
-                "threads": self.cleaner.config().num_threads,
-                "backoff_ms": self.cleaner.config().backoff_ms,
-            },
-        });
-        if let Some(cluster) = &self.cluster {
-            self.name_replicas(cluster.as_ref(), &mut doc);
-        }
-        Ok(serde_json::to_string_pretty(&doc)?)
     }
 }
 

@@ -65,8 +65,6 @@ pub struct LeadershipView {
     /// Led here.
     pub led: HashMap<TopicPartition, LedPartition>,
     pub known: HashSet<TopicPartition>,
-    /// Partitions followed here.
-    pub followed: usize,
     /// Each partition followed here, with its leader's epoch (what a
     /// consumer reading from this follower must name, KIP-392).
     pub following: HashMap<TopicPartition, i32>,
@@ -199,13 +197,14 @@ impl Leadership {
         if entry.0 != led.leader_epoch {
             *entry = (led.leader_epoch, HashMap::new());
         }
-        let state = entry.1.entry(replica).or_insert(FollowerState {
-            log_end_offset: fetch_offset,
-            last_caught_up_ms: now_ms,
-            broker_epoch,
-        });
+        let fresh =
+            FollowerState { log_end_offset: fetch_offset, last_caught_up_ms: now_ms, broker_epoch };
+        let state = entry.1.entry(replica).or_insert(fresh);
+        if state.broker_epoch != broker_epoch {
+            // An earlier incarnation's, left by a publish racing this fetch.
+            *state = fresh;
+        }
         state.log_end_offset = fetch_offset;
-        state.broker_epoch = broker_epoch;
         if fetch_offset >= leader_end {
             state.last_caught_up_ms = now_ms;
         }
@@ -239,12 +238,12 @@ impl Leadership {
     /// Install the view of a newer image, forgetting the follower states
     /// of brokers that registered anew or left (module doc).
     pub fn publish(&self, view: LeadershipView) {
-        let epochs = view.broker_epochs.clone();
-        *self.view.write() = Arc::new(view);
+        let view = Arc::new(view);
+        *self.view.write() = Arc::clone(&view);
         let mut forgotten: HashMap<i32, usize> = HashMap::new();
         for (_, states) in self.followers.lock().values_mut() {
             states.retain(|id, s| {
-                let same = epochs.get(id).copied().unwrap_or(-1) == s.broker_epoch;
+                let same = view.broker_epochs.get(id).copied().unwrap_or(-1) == s.broker_epoch;
                 if !same {
                     *forgotten.entry(*id).or_default() += 1;
                 }
@@ -299,7 +298,6 @@ mod tests {
         LeadershipView {
             led: HashMap::from([(tp.clone(), led)]),
             known: HashSet::from([tp]),
-            followed: 0,
             following: HashMap::new(),
             broker_epochs: epochs.iter().copied().collect(),
         }

@@ -1,20 +1,37 @@
-//! Which replica the cleaner's views describe, in a cluster
-//! (docs/design/multi-broker.md, 8.4): `/cleaner-status` and `/key-audit`
-//! name this broker and, per partition, the local replica's role, the
-//! leader epoch it knows and its high watermark. Each replica cleans its
-//! own copy, so a key "erased" on one says nothing of another's.
+//! The cleaner's JSON views: the `/cleaner-status` document, and which
+//! replica it and `/key-audit` describe in a cluster
+//! (docs/design/multi-broker.md, 8.4): this broker and, per partition, the
+//! local replica's role, the leader epoch it knows and its high watermark.
+//! Each replica cleans its own copy, so a key "erased" on one says nothing
+//! of another's.
 
-use super::{cluster, Metrics};
+use super::{cluster, Metrics, MetricsError};
 
 impl Metrics {
+    /// The `/cleaner-status` document.
+    ///
+    /// # Errors
+    /// Serialization failures (a bug).
+    pub fn cleaner_status_json(&self) -> Result<String, MetricsError> {
+        let mut doc = serde_json::json!({
+            "manager": self.cleaner.manager_status(),
+            "threads": self.cleaner.threads_status(),
+            "config": {
+                "enable": self.cleaner.config().enable,
+                "threads": self.cleaner.config().num_threads,
+                "backoff_ms": self.cleaner.config().backoff_ms,
+            },
+        });
+        if let Some(cluster) = &self.cluster {
+            self.name_replicas(cluster.as_ref(), &mut doc);
+        }
+        Ok(serde_json::to_string_pretty(&doc)?)
+    }
+
     /// In a cluster, which replica the document describes: this broker's
     /// id, and per partition its role, the leader epoch it knows and its
     /// high watermark (each replica cleans its own copy, up to that mark).
-    pub(super) fn name_replicas(
-        &self,
-        cluster: &dyn cluster::ClusterStatus,
-        doc: &mut serde_json::Value,
-    ) {
+    fn name_replicas(&self, cluster: &dyn cluster::ClusterStatus, doc: &mut serde_json::Value) {
         doc["broker"] = cluster.node_id().into();
         let partitions = doc["manager"]["partitions"].as_array_mut().into_iter().flatten();
         for p in partitions {
