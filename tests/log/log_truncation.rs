@@ -225,3 +225,28 @@ fn truncate_fully_starts_an_empty_log_at_the_offset() {
     let read = log.read_region_with_isolation(100, 1 << 20, true, FetchIsolation::HighWatermark);
     assert!(read.unwrap().records.is_some());
 }
+
+/// A follower's truncation and the scheduler both write the dir's
+/// checkpoint files: written at once, one writer's rename found the shared
+/// `<file>.tmp` gone (ENOENT) and took the log dir offline, halting a
+/// broker in the cluster's failover test. They take turns now.
+#[test]
+fn truncations_and_the_scheduler_write_checkpoints_in_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = Arc::new(crate::common::manager(dir.path(), &[], MockClock::new(NOW)));
+    logs.create_topic("t", 1, Default::default()).unwrap();
+    let tp = TopicPartition::new("t", 0);
+    let truncating = std::thread::spawn({
+        let logs = Arc::clone(&logs);
+        move || {
+            for offset in 0..200 {
+                logs.truncate_fully_and_start_at(&tp, offset, None).unwrap();
+            }
+        }
+    });
+    for _ in 0..200 {
+        logs.checkpoint_all().unwrap();
+    }
+    truncating.join().expect("no checkpoint write failed");
+    assert!(logs.offline_dirs().is_empty(), "{:?}", logs.offline_dirs());
+}

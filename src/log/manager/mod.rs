@@ -131,6 +131,11 @@ pub struct LogManager {
     scheduler_thread: Mutex<Option<JoinHandle<()>>>,
     /// Takes each failed dir's partitions offline (`dir_failure`).
     failure_handler: Mutex<Option<JoinHandle<()>>>,
+    /// One checkpoint file written at a time: the scheduler and a
+    /// truncation (a follower's, DeleteRecords) both write them, through
+    /// the same `<file>.tmp`, and a rename that lost the race found no file
+    /// (ENOENT, which took the dir offline).
+    checkpoint_writes: Mutex<()>,
     /// The broker's topic defaults in force: `config.topic_defaults` at
     /// start, replaced by [`LogManager::set_topic_defaults`].
     topic_defaults: RwLock<BTreeMap<String, String>>,
@@ -158,6 +163,7 @@ impl LogManager {
             scheduler: (Mutex::new(SchedulerState::default()), Condvar::new()),
             scheduler_thread: Mutex::new(None),
             failure_handler: Mutex::new(None),
+            checkpoint_writes: Mutex::new(()),
         };
         manager.check_local_retention_defaults(&manager.config.topic_defaults)?;
         for dir in manager.config.log_dirs.clone() {
@@ -598,6 +604,8 @@ impl LogManager {
     }
 
     fn checkpoint(&self, value: impl Fn(&Log) -> i64, file: &str) -> Result<()> {
+        // Held while the values are read too, so the last write is the newest.
+        let _one_writer = self.checkpoint_writes.lock();
         for dir in self.online_dirs() {
             let mut entries = BTreeMap::new();
             for (tp, log) in self.all_logs() {

@@ -151,6 +151,7 @@ impl LogManager {
     /// # Errors
     /// I/O errors.
     pub(super) fn checkpoint_high_watermarks(&self) -> Result<()> {
+        let _one_writer = self.checkpoint_writes.lock();
         for dir in self.online_dirs() {
             let mut entries = BTreeMap::new();
             for (tp, log) in self.all_logs() {
