@@ -153,7 +153,7 @@ fn apply_broker(broker: &KafkaApis, name: &str, validate_only: bool, build: Buil
         new.cleaner_config().validate().map_err(|e| invalid(e.to_string()))
     };
     let apply = |new: &crate::config::BrokerConfig| {
-        apply_effective(&broker.logs, broker.cleaner.as_ref(), new)
+        apply_effective((&broker.logs, &broker.replica), broker.cleaner.as_ref(), new)
     };
     dynamic
         .alter(level, entries, validate_only, check, apply)
@@ -165,17 +165,19 @@ fn apply_broker(broker: &KafkaApis, name: &str, validate_only: bool, build: Buil
 }
 
 /// Make `new` the broker's effective config: its topic defaults on the
-/// live logs, its cleaner pool settings on the cleaner.
+/// live logs, its replication throttles' bounds, its cleaner pool settings
+/// on the cleaner.
 ///
 /// # Errors
 /// The logs or the cleaner refused it.
 pub fn apply_effective(
-    logs: &crate::log::LogManager,
+    (logs, replica): (&crate::log::LogManager, &crate::replica::ReplicaManager),
     cleaner: Option<&std::sync::Arc<crate::cleaner::LogCleanerHandle>>,
     new: &crate::config::BrokerConfig,
 ) -> Result<(), DynamicConfigError> {
     logs.set_topic_defaults(new.topic_defaults())
         .map_err(|e| DynamicConfigError::Invalid(e.to_string()))?;
+    replica.quotas().set_bounds(new);
     if let Some(cleaner) = cleaner {
         cleaner
             .reconfigure(new.cleaner_config())

@@ -159,10 +159,18 @@ pub fn topic_entries(
             if let Some(v) = config.overrides.get(def.name) {
                 synonyms.push((def.name.to_string(), v.clone(), SOURCE_DYNAMIC_TOPIC));
             }
-            if let Some(v) = broker_defaults.get(def.name) {
-                synonyms.push((def.broker_key.to_string(), v.clone(), SOURCE_STATIC_BROKER));
+            // A key no broker key defaults (the throttled-replica lists) has
+            // only the topic's own synonym, as on Kafka.
+            if !def.broker_key.is_empty() {
+                if let Some(v) = broker_defaults.get(def.name) {
+                    synonyms.push((def.broker_key.to_string(), v.clone(), SOURCE_STATIC_BROKER));
+                }
+                synonyms.push((
+                    def.broker_key.to_string(),
+                    def.default.to_string(),
+                    SOURCE_DEFAULT,
+                ));
             }
-            synonyms.push((def.broker_key.to_string(), def.default.to_string(), SOURCE_DEFAULT));
             Some(TopicEntry {
                 name: def.name,
                 value,

@@ -49,6 +49,12 @@
 //! records when a follower of that rack holds the fetch offset
 //! (`replica::replica_selector`).
 //!
+//! Replication throttle (KIP-73, `replica::replication_quota`): a replica
+//! fetch of a partition whose `leader.replication.throttled.replicas` names
+//! this broker's replica, from a follower outside the ISR, gets no records
+//! (the positions only) while `leader.replication.throttled.rate` is
+//! exceeded; the records answered for such partitions count toward it.
+//!
 //! Authorization (Kafka's `handleFetchRequest`), decided once per request
 //! before the first read: a consumer needs READ on each topic, checked
 //! before the partition's existence (an unknown topic id is UNKNOWN_TOPIC_ID
@@ -197,6 +203,9 @@ pub async fn handle(
         _ => {}
     }
     let mut reply = long_poll(broker, ctx, &request, version).await;
+    if replica_id >= 0 {
+        record_throttled(broker, &reply.response);
+    }
     match context {
         FetchContext::Full { privileged, uses_topic_ids } => {
             reply.response.session_id = broker.replica.fetch_sessions().maybe_create_session(
@@ -220,6 +229,42 @@ pub async fn handle(
         FetchContext::Sessionless | FetchContext::Error(_) => {}
     }
     reply
+}
+
+/// Count the records a replica fetch's answer carries for partitions the
+/// leader's throttle covers (only while it has a bound: the count is what
+/// the bound is checked against).
+fn record_throttled(broker: &KafkaApis, response: &FetchResponse) {
+    let quota = &broker.replica.quotas().leader;
+    if quota.bound().is_none() {
+        return;
+    }
+    let mut bytes = 0u64;
+    for topic in &response.responses {
+        for p in
+            topic.partitions.iter().filter(|p| p.records.as_ref().is_some_and(|r| !r.is_empty()))
+        {
+            let tp = TopicPartition::new(topic.topic.0.to_string(), p.partition_index);
+            let Some(log) = broker.logs.get_log(&tp) else { continue };
+            if log.read().config().leader_throttled_replicas.applies(tp.partition, broker.node_id) {
+                bytes += p.records.as_ref().map_or(0, |r| r.len() as u64);
+            }
+        }
+    }
+    quota.record(bytes, broker.logs.clock().now_ms());
+}
+
+/// Whether the leader's throttle holds back `follower`'s fetch of `tp`
+/// now: its replica is listed, it is outside the ISR, and the rate is
+/// exceeded.
+fn leader_throttles(broker: &KafkaApis, log: &Log, tp: &TopicPartition, follower: i32) -> bool {
+    log.config().leader_throttled_replicas.applies(tp.partition, broker.node_id)
+        && broker.replica.quotas().leader.is_exceeded(broker.logs.clock().now_ms())
+        && !broker
+            .replica
+            .leadership()
+            .and_then(|l| l.led(tp))
+            .is_some_and(|led| led.isr.contains(&follower))
 }
 
 /// A refused session: the error, no partitions, no session.
@@ -344,8 +389,15 @@ fn read_once(
                     let tp = TopicPartition::new(name.clone(), p.partition);
                     let budget = Budget { remaining: &mut remaining, total: &mut total, isolation };
                     let remote_on = broker.replica.remote_reader().is_some();
-                    let t =
-                        Target { tp: &tp, p, version, from_store, remote_on, leader_epoch: None };
+                    let t = Target {
+                        tp: &tp,
+                        p,
+                        version,
+                        from_store,
+                        remote_on,
+                        leader_epoch: None,
+                        held_back: false,
+                    };
                     let who = (request, follower, selector);
                     read_named(broker, who, t, (&mut data, &mut regions), budget)
                 }
@@ -420,6 +472,7 @@ fn read_named(
                 )
             })
             .flatten();
+        let held_back = follower.is_some_and(|(id, _)| leader_throttles(broker, &log, t.tp, id));
         match elsewhere {
             Some(id) => {
                 data.preferred_read_replica = id.into();
@@ -429,7 +482,8 @@ fn read_named(
                 None
             }
             None => {
-                read_log(&log, Target { leader_epoch: Some(epoch), ..t }, data, regions, budget)
+                let t = Target { leader_epoch: Some(epoch), held_back, ..t };
+                read_log(&log, t, data, regions, budget)
             }
         }
     };
@@ -501,6 +555,9 @@ struct Target<'a> {
     /// The current leader epoch the request must name (the log's own on
     /// its leader; on a follower, its leader's).
     leader_epoch: Option<i32>,
+    /// A replica fetch the leader's throttle holds back: positions and
+    /// diverging epochs only, no records.
+    held_back: bool,
 }
 
 /// Answer one partition of an existing log: from the store's read when it is
@@ -536,6 +593,12 @@ fn read_log(
     if t.version < 10 && log.config().compression_type == "zstd" {
         // Kafka's answer to a client too old for zstd.
         return Some(ResponseError::UnsupportedCompressionType);
+    }
+    if t.held_back {
+        data.high_watermark = log.high_watermark();
+        data.last_stable_offset = log.last_stable_offset();
+        data.log_start_offset = log.log_start_offset();
+        return None;
     }
     if let Some(part) = t.from_store {
         match fetch_remote::fill(log, t.tp, t.p.fetch_offset, &part.read, data) {

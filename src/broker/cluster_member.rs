@@ -34,6 +34,7 @@ use crate::group::TopicCatalog;
 use crate::metrics::cluster::{ClusterStatus, ReplicaRole, ReplicationCounts};
 use crate::replica::coordinator_writes::ReplicatedCoordinatorWrites;
 use crate::replica::leadership::LedPartition;
+use crate::replica::replication_quota::ReplicationQuotas;
 use crate::replica::Leadership;
 
 #[derive(Debug)]
@@ -54,6 +55,8 @@ pub struct ClusterMember {
     /// How this broker's channels to the others authenticate.
     channel_security: Arc<ChannelSecurity>,
     tasks: Vec<JoinHandle<()>>,
+    /// The broker's replication throttles, once attached (for the metrics).
+    quotas: std::sync::OnceLock<Arc<ReplicationQuotas>>,
 }
 
 /// Who this broker is, for its registration.
@@ -135,6 +138,7 @@ impl ClusterMember {
             election,
             channel_security: who.channel_security,
             tasks,
+            quotas: std::sync::OnceLock::new(),
         })
     }
 
@@ -157,6 +161,7 @@ impl ClusterMember {
         broker: &mut crate::api::KafkaApis,
     ) -> Result<(), crate::security::store::StoreError> {
         broker.cluster = Some(Arc::clone(&self.image));
+        let _ = self.quotas.set(Arc::clone(broker.replica.quotas()));
         broker.topics = Some(self.topics());
         broker.replication_control = Some(Arc::new(self.replication_control()));
         let writes = ReplicatedCoordinatorWrites::new(
@@ -180,8 +185,9 @@ impl ClusterMember {
         broker.scram.use_cluster(Arc::clone(&security));
         if let Some(dynamic) = &broker.dynamic {
             let (logs, cleaner) = (Arc::clone(&broker.logs), broker.cleaner.clone());
+            let replica = Arc::clone(&broker.replica);
             let hook = move |new: &crate::config::BrokerConfig| {
-                crate::api::alter_configs::apply_effective(&logs, cleaner.as_ref(), new)
+                crate::api::alter_configs::apply_effective((&logs, &replica), cleaner.as_ref(), new)
             };
             dynamic.use_cluster(Arc::clone(&security), self.node_id, Box::new(hook));
         }
@@ -367,6 +373,12 @@ impl ClusterStatus for ClusterMember {
         placed.then_some((ReplicaRole::Offline, epoch))
     }
 
+    fn replication_byte_rates(&self) -> (f64, f64) {
+        let now = crate::clock::system().now_ms();
+        self.quotas
+            .get()
+            .map_or((0.0, 0.0), |q| (q.leader.byte_rate(now), q.follower.byte_rate(now)))
+    }
     fn fetcher_lags(&self) -> Vec<(String, i32, i64)> {
         let lags = self.leadership.fetcher_lags().each();
         lags.into_iter().map(|(tp, lag)| (tp.topic, tp.partition, lag)).collect()

@@ -194,6 +194,9 @@ pub fn build_apis(
         parts.remote_reader,
         config.num_io_threads(),
     );
+    // The throttles' bounds are dynamic: the layers in force now.
+    let effective = parts.dynamic.as_ref().map(|d| d.current());
+    let replica = replica.with_quotas(effective.as_ref().unwrap_or(&config));
     let replica = Arc::new(replica.with_leadership(parts.leadership));
     let (txn, markers) = transaction_coordinator(
         txn_state,

@@ -37,7 +37,11 @@ impl Replication {
             Arc::clone(&broker.logs),
             Some(Arc::clone(&cleaning)),
             (FetcherConfig::from_values(&broker.config), member.channel_security()),
-            (Arc::clone(leadership.fetcher_lags()), broker.replica.delayed_fetches()),
+            (
+                Arc::clone(leadership.fetcher_lags()),
+                broker.replica.delayed_fetches(),
+                Arc::clone(&broker.replica.quotas().follower),
+            ),
         ));
         let lag = replica_lag_time_max(&broker.config);
         let writer = Arc::new(member.isr_writer());

@@ -7,8 +7,9 @@
 //! default.
 //!
 //! Which keys are dynamic: the cleaner's pool settings
-//! (`cleaner::config::RECONFIGURABLE`, Kafka's `LogCleaner.ReconfigurableConfigs`) and
-//! every topic default (`log.segment.bytes`, `log.retention.ms`,
+//! (`cleaner::config::RECONFIGURABLE`, Kafka's `LogCleaner.ReconfigurableConfigs`),
+//! the replication throttles' rates (`leader/follower.replication.throttled.rate`)
+//! and every topic default (`log.segment.bytes`, `log.retention.ms`,
 //! `log.cleaner.min.cleanable.ratio`, ... Kafka's `DynamicLogConfig`: the
 //! primary broker key of each topic key, so not `log.retention.hours`). Any
 //! other known key is refused with Kafka's "Cannot update these configs
@@ -50,18 +51,21 @@ use super::{lookup, BrokerConfig, ConfigError};
 use crate::cleaner::config::{LOG_CLEANER_THREADS, RECONFIGURABLE};
 use crate::cluster::image::{MetadataImage, StoredKeys};
 use crate::cluster::security_store::{ClusterSecurityStore, Written};
-use crate::log::config::{LogConfig, LOG_CONFIGS};
+use crate::log::config::{broker_defaulted, LogConfig};
 use crate::log::manager_config::synonyms;
+use crate::replica::replication_quota::RECONFIGURABLE_RATES;
 use crate::security::store::{self, StoreError};
 
 /// The file, in the first log dir.
 pub const DYNAMIC_CONFIG_FILE: &str = "sediment-dynamic-broker-configs.json";
 
 /// Whether `key` may be changed on a running broker: the cleaner's
-/// reconfigurable keys and the topic defaults.
+/// reconfigurable keys, the replication throttles' rates and the topic
+/// defaults.
 pub fn is_dynamic(key: &str) -> bool {
     RECONFIGURABLE.iter().any(|d| d.broker_key == key)
-        || LOG_CONFIGS.iter().any(|d| d.broker_key == key)
+        || RECONFIGURABLE_RATES.iter().any(|d| d.name == key)
+        || broker_defaulted().any(|d| d.broker_key == key)
 }
 
 /// Which dynamic layer a change is for.
@@ -430,8 +434,7 @@ impl DynamicBrokerConfig {
         // is reported in the key's own unit, as Kafka does.
         let topic_defaults = current.topic_defaults();
         let converted = |name: &str| {
-            LOG_CONFIGS
-                .iter()
+            broker_defaulted()
                 .find(|d| d.broker_key == name)
                 .and_then(|d| topic_defaults.get(d.name).cloned())
         };

@@ -29,7 +29,7 @@ use crate::cleaner::config::{LogCleanerConfig, CLEANER_CONFIGS};
 use crate::cluster::config::CLUSTER_CONFIGS;
 use crate::config_def::{ConfigDef, ConfigTable, ConfigType, ConfigValues, InvalidValue};
 use crate::group::config::{GroupConfig, GROUP_CONFIGS};
-use crate::log::config::{self as log_config, LOG_CONFIGS};
+use crate::log::config as log_config;
 use crate::log::manager_config::{self, LogManagerConfig, STORAGE_CONFIGS};
 use crate::log::manager_config::{LOG_DIRS, NUM_PARTITIONS};
 use crate::remote::config::{REMOTE_LOG_STORAGE_SYSTEM_ENABLE, REMOTE_STORAGE_CONFIGS};
@@ -179,7 +179,7 @@ fn lookup(key: &str) -> Option<(&'static ConfigDef, Option<&'static str>)> {
     if let Some(def) = broker_keys().find(|d| d.name == key) {
         return Some((def, None));
     }
-    LOG_CONFIGS.iter().find(|d| d.broker_key == key).map(|d| (d, Some(d.name)))
+    log_config::broker_defaulted().find(|d| d.broker_key == key).map(|d| (d, Some(d.name)))
 }
 
 /// Validate `listener.name.<listener>.<key>` (`rest`: after the prefix).
@@ -635,7 +635,7 @@ impl BrokerConfig {
     /// on the broker resource and `check-config`: (key, value, explicitly set, doc).
     pub fn describe(&self) -> Vec<(String, String, bool, &'static str, ConfigType)> {
         let mut out = Vec::new();
-        for def in broker_keys().chain(LOG_CONFIGS.iter()) {
+        for def in broker_keys().chain(log_config::broker_defaulted()) {
             let key = def.broker_key;
             if out.iter().any(|(k, ..): &(String, String, bool, &str, ConfigType)| k == key) {
                 continue;

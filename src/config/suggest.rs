@@ -3,14 +3,14 @@
 //! swapped pair of letters counts as one edit).
 
 use super::{broker_keys, ignored::IGNORED_KEYS};
-use crate::log::config::LOG_CONFIGS;
+use crate::log::config::broker_defaulted;
 
 /// The known key closest to `key`, when it is close enough to be a typo: at
 /// most a third of the key's length in edits (and at most 4).
 pub fn nearest_key(key: &str) -> Option<&'static str> {
     let known = broker_keys()
         .map(|d| d.name)
-        .chain(LOG_CONFIGS.iter().map(|d| d.broker_key))
+        .chain(broker_defaulted().map(|d| d.broker_key))
         .chain(IGNORED_KEYS.iter().map(|(k, _)| *k));
     let limit = (key.chars().count() / 3).clamp(1, 4);
     known

@@ -6,7 +6,7 @@
 
 use super::{broker_keys, TABLES};
 use crate::config_def::{ConfigDef, ConfigType};
-use crate::log::config::LOG_CONFIGS;
+use crate::log::config::broker_defaulted;
 
 /// A key's default as a TOML value (strings quoted, numbers and booleans bare).
 fn toml_literal(kind: ConfigType, value: &str) -> String {
@@ -26,7 +26,7 @@ fn toml_literal(kind: ConfigType, value: &str) -> String {
 /// could not be: a value and a table of the same name.
 fn toml_key(key: &str) -> String {
     let prefix = format!("{key}.");
-    let names = broker_keys().map(|d| d.name).chain(LOG_CONFIGS.iter().map(|d| d.broker_key));
+    let names = broker_keys().map(|d| d.name).chain(broker_defaulted().map(|d| d.broker_key));
     let mut names = names;
     if names.any(|n| n.starts_with(&prefix)) {
         format!("\"{key}\"")
@@ -138,7 +138,7 @@ fn sections() -> Vec<Section> {
         out.push(Section { title: table.title, note: table.note, keys });
     }
     let mut keys = Vec::new();
-    for def in LOG_CONFIGS {
+    for def in broker_defaulted() {
         if !placed.contains(&def.broker_key) {
             placed.push(def.broker_key);
             keys.push((def, def.broker_key, Some(def.name)));

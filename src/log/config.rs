@@ -96,9 +96,19 @@ pub const LOG_CONFIGS: &[ConfigDef] = &[
         "with remote.storage.enable, the local size above which the oldest closed segments the store's manifest lists leave local disk; -2 takes retention.bytes, -1 is unlimited; at most retention.bytes when that is not -1"),
     def!("sediment.tombstone.retention.wait.for.groups", "sediment.tombstone.retention.wait.for.groups", Boolean, "false", None, None, &[],
         "sediment extension: keep a tombstone past its delete horizon while a consumer group with committed offsets on the partition has not committed beyond it (at most sediment.tombstone.retention.max.wait.ms longer)"),
+    def!("leader.replication.throttled.replicas", "", List, "", None, None, &[],
+        "replicas throttled on their leader's side by leader.replication.throttled.rate: partitionId:brokerId pairs, or * for every replica of the topic (kafka-reassign-partitions --throttle sets it)"),
+    def!("follower.replication.throttled.replicas", "", List, "", None, None, &[],
+        "replicas throttled on their follower's side by follower.replication.throttled.rate: partitionId:brokerId pairs, or * for every replica of the topic (kafka-reassign-partitions --throttle sets it)"),
     def!("sediment.tombstone.retention.max.wait.ms", "sediment.tombstone.retention.max.wait.ms", Long, "604800000", Some(0.0), None, &[],
         "sediment extension: the most a tombstone is kept past its delete horizon for a consumer group that has not read it"),
 ];
+
+/// The topic keys a broker key defaults (all but the two throttled-replica
+/// lists, which Kafka sets per topic only).
+pub fn broker_defaulted() -> impl Iterator<Item = &'static ConfigDef> {
+    LOG_CONFIGS.iter().filter(|d| !d.broker_key.is_empty())
+}
 
 /// Look up a key's definition.
 pub fn config_def(name: &str) -> Option<&'static ConfigDef> {
@@ -168,6 +178,9 @@ pub fn validate_value(name: &str, value: &str) -> Result<()> {
         ConfigType::List => {
             let items: Vec<&str> =
                 value.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+            if name.ends_with(".replication.throttled.replicas") {
+                ThrottledReplicas::parse(value).map_err(|reason| invalid(name, reason))?;
+            }
             if items.is_empty() && name == "cleanup.policy" {
                 return Err(invalid(name, "must name at least one policy".into()));
             }
@@ -186,6 +199,59 @@ pub fn validate_value(name: &str, value: &str) -> Result<()> {
 
 fn invalid(key: &str, reason: String) -> LogError {
     LogError::InvalidConfig { key: key.to_string(), reason }
+}
+
+/// The replicas of a topic a replication throttle applies to (Kafka's
+/// `leader/follower.replication.throttled.replicas`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ThrottledReplicas {
+    #[default]
+    None,
+    /// `*`: every replica of the topic.
+    All,
+    /// `partitionId:brokerId` pairs.
+    Listed(Vec<(i32, i32)>),
+}
+
+impl ThrottledReplicas {
+    /// Kafka's format: `*`, or `partition:broker` pairs separated by commas
+    /// (spaces allowed around them); empty is none.
+    ///
+    /// # Errors
+    /// Kafka's message for anything else.
+    pub fn parse(value: &str) -> std::result::Result<Self, String> {
+        let items: Vec<&str> = value.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+        if items.is_empty() {
+            return Ok(Self::None);
+        }
+        if items == ["*"] {
+            return Ok(Self::All);
+        }
+        let number = |s: &str| -> Option<i32> {
+            s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok())?
+        };
+        let pair = |item: &str| {
+            let (p, b) = item.split_once(':')?;
+            Some((number(p)?, number(b)?))
+        };
+        items.iter().map(|i| pair(i)).collect::<Option<Vec<_>>>().map(Self::Listed).ok_or_else(
+            || {
+                format!(
+                "{value:?} must be the literal '*' or a list of replicas in the following format: \
+                 [partitionId]:[brokerId],[partitionId]:[brokerId],..."
+            )
+            },
+        )
+    }
+
+    /// Whether the replica of `partition` on broker `broker` is throttled.
+    pub fn applies(&self, partition: i32, broker: i32) -> bool {
+        match self {
+            Self::None => false,
+            Self::All => true,
+            Self::Listed(pairs) => pairs.contains(&(partition, broker)),
+        }
+    }
 }
 
 /// Where a resolved value came from, as DescribeConfigs reports it.
@@ -238,6 +304,12 @@ pub struct LogConfig {
     pub local_retention_ms_setting: i64,
     /// `local.retention.bytes` as set (-2: `retention.bytes`).
     pub local_retention_bytes_setting: i64,
+    /// Replicas whose leader throttles their fetches
+    /// (`leader.replication.throttled.replicas`).
+    pub leader_throttled_replicas: ThrottledReplicas,
+    /// Replicas that throttle their own fetches
+    /// (`follower.replication.throttled.replicas`).
+    pub follower_throttled_replicas: ThrottledReplicas,
     /// The topic's own overrides, as set by CreateTopics/AlterConfigs.
     pub overrides: BTreeMap<String, String>,
 }
@@ -269,6 +341,7 @@ impl LogConfig {
         };
         let long = |name: &str| get(name).parse::<i64>().expect("validated");
         let size = |name: &str| get(name).parse::<i64>().expect("validated").max(0) as usize;
+        let throttled = |name: &str| ThrottledReplicas::parse(&get(name)).expect("validated");
         let policy = get("cleanup.policy");
         Ok(Self {
             compact: policy.split(',').any(|p| p.trim() == "compact"),
@@ -307,6 +380,8 @@ impl LogConfig {
             remote_log_delete_on_disable: get("remote.log.delete.on.disable") == "true",
             local_retention_ms_setting: long("local.retention.ms"),
             local_retention_bytes_setting: long("local.retention.bytes"),
+            leader_throttled_replicas: throttled("leader.replication.throttled.replicas"),
+            follower_throttled_replicas: throttled("follower.replication.throttled.replicas"),
             overrides,
         })
     }
@@ -482,6 +557,23 @@ mod tests {
         let gzip: BTreeMap<_, _> = [("compression.type".to_string(), "gzip".to_string())].into();
         let gzip = LogConfig::resolve(&BTreeMap::new(), gzip).unwrap();
         assert_eq!(gzip.target_compression(), Some((Compression::Gzip, -1)));
+    }
+
+    #[test]
+    fn throttled_replicas_take_kafkas_format() {
+        let parse = ThrottledReplicas::parse;
+        assert_eq!(parse(""), Ok(ThrottledReplicas::None));
+        assert_eq!(parse(" * "), Ok(ThrottledReplicas::All));
+        let listed = parse("0:1, 1:2 ,0:3").unwrap();
+        assert!(listed.applies(0, 1) && listed.applies(1, 2) && listed.applies(0, 3));
+        assert!(!listed.applies(1, 1) && !listed.applies(0, 2));
+        for bad in ["*,0:1", "0", "0:", ":1", "0 :1", "a:1", "-1:2", "0:1:2", "99999999999:1"] {
+            let e = validate_value("leader.replication.throttled.replicas", bad).unwrap_err();
+            assert!(e.to_string().contains("[partitionId]:[brokerId]"), "{bad}: {e}");
+        }
+        let c = config(&[("follower.replication.throttled.replicas", "3:7")]).unwrap();
+        assert!(c.follower_throttled_replicas.applies(3, 7));
+        assert_eq!(c.leader_throttled_replicas, ThrottledReplicas::None);
     }
 
     #[test]

@@ -6,13 +6,14 @@
 //! image the broker serves from, and Kafka's `ReplicaManager` gauges
 //! (leaders, partitions, under-replicated, under-min-ISR and reassigning
 //! partitions, ISR shrinks and expansions), the controller's
-//! OfflinePartitionsCount (the cluster's leaderless partitions). A single
+//! OfflinePartitionsCount (the cluster's leaderless partitions), and the
+//! replication throttles' measured byte rates. A single
 //! node leads all its partitions, in sync, and counts those in an offline
 //! log dir as offline.
 
 use std::sync::Arc;
 
-use prometheus::{IntCounter, IntGauge, IntGaugeVec, Registry};
+use prometheus::{Gauge, IntCounter, IntGauge, IntGaugeVec, Registry};
 
 use super::{int_gauge, Metrics};
 
@@ -39,6 +40,10 @@ pub trait ClusterStatus: Send + Sync + std::fmt::Debug {
     fn fetcher_lags(&self) -> Vec<(String, i32, i64)>;
     /// This broker's `node.id`.
     fn node_id(&self) -> i32;
+    /// The replication throttles' measured rates in bytes per second, as
+    /// leader and as follower (Kafka's LeaderReplication and
+    /// FollowerReplication `byte-rate`).
+    fn replication_byte_rates(&self) -> (f64, f64);
     /// What this broker's replica of a partition is now, with the leader
     /// epoch it knows (`None`: the cluster does not place it here).
     fn replica_role(&self, topic: &str, partition: i32) -> Option<(ReplicaRole, i32)>;
@@ -105,6 +110,14 @@ pub(super) struct ClusterGauges {
     replica_max_lag: IntGauge,
     fetcher_lag: IntGaugeVec,
     unclean_elections: IntCounter,
+    leader_replication_rate: Gauge,
+    follower_replication_rate: Gauge,
+}
+
+fn gauge(r: &Registry, name: &str, help: &str) -> Result<Gauge, prometheus::Error> {
+    let g = Gauge::new(name, help)?;
+    r.register(Box::new(g.clone()))?;
+    Ok(g)
 }
 
 fn counter(r: &Registry, name: &str, help: &str) -> Result<IntCounter, prometheus::Error> {
@@ -186,6 +199,16 @@ impl ClusterGauges {
                 "kafka_controller_controllerstats_uncleanleaderelections_total",
                 "Leaders this broker elected from outside the ISR (as controller, or for ElectLeaders UNCLEAN asked of it); records only the old ISR held may be lost",
             )?,
+            leader_replication_rate: gauge(
+                r,
+                "kafka_server_leaderreplication_byte_rate",
+                "Bytes per second this broker sent as leader for replicas in leader.replication.throttled.replicas, as the throttle measures it (counted while leader.replication.throttled.rate is set)",
+            )?,
+            follower_replication_rate: gauge(
+                r,
+                "kafka_server_followerreplication_byte_rate",
+                "Bytes per second this broker fetched as follower for replicas in follower.replication.throttled.replicas, as the throttle measures it",
+            )?,
         })
     }
 
@@ -235,6 +258,9 @@ impl ClusterGauges {
                     let partition = partition.to_string();
                     self.fetcher_lag.with_label_values(&[&topic, &partition]).set(lag);
                 }
+                let (leader_rate, follower_rate) = s.replication_byte_rates();
+                self.leader_replication_rate.set(leader_rate);
+                self.follower_replication_rate.set(follower_rate);
                 let unclean = s.unclean_elections();
                 self.unclean_elections.inc_by(unclean.saturating_sub(self.unclean_elections.get()));
             }

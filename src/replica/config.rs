@@ -69,6 +69,10 @@ pub const REPLICATION_CONFIGS: ConfigTable = ConfigTable {
         &REPLICA_FETCH_RESPONSE_MAX_BYTES,
         &NUM_REPLICA_FETCHERS,
         &super::replica_selector::REPLICA_SELECTOR_CLASS,
+        &super::replication_quota::LEADER_REPLICATION_THROTTLED_RATE,
+        &super::replication_quota::FOLLOWER_REPLICATION_THROTTLED_RATE,
+        &super::replication_quota::REPLICATION_QUOTA_WINDOW_NUM,
+        &super::replication_quota::REPLICATION_QUOTA_WINDOW_SIZE_SECONDS,
     ],
 };
 

@@ -30,6 +30,13 @@
 //! `ReplicaFetcherManager` MaxLag gauge; a partition no longer followed
 //! leaves it.
 //!
+//! Throttle (KIP-73, [`ReplicationQuota`]): a partition this broker's
+//! replica of is listed in `follower.replication.throttled.replicas`, while
+//! behind its leader's high watermark (or not yet answered), is left out of
+//! a request while `follower.replication.throttled.rate` is exceeded; the
+//! records of every such partition count toward the rate. A round with
+//! every partition held back sends nothing and waits a backoff.
+//!
 //! Threads, not tasks: appends and their fsyncs stay off the async workers.
 //! Partitions join and leave a thread between its rounds.
 
@@ -46,6 +53,7 @@ use kafka_protocol::protocol::StrBytes;
 use parking_lot::Mutex;
 
 use super::delayed_fetch::DelayedFetchPurgatory;
+use super::replication_quota::ReplicationQuota;
 use crate::cluster::channel::BrokerChannel;
 use crate::cluster::channel_security::ChannelSecurity;
 use crate::log::manager::CleaningControl;
@@ -167,6 +175,12 @@ impl FetcherLags {
         self.0.lock().iter().map(|(tp, lag)| (tp.clone(), *lag)).collect()
     }
 
+    /// Whether `tp`'s last answer left it at its leader's high watermark
+    /// (Kafka's `isReplicaInSync` of a fetch state).
+    fn caught_up(&self, tp: &TopicPartition) -> bool {
+        self.0.lock().get(tp) == Some(&0)
+    }
+
     fn set(&self, tp: &TopicPartition, lag: i64) {
         self.0.lock().insert(tp.clone(), lag.max(0));
     }
@@ -188,6 +202,8 @@ pub struct ReplicaFetcherManager {
     security: Arc<ChannelSecurity>,
     /// Consumers' fetches parked on followed partitions (KIP-392).
     parked: Arc<DelayedFetchPurgatory>,
+    /// `follower.replication.throttled.rate`.
+    quota: Arc<ReplicationQuota>,
 }
 
 /// Kafka's fetcher id of `tp` among `n` threads
@@ -211,10 +227,14 @@ impl ReplicaFetcherManager {
         logs: Arc<LogManager>,
         cleaning: Option<Arc<dyn CleaningControl>>,
         (config, security): (FetcherConfig, Arc<ChannelSecurity>),
-        (lags, parked): (Arc<FetcherLags>, Arc<DelayedFetchPurgatory>),
+        (lags, parked, quota): (
+            Arc<FetcherLags>,
+            Arc<DelayedFetchPurgatory>,
+            Arc<ReplicationQuota>,
+        ),
     ) -> Self {
         let threads = Mutex::default();
-        Self { node_id, logs, cleaning, config, threads, lags, security, parked }
+        Self { node_id, logs, cleaning, config, threads, lags, security, parked, quota }
     }
 
     /// Follow exactly `followed` (partition → leader and leader epoch), each
@@ -288,6 +308,7 @@ impl ReplicaFetcherManager {
             lags: Arc::clone(&self.lags),
             security: Arc::clone(&self.security),
             parked: Arc::clone(&self.parked),
+            quota: Arc::clone(&self.quota),
         };
         let name = format!("ReplicaFetcherThread-{fetcher_id}-{leader}");
         let handle = std::thread::Builder::new().name(name).spawn(move || fetcher.run())?;
@@ -320,6 +341,7 @@ struct Fetcher {
     lags: Arc<FetcherLags>,
     security: Arc<ChannelSecurity>,
     parked: Arc<DelayedFetchPurgatory>,
+    quota: Arc<ReplicationQuota>,
 }
 
 impl Fetcher {
@@ -342,6 +364,11 @@ impl Fetcher {
             }
             let Some(c) = channel.as_mut() else { continue };
             let wanted = self.wanted(&partitions);
+            if wanted.is_empty() {
+                // Every partition held back by the throttle.
+                std::thread::sleep(self.config.backoff);
+                continue;
+            }
             let request = self.request(&wanted, session.as_ref());
             match c.call(FETCH_VERSION, &request) {
                 Ok(response) if SESSION_ERRORS.contains(&response.error_code) => {
@@ -414,12 +441,17 @@ impl Fetcher {
         }
     }
 
-    /// Each followed partition's fetch position now.
+    /// Each followed partition's fetch position now, but those the
+    /// throttle holds back.
     fn wanted(&self, partitions: &Followed) -> HashMap<TopicPartition, FetchPartition> {
         let mut wanted = HashMap::with_capacity(partitions.len());
+        let exceeded = self.quota.is_exceeded(self.logs.clock().now_ms());
         for (tp, epoch) in partitions {
             let Some(log) = self.logs.get_log(tp) else { continue };
             let log = log.read();
+            if exceeded && self.throttled(&log, tp) && !self.lags.caught_up(tp) {
+                continue;
+            }
             let p = FetchPartition::default()
                 .with_partition(tp.partition)
                 .with_current_leader_epoch(*epoch)
@@ -474,6 +506,11 @@ impl Fetcher {
             .with_forgotten_topics_data(forgotten)
     }
 
+    /// Whether this broker's replica of `tp` is throttled as follower.
+    fn throttled(&self, log: &crate::log::Log, tp: &TopicPartition) -> bool {
+        log.config().follower_throttled_replicas.applies(tp.partition, self.node_id)
+    }
+
     /// Apply one partition's answer; `false` when it failed (back off).
     fn handle_partition(&self, tp: &TopicPartition, p: PartitionData) -> bool {
         if p.error_code != 0 {
@@ -501,6 +538,9 @@ impl Fetcher {
                 if let Err(e) = log.append_as_follower(records) {
                     tracing::error!(partition = %tp, leader = self.leader, "appending the leader's records: {e}");
                     return false;
+                }
+                if self.throttled(&log, tp) {
+                    self.quota.record(records.len() as u64, self.logs.clock().now_ms());
                 }
             }
             let before = log.high_watermark();

@@ -34,6 +34,8 @@
 //!   internal topic's append counts once its ISR holds it.
 //! * **Followers' fetching** ([`fetcher`]) and the leader's ISR changes
 //!   ([`isr_manager`]), with replication's keys ([`config`]).
+//! * **Replication throttles** ([`replication_quota`], KIP-73): the
+//!   leader's, applied to replica fetches it answers, and the followers'.
 //!
 //! Invariants: nothing here knows Kafka error codes (`api` maps
 //! [`AppendError`]); no log lock is held while a transaction is verified
@@ -49,6 +51,7 @@ pub mod isr_manager;
 pub mod leadership;
 mod replica_manager;
 pub mod replica_selector;
+pub mod replication_quota;
 
 pub use leadership::{Leadership, LeadershipView, Leading};
 pub use replica_manager::{Acks, AppendError, ReplicaManager, Replicated};

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::delayed_fetch::{DelayedFetchPurgatory, FetchWaiter};
 use super::fetch_session::FetchSessionCache;
 use super::leadership::{Leadership, Leading};
+use super::replication_quota::ReplicationQuotas;
 use crate::blocking::{self, IoThreads};
 use crate::log::manager::SharedLog;
 use crate::log::producer_state::VerificationGuard;
@@ -78,6 +79,8 @@ pub struct ReplicaManager {
     io_threads: IoThreads,
     /// In a cluster, the partitions led here; `None`: one node leads all.
     leadership: Option<Arc<Leadership>>,
+    /// The replication throttles (dynamic bounds).
+    quotas: Arc<ReplicationQuotas>,
 }
 
 impl ReplicaManager {
@@ -89,7 +92,27 @@ impl ReplicaManager {
     ) -> Self {
         let delayed_fetches = Arc::default();
         let io_threads = IoThreads::new(io_threads);
-        Self { logs, delayed_fetches, fetch_sessions, remote_reader, io_threads, leadership: None }
+        let quotas = Arc::default();
+        Self {
+            logs,
+            delayed_fetches,
+            fetch_sessions,
+            remote_reader,
+            io_threads,
+            leadership: None,
+            quotas,
+        }
+    }
+
+    /// The replication throttles, windows and bounds from `values`.
+    pub fn with_quotas(mut self, values: &dyn crate::config_def::ConfigValues) -> Self {
+        self.quotas = Arc::new(ReplicationQuotas::from_values(values));
+        self
+    }
+
+    /// The leader's and the followers' replication throttles.
+    pub fn quotas(&self) -> &Arc<ReplicationQuotas> {
+        &self.quotas
     }
 
     /// In a cluster: serve only the partitions `leadership` says are led here.

@@ -22,6 +22,7 @@ mod image;
 mod inter_broker_security;
 mod reassignments;
 mod replication;
+mod replication_throttle;
 mod security;
 mod support;
 mod topics;
