@@ -65,6 +65,7 @@
 
 mod cluster_member;
 mod coordinators;
+mod group_offsets;
 mod isr_writer;
 mod metadata_publisher;
 mod metrics_endpoint;
@@ -117,6 +118,7 @@ use crate::server::{BoundListener, ListenerTls};
 use crate::txn::{TransactionStateManager, TxnScheduler, TRANSACTION_STATE_TOPIC};
 use cluster_member::{ClusterMember, Identity};
 use coordinators::{group_coordinator, spawn_group_loader, transaction_coordinator};
+use group_offsets::GroupOffsets;
 use replication::Replication;
 
 fn store_error(e: StoreError) -> LogError {
@@ -370,9 +372,11 @@ pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(
             return Err(e);
         }
     };
+    // In a cluster, every coordinator's groups (told of the peers once joined).
+    let group_offsets = Arc::new(GroupOffsets::new(groups.clone()));
     let collaborators = CleanerCollaborators {
         producer_ids: Some(txn_state.clone()),
-        consumer_offsets: Some(groups.clone()),
+        consumer_offsets: Some(group_offsets.clone()),
         tiered_store: tiered.as_ref().map(|t| t.view.clone()),
     };
     let mut cleaner =
@@ -382,7 +386,7 @@ pub fn run(config: BrokerConfig, shutdown: impl Future<Output = ()>) -> Result<(
     let cleaning: Arc<dyn CleaningControl> = cleaner.handle().manager().clone();
     logs.start_scheduler(Some(cleaning));
     let mut threads = CoordinatorThreads::default();
-    let started = Started { meta, coordinators: (txn_state, groups), tiered };
+    let started = Started { meta, coordinators: (txn_state, groups), tiered, group_offsets };
     let served = runtime.block_on(serve(dynamic, &logs, started, &cleaner, &mut threads, shutdown));
     // The server has drained: nothing reads the logs on a client's behalf any more.
     if let Some(txn) = threads.txn {
@@ -452,6 +456,8 @@ struct Started {
     meta: MetaProperties,
     coordinators: (Arc<TransactionStateManager>, Arc<GroupCoordinator>),
     tiered: Option<TieredParts>,
+    /// What the resurrection guard reads.
+    group_offsets: Arc<GroupOffsets>,
 }
 
 /// The coordinators' threads, stopped by [`run`] after the server drained.
@@ -478,7 +484,7 @@ async fn serve(
     let scram = Arc::new(scram.map_err(BrokerError::Init)?);
     let (bound, advertised) = bind_listeners(&config, &scram).await?;
     let metrics_listen = config.metrics_listen();
-    let Started { meta, coordinators: (txn_state, groups), tiered } = started;
+    let Started { meta, coordinators: (txn_state, groups), tiered, group_offsets } = started;
     // Before anything uses the cluster id: a broker without data takes the cluster's.
     let (meta, member) = join_cluster(&config, meta, &advertised, logs).await?;
     // Tiered storage: the store must answer and be this cluster's before anything is served.
@@ -491,6 +497,9 @@ async fn serve(
         None => (None, None),
     };
     let leadership = member.as_ref().map(|m| m.leadership());
+    if let Some(m) = &member {
+        group_offsets.use_cluster(config.node_id(), m.peers());
+    }
     if let (Some(remote), Some(m)) = (&remote, &member) {
         m.upload_only_led(remote);
     }

@@ -23,6 +23,7 @@ mod inter_broker_security;
 mod reassignments;
 mod replication;
 mod replication_throttle;
+mod resurrection_guard;
 mod security;
 mod support;
 mod topics;
