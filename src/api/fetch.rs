@@ -204,7 +204,7 @@ pub async fn handle(
     }
     let mut reply = long_poll(broker, ctx, &request, version).await;
     if replica_id >= 0 {
-        record_throttled(broker, &reply.response);
+        record_throttled(broker, &reply.response, version);
     }
     match context {
         FetchContext::Full { privileged, uses_topic_ids } => {
@@ -234,17 +234,23 @@ pub async fn handle(
 /// Count the records a replica fetch's answer carries for partitions the
 /// leader's throttle covers (only while it has a bound: the count is what
 /// the bound is checked against).
-fn record_throttled(broker: &KafkaApis, response: &FetchResponse) {
+fn record_throttled(broker: &KafkaApis, response: &FetchResponse, version: i16) {
     let quota = &broker.replica.quotas().leader;
     if quota.bound().is_none() {
         return;
     }
     let mut bytes = 0u64;
     for topic in &response.responses {
+        let name = if version >= 13 {
+            broker.topic_name_by_id(&topic.topic_id)
+        } else {
+            Some(topic.topic.0.to_string())
+        };
+        let Some(name) = name else { continue };
         for p in
             topic.partitions.iter().filter(|p| p.records.as_ref().is_some_and(|r| !r.is_empty()))
         {
-            let tp = TopicPartition::new(topic.topic.0.to_string(), p.partition_index);
+            let tp = TopicPartition::new(name.clone(), p.partition_index);
             let Some(log) = broker.logs.get_log(&tp) else { continue };
             if log.read().config().leader_throttled_replicas.applies(tp.partition, broker.node_id) {
                 bytes += p.records.as_ref().map_or(0, |r| r.len() as u64);

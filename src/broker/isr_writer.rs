@@ -103,7 +103,11 @@ impl ControllerIsrWriter {
                 continue;
             }
             let members = c.isr.iter().map(|m| {
-                let e = if *m == self.node_id { epoch } else { -1 };
+                let e = if *m == self.node_id {
+                    epoch
+                } else {
+                    c.member_epochs.get(m).copied().unwrap_or(-1)
+                };
                 BrokerState::default().with_broker_id(BrokerId(*m)).with_broker_epoch(e)
             });
             topics.entry(topic.id).or_default().push(

@@ -38,7 +38,7 @@ impl Replication {
             Some(Arc::clone(&cleaning)),
             (FetcherConfig::from_values(&broker.config), member.channel_security()),
             (
-                Arc::clone(leadership.fetcher_lags()),
+                Arc::clone(&leadership),
                 broker.replica.delayed_fetches(),
                 Arc::clone(&broker.replica.quotas().follower),
             ),

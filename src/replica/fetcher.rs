@@ -5,8 +5,10 @@
 //! `abs(31 * topic.hashCode + partition) % num.replica.fetchers` (Java's
 //! string hash, so a partition lands on the thread Kafka would give it);
 //! each thread sends Kafka's
-//! replica Fetch (v12: this broker's id as `replica_id`, each partition's
-//! log end as its fetch offset, its latest epoch as `last_fetched_epoch`)
+//! replica Fetch (v15: topic ids, this broker's id and the epoch of its
+//! registration as `replica_state`, so the leader counts the fetch for this
+//! incarnation only (KIP-903); each partition's log end as its fetch
+//! offset, its latest epoch as `last_fetched_epoch`)
 //! over a [`BrokerChannel`] and, per partition of the answer:
 //! * records: appended as follower (framing, CRC and offsets checked), the
 //!   high watermark then the leader's, at most the local log end;
@@ -46,13 +48,17 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
+use kafka_protocol::messages::fetch_request::{
+    FetchPartition, FetchTopic, ForgottenTopic, ReplicaState,
+};
 use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use parking_lot::Mutex;
+use uuid::Uuid;
 
 use super::delayed_fetch::DelayedFetchPurgatory;
+use super::leadership::Leadership;
 use super::replication_quota::ReplicationQuota;
 use crate::cluster::channel::BrokerChannel;
 use crate::cluster::channel_security::ChannelSecurity;
@@ -105,8 +111,9 @@ const LIST_OFFSETS_VERSION: i16 = 4;
 /// ListOffsets' timestamp of the log start.
 const EARLIEST_TIMESTAMP: i64 = -2;
 
-/// Fetch v12: topic names, `replica_id` at the top, diverging epochs.
-const FETCH_VERSION: i16 = 12;
+/// Fetch v15: topic ids, `replica_state` (id and broker epoch), diverging
+/// epochs (Kafka's followers since 3.5).
+const FETCH_VERSION: i16 = 15;
 
 /// Kafka's replica fetch settings (its keys and defaults).
 #[derive(Debug, Clone, Copy)]
@@ -199,6 +206,8 @@ pub struct ReplicaFetcherManager {
     /// By (leader, fetcher id).
     threads: Mutex<HashMap<(i32, usize), FetcherThread>>,
     lags: Arc<FetcherLags>,
+    /// This broker's registration epoch, sent with each fetch.
+    leadership: Arc<Leadership>,
     security: Arc<ChannelSecurity>,
     /// Consumers' fetches parked on followed partitions (KIP-392).
     parked: Arc<DelayedFetchPurgatory>,
@@ -227,14 +236,15 @@ impl ReplicaFetcherManager {
         logs: Arc<LogManager>,
         cleaning: Option<Arc<dyn CleaningControl>>,
         (config, security): (FetcherConfig, Arc<ChannelSecurity>),
-        (lags, parked, quota): (
-            Arc<FetcherLags>,
+        (leadership, parked, quota): (
+            Arc<Leadership>,
             Arc<DelayedFetchPurgatory>,
             Arc<ReplicationQuota>,
         ),
     ) -> Self {
         let threads = Mutex::default();
-        Self { node_id, logs, cleaning, config, threads, lags, security, parked, quota }
+        let lags = Arc::clone(leadership.fetcher_lags());
+        Self { node_id, logs, cleaning, config, threads, lags, leadership, security, parked, quota }
     }
 
     /// Follow exactly `followed` (partition → leader and leader epoch), each
@@ -306,6 +316,7 @@ impl ReplicaFetcherManager {
             endpoint: Arc::clone(&endpoint),
             stop: Arc::clone(&stop),
             lags: Arc::clone(&self.lags),
+            leadership: Arc::clone(&self.leadership),
             security: Arc::clone(&self.security),
             parked: Arc::clone(&self.parked),
             quota: Arc::clone(&self.quota),
@@ -339,6 +350,7 @@ struct Fetcher {
     endpoint: Arc<Mutex<LeaderEndpoint>>,
     stop: Arc<AtomicBool>,
     lags: Arc<FetcherLags>,
+    leadership: Arc<Leadership>,
     security: Arc<ChannelSecurity>,
     parked: Arc<DelayedFetchPurgatory>,
     quota: Arc<ReplicationQuota>,
@@ -363,13 +375,14 @@ impl Fetcher {
                 }
             }
             let Some(c) = channel.as_mut() else { continue };
-            let wanted = self.wanted(&partitions);
+            let ids = self.topic_ids(&partitions);
+            let wanted = self.wanted(&partitions, &ids);
             if wanted.is_empty() {
                 // Every partition held back by the throttle.
                 std::thread::sleep(self.config.backoff);
                 continue;
             }
-            let request = self.request(&wanted, session.as_ref());
+            let request = self.request(&wanted, session.as_ref(), &ids);
             match c.call(FETCH_VERSION, &request) {
                 Ok(response) if SESSION_ERRORS.contains(&response.error_code) => {
                     tracing::debug!(
@@ -385,9 +398,11 @@ impl Fetcher {
                     let mut backoff = false;
                     let mut out_of_range = Vec::new();
                     for topic in response.responses {
+                        let Some(name) = ids.iter().find(|(_, id)| **id == topic.topic_id) else {
+                            continue;
+                        };
                         for p in topic.partitions {
-                            let tp =
-                                TopicPartition::new(topic.topic.0.to_string(), p.partition_index);
+                            let tp = TopicPartition::new(name.0.clone(), p.partition_index);
                             if !partitions.contains_key(&tp) {
                                 continue;
                             }
@@ -441,12 +456,30 @@ impl Fetcher {
         }
     }
 
+    /// The id of each followed partition's topic (the cluster's, which
+    /// its local log carries).
+    fn topic_ids(&self, partitions: &Followed) -> HashMap<String, Uuid> {
+        let mut ids = HashMap::new();
+        for tp in partitions.keys() {
+            if !ids.contains_key(&tp.topic) {
+                if let Some(t) = self.logs.topic(&tp.topic) {
+                    ids.insert(tp.topic.clone(), Uuid::from_bytes(t.id));
+                }
+            }
+        }
+        ids
+    }
+
     /// Each followed partition's fetch position now, but those the
-    /// throttle holds back.
-    fn wanted(&self, partitions: &Followed) -> HashMap<TopicPartition, FetchPartition> {
+    /// throttle holds back (and any whose topic has no id here yet).
+    fn wanted(
+        &self,
+        partitions: &Followed,
+        ids: &HashMap<String, Uuid>,
+    ) -> HashMap<TopicPartition, FetchPartition> {
         let mut wanted = HashMap::with_capacity(partitions.len());
         let exceeded = self.quota.is_exceeded(self.logs.clock().now_ms());
-        for (tp, epoch) in partitions {
+        for (tp, epoch) in partitions.iter().filter(|(tp, _)| ids.contains_key(&tp.topic)) {
             let Some(log) = self.logs.get_log(tp) else { continue };
             let log = log.read();
             if exceeded && self.throttled(&log, tp) && !self.lags.caught_up(tp) {
@@ -470,6 +503,7 @@ impl Fetcher {
         &self,
         wanted: &HashMap<TopicPartition, FetchPartition>,
         session: Option<&FetchSessionState>,
+        ids: &HashMap<String, Uuid>,
     ) -> FetchRequest {
         let mut topics: BTreeMap<&str, Vec<FetchPartition>> = BTreeMap::new();
         let mut forgotten: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
@@ -484,18 +518,23 @@ impl Fetcher {
                 forgotten.entry(tp.topic.as_str()).or_default().push(tp.partition);
             }
         }
-        let name = |n: &str| TopicName(StrBytes::from_string(n.to_string()));
+        // A topic forgotten after it left this broker may have no id here
+        // any more: the nil id, which the leader matches to nothing.
+        let id_of = |n: &str| ids.get(n).copied().unwrap_or_default();
         let topics = topics
             .into_iter()
-            .map(|(n, ps)| FetchTopic::default().with_topic(name(n)).with_partitions(ps))
+            .map(|(n, ps)| FetchTopic::default().with_topic_id(id_of(n)).with_partitions(ps))
             .collect();
         let forgotten = forgotten
             .into_iter()
-            .map(|(n, ps)| ForgottenTopic::default().with_topic(name(n)).with_partitions(ps))
+            .map(|(n, ps)| ForgottenTopic::default().with_topic_id(id_of(n)).with_partitions(ps))
             .collect();
         let (id, epoch) = session.map_or((0, 0), |s| (s.id, s.epoch));
-        FetchRequest::default()
+        let me = ReplicaState::default()
             .with_replica_id(BrokerId(self.node_id))
+            .with_replica_epoch(self.leadership.broker_epoch(self.node_id));
+        FetchRequest::default()
+            .with_replica_state(me)
             .with_max_wait_ms(self.config.max_wait_ms)
             .with_min_bytes(self.config.min_bytes)
             .with_max_bytes(self.config.response_max_bytes)

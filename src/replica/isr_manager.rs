@@ -33,6 +33,10 @@ pub struct IsrChange {
     /// The epoch `tp` is led here at.
     pub leader_epoch: i32,
     pub isr: Vec<i32>,
+    /// The broker epoch each follower fetched with (KIP-903), for those
+    /// heard from since this broker began leading at the epoch; the
+    /// controller refuses a member whose registration is newer.
+    pub member_epochs: HashMap<i32, i64>,
     /// Kafka's leader recovery state asked for: always RECOVERED (0).
     pub leader_recovery_state: i8,
 }
@@ -80,10 +84,13 @@ impl IsrManager {
             let mut changes = Vec::new();
             for (tp, led) in &view.led {
                 if let Some(isr) = self.wanted_isr(tp, led) {
+                    let followers = self.leadership.followers(tp);
+                    let member_epochs = followers.iter().map(|(id, f)| (*id, f.broker_epoch));
                     changes.push(IsrChange {
                         tp: tp.clone(),
                         leader_epoch: led.leader_epoch,
                         isr,
+                        member_epochs: member_epochs.collect(),
                         leader_recovery_state: RECOVERED,
                     });
                 }
