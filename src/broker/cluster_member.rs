@@ -379,6 +379,11 @@ impl ClusterStatus for ClusterMember {
             .get()
             .map_or((0.0, 0.0), |q| (q.leader.byte_rate(now), q.follower.byte_rate(now)))
     }
+    fn fetcher_stats(&self) -> Vec<(String, u64, u64)> {
+        let each = self.leadership.fetcher_stats().each();
+        each.into_iter().map(|(id, c)| (id, c.requests, c.bytes)).collect()
+    }
+
     fn fetcher_lags(&self) -> Vec<(String, i32, i64)> {
         let lags = self.leadership.fetcher_lags().each();
         lags.into_iter().map(|(tp, lag)| (tp.topic, tp.partition, lag)).collect()
@@ -400,6 +405,7 @@ impl ClusterStatus for ClusterMember {
             isr_expands,
             failed_isr_updates,
             replica_max_lag: self.leadership.fetcher_lags().max_lag(),
+            fetcher_dead_threads: self.leadership.fetcher_stats().dead_threads(),
         }
     }
 }

@@ -6,14 +6,16 @@
 //! image the broker serves from, and Kafka's `ReplicaManager` gauges
 //! (leaders, partitions, under-replicated, under-min-ISR and reassigning
 //! partitions, ISR shrinks and expansions), the controller's
-//! OfflinePartitionsCount (the cluster's leaderless partitions), and the
-//! replication throttles' measured byte rates. A single
+//! OfflinePartitionsCount (the cluster's leaderless partitions), the
+//! replication throttles' measured byte rates, and the replica fetchers'
+//! FetcherStats (answered requests and bytes per fetcher thread) and
+//! DeadThreadCount. A single
 //! node leads all its partitions, in sync, and counts those in an offline
 //! log dir as offline.
 
 use std::sync::Arc;
 
-use prometheus::{Gauge, IntCounter, IntGauge, IntGaugeVec, Registry};
+use prometheus::{Gauge, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 
 use super::{int_gauge, Metrics};
 
@@ -38,6 +40,9 @@ pub trait ClusterStatus: Send + Sync + std::fmt::Debug {
     /// Each partition followed here and its lag, in offsets, behind its
     /// leader's high watermark as the last fetch answered.
     fn fetcher_lags(&self) -> Vec<(String, i32, i64)>;
+    /// Each replica fetcher thread's client id with its answered requests
+    /// and replicated record bytes so far (Kafka's FetcherStats).
+    fn fetcher_stats(&self) -> Vec<(String, u64, u64)>;
     /// This broker's `node.id`.
     fn node_id(&self) -> i32;
     /// The replication throttles' measured rates in bytes per second, as
@@ -89,6 +94,9 @@ pub struct ReplicationCounts {
     pub failed_isr_updates: u64,
     /// The largest lag of a partition this broker follows (Kafka's MaxLag).
     pub replica_max_lag: i64,
+    /// Replica fetcher threads that ended while assigned partitions
+    /// (Kafka's DeadThreadCount).
+    pub fetcher_dead_threads: i64,
 }
 
 #[derive(Debug)]
@@ -109,6 +117,9 @@ pub(super) struct ClusterGauges {
     failed_isr_updates: IntCounter,
     replica_max_lag: IntGauge,
     fetcher_lag: IntGaugeVec,
+    fetcher_requests: IntCounterVec,
+    fetcher_bytes: IntCounterVec,
+    fetcher_dead_threads: IntGauge,
     unclean_elections: IntCounter,
     leader_replication_rate: Gauge,
     follower_replication_rate: Gauge,
@@ -118,6 +129,17 @@ fn gauge(r: &Registry, name: &str, help: &str) -> Result<Gauge, prometheus::Erro
     let g = Gauge::new(name, help)?;
     r.register(Box::new(g.clone()))?;
     Ok(g)
+}
+
+fn counter_vec(
+    r: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> Result<IntCounterVec, prometheus::Error> {
+    let c = IntCounterVec::new(Opts::new(name, help), labels)?;
+    r.register(Box::new(c.clone()))?;
+    Ok(c)
 }
 
 fn counter(r: &Registry, name: &str, help: &str) -> Result<IntCounter, prometheus::Error> {
@@ -194,6 +216,23 @@ impl ClusterGauges {
                 "Per partition this broker follows, its lag in offsets behind its leader's high watermark as the last fetch answered (Kafka's FetcherLagMetrics ConsumerLag)",
                 &["topic", "partition"],
             )?,
+            fetcher_requests: counter_vec(
+                r,
+                "kafka_server_fetcherstats_requests_total",
+                "Replica fetches answered, per fetcher thread (client_id ReplicaFetcherThread-<fetcher id>-<leader>; Kafka's FetcherStats RequestsPerSec)",
+                &["client_id"],
+            )?,
+            fetcher_bytes: counter_vec(
+                r,
+                "kafka_server_fetcherstats_bytes_total",
+                "Record bytes replicated, per fetcher thread (Kafka's FetcherStats BytesPerSec)",
+                &["client_id"],
+            )?,
+            fetcher_dead_threads: int_gauge(
+                r,
+                "kafka_server_replicafetchermanager_deadthreadcount",
+                "Replica fetcher threads that ended while assigned partitions (Kafka's DeadThreadCount): their partitions are not replicated until their leader changes",
+            )?,
             unclean_elections: counter(
                 r,
                 "kafka_controller_controllerstats_uncleanleaderelections_total",
@@ -238,6 +277,7 @@ impl ClusterGauges {
         let failed = counts.failed_isr_updates.saturating_sub(self.failed_isr_updates.get());
         self.failed_isr_updates.inc_by(failed);
         self.replica_max_lag.set(counts.replica_max_lag);
+        self.fetcher_dead_threads.set(counts.fetcher_dead_threads);
         match status {
             None => {
                 self.offline.set(local_offline);
@@ -257,6 +297,12 @@ impl ClusterGauges {
                 for (topic, partition, lag) in s.fetcher_lags() {
                     let partition = partition.to_string();
                     self.fetcher_lag.with_label_values(&[&topic, &partition]).set(lag);
+                }
+                for (client_id, requests, bytes) in s.fetcher_stats() {
+                    let r = self.fetcher_requests.with_label_values(&[&client_id]);
+                    r.inc_by(requests.saturating_sub(r.get()));
+                    let b = self.fetcher_bytes.with_label_values(&[&client_id]);
+                    b.inc_by(bytes.saturating_sub(b.get()));
                 }
                 let (leader_rate, follower_rate) = s.replication_byte_rates();
                 self.leader_replication_rate.set(leader_rate);

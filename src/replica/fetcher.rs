@@ -58,6 +58,7 @@ use parking_lot::Mutex;
 use uuid::Uuid;
 
 use super::delayed_fetch::DelayedFetchPurgatory;
+use super::fetcher_stats::{joined, DeathWatch, FetcherLags, FetcherStats};
 use super::leadership::Leadership;
 use super::replication_quota::ReplicationQuota;
 use crate::cluster::channel::BrokerChannel;
@@ -156,45 +157,9 @@ struct FetcherThread {
     partitions: Arc<Mutex<Followed>>,
     endpoint: Arc<Mutex<LeaderEndpoint>>,
     stop: Arc<AtomicBool>,
+    /// Set when the thread ended without being stopped.
+    dead: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
-}
-
-/// Each followed partition's lag behind its leader's high watermark, in
-/// messages (offsets), as its last answered fetch gave it.
-#[derive(Debug, Default)]
-pub struct FetcherLags(Mutex<HashMap<TopicPartition, i64>>);
-
-impl FetcherLags {
-    /// Kafka's MaxLag: the largest lag of a followed partition, 0 for none.
-    pub fn max_lag(&self) -> i64 {
-        self.0.lock().values().copied().max().unwrap_or(0)
-    }
-
-    /// Whether a fetch of `tp` was answered since this broker last began
-    /// following it: only then does its high watermark come from its
-    /// leader (before, it may be the log end a restart left).
-    pub fn heard_from_leader(&self, tp: &TopicPartition) -> bool {
-        self.0.lock().contains_key(tp)
-    }
-
-    /// Each followed partition's lag (Kafka's FetcherLagMetrics).
-    pub fn each(&self) -> Vec<(TopicPartition, i64)> {
-        self.0.lock().iter().map(|(tp, lag)| (tp.clone(), *lag)).collect()
-    }
-
-    /// Whether `tp`'s last answer left it at its leader's high watermark
-    /// (Kafka's `isReplicaInSync` of a fetch state).
-    fn caught_up(&self, tp: &TopicPartition) -> bool {
-        self.0.lock().get(tp) == Some(&0)
-    }
-
-    fn set(&self, tp: &TopicPartition, lag: i64) {
-        self.0.lock().insert(tp.clone(), lag.max(0));
-    }
-
-    fn retain(&self, followed: &HashMap<TopicPartition, (i32, i32)>) {
-        self.0.lock().retain(|tp, _| followed.contains_key(tp));
-    }
 }
 
 /// The fetcher threads of this broker, one per leader followed.
@@ -206,6 +171,7 @@ pub struct ReplicaFetcherManager {
     /// By (leader, fetcher id).
     threads: Mutex<HashMap<(i32, usize), FetcherThread>>,
     lags: Arc<FetcherLags>,
+    stats: Arc<FetcherStats>,
     /// This broker's registration epoch, sent with each fetch.
     leadership: Arc<Leadership>,
     security: Arc<ChannelSecurity>,
@@ -244,7 +210,20 @@ impl ReplicaFetcherManager {
     ) -> Self {
         let threads = Mutex::default();
         let lags = Arc::clone(leadership.fetcher_lags());
-        Self { node_id, logs, cleaning, config, threads, lags, leadership, security, parked, quota }
+        let stats = Arc::clone(leadership.fetcher_stats());
+        Self {
+            node_id,
+            logs,
+            cleaning,
+            config,
+            threads,
+            lags,
+            stats,
+            leadership,
+            security,
+            parked,
+            quota,
+        }
     }
 
     /// Follow exactly `followed` (partition → leader and leader epoch), each
@@ -265,7 +244,7 @@ impl ReplicaFetcherManager {
             threads.keys().copied().filter(|l| !by_leader.contains_key(l)).collect();
         for leader in gone {
             if let Some(t) = threads.remove(&leader) {
-                stop(t);
+                stop(t, &self.stats);
             }
         }
         for (key, partitions) in by_leader {
@@ -293,7 +272,7 @@ impl ReplicaFetcherManager {
     pub fn shutdown(&self) {
         let threads: Vec<FetcherThread> = self.threads.lock().drain().map(|(_, t)| t).collect();
         for t in threads {
-            stop(t);
+            stop(t, &self.stats);
         }
     }
 
@@ -306,6 +285,14 @@ impl ReplicaFetcherManager {
         let partitions = Arc::new(Mutex::new(partitions));
         let endpoint = Arc::new(Mutex::new(endpoint));
         let stop = Arc::new(AtomicBool::new(false));
+        let dead = Arc::new(AtomicBool::new(false));
+        let client_id = format!("ReplicaFetcherThread-{fetcher_id}-{leader}");
+        let watch = DeathWatch {
+            stop: Arc::clone(&stop),
+            dead: Arc::clone(&dead),
+            stats: Arc::clone(&self.stats),
+            client_id: client_id.clone(),
+        };
         let fetcher = Fetcher {
             node_id: self.node_id,
             leader,
@@ -316,25 +303,31 @@ impl ReplicaFetcherManager {
             endpoint: Arc::clone(&endpoint),
             stop: Arc::clone(&stop),
             lags: Arc::clone(&self.lags),
+            stats: Arc::clone(&self.stats),
+            client_id: client_id.clone(),
             leadership: Arc::clone(&self.leadership),
             security: Arc::clone(&self.security),
             parked: Arc::clone(&self.parked),
             quota: Arc::clone(&self.quota),
         };
-        let name = format!("ReplicaFetcherThread-{fetcher_id}-{leader}");
-        let handle = std::thread::Builder::new().name(name).spawn(move || fetcher.run())?;
-        Ok(FetcherThread { partitions, endpoint, stop, handle: Some(handle) })
+        let handle = std::thread::Builder::new().name(client_id).spawn(move || {
+            let _watch = watch;
+            fetcher.run();
+        })?;
+        Ok(FetcherThread { partitions, endpoint, stop, dead, handle: Some(handle) })
     }
 }
 
-fn stop(mut t: FetcherThread) {
+fn stop(mut t: FetcherThread, stats: &Arc<FetcherStats>) {
     t.stop.store(true, Ordering::Release);
     if let Some(h) = t.handle.take() {
+        let (stats, dead) = (Arc::clone(stats), Arc::clone(&t.dead));
         // A round ends within the socket timeout; the thread checks `stop` after it.
         std::thread::spawn(move || {
             if h.join().is_err() {
                 tracing::error!("a replica fetcher thread panicked");
             }
+            joined(&stats, &dead);
         });
     }
 }
@@ -350,6 +343,9 @@ struct Fetcher {
     endpoint: Arc<Mutex<LeaderEndpoint>>,
     stop: Arc<AtomicBool>,
     lags: Arc<FetcherLags>,
+    stats: Arc<FetcherStats>,
+    /// `ReplicaFetcherThread-<fetcher id>-<leader>`, as Kafka names it.
+    client_id: String,
     leadership: Arc<Leadership>,
     security: Arc<ChannelSecurity>,
     parked: Arc<DelayedFetchPurgatory>,
@@ -397,6 +393,7 @@ impl Fetcher {
                         FetchSessionState::answered(session.take(), response.session_id, wanted);
                     let mut backoff = false;
                     let mut out_of_range = Vec::new();
+                    let mut bytes = 0u64;
                     for topic in response.responses {
                         let Some(name) = ids.iter().find(|(_, id)| **id == topic.topic_id) else {
                             continue;
@@ -409,10 +406,12 @@ impl Fetcher {
                             if p.error_code == OFFSET_OUT_OF_RANGE {
                                 out_of_range.push(tp);
                             } else {
+                                bytes += p.records.as_ref().map_or(0, |r| r.len() as u64);
                                 backoff |= !self.handle_partition(&tp, p);
                             }
                         }
                     }
+                    self.stats.record(&self.client_id, bytes);
                     for tp in out_of_range {
                         backoff |= !self.reset_to_leader_start(c, &tp, partitions[&tp]);
                     }

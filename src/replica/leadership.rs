@@ -98,7 +98,9 @@ pub struct Leadership {
     isr_expands: std::sync::atomic::AtomicU64,
     failed_isr_updates: std::sync::atomic::AtomicU64,
     /// The followed partitions' lags, which the fetchers keep.
-    fetcher_lags: Arc<super::fetcher::FetcherLags>,
+    fetcher_lags: Arc<super::fetcher_stats::FetcherLags>,
+    /// The fetcher threads' requests, bytes and deaths.
+    fetcher_stats: Arc<super::fetcher_stats::FetcherStats>,
 }
 
 impl std::fmt::Debug for Leadership {
@@ -123,6 +125,7 @@ impl Leadership {
             isr_expands: Default::default(),
             failed_isr_updates: Default::default(),
             fetcher_lags: Arc::default(),
+            fetcher_stats: Arc::default(),
         }
     }
 
@@ -139,8 +142,13 @@ impl Leadership {
     }
 
     /// The followed partitions' lags, for the fetchers to keep.
-    pub fn fetcher_lags(&self) -> &Arc<super::fetcher::FetcherLags> {
+    pub fn fetcher_lags(&self) -> &Arc<super::fetcher_stats::FetcherLags> {
         &self.fetcher_lags
+    }
+
+    /// The fetcher threads' counts, for the fetchers to keep.
+    pub fn fetcher_stats(&self) -> &Arc<super::fetcher_stats::FetcherStats> {
+        &self.fetcher_stats
     }
 
     /// An ISR change asked for was not made (Kafka's FailedIsrUpdatesPerSec).

@@ -32,7 +32,7 @@
 //!   broker may serve as leader; the others answer NOT_LEADER_OR_FOLLOWER.
 //! * **Coordinators' writes** in a cluster ([`coordinator_writes`]): an
 //!   internal topic's append counts once its ISR holds it.
-//! * **Followers' fetching** ([`fetcher`]) and the leader's ISR changes
+//! * **Followers' fetching** ([`fetcher`], measured in [`fetcher_stats`]) and the leader's ISR changes
 //!   ([`isr_manager`]), with replication's keys ([`config`]).
 //! * **Replication throttles** ([`replication_quota`], KIP-73): the
 //!   leader's, applied to replica fetches it answers, and the followers'.
@@ -47,6 +47,7 @@ pub mod coordinator_writes;
 pub mod delayed_fetch;
 pub mod fetch_session;
 pub mod fetcher;
+pub mod fetcher_stats;
 pub mod isr_manager;
 pub mod leadership;
 mod replica_manager;

@@ -84,6 +84,15 @@ fn consumers_read_from_a_follower_in_their_rack() {
     let f = &brokers[follower as usize - 1];
     f.wait_for(20, "the follower's lag exported", || (f.metric(lag) == Some(0.0)).then_some(()));
     assert_eq!(brokers[leader as usize - 1].metric(lag), None, "the leader follows nothing");
+    // Kafka's FetcherStats: the follower's one fetcher thread for the
+    // leader (num.replica.fetchers=1) was answered and brought the 200
+    // records; none of its fetcher threads died.
+    let thread = format!(r#"{{client_id="ReplicaFetcherThread-0-{leader}"}}"#);
+    let bytes = f.metric(&format!("kafka_server_fetcherstats_bytes_total{thread}"));
+    assert!(bytes.is_some_and(|b| b >= 200.0 * 2.0), "bytes replicated: {bytes:?}");
+    let requests = f.metric(&format!("kafka_server_fetcherstats_requests_total{thread}"));
+    assert!(requests.is_some_and(|r| r >= 1.0), "fetches answered: {requests:?}");
+    assert_eq!(f.metric("kafka_server_replicafetchermanager_deadthreadcount"), Some(0.0));
 
     let sent = fetch(at_leader, &rack, epoch, 0, 0);
     assert_eq!(sent.error_code, 0);
