@@ -381,3 +381,25 @@ fn an_empty_consumer_group_without_offsets_is_removed_at_the_retention_check() {
         "gone after a restart too"
     );
 }
+
+#[test]
+fn transactional_commits_are_checked_against_the_member_epoch() {
+    let f = fixture();
+    let mut clients: Vec<Client> = ["a", "b"].iter().map(|m| Client::join(&f.c, m)).collect();
+    settle(&f.c, &mut clients);
+    let a = &clients[0];
+    let offsets = vec![("t".to_string(), 0, CommittedOffset::requested(42, -1, None))];
+    let producer = TxnProducer { id: 7, epoch: 0 };
+    // A member at its epoch commits inside its producer's transaction (as
+    // sendOffsetsToTransaction(offsets, consumer.groupMetadata()) sends it).
+    assert_eq!(f.c.txn_commit("g", producer, a.epoch, "a", None, &offsets), vec![None]);
+    assert!(f.c.has_pending_txn_offset("g", "t", 0));
+    // An older epoch, an unknown member, or no member of a group that has
+    // some: refused, as Kafka refuses them, with nothing written.
+    let stale = f.c.txn_commit("g", producer, a.epoch - 1, "a", None, &offsets);
+    assert_eq!(stale, vec![Some(GroupError::IllegalGeneration)]);
+    let unknown = f.c.txn_commit("g", producer, a.epoch, "z", None, &offsets);
+    assert_eq!(unknown, vec![Some(GroupError::UnknownMemberId)]);
+    let outside = f.c.txn_commit("g", producer, -1, "", None, &offsets);
+    assert_eq!(outside, vec![Some(GroupError::UnknownMemberId)]);
+}

@@ -109,19 +109,41 @@ fn fenced_or(e: GroupError) -> GroupError {
 }
 
 /// Whether a transactional commit for `group` may proceed (Kafka's
-/// `validateOffsetCommit` with `isTransactional`): a simple commit while the
-/// group is empty, else a current member of the current generation; unlike a
-/// plain commit, CompletingRebalance does not refuse it.
+/// `validateOffsetCommit` with `isTransactional`).
+///
+/// A classic group takes a simple commit while it is empty, one naming no
+/// member at all (older producers' `sendOffsetsToTransaction(groupId)`)
+/// whatever its state, else a current member of the current generation;
+/// unlike a plain commit, CompletingRebalance does not refuse it.
+///
+/// A consumer group (KIP-848) takes a commit naming no member while it has
+/// none, else its member at the member's current epoch, which the producer
+/// sends as the generation. A stale epoch is ILLEGAL_GENERATION here, not
+/// STALE_MEMBER_EPOCH: the producer's transaction then aborts as abortable
+/// (Kafka's coordinator maps it the same way for TxnOffsetCommit).
 fn check_txn_committer(
     group: &Group,
     generation: i32,
     member_id: &str,
     instance_id: Option<&str>,
 ) -> Result<(), GroupError> {
+    if let Some(cg) = &group.consumer {
+        if generation < 0 && cg.members.is_empty() {
+            return Ok(());
+        }
+        let member = cg.members.get(member_id).ok_or(GroupError::UnknownMemberId)?;
+        if member.epoch() != generation {
+            return Err(GroupError::IllegalGeneration);
+        }
+        return Ok(());
+    }
     if group.state() == GroupState::Dead {
         return Err(GroupError::CoordinatorNotAvailable);
     }
     if generation < 0 && group.state() == GroupState::Empty {
+        return Ok(());
+    }
+    if generation < 0 && member_id.is_empty() && instance_id.is_none() {
         return Ok(());
     }
     if group.fences(instance_id, member_id) {

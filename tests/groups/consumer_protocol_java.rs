@@ -20,8 +20,9 @@ use crate::broker::{console_produce_keyed, create_topic, kafka_tool, repo_root, 
 
 const GROUPS: &str = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
 
-/// A running ConsumerProtocolMember and the lines it printed so far.
-struct Member {
+/// A running Java test program (a member of a group) and the lines it
+/// printed so far; killed when dropped.
+pub(crate) struct Member {
     name: String,
     child: Child,
     lines: Arc<Mutex<Vec<String>>>,
@@ -30,11 +31,16 @@ struct Member {
 
 impl Member {
     fn start(bootstrap: &str, name: &str) -> Self {
-        let program = repo_root().join("tests/java/ConsumerProtocolMember.java");
+        Self::spawn("ConsumerProtocolMember.java", &[bootstrap, "kip848", "orders", name], name)
+    }
+
+    /// Run `tests/java/<program>` with `args`, as member `name`.
+    pub(crate) fn spawn(program: &str, args: &[&str], name: &str) -> Self {
+        let program = repo_root().join("tests/java").join(program);
         let mut child = Command::new("bash")
             .arg(repo_root().join("scripts/kafka-tool.sh"))
             .arg(program)
-            .args([bootstrap, "kip848", "orders", name])
+            .args(args)
             .env("KAFKA_HEAP_OPTS", "-Xmx192m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -62,7 +68,7 @@ impl Member {
         Self { name: name.to_string(), child, lines, stderr }
     }
 
-    fn lines(&self) -> Vec<String> {
+    pub(crate) fn lines(&self) -> Vec<String> {
         self.lines.lock().unwrap().clone()
     }
 
@@ -92,13 +98,13 @@ impl Member {
             .unwrap_or(0)
     }
 
-    fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         if let Some(stdin) = self.child.stdin.as_mut() {
             let _ = stdin.write_all(b"stop\n");
         }
     }
 
-    fn report(&self) -> String {
+    pub(crate) fn report(&self) -> String {
         format!(
             "{}:\n{}\nstderr:\n{}",
             self.name,
@@ -115,7 +121,7 @@ impl Drop for Member {
     }
 }
 
-fn wait_until(
+pub(crate) fn wait_until(
     secs: u64,
     what: &str,
     members: &[&Member],

@@ -1,7 +1,8 @@
 //! Consumer groups through the Python clients against the real broker:
 //! confluent-kafka (librdkafka 2.16) splitting partitions, taking over,
 //! exactly-once consumption with manual commits, cooperative-sticky and the
-//! group admin calls, and the consumer group protocol (KIP-848); kafka-python's committed offsets surviving a broker
+//! group admin calls, and the consumer group protocol (KIP-848), also in an
+//! exactly-once copy loop; kafka-python's committed offsets surviving a broker
 //! restart, both a clean one (SIGTERM) and a crash (SIGKILL). The scripts in
 //! tests/python/ assert as they go and exit non-zero at the first failed
 //! check; they run with the pinned venv from scripts/python-env.sh.
@@ -32,6 +33,25 @@ fn confluent_kafka_consumer_protocol() {
         "consumer_protocol_confluent.py",
         &[],
         "all confluent-kafka consumer protocol checks passed",
+    );
+}
+
+/// confluent-kafka's exactly-once loop with `group.protocol=consumer`
+/// (issue 30, item 5): offsets committed in the producers' transactions
+/// through a join and a leave, every input value copied exactly once.
+#[test]
+fn confluent_kafka_consumer_protocol_exactly_once() {
+    let b = TestBroker::start(&[
+        "offsets.topic.num.partitions=5",
+        "transaction.state.log.num.partitions=5",
+        "group.consumer.min.heartbeat.interval.ms=500",
+        "group.consumer.heartbeat.interval.ms=1000",
+    ]);
+    run_python_script(
+        &b,
+        "eos_consumer_protocol_confluent.py",
+        &[],
+        "all confluent-kafka consumer protocol exactly-once checks passed",
     );
 }
 

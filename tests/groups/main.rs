@@ -11,6 +11,7 @@ mod common;
 mod conformance_long_strings;
 mod consumer_group_wire;
 mod consumer_groups_java;
+mod consumer_protocol_eos;
 mod consumer_protocol_java;
 mod group_coordinator;
 mod interop_python_groups;
