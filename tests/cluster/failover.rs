@@ -165,7 +165,16 @@ fn check_in_log(brokers: &[TestBroker], live: u16, topic: &str, acked: &[Acked])
     let placement = leaders(live, topic);
     let mut logs: HashMap<i32, Vec<(i64, String)>> = HashMap::new();
     for (p, (leader, _)) in &placement {
-        let records = fetch_all(brokers[*leader as usize - 1].port, topic, *p);
+        // A leader just elected (the preferred one, restored last) serves
+        // up to its high watermark, which reaches what its predecessor had
+        // committed once the followers fetch from it again.
+        let last = acked.iter().filter(|a| a.0 == *p).map(|a| a.1).max().unwrap_or(-1);
+        let b = &brokers[*leader as usize - 1];
+        let records =
+            b.wait_for(30, "the leader's high watermark past every acknowledgement", || {
+                let records = fetch_all(b.port, topic, *p);
+                records.last().is_some_and(|r| r.0 >= last).then_some(records)
+            });
         logs.insert(*p, records.into_iter().map(|(o, _, v)| (o, v.unwrap_or_default())).collect());
     }
     let mut count: HashMap<&str, usize> = HashMap::new();
