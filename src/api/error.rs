@@ -258,7 +258,7 @@ pub fn dynamic_config_error_code(e: &crate::config::dynamic::DynamicConfigError)
     use crate::config::dynamic::DynamicConfigError as E;
     match e {
         E::Unknown(_) => ResponseError::InvalidConfig,
-        E::NotDynamic(_) | E::Invalid(_) => ResponseError::InvalidRequest,
+        E::NotDynamic(_) | E::PerBrokerOnly(_) | E::Invalid(_) => ResponseError::InvalidRequest,
         // etcd did not take it in time, or another broker raced it.
         E::Store(crate::security::store::StoreError::Unavailable(_)) => {
             ResponseError::RequestTimedOut

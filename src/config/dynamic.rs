@@ -47,7 +47,9 @@ use parking_lot::Mutex;
 
 use std::sync::{Arc, OnceLock};
 
-use super::{lookup, BrokerConfig, ConfigError};
+use super::{
+    dynamic_ignored, ignored_reason, lookup, parses_as, BrokerConfig, ConfigError, DynamicScope,
+};
 use crate::cleaner::config::{LOG_CLEANER_THREADS, RECONFIGURABLE};
 use crate::cluster::image::{MetadataImage, StoredKeys};
 use crate::cluster::security_store::{ClusterSecurityStore, Written};
@@ -103,6 +105,12 @@ pub enum DynamicConfigError {
     /// Known keys that only the config file may set.
     #[error("Cannot update these configs dynamically: Set({})", .0.join(", "))]
     NotDynamic(Vec<String>),
+    /// Keys Kafka changes per broker only, asked of the cluster default.
+    #[error(
+        "Cannot update these configs at default cluster level, broker id must be specified: [{}]",
+        .0.join(", ")
+    )]
+    PerBrokerOnly(Vec<String>),
     /// A value out of its key's rules, or a change the cleaner refuses.
     #[error("{0}")]
     Invalid(String),
@@ -310,7 +318,7 @@ impl DynamicBrokerConfig {
         apply: impl FnOnce(&BrokerConfig) -> Result<(), DynamicConfigError>,
     ) -> Result<(), DynamicConfigError> {
         let mut layers = self.layers.lock();
-        check_keys(&entries.keys().cloned().collect::<Vec<_>>())?;
+        check_keys(&entries, level)?;
         let mut candidate = layers.clone();
         *level_mut(&mut candidate, level) = entries;
         let old = layered(&self.static_config, &layers)
@@ -323,6 +331,14 @@ impl DynamicBrokerConfig {
         check(&old, &new)?;
         if validate_only {
             return Ok(());
+        }
+        for key in candidate.level(level).keys().filter(|k| dynamic_ignored(k).is_some()) {
+            let reason = ignored_reason(key).unwrap_or("ignored");
+            tracing::warn!(
+                key,
+                reason,
+                "accepted as Kafka accepts it; it has no effect on sediment"
+            );
         }
         if let Some(c) = self.cluster.get() {
             // `install` takes the lock again, and applies what it stored.
@@ -348,7 +364,8 @@ fn validated(static_config: &BrokerConfig, stored: &DynamicLayers, source: &str)
         for (k, v) in entries {
             let mut candidate = layers.clone();
             level_mut(&mut candidate, level).insert(k.clone(), v.clone());
-            match check_keys(std::slice::from_ref(k)).and_then(|()| {
+            let entry = BTreeMap::from([(k.clone(), v.clone())]);
+            match check_keys(&entry, level).and_then(|()| {
                 let config = layered(static_config, &candidate)
                     .map_err(|e| DynamicConfigError::Invalid(e.to_string()))?;
                 check_at_start(k, &config)
@@ -452,9 +469,42 @@ impl DynamicBrokerConfig {
                 let read_only = !is_dynamic(&name);
                 BrokerEntry { name, value, source, read_only, kind, doc, synonyms }
             })
+            .chain(self.describe_ignored(&current, per_broker))
+            .collect()
+    }
+
+    /// The Kafka keys set here that sediment ignores (`config::ignored`),
+    /// described as set, with a documentation saying they have no effect.
+    fn describe_ignored(&self, current: &BrokerConfig, per_broker: bool) -> Vec<BrokerEntry> {
+        let defaults = self.layers().cluster_default;
+        current
+            .ignored_keys()
+            .iter()
+            .filter(|(k, _)| per_broker || defaults.contains_key(*k))
+            .map(|(name, value)| {
+                let mut synonyms = self.synonyms_of(name, per_broker);
+                if synonyms.is_empty() {
+                    // Set in the config file (the layers hold the rest).
+                    synonyms.push((name.clone(), value.clone(), BrokerConfigSource::Static));
+                }
+                let dynamic = dynamic_ignored(name);
+                BrokerEntry {
+                    name: name.clone(),
+                    value: synonyms[0].1.clone(),
+                    source: synonyms[0].2,
+                    read_only: dynamic.is_none(),
+                    kind: dynamic.map_or(crate::config_def::ConfigType::String, |(kind, _)| kind),
+                    doc: IGNORED_DOC,
+                    synonyms,
+                }
+            })
             .collect()
     }
 }
+
+/// What DescribeConfigs documents an ignored key as.
+const IGNORED_DOC: &str = "A Kafka key sediment accepts for compatibility: it has no effect here \
+     (the broker's start-up warning and check-config give the reason)";
 
 fn level_mut(layers: &mut DynamicLayers, level: DynamicLevel) -> &mut BTreeMap<String, String> {
     match level {
@@ -463,23 +513,53 @@ fn level_mut(layers: &mut DynamicLayers, level: DynamicLevel) -> &mut BTreeMap<S
     }
 }
 
-/// The type of a broker key (`None`: unknown).
+/// The type of a broker key (`None`: unknown). An ignored key is known:
+/// of its Kafka type when Kafka changes it on a running broker, else a
+/// string (the change is then refused as static, as Kafka refuses it).
 pub fn key_kind(key: &str) -> Option<crate::config_def::ConfigType> {
-    lookup(key).map(|(def, _)| def.kind)
+    lookup(key).map(|(def, _)| def.kind).or_else(|| {
+        let ignored = ignored_reason(key).map(|_| crate::config_def::ConfigType::String);
+        dynamic_ignored(key).map(|(kind, _)| kind).or(ignored)
+    })
 }
 
-/// Every key known, and all dynamic (a Kafka key ignored here is known and static).
-fn check_keys(keys: &[String]) -> Result<(), DynamicConfigError> {
-    let known = |k: &str| lookup(k).is_some() || super::ignored_reason(k).is_some();
-    if let Some(unknown) = keys.iter().find(|k| !known(k)) {
+/// Every key known, and all dynamic at `level`: served dynamic keys, and
+/// the ignored keys Kafka changes on a running broker (their values of
+/// their type; the SASL ones per broker only). Any other ignored key is
+/// known and static.
+fn check_keys(
+    entries: &BTreeMap<String, String>,
+    level: DynamicLevel,
+) -> Result<(), DynamicConfigError> {
+    let known = |k: &str| lookup(k).is_some() || ignored_reason(k).is_some();
+    if let Some(unknown) = entries.keys().find(|k| !known(k)) {
         return Err(DynamicConfigError::Unknown(unknown.clone()));
     }
-    let fixed: Vec<String> = keys.iter().filter(|k| !is_dynamic(k)).cloned().collect();
-    if fixed.is_empty() {
-        Ok(())
-    } else {
-        Err(DynamicConfigError::NotDynamic(fixed))
+    let fixed: Vec<String> = entries
+        .keys()
+        .filter(|k| !is_dynamic(k) && dynamic_ignored(k).is_none())
+        .cloned()
+        .collect();
+    if !fixed.is_empty() {
+        return Err(DynamicConfigError::NotDynamic(fixed));
     }
+    let per_broker: Vec<String> = entries
+        .keys()
+        .filter(|k| dynamic_ignored(k).is_some_and(|(_, scope)| scope == DynamicScope::BrokerOnly))
+        .cloned()
+        .collect();
+    if level == DynamicLevel::ClusterDefault && !per_broker.is_empty() {
+        return Err(DynamicConfigError::PerBrokerOnly(per_broker));
+    }
+    for (k, v) in entries {
+        if let Some((kind, _)) = dynamic_ignored(k).filter(|(kind, _)| !parses_as(*kind, v)) {
+            let kind = format!("{kind:?}").to_uppercase();
+            return Err(DynamicConfigError::Invalid(format!(
+                "Invalid value {v} for configuration {k}: Not a number of type {kind}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// What `alter` refuses of the entry `key` whatever the layers before it:

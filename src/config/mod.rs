@@ -53,7 +53,7 @@ mod suggest;
 mod template;
 mod toml_file;
 
-pub use ignored::{ignored_reason, IGNORED_KEYS};
+pub use ignored::{dynamic_ignored, ignored_reason, parses_as, DynamicScope, IGNORED_KEYS};
 pub use listeners::{
     parse_endpoints, parse_protocol_map, split_listener_key, EndpointEntry, ListenerConfig,
     DEFAULT_PROTOCOL_MAP, LISTENER_PREFIX,

@@ -294,3 +294,51 @@ fn a_thread_retired_mid_clean_leaves_no_half_swap_and_loses_no_key() {
         (threads == Some(1.0) && backoff == Some(0.2)).then_some(())
     });
 }
+
+/// Kafka keys sediment ignores but Kafka changes on a running broker
+/// (issue 30, item 6): accepted where Kafka accepts them (the SASL ones per
+/// broker only), their values checked against Kafka's types, described as
+/// set, kept across a restart, logged as having no effect; a static ignored
+/// key is still refused, as Kafka refuses it.
+#[test]
+fn kafka_keys_sediment_ignores_are_accepted_where_kafka_accepts_them() {
+    let mut b = TestBroker::start(&["sasl.kerberos.kinit.cmd=/usr/bin/kinit"]);
+    let per_broker = |config: &'static str| {
+        ["--entity-type", "brokers", "--entity-name", "1", "--alter", "--add-config", config]
+    };
+    configs(&b, &per_broker("sasl.kerberos.service.name=kafka,num.network.threads=8"));
+    let err = configs_refused(&b, &per_broker("sasl.kerberos.ticket.renew.jitter=most"));
+    assert!(err.contains("Not a number of type DOUBLE"), "{err}");
+    let err = configs_refused(&b, &per_broker("process.roles=broker"));
+    assert!(err.contains("Cannot update these configs dynamically: Set(process.roles)"), "{err}");
+    let err = configs_refused(
+        &b,
+        &[
+            "--entity-type",
+            "brokers",
+            "--entity-default",
+            "--alter",
+            "--add-config",
+            "sasl.kerberos.service.name=kafka",
+        ],
+    );
+    assert!(
+        err.contains(
+            "Cannot update these configs at default cluster level, broker id must be specified"
+        ),
+        "{err}"
+    );
+    assert!(b.log().contains("it has no effect on sediment"), "{}", b.log());
+
+    assert!(b.stop().success(), "{}", b.log());
+    b.restart();
+    let described =
+        configs(&b, &["--entity-type", "brokers", "--entity-name", "1", "--describe", "--all"]);
+    for line in [
+        "sasl.kerberos.service.name=kafka sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:sasl.kerberos.service.name=kafka}",
+        "num.network.threads=8 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:num.network.threads=8}",
+        "sasl.kerberos.kinit.cmd=/usr/bin/kinit sensitive=false synonyms={STATIC_BROKER_CONFIG:sasl.kerberos.kinit.cmd=/usr/bin/kinit}",
+    ] {
+        assert!(described.lines().any(|l| l.trim() == line), "{line} in\n{described}");
+    }
+}
