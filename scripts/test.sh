@@ -38,8 +38,10 @@ fi
 # Python clients for the interop suite, in a venv under target/ (pinned).
 scripts/python-env.sh >/dev/null
 
-# Apache Kafka 4.1.2's jars (kafka-dump-log and the CLI tools), cached in target/.
+# Apache Kafka 4.1.2's jars (kafka-dump-log and the CLI tools), cached in
+# target/, and the newest release's, which the conformance tests compare with too.
 scripts/kafka-jars.sh >/dev/null
+scripts/kafka-jars.sh 4.4.0 >/dev/null
 
 # Formatting and lints are part of the suite: rustfmt.toml and clippy.toml
 # (functions of at most 100 lines) hold for every target.

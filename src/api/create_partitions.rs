@@ -18,8 +18,9 @@ use crate::api::KafkaApis;
 use crate::security::acl::{AclOperation, ResourceType};
 
 /// Most partitions one request may add: each is one record of the
-/// controller's batch, which Kafka caps at 10,000 records (it answers
-/// UNKNOWN_SERVER_ERROR past it, for every topic of the request).
+/// controller's batch, which Kafka caps at 10,000 records. Past it Kafka
+/// 4.4 answers POLICY_VIOLATION for every topic of the request, as here
+/// (4.1 answered UNKNOWN_SERVER_ERROR, its controller's unhandled refusal).
 pub const MAX_NEW_PARTITIONS_PER_REQUEST: i64 = 10_000;
 
 pub fn handle(
@@ -55,7 +56,7 @@ pub fn handle(
                 Err((code, message)) => with_error(result, code, message),
                 Ok(_) if too_many => {
                     let msg = format!("the request adds {added} partitions; at most {MAX_NEW_PARTITIONS_PER_REQUEST} may be added at once");
-                    with_error(result, ResponseError::UnknownServerError, Some(msg))
+                    with_error(result, ResponseError::PolicyViolation, Some(msg))
                 }
                 Ok(_) if request.validate_only => result,
                 Ok(_) => match grow(broker, &t, request.timeout_ms) {

@@ -1,24 +1,35 @@
-//! A real Apache Kafka 4.1.2 broker (KRaft, broker and controller in one JVM)
+//! A real Apache Kafka broker (KRaft, broker and controller in one JVM)
 //! started from the jars of scripts/kafka-jars.sh, for tests that compare
-//! sediment's answers with Kafka's own. Loopback only; its data dir and log
-//! live in a temporary dir; the JVM is killed when the value is dropped.
+//! sediment's answers with Kafka's own: 4.1.2, and the newest release
+//! ([`VERSIONS`]). Loopback only; its data dir and log live in a temporary
+//! dir; the JVM is killed when the value is dropped.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{free_port, kafka_tool_output, repo_root, Reaper, Wire};
+use super::{free_port, repo_root, Reaper, Wire};
+
+/// The Kafka releases the conformance tests compare with: the one
+/// sediment's versions follow, and the newest.
+pub const VERSIONS: [&str; 2] = ["4.1.2", "4.4.0"];
 
 pub struct ReferenceKafka {
     pub port: u16,
     pub dir: tempfile::TempDir,
+    pub version: &'static str,
     _jvm: Reaper,
 }
 
 impl ReferenceKafka {
-    /// Format a data dir and start the broker with `extra` properties on top
-    /// of a single-node KRaft config; returns once Metadata names a
-    /// controller, so topics can be created.
+    /// [`Self::start_version`] of Kafka 4.1.2.
     pub fn start(extra: &[(&str, &str)]) -> Self {
+        Self::start_version(VERSIONS[0], extra)
+    }
+
+    /// Format a data dir and start Kafka `version` with `extra` properties
+    /// on top of a single-node KRaft config; returns once Metadata names a
+    /// controller, so topics can be created.
+    pub fn start_version(version: &'static str, extra: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let (port, controller_port) = (free_port(), free_port());
         let mut props = vec![
@@ -58,14 +69,25 @@ impl ReferenceKafka {
         // 64, and the tool's argument parser would take it for an option.
         let cluster_id = format!("--cluster-id={cluster_id}");
         let format = ["format", &cluster_id, "-c", &conf, "--standalone"];
-        let (ok, out, err) = kafka_tool_output("kafka.tools.StorageTool", &format, None);
-        assert!(ok, "kafka-storage format failed:\n{out}\n{err}");
+        let out = Command::new("bash")
+            .arg(repo_root().join("scripts/kafka-tool.sh"))
+            .arg("kafka.tools.StorageTool")
+            .args(format)
+            .env("KAFKA_VERSION", version)
+            .env("KAFKA_HEAP_OPTS", "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+            .stdin(Stdio::null())
+            .output()
+            .expect("scripts/kafka-tool.sh (needs Java 17 and Maven)");
+        let (stdout, stderr) =
+            (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "kafka-storage {version} format failed:\n{stdout}\n{stderr}");
 
         let log = std::fs::File::create(dir.path().join("kafka.log")).expect("kafka.log");
         let child = Command::new("bash")
             .arg(repo_root().join("scripts/kafka-tool.sh"))
             .arg("kafka.Kafka")
             .arg(&conf)
+            .env("KAFKA_VERSION", version)
             .env("KAFKA_HEAP_OPTS", "-Xmx512m -XX:+UseSerialGC")
             .env("KAFKA_LOG_LEVEL", "INFO")
             .stdin(Stdio::null())
@@ -73,7 +95,7 @@ impl ReferenceKafka {
             .stderr(log)
             .spawn()
             .expect("start Kafka (needs Java 17)");
-        let kafka = Self { port, dir, _jvm: Reaper(child) };
+        let kafka = Self { port, dir, version, _jvm: Reaper(child) };
         kafka.wait_ready();
         kafka
     }
@@ -115,8 +137,9 @@ pub fn answers(lines: Vec<String>) -> std::collections::BTreeMap<String, String>
 }
 
 /// Fail, listing every difference, unless sediment's answers (`got`) are
-/// Kafka's (`want`), key by key.
+/// Kafka `version`'s (`want`), key by key.
 pub fn assert_same_answers(
+    version: &str,
     want: &std::collections::BTreeMap<String, String>,
     got: &std::collections::BTreeMap<String, String>,
 ) {
@@ -129,7 +152,7 @@ pub fn assert_same_answers(
     }
     assert!(
         diff.is_empty(),
-        "{} answers differ from Kafka 4.1.2 (of {}):\n{}",
+        "{} answers differ from Kafka {version} (of {}):\n{}",
         diff.len(),
         want.len(),
         diff.join("\n")

@@ -1,6 +1,6 @@
 //! Strings longer than a Kafka string may be (32,767 bytes) in flexible
 //! requests, where a compact length can name up to 2^32 bytes: the same
-//! requests go to Apache Kafka 4.1.2 (started from its jars) and to sediment,
+//! requests go to Apache Kafka 4.1.2 and 4.4.0 (started from their jars) and to sediment,
 //! and the outcomes (a closed connection, or the error codes) must be equal.
 //!
 //! The integrity hole of issue 28: the `__consumer_offsets` key wrote a group
@@ -9,7 +9,7 @@
 //! set the committed offset of the group `victim`. After the probes sediment
 //! restarts and `victim`'s offset must be the one it committed itself.
 
-use crate::broker::reference_kafka::ReferenceKafka;
+use crate::broker::reference_kafka::{ReferenceKafka, VERSIONS};
 use crate::broker::txn::{s, try_call};
 use crate::broker::{connect_group_ready, create_topic, TestBroker, Wire};
 use kafka_protocol::messages::consumer_group_heartbeat_request::ConsumerGroupHeartbeatRequest;
@@ -167,12 +167,18 @@ fn run(port: u16) -> Vec<String> {
 
 #[test]
 fn strings_longer_than_kafka_allows_are_refused_as_kafka_does() {
-    let kafka = ReferenceKafka::start(&[]);
-    let mut sediment = TestBroker::start(&["group.initial.rebalance.delay.ms=0"]);
-    let want = run(kafka.port);
-    let got = run(sediment.port);
-    assert_eq!(got, want, "sediment (left) answers differently from Kafka 4.1.2 (right)");
-    assert_eq!(committed(kafka.port, VICTIM), VICTIM_OFFSET);
+    // Each release against a sediment of its own (the requests write).
+    let mut sediment = None;
+    for version in VERSIONS {
+        let kafka = ReferenceKafka::start_version(version, &[]);
+        let broker = TestBroker::start(&["group.initial.rebalance.delay.ms=0"]);
+        let want = run(kafka.port);
+        let got = run(broker.port);
+        assert_eq!(got, want, "sediment (left) answers differently from Kafka {version} (right)");
+        assert_eq!(committed(kafka.port, VICTIM), VICTIM_OFFSET);
+        sediment = Some(broker);
+    }
+    let mut sediment = sediment.expect("a sediment broker");
 
     // What was written must read back as it was meant: after a restart the
     // loader rebuilds every group from `__consumer_offsets`.

@@ -1,4 +1,4 @@
-//! Leader epochs as Apache Kafka 4.1.2 answers them on one node: the same
+//! Leader epochs as Apache Kafka 4.1.2 and 4.4.0 answer them on one node: the same
 //! topics and records go to a real Kafka (started from its jars by this
 //! test) and to sediment, then OffsetsForLeaderEpoch, ListOffsets and Fetch
 //! ask about epochs (known, unknown, older and newer than the partition's,
@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::broker::reference_kafka::{answers, assert_same_answers, ReferenceKafka};
+use crate::broker::reference_kafka::{answers, assert_same_answers, ReferenceKafka, VERSIONS};
 use crate::broker::txn::s;
 use crate::broker::{create_topic, produce, TestBroker, Wire};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -162,13 +162,15 @@ fn checkpoint(data_dir: &std::path::Path, topic: &str) -> String {
 
 #[test]
 fn leader_epochs_answer_as_kafka_does() {
-    let kafka = ReferenceKafka::start(&[]);
-    let sediment = TestBroker::start(&[]);
-    let want = probe(kafka.port);
-    let got = probe(sediment.port);
-    assert_same_answers(&want, &got);
-    let kafka_data = kafka.dir.path().join("data");
-    assert_eq!(checkpoint(&sediment.data_dir(), FULL), checkpoint(&kafka_data, FULL));
-    assert_eq!(checkpoint(&sediment.data_dir(), FULL), "0\n1\n0 0\n");
-    assert!(!sediment.log().contains("panicked"), "{}", sediment.log());
+    for version in VERSIONS {
+        let kafka = ReferenceKafka::start_version(version, &[]);
+        let sediment = TestBroker::start(&[]);
+        let want = probe(kafka.port);
+        let got = probe(sediment.port);
+        assert_same_answers(version, &want, &got);
+        let kafka_data = kafka.dir.path().join("data");
+        assert_eq!(checkpoint(&sediment.data_dir(), FULL), checkpoint(&kafka_data, FULL));
+        assert_eq!(checkpoint(&sediment.data_dir(), FULL), "0\n1\n0 0\n");
+        assert!(!sediment.log().contains("panicked"), "{}", sediment.log());
+    }
 }

@@ -1,6 +1,6 @@
 //! Every API that takes topic names answers a topic that does not exist, and
 //! a partition past a topic's last one, with the codes Apache Kafka 4.1.2
-//! answers: the same requests go to a real Kafka (started from its jars by
+//! and 4.4.0 answer: the same requests go to a real Kafka (started from its jars by
 //! this test) and to sediment, and the per-topic and per-partition error
 //! codes must be equal. A present partition is in each request too, so an
 //! API that fails the whole request for one bad name is caught as well.
@@ -9,7 +9,7 @@ use crate::broker;
 
 use std::time::{Duration, Instant};
 
-use crate::broker::reference_kafka::{answers, assert_same_answers, ReferenceKafka};
+use crate::broker::reference_kafka::{answers, assert_same_answers, ReferenceKafka, VERSIONS};
 use crate::broker::txn::{s, try_call};
 use crate::broker::{connect_group_ready, create_topic, TestBroker, Wire};
 use kafka_protocol::messages::*;
@@ -530,9 +530,11 @@ fn run(port: u16) -> Vec<String> {
 
 #[test]
 fn unknown_topics_and_partitions_answer_as_kafka_does() {
-    let kafka = ReferenceKafka::start(&[]);
-    let sediment = TestBroker::start(&["group.initial.rebalance.delay.ms=0"]);
-    let want = answers(run(kafka.port));
-    let got = answers(run(sediment.port));
-    assert_same_answers(&want, &got);
+    for version in VERSIONS {
+        let kafka = ReferenceKafka::start_version(version, &[]);
+        let sediment = TestBroker::start(&["group.initial.rebalance.delay.ms=0"]);
+        let want = answers(run(kafka.port));
+        let got = answers(run(sediment.port));
+        assert_same_answers(version, &want, &got);
+    }
 }
