@@ -154,6 +154,13 @@ pub const API_RULES: &[(ApiKey, &[Check])] = &[
     (ApiKey::IncrementalAlterConfigs, &config_checks(Op::AlterConfigs)),
     (ApiKey::DescribeLogDirs, &[check(Op::Describe, Cluster, Request, Code(CLUSTER_DENIED), "")]),
     (
+        ApiKey::DescribeTopicPartitions,
+        &[
+            check(Op::Describe, Topic, Each, LeftOut, "all topics"),
+            check(Op::Describe, Topic, Each, Code(TOPIC_DENIED), "named topics"),
+        ],
+    ),
+    (
         ApiKey::DescribeCluster,
         &[check(Op::Describe, Cluster, Request, LeftOut, "cluster authorized operations")],
     ),

@@ -40,14 +40,14 @@ use crate::log::{LogError, LogManager, TopicInfo, TopicPartition};
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
 /// Where the topics come from: this node's logs, or in a cluster the image
-/// this broker applied.
-enum Catalog {
+/// this broker applied (also DescribeTopicPartitions').
+pub(super) enum Catalog {
     Local,
     Cluster(Arc<MetadataImage>),
 }
 
 impl Catalog {
-    fn of(broker: &KafkaApis) -> Self {
+    pub(super) fn of(broker: &KafkaApis) -> Self {
         match &broker.cluster {
             Some(watcher) => Catalog::Cluster(watcher.current()),
             None => Catalog::Local,
@@ -55,7 +55,7 @@ impl Catalog {
     }
 
     /// The described topic named `name`, if it exists.
-    fn describe(&self, broker: &KafkaApis, name: &str) -> Option<MetadataResponseTopic> {
+    pub(super) fn describe(&self, broker: &KafkaApis, name: &str) -> Option<MetadataResponseTopic> {
         match self {
             Catalog::Cluster(image) => {
                 image.topics.topic(name).map(|t| cluster_topic_response(image, t))
@@ -65,7 +65,7 @@ impl Catalog {
     }
 
     /// Every topic's name and id.
-    fn names_and_ids(&self, broker: &KafkaApis) -> Vec<(String, [u8; 16])> {
+    pub(super) fn names_and_ids(&self, broker: &KafkaApis) -> Vec<(String, [u8; 16])> {
         match self {
             Catalog::Local => broker.logs.topics().into_iter().map(|t| (t.name, t.id)).collect(),
             Catalog::Cluster(image) => {

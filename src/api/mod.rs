@@ -32,6 +32,7 @@ pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_producers;
+pub mod describe_topic_partitions;
 pub mod describe_transactions;
 pub mod elect_leaders;
 pub mod end_txn;
@@ -144,6 +145,7 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::ListPartitionReassignments, 0, 0),
     api(ApiKey::IncrementalAlterConfigs, 0, 1),
     api(ApiKey::DescribeCluster, 0, 2),
+    api(ApiKey::DescribeTopicPartitions, 0, 0),
     api(ApiKey::FindCoordinator, 0, 6),
     api(ApiKey::JoinGroup, 0, 9),
     api(ApiKey::SyncGroup, 0, 5),
@@ -277,6 +279,9 @@ pub async fn dispatch(
         }
         RequestKind::DescribeCluster(r) => {
             ResponseKind::DescribeCluster(describe_cluster::handle(broker, ctx, &r))
+        }
+        RequestKind::DescribeTopicPartitions(r) => {
+            ResponseKind::DescribeTopicPartitions(describe_topic_partitions::handle(broker, ctx, r))
         }
         RequestKind::FindCoordinator(r) => {
             ResponseKind::FindCoordinator(blocking(|| find_coordinator::handle(broker, ctx, &r, v)))

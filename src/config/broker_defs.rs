@@ -58,6 +58,8 @@ pub const FETCH_MAX_BYTES: ConfigDef = broker_key!("fetch.max.bytes", Int, "5767
     "most record bytes one Fetch response carries, whatever the request asks (KIP-74's first-batch exception aside)");
 pub const MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS: ConfigDef = broker_key!("max.incremental.fetch.session.cache.slots", Int, "1000", Some(0.0),
     "most incremental fetch sessions (KIP-227) the broker keeps; 0 disables them, so every fetch carries all its partitions");
+pub const MAX_REQUEST_PARTITION_SIZE_LIMIT: ConfigDef = broker_key!("max.request.partition.size.limit", Int, "2000", Some(1.0),
+    "most partitions one DescribeTopicPartitions answer describes (KIP-966); the client pages through the rest with the answer's cursor");
 
 pub const BROKER_CONFIGS: ConfigTable = ConfigTable {
     title: "Broker and network",
@@ -75,6 +77,7 @@ pub const BROKER_CONFIGS: ConfigTable = ConfigTable {
         &CONNECTIONS_MAX_IDLE_MS,
         &FETCH_MAX_BYTES,
         &MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS,
+        &MAX_REQUEST_PARTITION_SIZE_LIMIT,
     ],
 };
 

@@ -492,6 +492,12 @@ impl BrokerConfig {
         self.int(&FETCH_MAX_BYTES).max(0) as usize
     }
 
+    /// `max.request.partition.size.limit`: most partitions one
+    /// DescribeTopicPartitions answer holds (at least 1).
+    pub fn max_request_partition_size_limit(&self) -> usize {
+        self.int(&MAX_REQUEST_PARTITION_SIZE_LIMIT).max(1) as usize
+    }
+
     /// `max.incremental.fetch.session.cache.slots`: most fetch sessions kept (0: none).
     pub fn max_incremental_fetch_session_cache_slots(&self) -> usize {
         self.int(&MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS).max(0) as usize
