@@ -243,6 +243,7 @@ fn case_of(key: ApiKey) -> CaseFn {
         K::ListOffsets => list_offsets,
         K::OffsetForLeaderEpoch => offset_for_leader_epoch,
         K::Metadata => metadata,
+        K::DescribeTopicPartitions => describe_topic_partitions,
         K::ApiVersions => api_versions,
         K::CreateTopics => create_topics,
         K::DeleteTopics => delete_topics,
@@ -441,6 +442,24 @@ fn offset_for_leader_epoch(c: &mut Case<'_>) {
     let r = c.call(4, &request(1));
     let code = r.topics[0].partitions[0].error_code;
     c.expect("CLUSTER_ACTION or DESCRIBE of a replica", code, TOPIC_DENIED, &r);
+}
+
+fn describe_topic_partitions(c: &mut Case<'_>) {
+    use kafka_protocol::messages::describe_topic_partitions_request::TopicRequest as Named;
+    use kafka_protocol::messages::DescribeTopicPartitionsRequest as Request;
+    // All topics: t and the internal topics are left out, without an error.
+    let r = c.call(0, &Request::default().with_response_partition_limit(100));
+    let listed: Vec<_> = r.topics.iter().map(|t| t.name.clone()).collect();
+    c.expect("all topics", listed, vec![], &r);
+    // Named, existing or not: 29 with the name, a nil id, no partitions.
+    for topic in [TOPIC, "fresh"] {
+        let named = Request::default()
+            .with_topics(vec![Named::default().with_name(name(topic))])
+            .with_response_partition_limit(100);
+        let r = c.call(0, &named);
+        let got = r.topics.first().map(|t| (t.error_code, t.topic_id, t.partitions.len()));
+        c.expect(topic, got, Some((TOPIC_DENIED, uuid::Uuid::nil(), 0)), &r);
+    }
 }
 
 fn metadata(c: &mut Case<'_>) {
