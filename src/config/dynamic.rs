@@ -332,7 +332,10 @@ impl DynamicBrokerConfig {
         if validate_only {
             return Ok(());
         }
-        for key in candidate.level(level).keys().filter(|k| dynamic_ignored(k).is_some()) {
+        // Logged once per change: the keys whose value this change sets.
+        let before = layers.level(level);
+        let changed = candidate.level(level).iter().filter(|(k, v)| before.get(*k) != Some(*v));
+        for (key, _) in changed.filter(|(k, _)| dynamic_ignored(k).is_some()) {
             let reason = ignored_reason(key).unwrap_or("ignored");
             tracing::warn!(
                 key,

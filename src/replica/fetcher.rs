@@ -394,12 +394,12 @@ impl Fetcher {
                     let mut backoff = false;
                     let mut out_of_range = Vec::new();
                     let mut bytes = 0u64;
+                    let names: HashMap<Uuid, &String> =
+                        ids.iter().map(|(n, id)| (*id, n)).collect();
                     for topic in response.responses {
-                        let Some(name) = ids.iter().find(|(_, id)| **id == topic.topic_id) else {
-                            continue;
-                        };
+                        let Some(name) = names.get(&topic.topic_id) else { continue };
                         for p in topic.partitions {
-                            let tp = TopicPartition::new(name.0.clone(), p.partition_index);
+                            let tp = TopicPartition::new((*name).clone(), p.partition_index);
                             if !partitions.contains_key(&tp) {
                                 continue;
                             }
