@@ -30,6 +30,9 @@ pub(super) struct Buffers {
     pub(super) writer: WriterScratch,
     pub(super) retained: Vec<Range<usize>>,
     pub(super) hashes: Vec<(KeyHash, i64)>,
+    /// The versions of `hashes`' records, in the same order, when the
+    /// compaction strategy ranks by version.
+    pub(super) versions: Vec<i64>,
     /// The recopy's map answers for one batch: per record, whether it is its
     /// key's newest, and which records were looked up.
     pub(super) newest_by_map: Vec<bool>,
@@ -109,6 +112,7 @@ impl CleanerBuffers {
         let records = MAX_BATCHED_LOOKUPS;
         self.bufs.retained.shrink_to(records);
         self.bufs.hashes.shrink_to(records);
+        self.bufs.versions.shrink_to(records);
         self.bufs.newest_by_map.shrink_to(records);
         self.bufs.looked_up.shrink_to(records);
     }

@@ -1,6 +1,7 @@
 //! Step 1 of a clean, the map (Kafka's `buildOffsetMap`): walk the dirty
 //! region batch by batch and record, for each key, the offset of its newest
-//! record in the [`OffsetMap`].
+//! record in the [`OffsetMap`] — under a versioned compaction strategy, the
+//! offset and version of its highest-ranked record (version, then offset).
 //!
 //! Invariants:
 //! * The mapped range `[first dirty, end)` ends at a batch boundary: the walk
@@ -24,6 +25,7 @@ use super::source_segment::{LogSnapshot, SourceSegment};
 use super::stats::CleanerStats;
 use super::transactions::{marker_type, CleanedTransactionMetadata};
 use crate::log::batch_reader::BatchReader;
+use crate::log::compaction_strategy::CompactionStrategy;
 use crate::log::error::BatchError;
 use crate::log::record_batch::{self, BatchHeader, RecordIter};
 
@@ -37,6 +39,8 @@ struct MapProgress<'a> {
     upper: i64,
     txn: CleanedTransactionMetadata,
     stats: &'a mut CleanerStats,
+    /// How copies of a key rank (`Offset`: no versions are read).
+    strategy: &'a CompactionStrategy,
 }
 
 impl CleanerBuffers {
@@ -52,6 +56,7 @@ impl CleanerBuffers {
         io: &IoContext<'_>,
         stats: &mut CleanerStats,
     ) -> Result<i64, CleanerError> {
+        self.map.set_versioned(snapshot.strategy.is_versioned());
         self.map.clear();
         self.mapped.clear();
         let start = to_clean.first_dirty_offset;
@@ -67,6 +72,7 @@ impl CleanerBuffers {
             upper: snapshot.upper,
             txn: CleanedTransactionMetadata::new(aborted),
             stats,
+            strategy: &snapshot.strategy,
         };
         for seg in &snapshot.segments {
             if seg.next_offset <= start || seg.snapshot.base_offset >= snapshot.upper {
@@ -169,7 +175,9 @@ impl CleanerBuffers {
     }
 
     /// The key hashes of a batch's records in the dirty range, with their
-    /// offsets, into the hash buffer (none for control and aborted batches).
+    /// offsets, into the hash buffer, and under a versioned strategy their
+    /// versions, in the same order, into the version buffer (none for
+    /// control and aborted batches).
     fn collect_key_hashes(
         &mut self,
         progress: &mut MapProgress<'_>,
@@ -177,6 +185,7 @@ impl CleanerBuffers {
         batch: &[u8],
     ) -> Result<(), BatchError> {
         self.bufs.hashes.clear();
+        self.bufs.versions.clear();
         let limit = progress.io.decompress_limit();
         if header.is_control() {
             // The marker ends its transaction for this walk: the producer's
@@ -191,11 +200,15 @@ impl CleanerBuffers {
         let payload = record_batch::records_bytes(header, batch, &mut self.bufs.inflated, limit)?;
         // Keys are fingerprinted HASH_LANES at a time (SIMD lanes).
         let mut lanes = KeyLanes::new(self.key_hasher);
+        let versioned = progress.strategy.is_versioned();
         for rec in RecordIter::new(payload, header.records_count) {
             let rec = rec?;
             let offset = header.base_offset + rec.offset_delta as i64;
             if let (Some(key), true) = (rec.key, offset >= progress.start) {
                 lanes.push(key, offset, &mut self.bufs.hashes);
+                if versioned {
+                    self.bufs.versions.push(progress.strategy.version(header, &rec));
+                }
             }
         }
         lanes.finish(&mut self.bufs.hashes);
@@ -229,8 +242,15 @@ impl CleanerBuffers {
         for (hash, _) in &self.bufs.hashes {
             self.map.prefetch(hash);
         }
-        for (hash, offset) in &self.bufs.hashes {
-            self.map.put_hash(hash, *offset)?;
+        if self.map.is_versioned() {
+            let versions = &self.bufs.versions;
+            for ((hash, offset), version) in self.bufs.hashes.iter().zip(versions) {
+                self.map.put_versioned(hash, *offset, *version)?;
+            }
+        } else {
+            for (hash, offset) in &self.bufs.hashes {
+                self.map.put_hash(hash, *offset)?;
+            }
         }
         progress.stats.map_messages_read += header.records_count.max(0) as u64;
         progress.end = header.next_offset();

@@ -26,12 +26,13 @@ use super::group_writer::GroupWriter;
 use super::io_context::{IoContext, READAHEAD};
 use super::mapped_batches::SegmentBatches;
 use super::newest_offsets::NewestOffsets;
-use super::offset_map::{hash_key, KeyHash, KeyHasher, KeyLanes, OffsetMap};
+use super::offset_map::{hash_key, CleanVerdict, KeyHash, KeyHasher, KeyLanes, OffsetMap};
 use super::source_segment::SourceSegment;
 use super::stats::CleanerStats;
 use super::tombstone_guard::{KeptTombstones, TombstoneGuard};
 use super::transactions::{marker_type, CleanedTransactionMetadata};
 use crate::log::batch_reader::BatchReader;
+use crate::log::compaction_strategy::CompactionStrategy;
 use crate::log::error::BatchError;
 use crate::log::producer_state::LastRecord;
 use crate::log::record_batch::{self, BatchHeader, Record, RecordIter};
@@ -63,6 +64,8 @@ pub(super) struct Recopy<'a> {
     pub(super) guard: Option<TombstoneGuard>,
     /// Every tombstone kept with a horizon, for the at-risk counts.
     pub(super) kept_tombstones: KeptTombstones,
+    /// How copies of a key rank (the snapshot's strategy).
+    pub(super) strategy: &'a CompactionStrategy,
 }
 
 /// The last offsets of the producers' last data batches, sorted.
@@ -356,7 +359,11 @@ impl CleanerBuffers {
         let limit = recopy.io.decompress_limit();
         let payload = record_batch::records_bytes(header, batch, &mut self.bufs.inflated, limit)?;
         self.bufs.newest_by_map.clear();
-        let batched = usize::try_from(header.records_count).is_ok_and(|n| n <= MAX_BATCHED_LOOKUPS);
+        // Under a versioned strategy a copy below the first dirty offset can
+        // change the map (`resolve_clean`), so records are decided one by
+        // one, in order.
+        let batched = usize::try_from(header.records_count).is_ok_and(|n| n <= MAX_BATCHED_LOOKUPS)
+            && !recopy.strategy.is_versioned();
         if batched
             && !discard_all
             && header.base_offset < recopy.end
@@ -381,7 +388,7 @@ impl CleanerBuffers {
             at += rec.raw.len();
             let by_map = self.bufs.newest_by_map.get(i).copied();
             if !discard_all
-                && should_keep(&mut self.map, &self.newest, recopy, header, &rec, by_map)
+                && should_keep(&mut self.map, &mut self.newest, recopy, header, &rec, by_map)
             {
                 if rec.value.is_none() && rec.key.is_some() {
                     retained_tombstone = true;
@@ -483,7 +490,7 @@ impl MapLookup<'_> {
 /// [`MapLookup`] computed it for the batch.
 fn should_keep(
     map: &mut OffsetMap,
-    newest_bits: &NewestOffsets,
+    newest_bits: &mut NewestOffsets,
     recopy: &mut Recopy<'_>,
     header: &BatchHeader,
     rec: &Record<'_>,
@@ -499,22 +506,35 @@ fn should_keep(
         return false;
     };
     let from_map = |map: &mut OffsetMap| map.is_newest(&hash_key(key), offset);
-    let newest = match newest_bits.get(offset) {
-        Some(newest) => {
-            debug_assert_eq!(
-                newest,
-                from_map(map),
-                "the bit of offset {offset} disagrees with the map"
-            );
-            newest
+    let newest = if offset < recopy.first_dirty && recopy.strategy.is_versioned() {
+        let version = recopy.strategy.version(header, rec);
+        match map.resolve_clean(&hash_key(key), offset, version) {
+            CleanVerdict::Keep => true,
+            CleanVerdict::KeepDisplacing(mapped) => {
+                newest_bits.unset(mapped);
+                recopy.stats.clean_copies_won += 1;
+                true
+            }
+            CleanVerdict::Drop => false,
         }
-        None => match by_map {
+    } else {
+        match newest_bits.get(offset) {
             Some(newest) => {
-                debug_assert_eq!(newest, from_map(map), "batched lookup of offset {offset}");
+                debug_assert_eq!(
+                    newest,
+                    from_map(map),
+                    "the bit of offset {offset} disagrees with the map"
+                );
                 newest
             }
-            None => from_map(map),
-        },
+            None => match by_map {
+                Some(newest) => {
+                    debug_assert_eq!(newest, from_map(map), "batched lookup of offset {offset}");
+                    newest
+                }
+                None => from_map(map),
+            },
+        }
     };
     if !newest {
         false

@@ -179,6 +179,7 @@ impl Cleaner {
             stats: &mut stats,
             guard: to_clean.tombstone_guard,
             kept_tombstones: KeptTombstones::default(),
+            strategy: &snapshot.strategy,
         };
         let copied = groups
             .into_iter()

@@ -38,6 +38,9 @@ pub struct LastClean {
     pub tombstones_removed: u64,
     /// Tombstones past their horizon kept for a group that has not read them.
     pub tombstones_guarded: u64,
+    /// Copies below the first dirty offset that outranked their key's newer
+    /// copies under a versioned compaction strategy.
+    pub clean_copies_won: u64,
     /// `1 - end size / start size` (0 when nothing was recopied).
     pub size_reduction: f64,
 }
@@ -79,6 +82,7 @@ impl LastClean {
             buffer_utilization: s.buffer_utilization,
             tombstones_removed: s.tombstones_removed,
             tombstones_guarded: s.tombstones_guarded,
+            clean_copies_won: s.clean_copies_won,
             size_reduction: if s.start_size == 0 {
                 0.0
             } else {

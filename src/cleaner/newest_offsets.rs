@@ -16,6 +16,10 @@
 //!   record of a mapped, non-aborted data batch): key-less records, control
 //!   batches and aborted batches are settled before the question. Debug
 //!   builds check every answer against the map.
+//! * Under a versioned compaction strategy a bit is cleared when a copy
+//!   below the range outranks the offset's record (the recopy meets that
+//!   copy first); bits are only ever cleared, so a run the bits call
+//!   droppable stays droppable.
 //! * Given back after each clean, so its memory follows the dirty range.
 //!
 //! [`OffsetMap`]: super::OffsetMap
@@ -100,6 +104,17 @@ impl NewestOffsets {
         Some(false)
     }
 
+    /// `offset` is no longer its key's winner (a copy below the range
+    /// outranked it, `OffsetMap::resolve_clean`); nothing when not covered.
+    pub(super) fn unset(&mut self, offset: i64) {
+        if (self.start..self.end).contains(&offset) {
+            let i = (offset - self.start) as usize;
+            if let Some(word) = self.bits.get_mut(i / 64) {
+                *word &= !(1 << (i % 64));
+            }
+        }
+    }
+
     /// Bytes held.
     pub(super) fn memory_bytes(&self) -> usize {
         self.bits.capacity() * 8
@@ -138,6 +153,10 @@ mod tests {
         assert_eq!(n.any_in(70, 70), Some(false), "an empty range");
         assert_eq!(n.any_in(4, 10), None, "not covered");
         assert_eq!(n.any_in(90, 101), None);
+        n.unset(70);
+        n.unset(3);
+        assert_eq!((n.get(70), n.get(10)), (Some(false), Some(true)));
+        assert_eq!(n.any_in(11, 100), Some(false));
         assert!(!n.build(&map, 0, 1 << 20, 1 << 10), "over the budget");
         assert_eq!(n.get(70), None);
         assert!(!n.build(&map, 0, MAX_OFFSETS + 1, usize::MAX));

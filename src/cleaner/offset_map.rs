@@ -4,8 +4,15 @@
 //! MD5 fingerprint of each key and the 8-byte offset of the newest record seen
 //! for it, 24 bytes per entry whatever the key's length.
 //!
+//! Under a versioned compaction strategy (`sediment.compaction.strategy`
+//! `timestamp` or `header`) each entry also holds the winning copy's 8-byte
+//! version: 32 bytes an entry, so a clean of such a topic maps a quarter fewer
+//! keys in the same budget. The width is chosen per clean
+//! ([`OffsetMap::set_versioned`]); offset-ranked topics keep 24 bytes.
+//!
 //! Layout and invariants:
-//! * One table of `slots × 24` bytes. The byte budget
+//! * One table of `slots × entry width` bytes: fingerprint, big-endian offset,
+//!   then (versioned) big-endian version. The byte budget
 //!   (`log.cleaner.dedupe.buffer.size` divided among the threads) bounds it,
 //!   but the table starts at [`INITIAL_SLOTS`] and grows by half (rehashing
 //!   every entry into a new table) when a new key would pass its load factor,
@@ -40,6 +47,8 @@ use md5::{Digest, Md5};
 pub const HASH_SIZE: usize = 16;
 /// Bytes of one entry: fingerprint plus offset.
 pub const BYTES_PER_ENTRY: usize = HASH_SIZE + 8;
+/// Bytes of one entry of a versioned map: fingerprint, offset and version.
+pub const VERSIONED_BYTES_PER_ENTRY: usize = BYTES_PER_ENTRY + 8;
 
 /// A key fingerprint.
 pub type KeyHash = [u8; HASH_SIZE];
@@ -117,10 +126,22 @@ impl<'k> KeyLanes<'k> {
     }
 }
 
+/// What [`OffsetMap::resolve_clean`] made of a copy below the mapped range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CleanVerdict {
+    /// Its key is not mapped: it stays.
+    Keep,
+    /// It outranks the mapped winner, whose offset is given: it stays and
+    /// is the winner now.
+    KeepDisplacing(i64),
+    /// A mapped copy outranks it.
+    Drop,
+}
+
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum OffsetMapError {
-    #[error("dedupe buffer of {budget} bytes holds no entry of {BYTES_PER_ENTRY} bytes")]
-    BudgetTooSmall { budget: usize },
+    #[error("dedupe buffer of {budget} bytes holds no entry of {entry_bytes} bytes")]
+    BudgetTooSmall { budget: usize, entry_bytes: usize },
     #[error("load factor {0} is not in (0, 1]")]
     InvalidLoadFactor(f64),
     #[error("offset map is full ({entries} of {max_entries} entries)")]
@@ -132,8 +153,12 @@ pub const INITIAL_SLOTS: usize = 1 << 15;
 
 /// Fingerprint → offset table, growing up to a byte budget.
 pub struct OffsetMap {
-    /// `slots × BYTES_PER_ENTRY` bytes: fingerprint then big-endian offset.
+    /// `slots × entry_bytes` bytes: fingerprint, big-endian offset and, when
+    /// versioned, big-endian version.
     bytes: Vec<u8>,
+    /// [`BYTES_PER_ENTRY`], or [`VERSIONED_BYTES_PER_ENTRY`] when versioned.
+    entry_bytes: usize,
+    budget_bytes: usize,
     /// Slots of the table now.
     table_slots: usize,
     /// Keys the table takes before it grows: `floor(slots × load_factor)`.
@@ -157,6 +182,7 @@ impl std::fmt::Debug for OffsetMap {
             .field("entries", &self.entries)
             .field("max_entries", &self.max_entries)
             .field("latest_offset", &self.latest_offset)
+            .field("entry_bytes", &self.entry_bytes)
             .finish()
     }
 }
@@ -167,10 +193,21 @@ impl OffsetMap {
     /// # Errors
     /// A budget below one entry, or a load factor outside (0, 1].
     pub fn new(budget_bytes: usize, load_factor: f64) -> Result<Self, OffsetMapError> {
-        let (budget_slots, max_entries) = Self::check_budget(budget_bytes, load_factor)?;
+        Self::with_entry_bytes(budget_bytes, load_factor, BYTES_PER_ENTRY)
+    }
+
+    fn with_entry_bytes(
+        budget_bytes: usize,
+        load_factor: f64,
+        entry_bytes: usize,
+    ) -> Result<Self, OffsetMapError> {
+        let (budget_slots, max_entries) =
+            Self::check_budget_of(budget_bytes, load_factor, entry_bytes)?;
         let slots = budget_slots.min(INITIAL_SLOTS);
         Ok(Self {
-            bytes: vec![0u8; slots * BYTES_PER_ENTRY],
+            bytes: vec![0u8; slots * entry_bytes],
+            entry_bytes,
+            budget_bytes,
             table_slots: slots,
             grow_at: Self::keys_for(slots, load_factor),
             entries: 0,
@@ -195,15 +232,41 @@ impl OffsetMap {
         budget_bytes: usize,
         load_factor: f64,
     ) -> Result<(usize, usize), OffsetMapError> {
+        Self::check_budget_of(budget_bytes, load_factor, VERSIONED_BYTES_PER_ENTRY)?;
+        Self::check_budget_of(budget_bytes, load_factor, BYTES_PER_ENTRY)
+    }
+
+    fn check_budget_of(
+        budget_bytes: usize,
+        load_factor: f64,
+        entry_bytes: usize,
+    ) -> Result<(usize, usize), OffsetMapError> {
         if !(load_factor > 0.0 && load_factor <= 1.0) {
             return Err(OffsetMapError::InvalidLoadFactor(load_factor));
         }
-        let slots = budget_bytes / BYTES_PER_ENTRY;
+        let slots = budget_bytes / entry_bytes;
         let max_entries = ((slots as f64) * load_factor).floor() as usize;
         if slots == 0 || max_entries == 0 {
-            return Err(OffsetMapError::BudgetTooSmall { budget: budget_bytes });
+            return Err(OffsetMapError::BudgetTooSmall { budget: budget_bytes, entry_bytes });
         }
         Ok((slots, max_entries))
+    }
+
+    /// Make the entries hold a version (32 bytes each) or not (24), for the
+    /// next clean; a change of width forgets every entry and starts a fresh
+    /// small table.
+    pub fn set_versioned(&mut self, versioned: bool) {
+        let entry_bytes = if versioned { VERSIONED_BYTES_PER_ENTRY } else { BYTES_PER_ENTRY };
+        if entry_bytes != self.entry_bytes {
+            // `check_budget` accepted both widths when the map was made.
+            *self = Self::with_entry_bytes(self.budget_bytes, self.load_factor, entry_bytes)
+                .expect("the budget holds both entry widths");
+        }
+    }
+
+    /// Whether entries hold a version.
+    pub fn is_versioned(&self) -> bool {
+        self.entry_bytes == VERSIONED_BYTES_PER_ENTRY
     }
 
     /// Slots the budget allows (entries the budget could hold at load factor 1).
@@ -249,12 +312,10 @@ impl OffsetMap {
 
     /// Call `f` with the offset of every entry, in table order.
     pub fn for_each_offset(&self, mut f: impl FnMut(i64)) {
-        for slot in self.bytes.chunks_exact(BYTES_PER_ENTRY) {
-            let (hash, offset) = slot.split_at(HASH_SIZE);
+        for slot in self.bytes.chunks_exact(self.entry_bytes) {
+            let (hash, rest) = slot.split_at(HASH_SIZE);
             if hash.iter().any(|b| *b != 0) {
-                let mut be = [0u8; 8];
-                be.copy_from_slice(offset);
-                f(i64::from_be_bytes(be));
+                f(i64::from_be_bytes(rest[..8].try_into().expect("8 bytes")));
             }
         }
     }
@@ -264,7 +325,7 @@ impl OffsetMap {
     pub fn clear(&mut self) {
         let initial = self.budget_slots.min(INITIAL_SLOTS);
         if self.table_slots > initial {
-            self.bytes = vec![0u8; initial * BYTES_PER_ENTRY];
+            self.bytes = vec![0u8; initial * self.entry_bytes];
             self.table_slots = initial;
             self.grow_at = Self::keys_for(initial, self.load_factor);
         } else if self.entries > 0 {
@@ -290,15 +351,15 @@ impl OffsetMap {
     pub fn prefetch(&self, hash: &KeyHash) {
         #[cfg(target_arch = "x86_64")]
         {
-            let at = self.start_slot(hash) * BYTES_PER_ENTRY;
-            if let Some(slot) = self.bytes.get(at..at + BYTES_PER_ENTRY) {
+            let at = self.start_slot(hash) * self.entry_bytes;
+            if let Some(slot) = self.bytes.get(at..at + self.entry_bytes) {
                 // SAFETY: a prefetch of memory inside our own table; it
                 // reads nothing into the program and cannot fault.
                 unsafe {
                     use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
                     _mm_prefetch::<_MM_HINT_T0>(slot.as_ptr().cast());
                     // An entry may straddle two cache lines.
-                    _mm_prefetch::<_MM_HINT_T0>(slot.as_ptr().add(BYTES_PER_ENTRY - 1).cast());
+                    _mm_prefetch::<_MM_HINT_T0>(slot.as_ptr().add(self.entry_bytes - 1).cast());
                 }
             }
         }
@@ -313,7 +374,7 @@ impl OffsetMap {
         // lap the key is not there (a put then finds the map full).
         for _ in 0..self.table_slots {
             self.probes += 1;
-            let at = slot * BYTES_PER_ENTRY;
+            let at = slot * self.entry_bytes;
             let stored = &self.bytes[at..at + HASH_SIZE];
             if stored == hash {
                 return (slot, true);
@@ -334,6 +395,13 @@ impl OffsetMap {
     /// # Errors
     /// `Full` when the key is new and the map already holds `max_entries` keys.
     pub fn put_hash(&mut self, hash: &KeyHash, offset: i64) -> Result<(), OffsetMapError> {
+        let (slot, _) = self.slot_for_put(hash)?;
+        self.write_offset(slot, offset);
+        Ok(())
+    }
+
+    /// The slot of `hash`, claimed for it if new, and whether it was there.
+    fn slot_for_put(&mut self, hash: &KeyHash) -> Result<(usize, bool), OffsetMapError> {
         // Grow before probing: a table filled to a load factor of 1 has no
         // empty slot to end a probe for a new key.
         if self.entries >= self.grow_at && self.table_slots < self.budget_slots {
@@ -347,20 +415,30 @@ impl OffsetMap {
                     max_entries: self.max_entries,
                 });
             }
-            self.bytes[slot * BYTES_PER_ENTRY..slot * BYTES_PER_ENTRY + HASH_SIZE]
+            self.bytes[slot * self.entry_bytes..slot * self.entry_bytes + HASH_SIZE]
                 .copy_from_slice(hash);
             self.entries += 1;
         }
-        let at = slot * BYTES_PER_ENTRY + HASH_SIZE;
+        Ok((slot, found))
+    }
+
+    fn write_offset(&mut self, slot: usize, offset: i64) {
+        let at = slot * self.entry_bytes + HASH_SIZE;
         self.bytes[at..at + 8].copy_from_slice(&offset.to_be_bytes());
         self.latest_offset = self.latest_offset.max(offset);
-        Ok(())
+    }
+
+    /// The offset and version in `slot` (version 0 without versions).
+    fn read_slot(&self, slot: usize) -> (i64, i64) {
+        let at = slot * self.entry_bytes + HASH_SIZE;
+        let word = |at: usize| i64::from_be_bytes(self.bytes[at..at + 8].try_into().expect("8"));
+        (word(at), if self.is_versioned() { word(at + 8) } else { 0 })
     }
 
     /// Grow the table by half (at most to the budget) and put every entry back.
     fn grow(&mut self) {
         let slots = self.budget_slots.min(self.table_slots.saturating_add(self.table_slots / 2));
-        let old = std::mem::replace(&mut self.bytes, vec![0u8; slots * BYTES_PER_ENTRY]);
+        let old = std::mem::replace(&mut self.bytes, vec![0u8; slots * self.entry_bytes]);
         self.table_slots = slots;
         // The budget's load factor may be 1: the last growth must still take
         // every key the budget allows.
@@ -372,9 +450,9 @@ impl OffsetMap {
         // Entries are read in order and land at random: prefetch the slot of
         // an entry a few ahead while placing this one.
         const AHEAD: usize = 8;
-        for (i, entry) in old.chunks_exact(BYTES_PER_ENTRY).enumerate() {
+        for (i, entry) in old.chunks_exact(self.entry_bytes).enumerate() {
             if let Some(next) =
-                old.get((i + AHEAD) * BYTES_PER_ENTRY..(i + AHEAD) * BYTES_PER_ENTRY + HASH_SIZE)
+                old.get((i + AHEAD) * self.entry_bytes..(i + AHEAD) * self.entry_bytes + HASH_SIZE)
             {
                 self.prefetch(next.try_into().expect("16 bytes"));
             }
@@ -383,7 +461,8 @@ impl OffsetMap {
                 continue;
             }
             let (slot, _) = self.find(&hash);
-            self.bytes[slot * BYTES_PER_ENTRY..(slot + 1) * BYTES_PER_ENTRY].copy_from_slice(entry);
+            self.bytes[slot * self.entry_bytes..(slot + 1) * self.entry_bytes]
+                .copy_from_slice(entry);
         }
     }
 
@@ -399,15 +478,80 @@ impl OffsetMap {
     pub fn get_hash(&mut self, hash: &KeyHash) -> Option<i64> {
         let (slot, found) = self.find(hash);
         found.then(|| {
-            let at = slot * BYTES_PER_ENTRY + HASH_SIZE;
+            let at = slot * self.entry_bytes + HASH_SIZE;
             i64::from_be_bytes(self.bytes[at..at + 8].try_into().expect("8 bytes"))
         })
     }
 
     /// Whether the record at `offset` with key fingerprint `hash` is its
-    /// key's newest: the map knows no later offset for it.
+    /// key's winner: the map knows no copy of the key, or holds this very
+    /// offset. Every keyed record of the mapped dirty range was put, so for
+    /// them this is "no copy ranks above it"; a record below the mapped
+    /// range is the winner only while its key is unmapped (see
+    /// [`OffsetMap::resolve_clean`] for versioned maps).
     pub fn is_newest(&mut self, hash: &KeyHash, offset: i64) -> bool {
-        self.get_hash(hash).is_none_or(|m| offset >= m)
+        self.get_hash(hash).is_none_or(|m| offset == m)
+    }
+
+    /// Record the copy at `offset` with `version` for the key `hash` if it
+    /// ranks at or above the stored one (the map pass walks in offset
+    /// order, so a tie goes to the later copy). A map without versions
+    /// takes every put, as [`OffsetMap::put_hash`].
+    ///
+    /// # Errors
+    /// `Full`, as for [`OffsetMap::put_hash`].
+    pub fn put_versioned(
+        &mut self,
+        hash: &KeyHash,
+        offset: i64,
+        version: i64,
+    ) -> Result<(), OffsetMapError> {
+        if !self.is_versioned() {
+            return self.put_hash(hash, offset);
+        }
+        let (slot, found) = self.slot_for_put(hash)?;
+        if found && version < self.read_slot(slot).1 {
+            return Ok(());
+        }
+        self.write_offset(slot, offset);
+        self.write_version(slot, version);
+        Ok(())
+    }
+
+    fn write_version(&mut self, slot: usize, version: i64) {
+        let at = slot * self.entry_bytes + BYTES_PER_ENTRY;
+        self.bytes[at..at + 8].copy_from_slice(&version.to_be_bytes());
+    }
+
+    /// The offset and version stored for `hash` (version 0 in a map without
+    /// versions).
+    pub fn get_versioned(&mut self, hash: &KeyHash) -> Option<(i64, i64)> {
+        let (slot, found) = self.find(hash);
+        found.then(|| self.read_slot(slot))
+    }
+
+    /// Decide a copy from below the mapped range (the clean region) of a
+    /// versioned map: it stays if its key is unmapped, or if its version is
+    /// above the mapped winner's (a tie goes to the mapped copy, whose
+    /// offset is higher); it then becomes the key's winner in the map, and
+    /// the offset it displaced is returned so its newest bit can be cleared.
+    pub fn resolve_clean(&mut self, hash: &KeyHash, offset: i64, version: i64) -> CleanVerdict {
+        let (slot, found) = self.find(hash);
+        if !found {
+            return CleanVerdict::Keep;
+        }
+        let (stored_offset, stored) = self.read_slot(slot);
+        if stored_offset == offset {
+            // Already this copy's (it displaced the mapped winner before).
+            return CleanVerdict::Keep;
+        }
+        if !self.is_versioned() || (version, offset) <= (stored, stored_offset) {
+            return CleanVerdict::Drop;
+        }
+        let at = slot * self.entry_bytes + HASH_SIZE;
+        self.bytes[at..at + 8].copy_from_slice(&offset.to_be_bytes());
+        self.write_version(slot, version);
+        CleanVerdict::KeepDisplacing(stored_offset)
     }
 
     /// The offset stored for `key`.
@@ -585,6 +729,51 @@ mod tests {
         assert_eq!(map.get_hash(&a), Some(1));
         assert_eq!(map.get_hash(&b), Some(2));
         assert_eq!(&map.bytes[..16], &b, "the second fingerprint wrapped to slot 0");
+    }
+
+    #[test]
+    fn a_versioned_map_keeps_the_highest_version_and_decides_the_clean_region() {
+        let budget = VERSIONED_BYTES_PER_ENTRY * INITIAL_SLOTS * 2;
+        let mut map = OffsetMap::new(budget, 0.9).unwrap();
+        let offset_keys = map.max_entries();
+        map.set_versioned(true);
+        assert!(map.is_versioned());
+        assert_eq!(map.max_entries(), (INITIAL_SLOTS as f64 * 2.0 * 0.9) as usize);
+        assert!(map.max_entries() < offset_keys, "32-byte entries: fewer keys");
+        let k = hash_key(b"k");
+        map.put_versioned(&k, 10, 5).unwrap();
+        map.put_versioned(&k, 11, 3).unwrap();
+        assert_eq!(map.get_versioned(&k), Some((10, 5)), "a lower version loses");
+        map.put_versioned(&k, 12, 5).unwrap();
+        assert_eq!(map.get_versioned(&k), Some((12, 5)), "a tie goes to the later copy");
+        assert!(!map.is_newest(&k, 10) && !map.is_newest(&k, 11) && map.is_newest(&k, 12));
+        // Copies below the mapped range.
+        assert_eq!(map.resolve_clean(&hash_key(b"other"), 1, 0), CleanVerdict::Keep);
+        assert_eq!(map.resolve_clean(&k, 2, 5), CleanVerdict::Drop, "a tie: the mapped copy");
+        assert_eq!(map.resolve_clean(&k, 3, 6), CleanVerdict::KeepDisplacing(12));
+        assert_eq!(map.get_versioned(&k), Some((3, 6)));
+        assert!(!map.is_newest(&k, 12), "the displaced copy is no longer the winner");
+        assert_eq!(map.resolve_clean(&k, 3, 6), CleanVerdict::Keep, "asked again");
+        assert_eq!(map.resolve_clean(&k, 1, 4), CleanVerdict::Drop);
+        // Versions survive the table's growth.
+        let n = 40_000i64;
+        for i in 0..n {
+            map.put_versioned(&hash_key(&i.to_be_bytes()), i, -i).unwrap();
+        }
+        assert!(map.table_slots() > INITIAL_SLOTS);
+        for i in (0..n).step_by(37) {
+            assert_eq!(map.get_versioned(&hash_key(&i.to_be_bytes())), Some((i, -i)));
+        }
+        let mut offsets = 0;
+        map.for_each_offset(|_| offsets += 1);
+        assert_eq!(offsets, n + 1);
+        map.set_versioned(false);
+        assert!(map.is_empty() && !map.is_versioned());
+        assert_eq!(map.max_entries(), offset_keys);
+        map.put_versioned(&k, 7, 100).unwrap();
+        map.put_versioned(&k, 8, 1).unwrap();
+        assert_eq!(map.get_versioned(&k), Some((8, 0)), "without versions the later copy wins");
+        assert_eq!(map.resolve_clean(&k, 2, 9), CleanVerdict::Drop);
     }
 
     #[test]

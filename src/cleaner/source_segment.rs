@@ -22,9 +22,11 @@ use parking_lot::Mutex;
 use super::error::CleanerError;
 use super::log_to_clean::LogToClean;
 use super::store_segment_source::{FetchedSegment, StoreSegmentSource};
+use crate::log::compaction_strategy::CompactionStrategy;
 use crate::log::error::LogError;
 use crate::log::producer_state::LastRecord;
 use crate::log::segment::{LogSegment, SegmentConfig};
+use crate::log::topic_partition::is_coordinator_topic;
 use crate::log::transaction_index::AbortedTxn;
 use crate::log::{Log, LogConfig, SegmentSnapshot};
 
@@ -98,6 +100,10 @@ pub(super) struct LogSnapshot {
     /// no clean reaches: older copies of a key may live there, so no
     /// tombstone or marker may go (its delete horizon never passes).
     pub(super) older_segments_in_store: bool,
+    /// Which copy of a key this clean keeps: the topic's
+    /// `sediment.compaction.strategy`, except that coordinator topics are
+    /// always ranked by offset (their coordinators replay them in order).
+    pub(super) strategy: CompactionStrategy,
 }
 
 impl SourceSegment {
@@ -217,6 +223,7 @@ impl LogSnapshot {
             upper,
             last_records: log.producer_state().last_records_of_active_producers(),
             older_segments_in_store: log.local_log_start_offset() > log.log_start_offset(),
+            strategy: strategy_for(&to_clean.topic_partition.topic, log.config()),
         })
     }
 
@@ -227,6 +234,15 @@ impl LogSnapshot {
     pub(super) fn aborted_transactions(&self, to_clean: &LogToClean) -> Vec<AbortedTxn> {
         let from_index = self.segments.iter().flat_map(|s| s.aborted_txns.iter().copied());
         from_index.chain(to_clean.aborted_transactions.iter().copied()).collect()
+    }
+}
+
+/// The strategy a clean of `topic` follows.
+pub(super) fn strategy_for(topic: &str, config: &LogConfig) -> CompactionStrategy {
+    if is_coordinator_topic(topic) {
+        CompactionStrategy::Offset
+    } else {
+        config.compaction_strategy.clone()
     }
 }
 

@@ -41,6 +41,10 @@ pub struct CleanerStats {
     /// Tombstones past their horizon kept for a consumer group that has not
     /// read them (the resurrection guard).
     pub tombstones_guarded: u64,
+    /// Copies below the first dirty offset that outranked their key's
+    /// mapped winner under a versioned compaction strategy (and so stayed,
+    /// while every mapped copy of the key went).
+    pub clean_copies_won: u64,
     /// Data batches of aborted transactions dropped whole.
     pub aborted_batches_removed: u64,
     /// Batches given a delete horizon by this clean (tombstones and markers

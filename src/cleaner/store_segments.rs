@@ -142,6 +142,7 @@ impl Cleaner {
             stats: &mut stats,
             guard: None,
             kept_tombstones: KeptTombstones::default(),
+            strategy: &snapshot.strategy,
         };
         let mut cleaned = Vec::new();
         let copied = groups.into_iter().try_for_each(|group| {
@@ -203,6 +204,7 @@ fn store_snapshot(
         upper,
         last_records: local.last_records,
         older_segments_in_store: false,
+        strategy: local.strategy,
     };
     Ok((snapshot, LogToClean::new(log, first_dirty, upper.max(first_dirty))))
 }

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use super::compaction_strategy::CompactionStrategy;
 use super::compression::Compression;
 use super::error::{LogError, Result};
 use super::record_batch::TimestampType;
@@ -100,6 +101,10 @@ pub const LOG_CONFIGS: &[ConfigDef] = &[
         "replicas throttled on their leader's side by leader.replication.throttled.rate: partitionId:brokerId pairs, or * for every replica of the topic (kafka-reassign-partitions --throttle sets it)"),
     def!("follower.replication.throttled.replicas", "", List, "", None, None, &[],
         "replicas throttled on their follower's side by follower.replication.throttled.rate: partitionId:brokerId pairs, or * for every replica of the topic (kafka-reassign-partitions --throttle sets it)"),
+    def!("sediment.compaction.strategy", "", String, "offset", None, None, &["offset", "timestamp", "header"],
+        "sediment extension (KIP-280's strategies): which copy of a key compaction keeps: offset (Kafka's rule, the highest offset), timestamp (the highest record timestamp) or header (the highest value of the header sediment.compaction.strategy.header, decimal or big-endian); ties and copies without the header go to the higher offset; coordinator topics always use offset; takes effect at the partition's next clean"),
+    def!("sediment.compaction.strategy.header", "", String, "", None, None, &[],
+        "sediment extension: the header whose value ranks the copies of a key under sediment.compaction.strategy=header (required with it)"),
     def!("sediment.tombstone.retention.max.wait.ms", "sediment.tombstone.retention.max.wait.ms", Long, "604800000", Some(0.0), None, &[],
         "sediment extension: the most a tombstone is kept past its delete horizon for a consumer group that has not read it"),
 ];
@@ -195,6 +200,19 @@ pub fn validate_value(name: &str, value: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The compaction strategy the resolved keys name; `header` needs a header
+/// name (refused at create and alter, so a stored config always resolves).
+fn strategy(get: &dyn Fn(&str) -> String) -> Result<CompactionStrategy> {
+    let (name, header) =
+        (get("sediment.compaction.strategy"), get("sediment.compaction.strategy.header"));
+    CompactionStrategy::from_config(&name, &header).ok_or_else(|| {
+        invalid(
+            "sediment.compaction.strategy.header",
+            format!("a header name is required with sediment.compaction.strategy={name}"),
+        )
+    })
 }
 
 fn invalid(key: &str, reason: String) -> LogError {
@@ -295,6 +313,8 @@ pub struct LogConfig {
     /// removing a tombstone, at most this long past its horizon.
     pub tombstone_wait_for_groups: bool,
     pub tombstone_max_wait_ms: i64,
+    /// Which copy of a key compaction keeps (`sediment.compaction.strategy`).
+    pub compaction_strategy: CompactionStrategy,
     /// Closed segments are copied to the object store (`remote.storage.enable`).
     pub remote_storage_enable: bool,
     /// Turning remote storage off deletes the store's copy
@@ -376,6 +396,7 @@ impl LogConfig {
             tombstone_wait_for_groups: get("sediment.tombstone.retention.wait.for.groups")
                 == "true",
             tombstone_max_wait_ms: long("sediment.tombstone.retention.max.wait.ms"),
+            compaction_strategy: strategy(&get)?,
             remote_storage_enable: get("remote.storage.enable") == "true",
             remote_log_delete_on_disable: get("remote.log.delete.on.disable") == "true",
             local_retention_ms_setting: long("local.retention.ms"),
@@ -500,6 +521,27 @@ mod tests {
     fn config(pairs: &[(&str, &str)]) -> Result<LogConfig> {
         let overrides = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         LogConfig::resolve(&BTreeMap::new(), overrides)
+    }
+
+    #[test]
+    fn the_compaction_strategy_is_a_topic_key_and_header_needs_a_name() {
+        assert_eq!(config(&[]).unwrap().compaction_strategy, CompactionStrategy::Offset);
+        let c = config(&[("sediment.compaction.strategy", "timestamp")]).unwrap();
+        assert_eq!(c.compaction_strategy, CompactionStrategy::Timestamp);
+        let pairs = [
+            ("sediment.compaction.strategy", "header"),
+            ("sediment.compaction.strategy.header", "version"),
+        ];
+        let c = config(&pairs).unwrap();
+        assert_eq!(c.compaction_strategy, CompactionStrategy::Header("version".into()));
+        match config(&[("sediment.compaction.strategy", "header")]) {
+            Err(LogError::InvalidConfig { key, .. }) => {
+                assert_eq!(key, "sediment.compaction.strategy.header")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(config(&[("sediment.compaction.strategy", "newest")]).is_err());
+        assert!(broker_defaulted().all(|d| !d.name.starts_with("sediment.compaction.strategy")));
     }
 
     #[test]

@@ -98,6 +98,7 @@
 
 pub mod batch_reader;
 pub mod checkpoint;
+pub mod compaction_strategy;
 pub mod compression;
 pub mod config;
 pub mod control_record;

@@ -442,7 +442,7 @@ fn txn_append(
 
 /// Everything a read_committed reader fetches from the log start, filtered
 /// as a consumer filters with each fetch's aborted list.
-fn read_committed(log: &Log) -> Vec<Rec> {
+pub(crate) fn read_committed(log: &Log) -> Vec<Rec> {
     use sediment::cleaner::transactions::{control_record_type, CONTROL_TYPE_ABORT};
     use sediment::log::record_batch::BatchHeader;
     use sediment::log::FetchIsolation;
