@@ -33,6 +33,15 @@
 //! thread is free; a partition that cannot be cleaned (cleaner off,
 //! uncleanable, log dir offline, paused) has no guarantee.
 //!
+//! Under a versioned compaction strategy (`sediment.compaction.strategy`)
+//! the winner is the copy with the greatest (version, offset), and a copy is
+//! superseded by every copy that outranks it. One that outranks it from a
+//! higher offset removes it once mapped, as above; one from a lower offset
+//! (an older write of a higher version) removes it once the superseded copy
+//! is mapped itself. A local copy outranked only by copies below it that are
+//! only in the object store stays until local retention moves it there: the
+//! local cleaner never reads the store.
+//!
 //! A tombstone leaves with the first clean after its delete horizon: the
 //! horizon is stamped, `delete.retention.ms` ahead, by the clean that first
 //! covers the tombstone, and the manager takes the partition again once the
@@ -51,7 +60,9 @@ use super::status::Ineligible;
 use super::throttler::Throttler;
 use crate::log::batch_reader::{BatchReadError, BatchReader, ChunkHook};
 use crate::log::config::LogConfig;
-use crate::log::record_batch::{self, BatchHeader, RecordIter, TimestampType};
+use super::source_segment::strategy_for;
+use crate::log::compaction_strategy::{record_timestamp, CompactionStrategy};
+use crate::log::record_batch::{self, BatchHeader, RecordIter};
 use crate::log::segment::SegmentConfig;
 use crate::log::topic_partition::default_partition;
 use crate::log::{Log, TopicPartition};
@@ -95,6 +106,13 @@ pub struct PartitionView {
     pub max_batch_size: usize,
     /// The offsets only in the object store, when the log has some.
     pub store: Option<StorePart>,
+}
+
+impl PartitionView {
+    /// How the cleaner ranks the copies of a key in this partition.
+    fn strategy(&self) -> CompactionStrategy {
+        strategy_for(&self.topic_partition.topic, &self.config)
+    }
 }
 
 impl PartitionView {
@@ -162,6 +180,10 @@ pub struct KeyCopy {
     pub tombstone: bool,
     pub region: Region,
     pub superseded: bool,
+    /// Its version under a versioned compaction strategy (absent under
+    /// `offset`); a missing or unreadable header is `i64::MIN`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<i64>,
     /// The delete horizon stamped on its batch by an earlier clean.
     pub delete_horizon_ms: Option<i64>,
     /// When it is guaranteed gone (superseded copies and tombstones).
@@ -210,6 +232,8 @@ pub struct AuditConfig {
     pub cleaner_enabled: bool,
     pub cleaner_backoff_ms: i64,
     pub cleaner_blocked: Option<String>,
+    /// `offset`, `timestamp` or `header(<name>)`: how copies rank.
+    pub compaction_strategy: String,
 }
 
 /// The whole answer, as `/key-audit` serves it.
@@ -329,6 +353,7 @@ fn scan_segment(
         first_batch_timestamp: None,
     };
     let mut scratch = Vec::new();
+    let strategy = view.strategy();
     let mut reader = BatchReader::new(&seg.file, &seg.path, 0..seg.size, view.max_batch_size, buf)
         .with_hook(hook);
     while let Some((_, batch)) = reader.next_batch()? {
@@ -348,15 +373,11 @@ fn scan_segment(
             if r.key != Some(key) {
                 continue;
             }
-            let timestamp_ms = if h.timestamp_type() == TimestampType::LogAppendTime {
-                h.max_timestamp
-            } else {
-                h.base_timestamp.saturating_add(r.timestamp_delta)
-            };
             copies.push(KeyCopy {
                 offset: h.base_offset + i64::from(r.offset_delta),
                 segment: name.clone(),
-                timestamp_ms,
+                timestamp_ms: record_timestamp(&h, &r),
+                version: strategy.is_versioned().then(|| strategy.version(&h, &r)),
                 value_bytes: r.value.map(<[u8]>::len),
                 tombstone: r.is_tombstone(),
                 region: Region::Clean,
@@ -542,16 +563,19 @@ fn assess(
 ) -> KeyAudit {
     let regions = regions(view, facts, now_ms);
     let rules = Rules { view, regions: &regions, facts, now_ms };
-    let offsets: Vec<i64> = copies.iter().map(|c| c.offset).collect();
-    let newest = offsets.len().checked_sub(1);
     let store_end = view.store.as_ref().map(|s| s.offsets.end);
+    let in_store = |offset: i64| store_end.is_some_and(|end| offset < end);
+    let ranks: Vec<(i64, i64)> = copies.iter().map(rank).collect();
+    let winner = ranks.iter().enumerate().max_by_key(|(_, r)| **r).map(|(i, _)| i);
     for (i, copy) in copies.iter_mut().enumerate() {
-        let in_store = store_end.is_some_and(|end| copy.offset < end);
+        let in_store = in_store(copy.offset);
         copy.region = if in_store { Region::Store } else { region_of(copy.offset, &regions) };
-        copy.superseded = Some(i) != newest;
+        copy.superseded = Some(i) != winner;
+        let triggers = removing_clean_offsets(&ranks, i, !in_store, store_end);
         let bound = match (copy.superseded, copy.tombstone, in_store) {
-            (true, _, false) => Some(rules.superseded_gone_by(&offsets[i + 1..])),
-            (true, _, true) => Some(rules.store_superseded_gone_by(copy.offset, &offsets[i + 1..])),
+            (true, _, false) if triggers.is_empty() => Some(Err(OUTRANKED_IN_STORE.into())),
+            (true, _, false) => Some(rules.superseded_gone_by(&triggers)),
+            (true, _, true) => Some(rules.store_superseded_gone_by(copy.offset, &triggers)),
             // The local cleaner keeps tombstones while older segments are
             // only in the store (a copy there would come back).
             (false, true, false) if view.store.is_some() => Some(Err("kept by the local cleaner while older segments are only in the object store: it leaves with a store clean once local retention moves it there".into())),
@@ -582,6 +606,7 @@ fn assess(
             cleaner_enabled: view.cleaner.enabled,
             cleaner_backoff_ms: view.cleaner.backoff_ms,
             cleaner_blocked: view.cleaner.blocked.clone(),
+            compaction_strategy: view.strategy().to_string(),
         },
         copies,
         verdict,
@@ -593,8 +618,37 @@ fn assess(
     }
 }
 
+/// Why a local copy outranked only by copies in the store has no time.
+const OUTRANKED_IN_STORE: &str = "only copies below it that are only in the object store outrank it (a higher version), and the local cleaner does not read the store: it leaves once local retention moves its segment there and a store clean rewrites it";
+
+/// How the cleaner ranks a copy: version (0 under `offset`), then offset.
+fn rank(copy: &KeyCopy) -> (i64, i64) {
+    (copy.version.unwrap_or(0), copy.offset)
+}
+
+/// The offsets whose mapping removes copy `i`: for each copy outranking it,
+/// the later of the two (a clean mapping the higher offset holds both).
+/// A local copy (`local`) is not removed by a clean of the local log
+/// through a copy below it that is only in the store.
+fn removing_clean_offsets(
+    ranks: &[(i64, i64)],
+    i: usize,
+    local: bool,
+    store_end: Option<i64>,
+) -> Vec<i64> {
+    let (mine, offset) = (ranks[i], ranks[i].1);
+    ranks
+        .iter()
+        .filter(|r| **r > mine)
+        .filter(|r| !(local && r.1 < offset && store_end.is_some_and(|end| r.1 < end)))
+        .map(|r| r.1.max(offset))
+        .collect()
+}
+
 fn verdict(copies: &[KeyCopy]) -> (Verdict, Option<i64>, Option<String>) {
-    let Some(newest) = copies.last() else { return (Verdict::Absent, None, None) };
+    let Some(newest) = copies.iter().find(|c| !c.superseded) else {
+        return (Verdict::Absent, None, None);
+    };
     let superseded: Vec<&KeyCopy> = copies.iter().filter(|c| c.superseded).collect();
     if superseded.is_empty() {
         let v = if newest.tombstone { Verdict::Erased } else { Verdict::Live };

@@ -352,3 +352,55 @@ fn tombstones_are_kept_while_older_segments_are_only_in_the_store() {
     let why = a.copies[0].no_guarantee.as_deref().unwrap();
     assert!(why.contains("keeps every tombstone"), "{why}");
 }
+
+#[test]
+fn under_a_header_strategy_the_highest_version_wins_wherever_it_lies() {
+    let f = fixture(&[
+        ("sediment.compaction.strategy", "header"),
+        ("sediment.compaction.strategy.header", "v"),
+    ]);
+    let now = f.clock.now_ms();
+    let write = |value: Option<&str>, version: Option<&str>| {
+        let log = f.logs.get_log(&TopicPartition::new("t", 0)).unwrap();
+        let mut log = log.write();
+        let mut b = BatchBuilder::new(Compression::None, now);
+        let headers: Vec<(&[u8], Option<&[u8]>)> =
+            version.map(|v| (&b"v"[..], Some(v.as_bytes()))).into_iter().collect();
+        b.append_with_headers(now, Some(b"k"), value.map(str::as_bytes), &headers);
+        log.append_as_leader(&mut b.build()).unwrap();
+        log.roll_if_not_empty().unwrap();
+    };
+    write(Some("newest"), Some("5"));
+    write(Some("stale"), Some("3"));
+    write(None, None);
+    f.write("tail", Some("x"), false);
+    let a = f.audit("k", None);
+    assert_eq!(a.config.compaction_strategy, "header(v)");
+    let versions: Vec<_> = a.copies.iter().map(|c| c.version).collect();
+    assert_eq!(versions, [Some(5), Some(3), Some(i64::MIN)]);
+    let superseded: Vec<_> = a.copies.iter().map(|c| c.superseded).collect();
+    assert_eq!(superseded, [false, true, true], "the oldest copy has the highest version");
+    // Both later copies leave with the first clean that maps them: now,
+    // plus one backoff (the dirty ratio is 1).
+    assert_eq!(a.verdict, Verdict::Pending);
+    assert_eq!(a.guaranteed_by_ms, Some(now + 15_000));
+    assert!(a.copies.iter().skip(1).all(|c| c.gone_by_ms == Some(now + 15_000)));
+    // The winner is not a tombstone: no time for it.
+    assert_eq!(a.copies[0].gone_by_ms, None);
+    // Served with each copy's version.
+    let json = serde_json::to_value(&a).unwrap();
+    assert_eq!(json["copies"][0]["version"], 5);
+}
+
+#[test]
+fn a_local_copy_outranked_only_from_the_store_has_no_local_time() {
+    // Copies: 0 in the store (version 9), 5 local (version 2), 8 local
+    // (version 4): 5 is outranked from above by 8, 8 only from the store.
+    let ranks = [(9, 0), (2, 5), (4, 8)];
+    assert_eq!(removing_clean_offsets(&ranks, 1, true, Some(3)), [8]);
+    assert!(removing_clean_offsets(&ranks, 2, true, Some(3)).is_empty());
+    // Without a store part the local clean of 8 meets the copy at 0 below it.
+    assert_eq!(removing_clean_offsets(&ranks, 2, true, None), [8]);
+    // The store's copy is the winner: nothing outranks it.
+    assert!(removing_clean_offsets(&ranks, 0, false, Some(3)).is_empty());
+}

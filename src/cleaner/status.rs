@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use super::last_clean::LastClean;
 use super::log_to_clean::{oldest_dirty_timestamp, LogToClean, OpenTransaction};
+use super::source_segment::strategy_for;
 use super::tiered_store::StoreCleaning;
 use super::tombstone_guard::TombstonesAtRisk;
 use crate::log::Log;
@@ -115,6 +116,9 @@ pub struct PartitionCleaningStatus {
     pub cleanable_bytes: u64,
     pub dirty_ratio: f64,
     pub min_cleanable_dirty_ratio: f64,
+    /// Which copy of a key the cleaner keeps: `offset`, `timestamp` or
+    /// `header(<name>)` (coordinator topics are always `offset`).
+    pub compaction_strategy: String,
     /// How long past `max.compaction.lag.ms` the oldest dirty record is.
     pub compaction_delay_ms: i64,
     pub eligible: bool,
@@ -164,6 +168,7 @@ impl PartitionCleaningStatus {
             cleanable_bytes: to_clean.cleanable_bytes,
             dirty_ratio: to_clean.cleanable_ratio(),
             min_cleanable_dirty_ratio: log.config().min_cleanable_dirty_ratio,
+            compaction_strategy: strategy_for(&tp.topic, log.config()).to_string(),
             compaction_delay_ms: to_clean.compaction_delay_ms,
             eligible: ineligible.is_none(),
             reason: ineligible.as_ref().map(ToString::to_string),

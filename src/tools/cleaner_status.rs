@@ -166,6 +166,14 @@ fn render(doc: &serde_json::Value) -> anyhow::Result<String> {
             p["first_dirty_offset"].as_i64().unwrap_or(0)
         )?;
         store_line(&mut out, &p["store"])?;
+        if let Some(strategy) = p["compaction_strategy"].as_str().filter(|s| *s != "offset") {
+            writeln!(
+                out,
+                "{:<32} compaction strategy {strategy}: each key keeps its highest-ranked copy; {} older copies outranked newer ones in the last clean",
+                "",
+                p["last_clean"]["clean_copies_won"].as_u64().unwrap_or(0)
+            )?;
+        }
         // An open transaction that bounds an otherwise cleanable log (when it
         // is why nothing is cleanable, the status above already says so).
         let open = &p["open_transaction"];

@@ -575,6 +575,13 @@ impl LogManager {
         let info =
             topics.get_mut(name).ok_or_else(|| LogError::UnknownTopicOrPartition(name.into()))?;
         self.check_store_only_kept(info, &config)?;
+        if info.config.compaction_strategy != config.compaction_strategy {
+            tracing::info!(
+                "topic {name}: compaction strategy {} -> {}; it takes effect at each partition's next clean (copies cleaned before stay as they were)",
+                info.config.compaction_strategy,
+                config.compaction_strategy
+            );
+        }
         for p in 0..info.partitions {
             if let Some(log) = self.get_log(&TopicPartition::new(name, p)) {
                 let mut log = log.write();
