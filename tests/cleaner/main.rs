@@ -18,6 +18,7 @@ mod cleaner_load;
 mod cleaner_model;
 mod cleaner_prometheus;
 mod cleaner_seeds;
+mod cleaner_strategy_e2e;
 mod cleaner_strategy_model;
 mod cleaner_tombstone_guard;
 mod cleaner_txn;
