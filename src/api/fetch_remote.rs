@@ -81,12 +81,13 @@ pub(super) async fn read_first(
             let tp = TopicPartition::new(name.clone(), p.partition);
             let Some(log) = broker.logs.get_log(&tp) else { continue };
             let Some(topic_id) = broker.logs.topic(&name).map(|t| t.id) else { continue };
-            let (local_start, config) = {
+            let (local_start, config, listing) = {
                 let log = log.read();
                 if !below_local(&log, p.fetch_offset) {
                     continue;
                 }
-                (log.local_log_start_offset(), log.segment_config_for_cleaning())
+                let listing = (!log.store_segments().is_empty()).then(|| log.store_listing());
+                (log.local_log_start_offset(), log.segment_config_for_cleaning(), listing)
             };
             let max_bytes = (p.partition_max_bytes.max(0) as usize)
                 .min(request.max_bytes.max(0) as usize)
@@ -98,6 +99,7 @@ pub(super) async fn read_first(
                 min_one_batch: true,
                 isolation,
                 topic_id,
+                listing,
             };
             let wait = reader.fetch_max_wait();
             let read = match tokio::time::timeout(wait, reader.read(&tp, range, config)).await {

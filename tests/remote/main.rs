@@ -17,3 +17,4 @@ mod remote_multipart;
 mod remote_retention;
 mod remote_storage;
 mod remote_store_compaction;
+mod remote_store_strategy;

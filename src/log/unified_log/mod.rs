@@ -76,7 +76,7 @@ mod truncate;
 pub use flush::FlushJob;
 use flush::FlushMode;
 use producer_check::{check_producers, ProducerCheck, TxnCheck};
-pub use store_retention::StoreSegment;
+pub use store_retention::{store_listing_digest, StoreSegment};
 pub use truncate::TRUNCATE_CRASH_POINT;
 
 /// What a partition's decompression buffer may keep between operations;

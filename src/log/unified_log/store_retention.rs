@@ -29,7 +29,19 @@
 //! nothing; a local segment expired by time moves the log start past every
 //! store-only segment below it.
 
+use std::hash::{Hash, Hasher};
+
 use super::Log;
+
+/// The digest of a store listing, segment by segment `(base offset, next
+/// offset, size)`: the same for a manifest and for the log told of it.
+pub fn store_listing_digest(segments: impl Iterator<Item = (i64, i64, u64)>) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for s in segments {
+        s.hash(&mut h);
+    }
+    h.finish()
+}
 
 /// A segment that the object store holds, as the log needs to know it for
 /// retention: its offsets, its `.log` size and its largest record timestamp.
@@ -55,6 +67,14 @@ impl Log {
     /// Every segment the store's latest manifest lists, oldest first.
     pub fn store_segments(&self) -> &[StoreSegment] {
         &self.store_segments
+    }
+
+    /// A digest of [`Log::store_segments`]: a reader holding a manifest
+    /// whose listing digests differently holds an older (or newer) one.
+    pub fn store_listing(&self) -> u64 {
+        store_listing_digest(
+            self.store_segments.iter().map(|s| (s.base_offset, s.next_offset, s.size_in_bytes)),
+        )
     }
 
     /// The segments only in the store: wholly below the local start, not

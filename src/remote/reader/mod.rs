@@ -38,6 +38,7 @@ use crate::log::index::TimeIndex;
 use crate::log::manager::topic_id_to_string;
 use crate::log::segment::SegmentConfig;
 use crate::log::transaction_index::{parse_entries, AbortedTxn, TxnIndexSearchResult};
+use crate::log::unified_log::store_listing_digest;
 use crate::log::{FetchIsolation, LogError, TopicPartition};
 
 /// A failed remote read.
@@ -95,6 +96,11 @@ pub struct RemoteRange {
     pub isolation: FetchIsolation,
     /// The local topic's id: a manifest of another topic of that name is not read.
     pub topic_id: [u8; 16],
+    /// The digest of the store listing the log was last told of
+    /// (`Log::store_listing`): a kept manifest that lists otherwise is read
+    /// again, so that a read after a store clean serves the cleaned
+    /// segments, not the replaced ones still in the read cache.
+    pub listing: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -177,6 +183,10 @@ impl RemoteLogReader {
         let mut fresh = false;
         let result = loop {
             let attempt = match self.manifest(tp, fresh).await {
+                Ok(m) if !fresh && range.listing.is_some_and(|l| l != listing_of(&m)) => {
+                    fresh = true;
+                    continue;
+                }
                 Ok(m) if same_topic(&m, &range.topic_id) => {
                     self.read_from(tp, &m, range, config).await
                 }
@@ -469,6 +479,11 @@ impl RemoteLogReader {
         self.manifests.lock().insert(tp.clone(), Arc::clone(&m));
         Ok(m)
     }
+}
+
+/// The digest of `m`'s listing, as the log digests what it was told of it.
+fn listing_of(m: &Manifest) -> u64 {
+    store_listing_digest(m.segments.iter().map(|s| (s.base_offset, s.next_offset, s.size())))
 }
 
 /// Whether `m` is of the topic with this id, not of an earlier topic of

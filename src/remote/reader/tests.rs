@@ -43,6 +43,7 @@ fn range(offset: i64, max_bytes: usize) -> RemoteRange {
         min_one_batch: true,
         isolation: FetchIsolation::HighWatermark,
         topic_id: TOPIC_ID,
+        listing: None,
     }
 }
 
@@ -113,6 +114,29 @@ async fn a_missing_object_makes_the_reader_take_the_latest_manifest() {
     write_manifest(&f.store, &f.tp, 2, 0, f.entries.clone()).await;
     let got = f.reader.read(&f.tp, range(0, 100), config()).await.unwrap().unwrap();
     assert_eq!(records(&got.records)[0], (0, value(0)));
+}
+
+#[tokio::test]
+async fn a_kept_manifest_listing_otherwise_than_the_log_is_read_again() {
+    let f = fixture(&[]).await;
+    write_manifest(&f.store, &f.tp, 1, 0, f.entries.clone()).await;
+    let got = f.reader.read(&f.tp, range(0, 100), config()).await.unwrap().unwrap();
+    assert_eq!(records(&got.records)[0].0, 0);
+    // A later manifest no longer lists the first segment (a clean or
+    // retention replaced it); its objects are still in the read cache.
+    let later = f.entries[1..].to_vec();
+    write_manifest(&f.store, &f.tp, 2, 60, later.clone()).await;
+    let got = f.reader.read(&f.tp, range(0, 100), config()).await.unwrap().unwrap();
+    assert_eq!(records(&got.records)[0].0, 0, "without the log's listing: the kept manifest");
+    let digest = |entries: &[SegmentEntry]| {
+        store_listing_digest(entries.iter().map(|s| (s.base_offset, s.next_offset, s.size())))
+    };
+    let told = RemoteRange { listing: Some(digest(&later)), ..range(0, 100) };
+    let got = f.reader.read(&f.tp, told, config()).await.unwrap().unwrap();
+    assert_eq!(records(&got.records)[0].0, 60, "the manifest the log was told of");
+    // Told of the same listing again: no store read of the manifest needed.
+    let got = f.reader.read(&f.tp, told, config()).await.unwrap().unwrap();
+    assert_eq!(records(&got.records)[0].0, 60);
 }
 
 #[tokio::test]
