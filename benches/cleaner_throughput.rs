@@ -21,6 +21,11 @@
 //!   log, so every segment changes.
 //! * Peak RSS is the process's VmHWM after the clean; the target is the
 //!   dedupe buffer + I/O buffers + 64 MiB.
+//! * SEDIMENT_CLEANER_BENCH_STRATEGY=timestamp or header cleans under that
+//!   compaction strategy (`sediment.compaction.strategy`): each record gets
+//!   a rising timestamp and a `v` header holding its index, so the winners,
+//!   and what is written, are those of the default `offset` run; the
+//!   difference is the cost of reading versions and of 32-byte map entries.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -96,15 +101,17 @@ fn segment_files(dir: &Path) -> Vec<PathBuf> {
 /// Build a compacted partition of `records` 1 KiB records whose keys repeat
 /// so that `dup_percent` of the records are older versions of a later one:
 /// the older versions in the first records, or `spread` over the log.
-fn build(dir: &Path, records: usize, dup_percent: usize, spread: bool) -> Log {
-    let config = LogConfig::resolve(
-        &Default::default(),
-        [("cleanup.policy", "compact"), ("segment.bytes", "134217728")]
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-    )
-    .unwrap();
+fn build(dir: &Path, records: usize, dup_percent: usize, spread: bool, strategy: &str) -> Log {
+    let mut pairs = vec![
+        ("cleanup.policy", "compact"),
+        ("segment.bytes", "134217728"),
+        ("sediment.compaction.strategy", strategy),
+    ];
+    if strategy == "header" {
+        pairs.push(("sediment.compaction.strategy.header", "v"));
+    }
+    let overrides = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let config = LogConfig::resolve(&Default::default(), overrides).unwrap();
     let load = LoadParams { recovery_point: 0, log_start_offset: 0, clean_shutdown: true };
     let mut log = Log::open(
         dir,
@@ -129,7 +136,15 @@ fn build(dir: &Path, records: usize, dup_percent: usize, spread: bool) -> Log {
                 (i as u64).wrapping_mul(2_654_435_761)
             };
             let key = format!("{:016}", scrambled % unique as u64);
-            b.append(now, Some(key.as_bytes()), Some(&value));
+            if strategy == "offset" {
+                b.append(now, Some(key.as_bytes()), Some(&value));
+            } else {
+                // Rising versions: the same winners as the offset rule.
+                let version = i.to_string();
+                let ts = now - records as i64 + i as i64;
+                let header: [(&[u8], Option<&[u8]>); 1] = [(b"v", Some(version.as_bytes()))];
+                b.append_with_headers(ts, Some(key.as_bytes()), Some(&value), &header);
+            }
             i += 1;
         }
         log.append_as_leader(&mut b.build()).unwrap();
@@ -172,18 +187,20 @@ fn main() {
     let size_mb = env_usize("SEDIMENT_CLEANER_BENCH_MB", 1024);
     let dedupe_mb = env_usize("SEDIMENT_CLEANER_BENCH_DEDUPE_MB", 128);
     let io_kb = env_usize("SEDIMENT_CLEANER_BENCH_IO_KB", 1024);
+    let strategy =
+        std::env::var("SEDIMENT_CLEANER_BENCH_STRATEGY").unwrap_or_else(|_| "offset".into());
     let base = std::env::var("SEDIMENT_BENCH_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data"));
     std::fs::create_dir_all(&base).unwrap();
     let records = size_mb * (1 << 20) / RECORD;
-    println!("cleaner throughput: {size_mb} MiB partitions of {records} records of {RECORD} B, {PER_BATCH} per batch, dedupe buffer {dedupe_mb} MiB, I/O buffers {io_kb} KiB\n");
+    println!("cleaner throughput: {size_mb} MiB partitions of {records} records of {RECORD} B, {PER_BATCH} per batch, dedupe buffer {dedupe_mb} MiB, I/O buffers {io_kb} KiB, compaction strategy {strategy}\n");
     println!("| duplicates | partition MB | raw read+write MB/s | clean MB/s | clean / raw | map s | copy s | clean CPU s | written MB | segments kept | keys mapped | map util | peak RSS MiB |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (dup, spread) in [(10usize, false), (10, true), (90, true)] {
         let dir = tempfile::Builder::new().prefix("cleaner-bench").tempdir_in(&base).unwrap();
         let part = dir.path().join("bench-0");
-        let log = build(&part, records, dup, spread);
+        let log = build(&part, records, dup, spread, &strategy);
         let files: Vec<PathBuf> = segment_files(&part)
             .into_iter()
             .filter(|f| std::fs::metadata(f).map(|m| m.len() > 0).unwrap_or(false))

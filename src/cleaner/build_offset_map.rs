@@ -56,7 +56,7 @@ impl CleanerBuffers {
         io: &IoContext<'_>,
         stats: &mut CleanerStats,
     ) -> Result<i64, CleanerError> {
-        self.map.set_versioned(snapshot.strategy.is_versioned());
+        self.map.set_versioned(snapshot.strategy.is_versioned())?;
         self.map.clear();
         self.mapped.clear();
         let start = to_clean.first_dirty_offset;

@@ -66,6 +66,9 @@ pub(super) struct Recopy<'a> {
     pub(super) kept_tombstones: KeptTombstones,
     /// How copies of a key rank (the snapshot's strategy).
     pub(super) strategy: &'a CompactionStrategy,
+    /// The log start offset: a record below it (still in its segment's
+    /// bytes after DeleteRecords) never outranks a visible copy.
+    pub(super) log_start: i64,
 }
 
 /// The last offsets of the producers' last data batches, sorted.
@@ -506,7 +509,8 @@ fn should_keep(
         return false;
     };
     let from_map = |map: &mut OffsetMap| map.is_newest(&hash_key(key), offset);
-    let newest = if offset < recopy.first_dirty && recopy.strategy.is_versioned() {
+    let visible = offset >= recopy.log_start;
+    let newest = if offset < recopy.first_dirty && visible && recopy.strategy.is_versioned() {
         let version = recopy.strategy.version(header, rec);
         match map.resolve_clean(&hash_key(key), offset, version) {
             CleanVerdict::Keep => true,

@@ -180,6 +180,7 @@ impl Cleaner {
             guard: to_clean.tombstone_guard,
             kept_tombstones: KeptTombstones::default(),
             strategy: &snapshot.strategy,
+            log_start: snapshot.log_start_offset,
         };
         let copied = groups
             .into_iter()

@@ -232,7 +232,6 @@ impl OffsetMap {
         budget_bytes: usize,
         load_factor: f64,
     ) -> Result<(usize, usize), OffsetMapError> {
-        Self::check_budget_of(budget_bytes, load_factor, VERSIONED_BYTES_PER_ENTRY)?;
         Self::check_budget_of(budget_bytes, load_factor, BYTES_PER_ENTRY)
     }
 
@@ -255,13 +254,16 @@ impl OffsetMap {
     /// Make the entries hold a version (32 bytes each) or not (24), for the
     /// next clean; a change of width forgets every entry and starts a fresh
     /// small table.
-    pub fn set_versioned(&mut self, versioned: bool) {
+    ///
+    /// # Errors
+    /// `BudgetTooSmall` when the budget holds no entry of the new width
+    /// (the map is left as it was).
+    pub fn set_versioned(&mut self, versioned: bool) -> Result<(), OffsetMapError> {
         let entry_bytes = if versioned { VERSIONED_BYTES_PER_ENTRY } else { BYTES_PER_ENTRY };
         if entry_bytes != self.entry_bytes {
-            // `check_budget` accepted both widths when the map was made.
-            *self = Self::with_entry_bytes(self.budget_bytes, self.load_factor, entry_bytes)
-                .expect("the budget holds both entry widths");
+            *self = Self::with_entry_bytes(self.budget_bytes, self.load_factor, entry_bytes)?;
         }
+        Ok(())
     }
 
     /// Whether entries hold a version.
@@ -736,7 +738,7 @@ mod tests {
         let budget = VERSIONED_BYTES_PER_ENTRY * INITIAL_SLOTS * 2;
         let mut map = OffsetMap::new(budget, 0.9).unwrap();
         let offset_keys = map.max_entries();
-        map.set_versioned(true);
+        map.set_versioned(true).unwrap();
         assert!(map.is_versioned());
         assert_eq!(map.max_entries(), (INITIAL_SLOTS as f64 * 2.0 * 0.9) as usize);
         assert!(map.max_entries() < offset_keys, "32-byte entries: fewer keys");
@@ -767,8 +769,13 @@ mod tests {
         let mut offsets = 0;
         map.for_each_offset(|_| offsets += 1);
         assert_eq!(offsets, n + 1);
-        map.set_versioned(false);
+        map.set_versioned(false).unwrap();
         assert!(map.is_empty() && !map.is_versioned());
+        // A budget of one 24-byte entry cannot hold a versioned one.
+        let mut tiny = OffsetMap::new(30, 1.0).unwrap();
+        let too_small = OffsetMapError::BudgetTooSmall { budget: 30, entry_bytes: 32 };
+        assert_eq!(tiny.set_versioned(true), Err(too_small));
+        assert!(!tiny.is_versioned());
         assert_eq!(map.max_entries(), offset_keys);
         map.put_versioned(&k, 7, 100).unwrap();
         map.put_versioned(&k, 8, 1).unwrap();

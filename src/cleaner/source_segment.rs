@@ -104,6 +104,10 @@ pub(super) struct LogSnapshot {
     /// `sediment.compaction.strategy`, except that coordinator topics are
     /// always ranked by offset (their coordinators replay them in order).
     pub(super) strategy: CompactionStrategy,
+    /// The log start offset: records below it are still in the first
+    /// segment's bytes but no reader sees them, and under a version
+    /// strategy they never outrank a visible copy.
+    pub(super) log_start_offset: i64,
 }
 
 impl SourceSegment {
@@ -224,6 +228,7 @@ impl LogSnapshot {
             last_records: log.producer_state().last_records_of_active_producers(),
             older_segments_in_store: log.local_log_start_offset() > log.log_start_offset(),
             strategy: strategy_for(&to_clean.topic_partition.topic, log.config()),
+            log_start_offset: log.log_start_offset(),
         })
     }
 

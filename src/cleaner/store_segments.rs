@@ -128,7 +128,13 @@ impl Cleaner {
             snapshot.config.segment_bytes as u64,
             snapshot.config.segment_index_bytes,
         );
-        let keep_tombstones = snapshot.config.tombstone_wait_for_groups;
+        // Under a version strategy a tombstone in the store may outrank a
+        // copy of its key in the local log, which this clean maps but never
+        // rewrites: removing the tombstone would bring that copy back, so
+        // every tombstone stays (the local copy leaves once local
+        // retention moves it to the store and a store clean rewrites it).
+        let keep_tombstones =
+            snapshot.config.tombstone_wait_for_groups || snapshot.strategy.is_versioned();
         let mut recopy = Recopy {
             io: &io,
             first_dirty: range.first_dirty_offset,
@@ -143,6 +149,7 @@ impl Cleaner {
             guard: None,
             kept_tombstones: KeptTombstones::default(),
             strategy: &snapshot.strategy,
+            log_start: snapshot.log_start_offset,
         };
         let mut cleaned = Vec::new();
         let copied = groups.into_iter().try_for_each(|group| {
@@ -205,6 +212,7 @@ fn store_snapshot(
         last_records: local.last_records,
         older_segments_in_store: false,
         strategy: local.strategy,
+        log_start_offset: log.log_start_offset(),
     };
     Ok((snapshot, LogToClean::new(log, first_dirty, upper.max(first_dirty))))
 }

@@ -94,12 +94,14 @@ impl std::fmt::Display for CompactionStrategy {
     }
 }
 
-/// The timestamp a reader sees for `rec`.
+/// The timestamp a reader sees for `rec`. Wrapping, as the cleaner's
+/// re-encoding of a batch under a new base timestamp wraps: a record keeps
+/// the same timestamp, and so the same version, across cleans.
 pub fn record_timestamp(header: &BatchHeader, rec: &Record<'_>) -> i64 {
     if header.timestamp_type() == TimestampType::LogAppendTime {
         header.max_timestamp
     } else {
-        header.base_timestamp.saturating_add(rec.timestamp_delta)
+        header.base_timestamp.wrapping_add(rec.timestamp_delta)
     }
 }
 

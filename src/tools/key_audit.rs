@@ -231,6 +231,13 @@ pub fn render(a: &serde_json::Value) -> String {
         r["active_segment_base_offset"],
         r["dirty_ratio"].as_f64().unwrap_or(0.0)
     );
+    let strategy = a["config"]["compaction_strategy"].as_str().unwrap_or("offset");
+    if strategy != "offset" {
+        let _ = writeln!(
+            out,
+            "compaction strategy {strategy}: the copy with the highest (version, offset) is the newest"
+        );
+    }
     let _ = writeln!(
         out,
         "{:>12}  {:<26} {:>14} {:>10}  {:<18} STATUS",
@@ -249,6 +256,11 @@ pub fn render(a: &serde_json::Value) -> String {
             }
         } else {
             "newest".to_string()
+        };
+        let status = match c["version"].as_i64() {
+            Some(i64::MIN) => format!("{status} (no version)"),
+            Some(v) => format!("{status} (version {v})"),
+            None => status,
         };
         let _ = writeln!(
             out,

@@ -408,6 +408,38 @@ fn an_older_version_written_later_loses_and_a_losing_tombstone_is_dropped() {
     assert_eq!(won, [0, 2], "key-1 and key-2's older copies won the second clean");
 }
 
+/// A copy below the log start (DeleteRecords moved it into a segment's
+/// middle) is invisible: however high its version, it never displaces the
+/// visible winner.
+#[test]
+fn a_copy_below_the_log_start_never_outranks_a_visible_one() {
+    let rec = |key: u16, version: i8| VRecord {
+        key,
+        value_len: Some(4),
+        version: Some(version),
+        binary: false,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let clock = MockClock::new(1_700_000_000_000);
+    let log = RwLock::new(open_log(dir.path(), "s", &config(Ranking::Header), clock.clone()));
+    let mut cleaner = cleaner(LARGE_BUDGET, clock.clone());
+    let none = (None, Compression::None, false);
+    let now = clock.now_ms();
+    // key-1 version 9 at offset 0, then filler in the same segment.
+    append_batch(&mut log.write(), Ranking::Header, none, &[rec(1, 9), rec(2, 1)], now);
+    log.write().roll_if_not_empty().unwrap();
+    let checkpoint = clean_once(&mut cleaner, &log, 0, now).end_offset;
+    assert_eq!(checkpoint, 2);
+    log.write().maybe_increment_log_start_offset(1).unwrap();
+    // A later, lower version of key-1: the only visible copy.
+    append_batch(&mut log.write(), Ranking::Header, none, &[rec(1, 5)], now);
+    log.write().roll_if_not_empty().unwrap();
+    let result = clean_once(&mut cleaner, &log, checkpoint, now);
+    assert_eq!(result.stats.clean_copies_won, 0);
+    let visible: Vec<i64> = read_all(&log.read(), 1, 1 << 20).iter().map(|r| r.offset).collect();
+    assert_eq!(visible, [1, 2], "key-1's visible copy at 2 stays");
+}
+
 // ---- Transactions under each strategy ----
 
 #[derive(Debug, Clone)]
