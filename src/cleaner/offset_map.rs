@@ -370,13 +370,25 @@ impl OffsetMap {
     }
 
     /// Slot holding `hash`, or the empty slot where it would go.
+    #[inline]
     fn find(&mut self, hash: &KeyHash) -> (usize, bool) {
+        // The width as a constant in the probe loop: the offset-ranked
+        // map's hot path costs what it did before widths varied.
+        if self.entry_bytes == BYTES_PER_ENTRY {
+            self.find_in::<BYTES_PER_ENTRY>(hash)
+        } else {
+            self.find_in::<VERSIONED_BYTES_PER_ENTRY>(hash)
+        }
+    }
+
+    #[inline]
+    fn find_in<const WIDTH: usize>(&mut self, hash: &KeyHash) -> (usize, bool) {
         let mut slot = self.start_slot(hash);
         // A table filled to a load factor of 1 has no empty slot: after one
         // lap the key is not there (a put then finds the map full).
         for _ in 0..self.table_slots {
             self.probes += 1;
-            let at = slot * self.entry_bytes;
+            let at = slot * WIDTH;
             let stored = &self.bytes[at..at + HASH_SIZE];
             if stored == hash {
                 return (slot, true);
@@ -403,6 +415,7 @@ impl OffsetMap {
     }
 
     /// The slot of `hash`, claimed for it if new, and whether it was there.
+    #[inline]
     fn slot_for_put(&mut self, hash: &KeyHash) -> Result<(usize, bool), OffsetMapError> {
         // Grow before probing: a table filled to a load factor of 1 has no
         // empty slot to end a probe for a new key.
@@ -424,6 +437,7 @@ impl OffsetMap {
         Ok((slot, found))
     }
 
+    #[inline]
     fn write_offset(&mut self, slot: usize, offset: i64) {
         let at = slot * self.entry_bytes + HASH_SIZE;
         self.bytes[at..at + 8].copy_from_slice(&offset.to_be_bytes());
