@@ -2,7 +2,11 @@
 //! quarter second, for each partition led here,
 //! * **expand**: a replica outside the ISR whose broker is eligible and
 //!   whose fetches reached the high watermark, and the start of the current
-//!   leader epoch, joins it;
+//!   leader epoch, joins it. From the moment it is asked for, the high
+//!   watermark waits for the new member too (Kafka's maximal ISR,
+//!   [`Leadership::set_pending_isr`]): the controller may elect it as soon
+//!   as it writes the change, so it must hold every record acknowledged
+//!   after that;
 //! * **shrink**: an ISR follower not caught up with the leader's log end
 //!   for `replica.lag.time.max.ms` leaves it (a follower not heard from
 //!   since this broker began leading counts from then);
@@ -83,7 +87,8 @@ impl IsrManager {
             self.since.retain(|tp, _| view.led.contains_key(tp));
             let mut changes = Vec::new();
             for (tp, led) in &view.led {
-                if let Some(isr) = self.wanted_isr(tp, led) {
+                let wanted = self.wanted_isr(tp, led);
+                if let Some(isr) = wanted.filter(|isr| self.claim_additions(tp, led, isr)) {
                     let followers = self.leadership.followers(tp);
                     let member_epochs = followers.iter().map(|(id, f)| (*id, f.broker_epoch));
                     changes.push(IsrChange {
@@ -99,6 +104,10 @@ impl IsrManager {
                 continue;
             }
             let made = self.writer.alter_isr(changes.clone()).await;
+            // Made (the image shows it now) or refused: no longer pending.
+            for change in &changes {
+                self.leadership.clear_pending_isr(&change.tp);
+            }
             for (change, made) in changes.iter().zip(made) {
                 if !made {
                     self.leadership.note_isr_update_failed();
@@ -109,6 +118,31 @@ impl IsrManager {
                 tracing::info!(partition = %change.tp, from = ?led.isr, to = ?change.isr, "ISR changed");
             }
         }
+    }
+
+    /// Before asking for `isr`: the members it adds to `led`'s ISR count
+    /// toward the high watermark from now on, and must still have reached
+    /// it. Both under the log's write lock, under which the high watermark
+    /// moves, so no record is acknowledged between the check and the
+    /// pending ISR without them. `false` (nothing pending) when one fell
+    /// behind meanwhile: asked again at a later round.
+    fn claim_additions(&self, tp: &TopicPartition, led: &LedPartition, isr: &[i32]) -> bool {
+        let added: Vec<i32> = isr.iter().copied().filter(|m| !led.isr.contains(m)).collect();
+        if added.is_empty() {
+            // A shrink only: the image's larger ISR holds until it changes.
+            return true;
+        }
+        let Some(log) = self.logs.get_log(tp) else { return false };
+        let log = crate::blocking::write(&log);
+        self.leadership.set_pending_isr(tp, led.leader_epoch, isr.to_vec());
+        let hw = log.high_watermark();
+        let followers = self.leadership.followers(tp);
+        let caught_up =
+            added.iter().all(|m| followers.get(m).is_some_and(|f| f.log_end_offset >= hw));
+        if !caught_up {
+            self.leadership.clear_pending_isr(tp);
+        }
+        caught_up
     }
 
     /// The ISR `tp` should have now, if not the one it has (or if it is

@@ -92,6 +92,10 @@ pub struct Leadership {
     /// Per led partition, what each follower's fetches said; reset when
     /// the leader epoch changes.
     followers: parking_lot::Mutex<HashMap<TopicPartition, EpochFollowers>>,
+    /// Per led partition, the ISR asked of the controller and not yet in
+    /// the image, with the leader epoch it was asked at (Kafka's pending
+    /// ISR state): the high watermark waits for its members too.
+    pending_isr: parking_lot::Mutex<HashMap<TopicPartition, (i32, Vec<i32>)>>,
     may_lead: Box<dyn Fn() -> bool + Send + Sync>,
     /// ISR shrinks and expansions this broker wrote as leader.
     isr_shrinks: std::sync::atomic::AtomicU64,
@@ -120,6 +124,7 @@ impl Leadership {
             node_id,
             view: RwLock::default(),
             followers: parking_lot::Mutex::default(),
+            pending_isr: parking_lot::Mutex::default(),
             may_lead: Box::new(may_lead),
             isr_shrinks: Default::default(),
             isr_expands: Default::default(),
@@ -224,19 +229,45 @@ impl Leadership {
         self.followers.lock().get(tp).map(|(_, f)| f.clone()).unwrap_or_default()
     }
 
+    /// The ISR `tp` asked for at `leader_epoch` is pending: until
+    /// [`Self::clear_pending_isr`], the high watermark counts its members
+    /// as well as the image's ISR. The caller holds the log's write lock
+    /// (under which the high watermark moves) while it sets it and checks
+    /// that the members it adds have reached the high watermark.
+    pub fn set_pending_isr(&self, tp: &TopicPartition, leader_epoch: i32, isr: Vec<i32>) {
+        self.pending_isr.lock().insert(tp.clone(), (leader_epoch, isr));
+    }
+
+    /// The ISR asked for `tp` was made (the image shows it) or refused.
+    pub fn clear_pending_isr(&self, tp: &TopicPartition) {
+        self.pending_isr.lock().remove(tp);
+    }
+
     /// The high watermark `tp` may have, its own committed end being
-    /// `local_end`: the least log end over its ISR (a member not heard from
-    /// counts as nothing yet). `None` while the ISR is below the effective
-    /// min ISR (the high watermark then stays, as on Kafka) or when not led.
+    /// `local_end`: the least log end over its maximal ISR, the image's
+    /// ISR and the members of an ISR asked for and not yet in the image (a
+    /// member not heard from counts as nothing yet). Counting a member
+    /// being added from the moment it is asked for is what makes the
+    /// controller's ISR safe to elect from: once the controller writes the
+    /// expansion, every record acknowledged is on the new member too
+    /// (Kafka's maximal ISR). `None` while the image's ISR is below the
+    /// effective min ISR (the high watermark then stays, as on Kafka) or
+    /// when not led.
     pub fn high_watermark_candidate(&self, tp: &TopicPartition, local_end: i64) -> Option<i64> {
         let led = self.led(tp)?;
         if led.isr.len() < led.min_isr {
             return None;
         }
+        let mut members = led.isr.clone();
+        if let Some((epoch, pending)) = self.pending_isr.lock().get(tp) {
+            if *epoch == led.leader_epoch {
+                members.extend(pending.iter().filter(|m| !led.isr.contains(m)));
+            }
+        }
         let followers = self.followers.lock();
         let states = followers.get(tp).filter(|(e, _)| *e == led.leader_epoch).map(|(_, f)| f);
         let mut hw = local_end;
-        for member in led.isr.iter().filter(|m| **m != self.node_id) {
+        for member in members.iter().filter(|m| **m != self.node_id) {
             let end = states.and_then(|f| f.get(member)).map_or(0, |s| s.log_end_offset);
             hw = hw.min(end);
         }
@@ -335,5 +366,28 @@ mod tests {
         // The same incarnation keeps its state through later images.
         l.publish(view(&[(1, 5), (2, 14), (3, 15)]));
         assert_eq!(l.followers(&tp)[&2].log_end_offset, 40);
+    }
+
+    /// Kafka's maximal ISR: a member being added counts toward the high
+    /// watermark from the moment it is asked for, so the controller may
+    /// elect it as soon as it writes the change.
+    #[test]
+    fn a_pending_member_holds_the_high_watermark_back() {
+        let tp = TopicPartition::new("t", 0);
+        let l = Leadership::new(1, || true);
+        let mut v = view(&[(1, 5), (2, 10), (3, 12)]);
+        v.led.get_mut(&tp).unwrap().isr = vec![1, 2];
+        l.publish(v);
+        assert!(l.record_fetch(&tp, (2, 10), 100, 100, 1_000));
+        assert!(l.record_fetch(&tp, (3, 12), 90, 100, 1_000));
+        assert_eq!(l.high_watermark_candidate(&tp, 100), Some(100), "3 is not in the ISR");
+        l.set_pending_isr(&tp, 3, vec![1, 2, 3]);
+        assert_eq!(l.high_watermark_candidate(&tp, 100), Some(90), "3 is being added");
+        // A pending ISR of another leader epoch does not count.
+        l.set_pending_isr(&tp, 2, vec![1, 2, 3]);
+        assert_eq!(l.high_watermark_candidate(&tp, 100), Some(100));
+        l.set_pending_isr(&tp, 3, vec![1, 2, 3]);
+        l.clear_pending_isr(&tp);
+        assert_eq!(l.high_watermark_candidate(&tp, 100), Some(100), "refused: not counted");
     }
 }

@@ -195,7 +195,9 @@ fn check_in_log(brokers: &[TestBroker], live: u16, topic: &str, acked: &[Acked])
         }
     }
     for (p, offset, value) in acked {
-        assert_eq!(count.get(value.as_str()), Some(&1), "value {value} once in the log");
+        if count.get(value.as_str()) != Some(&1) {
+            panic!("{}", lost_value_report(brokers, &placement, &logs, (*p, *offset, value)));
+        }
         let at = logs[p].iter().find(|(o, _)| o == offset).map(|(_, v)| v.as_str());
         assert_eq!(
             at,
@@ -208,6 +210,32 @@ fn check_in_log(brokers: &[TestBroker], live: u16, topic: &str, acked: &[Acked])
         let values: Vec<i64> = records.iter().filter_map(|(_, v)| v.parse().ok()).collect();
         assert!(values.windows(2).all(|w| w[0] < w[1]), "records out of the order sent");
     }
+}
+
+/// What the cluster says about an acknowledged value not found once: the
+/// records around its offset on the partition's leader, and every
+/// broker's log lines about the partition (leadership, ISR, truncation).
+fn lost_value_report(
+    brokers: &[TestBroker],
+    placement: &BTreeMap<i32, (i32, usize)>,
+    logs: &HashMap<i32, Vec<(i64, String)>>,
+    (p, offset, value): (i32, i64, &str),
+) -> String {
+    let near: Vec<&(i64, String)> =
+        logs[&p].iter().filter(|(o, _)| (offset - 3..=offset + 3).contains(o)).collect();
+    let mut report = format!(
+        "acknowledged value {value} at verify-{p}:{offset} is not in the log once; leader {:?}; around it on the leader: {near:?}\n",
+        placement.get(&p)
+    );
+    let name = format!("verify-{p}");
+    for (i, b) in brokers.iter().enumerate() {
+        report.push_str(&format!("--- broker {} ---\n", i + 1));
+        for line in b.log().lines().filter(|l| l.contains(&name) || l.contains("verify")) {
+            report.push_str(line);
+            report.push('\n');
+        }
+    }
+    report
 }
 
 #[test]
