@@ -107,7 +107,11 @@ pub struct RemoteRange {
 pub struct RemoteLogReader {
     store: RemoteStore,
     cache: Arc<SegmentCache>,
-    manifests: Mutex<HashMap<TopicPartition, Arc<Manifest>>>,
+    /// Per partition, the manifest kept, and the log's listing digest it
+    /// was last read again for (a listing that stays different, such as
+    /// one told of a manifest the reader skips as invalid, costs one read
+    /// of the store's manifest, not one per fetch).
+    manifests: Mutex<HashMap<TopicPartition, (Arc<Manifest>, Option<u64>)>>,
     /// Store segments' largest timestamps, by `.timeindex` key (which names its content).
     max_timestamps: Mutex<HashMap<String, i64>>,
     /// Store segments' aborted transactions, by `.txnindex` key.
@@ -182,8 +186,8 @@ impl RemoteLogReader {
         let started = Instant::now();
         let mut fresh = false;
         let result = loop {
-            let attempt = match self.manifest(tp, fresh).await {
-                Ok(m) if !fresh && range.listing.is_some_and(|l| l != listing_of(&m)) => {
+            let attempt = match self.manifest_for(tp, fresh, range.listing).await {
+                Ok(m) if !fresh && self.listing_moved(tp, &m, range.listing) => {
                     fresh = true;
                     continue;
                 }
@@ -456,8 +460,26 @@ impl RemoteLogReader {
         tp: &TopicPartition,
         fresh: bool,
     ) -> Result<Arc<Manifest>, RemoteReadError> {
+        self.manifest_for(tp, fresh, None).await
+    }
+
+    /// Whether the log was told of a listing (`listing`) other than the
+    /// kept manifest's, which has not been read again for it yet.
+    fn listing_moved(&self, tp: &TopicPartition, m: &Manifest, listing: Option<u64>) -> bool {
+        let Some(l) = listing.filter(|l| *l != listing_of(m)) else { return false };
+        self.manifests.lock().get(tp).is_none_or(|(_, told)| *told != Some(l))
+    }
+
+    /// [`Self::manifest`], a manifest read again being kept as read for
+    /// the log's listing `told`.
+    async fn manifest_for(
+        &self,
+        tp: &TopicPartition,
+        fresh: bool,
+        told: Option<u64>,
+    ) -> Result<Arc<Manifest>, RemoteReadError> {
         if !fresh {
-            if let Some(m) = self.manifests.lock().get(tp) {
+            if let Some((m, _)) = self.manifests.lock().get(tp) {
                 return Ok(Arc::clone(m));
             }
         }
@@ -476,7 +498,7 @@ impl RemoteLogReader {
             });
         };
         let m = Arc::new(m);
-        self.manifests.lock().insert(tp.clone(), Arc::clone(&m));
+        self.manifests.lock().insert(tp.clone(), (Arc::clone(&m), told.filter(|_| fresh)));
         Ok(m)
     }
 }

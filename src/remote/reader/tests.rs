@@ -137,6 +137,19 @@ async fn a_kept_manifest_listing_otherwise_than_the_log_is_read_again() {
     // Told of the same listing again: no store read of the manifest needed.
     let got = f.reader.read(&f.tp, told, config()).await.unwrap().unwrap();
     assert_eq!(records(&got.records)[0].0, 60);
+    // A listing no manifest has (the log told of one the reader skips) is
+    // read for once, not at every fetch: a newer manifest is not seen...
+    let odd = RemoteRange { listing: Some(12_345), ..range(0, 100) };
+    let got = f.reader.read(&f.tp, odd, config()).await.unwrap().unwrap();
+    assert_eq!(records(&got.records)[0].0, 60);
+    let last = f.entries[2..].to_vec();
+    write_manifest(&f.store, &f.tp, 3, 120, last.clone()).await;
+    let got = f.reader.read(&f.tp, odd, config()).await.unwrap().unwrap();
+    assert_eq!(records(&got.records)[0].0, 60, "read for that listing already");
+    // ...until the log is told of another listing.
+    let newest = RemoteRange { listing: Some(digest(&last)), ..range(0, 100) };
+    let got = f.reader.read(&f.tp, newest, config()).await.unwrap().unwrap();
+    assert_eq!(records(&got.records)[0].0, 120);
 }
 
 #[tokio::test]
