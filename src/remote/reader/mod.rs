@@ -103,6 +103,10 @@ pub struct RemoteRange {
     pub listing: Option<u64>,
 }
 
+/// A manifest kept for a partition, and the log listing it was last read
+/// again for.
+type KeptManifest = (Arc<Manifest>, Option<u64>);
+
 #[derive(Debug)]
 pub struct RemoteLogReader {
     store: RemoteStore,
@@ -111,7 +115,7 @@ pub struct RemoteLogReader {
     /// was last read again for (a listing that stays different, such as
     /// one told of a manifest the reader skips as invalid, costs one read
     /// of the store's manifest, not one per fetch).
-    manifests: Mutex<HashMap<TopicPartition, (Arc<Manifest>, Option<u64>)>>,
+    manifests: Mutex<HashMap<TopicPartition, KeptManifest>>,
     /// Store segments' largest timestamps, by `.timeindex` key (which names its content).
     max_timestamps: Mutex<HashMap<String, i64>>,
     /// Store segments' aborted transactions, by `.txnindex` key.
