@@ -77,4 +77,24 @@ fn out_of_order_versions_from_two_producers_compact_to_the_highest() {
     assert_eq!(audit["verdict"], "live", "{audit}");
     assert_eq!(audit["copies"].as_array().map(Vec::len), Some(1), "{audit}");
     assert_eq!(audit["copies"][0]["version"], 6, "{audit}");
+
+    // The operator's views in text.
+    let metrics = format!("127.0.0.1:{}", b.metrics_port);
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sediment"))
+            .args(args)
+            .output()
+            .expect("sediment");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let status = run(&["cleaner-status", "--metrics", &metrics]);
+    assert!(
+        status.contains(
+            "compaction strategy header(version): each key keeps its highest-ranked copy"
+        ),
+        "{status}"
+    );
+    let audit = run(&["key-audit", "--metrics", &metrics, "--topic", TOPIC, "--key", "row-3"]);
+    assert!(audit.contains("compaction strategy header(version)"), "{audit}");
+    assert!(audit.contains("newest (version 6)"), "{audit}");
 }
