@@ -70,7 +70,9 @@ fn workload() -> impl Strategy<Value = Vec<Op>> {
         .prop_flat_map(|keys| prop::collection::vec(op(keys), 20..90))
 }
 
-const CODECS: [Compression; 5] = [
+/// Every codec, picked by index by the workloads here and in
+/// `cleaner_strategy_model.rs`.
+pub(crate) const CODECS: [Compression; 5] = [
     Compression::None,
     Compression::Gzip,
     Compression::Snappy,

@@ -23,7 +23,7 @@
 use parking_lot::RwLock;
 use std::collections::{BTreeMap, HashMap};
 
-use super::cleaner_model::read_committed;
+use super::cleaner_model::{read_committed, CODECS};
 use crate::common::{all_batches, clean_once, cleaner, open_log, read_all, Rec};
 use proptest::prelude::*;
 use sediment::clock::{Clock, MockClock};
@@ -92,14 +92,6 @@ fn workload() -> impl Strategy<Value = Vec<Op>> {
     prop_oneof![Just(3u16), Just(12u16), Just(200u16)]
         .prop_flat_map(|keys| prop::collection::vec(op(keys), 20..80))
 }
-
-const CODECS: [Compression; 5] = [
-    Compression::None,
-    Compression::Gzip,
-    Compression::Snappy,
-    Compression::Lz4,
-    Compression::Zstd,
-];
 
 fn config(ranking: Ranking) -> Vec<(&'static str, &'static str)> {
     let mut pairs = vec![

@@ -35,9 +35,28 @@ struct Staged {
     log_objects: usize,
 }
 
-/// Four versions of 40 keys (and filler) under `cleanup.policy=delete`,
-/// waited for until every closed segment is in the store only.
-fn stage(b: &TestBroker, store: &RemoteStore, tp: &TopicPartition) -> Staged {
+/// moto with `bucket`, the store's URL in it, the store, and a broker
+/// uploading there that checks retention every 200 ms.
+pub(super) fn start_for_store_clean(bucket: &str) -> (Moto, String, RemoteStore, TestBroker) {
+    let moto = Moto::start(&[]);
+    moto.create_bucket(bucket);
+    let url = format!("s3://{bucket}/c");
+    let store = open_store(&url, Some(moto.endpoint()));
+    let mut overrides = remote_overrides(&url, &moto.endpoint(), 1500);
+    overrides.push("log.retention.check.interval.ms=200".into());
+    let b = start(&overrides);
+    (moto, url, store, b)
+}
+
+/// Partition 0 of `topic` created under `cleanup.policy=delete`, written
+/// by `write`, and waited for until every closed segment is in the store
+/// only: the store's manifest then.
+pub(super) fn stage_in_store(
+    b: &TestBroker,
+    store: &RemoteStore,
+    topic: &str,
+    write: impl FnOnce(&TestBroker),
+) -> Manifest {
     let config = [
         ("cleanup.policy", "delete"),
         ("segment.bytes", "4096"),
@@ -46,15 +65,23 @@ fn stage(b: &TestBroker, store: &RemoteStore, tp: &TopicPartition) -> Staged {
         ("retention.ms", "-1"),
         ("local.retention.bytes", "1"),
     ];
-    create_topic(b.port, TOPIC, 1, &config);
-    let mut latest = produce_keyed(b, TOPIC);
-    latest.remove("filler");
+    create_topic(b.port, topic, 1, &config);
+    write(b);
+    let tp = TopicPartition::new(topic, 0);
     let dir = b.data_dir().join(tp.to_string());
-    let m = wait_logged(b, 60, "every closed segment in the store only", || {
+    wait_logged(b, 60, "every closed segment in the store only", || {
         let active = local_active_base(&dir);
-        let (_, m) = latest_manifest(store, tp)?;
+        let (_, m) = latest_manifest(store, &tp)?;
         (local_segments(&dir).len() == 1 && m.end_offset == active).then_some(m)
-    });
+    })
+}
+
+/// Four versions of 40 keys (and filler) under `cleanup.policy=delete`,
+/// waited for until every closed segment is in the store only.
+fn stage(b: &TestBroker, store: &RemoteStore, tp: &TopicPartition) -> Staged {
+    let mut latest = BTreeMap::new();
+    let m = stage_in_store(b, store, TOPIC, |b| latest = produce_keyed(b, TOPIC));
+    latest.remove("filler");
     assert!(m.segments.len() >= 6, "a small store: {} segments", m.segments.len());
     Staged { latest, bytes: listed_bytes(&m), log_objects: log_objects(store, tp) }
 }
@@ -71,13 +98,18 @@ fn cleaned(store: &RemoteStore, tp: &TopicPartition, before: &Staged) -> Option<
 
 /// Offsets and key=value of the topic as kcat reads it from the beginning.
 fn read_all(b: &TestBroker) -> Vec<(i64, String, String)> {
+    read_topic(b, TOPIC)
+}
+
+/// Offsets and key=value of `topic` as kcat reads it from the beginning.
+pub(super) fn read_topic(b: &TestBroker, topic: &str) -> Vec<(i64, String, String)> {
     let (ok, out, err) = kcat(
         &[
             "-b",
             &b.bootstrap(),
             "-C",
             "-t",
-            TOPIC,
+            topic,
             "-o",
             "beginning",
             "-e",
@@ -204,14 +236,9 @@ fn offline_audit_says_the_store_was_not_read(b: &TestBroker) {
 
 #[test]
 fn segments_only_in_the_store_are_compacted_there() {
-    let moto = Moto::start(&[]);
-    moto.create_bucket("bucket-store-clean");
-    let url = "s3://bucket-store-clean/c";
-    let store = open_store(url, Some(moto.endpoint()));
+    let (moto, url, store, mut b) = start_for_store_clean("bucket-store-clean");
+    let url = url.as_str();
     let tp = TopicPartition::new(TOPIC, 0);
-    let mut overrides = remote_overrides(url, &moto.endpoint(), 1500);
-    overrides.push("log.retention.check.interval.ms=200".into());
-    let mut b = start(&overrides);
     let before = stage(&b, &store, &tp);
     assert_latest_values(&b, &before.latest, "before the clean");
 

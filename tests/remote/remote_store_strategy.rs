@@ -9,8 +9,9 @@
 
 use std::collections::BTreeMap;
 
+use super::remote_store_compaction::{read_topic, stage_in_store, start_for_store_clean};
 use crate::broker::remote::*;
-use crate::broker::{create_topic, kcat, produce, TestBroker, Wire};
+use crate::broker::{kcat, produce, TestBroker, Wire};
 use sediment::log::TopicPartition;
 
 const TOPIC: &str = "tiered-cdc";
@@ -39,46 +40,17 @@ fn write_versions(b: &TestBroker) {
     }
 }
 
-/// Offsets, keys and values read from offset 0.
+/// The rows' offsets, keys and values read from offset 0 (no filler).
 fn read_all(b: &TestBroker) -> Vec<(i64, String, String)> {
-    let args = ["-b", &b.bootstrap(), "-C", "-t", TOPIC, "-o", "beginning", "-e", "-q"];
-    let (ok, out, err) = kcat(&[&args[..], &["-f", "%o %k=%s\\n"]].concat(), "");
-    assert!(ok, "kcat: {err}");
-    out.lines()
-        .filter_map(|l| {
-            let (offset, kv) = l.split_once(' ')?;
-            let (k, v) = kv.split_once('=')?;
-            Some((offset.parse().ok()?, k.to_string(), v.to_string()))
-        })
-        .filter(|(_, k, _)| k.starts_with("row"))
-        .collect()
+    let rows = read_topic(b, TOPIC).into_iter();
+    rows.filter(|(_, k, _)| k.starts_with("row")).collect()
 }
 
 #[test]
 fn the_store_clean_keeps_the_highest_header_version() {
-    let moto = Moto::start(&[]);
-    moto.create_bucket("bucket-store-strategy");
-    let url = "s3://bucket-store-strategy/c";
-    let store = open_store(url, Some(moto.endpoint()));
+    let (moto, url, store, mut b) = start_for_store_clean("bucket-store-strategy");
     let tp = TopicPartition::new(TOPIC, 0);
-    let mut overrides = remote_overrides(url, &moto.endpoint(), 1500);
-    overrides.push("log.retention.check.interval.ms=200".into());
-    let mut b = start(&overrides);
-    let config = [
-        ("cleanup.policy", "delete"),
-        ("segment.bytes", "4096"),
-        ("min.cleanable.dirty.ratio", "0.01"),
-        ("remote.storage.enable", "true"),
-        ("retention.ms", "-1"),
-        ("local.retention.bytes", "1"),
-    ];
-    create_topic(b.port, TOPIC, 1, &config);
-    write_versions(&b);
-    let dir = b.data_dir().join(tp.to_string());
-    let staged = wait_logged(&b, 60, "every closed segment in the store only", || {
-        let (_, m) = latest(&store, &tp)?;
-        (local_segments(&dir).len() == 1 && m.end_offset == local_active_base(&dir)).then_some(m)
-    });
+    let staged = stage_in_store(&b, &store, TOPIC, write_versions);
     let before = read_all(&b);
     assert_eq!(before.len(), 160, "every version is in the store before the clean");
 
@@ -108,7 +80,7 @@ fn the_store_clean_keeps_the_highest_header_version() {
     // A restore from the cleaned store serves the same.
     b.stop();
     std::fs::remove_dir_all(b.data_dir()).expect("remove the data dir");
-    let (ok, out, err) = restore(&moto, url, &b.data_dir());
+    let (ok, out, err) = restore(&moto, &url, &b.data_dir());
     assert!(ok, "restore failed: {out}{err}");
     b.restart();
     assert_eq!(read_all(&b), after, "the restored log reads as the cleaned one");
