@@ -508,37 +508,11 @@ fn should_keep(
         recopy.stats.invalid_messages_read += 1;
         return false;
     };
-    let from_map = |map: &mut OffsetMap| map.is_newest(&hash_key(key), offset);
     let visible = offset >= recopy.log_start;
     let newest = if offset < recopy.first_dirty && visible && recopy.strategy.is_versioned() {
-        let version = recopy.strategy.version(header, rec);
-        match map.resolve_clean(&hash_key(key), offset, version) {
-            CleanVerdict::Keep => true,
-            CleanVerdict::KeepDisplacing(mapped) => {
-                newest_bits.unset(mapped);
-                recopy.stats.clean_copies_won += 1;
-                true
-            }
-            CleanVerdict::Drop => false,
-        }
+        clean_copy_stays(map, newest_bits, recopy, header, rec, key)
     } else {
-        match newest_bits.get(offset) {
-            Some(newest) => {
-                debug_assert_eq!(
-                    newest,
-                    from_map(map),
-                    "the bit of offset {offset} disagrees with the map"
-                );
-                newest
-            }
-            None => match by_map {
-                Some(newest) => {
-                    debug_assert_eq!(newest, from_map(map), "batched lookup of offset {offset}");
-                    newest
-                }
-                None => from_map(map),
-            },
-        }
+        is_mapped_winner(map, newest_bits, by_map, key, offset)
     };
     if !newest {
         false
@@ -560,6 +534,57 @@ fn should_keep(
         }
     } else {
         true
+    }
+}
+
+/// Whether the record at `offset` with `key` is its key's winner by the
+/// map: the newest bits' answer, else the batched lookup's, else the map's.
+fn is_mapped_winner(
+    map: &mut OffsetMap,
+    newest_bits: &NewestOffsets,
+    by_map: Option<bool>,
+    key: &[u8],
+    offset: i64,
+) -> bool {
+    let from_map = |map: &mut OffsetMap| map.is_newest(&hash_key(key), offset);
+    match (newest_bits.get(offset), by_map) {
+        (Some(newest), _) => {
+            debug_assert_eq!(
+                newest,
+                from_map(map),
+                "the bit of offset {offset} disagrees with the map"
+            );
+            newest
+        }
+        (None, Some(newest)) => {
+            debug_assert_eq!(newest, from_map(map), "batched lookup of offset {offset}");
+            newest
+        }
+        (None, None) => from_map(map),
+    }
+}
+
+/// Under a version strategy, whether a visible copy below the first dirty
+/// offset stays: its key is unmapped, or it outranks the mapped winner,
+/// which it then replaces in the map (the winner's newest bit cleared).
+fn clean_copy_stays(
+    map: &mut OffsetMap,
+    newest_bits: &mut NewestOffsets,
+    recopy: &mut Recopy<'_>,
+    header: &BatchHeader,
+    rec: &Record<'_>,
+    key: &[u8],
+) -> bool {
+    let offset = header.base_offset + i64::from(rec.offset_delta);
+    let version = recopy.strategy.version(header, rec);
+    match map.resolve_clean(&hash_key(key), offset, version) {
+        CleanVerdict::Keep => true,
+        CleanVerdict::KeepDisplacing(mapped) => {
+            newest_bits.unset(mapped);
+            recopy.stats.clean_copies_won += 1;
+            true
+        }
+        CleanVerdict::Drop => false,
     }
 }
 
