@@ -41,7 +41,9 @@ Phases, per broker:
             then the active segment is rolled (segment.ms=1 and a marker
             record, then segment.ms back to 7 days) and the ratio set to 0:
             the round is timed from there to fully cleaned, with the broker's
-            /proc/<pid>/io over the same span.
+            /proc/<pid>/io over the same span. --changelog-garbage-ratio R
+            creates sediment's topic (not Kafka's: Kafka rejects the key) with
+            sediment.compaction.min.segment.garbage.ratio=R.
   ssl       produce and consume as above (the same records, to fresh topics
             of --ssl-partitions, default 1) over a second listener, SSL, with
             the same PEM key store in both brokers: a CA and a server
@@ -837,10 +839,13 @@ def changelog(broker: Broker, tools: Tools, args) -> dict:
     keys, size = args.changelog_keys, args.changelog_value_bytes
     hot = max(1, round(keys * args.changelog_hot_percent / 100))
     pdir = broker.data / f"{topic}-0"
+    # A sediment-only topic config: Apache Kafka rejects configs it does not know.
+    garbage = args.changelog_garbage_ratio if isinstance(broker, Sediment) else None
+    extra = [] if garbage is None else [f"sediment.compaction.min.segment.garbage.ratio={garbage}"]
     tools.client(["create", broker.bootstrap, topic, "1", "cleanup.policy=compact", "min.cleanable.dirty.ratio=1.0",
-                  "segment.ms=604800000"], f"{broker.name}-changelog-create")
+                  "segment.ms=604800000", *extra], f"{broker.name}-changelog-create")
     warm_up_cleaner(broker, tools, args, "changelog")
-    res: dict = {"keys": keys, "hot_keys": hot, "value_bytes": size, "rounds": []}
+    res: dict = {"keys": keys, "hot_keys": hot, "value_bytes": size, "garbage_ratio": garbage, "rounds": []}
     for rnd in range(args.changelog_rounds + 1):
         before = log_bytes(pdir)
         if rnd == 0:
@@ -862,6 +867,8 @@ def changelog(broker: Broker, tools: Tools, args) -> dict:
             r["profile"] = profile.top()
         r["seconds"] = (done_ms - int(rolled["altered_ms"])) / 1000
         r["io"] = ph.io
+        # Bytes the broker wrote per byte the round changed (its records' bytes).
+        r["written_per_record_byte"] = round(ph.io["write_bytes"] / r["record_bytes"], 3) if r["record_bytes"] else None
         r["cpu_s"] = round(ph.cpu, 2)
         r["log_bytes_after"] = log_bytes(pdir)
         res["rounds"].append(r)
@@ -1071,6 +1078,8 @@ def main() -> int:
     ap.add_argument("--changelog-hot-percent", type=float, default=5.0, help="changelog phase: percent of the keys each round updates")
     ap.add_argument("--changelog-rounds", type=int, default=3, help="changelog phase: rounds of hot-key updates, each followed by a clean")
     ap.add_argument("--changelog-value-bytes", type=int, default=1024, help="changelog phase: value size")
+    ap.add_argument("--changelog-garbage-ratio", type=float, default=None, metavar="R",
+                    help="changelog phase: sediment's topic (not Kafka's) gets sediment.compaction.min.segment.garbage.ratio=R (0..1)")
     ap.add_argument("--phases", default=",".join(PHASES),
                     help=f"comma-separated phases to run (default all: {','.join(PHASES)})")
     ap.add_argument("--cpu-partitions", default="8,100", help="partition counts of the consume-cpu phase's topics")
@@ -1098,6 +1107,8 @@ def main() -> int:
     args.no_compaction = args.no_compaction or "compaction" not in phases
     args.ssl_partitions = [int(p) for p in args.ssl_partitions.split(",")] if args.ssl else []
     args.cpu_partitions = [int(p) for p in args.cpu_partitions.split(",")]
+    if args.changelog_garbage_ratio is not None and not 0 <= args.changelog_garbage_ratio <= 1:
+        ap.error("--changelog-garbage-ratio takes a ratio from 0 to 1")
     CLEANER["log.cleaner.backoff.ms"] = str(args.cleaner_backoff_ms)
     if args.profile_clean and not shutil.which("perf"):
         ap.error("--profile-clean needs perf (linux-tools) on the PATH")
@@ -1128,7 +1139,8 @@ def main() -> int:
         "cleaner_backoff_ms": args.cleaner_backoff_ms,
         "profile_clean": args.profile_clean,
         "changelog": {"keys": args.changelog_keys, "hot_percent": args.changelog_hot_percent, "rounds": args.changelog_rounds,
-                      "value_bytes": args.changelog_value_bytes} if "changelog" in phases else None,
+                      "value_bytes": args.changelog_value_bytes, "garbage_ratio": args.changelog_garbage_ratio}
+                     if "changelog" in phases else None,
         "compaction": not args.no_compaction,
     }
     # A private copy: other builds into target/ must not swap the binary mid-run.

@@ -40,6 +40,9 @@
 #   --changelog-rounds N   changelog phase: rounds of hot-key updates, each followed by a
 #                          clean timed to fully cleaned (default 3)
 #   --changelog-value-bytes N  changelog phase: value size (default 1024)
+#   --changelog-garbage-ratio R  changelog phase: sediment's topic gets
+#                          sediment.compaction.min.segment.garbage.ratio=R (0..1; Kafka rejects the key,
+#                          so its topic is created as before); default unset: neither gets it
 #   --txn-duration-ms N    transactional produce phase: ProducerPerformance with a
 #                          transactional id, a commit every N ms (default 100)
 #   --no-txn               skip the transactional produce phase

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use super::batch_writer;
 use super::buffers::{CleanerBuffers, MAX_BATCHED_LOOKUPS};
 use super::error::CleanerError;
+use super::garbage_survey::StalePlan;
 use super::group_writer::GroupWriter;
 use super::io_context::{IoContext, READAHEAD};
 use super::mapped_batches::SegmentBatches;
@@ -69,6 +70,14 @@ pub(super) struct Recopy<'a> {
     /// The log start offset: a record below it (still in its segment's
     /// bytes after DeleteRecords) never outranks a visible copy.
     pub(super) log_start: i64,
+    /// The kept segments' lists and the tombstones they hold
+    /// (`garbage_survey.rs`).
+    pub(super) stale: &'a StalePlan,
+    /// The index in the snapshot of the group's first segment.
+    pub(super) group_start: usize,
+    /// The listed copies of the segment being recopied, ascending: each is
+    /// dropped.
+    pub(super) listed: Vec<i64>,
 }
 
 /// The last offsets of the producers' last data batches, sorted.
@@ -121,6 +130,7 @@ impl CleanerBuffers {
         let result = (|| -> Result<(), CleanerError> {
             for (si, seg) in group.iter().enumerate() {
                 recopy.stats.start_size += seg.snapshot.size;
+                recopy.listed = recopy.stale.listed(recopy.group_start + si);
                 let mut batches = mapped.segment(seg.snapshot.base_offset);
                 let copy = self.clean_into(recopy, (group, si), &mut batches, writer, &mut out)?;
                 // The offset fence: the group's output must reach into its last
@@ -442,19 +452,19 @@ impl CleanerBuffers {
 /// [`HASH_LANES`] at a time and their slots fetched from memory together,
 /// as the map pass does, instead of one digest and one cache miss after
 /// another.
-struct MapLookup<'a> {
-    hasher: KeyHasher,
-    bits: &'a NewestOffsets,
-    end: i64,
-    hashes: &'a mut Vec<(KeyHash, i64)>,
-    looked_up: &'a mut Vec<usize>,
+pub(super) struct MapLookup<'a> {
+    pub(super) hasher: KeyHasher,
+    pub(super) bits: &'a NewestOffsets,
+    pub(super) end: i64,
+    pub(super) hashes: &'a mut Vec<(KeyHash, i64)>,
+    pub(super) looked_up: &'a mut Vec<usize>,
 }
 
 impl MapLookup<'_> {
     /// `newest[i]`: whether record `i` of the batch is its key's newest by
     /// the map; `true` for a record that needs no answer from the map
     /// (key-less, past the mapped range, or covered by the bits).
-    fn answer(
+    pub(super) fn answer(
         self,
         map: &mut OffsetMap,
         header: &BatchHeader,
@@ -500,6 +510,11 @@ fn should_keep(
     by_map: Option<bool>,
 ) -> bool {
     let offset = header.base_offset + rec.offset_delta as i64;
+    if !recopy.listed.is_empty() && recopy.listed.binary_search(&offset).is_ok() {
+        // Superseded when a clean kept its segment: it goes with this rewrite.
+        recopy.stats.stale_copies_removed += 1;
+        return false;
+    }
     if offset >= recopy.end {
         // Past the mapped range: nothing newer is known.
         return true;
@@ -520,6 +535,15 @@ fn should_keep(
         let Some(horizon) = header.delete_horizon_ms().filter(|h| *h <= recopy.now_ms) else {
             return true;
         };
+        if recopy.stale.holds(key, offset) {
+            // A list names an older copy of its key: it waits for that
+            // copy's rewrite, and the next clean is due at once.
+            recopy.stats.tombstones_held_for_stale += 1;
+            let due =
+                recopy.stats.stale_deadline_ms.map_or(recopy.now_ms, |d| d.min(recopy.now_ms));
+            recopy.stats.stale_deadline_ms = Some(due);
+            return true;
+        }
         match recopy.guard.filter(|g| g.keeps(offset, horizon, recopy.now_ms)) {
             Some(guard) => {
                 // A group has not read it: kept, and a clean is due when the wait ends.

@@ -12,6 +12,7 @@
 //! group's swap. Appends, fetches and retention run in between; the swap
 //! refuses (and the clean aborts) if a segment it read has changed.
 
+use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,12 +22,14 @@ use parking_lot::RwLock;
 use super::buffers::CleanerBuffers;
 use super::clean_into::{last_data_offsets, Recopy};
 pub use super::error::{CleanerError, CrashPoint};
+use super::garbage_survey::{StalePlan, Survey};
 use super::group_writer::GroupWriter;
 pub use super::io_context::CancellationToken;
 use super::io_context::IoContext;
-use super::log_to_clean::LogToClean;
+use super::log_to_clean::{oldest_dirty_timestamp, LogToClean};
 use super::offset_map::OffsetMap;
 use super::source_segment::{group_segments, LogSnapshot, SourceSegment};
+use super::stale_list::StaleList;
 use super::stats::CleanerStats;
 use super::throttler::Throttler;
 use super::tombstone_guard::KeptTombstones;
@@ -159,11 +162,10 @@ impl Cleaner {
         // mapped range, group by group, each swapped in as soon as it is written.
         self.buffers.prepare_recopy(to_clean.first_dirty_offset, end);
         let to_copy = snapshot.segments.iter().take_while(|s| s.snapshot.base_offset < end).count();
-        let groups = group_segments(
-            &snapshot.segments[..to_copy],
-            snapshot.config.segment_bytes as u64,
-            snapshot.config.segment_index_bytes,
-        );
+        let planned =
+            self.plan_segments(log, &snapshot, to_clean, to_copy, (now_ms, &io), &mut stats);
+        let plan = planned.inspect_err(|_| self.buffers.finish_recopy())?;
+        let groups = rewritten_groups(&snapshot, &plan, &mut stats);
         let mut recopy = Recopy {
             io: &io,
             first_dirty: to_clean.first_dirty_offset,
@@ -181,14 +183,25 @@ impl Cleaner {
             kept_tombstones: KeptTombstones::default(),
             strategy: &snapshot.strategy,
             log_start: snapshot.log_start_offset,
+            stale: &plan,
+            group_start: 0,
+            listed: Vec::new(),
         };
-        let copied = groups
-            .into_iter()
-            .try_for_each(|group| self.clean_and_swap_group(log, &snapshot, group, &mut recopy));
+        let copied = groups.into_iter().try_for_each(|group| {
+            recopy.group_start = group.start;
+            self.clean_and_swap_group(log, &snapshot, group, &mut recopy)
+        });
         self.buffers.finish_recopy();
         copied?;
-        let kept_tombstones = Some(recopy.kept_tombstones);
+        let mut kept_tombstones = recopy.kept_tombstones;
+        kept_tombstones.merge(&plan.kept_tombstones);
+        let kept_tombstones = Some(kept_tombstones);
         self.buffers.restore_buffers();
+        finish_stale_lists(&snapshot, &plan)?;
+        let deadline = plan.earliest_deadline().into_iter().chain(stats.stale_deadline_ms).min();
+        stats.stale_deadline_ms = deadline;
+        // An unreadable list: the next clean maps the log from its start.
+        let end = if plan.reset_checkpoint { snapshot.log_start_offset.min(end) } else { end };
         stats.end_messages = stats.messages_written;
         stats.end_ms = self.clock.now_ms();
         // The summary line is the caller's to log (the thread loop logs it on
@@ -343,6 +356,102 @@ impl Cleaner {
             }
         }
     }
+}
+
+impl Cleaner {
+    /// The [`StalePlan`] of a clean reaching the first `reach` segments:
+    /// the lists loaded, and with `sediment.compaction.min.segment.garbage.ratio`
+    /// on (and the topic not tiered) the clean region surveyed.
+    fn plan_segments(
+        &mut self,
+        log: &RwLock<Log>,
+        snapshot: &LogSnapshot,
+        to_clean: &LogToClean,
+        reach: usize,
+        (now_ms, io): (i64, &IoContext<'_>),
+        stats: &mut CleanerStats,
+    ) -> Result<StalePlan, CleanerError> {
+        let mut plan = StalePlan::load(snapshot, reach)?;
+        let config = &snapshot.config;
+        let ratio = config.min_segment_garbage_ratio;
+        let tiered = config.remote_storage_enable || snapshot.older_segments_in_store;
+        if ratio <= 0.0 || tiered || plan.reset_checkpoint {
+            return Ok(plan);
+        }
+        // Kafka's bound for a dirty record, applied to what it supersedes:
+        // the oldest dirty batch's time plus max.compaction.lag.ms.
+        let first_dirty = to_clean.first_dirty_offset;
+        let oldest = oldest_dirty_timestamp(&log.read(), first_dirty).unwrap_or(now_ms);
+        let survey = Survey {
+            io,
+            first_dirty,
+            now_ms,
+            ratio,
+            new_deadline_ms: oldest.saturating_add(config.max_compaction_lag_ms.max(0)),
+        };
+        self.buffers.survey_clean_region(snapshot, &survey, &mut plan, stats)?;
+        Ok(plan)
+    }
+}
+
+/// The groups of the segments `plan` rewrites: adjacent ones only, never
+/// across a kept segment (which is counted in `stats` as kept).
+fn rewritten_groups(
+    snapshot: &LogSnapshot,
+    plan: &StalePlan,
+    stats: &mut CleanerStats,
+) -> Vec<Range<usize>> {
+    let reach = plan.rewrite.len();
+    let mut groups = Vec::new();
+    let mut i = 0;
+    while i < reach {
+        if !plan.rewrite[i] {
+            let size = snapshot.segments[i].snapshot.size;
+            stats.segments_kept += 1;
+            stats.segments_kept_under_ratio += 1;
+            stats.start_size += size;
+            stats.end_size += size;
+            i += 1;
+            continue;
+        }
+        let j = (i..reach).find(|j| !plan.rewrite[*j]).unwrap_or(reach);
+        let run = group_segments(
+            &snapshot.segments[i..j],
+            snapshot.config.segment_bytes as u64,
+            snapshot.config.segment_index_bytes,
+        );
+        groups.extend(run.into_iter().map(|g| g.start + i..g.end + i));
+        i = j;
+    }
+    groups
+}
+
+/// After the swaps, before the checkpoint moves: write the kept segments'
+/// lists that gained copies, and delete the lists of rewritten segments
+/// (their copies are gone) and obsolete ones; then make it durable.
+///
+/// # Errors
+/// I/O errors writing a list or syncing the directory.
+fn finish_stale_lists(snapshot: &LogSnapshot, plan: &StalePlan) -> Result<(), CleanerError> {
+    let dir = &snapshot.dir;
+    let mut touched = false;
+    for (i, list) in plan.lists.iter().enumerate() {
+        let Some(list) = list else { continue };
+        let path = StaleList::path(dir, list.base_offset);
+        if plan.rewrite[i] {
+            touched |= std::fs::remove_file(&path).is_ok();
+        } else if plan.changed[i] {
+            list.write(dir).map_err(LogError::io(path))?;
+            touched = true;
+        }
+    }
+    for path in &plan.obsolete {
+        touched |= std::fs::remove_file(path).is_ok();
+    }
+    if touched {
+        File::open(dir).and_then(|d| d.sync_all()).map_err(LogError::io(dir.clone()))?;
+    }
+    Ok(())
 }
 
 /// The files of a `.cleaned` segment, from its log file's path.

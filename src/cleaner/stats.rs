@@ -73,6 +73,23 @@ pub struct CleanerStats {
     /// so nothing was written for it. Their bytes count in `bytes_read` and
     /// in `end_size`, not in `bytes_written`.
     pub segments_kept: u64,
+    /// Segments of the clean region kept although some of their copies are
+    /// superseded, their share under `sediment.compaction.min.segment.garbage.ratio`
+    /// (also in `segments_kept`).
+    pub segments_kept_under_ratio: u64,
+    /// Bytes the survey of the clean region read (also in `bytes_read`).
+    pub survey_bytes_read: u64,
+    /// Superseded copies this clean listed in kept segments' `.stale` lists
+    /// instead of removing them.
+    pub stale_copies_listed: u64,
+    /// Listed copies removed by a rewrite of their segment.
+    pub stale_copies_removed: u64,
+    /// Tombstones past their horizon kept one more clean because a list
+    /// named their key.
+    pub tombstones_held_for_stale: u64,
+    /// When a clean is due for the kept lists: their earliest deadline, or
+    /// now when a tombstone was held for one.
+    pub stale_deadline_ms: Option<i64>,
     /// Bytes of changed groups that were forwarded unchanged before the
     /// group's first change, and copied into its `.cleaned` segment then
     /// (read a second time, from the source files; part of `bytes_written`).

@@ -39,6 +39,7 @@ use parking_lot::RwLock;
 use super::clean_into::{last_data_offsets, Recopy};
 use super::cleaner::Cleaner;
 use super::error::CleanerError;
+use super::garbage_survey::StalePlan;
 use super::io_context::{CancellationToken, IoContext};
 use super::log_to_clean::LogToClean;
 use super::source_segment::{group_segments, LogSnapshot, SourceSegment};
@@ -135,6 +136,7 @@ impl Cleaner {
         // retention moves it to the store and a store clean rewrites it).
         let keep_tombstones =
             snapshot.config.tombstone_wait_for_groups || snapshot.strategy.is_versioned();
+        let no_lists = StalePlan::default();
         let mut recopy = Recopy {
             io: &io,
             first_dirty: range.first_dirty_offset,
@@ -150,6 +152,10 @@ impl Cleaner {
             kept_tombstones: KeptTombstones::default(),
             strategy: &snapshot.strategy,
             log_start: snapshot.log_start_offset,
+            // Store segments have no lists: the threshold is off for tiered topics.
+            stale: &no_lists,
+            group_start: 0,
+            listed: Vec::new(),
         };
         let mut cleaned = Vec::new();
         let copied = groups.into_iter().try_for_each(|group| {

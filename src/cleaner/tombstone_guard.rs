@@ -77,6 +77,20 @@ impl KeptTombstones {
         }
     }
 
+    /// Add tombstones noted out of order (a kept segment's, found by the
+    /// survey before the recopy), keeping the entries ascending.
+    pub fn merge(&mut self, more: &[(i64, i64)]) {
+        if more.is_empty() {
+            return;
+        }
+        self.entries.extend_from_slice(more);
+        self.entries.sort_unstable_by_key(|(offset, _)| *offset);
+        if self.entries.len() > MAX_TRACKED_TOMBSTONES {
+            self.entries.truncate(MAX_TRACKED_TOMBSTONES);
+            self.truncated = true;
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }

@@ -105,6 +105,8 @@ pub const LOG_CONFIGS: &[ConfigDef] = &[
         "sediment extension (KIP-280's strategies): which copy of a key compaction keeps: offset (Kafka's rule, the highest offset), timestamp (the highest record timestamp) or header (the highest value of the header sediment.compaction.strategy.header, decimal or big-endian); ties and copies without the header go to the higher offset; coordinator topics always use offset; takes effect at the partition's next clean"),
     def!("sediment.compaction.strategy.header", "", String, "", None, None, &[],
         "sediment extension: the header whose value ranks the copies of a key under sediment.compaction.strategy=header (required with it)"),
+    def!("sediment.compaction.min.segment.garbage.ratio", "", Double, "0", Some(0.0), Some(1.0), &[],
+        "sediment extension: a segment of the clean region whose superseded share of records is below this is kept as it is, its superseded records listed beside it (<base>.stale) and removed when the share reaches it, at max.compaction.lag.ms, or when a tombstone of their key expires; 0 (the default) rewrites every segment a clean reaches, as Kafka does; no effect with remote.storage.enable"),
     def!("sediment.tombstone.retention.max.wait.ms", "sediment.tombstone.retention.max.wait.ms", Long, "604800000", Some(0.0), None, &[],
         "sediment extension: the most a tombstone is kept past its delete horizon for a consumer group that has not read it"),
 ];
@@ -315,6 +317,9 @@ pub struct LogConfig {
     pub tombstone_max_wait_ms: i64,
     /// Which copy of a key compaction keeps (`sediment.compaction.strategy`).
     pub compaction_strategy: CompactionStrategy,
+    /// `sediment.compaction.min.segment.garbage.ratio`: a clean-region
+    /// segment whose superseded share is below it is kept (0: off).
+    pub min_segment_garbage_ratio: f64,
     /// Closed segments are copied to the object store (`remote.storage.enable`).
     pub remote_storage_enable: bool,
     /// Turning remote storage off deletes the store's copy
@@ -397,6 +402,9 @@ impl LogConfig {
                 == "true",
             tombstone_max_wait_ms: long("sediment.tombstone.retention.max.wait.ms"),
             compaction_strategy: strategy(&get)?,
+            min_segment_garbage_ratio: get("sediment.compaction.min.segment.garbage.ratio")
+                .parse()
+                .expect("validated"),
             remote_storage_enable: get("remote.storage.enable") == "true",
             remote_log_delete_on_disable: get("remote.log.delete.on.disable") == "true",
             local_retention_ms_setting: long("local.retention.ms"),
@@ -542,6 +550,17 @@ mod tests {
         }
         assert!(config(&[("sediment.compaction.strategy", "newest")]).is_err());
         assert!(broker_defaulted().all(|d| !d.name.starts_with("sediment.compaction.strategy")));
+    }
+
+    #[test]
+    fn the_segment_garbage_ratio_is_a_topic_key_from_0_to_1() {
+        let key = "sediment.compaction.min.segment.garbage.ratio";
+        assert_eq!(config(&[]).unwrap().min_segment_garbage_ratio, 0.0);
+        assert_eq!(config(&[(key, "0.2")]).unwrap().min_segment_garbage_ratio, 0.2);
+        assert!(config(&[(key, "1.5")]).is_err());
+        assert!(config(&[(key, "-0.1")]).is_err());
+        assert!(config(&[(key, "x")]).is_err());
+        assert!(broker_defaulted().all(|d| d.name != key));
     }
 
     #[test]

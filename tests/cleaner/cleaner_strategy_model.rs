@@ -31,21 +31,23 @@ use sediment::log::compression::Compression;
 use sediment::log::record_batch::BatchBuilder;
 use sediment::log::Log;
 
-const RETENTION_MS: i64 = 1000;
+pub(super) const RETENTION_MS: i64 = 1000;
 /// 7 slots of 32 bytes: 6 keys at load factor 0.9.
-const TINY_BUDGET: usize = 32 * 7;
+pub(super) const TINY_BUDGET: usize = 32 * 7;
 /// Room beside the table (32 Ki slots of 32 bytes to start) for the newest
 /// bits and the batch record.
-const LARGE_BUDGET: usize = 2 << 20;
+pub(super) const LARGE_BUDGET: usize = 2 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ranking {
+pub(super) enum Ranking {
+    /// Kafka's rule (the garbage threshold's tests): every version is 0.
+    Offset,
     Timestamp,
     Header,
 }
 
 #[derive(Debug, Clone)]
-struct VRecord {
+pub(super) struct VRecord {
     key: u16,
     /// `None`: a tombstone.
     value_len: Option<u8>,
@@ -56,7 +58,7 @@ struct VRecord {
 }
 
 #[derive(Debug, Clone)]
-enum Op {
+pub(super) enum Op {
     Append { producer: Option<i64>, codec: u8, records: Vec<VRecord> },
     Roll,
     Clean,
@@ -88,12 +90,12 @@ fn op(key_space: u16) -> impl Strategy<Value = Op> {
     ]
 }
 
-fn workload() -> impl Strategy<Value = Vec<Op>> {
+pub(super) fn workload() -> impl Strategy<Value = Vec<Op>> {
     prop_oneof![Just(3u16), Just(12u16), Just(200u16)]
         .prop_flat_map(|keys| prop::collection::vec(op(keys), 20..80))
 }
 
-fn config(ranking: Ranking) -> Vec<(&'static str, &'static str)> {
+pub(super) fn config(ranking: Ranking) -> Vec<(&'static str, &'static str)> {
     let mut pairs = vec![
         ("cleanup.policy", "compact"),
         ("segment.bytes", "1100"),
@@ -102,6 +104,7 @@ fn config(ranking: Ranking) -> Vec<(&'static str, &'static str)> {
         ("file.delete.delay.ms", "0"),
     ];
     match ranking {
+        Ranking::Offset => {}
         Ranking::Timestamp => pairs.push(("sediment.compaction.strategy", "timestamp")),
         Ranking::Header => pairs.extend([
             ("sediment.compaction.strategy", "header"),
@@ -113,13 +116,13 @@ fn config(ranking: Ranking) -> Vec<(&'static str, &'static str)> {
 
 /// A record as written, with the version the oracle ranks it by.
 #[derive(Debug, Clone)]
-struct Written {
-    rec: Rec,
-    version: i64,
+pub(super) struct Written {
+    pub(super) rec: Rec,
+    pub(super) version: i64,
 }
 
 /// Append `records` as one batch at `now`; the records and their versions.
-fn append_batch(
+pub(super) fn append_batch(
     log: &mut Log,
     ranking: Ranking,
     (producer, codec, transactional): (Option<(i64, i32)>, Compression, bool),
@@ -156,6 +159,7 @@ fn append_batch(
         }
         b.append_with_headers(ts, Some(&key), value.as_deref(), &headers);
         let version = match ranking {
+            Ranking::Offset => 0,
             Ranking::Timestamp => ts,
             Ranking::Header => v.unwrap_or(i64::MIN),
         };
@@ -181,7 +185,9 @@ struct Model {
 
 /// The oracle's winner per key among `records` below `end`: the greatest
 /// (version, offset).
-fn winners<'a>(records: impl Iterator<Item = &'a Written>) -> HashMap<Vec<u8>, (i64, i64)> {
+pub(super) fn winners<'a>(
+    records: impl Iterator<Item = &'a Written>,
+) -> HashMap<Vec<u8>, (i64, i64)> {
     let mut best: HashMap<Vec<u8>, (i64, i64)> = HashMap::new();
     for w in records {
         let rank = (w.version, w.rec.offset);
@@ -238,7 +244,7 @@ fn clean_and_check(
 
 /// What a consumer reading `recs` from the start ends with: each key's
 /// last value (a tombstone deletes it).
-fn final_view(recs: &[Rec]) -> BTreeMap<Vec<u8>, Vec<u8>> {
+pub(super) fn final_view(recs: &[Rec]) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut view = BTreeMap::new();
     for r in recs {
         let key = r.key.clone().unwrap_or_default();

@@ -13,6 +13,7 @@ mod cleaner_capacity;
 mod cleaner_crash;
 mod cleaner_dump_log;
 mod cleaner_end_to_end;
+mod cleaner_garbage_threshold;
 mod cleaner_kill_restart;
 mod cleaner_load;
 mod cleaner_model;
