@@ -535,13 +535,15 @@ fn should_keep(
         let Some(horizon) = header.delete_horizon_ms().filter(|h| *h <= recopy.now_ms) else {
             return true;
         };
-        if recopy.stale.holds(key, offset) {
+        if let Some(due_now) = recopy.stale.holds(key, offset) {
             // A list names an older copy of its key: it waits for that
-            // copy's rewrite, and the next clean is due at once.
+            // copy's rewrite (this clean's, when the next is due at once).
             recopy.stats.tombstones_held_for_stale += 1;
-            let due =
-                recopy.stats.stale_deadline_ms.map_or(recopy.now_ms, |d| d.min(recopy.now_ms));
-            recopy.stats.stale_deadline_ms = Some(due);
+            if due_now {
+                let now = recopy.now_ms;
+                let due = recopy.stats.stale_deadline_ms.map_or(now, |d| d.min(now));
+                recopy.stats.stale_deadline_ms = Some(due);
+            }
             return true;
         }
         match recopy.guard.filter(|g| g.keeps(offset, horizon, recopy.now_ms)) {

@@ -21,6 +21,10 @@
 //! 5. It is eligible when its ratio exceeds `min.cleanable.dirty.ratio`, or
 //!    its `max.compaction.lag.ms` has passed for the oldest dirty closed
 //!    segment (the first batch's max timestamp) and it has cleanable bytes.
+//!    It is eligible, too, once the earliest deadline of its stale lists
+//!    (segments kept under `sediment.compaction.min.segment.garbage.ratio`,
+//!    `garbage_survey.rs`) has passed, or at once when its last clean held
+//!    a tombstone for listed copies it removed.
 //! 6. Otherwise it is eligible only for its delete horizon when the latest
 //!    delete horizon remembered from its last clean has passed, so expired
 //!    tombstones leave even when nothing new is written (Kafka's
@@ -106,6 +110,11 @@ impl ManagerState {
         let ratio = to_clean.cleanable_ratio();
         let min_cleanable_dirty_ratio = log.config().min_cleanable_dirty_ratio;
         let overdue = to_clean.compaction_delay_ms > 0 && to_clean.cleanable_bytes > 0;
+        // A kept segment's stale copies are due (their list's deadline, or
+        // a tombstone waits for the copies the last clean removed).
+        let stale_due =
+            self.stale_deadlines.get(tp).is_some_and(|d| d.is_some_and(|d| d <= now_ms));
+        let overdue = overdue || stale_due;
         let dirty_enough = overdue || ratio > min_cleanable_dirty_ratio;
         let horizon_passed = self.delete_horizons.get(tp).is_some_and(|h| *h <= now_ms);
         if dirty_enough || horizon_passed {

@@ -170,15 +170,18 @@ impl StalePlan {
     }
 
     /// Whether a tombstone past its horizon, of `key` at `offset`, stays
-    /// for a listed copy (below `surveyed_end` the survey saw every expired
-    /// tombstone; at or above it, one stays while any list names a copy).
-    pub(super) fn holds(&self, key: &[u8], offset: i64) -> bool {
+    /// for a listed copy: `Some(true)` when this clean removes every such
+    /// copy, so the next clean, due at once, removes the tombstone;
+    /// `Some(false)` when it stays until later cleans (at or above
+    /// `surveyed_end` the survey did not see it, and it stays while any
+    /// list names a copy); `None` when it goes.
+    pub(super) fn holds(&self, key: &[u8], offset: i64) -> Option<bool> {
+        let unseen = offset >= self.surveyed_end && self.any_listed;
         match &self.hold {
-            TombstoneHold::All => true,
-            TombstoneHold::Named(set) => {
-                offset >= self.surveyed_end || set.contains(&hash_key(key))
-            }
-            TombstoneHold::None => offset >= self.surveyed_end && self.any_listed,
+            TombstoneHold::All => Some(true),
+            _ if unseen => Some(false),
+            TombstoneHold::Named(set) => set.contains(&hash_key(key)).then_some(true),
+            TombstoneHold::None => None,
         }
     }
 

@@ -188,6 +188,10 @@ pub struct KeyCopy {
     pub delete_horizon_ms: Option<i64>,
     /// When it is guaranteed gone (superseded copies and tombstones).
     pub gone_by_ms: Option<i64>,
+    /// Superseded, and listed in its segment's `.stale` list: a clean kept
+    /// the segment under `sediment.compaction.min.segment.garbage.ratio`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub listed_stale: bool,
     /// Why no time can be given, when it cannot.
     pub no_guarantee: Option<String>,
 }
@@ -301,7 +305,8 @@ pub fn audit(
         bytes_read += read;
         facts.push(f);
     }
-    let mut audit = assess(view, &facts, copies, now_ms);
+    let listed = stale::listed_copies(view, key);
+    let mut audit = assess(view, &facts, copies, (now_ms, &listed));
     audit.key = String::from_utf8_lossy(key).into_owned();
     audit.segments_read = facts.len();
     audit.bytes_read = bytes_read;
@@ -384,6 +389,7 @@ fn scan_segment(
                 superseded: false,
                 delete_horizon_ms: h.delete_horizon_ms(),
                 gone_by_ms: None,
+                listed_stale: false,
                 no_guarantee: None,
             });
         }
@@ -559,7 +565,7 @@ fn assess(
     view: &PartitionView,
     facts: &[SegmentFacts],
     mut copies: Vec<KeyCopy>,
-    now_ms: i64,
+    (now_ms, listed): (i64, &[(i64, i64)]),
 ) -> KeyAudit {
     let regions = regions(view, facts, now_ms);
     let rules = Rules { view, regions: &regions, facts, now_ms };
@@ -589,6 +595,7 @@ fn assess(
             None => {}
         }
     }
+    stale::assess_listed(&rules, &mut copies, listed);
     let (verdict, guaranteed_by_ms, no_guarantee) = verdict(&copies);
     let c = &view.config;
     KeyAudit {
@@ -737,6 +744,8 @@ impl LogCleanerHandle {
     }
 }
 
+#[path = "key_audit_stale.rs"]
+mod stale;
 #[path = "key_audit_store.rs"]
 mod store;
 pub use store::{StoreAudit, StorePart};

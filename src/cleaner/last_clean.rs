@@ -41,6 +41,14 @@ pub struct LastClean {
     /// Copies below the first dirty offset that outranked their key's newer
     /// copies under a versioned compaction strategy.
     pub clean_copies_won: u64,
+    /// Segments kept under `sediment.compaction.min.segment.garbage.ratio`.
+    pub segments_kept_under_ratio: u64,
+    /// Superseded copies listed in kept segments instead of removed.
+    pub stale_copies_listed: u64,
+    /// Listed copies removed by a rewrite of their segment.
+    pub stale_copies_removed: u64,
+    /// Expired tombstones kept one more clean for listed copies of their key.
+    pub tombstones_held_for_stale: u64,
     /// `1 - end size / start size` (0 when nothing was recopied).
     pub size_reduction: f64,
 }
@@ -83,6 +91,10 @@ impl LastClean {
             tombstones_removed: s.tombstones_removed,
             tombstones_guarded: s.tombstones_guarded,
             clean_copies_won: s.clean_copies_won,
+            segments_kept_under_ratio: s.segments_kept_under_ratio,
+            stale_copies_listed: s.stale_copies_listed,
+            stale_copies_removed: s.stale_copies_removed,
+            tombstones_held_for_stale: s.tombstones_held_for_stale,
             size_reduction: if s.start_size == 0 {
                 0.0
             } else {

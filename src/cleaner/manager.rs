@@ -284,6 +284,7 @@ impl LogCleanerManager {
                     Some(h) if h > now => inner.delete_horizons.insert(tp.clone(), h),
                     _ => inner.delete_horizons.remove(tp),
                 };
+                inner.stale_deadlines.insert(tp.clone(), result.stats.stale_deadline_ms);
                 Ok(())
             }
             Some(LogCleaningState::Aborted) => {
@@ -463,6 +464,7 @@ impl CleaningControl for LogCleanerManager {
         inner.history.remove(tp);
         inner.kept_tombstones.remove(tp);
         inner.delete_horizons.remove(tp);
+        inner.stale_deadlines.remove(tp);
         let entries = {
             let cp = inner.checkpoint(log_dir);
             if cp.remove(tp).is_none() {

@@ -12,6 +12,7 @@ use super::cleaning_state::LogCleaningState;
 use super::io_context::CancellationToken;
 use super::last_clean::LastClean;
 use super::log_to_clean::LogToClean;
+use super::stale_list::earliest_deadline;
 use super::tombstone_guard::KeptTombstones;
 use crate::log::{Log, TopicPartition};
 
@@ -32,6 +33,10 @@ pub(super) struct ManagerState {
     /// The last [`CLEAN_HISTORY`] cleans of each partition, oldest first.
     pub(super) history: HashMap<TopicPartition, VecDeque<LastClean>>,
     pub(super) delete_horizons: HashMap<TopicPartition, i64>,
+    /// When a clean is due for the partition's stale lists (`None`: none
+    /// is); read from the lists at a partition's first measure after a
+    /// start, then from each clean.
+    pub(super) stale_deadlines: HashMap<TopicPartition, Option<i64>>,
     /// The tombstones the last clean kept with a horizon.
     pub(super) kept_tombstones: HashMap<TopicPartition, KeptTombstones>,
     pub(super) dirtiest_ratio: f64,
@@ -59,6 +64,12 @@ impl ManagerState {
     /// `log` measured from its cleaner checkpoint.
     pub(super) fn measure(&mut self, log: &Log, now_ms: i64) -> LogToClean {
         let checkpoint = self.checkpoint_of(&log_dir_of(log), log.topic_partition());
+        self.stale_deadlines.entry(log.topic_partition().clone()).or_insert_with(|| {
+            // After a start: the lists a clean left (one read of the dir).
+            let segments: Vec<(i64, u64)> =
+                log.segments().map(|s| (s.base_offset(), s.size())).collect();
+            earliest_deadline(log.dir(), &segments)
+        });
         LogToClean::measure(log, checkpoint, now_ms)
     }
 }

@@ -45,6 +45,7 @@ impl LogCleanerManager {
             partitions.push(PartitionCleaningStatus {
                 uncleanable_cause: uncleanable.map(|u| u.cause),
                 latest_delete_horizon_ms: inner.delete_horizons.get(&tp).copied(),
+                stale_deadline_ms: inner.stale_deadlines.get(&tp).copied().flatten(),
                 tombstones_at_risk: match (inner.kept_tombstones.get(&tp), committed.get(&tp)) {
                     (Some(kept), Some(c)) => kept.at_risk(c, log.log_start_offset()),
                     _ => Vec::new(),

@@ -127,6 +127,11 @@ pub struct PartitionCleaningStatus {
     pub reason: Option<String>,
     pub uncleanable_cause: Option<String>,
     pub latest_delete_horizon_ms: Option<i64>,
+    /// `sediment.compaction.min.segment.garbage.ratio` (0: off).
+    pub min_segment_garbage_ratio: f64,
+    /// When a clean is due for the stale copies kept in segments under
+    /// that ratio (their earliest deadline; `None`: none is).
+    pub stale_deadline_ms: Option<i64>,
     /// The first dirty batch's timestamp ([`oldest_dirty_timestamp`]): no
     /// superseded copy has waited to be erased for longer than since then.
     pub oldest_dirty_timestamp_ms: Option<i64>,
@@ -175,6 +180,8 @@ impl PartitionCleaningStatus {
             ineligible,
             uncleanable_cause: None,
             latest_delete_horizon_ms: None,
+            min_segment_garbage_ratio: log.config().min_segment_garbage_ratio,
+            stale_deadline_ms: None,
             oldest_dirty_timestamp_ms: oldest_dirty_timestamp(log, to_clean.first_dirty_offset),
             open_transaction: to_clean.open_transaction.clone(),
             tombstones_at_risk: Vec::new(),

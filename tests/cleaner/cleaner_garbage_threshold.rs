@@ -26,6 +26,7 @@
 
 use parking_lot::RwLock;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use super::cleaner_model::CODECS;
 use super::cleaner_strategy_model::{
@@ -181,4 +182,90 @@ proptest! {
     ) {
         run(ops, Ranking::Header, budget, (ratio, lag))?;
     }
+}
+
+/// Write `keys` keys (10 a batch) at `version`, every `every`th key only.
+fn write_rows(log: &RwLock<Log>, keys: usize, every: usize, version: u8, now: i64) -> u64 {
+    let before = log.read().size();
+    let rows: Vec<(Vec<u8>, Vec<u8>)> = (0..keys)
+        .filter(|i| i % every == 0)
+        .map(|i| (format!("row-{i:05}").into_bytes(), vec![b'a' + version; 60]))
+        .collect();
+    for chunk in rows.chunks(10) {
+        let specs: Vec<_> = chunk.iter().map(|(k, v)| (now, Some(&k[..]), Some(&v[..]))).collect();
+        let mut b = crate::common::batch(sediment::log::compression::Compression::None, &specs);
+        log.write().append_as_leader(&mut b).unwrap();
+    }
+    log.write().roll_if_not_empty().unwrap();
+    log.read().size() - before
+}
+
+/// The changelog shape at a small scale: 2,000 rows, then 5% of them
+/// updated across every segment.
+fn changelog(ratio: &'static str) -> (RwLock<Log>, tempfile::TempDir, Arc<MockClock>, i64) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = MockClock::new(1_700_000_000_000);
+    let pairs = [("cleanup.policy", "compact"), ("segment.bytes", "16384"), (RATIO_KEY, ratio)];
+    let log = RwLock::new(open_log(dir.path(), "changelog", &pairs, clock.clone()));
+    write_rows(&log, 2_000, 1, 0, clock.now_ms());
+    let mut cleaner = cleaner(LARGE_BUDGET, clock.clone());
+    let first = clean_once(&mut cleaner, &log, 0, clock.now_ms());
+    (log, dir, clock, first.end_offset)
+}
+
+#[test]
+fn a_changelog_round_writes_what_changed_and_lists_the_rest() {
+    let (log, dir, clock, checkpoint) = changelog("0.2");
+    let changed = write_rows(&log, 2_000, 20, 1, clock.now_ms());
+    let mut threshold = cleaner(LARGE_BUDGET, clock.clone());
+    let round = clean_once(&mut threshold, &log, checkpoint, clock.now_ms());
+    let s = &round.stats;
+    assert_eq!(s.stale_copies_listed, 100, "{s:#?}");
+    assert!(s.segments_kept_under_ratio >= 8, "{s:#?}");
+    assert!(s.bytes_written <= 2 * changed, "wrote {} for {changed} changed", s.bytes_written);
+    assert!(lists_with_copies(dir.path()) >= 8);
+    let view = final_view(&read_all(&log.read(), 0, 1 << 20));
+    assert_eq!(view.len(), 2_000);
+    assert!(view.iter().all(|(k, v)| {
+        let i: usize = String::from_utf8_lossy(&k[4..]).parse().unwrap();
+        v[0] == if i % 20 == 0 { b'b' } else { b'a' }
+    }));
+
+    // Kafka's rule, the same round: the whole log is rewritten.
+    let (log0, _dir0, clock0, checkpoint0) = changelog("0");
+    let changed0 = write_rows(&log0, 2_000, 20, 1, clock0.now_ms());
+    let mut cleaner0 = cleaner(LARGE_BUDGET, clock0.clone());
+    let round0 = clean_once(&mut cleaner0, &log0, checkpoint0, clock0.now_ms());
+    assert!(round0.stats.bytes_written > 10 * changed0, "{:#?}", round0.stats);
+    assert_eq!(round0.stats.segments_kept_under_ratio, 0);
+}
+
+#[test]
+fn an_unreadable_list_sends_the_checkpoint_back_to_the_log_start() {
+    let (log, dir, clock, checkpoint) = changelog("0.2");
+    write_rows(&log, 2_000, 20, 1, clock.now_ms());
+    let mut cleaner = cleaner(LARGE_BUDGET, clock.clone());
+    let checkpoint = clean_once(&mut cleaner, &log, checkpoint, clock.now_ms()).end_offset;
+    let list = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|e| e == "stale"))
+        .expect("a list");
+    let mut bytes = std::fs::read(&list).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&list, bytes).unwrap();
+    write_rows(&log, 2_000, 50, 2, clock.now_ms());
+    let reset = clean_once(&mut cleaner, &log, checkpoint, clock.now_ms());
+    assert_eq!(reset.end_offset, 0, "the next clean maps from the log start");
+    assert!(!list.exists(), "the unreadable list is removed");
+    // From the start, with every other list honoured, one copy per row.
+    let mut checkpoint = 0;
+    while checkpoint < log.read().log_end_offset() {
+        checkpoint = clean_once(&mut cleaner, &log, checkpoint, clock.now_ms()).end_offset;
+    }
+    let recs = read_all(&log.read(), 0, 1 << 20);
+    let mut seen = std::collections::HashSet::new();
+    assert!(recs.iter().all(|r| seen.insert(r.key.clone())), "a row twice after the reset");
+    assert_eq!(final_view(&recs).len(), 2_000);
 }

@@ -25,6 +25,7 @@ mod cleaner_tombstone_guard;
 mod cleaner_txn;
 mod cleaner_uncleanable;
 mod cleaner_untouched;
+mod garbage_threshold_e2e;
 mod key_audit;
 mod offsets_topic_compaction;
 mod resurrection_guard;
