@@ -166,31 +166,7 @@ fn render(doc: &serde_json::Value) -> anyhow::Result<String> {
             p["first_dirty_offset"].as_i64().unwrap_or(0)
         )?;
         store_line(&mut out, &p["store"])?;
-        if let Some(strategy) = p["compaction_strategy"].as_str().filter(|s| *s != "offset") {
-            writeln!(
-                out,
-                "{:<32} compaction strategy {strategy}: each key keeps its highest-ranked copy; {} older copies outranked newer ones in the last clean",
-                "",
-                p["last_clean"]["clean_copies_won"].as_u64().unwrap_or(0)
-            )?;
-        }
-        if p["min_segment_garbage_ratio"].as_f64().is_some_and(|r| r > 0.0) {
-            let last = &p["last_clean"];
-            let due = match p["stale_deadline_ms"].as_i64() {
-                Some(d) if d <= now => "a clean for them is due now".to_string(),
-                Some(d) => format!("the next is due in {}s", (d - now) / 1000),
-                None => "none is due (they wait for the ratio)".to_string(),
-            };
-            writeln!(
-                out,
-                "{:<32} segment garbage ratio {}: the last clean kept {} segments, listed {} superseded copies and removed {} listed ones; {due}",
-                "",
-                p["min_segment_garbage_ratio"],
-                last["segments_kept_under_ratio"].as_u64().unwrap_or(0),
-                last["stale_copies_listed"].as_u64().unwrap_or(0),
-                last["stale_copies_removed"].as_u64().unwrap_or(0),
-            )?;
-        }
+        compaction_lines(&mut out, p, now)?;
         // An open transaction that bounds an otherwise cleanable log (when it
         // is why nothing is cleanable, the status above already says so).
         let open = &p["open_transaction"];
@@ -243,4 +219,35 @@ fn render(doc: &serde_json::Value) -> anyhow::Result<String> {
         }
     }
     Ok(out)
+}
+
+/// The lines of a partition's compaction rule, when not Kafka's: its
+/// strategy, and what the last clean kept under the garbage ratio.
+fn compaction_lines(out: &mut String, p: &serde_json::Value, now: i64) -> std::fmt::Result {
+    if let Some(strategy) = p["compaction_strategy"].as_str().filter(|s| *s != "offset") {
+        writeln!(
+            out,
+            "{:<32} compaction strategy {strategy}: each key keeps its highest-ranked copy; {} older copies outranked newer ones in the last clean",
+            "",
+            p["last_clean"]["clean_copies_won"].as_u64().unwrap_or(0)
+        )?;
+    }
+    if p["min_segment_garbage_ratio"].as_f64().is_some_and(|r| r > 0.0) {
+        let last = &p["last_clean"];
+        let due = match p["stale_deadline_ms"].as_i64() {
+            Some(d) if d <= now => "a clean for them is due now".to_string(),
+            Some(d) => format!("the next is due in {}s", (d - now) / 1000),
+            None => "none is due (they wait for the ratio)".to_string(),
+        };
+        writeln!(
+            out,
+            "{:<32} segment garbage ratio {}: the last clean kept {} segments, listed {} superseded copies and removed {} listed ones; {due}",
+            "",
+            p["min_segment_garbage_ratio"],
+            last["segments_kept_under_ratio"].as_u64().unwrap_or(0),
+            last["stale_copies_listed"].as_u64().unwrap_or(0),
+            last["stale_copies_removed"].as_u64().unwrap_or(0),
+        )?;
+    }
+    Ok(())
 }

@@ -112,6 +112,9 @@ fn a_listed_copy_leaves_by_its_deadline_and_a_deleted_key_never_returns() {
         .map(|c| c["segments_kept_under_ratio"].as_u64().unwrap())
         .sum();
     assert!(kept >= 1, "no segment was kept under the ratio: {status:#}");
+    let metrics = format!("127.0.0.1:{}", b.metrics_port);
+    let (_, text) = sediment(&["cleaner-status", "--metrics", &metrics, "--partition", "table-0"]);
+    assert!(text.contains("segment garbage ratio 0.5: the last clean kept"), "{text}");
 
     // The deleted row: its tombstone waits for its listed copy, then both go.
     wait_audit(&b, "row-35", "the deleted row's copies never left", |a| copies(a).is_empty());
