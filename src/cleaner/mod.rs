@@ -119,6 +119,18 @@
 //! are read (`bytes_read`) and not written, which `cleaner-recopy-percent`
 //! (written per byte read) shows.
 //!
+//! # Kept segments under the garbage ratio
+//!
+//! With `sediment.compaction.min.segment.garbage.ratio` set, a survey of
+//! the clean region (`garbage_survey.rs`) runs between steps 1 and 2: a
+//! segment wholly below the first dirty offset whose superseded share is
+//! below the ratio is not recopied at all; its superseded copies are listed
+//! in its `<base>.stale` file (`stale_list.rs`), and groups are formed from
+//! the other segments only, never across a kept one. A later rewrite of the
+//! segment drops what the list names, and an expired tombstone stays while
+//! a list names its key. So the invariant "at most one record per key below
+//! `end`" becomes: at most one record per key that no list names.
+//!
 //! # Invariants
 //!
 //! * Offsets never change and order is kept: a record is kept or dropped,
@@ -126,7 +138,8 @@
 //!   segment is never cleaned).
 //! * For every key, the plain or committed record with the highest offset is
 //!   never removed (except a tombstone past its horizon), and after a clean
-//!   the range below `end` holds at most one record per key. No record of an
+//!   the range below `end` holds at most one record per key that no stale
+//!   list names (every record, with the ratio off). No record of an
 //!   aborted transaction survives a clean that reaches it, and no aborted
 //!   record left in the log loses its `.txnindex` entry.
 //! * Nothing at or past the first unstable offset is changed.
