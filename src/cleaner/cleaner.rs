@@ -388,6 +388,7 @@ impl Cleaner {
             now_ms,
             ratio,
             new_deadline_ms: oldest.saturating_add(config.max_compaction_lag_ms.max(0)),
+            max_listed: self.config.dedupe_buffer_size / 20,
         };
         self.buffers.survey_clean_region(snapshot, &survey, &mut plan, stats)?;
         Ok(plan)

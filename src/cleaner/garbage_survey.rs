@@ -18,7 +18,8 @@
 //!    its place in the map here). A superseded copy is new garbage.
 //! 3. **Decide.** A segment is rewritten when (listed + new garbage) /
 //!    records reaches the ratio, its list's deadline or the new copies'
-//!    has come, its list would pass [`MAX_STALE_ENTRIES`], or it holds
+//!    has come, its list would pass [`MAX_STALE_ENTRIES`] (or the kept
+//!    lists together their share of the dedupe buffer), or it holds
 //!    what only a rewrite removes: a tombstone past its horizon, a key-less
 //!    record, a transactional batch or a marker (a kept segment's
 //!    transactions would be unseen by the recopy's marker rules). Every
@@ -38,8 +39,10 @@
 //! * A kept segment is not read by the recopy: its bytes, files and
 //!   indexes stay as they are, like a kept group's.
 //! * Memory: the lists of the segments the clean reaches (at most
-//!   [`MAX_STALE_ENTRIES`] each, and no more than the map's keys are new)
-//!   and at most [`MAX_EXPIRED_TOMBSTONES`] fingerprints.
+//!   [`MAX_STALE_ENTRIES`] each; the kept ones together name at most as
+//!   many copies as the dedupe buffer has bytes / 20, so they take about
+//!   the map's memory again) and at most [`MAX_EXPIRED_TOMBSTONES`]
+//!   fingerprints in each of two sets.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -101,6 +104,10 @@ pub(super) struct Survey<'a> {
     pub(super) ratio: f64,
     /// When `max.compaction.lag.ms` requires the copies this clean lists gone.
     pub(super) new_deadline_ms: i64,
+    /// The most copies the kept segments' lists may name together (as many
+    /// entries as the dedupe buffer holds bytes / 20): past it, segments
+    /// are rewritten instead of kept.
+    pub(super) max_listed: usize,
 }
 
 /// What the survey found in one segment.
@@ -214,6 +221,7 @@ impl CleanerBuffers {
         let mut moved: HashSet<KeyHash> = HashSet::new();
         let mut overflow = false;
         let mut kept_tombstones: Vec<Vec<(i64, i64)>> = vec![Vec::new(); plan.rewrite.len()];
+        let mut listed_total = 0usize;
         for (i, kept_here) in kept_tombstones.iter_mut().enumerate() {
             let seg = &snapshot.segments[i];
             if seg.next_offset > survey.first_dirty {
@@ -251,6 +259,7 @@ impl CleanerBuffers {
                 || due(list.deadline_ms)
                 || (!found.new.is_empty() && due(survey.new_deadline_ms))
                 || garbage > MAX_STALE_ENTRIES
+                || listed_total + garbage > survey.max_listed
                 || garbage as f64 >= survey.ratio * found.records.max(1) as f64;
             plan.changed[i] = !rewrite && !found.new.is_empty();
             list.add(&found.new, survey.new_deadline_ms);
@@ -258,6 +267,7 @@ impl CleanerBuffers {
             plan.rewrite[i] = rewrite;
             if !rewrite {
                 stats.stale_copies_listed += found.new.len() as u64;
+                listed_total += garbage;
             }
             plan.lists[i] = Some(list);
         }
@@ -319,9 +329,11 @@ impl CleanerBuffers {
         let mut reader =
             BatchReader::new(&file, &seg.path, 0..seg.snapshot.size, io.grow_limit, &mut buf)
                 .with_hook(io)
-                .with_readahead(READAHEAD);
+                .with_readahead(READAHEAD)
+                .deferring_crc();
         let result = (|| -> Result<(), CleanerError> {
             while let Some((position, batch)) = reader.next_batch()? {
+                // Checked here, once: a kept segment is read by nothing else.
                 let err = |source| CleanerError::Batch { path: seg.path.clone(), position, source };
                 let header = record_batch::check_batch(batch, usize::MAX).map_err(err)?;
                 found.records += header.records_count.max(0) as u64;

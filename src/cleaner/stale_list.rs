@@ -209,16 +209,30 @@ pub fn lists_in(dir: &Path) -> std::io::Result<Vec<(i64, PathBuf)>> {
 }
 
 /// The earliest deadline among the lists in `dir` that still match a
-/// segment (`segments`: base offset and size); `None` with none.
+/// segment (`segments`: base offset and size); `None` with none. Only each
+/// list's header is read: the deadline decides when a clean runs, and the
+/// clean reads (and checks) the lists themselves.
 pub fn earliest_deadline(dir: &Path, segments: &[(i64, u64)]) -> Option<i64> {
     let lists = lists_in(dir).ok()?;
     lists
         .iter()
-        .filter_map(|(base, path)| StaleList::read(path, *base).ok().flatten())
-        .filter(|l| segments.contains(&(l.base_offset, l.segment_size)))
-        .filter(|l| !l.entries.is_empty())
-        .map(|l| l.deadline_ms)
+        .filter_map(|(base, path)| Some((*base, read_header(path)?)))
+        .filter(|(base, (size, _, count))| *count > 0 && segments.contains(&(*base, *size)))
+        .map(|(_, (_, deadline, _))| deadline)
         .min()
+}
+
+/// A list's segment size, deadline and count, from its header alone.
+fn read_header(path: &Path) -> Option<(u64, i64, u32)> {
+    use std::io::Read;
+    let mut header = [0u8; HEADER_BYTES];
+    File::open(path).ok()?.read_exact(&mut header).ok()?;
+    if &header[..8] != MAGIC {
+        return None;
+    }
+    let size = u64::from_be_bytes(header[8..16].try_into().ok()?);
+    let deadline = i64::from_be_bytes(header[16..24].try_into().ok()?);
+    Some((size, deadline, u32::from_be_bytes(header[24..28].try_into().ok()?)))
 }
 
 #[cfg(test)]
