@@ -187,7 +187,11 @@ impl Cleaner {
             group_start: 0,
             listed: Vec::new(),
         };
+        let mut walked = 0;
         let copied = groups.into_iter().try_for_each(|group| {
+            // The kept segments before the group: the walk moves past them.
+            (walked..group.start).for_each(|i| plan.replay_kept(i, &mut recopy.txn));
+            walked = group.end;
             recopy.group_start = group.start;
             self.clean_and_swap_group(log, &snapshot, group, &mut recopy)
         });
@@ -389,6 +393,7 @@ impl Cleaner {
             ratio,
             new_deadline_ms: oldest.saturating_add(config.max_compaction_lag_ms.max(0)),
             max_listed: self.config.dedupe_buffer_size / 20,
+            aborted: snapshot.aborted_transactions(to_clean),
         };
         self.buffers.survey_clean_region(snapshot, &survey, &mut plan, stats)?;
         Ok(plan)

@@ -20,10 +20,15 @@
 //!    records reaches the ratio, its list's deadline or the new copies'
 //!    has come, its list would pass [`MAX_STALE_ENTRIES`] (or the kept
 //!    lists together their share of the dedupe buffer), or it holds
-//!    what only a rewrite removes: a tombstone past its horizon, a key-less
-//!    record, a transactional batch or a marker (a kept segment's
-//!    transactions would be unseen by the recopy's marker rules). Every
-//!    other segment the recopy reaches is rewritten, as without the ratio.
+//!    what only a rewrite changes: a tombstone past its horizon or without
+//!    one, a key-less record, an aborted transaction's batch, or a marker
+//!    the recopy would drop or stamp (the survey walks the transactions as
+//!    the recopy does, over the same batches). Every other segment the
+//!    recopy reaches is rewritten, as without the ratio.
+//! 5. **Transactions in kept segments.** The recopy does not read a kept
+//!    segment, so its transaction walk is shown the segment's transactional
+//!    batches and markers, recorded by the survey, when it passes it: a
+//!    later marker stays needed while its transaction's data is kept.
 //! 4. **Tombstones.** An expired tombstone whose key some list names is
 //!    held for one more clean, and each kept segment whose list names it is
 //!    rewritten in this one: so whatever order the groups are swapped in,
@@ -55,6 +60,7 @@ use super::offset_map::{hash_key, CleanVerdict, KeyHash};
 use super::source_segment::{LogSnapshot, SourceSegment};
 use super::stale_list::{lists_in, StaleList, MAX_STALE_ENTRIES};
 use super::stats::CleanerStats;
+use super::transactions::{marker_type, AbortedTxn, CleanedTransactionMetadata};
 use crate::log::batch_reader::BatchReader;
 use crate::log::error::LogError;
 use crate::log::record_batch::{self, BatchHeader, RecordIter};
@@ -71,6 +77,14 @@ pub(super) enum TombstoneHold {
     Named(HashSet<KeyHash>),
     /// Every one.
     All,
+}
+
+/// A transactional batch or marker of a surveyed segment, as the recopy's
+/// transaction walk must see it when it passes the segment kept.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum TxnEvent {
+    Data(BatchHeader),
+    Marker(BatchHeader, Option<i16>),
 }
 
 /// What one clean does with the segments it reaches and their lists.
@@ -94,6 +108,8 @@ pub(super) struct StalePlan {
     pub(super) obsolete: Vec<PathBuf>,
     /// Tombstones kept with a horizon in kept segments: (offset, horizon).
     pub(super) kept_tombstones: Vec<(i64, i64)>,
+    /// Per segment surveyed: its transactional batches and markers.
+    pub(super) txn_events: Vec<Vec<TxnEvent>>,
 }
 
 /// What the survey needs besides the snapshot.
@@ -104,6 +120,8 @@ pub(super) struct Survey<'a> {
     pub(super) ratio: f64,
     /// When `max.compaction.lag.ms` requires the copies this clean lists gone.
     pub(super) new_deadline_ms: i64,
+    /// The aborted transactions the recopy walks with.
+    pub(super) aborted: Vec<AbortedTxn>,
     /// The most copies the kept segments' lists may name together (as many
     /// entries as the dedupe buffer holds bytes / 20): past it, segments
     /// are rewritten instead of kept.
@@ -122,6 +140,7 @@ struct SegmentGarbage {
     /// Keys whose copy here outranked their mapped winner: a listed copy
     /// of theirs may now lie above its winner.
     displaced: Vec<KeyHash>,
+    txn_events: Vec<TxnEvent>,
 }
 
 impl StalePlan {
@@ -134,6 +153,7 @@ impl StalePlan {
             rewrite: vec![true; reach],
             lists: vec![None; reach],
             changed: vec![false; reach],
+            txn_events: vec![Vec::new(); reach],
             surveyed_end: i64::MIN,
             ..Self::default()
         };
@@ -192,6 +212,24 @@ impl StalePlan {
         }
     }
 
+    /// Walk `txn` past kept segment `i` as the recopy would have walked it
+    /// reading the segment: a later marker is needed while a batch of its
+    /// transaction lies in a kept segment.
+    pub(super) fn replay_kept(&self, i: usize, txn: &mut CleanedTransactionMetadata) {
+        for event in &self.txn_events[i] {
+            match event {
+                TxnEvent::Data(h) => {
+                    txn.on_batch_read(h);
+                }
+                TxnEvent::Marker(h, t) => {
+                    txn.on_control_batch_read(h, *t);
+                }
+            }
+        }
+        // Its ABORT markers' entries stay in its own `.txnindex`.
+        txn.take_kept_aborted();
+    }
+
     /// The earliest deadline of the kept lists.
     pub(super) fn earliest_deadline(&self) -> Option<i64> {
         self.lists
@@ -222,6 +260,9 @@ impl CleanerBuffers {
         let mut overflow = false;
         let mut kept_tombstones: Vec<Vec<(i64, i64)>> = vec![Vec::new(); plan.rewrite.len()];
         let mut listed_total = 0usize;
+        // The recopy's transaction walk over the same batches, in the same
+        // order: what it would change in a segment makes it be rewritten.
+        let mut txn = CleanedTransactionMetadata::new(survey.aborted.clone());
         for (i, kept_here) in kept_tombstones.iter_mut().enumerate() {
             let seg = &snapshot.segments[i];
             if seg.next_offset > survey.first_dirty {
@@ -232,7 +273,9 @@ impl CleanerBuffers {
             let mut list = plan.lists[i].take().unwrap_or_else(|| StaleList::new(base, size));
             let listed: Vec<i64> = list.offsets().collect();
             let mut found = SegmentGarbage::default();
-            self.survey_segment(snapshot, seg, survey, &listed, &mut found, stats)?;
+            let walk = (&listed[..], &mut txn);
+            self.survey_segment(snapshot, seg, survey, walk, &mut found, stats)?;
+            plan.txn_events[i] = std::mem::take(&mut found.txn_events);
             for hash in found.displaced.drain(..) {
                 if moved.len() < MAX_EXPIRED_TOMBSTONES {
                     moved.insert(hash);
@@ -319,7 +362,7 @@ impl CleanerBuffers {
         snapshot: &LogSnapshot,
         seg: &SourceSegment,
         survey: &Survey<'_>,
-        listed: &[i64],
+        (listed, txn): (&[i64], &mut CleanedTransactionMetadata),
         found: &mut SegmentGarbage,
         stats: &mut CleanerStats,
     ) -> Result<(), CleanerError> {
@@ -337,9 +380,25 @@ impl CleanerBuffers {
                 let err = |source| CleanerError::Batch { path: seg.path.clone(), position, source };
                 let header = record_batch::check_batch(batch, usize::MAX).map_err(err)?;
                 found.records += header.records_count.max(0) as u64;
-                if header.is_control() || header.is_transactional() {
+                if header.is_control() {
+                    let limit = io.decompress_limit();
+                    let inflated = &mut self.bufs.inflated;
+                    let t = marker_type(&header, batch, inflated, limit).map_err(err)?;
+                    let not_needed = txn.on_control_batch_read(&header, t);
+                    let expired = header.delete_horizon_ms().is_some_and(|h| h <= survey.now_ms);
+                    // The recopy would drop it, empty it or stamp its horizon.
+                    found.must_rewrite |= header.records_count <= 0
+                        || (not_needed && (expired || !header.has_delete_horizon()));
+                    found.txn_events.push(TxnEvent::Marker(header, t));
+                    continue;
+                }
+                if txn.on_batch_read(&header) {
+                    // An aborted transaction's batch: the recopy drops it.
                     found.must_rewrite = true;
                     continue;
+                }
+                if header.is_transactional() {
+                    found.txn_events.push(TxnEvent::Data(header));
                 }
                 self.survey_batch(snapshot, seg, survey, (&header, batch), listed, found)
                     .map_err(err)?;

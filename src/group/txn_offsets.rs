@@ -117,7 +117,11 @@ fn fenced_or(e: GroupError) -> GroupError {
 /// unlike a plain commit, CompletingRebalance does not refuse it.
 ///
 /// A consumer group (KIP-848) takes a commit naming no member while it has
-/// none, else its member at the member's current epoch, which the producer
+/// none, and one naming nothing at all (no generation, member or instance:
+/// `sendOffsetsToTransaction(offsets, new ConsumerGroupMetadata(groupId))`,
+/// or a producer older than KIP-447) whatever its members, as Kafka's
+/// `ConsumerGroup.validateOffsetCommit` does for a transactional commit;
+/// else its member at the member's current epoch, which the producer
 /// sends as the generation. A stale epoch is ILLEGAL_GENERATION here, not
 /// STALE_MEMBER_EPOCH: the producer's transaction then aborts as abortable
 /// (Kafka's coordinator maps it the same way for TxnOffsetCommit).
@@ -129,6 +133,9 @@ fn check_txn_committer(
 ) -> Result<(), GroupError> {
     if let Some(cg) = &group.consumer {
         if generation < 0 && cg.members.is_empty() {
+            return Ok(());
+        }
+        if generation == -1 && member_id.is_empty() && instance_id.is_none() {
             return Ok(());
         }
         let member = cg.members.get(member_id).ok_or(GroupError::UnknownMemberId)?;

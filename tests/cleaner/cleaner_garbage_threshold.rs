@@ -30,13 +30,26 @@ use std::sync::Arc;
 
 use super::cleaner_model::CODECS;
 use super::cleaner_strategy_model::{
-    append_batch, config, final_view, winners, workload, Op, Ranking, Written, LARGE_BUDGET,
-    RETENTION_MS, TINY_BUDGET,
+    append_batch, config, final_view, run_txn, txn_op, winners, workload, Op, Ranking, TxnOp,
+    Written, LARGE_BUDGET, RETENTION_MS, TINY_BUDGET,
 };
 use crate::common::{clean_once, cleaner, open_log, read_all, Rec};
 use proptest::prelude::*;
 use sediment::clock::{Clock, MockClock};
 use sediment::log::Log;
+
+/// The same op with every tombstone an empty value instead.
+fn without_tombstones(op: TxnOp) -> TxnOp {
+    let fill = |mut records: Vec<super::cleaner_strategy_model::VRecord>| {
+        records.iter_mut().for_each(|r| r.value_len = Some(r.value_len.unwrap_or(0)));
+        records
+    };
+    match op {
+        TxnOp::Data { p, records } => TxnOp::Data { p, records: fill(records) },
+        TxnOp::Plain { records } => TxnOp::Plain { records: fill(records) },
+        other => other,
+    }
+}
 
 const RATIO_KEY: &str = "sediment.compaction.min.segment.garbage.ratio";
 const LAG_MS: i64 = 2_500;
@@ -171,6 +184,24 @@ proptest! {
         lag in any::<bool>(),
     ) {
         run(ops, Ranking::Offset, budget, (ratio, lag))?;
+    }
+
+    /// Transactions (committed, aborted, left open until the end) with
+    /// segments kept, and markers' delete horizons a few ops long (no
+    /// tombstones, so every committed winner stays): read_committed sees
+    /// every stable winner after each clean, and, reopened, the log has no
+    /// transaction left open (no marker went while its data stayed in a
+    /// kept segment).
+    #[test]
+    fn kept_segments_with_transactions_keep_their_markers(
+        ops in prop_oneof![Just(3u16), Just(12u16)]
+            .prop_flat_map(|keys| prop::collection::vec(txn_op(keys), 20..70)),
+        ranking in prop_oneof![Just(Ranking::Offset), Just(Ranking::Header)],
+        budget in prop_oneof![Just(TINY_BUDGET), Just(LARGE_BUDGET)],
+        ratio in prop_oneof![Just("0.3"), Just("1")],
+    ) {
+        let ops = ops.into_iter().map(without_tombstones).collect();
+        run_txn(ops, ranking, budget, &[(RATIO_KEY, ratio), ("delete.retention.ms", "5")])?;
     }
 
     #[test]
