@@ -201,6 +201,10 @@ impl Cleaner {
         kept_tombstones.merge(&plan.kept_tombstones);
         let kept_tombstones = Some(kept_tombstones);
         self.buffers.restore_buffers();
+        let unwritten = CrashPoint::StaleListsUnwritten;
+        if crate::failpoint::fires_in(unwritten.failpoint(), &snapshot.dir.display().to_string()) {
+            return Err(CleanerError::InjectedCrash(unwritten));
+        }
         finish_stale_lists(&snapshot, &plan)?;
         let deadline = plan.earliest_deadline().into_iter().chain(stats.stale_deadline_ms).min();
         stats.stale_deadline_ms = deadline;
@@ -267,7 +271,8 @@ impl Cleaner {
                 return Err(CleanerError::InjectedCrash(CrashPoint::CleanedWritten))
             }
             Some(CrashPoint::Swap(step)) => Some(step),
-            None => None,
+            // Not one of the first group's points (`configured` never gives it).
+            Some(CrashPoint::StaleListsUnwritten) | None => None,
         };
         let old: Vec<SegmentSnapshot> = group.iter().map(|s| s.snapshot).collect();
         let cleaned_path = cleaned.log_path();

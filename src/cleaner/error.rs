@@ -47,6 +47,10 @@ pub enum CrashPoint {
     CleanedWritten,
     /// A step of [`Log::replace_segments`] for the first group.
     Swap(SwapStep),
+    /// Every group swapped, the kept segments' stale lists not yet written
+    /// (`garbage_survey.rs`); not in [`CrashPoint::ALL`], which are the
+    /// first group's points.
+    StaleListsUnwritten,
 }
 
 impl From<BatchReadError> for CleanerError {
@@ -81,6 +85,7 @@ impl CrashPoint {
             Self::Swap(SwapStep::FirstDeletedRenamed) => "cleaner-first-deleted-renamed",
             Self::Swap(SwapStep::DeletedRenamed) => "cleaner-deleted-renamed",
             Self::Swap(SwapStep::SwapStripped) => "cleaner-swap-stripped",
+            Self::StaleListsUnwritten => "cleaner-stale-lists-unwritten",
         }
     }
 

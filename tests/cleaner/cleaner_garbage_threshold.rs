@@ -300,3 +300,34 @@ fn an_unreadable_list_sends_the_checkpoint_back_to_the_log_start() {
     assert!(recs.iter().all(|r| seen.insert(r.key.clone())), "a row twice after the reset");
     assert_eq!(final_view(&recs).len(), 2_000);
 }
+
+#[test]
+fn a_crash_before_the_lists_are_written_finds_the_same_copies_again() {
+    use sediment::cleaner::{CancellationToken, CrashPoint, LogToClean};
+    let (log, dir, clock, checkpoint) = changelog("0.2");
+    write_rows(&log, 2_000, 20, 1, clock.now_ms());
+    let mut c = cleaner(LARGE_BUDGET, clock.clone());
+    let to_clean = LogToClean::measure(&log.read(), Some(checkpoint), clock.now_ms());
+    let point = CrashPoint::StaleListsUnwritten;
+    {
+        let _armed = sediment::failpoint::arm(point.failpoint(), &dir.path().display().to_string());
+        let crashed = c.clean(&log, &to_clean, clock.now_ms(), &CancellationToken::new());
+        assert!(
+            matches!(crashed, Err(sediment::cleaner::CleanerError::InjectedCrash(p)) if p == point)
+        );
+    }
+    assert_eq!(lists_with_copies(dir.path()), 0, "nothing listed before the crash point");
+    // As after a restart: the log reopened, the checkpoint where it was.
+    drop(log);
+    let pairs = [("cleanup.policy", "compact"), ("segment.bytes", "16384"), (RATIO_KEY, "0.2")];
+    let log = RwLock::new(open_log(dir.path(), "changelog", &pairs, clock.clone()));
+    let again = clean_once(&mut c, &log, checkpoint, clock.now_ms());
+    assert_eq!(again.stats.stale_copies_listed, 100, "the same copies found again");
+    assert!(lists_with_copies(dir.path()) >= 8);
+    let view = final_view(&read_all(&log.read(), 0, 1 << 20));
+    assert_eq!(view.len(), 2_000);
+    assert!(view.iter().all(|(k, v)| {
+        let i: usize = String::from_utf8_lossy(&k[4..]).parse().unwrap();
+        v[0] == if i % 20 == 0 { b'b' } else { b'a' }
+    }));
+}
