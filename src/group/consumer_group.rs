@@ -56,6 +56,11 @@ pub(super) struct ConsumerGroupMember {
     pub(super) last_heartbeat_ms: i64,
     /// When the member must have revoked its pending partitions by.
     pub(super) revocation_deadline_ms: Option<i64>,
+    /// The member epoch at which it was given each partition it holds
+    /// (assigned or pending revocation): a commit at an older epoch is
+    /// taken for a partition it held then (KIP-1251). Not written: after a
+    /// load every held partition counts from the member's current epoch.
+    pub(super) assignment_epochs: BTreeMap<(TopicId, i32), i32>,
 }
 
 impl ConsumerGroupMember {
@@ -72,7 +77,34 @@ impl ConsumerGroupMember {
             },
             last_heartbeat_ms: now,
             revocation_deadline_ms: None,
+            assignment_epochs: BTreeMap::new(),
         }
+    }
+
+    /// The partitions it holds, assigned or pending revocation.
+    fn held(&self) -> impl Iterator<Item = (TopicId, i32)> + '_ {
+        let a = &self.assignment;
+        [&a.assigned, &a.pending_revocation]
+            .into_iter()
+            .flat_map(|m| m.iter().flat_map(|(t, ps)| ps.iter().map(move |p| (*t, *p))))
+    }
+
+    /// Take `next` as its assignment: a partition it held already keeps the
+    /// epoch it was given at, a new one takes the new member epoch.
+    pub(super) fn set_assignment(&mut self, next: MemberAssignment) {
+        let before = std::mem::take(&mut self.assignment_epochs);
+        self.assignment = next;
+        let epoch = self.assignment.member_epoch;
+        let epochs =
+            self.held().map(|tp| (tp, before.get(&tp).copied().unwrap_or(epoch))).collect();
+        self.assignment_epochs = epochs;
+    }
+
+    /// Whether a commit at member epoch `epoch`, older than the current
+    /// one, may cover `partition` of `topic`: the member holds it and was
+    /// given it at or before that epoch (Kafka 4.3+'s assignment epochs).
+    pub(super) fn held_since(&self, topic: &TopicId, partition: i32, epoch: i32) -> bool {
+        self.assignment_epochs.get(&(*topic, partition)).is_some_and(|since| *since <= epoch)
     }
 
     pub(super) fn epoch(&self) -> i32 {
@@ -269,17 +301,20 @@ impl ConsumerGroup {
                     .members
                     .entry(member.clone())
                     .or_insert_with(|| ConsumerGroupMember::new(member, now));
-                m.assignment = MemberAssignment {
+                // Loaded: every held partition counts from the current epoch.
+                m.assignment_epochs.clear();
+                m.set_assignment(MemberAssignment {
                     state: MemberState::from_value(v.state),
                     member_epoch: v.member_epoch,
                     previous_member_epoch: v.previous_member_epoch,
                     assigned: v.assigned,
                     pending_revocation: v.pending_revocation,
-                };
+                });
             }
             (Key::CurrentMemberAssignment { member, .. }, None) => {
                 if let Some(m) = self.members.get_mut(member) {
-                    m.assignment = ConsumerGroupMember::new(member, now).assignment;
+                    m.assignment_epochs.clear();
+                    m.set_assignment(ConsumerGroupMember::new(member, now).assignment);
                 }
             }
             // The group record's tombstone is handled by the loader (the

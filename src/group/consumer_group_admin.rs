@@ -9,11 +9,12 @@
 //! INCONSISTENT_GROUP_PROTOCOL, while an empty consumer group (offsets only)
 //! is turned into a classic one, its consumer records tombstoned.
 
-use super::consumer_group::{ConsumerGroup, ConsumerGroupState};
+use super::consumer_group::{ConsumerGroup, ConsumerGroupMember, ConsumerGroupState};
 use super::consumer_group_records::{Assignment, TopicId};
 use super::coordinator::GroupCoordinator;
 use super::error::GroupError;
 use super::group_metadata::Group;
+use super::offset_and_metadata::CommittedOffset;
 use super::schema::OffsetsRecord;
 
 /// One member as ConsumerGroupDescribe shows it.
@@ -104,20 +105,45 @@ impl GroupCoordinator {
 
 /// OffsetCommit to a consumer group: a commit from outside the group
 /// (negative epoch, no member id) only while it has no members; else a
-/// member at its current epoch (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH).
+/// member's, at an epoch that covers every partition committed
+/// ([`epoch_covers`]; UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH).
 pub(super) fn check_consumer_commit(
     cg: &ConsumerGroup,
-    member_epoch: i32,
-    member_id: &str,
+    (member_epoch, member_id): (i32, &str),
+    offsets: &[(String, i32, CommittedOffset)],
 ) -> Result<(), GroupError> {
     if member_epoch < 0 && member_id.is_empty() && cg.members.is_empty() {
         return Ok(());
     }
     let member = cg.members.get(member_id).ok_or(GroupError::UnknownMemberId)?;
-    if member.epoch() != member_epoch {
+    if !epoch_covers(cg, member, member_epoch, offsets) {
         return Err(GroupError::StaleMemberEpoch);
     }
     Ok(())
+}
+
+/// Whether `member`'s commit at `epoch` may cover `offsets` (Kafka 4.3+,
+/// KIP-1251): at its current epoch, always; at an older one, only for
+/// partitions it still holds and was given at or before that epoch, so a
+/// commit sent just before a heartbeat moved its epoch still lands; never
+/// at a newer one. All or nothing: Kafka answers per partition.
+pub(super) fn epoch_covers(
+    cg: &ConsumerGroup,
+    member: &ConsumerGroupMember,
+    epoch: i32,
+    offsets: &[(String, i32, CommittedOffset)],
+) -> bool {
+    let current = member.epoch();
+    if epoch == current {
+        return true;
+    }
+    if epoch > current || epoch < 0 {
+        return false;
+    }
+    offsets.iter().all(|(topic, partition, _)| {
+        let id = cg.subscription_metadata.get(topic).map(|t| t.id);
+        id.is_some_and(|id| member.held_since(&id, *partition, epoch))
+    })
 }
 
 /// OffsetFetch (v9+) naming a member of a consumer group: it must be a

@@ -521,6 +521,8 @@ fn replace_static_member(
     member.assignment.member_epoch = 0;
     member.assignment.previous_member_epoch = 0;
     member.assignment.state = MemberState::Stable;
+    // Its partitions count from the new member's epoch.
+    member.assignment_epochs.values_mut().for_each(|e| *e = 0);
     records.extend(ConsumerGroup::member_records(group_id, &member));
     records.push(ConsumerGroup::current_assignment_record(group_id, &member));
     member
@@ -550,7 +552,7 @@ fn reconcile(
     let mut updated = member.clone();
     if next != member.assignment {
         let was_revoking = member.assignment.state == MemberState::UnrevokedPartitions;
-        updated.assignment = next;
+        updated.set_assignment(next);
         updated.revocation_deadline_ms =
             match (updated.assignment.state == MemberState::UnrevokedPartitions, was_revoking) {
                 (true, true) => member.revocation_deadline_ms,

@@ -226,7 +226,9 @@ fn epochs_are_checked_and_silent_members_are_fenced() {
     assert_eq!(ahead, Err(GroupError::FencedMemberEpoch));
     let unknown = f.c.consumer_heartbeat(&beat("zz", 3, &Assignment::new()));
     assert_eq!(unknown, Err(GroupError::UnknownMemberId));
-    let stale = vec![("t".to_string(), 0, CommittedOffset::requested(1, -1, None))];
+    // An older epoch covers only partitions a held then and holds now.
+    let bs = *b.partitions().iter().next().expect("b holds a partition");
+    let stale = vec![("t".to_string(), bs, CommittedOffset::requested(1, -1, None))];
     assert_eq!(
         f.c.commit("g", a.epoch - 1, "a", None, &stale),
         vec![Some(GroupError::StaleMemberEpoch)]
@@ -394,8 +396,11 @@ fn transactional_commits_are_checked_against_the_member_epoch() {
     // sendOffsetsToTransaction(offsets, consumer.groupMetadata()) sends it).
     assert_eq!(f.c.txn_commit("g", producer, a.epoch, "a", None, &offsets), vec![None]);
     assert!(f.c.has_pending_txn_offset("g", "t", 0));
-    // An older epoch, or an unknown member: refused, as Kafka refuses them.
-    let stale = f.c.txn_commit("g", producer, a.epoch - 1, "a", None, &offsets);
+    // An older epoch for a partition a does not hold, or an unknown
+    // member: refused, as Kafka refuses them.
+    let bs = *clients[1].partitions().iter().next().expect("b holds a partition");
+    let b_offsets = vec![("t".to_string(), bs, CommittedOffset::requested(42, -1, None))];
+    let stale = f.c.txn_commit("g", producer, a.epoch - 1, "a", None, &b_offsets);
     assert_eq!(stale, vec![Some(GroupError::IllegalGeneration)]);
     let unknown = f.c.txn_commit("g", producer, a.epoch, "z", None, &offsets);
     assert_eq!(unknown, vec![Some(GroupError::UnknownMemberId)]);
@@ -406,4 +411,37 @@ fn transactional_commits_are_checked_against_the_member_epoch() {
     // not checked, as Kafka's TxnOffsetCommit does not require the fields.
     let other = TxnProducer { id: 8, epoch: 0 };
     assert_eq!(f.c.txn_commit("g", other, -1, "", None, &offsets), vec![None]);
+}
+
+#[test]
+fn a_commit_at_an_older_epoch_covers_the_partitions_held_since() {
+    let f = fixture();
+    let mut clients: Vec<Client> = ["a", "b"].iter().map(|m| Client::join(&f.c, m)).collect();
+    settle(&f.c, &mut clients);
+    let (old_epoch, held_then) = (clients[0].epoch, clients[0].partitions());
+    clients.push(Client::join(&f.c, "c"));
+    settle(&f.c, &mut clients);
+    let a = &clients[0];
+    assert!(a.epoch > old_epoch, "a's epoch moved on");
+    let kept: Vec<i32> = a.partitions().into_iter().collect();
+    let gone: Vec<i32> = held_then.difference(&a.partitions()).copied().collect();
+    assert!(!kept.is_empty() && !gone.is_empty(), "kept {kept:?}, gave up {gone:?}");
+    let at = |p: i32| vec![("t".to_string(), p, CommittedOffset::requested(9, -1, None))];
+    let producer = TxnProducer { id: 7, epoch: 0 };
+    // Sent just before a heartbeat moved its epoch: the partition is still
+    // its own, held since that older epoch (Kafka 4.3+, KIP-1251).
+    assert_eq!(f.c.txn_commit("g", producer, old_epoch, "a", None, &at(kept[0])), vec![None]);
+    assert_eq!(f.c.commit("g", old_epoch, "a", None, &at(kept[0])), vec![None]);
+    // A partition it gave up, or an epoch it never had: refused.
+    let gave_up = f.c.txn_commit("g", producer, old_epoch, "a", None, &at(gone[0]));
+    assert_eq!(gave_up, vec![Some(GroupError::IllegalGeneration)]);
+    let plain = f.c.commit("g", old_epoch, "a", None, &at(gone[0]));
+    assert_eq!(plain, vec![Some(GroupError::StaleMemberEpoch)]);
+    let ahead = f.c.txn_commit("g", producer, a.epoch + 1, "a", None, &at(kept[0]));
+    assert_eq!(ahead, vec![Some(GroupError::IllegalGeneration)]);
+    // c was given its partitions at its current epoch: nothing older covers them.
+    let c = &clients[2];
+    let theirs = *c.partitions().iter().next().expect("c holds a partition");
+    let before = f.c.commit("g", c.epoch - 1, "c", None, &at(theirs));
+    assert_eq!(before, vec![Some(GroupError::StaleMemberEpoch)]);
 }

@@ -49,7 +49,8 @@ impl GroupCoordinator {
             Ok(group) => group,
             Err(e) => return all(e),
         };
-        if let Err(e) = check_committer(group, generation, member_id, instance_id, now) {
+        let committer = (generation, member_id, instance_id);
+        if let Err(e) = check_committer(group, committer, offsets, now) {
             return all(e);
         }
         let (results, records) =
@@ -280,13 +281,13 @@ pub(super) fn group_for_commit<'a>(
 
 fn check_committer(
     group: &mut Group,
-    generation: i32,
-    member_id: &str,
-    instance_id: Option<&str>,
+    (generation, member_id, instance_id): (i32, &str, Option<&str>),
+    offsets: &[(String, i32, CommittedOffset)],
     now: i64,
 ) -> Result<(), GroupError> {
     if let Some(cg) = &group.consumer {
-        return super::consumer_group_admin::check_consumer_commit(cg, generation, member_id);
+        let member = (generation, member_id);
+        return super::consumer_group_admin::check_consumer_commit(cg, member, offsets);
     }
     if generation < 0 && member_id.is_empty() {
         if group.state() != GroupState::Empty {

@@ -54,7 +54,7 @@ impl GroupCoordinator {
             Ok(group) => group,
             Err(e) => return all(e),
         };
-        if let Err(e) = check_txn_committer(group, generation, member_id, instance_id) {
+        if let Err(e) = check_txn_committer(group, (generation, member_id, instance_id), offsets) {
             return all(e);
         }
         let (results, records) =
@@ -121,15 +121,15 @@ fn fenced_or(e: GroupError) -> GroupError {
 /// `sendOffsetsToTransaction(offsets, new ConsumerGroupMetadata(groupId))`,
 /// or a producer older than KIP-447) whatever its members, as Kafka's
 /// `ConsumerGroup.validateOffsetCommit` does for a transactional commit;
-/// else its member at the member's current epoch, which the producer
-/// sends as the generation. A stale epoch is ILLEGAL_GENERATION here, not
+/// else its member at an epoch that covers the partitions committed (its
+/// current one, or an older one at which it held them: KIP-1251), which
+/// the producer sends as the generation. A stale epoch is ILLEGAL_GENERATION here, not
 /// STALE_MEMBER_EPOCH: the producer's transaction then aborts as abortable
 /// (Kafka's coordinator maps it the same way for TxnOffsetCommit).
 fn check_txn_committer(
     group: &Group,
-    generation: i32,
-    member_id: &str,
-    instance_id: Option<&str>,
+    (generation, member_id, instance_id): (i32, &str, Option<&str>),
+    offsets: &[(String, i32, CommittedOffset)],
 ) -> Result<(), GroupError> {
     if let Some(cg) = &group.consumer {
         if generation < 0 && cg.members.is_empty() {
@@ -139,7 +139,7 @@ fn check_txn_committer(
             return Ok(());
         }
         let member = cg.members.get(member_id).ok_or(GroupError::UnknownMemberId)?;
-        if member.epoch() != generation {
+        if !super::consumer_group_admin::epoch_covers(cg, member, generation, offsets) {
             return Err(GroupError::IllegalGeneration);
         }
         return Ok(());
