@@ -30,7 +30,8 @@
 //!    batches and markers, recorded by the survey, when it passes it: a
 //!    later marker stays needed while its transaction's data is kept.
 //! 4. **Tombstones.** An expired tombstone whose key some list names is
-//!    held for one more clean, and each kept segment whose list names it is
+//!    held for one more clean (the clean part of the segment holding the
+//!    first dirty offset is read for them too), and each kept segment whose list names it is
 //!    rewritten in this one: so whatever order the groups are swapped in,
 //!    and wherever a crash stops the clean, no tombstone leaves while a
 //!    listed copy of its key remains. The next clean, due at once, removes
@@ -60,6 +61,7 @@ use super::offset_map::{hash_key, CleanVerdict, KeyHash};
 use super::source_segment::{LogSnapshot, SourceSegment};
 use super::stale_list::{lists_in, StaleList, MAX_STALE_ENTRIES};
 use super::stats::CleanerStats;
+use super::tombstone_guard::MAX_TRACKED_TOMBSTONES;
 use super::transactions::{marker_type, AbortedTxn, CleanedTransactionMetadata};
 use crate::log::batch_reader::BatchReader;
 use crate::log::error::LogError;
@@ -141,6 +143,8 @@ struct SegmentGarbage {
     /// of theirs may now lie above its winner.
     displaced: Vec<KeyHash>,
     txn_events: Vec<TxnEvent>,
+    /// More tombstones than [`MAX_EXPIRED_TOMBSTONES`]: not all are here.
+    overflow: bool,
 }
 
 impl StalePlan {
@@ -176,6 +180,9 @@ impl StalePlan {
                 Err(e) => {
                     tracing::error!(error = %e, "unreadable stale list: the cleaner checkpoint goes back to the log start, so the next clean finds its copies again");
                     plan.reset_checkpoint = true;
+                    // Whatever it named may be any key's: no expired
+                    // tombstone leaves until a clean from the start.
+                    plan.any_listed = true;
                     plan.obsolete.push(path);
                 }
             }
@@ -263,9 +270,14 @@ impl CleanerBuffers {
         // The recopy's transaction walk over the same batches, in the same
         // order: what it would change in a segment makes it be rewritten.
         let mut txn = CleanedTransactionMetadata::new(survey.aborted.clone());
+        let mut kept_total = 0usize;
         for (i, kept_here) in kept_tombstones.iter_mut().enumerate() {
             let seg = &snapshot.segments[i];
             if seg.next_offset > survey.first_dirty {
+                // The segment holding the first dirty offset is rewritten;
+                // its clean part may hold expired tombstones all the same.
+                let sets = (&mut expired, &mut moved);
+                overflow |= self.survey_straddling(snapshot, (i, plan), survey, sets, stats)?;
                 break;
             }
             let (base, size) = (seg.snapshot.base_offset, seg.snapshot.size);
@@ -274,8 +286,15 @@ impl CleanerBuffers {
             let listed: Vec<i64> = list.offsets().collect();
             let mut found = SegmentGarbage::default();
             let walk = (&listed[..], &mut txn);
-            self.survey_segment(snapshot, seg, survey, walk, &mut found, stats)?;
-            plan.txn_events[i] = std::mem::take(&mut found.txn_events);
+            self.survey_segment(
+                snapshot,
+                (seg, seg.snapshot.size),
+                survey,
+                walk,
+                &mut found,
+                stats,
+            )?;
+            overflow |= found.overflow;
             for hash in found.displaced.drain(..) {
                 if moved.len() < MAX_EXPIRED_TOMBSTONES {
                     moved.insert(hash);
@@ -287,7 +306,10 @@ impl CleanerBuffers {
                 match horizon {
                     Some(h) if h > survey.now_ms => {
                         stats.note_delete_horizon(Some(h));
-                        kept_here.push((offset, h));
+                        if kept_total < MAX_TRACKED_TOMBSTONES {
+                            kept_here.push((offset, h));
+                            kept_total += 1;
+                        }
                     }
                     Some(_) if expired.len() < MAX_EXPIRED_TOMBSTONES => {
                         expired.insert(hash);
@@ -297,30 +319,86 @@ impl CleanerBuffers {
                 }
             }
             let garbage = list.entries.len() + found.new.len();
+            // A kept segment's transaction events cost about 4 entries each.
+            let cost = garbage + 4 * found.txn_events.len();
             let due = |d: i64| d <= survey.now_ms;
             let rewrite = found.must_rewrite
                 || due(list.deadline_ms)
                 || (!found.new.is_empty() && due(survey.new_deadline_ms))
                 || garbage > MAX_STALE_ENTRIES
-                || listed_total + garbage > survey.max_listed
+                || listed_total + cost > survey.max_listed
                 || garbage as f64 >= survey.ratio * found.records.max(1) as f64;
+            if !rewrite {
+                plan.txn_events[i] = std::mem::take(&mut found.txn_events);
+            }
             plan.changed[i] = !rewrite && !found.new.is_empty();
             list.add(&found.new, survey.new_deadline_ms);
             plan.any_listed |= !list.entries.is_empty();
             plan.rewrite[i] = rewrite;
             if !rewrite {
                 stats.stale_copies_listed += found.new.len() as u64;
-                listed_total += garbage;
+                listed_total += cost;
             }
             plan.lists[i] = Some(list);
         }
         plan.hold = Self::hold_for(plan, (&expired, &moved), overflow);
         for (i, tombstones) in kept_tombstones.into_iter().enumerate() {
-            if !plan.rewrite[i] {
+            if plan.rewrite[i] {
+                plan.txn_events[i] = Vec::new();
+            } else {
                 plan.kept_tombstones.extend(tombstones);
             }
         }
         Ok(())
+    }
+
+    /// The clean part of segment `i`, the one holding the first dirty
+    /// offset (rewritten whatever it holds): its expired tombstones and
+    /// displaced keys join the survey's sets, so `surveyed_end` reaches the
+    /// first dirty offset. Returns whether a set overflowed.
+    ///
+    /// # Errors
+    /// As [`CleanerBuffers::survey_clean_region`].
+    fn survey_straddling(
+        &mut self,
+        snapshot: &LogSnapshot,
+        (i, plan): (usize, &mut StalePlan),
+        survey: &Survey<'_>,
+        (expired, moved): (&mut HashSet<KeyHash>, &mut HashSet<KeyHash>),
+        stats: &mut CleanerStats,
+    ) -> Result<bool, CleanerError> {
+        let seg = &snapshot.segments[i];
+        let Some(end) =
+            seg.dirty_position.filter(|_| seg.snapshot.base_offset < survey.first_dirty)
+        else {
+            return Ok(false);
+        };
+        let listed: Vec<i64> = plan.lists[i].iter().flat_map(StaleList::offsets).collect();
+        // A walk of its own: nothing after it is decided from it.
+        let mut txn = CleanedTransactionMetadata::new(survey.aborted.clone());
+        let mut found = SegmentGarbage::default();
+        let walk = (&listed[..], &mut txn);
+        self.survey_segment(snapshot, (seg, end), survey, walk, &mut found, stats)?;
+        let mut overflow = found.overflow;
+        for (hash, _, horizon) in found.tombstones.drain(..) {
+            match horizon {
+                Some(h) if h > survey.now_ms => stats.note_delete_horizon(Some(h)),
+                Some(_) if expired.len() < MAX_EXPIRED_TOMBSTONES => {
+                    expired.insert(hash);
+                }
+                Some(_) => overflow = true,
+                None => {}
+            }
+        }
+        for hash in found.displaced.drain(..) {
+            if moved.len() < MAX_EXPIRED_TOMBSTONES {
+                moved.insert(hash);
+            } else {
+                overflow = true;
+            }
+        }
+        plan.surveyed_end = survey.first_dirty;
+        Ok(overflow)
     }
 
     /// Which expired tombstones wait for a listed copy, rewriting each kept
@@ -360,7 +438,7 @@ impl CleanerBuffers {
     fn survey_segment(
         &mut self,
         snapshot: &LogSnapshot,
-        seg: &SourceSegment,
+        (seg, end): (&SourceSegment, u64),
         survey: &Survey<'_>,
         (listed, txn): (&[i64], &mut CleanedTransactionMetadata),
         found: &mut SegmentGarbage,
@@ -369,11 +447,10 @@ impl CleanerBuffers {
         let io = survey.io;
         let file = seg.file()?;
         let mut buf = self.take_read_buffer();
-        let mut reader =
-            BatchReader::new(&file, &seg.path, 0..seg.snapshot.size, io.grow_limit, &mut buf)
-                .with_hook(io)
-                .with_readahead(READAHEAD)
-                .deferring_crc();
+        let mut reader = BatchReader::new(&file, &seg.path, 0..end, io.grow_limit, &mut buf)
+            .with_hook(io)
+            .with_readahead(READAHEAD)
+            .deferring_crc();
         let result = (|| -> Result<(), CleanerError> {
             while let Some((position, batch)) = reader.next_batch()? {
                 // Checked here, once: a kept segment is read by nothing else.
@@ -490,7 +567,11 @@ impl CleanerBuffers {
                 // One past its horizon leaves only with a rewrite; one
                 // without a horizon gets it stamped by one.
                 found.must_rewrite |= horizon.is_none_or(|h| h <= survey.now_ms);
-                found.tombstones.push((hash, offset, horizon));
+                if found.tombstones.len() < MAX_EXPIRED_TOMBSTONES {
+                    found.tombstones.push((hash, offset, horizon));
+                } else {
+                    found.overflow = true;
+                }
             }
         }
         Ok(())
