@@ -249,7 +249,11 @@ pub fn render(a: &serde_json::Value) -> String {
             None => "tombstone".to_string(),
         };
         let status = if c["superseded"].as_bool() == Some(true) || c["tombstone"] == true {
-            let kind = if c["superseded"] == true { "superseded" } else { "tombstone" };
+            let kind = match (c["superseded"] == true, c["listed_stale"] == true) {
+                (true, true) => "superseded, listed in a segment kept under the garbage ratio",
+                (true, false) => "superseded",
+                _ => "tombstone",
+            };
             match c["no_guarantee"].as_str() {
                 Some(why) => format!("{kind}, gone: no guarantee: {why}"),
                 None => format!("{kind}, gone {}", when(&c["gone_by_ms"])),

@@ -101,6 +101,13 @@ fn a_listed_copy_leaves_by_its_deadline_and_a_deleted_key_never_returns() {
     let old = &copies(&a)[0];
     assert_eq!(old["superseded"], true, "{a:#}");
     assert_eq!(old["listed_stale"], true, "kept and listed: {a:#}");
+    let metrics = format!("127.0.0.1:{}", b.metrics_port);
+    let text = ["key-audit", "--metrics", &metrics, "--topic", "table", "--key", "row-0"];
+    let (_, text) = sediment(&text);
+    assert!(
+        text.contains("superseded, listed in a segment kept under the garbage ratio"),
+        "{text}"
+    );
     let newest_ts = copies(&a)[1]["timestamp_ms"].as_i64().unwrap();
     let gone_by = old["gone_by_ms"].as_i64().unwrap_or_else(|| panic!("no deadline: {a:#}"));
     assert!(gone_by <= newest_ts + MAX_LAG_MS + BACKOFF_MS, "{gone_by} {newest_ts}: {a:#}");
