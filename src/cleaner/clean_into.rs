@@ -603,15 +603,32 @@ fn clean_copy_stays(
 ) -> bool {
     let offset = header.base_offset + i64::from(rec.offset_delta);
     let version = recopy.strategy.version(header, rec);
-    match map.resolve_clean(&hash_key(key), offset, version) {
+    match resolve_clean_copy(map, newest_bits, &hash_key(key), offset, version) {
         CleanVerdict::Keep => true,
-        CleanVerdict::KeepDisplacing(mapped) => {
-            newest_bits.unset(mapped);
+        CleanVerdict::KeepDisplacing(_) => {
             recopy.stats.clean_copies_won += 1;
             true
         }
         CleanVerdict::Drop => false,
     }
+}
+
+/// [`OffsetMap::resolve_clean`] for a visible copy below the first dirty
+/// offset, clearing the newest bit of the winner it displaces (the survey
+/// of kept segments and the recopy decide such copies alike; a second
+/// decision of the same copy is `Keep`).
+pub(super) fn resolve_clean_copy(
+    map: &mut OffsetMap,
+    newest_bits: &mut NewestOffsets,
+    hash: &KeyHash,
+    offset: i64,
+    version: i64,
+) -> CleanVerdict {
+    let verdict = map.resolve_clean(hash, offset, version);
+    if let CleanVerdict::KeepDisplacing(mapped) = verdict {
+        newest_bits.unset(mapped);
+    }
+    verdict
 }
 
 #[cfg(test)]

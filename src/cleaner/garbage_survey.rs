@@ -54,7 +54,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 
 use super::buffers::{CleanerBuffers, MAX_BATCHED_LOOKUPS};
-use super::clean_into::MapLookup;
+use super::clean_into::{resolve_clean_copy, MapLookup};
 use super::error::CleanerError;
 use super::io_context::{IoContext, READAHEAD};
 use super::offset_map::{hash_key, CleanVerdict, KeyHash};
@@ -128,6 +128,54 @@ pub(super) struct Survey<'a> {
     /// entries as the dedupe buffer holds bytes / 20): past it, segments
     /// are rewritten instead of kept.
     pub(super) max_listed: usize,
+}
+
+/// What the survey learns across segments: the keys of expired tombstones,
+/// the keys whose winner moved below a clean copy, and whether either set
+/// (or a segment's tombstones) outgrew its bound.
+#[derive(Default)]
+struct SurveyKeys {
+    expired: HashSet<KeyHash>,
+    moved: HashSet<KeyHash>,
+    overflow: bool,
+}
+
+impl SurveyKeys {
+    /// Take in what `found` learned; returns its tombstones whose horizon
+    /// is still running, (offset, horizon), each noted in `stats`.
+    fn absorb(
+        &mut self,
+        found: &mut SegmentGarbage,
+        now_ms: i64,
+        stats: &mut CleanerStats,
+    ) -> Vec<(i64, i64)> {
+        self.overflow |= found.overflow;
+        // The recopy decides these copies `Keep` again: counted here.
+        stats.clean_copies_won += found.displaced.len() as u64;
+        for hash in found.displaced.drain(..) {
+            insert_bounded(&mut self.moved, hash, &mut self.overflow);
+        }
+        let mut running = Vec::new();
+        for (hash, offset, horizon) in found.tombstones.drain(..) {
+            match horizon {
+                Some(h) if h > now_ms => {
+                    stats.note_delete_horizon(Some(h));
+                    running.push((offset, h));
+                }
+                Some(_) => insert_bounded(&mut self.expired, hash, &mut self.overflow),
+                None => {}
+            }
+        }
+        running
+    }
+}
+
+fn insert_bounded(set: &mut HashSet<KeyHash>, hash: KeyHash, overflow: &mut bool) {
+    if set.len() < MAX_EXPIRED_TOMBSTONES {
+        set.insert(hash);
+    } else {
+        *overflow = true;
+    }
 }
 
 /// What the survey found in one segment.
@@ -239,11 +287,9 @@ impl StalePlan {
 
     /// The earliest deadline of the kept lists.
     pub(super) fn earliest_deadline(&self) -> Option<i64> {
-        self.lists
-            .iter()
-            .zip(&self.rewrite)
-            .filter(|(l, rewrite)| !**rewrite && l.as_ref().is_some_and(|l| !l.entries.is_empty()))
-            .filter_map(|(l, _)| l.as_ref().map(|l| l.deadline_ms))
+        let kept = self.lists.iter().zip(&self.rewrite).filter(|(_, rewrite)| !**rewrite);
+        kept.filter_map(|(l, _)| l.as_ref().filter(|l| !l.entries.is_empty()))
+            .map(|l| l.deadline_ms)
             .min()
     }
 }
@@ -262,22 +308,18 @@ impl CleanerBuffers {
         plan: &mut StalePlan,
         stats: &mut CleanerStats,
     ) -> Result<(), CleanerError> {
-        let mut expired: HashSet<KeyHash> = HashSet::new();
-        let mut moved: HashSet<KeyHash> = HashSet::new();
-        let mut overflow = false;
+        let mut keys = SurveyKeys::default();
         let mut kept_tombstones: Vec<Vec<(i64, i64)>> = vec![Vec::new(); plan.rewrite.len()];
-        let mut listed_total = 0usize;
+        let (mut listed_total, mut kept_total) = (0usize, 0usize);
         // The recopy's transaction walk over the same batches, in the same
         // order: what it would change in a segment makes it be rewritten.
         let mut txn = CleanedTransactionMetadata::new(survey.aborted.clone());
-        let mut kept_total = 0usize;
         for (i, kept_here) in kept_tombstones.iter_mut().enumerate() {
             let seg = &snapshot.segments[i];
             if seg.next_offset > survey.first_dirty {
                 // The segment holding the first dirty offset is rewritten;
                 // its clean part may hold expired tombstones all the same.
-                let sets = (&mut expired, &mut moved);
-                overflow |= self.survey_straddling(snapshot, (i, plan), survey, sets, stats)?;
+                self.survey_straddling(snapshot, (i, plan), survey, &mut keys, stats)?;
                 break;
             }
             let (base, size) = (seg.snapshot.base_offset, seg.snapshot.size);
@@ -286,38 +328,11 @@ impl CleanerBuffers {
             let listed: Vec<i64> = list.offsets().collect();
             let mut found = SegmentGarbage::default();
             let walk = (&listed[..], &mut txn);
-            self.survey_segment(
-                snapshot,
-                (seg, seg.snapshot.size),
-                survey,
-                walk,
-                &mut found,
-                stats,
-            )?;
-            overflow |= found.overflow;
-            for hash in found.displaced.drain(..) {
-                if moved.len() < MAX_EXPIRED_TOMBSTONES {
-                    moved.insert(hash);
-                } else {
-                    overflow = true;
-                }
-            }
-            for (hash, offset, horizon) in found.tombstones.drain(..) {
-                match horizon {
-                    Some(h) if h > survey.now_ms => {
-                        stats.note_delete_horizon(Some(h));
-                        if kept_total < MAX_TRACKED_TOMBSTONES {
-                            kept_here.push((offset, h));
-                            kept_total += 1;
-                        }
-                    }
-                    Some(_) if expired.len() < MAX_EXPIRED_TOMBSTONES => {
-                        expired.insert(hash);
-                    }
-                    Some(_) => overflow = true,
-                    None => {}
-                }
-            }
+            self.survey_segment(snapshot, (seg, size), survey, walk, &mut found, stats)?;
+            let running = keys.absorb(&mut found, survey.now_ms, stats);
+            let room = MAX_TRACKED_TOMBSTONES.saturating_sub(kept_total);
+            kept_here.extend(running.into_iter().take(room));
+            kept_total += kept_here.len();
             let garbage = list.entries.len() + found.new.len();
             // A kept segment's transaction events cost about 4 entries each.
             let cost = garbage + 4 * found.txn_events.len();
@@ -330,18 +345,16 @@ impl CleanerBuffers {
                 || garbage as f64 >= survey.ratio * found.records.max(1) as f64;
             if !rewrite {
                 plan.txn_events[i] = std::mem::take(&mut found.txn_events);
-            }
-            plan.changed[i] = !rewrite && !found.new.is_empty();
-            list.add(&found.new, survey.new_deadline_ms);
-            plan.any_listed |= !list.entries.is_empty();
-            plan.rewrite[i] = rewrite;
-            if !rewrite {
+                plan.changed[i] = !found.new.is_empty();
                 stats.stale_copies_listed += found.new.len() as u64;
                 listed_total += cost;
             }
+            list.add(&found.new, survey.new_deadline_ms);
+            plan.any_listed |= !list.entries.is_empty();
+            plan.rewrite[i] = rewrite;
             plan.lists[i] = Some(list);
         }
-        plan.hold = Self::hold_for(plan, (&expired, &moved), overflow);
+        plan.hold = Self::hold_for(plan, &keys);
         for (i, tombstones) in kept_tombstones.into_iter().enumerate() {
             if plan.rewrite[i] {
                 plan.txn_events[i] = Vec::new();
@@ -354,8 +367,8 @@ impl CleanerBuffers {
 
     /// The clean part of segment `i`, the one holding the first dirty
     /// offset (rewritten whatever it holds): its expired tombstones and
-    /// displaced keys join the survey's sets, so `surveyed_end` reaches the
-    /// first dirty offset. Returns whether a set overflowed.
+    /// displaced keys join `keys`, so `surveyed_end` reaches the first
+    /// dirty offset.
     ///
     /// # Errors
     /// As [`CleanerBuffers::survey_clean_region`].
@@ -364,14 +377,14 @@ impl CleanerBuffers {
         snapshot: &LogSnapshot,
         (i, plan): (usize, &mut StalePlan),
         survey: &Survey<'_>,
-        (expired, moved): (&mut HashSet<KeyHash>, &mut HashSet<KeyHash>),
+        keys: &mut SurveyKeys,
         stats: &mut CleanerStats,
-    ) -> Result<bool, CleanerError> {
+    ) -> Result<(), CleanerError> {
         let seg = &snapshot.segments[i];
         let Some(end) =
             seg.dirty_position.filter(|_| seg.snapshot.base_offset < survey.first_dirty)
         else {
-            return Ok(false);
+            return Ok(());
         };
         let listed: Vec<i64> = plan.lists[i].iter().flat_map(StaleList::offsets).collect();
         // A walk of its own: nothing after it is decided from it.
@@ -379,37 +392,18 @@ impl CleanerBuffers {
         let mut found = SegmentGarbage::default();
         let walk = (&listed[..], &mut txn);
         self.survey_segment(snapshot, (seg, end), survey, walk, &mut found, stats)?;
-        let mut overflow = found.overflow;
-        for (hash, _, horizon) in found.tombstones.drain(..) {
-            match horizon {
-                Some(h) if h > survey.now_ms => stats.note_delete_horizon(Some(h)),
-                Some(_) if expired.len() < MAX_EXPIRED_TOMBSTONES => {
-                    expired.insert(hash);
-                }
-                Some(_) => overflow = true,
-                None => {}
-            }
-        }
-        for hash in found.displaced.drain(..) {
-            if moved.len() < MAX_EXPIRED_TOMBSTONES {
-                moved.insert(hash);
-            } else {
-                overflow = true;
-            }
-        }
+        // Its running tombstones: the recopy, which rewrites it, keeps them.
+        keys.absorb(&mut found, survey.now_ms, stats);
         plan.surveyed_end = survey.first_dirty;
-        Ok(overflow)
+        Ok(())
     }
 
     /// Which expired tombstones wait for a listed copy, rewriting each kept
     /// segment whose list names one, or names a key whose winner moved
     /// below its listed copies (`moved`).
-    fn hold_for(
-        plan: &mut StalePlan,
-        (expired, moved): (&HashSet<KeyHash>, &HashSet<KeyHash>),
-        overflow: bool,
-    ) -> TombstoneHold {
-        if overflow {
+    fn hold_for(plan: &mut StalePlan, keys: &SurveyKeys) -> TombstoneHold {
+        let (expired, moved) = (&keys.expired, &keys.moved);
+        if keys.overflow {
             plan.rewrite.iter_mut().for_each(|r| *r = true);
             return if plan.any_listed { TombstoneHold::All } else { TombstoneHold::None };
         }
@@ -539,10 +533,15 @@ impl CleanerBuffers {
                 Some(newest) if batched => *newest,
                 _ if strategy.is_versioned() && offset >= snapshot.log_start_offset => {
                     let version = strategy.version(header, &rec);
-                    match self.map.resolve_clean(&hash, offset, version) {
+                    match resolve_clean_copy(
+                        &mut self.map,
+                        &mut self.newest,
+                        &hash,
+                        offset,
+                        version,
+                    ) {
                         CleanVerdict::Keep => true,
-                        CleanVerdict::KeepDisplacing(mapped) => {
-                            self.newest.unset(mapped);
+                        CleanVerdict::KeepDisplacing(_) => {
                             found.displaced.push(hash);
                             true
                         }

@@ -126,11 +126,10 @@ impl StaleList {
         if crc32c::crc32c(body).to_be_bytes() != crc {
             return Err(corrupt("checksum mismatch"));
         }
-        if &body[..8] != MAGIC {
+        let Some(header) = Header::parse(body) else {
             return Err(corrupt("not a stale list"));
-        }
-        let u64_at = |at: usize| u64::from_be_bytes(body[at..at + 8].try_into().expect("8 bytes"));
-        let count = u32::from_be_bytes(body[24..28].try_into().expect("4 bytes")) as usize;
+        };
+        let count = header.count as usize;
         if count > MAX_STALE_ENTRIES || body.len() != HEADER_BYTES + count * ENTRY_BYTES {
             return Err(corrupt(&format!("{count} entries do not fill {} bytes", body.len())));
         }
@@ -146,8 +145,8 @@ impl StaleList {
         }
         Ok(Some(Self {
             base_offset,
-            segment_size: u64_at(8),
-            deadline_ms: u64_at(16) as i64,
+            segment_size: header.segment_size,
+            deadline_ms: header.deadline_ms,
             entries,
         }))
     }
@@ -216,23 +215,40 @@ pub fn earliest_deadline(dir: &Path, segments: &[(i64, u64)]) -> Option<i64> {
     let lists = lists_in(dir).ok()?;
     lists
         .iter()
-        .filter_map(|(base, path)| Some((*base, read_header(path)?)))
-        .filter(|(base, (size, _, count))| *count > 0 && segments.contains(&(*base, *size)))
-        .map(|(_, (_, deadline, _))| deadline)
+        .filter_map(|(base, path)| Some((*base, Header::read(path)?)))
+        .filter(|(base, h)| h.count > 0 && segments.contains(&(*base, h.segment_size)))
+        .map(|(_, h)| h.deadline_ms)
         .min()
 }
 
-/// A list's segment size, deadline and count, from its header alone.
-fn read_header(path: &Path) -> Option<(u64, i64, u32)> {
-    use std::io::Read;
-    let mut header = [0u8; HEADER_BYTES];
-    File::open(path).ok()?.read_exact(&mut header).ok()?;
-    if &header[..8] != MAGIC {
-        return None;
+/// A list's fixed part: what `earliest_deadline` reads alone, unchecked
+/// (the clean reads and checks the whole list).
+struct Header {
+    segment_size: u64,
+    deadline_ms: i64,
+    count: u32,
+}
+
+impl Header {
+    /// The header at the start of `bytes`; `None` without the magic.
+    fn parse(bytes: &[u8]) -> Option<Self> {
+        let bytes = bytes.get(..HEADER_BYTES)?;
+        if &bytes[..8] != MAGIC {
+            return None;
+        }
+        Some(Self {
+            segment_size: u64::from_be_bytes(bytes[8..16].try_into().ok()?),
+            deadline_ms: i64::from_be_bytes(bytes[16..24].try_into().ok()?),
+            count: u32::from_be_bytes(bytes[24..28].try_into().ok()?),
+        })
     }
-    let size = u64::from_be_bytes(header[8..16].try_into().ok()?);
-    let deadline = i64::from_be_bytes(header[16..24].try_into().ok()?);
-    Some((size, deadline, u32::from_be_bytes(header[24..28].try_into().ok()?)))
+
+    fn read(path: &Path) -> Option<Self> {
+        use std::io::Read;
+        let mut bytes = [0u8; HEADER_BYTES];
+        File::open(path).ok()?.read_exact(&mut bytes).ok()?;
+        Self::parse(&bytes)
+    }
 }
 
 #[cfg(test)]
