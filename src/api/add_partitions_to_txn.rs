@@ -8,7 +8,9 @@
 //!   TRANSACTION_ABORTABLE (Kafka's `handleVerifyPartitionsInTransaction`;
 //!   an unknown id, another producer, a fenced epoch or a transaction being
 //!   completed get the coordinator's code for every partition). Kafka answers
-//!   TRANSACTION_ABORTABLE at v4 too (v5 only documents it).
+//!   TRANSACTION_ABORTABLE at v4 too (v5 only documents it). Without
+//!   `verify_only` a leader adds for a transactions-v2 producer (KIP-890),
+//!   and the transaction is written at that level.
 //!
 //! In both forms a partition of a topic that does not exist fails its
 //! transaction: it gets UNKNOWN_TOPIC_OR_PARTITION and every other partition
@@ -40,7 +42,7 @@ use crate::api::KafkaApis;
 use crate::group::OFFSETS_TOPIC;
 use crate::log::TopicPartition;
 use crate::security::acl::{AclOperation, ResourceType};
-use crate::txn::{TxnError, TRANSACTION_STATE_TOPIC};
+use crate::txn::{TransactionVersion, TxnError, TRANSACTION_STATE_TOPIC};
 
 /// The first version of the batched form.
 const FIRST_BATCHED_VERSION: i16 = 4;
@@ -176,11 +178,12 @@ fn add_partitions(
     } else if txn.verify_only {
         Box::new(|tp: &TopicPartition| verify(broker, txn, tp, version))
     } else {
-        let outcome = broker.txn.add_partitions_to_txn(
+        let outcome = broker.txn.add_partitions_to_txn_with(
             txn.id,
             txn.producer_id,
             txn.producer_epoch,
             &partitions,
+            TransactionVersion::for_add_partitions_to_txn(version),
         );
         let shared = outcome.map_or_else(|e| code(&e, txn, version), |()| 0);
         Box::new(move |_: &TopicPartition| shared)

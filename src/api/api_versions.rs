@@ -1,9 +1,31 @@
-//! ApiVersions: the exact version range of every API in `SUPPORTED_APIS`.
+//! ApiVersions: the exact version range of every API in `SUPPORTED_APIS`,
+//! and (v3+) the features: `transaction.version`, supported 0-2 and
+//! finalized at `sediment.transaction.version`, which Java clients 4.0+ read
+//! to choose transactions v2 (KIP-890).
+//!
+//! Invariants, as the Java client reads them (it adopts a broker's finalized
+//! features only when their epoch is above every epoch it saw before, and
+//! never at -1):
+//! * The finalized epoch is the time this broker process first answered
+//!   ApiVersions, so a restart with another level is adopted by clients
+//!   already running.
+//! * A finalized level of 0 is left out, as Kafka leaves it out.
+//! * Below v4 the supported features whose minimum is 0 are left out
+//!   (Kafka's `maybeFilterSupportedFeatureKeys`: older clients refuse them).
 
-use kafka_protocol::messages::api_versions_response::ApiVersion;
+use std::sync::OnceLock;
+
+use kafka_protocol::messages::api_versions_response::{
+    ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
+};
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::protocol::StrBytes;
 
 use super::SUPPORTED_APIS;
+use crate::txn::TransactionVersion;
+
+/// Kafka's name of the feature.
+pub const TRANSACTION_VERSION_FEATURE: &str = "transaction.version";
 
 fn api_list() -> Vec<ApiVersion> {
     SUPPORTED_APIS
@@ -17,7 +39,45 @@ fn api_list() -> Vec<ApiVersion> {
         .collect()
 }
 
-pub fn handle(_request: &ApiVersionsRequest, _version: i16) -> ApiVersionsResponse {
+/// The finalized features' epoch: when this process first answered.
+fn features_epoch() -> i64 {
+    static EPOCH: OnceLock<i64> = OnceLock::new();
+    *EPOCH.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    })
+}
+
+/// The answer, with `level` as the finalized `transaction.version`.
+pub fn handle(
+    _request: &ApiVersionsRequest,
+    version: i16,
+    level: TransactionVersion,
+) -> ApiVersionsResponse {
+    let name = || StrBytes::from_static_str(TRANSACTION_VERSION_FEATURE);
+    let supported = SupportedFeatureKey::default()
+        .with_name(name())
+        .with_min_version(0)
+        .with_max_version(TransactionVersion::LATEST.level());
+    let finalized = (level.level() > 0).then(|| {
+        FinalizedFeatureKey::default()
+            .with_name(name())
+            .with_min_version_level(level.level())
+            .with_max_version_level(level.level())
+    });
+    ApiVersionsResponse::default()
+        .with_error_code(0)
+        .with_api_keys(api_list())
+        .with_supported_features(if version >= 4 { vec![supported] } else { vec![] })
+        .with_finalized_features_epoch(features_epoch())
+        .with_finalized_features(finalized.into_iter().collect())
+}
+
+/// The answer during SASL authentication, before the client may learn
+/// anything of the broker but its API versions: no features (clients read
+/// them from the ApiVersions they send once authenticated).
+pub fn handle_unauthenticated(_request: &ApiVersionsRequest) -> ApiVersionsResponse {
     ApiVersionsResponse::default()
         .with_error_code(0)
         .with_api_keys(api_list())
@@ -32,4 +92,29 @@ pub fn unsupported_version() -> ApiVersionsResponse {
         .with_error_code(kafka_protocol::error::ResponseError::UnsupportedVersion.code())
         .with_api_keys(api_list())
         .with_finalized_features_epoch(-1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transaction_version_is_advertised_as_kafka_reads_it() {
+        let r = handle(&ApiVersionsRequest::default(), 4, TransactionVersion::TV_2);
+        assert!(r.finalized_features_epoch > 0);
+        let f = &r.finalized_features;
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].name.as_str(), "transaction.version");
+        assert_eq!((f[0].min_version_level, f[0].max_version_level), (2, 2));
+        let s = &r.supported_features;
+        assert_eq!(
+            (s[0].name.as_str(), s[0].min_version, s[0].max_version),
+            ("transaction.version", 0, 2)
+        );
+        // The same epoch on every answer of this process.
+        let again = handle(&ApiVersionsRequest::default(), 3, TransactionVersion::TV_0);
+        assert_eq!(again.finalized_features_epoch, r.finalized_features_epoch);
+        assert!(again.finalized_features.is_empty(), "level 0 is left out");
+        assert!(again.supported_features.is_empty(), "min 0 is left out below v4");
+    }
 }

@@ -204,6 +204,11 @@ pub fn txn_produce_error_code(e: &TxnError, version: i16) -> ResponseError {
         TxnError::PartitionNotInTransaction { .. } => ResponseError::InvalidTxnState,
         TxnError::InvalidProducerIdMapping { .. } => ResponseError::InvalidProducerIdMapping,
         TxnError::ProducerFenced { .. } => ResponseError::InvalidProducerEpoch,
+        // Transactions v2 (Produce v12+): the transaction before is still
+        // completing; the producer retries, as on Kafka.
+        TxnError::ConcurrentTransactions { .. } if version >= 12 => {
+            ResponseError::ConcurrentTransactions
+        }
         TxnError::CoordinatorLoadInProgress
         | TxnError::CoordinatorNotAvailable
         | TxnError::NotCoordinator

@@ -123,7 +123,7 @@ const fn api(key: ApiKey, min: i16, max: i16) -> SupportedApi {
 /// Every API sediment implements. Produce is advertised from v0 as Apache
 /// Kafka 4.x does (older librdkafka disables compression otherwise), but
 /// versions below 3 are answered with UNSUPPORTED_VERSION. TxnOffsetCommit
-/// stops at v4: v5 means the coordinator adds the partition itself (TV2).
+/// stops at v5 (v6 names topics by id).
 pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::Produce, 0, 13),
     api(ApiKey::Fetch, 4, 18),
@@ -161,8 +161,8 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::ConsumerGroupDescribe, 0, 1),
     api(ApiKey::AddPartitionsToTxn, 0, 5),
     api(ApiKey::AddOffsetsToTxn, 0, 4),
-    api(ApiKey::EndTxn, 0, 4),
-    api(ApiKey::TxnOffsetCommit, 0, 4),
+    api(ApiKey::EndTxn, 0, 5),
+    api(ApiKey::TxnOffsetCommit, 0, 5),
     api(ApiKey::WriteTxnMarkers, 1, 1),
     api(ApiKey::DescribeProducers, 0, 0),
     api(ApiKey::DescribeTransactions, 0, 0),
@@ -242,7 +242,10 @@ pub async fn dispatch(
 ) -> Result<Option<Reply>, Close> {
     let v = ctx.header.request_api_version;
     let response = match request {
-        RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(&r, v)),
+        RequestKind::ApiVersions(r) => {
+            let level = broker.txn.state_manager().config().transaction_version;
+            ResponseKind::ApiVersions(api_versions::handle(&r, v, level))
+        }
         RequestKind::Produce(r) => return produce_and_wait(broker, ctx, r, v).await,
         RequestKind::Fetch(r) => {
             let reply = fetch::handle(broker, ctx, r, v).await;

@@ -14,7 +14,8 @@
 //! transaction on the partition is verified with the transaction
 //! coordinator first (the partition must be in the id's Ongoing transaction,
 //! same producer id and epoch), so no batch opens a transaction that no
-//! coordinator would ever close; the refusal codes are `error`'s
+//! coordinator would ever close; from v12 (transactions v2, KIP-890) the
+//! coordinator adds the partition instead, at the producer's current epoch; the refusal codes are `error`'s
 //! `txn_produce_error_code`. Each check is per partition and producer id:
 //! other producers are never affected. A control batch from a client stays
 //! INVALID_RECORD (the log's validator).
@@ -50,7 +51,7 @@ use crate::log::record_batch::{
 use crate::log::{BatchError, LogAppendInfo, LogError, TopicPartition};
 use crate::replica::{Acks, AppendError, Replicated};
 use crate::security::acl::{AclOperation, ResourceType};
-use crate::txn::TxnError;
+use crate::txn::{TransactionVersion, TxnError};
 
 /// Versions below this are advertised (for old librdkafka) but refused.
 pub const MIN_SUPPORTED_VERSION: i16 = 3;
@@ -304,13 +305,20 @@ fn append_partition(
             .because("zstd batches need Produce v7 or later".into()));
     }
     // With `transaction.partition.verification.enable=false` nothing is
-    // asked, as on Kafka: a batch of a producer the coordinator does not know
-    // then opens a transaction no marker will close (a hanging transaction,
-    // which `kafka-transactions abort` ends).
+    // asked of a level-0 producer, as on Kafka: a batch of a producer the
+    // coordinator does not know then opens a transaction no marker will close
+    // (a hanging transaction, which `kafka-transactions abort` ends). From
+    // v12 (transactions v2) the partition is added to the transaction here,
+    // whatever that key says: the client no longer adds it.
     let partition = &tp;
+    let tv = TransactionVersion::for_produce(version);
     let verify = transactional_id
-        .filter(|_| broker.config.transaction_partition_verification_enable())
-        .map(|id| move |pid, epoch| broker.txn.verify_partition(id, pid, epoch, partition));
+        .filter(|_| {
+            tv.supports_epoch_bump() || broker.config.transaction_partition_verification_enable()
+        })
+        .map(|id| {
+            move |pid, epoch| broker.txn.verify_partition_with(id, pid, epoch, partition, tv)
+        });
     let verify = verify.as_ref().map(|f| f as &dyn Fn(i64, i16) -> Result<(), TxnError>);
     broker.replica.append_records(&log, &records, verify).map_err(|e| refusal(&tp, e, version))
 }

@@ -1,9 +1,10 @@
-//! TxnOffsetCommit (v0–4): offsets committed inside a transaction.
+//! TxnOffsetCommit (v0–5): offsets committed inside a transaction.
 //!
 //! * The producer's transaction must already hold the group's offsets
 //!   partition (AddOffsetsToTxn): the transaction coordinator verifies it, as
 //!   Kafka's verification guard does, before anything is written; a failure
-//!   answers every partition.
+//!   answers every partition. From v5 (transactions v2, which sends no
+//!   AddOffsetsToTxn) the coordinator adds the partition instead.
 //! * The group coordinator appends the offsets as a transactional batch of the
 //!   producer and keeps them pending until the transaction's marker lands on
 //!   that partition (`group::txn_offsets`).
@@ -28,6 +29,7 @@ use crate::api::KafkaApis;
 use crate::group::{TxnProducer, OFFSETS_TOPIC};
 use crate::log::TopicPartition;
 use crate::security::acl::{AclOperation, ResourceType};
+use crate::txn::TransactionVersion;
 
 pub fn handle(
     broker: &KafkaApis,
@@ -94,20 +96,23 @@ fn every_partition(request: &TxnOffsetCommitRequest, code: i16) -> TxnOffsetComm
 
 /// The transaction of the request's producer must hold the group's
 /// offsets partition; the error code for every partition if not. Skipped
-/// when `transaction.partition.verification.enable` is false, as Kafka does.
+/// when `transaction.partition.verification.enable` is false, as Kafka does,
+/// except that from v5 (transactions v2) the partition is added to the
+/// transaction, whatever that key says.
 fn verify(
     broker: &KafkaApis,
     request: &TxnOffsetCommitRequest,
     group: &str,
     version: i16,
 ) -> Result<(), i16> {
-    if !broker.config.transaction_partition_verification_enable() {
+    let tv = TransactionVersion::for_txn_offset_commit(version);
+    if !tv.supports_epoch_bump() && !broker.config.transaction_partition_verification_enable() {
         return Ok(());
     }
     let tp = TopicPartition::new(OFFSETS_TOPIC, broker.groups.partition_for(group));
     let id = request.transactional_id.as_str();
     let (pid, epoch) = (request.producer_id.0, request.producer_epoch);
-    broker.txn.verify_partition(id, pid, epoch, &tp).map_err(|e| {
+    broker.txn.verify_partition_with(id, pid, epoch, &tp, tv).map_err(|e| {
         tracing::debug!(transactional_id = %id, group, "TxnOffsetCommit: {e}");
         txn_offset_commit_error_code(&e, version).code()
     })

@@ -13,8 +13,10 @@
 //!   UNKNOWN_TOPIC_OR_PARTITION means nothing to mark; every other code,
 //!   an unreachable leader or a partition without one is retried by the
 //!   coordinator (the transaction stays in Prepare* meanwhile).
-//! * [`ClusterTxnVerifier`]: AddPartitionsToTxn v4 with `verify_only` to
-//!   the id's coordinator, answered as the local check would be; a coordinator
+//! * [`ClusterTxnVerifier`]: AddPartitionsToTxn v5 to the id's coordinator,
+//!   with `verify_only` for a level-0 producer and without for transactions
+//!   v2 (the coordinator adds the partition), answered as the local call
+//!   would be (CONCURRENT_TRANSACTIONS included); a coordinator
 //!   that cannot answer is retriable (NOT_ENOUGH_REPLICAS to the producer,
 //!   as Kafka maps it).
 //!
@@ -41,7 +43,7 @@ use crate::replica::coordinator_writes::{CoordinatorReplication, ReplicatedCoord
 use crate::replica::{Leading, ReplicaManager};
 use crate::txn::{
     LogMarkerWriter, MarkerWriteError, RemoteVerifier, TransactionMarkerWriter, TransactionResult,
-    TransactionStateManager, TxnError, TxnMarker, TRANSACTION_STATE_TOPIC,
+    TransactionStateManager, TransactionVersion, TxnError, TxnMarker, TRANSACTION_STATE_TOPIC,
 };
 
 /// See the module doc.
@@ -136,6 +138,7 @@ impl RemoteVerifier for ClusterTxnVerifier {
         producer_id: i64,
         producer_epoch: i16,
         partition: &TopicPartition,
+        tv: TransactionVersion,
     ) -> Result<(), TxnError> {
         let unavailable = |why: String| {
             tracing::debug!(transactional_id, partition = %partition, "verification: {why}");
@@ -157,10 +160,11 @@ impl RemoteVerifier for ClusterTxnVerifier {
             )))
             .with_producer_id(ProducerId(producer_id))
             .with_producer_epoch(producer_epoch)
-            .with_verify_only(true)
+            .with_verify_only(!tv.supports_epoch_bump())
             .with_topics(vec![topic]);
         let request = AddPartitionsToTxnRequest::default().with_transactions(vec![txn]);
-        let call = || self.peers.call(coordinator, 4, &request);
+        // v5 only documents TRANSACTION_ABORTABLE; Kafka's brokers send 4+.
+        let call = || self.peers.call(coordinator, 5, &request);
         let response = crate::blocking::off_worker(call).map_err(|e| unavailable(e.to_string()))?;
         if response.error_code != 0 {
             return Err(unavailable(format!("error code {}", response.error_code)));
@@ -187,6 +191,9 @@ impl RemoteVerifier for ClusterTxnVerifier {
             }
             Some(ResponseError::ProducerFenced | ResponseError::InvalidProducerEpoch) => {
                 Err(TxnError::ProducerFenced { transactional_id: id() })
+            }
+            Some(ResponseError::ConcurrentTransactions) => {
+                Err(TxnError::ConcurrentTransactions { transactional_id: id() })
             }
             other => Err(unavailable(format!("error code {code} ({other:?})"))),
         }

@@ -198,11 +198,21 @@ impl ProducerStateManager {
     }
 
     /// The guard a Produce holds while it asks the coordinator about a batch
-    /// of `producer_id` that would open a transaction here; `None` when the
-    /// producer's transaction is already open (nothing to verify). Concurrent
-    /// requests of one producer share a guard.
-    pub fn maybe_start_verification(&mut self, producer_id: i64) -> Option<VerificationGuard> {
-        if self.producers.get(&producer_id).is_some_and(|e| e.current_txn_first_offset().is_some())
+    /// of `producer_id` at `epoch` that would open a transaction here; `None`
+    /// when the producer's transaction at that epoch is already open (nothing
+    /// to verify). A transaction open at an older epoch does not count: under
+    /// transactions v2 it is the one before, whose marker (at this epoch) has
+    /// not landed yet, and the batch must not join it. Concurrent requests of
+    /// one producer share a guard.
+    pub fn maybe_start_verification(
+        &mut self,
+        producer_id: i64,
+        epoch: i16,
+    ) -> Option<VerificationGuard> {
+        if self
+            .producers
+            .get(&producer_id)
+            .is_some_and(|e| e.epoch() == epoch && e.current_txn_first_offset().is_some())
         {
             return None;
         }

@@ -93,9 +93,9 @@ impl RequestMetrics {
         let requests = IntCounterVec::new(
             Opts::new(
                 "kafka_network_requestmetrics_requests_total",
-                "Requests handled, per API (Kafka's RequestsPerSec)",
+                "Requests handled, per API and request version (Kafka's RequestsPerSec)",
             ),
-            &["request"],
+            &["request", "version"],
         )
         .expect("valid metric");
         let errors = IntCounterVec::new(
@@ -146,15 +146,15 @@ impl RequestMetrics {
     }
 
     /// Record a request that owes no response (acks=0 produce).
-    pub fn observe_unanswered(&self, api: &str, seconds: f64) {
-        self.requests.with_label_values(&[api]).inc();
+    pub fn observe_unanswered(&self, api: &str, version: i16, seconds: f64) {
+        self.requests.with_label_values(&[api, &version.to_string()]).inc();
         self.latency.with_label_values(&[api]).observe(seconds);
     }
 
     /// Record one request of `api` that took `seconds`; `response` is `None`
     /// when the connection was closed instead of answered.
-    pub fn observe(&self, api: &str, seconds: f64, response: Option<&ResponseKind>) {
-        self.requests.with_label_values(&[api]).inc();
+    pub fn observe(&self, api: &str, version: i16, seconds: f64, response: Option<&ResponseKind>) {
+        self.requests.with_label_values(&[api, &version.to_string()]).inc();
         self.latency.with_label_values(&[api]).observe(seconds);
         match response {
             None => self.errors.with_label_values(&[api, "CONNECTION_CLOSED"]).inc(),
@@ -768,9 +768,9 @@ mod tests {
             DeletableTopicResult::default().with_error_code(3),
             DeletableTopicResult::default(),
         ]));
-        m.observe("DeleteTopics", 0.002, Some(&r));
-        m.observe("Produce", 0.1, None);
-        assert_eq!(m.requests.with_label_values(&["DeleteTopics"]).get(), 1);
+        m.observe("DeleteTopics", 6, 0.002, Some(&r));
+        m.observe("Produce", 9, 0.1, None);
+        assert_eq!(m.requests.with_label_values(&["DeleteTopics", "6"]).get(), 1);
         assert_eq!(
             m.errors.with_label_values(&["DeleteTopics", "UNKNOWN_TOPIC_OR_PARTITION"]).get(),
             1

@@ -383,7 +383,7 @@ fn verified_guard<E>(
     let Some((pid, epoch)) = first_transactional_producer(records) else {
         return Ok(None);
     };
-    let Some(guard) = blocking::write(log).maybe_start_verification(pid) else {
+    let Some(guard) = blocking::write(log).maybe_start_verification(pid, epoch) else {
         return Ok(None);
     };
     // The coordinator's answer may wait on the transaction's lock.

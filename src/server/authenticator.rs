@@ -216,7 +216,7 @@ impl Authenticator {
                 self.state = SaslState::Handshake;
                 AuthStep::Reply(answer(
                     head,
-                    ResponseKind::ApiVersions(api_versions::handle(&r, version)),
+                    ResponseKind::ApiVersions(api_versions::handle_unauthenticated(&r)),
                 ))
             }
             RequestKind::SaslHandshake(r) => {

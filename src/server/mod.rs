@@ -268,7 +268,12 @@ pub async fn handle_frame_into(
             let elapsed = started.elapsed().as_secs_f64();
             match outcome {
                 Ok(Some(reply)) => {
-                    broker.request_metrics.observe(&api_name, elapsed, Some(&reply.response));
+                    broker.request_metrics.observe(
+                        &api_name,
+                        version,
+                        elapsed,
+                        Some(&reply.response),
+                    );
                     out.expect_regions(reply.regions);
                     encode_response(
                         out,
@@ -280,11 +285,11 @@ pub async fn handle_frame_into(
                     Ok(true)
                 }
                 Ok(None) => {
-                    broker.request_metrics.observe_unanswered(&api_name, elapsed);
+                    broker.request_metrics.observe_unanswered(&api_name, version, elapsed);
                     Ok(false)
                 }
                 Err(Close) => {
-                    broker.request_metrics.observe(&api_name, elapsed, None);
+                    broker.request_metrics.observe(&api_name, version, elapsed, None);
                     Err(ConnError::Protocol(format!(
                         "{api_key:?} request failed; closing as Kafka does"
                     )))

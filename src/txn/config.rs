@@ -2,6 +2,7 @@
 //! `TransactionStateManagerConfig` and `TransactionLogConfig`) and the
 //! settings built from them.
 
+use super::transaction_version::TransactionVersion;
 use crate::config_def::{broker_key, ConfigDef, ConfigTable, ConfigValues};
 
 pub const TRANSACTION_STATE_LOG_NUM_PARTITIONS: ConfigDef = broker_key!(
@@ -63,6 +64,15 @@ pub const TRANSACTION_REMOVE_EXPIRED_TRANSACTION_CLEANUP_INTERVAL_MS: ConfigDef 
 pub const TRANSACTION_PARTITION_VERIFICATION_ENABLE: ConfigDef = broker_key!("transaction.partition.verification.enable", Boolean, "true", None,
     "check with the transaction coordinator that a partition is in the transaction before a transactional Produce or TxnOffsetCommit opens one there");
 
+/// The `transaction.version` feature level this broker finalizes (Kafka sets
+/// it cluster-wide with `kafka-features`; here every broker of a cluster must
+/// have the same value).
+pub const SEDIMENT_TRANSACTION_VERSION: ConfigDef = ConfigDef {
+    max: Some(2.0),
+    ..broker_key!("sediment.transaction.version", Int, "2", Some(0.0),
+        "sediment: the transaction.version feature level advertised to clients: 2 (Kafka 4.x's default) has Java clients 4.0+ run transactions v2 (KIP-890: an epoch bump per transaction, partitions added by the broker); 0 keeps every client on the first protocol. Requests of either protocol are served whatever the level")
+};
+
 /// The coordinator's keys, as the template and the reference show them.
 pub const TXN_CONFIGS: ConfigTable = ConfigTable {
     title: "Transactions",
@@ -77,6 +87,7 @@ pub const TXN_CONFIGS: ConfigTable = ConfigTable {
         &TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS,
         &TRANSACTION_REMOVE_EXPIRED_TRANSACTION_CLEANUP_INTERVAL_MS,
         &TRANSACTION_PARTITION_VERIFICATION_ENABLE,
+        &SEDIMENT_TRANSACTION_VERSION,
     ],
 };
 
@@ -102,6 +113,9 @@ pub struct TransactionConfig {
     pub abort_timed_out_transactions_interval_ms: i64,
     /// `transaction.remove.expired.transaction.cleanup.interval.ms`.
     pub remove_expired_transactional_ids_interval_ms: i64,
+    /// `sediment.transaction.version`: the finalized `transaction.version`,
+    /// also the level the coordinator's own aborts are written with.
+    pub transaction_version: TransactionVersion,
 }
 
 impl Default for TransactionConfig {
@@ -115,6 +129,7 @@ impl Default for TransactionConfig {
             transactional_id_expiration_ms: 604_800_000,
             abort_timed_out_transactions_interval_ms: 10_000,
             remove_expired_transactional_ids_interval_ms: 3_600_000,
+            transaction_version: TransactionVersion::LATEST,
         }
     }
 }
@@ -136,6 +151,9 @@ impl TransactionConfig {
                 .int(&TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS),
             remove_expired_transactional_ids_interval_ms: values
                 .int(&TRANSACTION_REMOVE_EXPIRED_TRANSACTION_CLEANUP_INTERVAL_MS),
+            transaction_version: TransactionVersion(
+                values.int(&SEDIMENT_TRANSACTION_VERSION).clamp(0, 2) as i16,
+            ),
         }
     }
 }

@@ -36,6 +36,7 @@ use super::error::TxnError;
 use super::marker_writer::TransactionMarkerWriter;
 use super::state_manager::{SharedTransactionMetadata, TransactionStateManager, TxnLoadOutcome};
 use super::transaction_metadata::{TransactionMetadata, TransactionState};
+use super::transaction_version::TransactionVersion;
 use super::txn_transit_metadata::{is_epoch_exhausted, TxnTransitMetadata};
 use crate::clock::SharedClock;
 use crate::log::producer_id_manager::ProducerIdManager;
@@ -118,6 +119,11 @@ impl TransactionCoordinator {
 
     pub(super) fn now(&self) -> i64 {
         self.clock.now_ms()
+    }
+
+    /// A producer id never issued before.
+    pub(super) fn generate_producer_id(&self) -> Result<i64, TxnError> {
+        Ok(self.producer_ids.generate_producer_id()?)
     }
 
     /// Issue no producer id below `floor` (ids a load found).
@@ -265,6 +271,30 @@ impl TransactionCoordinator {
         producer_epoch: i16,
         partitions: &BTreeSet<TopicPartition>,
     ) -> Result<(), TxnError> {
+        let tv = TransactionVersion::TV_0;
+        self.add_partitions_to_txn_with(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            partitions,
+            tv,
+        )
+    }
+
+    /// AddPartitionsToTxn at either protocol level: `tv` is written with the
+    /// transaction (transactions v2 when a partition leader or the group
+    /// coordinator adds for a Produce v12+ or TxnOffsetCommit v5+).
+    ///
+    /// # Errors
+    /// As [`TransactionCoordinator::add_partitions_to_txn`].
+    pub fn add_partitions_to_txn_with(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        partitions: &BTreeSet<TopicPartition>,
+        tv: TransactionVersion,
+    ) -> Result<(), TxnError> {
         if transactional_id.is_empty() {
             return Err(TxnError::InvalidRequest("empty transactional id"));
         }
@@ -284,7 +314,7 @@ impl TransactionCoordinator {
                 return Ok(());
             }
             let now = self.now();
-            m.prepare_add_partitions(partitions, now)?
+            m.prepare_add_partitions(partitions, tv, now)?
         };
         self.append_and_complete(&shared, &transit)
     }
@@ -342,6 +372,11 @@ pub(super) fn check_producer(
     Ok(())
 }
 
+/// The producer id and epoch the metadata has now.
+pub(super) fn current_producer(m: &TransactionMetadata) -> ProducerIdAndEpoch {
+    ProducerIdAndEpoch { producer_id: m.producer_id, epoch: m.producer_epoch }
+}
+
 pub(super) fn concurrent(transactional_id: &str) -> TxnError {
     TxnError::ConcurrentTransactions { transactional_id: transactional_id.to_string() }
 }
@@ -355,3 +390,6 @@ mod restart_tests;
 #[cfg(test)]
 #[path = "coordinator_tests.rs"]
 mod tests;
+#[cfg(test)]
+#[path = "coordinator_tv2_tests.rs"]
+mod tv2_tests;

@@ -5,6 +5,7 @@ use crate::txn::error::TxnError;
 use crate::txn::marker_writer::TransactionResult::{Abort, Commit};
 use crate::txn::test_support::*;
 use crate::txn::transaction_metadata::TransactionState::*;
+use crate::txn::transaction_version::TransactionVersion;
 
 #[test]
 fn a_new_instance_fences_an_ongoing_transaction_and_ends_two_epochs_up() {
@@ -122,7 +123,7 @@ fn a_failed_fence_does_not_bump_twice() {
     m.txn_start_timestamp = NOW;
     let fence = m.prepare_fence_producer_epoch().expect("fence");
     assert_eq!(fence.producer_epoch, 4);
-    let abort = m.prepare_abort_after_fence(&fence, NOW).expect("abort");
+    let abort = m.prepare_abort_after_fence(&fence, TransactionVersion::TV_0, NOW).expect("abort");
     assert_eq!((abort.state, abort.producer_epoch), (PrepareAbort, 4));
     assert_eq!(m.producer_epoch, 4, "the fence's epoch is applied at once");
     // The PrepareAbort append failed: what the coordinator does then.
@@ -130,7 +131,7 @@ fn a_failed_fence_does_not_bump_twice() {
     m.has_failed_epoch_fence = true;
     let again = m.prepare_fence_producer_epoch().expect("fence again");
     assert_eq!(again.producer_epoch, 4, "not bumped a second time");
-    let abort = m.prepare_abort_after_fence(&again, NOW).expect("abort");
+    let abort = m.prepare_abort_after_fence(&again, TransactionVersion::TV_0, NOW).expect("abort");
     m.complete_transition(&abort).expect("complete");
     let complete = m.prepare_complete(NOW).expect("complete");
     assert!(!m.has_failed_epoch_fence(), "a durable Prepare ends the failed fence");
@@ -140,7 +141,8 @@ fn a_failed_fence_does_not_bump_twice() {
 #[test]
 fn transitions_are_refused_while_one_is_pending_or_when_they_do_not_match() {
     let mut m = crate::txn::TransactionMetadata::new(ID, 5, 0, TIMEOUT, NOW);
-    let add = m.prepare_add_partitions(&set(&[("a", 0)]), NOW).expect("add");
+    let add =
+        m.prepare_add_partitions(&set(&[("a", 0)]), TransactionVersion::TV_0, NOW).expect("add");
     let before = m.clone();
     assert!(matches!(
         m.prepare_increment_producer_epoch(TIMEOUT, None, NOW),

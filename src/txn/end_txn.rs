@@ -45,12 +45,16 @@
 
 use std::collections::BTreeSet;
 
-use super::coordinator::{check_producer, concurrent, TransactionCoordinator};
+use super::coordinator::{
+    check_producer, concurrent, current_producer, ProducerIdAndEpoch, TransactionCoordinator,
+};
 use super::error::TxnError;
 use super::marker_writer::{MarkerWriteError, TransactionResult, TxnMarker, COORDINATOR_EPOCH};
+use super::schema::NO_PRODUCER_ID;
 use super::state_manager::SharedTransactionMetadata;
 use super::transaction_metadata::{TransactionMetadata, TransactionState};
-use super::txn_transit_metadata::TxnTransitMetadata;
+use super::transaction_version::TransactionVersion;
+use super::txn_transit_metadata::{TxnTransitMetadata, EXHAUSTED_EPOCH};
 use crate::log::TopicPartition;
 
 /// A decided transaction whose markers (some of them) or Complete record are
@@ -67,8 +71,9 @@ pub(super) struct PendingCompletion {
 
 /// What validating an EndTxn decided.
 enum EndTxnStep {
-    /// Nothing to write: a retry of an EndTxn that completed.
-    Done,
+    /// Nothing to write: a retry of an EndTxn that completed; the answer is
+    /// the current producer id and epoch.
+    Done(ProducerIdAndEpoch),
     Prepared(TxnTransitMetadata),
 }
 
@@ -91,6 +96,29 @@ impl TransactionCoordinator {
         producer_epoch: i16,
         result: TransactionResult,
     ) -> Result<(), TxnError> {
+        let tv = TransactionVersion::TV_0;
+        self.end_transaction_with(transactional_id, producer_id, producer_epoch, result, tv)
+            .map(|_| ())
+    }
+
+    /// EndTxn at either protocol level (`tv`, from the request's version).
+    /// Under transactions v2 (EndTxn v5) every EndTxn bumps the epoch, an
+    /// abort with no transaction open is taken (epoch bumped, no marker), and
+    /// a retry is recognised by the epoch before the bump; the answer is the
+    /// producer id and epoch the client goes on with (a new producer id at
+    /// epoch 0 once the epoch is exhausted).
+    ///
+    /// # Errors
+    /// As [`Self::end_transaction`]; under v2 a producer at any epoch but the
+    /// current one (or the one before it, for a retry) is PRODUCER_FENCED.
+    pub fn end_transaction_with(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        result: TransactionResult,
+        tv: TransactionVersion,
+    ) -> Result<ProducerIdAndEpoch, TxnError> {
         if transactional_id.is_empty() {
             return Err(TxnError::InvalidRequest("empty transactional id"));
         }
@@ -99,10 +127,14 @@ impl TransactionCoordinator {
         })?;
         let step = {
             let mut m = shared.lock();
-            self.prepare_end_txn(&mut m, producer_id, producer_epoch, result)?
+            if tv.supports_epoch_bump() {
+                self.prepare_end_txn_v2(&mut m, producer_id, producer_epoch, result)?
+            } else {
+                self.prepare_end_txn(&mut m, producer_id, producer_epoch, result)?
+            }
         };
         match step {
-            EndTxnStep::Done => Ok(()),
+            EndTxnStep::Done(answer) => Ok(answer),
             EndTxnStep::Prepared(transit) => {
                 self.write_prepare_then_complete(&shared, transit, false)
             }
@@ -132,14 +164,23 @@ impl TransactionCoordinator {
                 Abort => "EndTxn(abort)",
             },
         };
+        let (tv, now) = (TransactionVersion::TV_0, self.now());
         match (m.state(), result) {
-            (Ongoing, Commit) => {
-                Ok(EndTxnStep::Prepared(m.prepare_abort_or_commit(PrepareCommit, self.now())?))
+            (Ongoing, Commit) => Ok(EndTxnStep::Prepared(m.prepare_abort_or_commit(
+                PrepareCommit,
+                tv,
+                NO_PRODUCER_ID,
+                now,
+            )?)),
+            (Ongoing, Abort) => Ok(EndTxnStep::Prepared(m.prepare_abort_or_commit(
+                PrepareAbort,
+                tv,
+                NO_PRODUCER_ID,
+                now,
+            )?)),
+            (CompleteCommit, Commit) | (CompleteAbort, Abort) => {
+                Ok(EndTxnStep::Done(current_producer(m)))
             }
-            (Ongoing, Abort) => {
-                Ok(EndTxnStep::Prepared(m.prepare_abort_or_commit(PrepareAbort, self.now())?))
-            }
-            (CompleteCommit, Commit) | (CompleteAbort, Abort) => Ok(EndTxnStep::Done),
             (PrepareCommit, Commit) | (PrepareAbort, Abort) => Err(concurrent(&id)),
             (Dead | PrepareEpochFence, _) => Err(TxnError::IllegalTransit {
                 transactional_id: id.clone(),
@@ -147,6 +188,73 @@ impl TransactionCoordinator {
             }),
             _ => Err(invalid()),
         }
+    }
+
+    /// Step 1 for a transactions-v2 EndTxn (Kafka 4.4's `endTransaction`):
+    /// see [`Self::end_transaction_with`].
+    fn prepare_end_txn_v2(
+        &self,
+        m: &mut TransactionMetadata,
+        producer_id: i64,
+        producer_epoch: i16,
+        result: TransactionResult,
+    ) -> Result<EndTxnStep, TxnError> {
+        use TransactionResult::{Abort, Commit};
+        use TransactionState::*;
+        let id = m.transactional_id.clone();
+        if m.pending_transition_in_progress() {
+            return Err(concurrent(&id));
+        }
+        let retry_on_bump = i32::from(m.producer_epoch) == i32::from(producer_epoch) + 1;
+        let retry_on_overflow = m.prev_producer_id == producer_id
+            && producer_epoch == EXHAUSTED_EPOCH
+            && m.producer_epoch == 0;
+        let is_retry = retry_on_bump || retry_on_overflow;
+        if m.producer_id != producer_id && !retry_on_overflow {
+            return Err(TxnError::InvalidProducerIdMapping { transactional_id: id });
+        }
+        let same_epoch = producer_epoch == m.producer_epoch;
+        let valid_epoch = match m.state() {
+            Ongoing | Empty | Dead | PrepareEpochFence => same_epoch,
+            PrepareCommit | PrepareAbort => retry_on_bump,
+            CompleteCommit | CompleteAbort => is_retry || same_epoch,
+        };
+        if !valid_epoch {
+            return Err(TxnError::ProducerFenced { transactional_id: id });
+        }
+        let invalid = |state| TxnError::InvalidTxnState {
+            transactional_id: id.clone(),
+            state,
+            request: match result {
+                Commit => "EndTxn(commit)",
+                Abort => "EndTxn(abort)",
+            },
+        };
+        let to = match (m.state(), result) {
+            (Ongoing, Commit) => PrepareCommit,
+            (Ongoing, Abort) => PrepareAbort,
+            (CompleteCommit, Commit) | (CompleteAbort, Abort) if is_retry => {
+                return Ok(EndTxnStep::Done(current_producer(m)));
+            }
+            // An abort with no transaction open: the epoch is bumped all the
+            // same, so whatever the producer sent before is fenced.
+            (Empty | CompleteCommit | CompleteAbort, Abort) if !is_retry => PrepareAbort,
+            (PrepareCommit, Commit) | (PrepareAbort, Abort) => return Err(concurrent(&id)),
+            (Dead | PrepareEpochFence, _) => {
+                return Err(TxnError::IllegalTransit {
+                    transactional_id: id.clone(),
+                    detail: format!("EndTxn found state {}", m.state()),
+                })
+            }
+            (state, _) => return Err(invalid(state)),
+        };
+        let next_producer_id = if m.is_producer_epoch_exhausted() {
+            self.generate_producer_id()?
+        } else {
+            NO_PRODUCER_ID
+        };
+        let tv = TransactionVersion::TV_2;
+        Ok(EndTxnStep::Prepared(m.prepare_abort_or_commit(to, tv, next_producer_id, self.now())?))
     }
 
     /// Fence the producer of the locked Ongoing transaction and prepare its
@@ -158,17 +266,19 @@ impl TransactionCoordinator {
         m: &mut TransactionMetadata,
     ) -> Result<TxnTransitMetadata, TxnError> {
         let fence = m.prepare_fence_producer_epoch()?;
-        m.prepare_abort_after_fence(&fence, self.now())
+        m.prepare_abort_after_fence(&fence, self.state.config().transaction_version, self.now())
     }
 
     /// Steps 2 to 4 for a prepared PrepareCommit/PrepareAbort `transit`.
-    /// Returns once step 2 succeeded, whatever steps 3 and 4 did.
+    /// Returns once step 2 succeeded, whatever steps 3 and 4 did, with the
+    /// producer id and epoch the Complete record carries (what a
+    /// transactions-v2 client goes on with).
     pub(super) fn write_prepare_then_complete(
         &self,
         shared: &SharedTransactionMetadata,
         transit: TxnTransitMetadata,
         is_epoch_fence: bool,
-    ) -> Result<(), TxnError> {
+    ) -> Result<ProducerIdAndEpoch, TxnError> {
         let id = shared.lock().transactional_id.clone();
         if let Err(e) = self.state.append_transaction_to_log(&transit.to_metadata(&id)) {
             let mut m = shared.lock();
@@ -183,8 +293,12 @@ impl TransactionCoordinator {
             m.complete_transition(&transit)?;
             self.prepare_completion(shared, &mut m)?
         };
+        let answer = ProducerIdAndEpoch {
+            producer_id: completion.complete.producer_id,
+            epoch: completion.complete.producer_epoch,
+        };
         self.complete_transaction(id, completion);
-        Ok(())
+        Ok(answer)
     }
 
     /// Prepare the Complete transition of the locked Prepare* transaction and

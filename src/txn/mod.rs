@@ -29,6 +29,9 @@
 //! * `transaction_metadata`: [`TransactionState`], its transitions, and
 //!   [`TransactionMetadata`] with its log value.
 //! * `txn_transit_metadata`: [`TxnTransitMetadata`], the pending transitions.
+//! * `transaction_version`: [`TransactionVersion`], which protocol a request
+//!   speaks (KIP-890's transactions v2: an epoch bump per EndTxn, partitions
+//!   added by the broker).
 //! * `config`: the coordinator's broker keys and [`TransactionConfig`].
 //! * `state_manager`: [`TransactionStateManager`]:
 //!   the topic, the partition of an id, appends, the load.
@@ -59,6 +62,7 @@ mod scheduler;
 mod state_manager;
 mod timers;
 mod transaction_metadata;
+mod transaction_version;
 mod txn_transit_metadata;
 mod verify;
 
@@ -80,5 +84,6 @@ pub use state_manager::{
 pub use transaction_metadata::{
     LogValueError, TransactionMetadata, TransactionState, TransactionStateError,
 };
+pub use transaction_version::TransactionVersion;
 pub use txn_transit_metadata::{is_epoch_exhausted, TxnTransitMetadata, EXHAUSTED_EPOCH};
 pub use verify::RemoteVerifier;

@@ -56,7 +56,7 @@ impl TransactionCoordinator {
                 "aborting a transaction past its timeout"
             );
             match self.write_prepare_then_complete(&shared, transit, true) {
-                Ok(()) => aborted += 1,
+                Ok(_) => aborted += 1,
                 Err(e) => {
                     tracing::warn!(transactional_id = %id, "aborting a timed-out transaction: {e}")
                 }

@@ -17,23 +17,24 @@
 //!
 //! A loaded value with a state id outside 0-5 is corrupt.
 //!
-//! # Transitions (Kafka's valid previous states, transaction protocol 1)
+//! # Transitions (Kafka's valid previous states)
 //!
 //! | to                | allowed from                                   |
 //! |-------------------|------------------------------------------------|
 //! | Empty             | Empty, CompleteCommit, CompleteAbort           |
 //! | Ongoing           | Empty, Ongoing, CompleteCommit, CompleteAbort  |
 //! | PrepareCommit     | Ongoing                                        |
-//! | PrepareAbort      | Ongoing, PrepareEpochFence                     |
+//! | PrepareAbort      | Ongoing, PrepareEpochFence, and for an EndTxn  |
+//! |                   | v5 abort: Empty, CompleteCommit, CompleteAbort |
 //! | CompleteCommit    | PrepareCommit                                  |
 //! | CompleteAbort     | PrepareAbort                                   |
 //! | Dead              | Empty, CompleteCommit, CompleteAbort           |
 //! | PrepareEpochFence | Ongoing                                        |
 //!
-//! Kafka 4.1.2's table also lets Empty, CompleteCommit and CompleteAbort move
-//! to PrepareAbort; only transaction protocol 2 (an abort with no transaction
-//! open) takes that path, which sediment does not offer, so it is refused here.
-//! [`TransactionMetadata::transition`] refuses anything else with a
+//! Only transactions v2 (`transaction_version`) moves Empty, CompleteCommit
+//! or CompleteAbort to PrepareAbort: an abort with no transaction open, which
+//! bumps the epoch and writes no marker; `txn_transit_metadata` refuses it to
+//! a level-0 transit. [`TransactionMetadata::transition`] refuses anything else with a
 //! [`TransactionStateError`] and leaves the metadata as it was: an illegal
 //! transition is a coordinator bug, and applying it would write a state Kafka
 //! could never reach. The only other way a state is set is
@@ -47,8 +48,11 @@
 //! | Ongoing, PrepareCommit, PrepareAbort  | the set, grouped by topic    |
 //! | CompleteCommit, CompleteAbort         | empty (the set must be empty)|
 //!
-//! Previous/next producer id and next epoch are not written (Kafka 4.1.2 does
-//! not set them either); they are read when a later Kafka wrote them.
+//! The next producer id is written while a transactions-v2 EndTxn that ran
+//! out of epochs is in PrepareCommit/PrepareAbort (the Complete record then
+//! takes it, at epoch 0), so a restart completes it the same way. The
+//! previous producer id and next epoch are not written (Kafka 4.1.2 does not
+//! set them); they are read when a later Kafka wrote them.
 //! `last_producer_epoch` is memory only: -1 after a load, as on Kafka.
 
 use std::collections::BTreeSet;
@@ -131,7 +135,7 @@ impl TransactionState {
             Empty => &[Empty, CompleteCommit, CompleteAbort],
             Ongoing => &[Empty, Ongoing, CompleteCommit, CompleteAbort],
             PrepareCommit => &[Ongoing],
-            PrepareAbort => &[Ongoing, PrepareEpochFence],
+            PrepareAbort => &[Ongoing, PrepareEpochFence, Empty, CompleteCommit, CompleteAbort],
             CompleteCommit => &[PrepareCommit],
             CompleteAbort => &[PrepareAbort],
             Dead => &[Empty, CompleteCommit, CompleteAbort],
@@ -183,6 +187,9 @@ pub struct TransactionMetadata {
     /// Kafka's `prevProducerId`: the producer id before the last one was
     /// taken (KIP-360 recovery); -1 if none.
     pub prev_producer_id: i64,
+    /// The producer id a transactions-v2 EndTxn that exhausted the epoch
+    /// hands over once its transaction completes; -1 if none.
+    pub next_producer_id: i64,
     pub producer_epoch: i16,
     /// The epoch before the last bump, so a retried InitProducerId gets the
     /// same answer (KIP-360); memory only, -1 after a load.
@@ -220,6 +227,7 @@ impl TransactionMetadata {
             transactional_id: transactional_id.into(),
             producer_id,
             prev_producer_id: NO_PRODUCER_ID,
+            next_producer_id: NO_PRODUCER_ID,
             producer_epoch,
             last_producer_epoch: NO_PRODUCER_EPOCH,
             txn_timeout_ms,
@@ -272,7 +280,7 @@ impl TransactionMetadata {
         Ok(TransactionLogValue {
             producer_id: self.producer_id,
             previous_producer_id: NO_PRODUCER_ID,
-            next_producer_id: NO_PRODUCER_ID,
+            next_producer_id: self.next_producer_id,
             producer_epoch: self.producer_epoch,
             next_producer_epoch: NO_PRODUCER_EPOCH,
             transaction_timeout_ms: self.txn_timeout_ms,
@@ -321,6 +329,7 @@ impl TransactionMetadata {
             transactional_id: transactional_id.into(),
             producer_id: value.producer_id,
             prev_producer_id: value.previous_producer_id,
+            next_producer_id: value.next_producer_id,
             producer_epoch: value.producer_epoch,
             last_producer_epoch: NO_PRODUCER_EPOCH,
             txn_timeout_ms: value.transaction_timeout_ms,
@@ -357,7 +366,7 @@ mod tests {
     use super::*;
 
     /// The table of the module doc, written out pair by pair.
-    const LEGAL: [(TransactionState, TransactionState); 16] = [
+    const LEGAL: [(TransactionState, TransactionState); 19] = [
         (Empty, Empty),
         (CompleteCommit, Empty),
         (CompleteAbort, Empty),
@@ -368,6 +377,9 @@ mod tests {
         (Ongoing, PrepareCommit),
         (Ongoing, PrepareAbort),
         (PrepareEpochFence, PrepareAbort),
+        (Empty, PrepareAbort),
+        (CompleteCommit, PrepareAbort),
+        (CompleteAbort, PrepareAbort),
         (PrepareCommit, CompleteCommit),
         (PrepareAbort, CompleteAbort),
         (Empty, Dead),

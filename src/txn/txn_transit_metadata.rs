@@ -27,8 +27,9 @@
 use std::collections::BTreeSet;
 
 use super::error::TxnError;
-use super::schema::NO_PRODUCER_EPOCH;
+use super::schema::{NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
 use super::transaction_metadata::{TransactionMetadata, TransactionState, TransactionStateError};
+use super::transaction_version::TransactionVersion;
 use crate::log::TopicPartition;
 
 /// An epoch at or above this cannot be bumped by InitProducerId: the
@@ -48,6 +49,8 @@ pub struct TxnTransitMetadata {
     pub producer_id: i64,
     /// The producer id before this transition (Kafka sets it to the current one).
     pub prev_producer_id: i64,
+    /// The producer id a transactions-v2 Prepare* hands over at Complete.
+    pub next_producer_id: i64,
     pub producer_epoch: i16,
     pub last_producer_epoch: i16,
     pub txn_timeout_ms: i32,
@@ -65,6 +68,7 @@ impl TxnTransitMetadata {
             transactional_id: transactional_id.to_string(),
             producer_id: self.producer_id,
             prev_producer_id: self.prev_producer_id,
+            next_producer_id: self.next_producer_id,
             producer_epoch: self.producer_epoch,
             last_producer_epoch: self.last_producer_epoch,
             txn_timeout_ms: self.txn_timeout_ms,
@@ -103,6 +107,7 @@ impl TransactionMetadata {
         TxnTransitMetadata {
             producer_id: self.producer_id,
             prev_producer_id: self.producer_id,
+            next_producer_id: NO_PRODUCER_ID,
             producer_epoch: self.producer_epoch,
             last_producer_epoch: self.last_producer_epoch,
             txn_timeout_ms: self.txn_timeout_ms,
@@ -242,6 +247,7 @@ impl TransactionMetadata {
     pub fn prepare_abort_after_fence(
         &mut self,
         fence: &TxnTransitMetadata,
+        server_level: TransactionVersion,
         now: i64,
     ) -> Result<TxnTransitMetadata, TxnError> {
         if self.pending_state != Some(TransactionState::PrepareEpochFence)
@@ -252,21 +258,41 @@ impl TransactionMetadata {
         self.pending_state = None;
         self.producer_epoch = fence.producer_epoch;
         self.last_producer_epoch = NO_PRODUCER_EPOCH;
-        self.prepare_abort_or_commit(TransactionState::PrepareAbort, now)
+        // The fence bumped the epoch already: the abort is written at that
+        // epoch whatever the level (Kafka bumps once here under v2 too).
+        let mut t = self.transit_to(TransactionState::PrepareAbort);
+        t.txn_last_update_timestamp = now;
+        t.client_transaction_version = server_level.level();
+        self.prepare(t)
     }
 
     /// EndTxn: PrepareCommit or PrepareAbort with the current partitions
-    /// (Kafka's `prepareAbortOrCommit` for transaction protocol 1: no bump).
+    /// (Kafka's `prepareAbortOrCommit`). Under transactions v2 the epoch is
+    /// bumped (the markers carry the new one, fencing every later write of
+    /// this transaction) and `next_producer_id` is the id the Complete record
+    /// hands over when the bump exhausted the epoch (-1: none). An abort with
+    /// no transaction open (v2 only) starts and ends one with no partition.
     ///
     /// # Errors
-    /// Not Ongoing, or a transition is pending (bugs).
+    /// A state the table refuses, or a transition is pending (bugs).
     pub fn prepare_abort_or_commit(
         &mut self,
         state: TransactionState,
+        tv: TransactionVersion,
+        next_producer_id: i64,
         now: i64,
     ) -> Result<TxnTransitMetadata, TxnError> {
         let mut t = self.transit_to(state);
         t.txn_last_update_timestamp = now;
+        t.client_transaction_version = tv.level();
+        if tv.supports_epoch_bump() {
+            t.producer_epoch = self.producer_epoch.saturating_add(1);
+            t.last_producer_epoch = self.producer_epoch;
+            t.next_producer_id = next_producer_id;
+            if self.state != TransactionState::Ongoing {
+                t.txn_start_timestamp = now;
+            }
+        }
         self.prepare(t)
     }
 
@@ -278,10 +304,12 @@ impl TransactionMetadata {
     pub fn prepare_add_partitions(
         &mut self,
         added: &BTreeSet<TopicPartition>,
+        tv: TransactionVersion,
         now: i64,
     ) -> Result<TxnTransitMetadata, TxnError> {
         use TransactionState::*;
         let mut t = self.transit_to(Ongoing);
+        t.client_transaction_version = tv.level();
         if matches!(self.state, Empty | CompleteCommit | CompleteAbort) {
             t.txn_start_timestamp = now;
         }
@@ -291,7 +319,9 @@ impl TransactionMetadata {
     }
 
     /// All markers are written: CompleteCommit or CompleteAbort, partitions
-    /// emptied, start time kept (Kafka's `prepareComplete`).
+    /// emptied, start time kept (Kafka's `prepareComplete`); a transactions-v2
+    /// transaction that exhausted the epoch takes its next producer id, at
+    /// epoch 0.
     ///
     /// # Errors
     /// Not in Prepare*, or a transition is pending (bugs).
@@ -303,6 +333,14 @@ impl TransactionMetadata {
             _ => TransactionState::CompleteAbort,
         };
         let mut t = self.transit_to(to);
+        if TransactionVersion(self.client_transaction_version).supports_epoch_bump() {
+            // The epoch before this one is spent: an InitProducerId naming it
+            // is a stale producer, not a retry.
+            t.last_producer_epoch = self.producer_epoch;
+        }
+        if self.next_producer_id != NO_PRODUCER_ID {
+            (t.producer_id, t.producer_epoch) = (self.next_producer_id, 0);
+        }
         t.partitions.clear();
         t.txn_last_update_timestamp = now;
         self.prepare(t)
@@ -353,14 +391,12 @@ impl TransactionMetadata {
                     && transit.partitions.is_superset(&self.partitions)
                     && transit.txn_timeout_ms == self.txn_timeout_ms
             }
-            PrepareCommit | PrepareAbort => {
-                same_producer
-                    && transit.partitions == self.partitions
-                    && transit.txn_timeout_ms == self.txn_timeout_ms
-                    && transit.txn_start_timestamp == self.txn_start_timestamp
-            }
+            PrepareCommit | PrepareAbort => self.is_valid_prepare(transit),
             CompleteCommit | CompleteAbort => {
-                same_producer
+                let handed_over = self.next_producer_id != NO_PRODUCER_ID
+                    && transit.producer_id == self.next_producer_id
+                    && transit.producer_epoch == 0;
+                (same_producer || handed_over)
                     && transit.txn_timeout_ms == self.txn_timeout_ms
                     && transit.txn_start_timestamp != -1
             }
@@ -372,6 +408,7 @@ impl TransactionMetadata {
         }
         self.producer_id = transit.producer_id;
         self.prev_producer_id = transit.prev_producer_id;
+        self.next_producer_id = transit.next_producer_id;
         self.producer_epoch = transit.producer_epoch;
         self.last_producer_epoch = transit.last_producer_epoch;
         self.txn_timeout_ms = transit.txn_timeout_ms;
@@ -382,5 +419,28 @@ impl TransactionMetadata {
         self.pending_state = None;
         self.state = transit.state;
         Ok(())
+    }
+
+    /// Kafka's rules into PrepareCommit/PrepareAbort: the partitions, timeout
+    /// and start time of the Ongoing transaction, at its epoch or (v2) the
+    /// next one; or, v2 only, an abort with no transaction open.
+    fn is_valid_prepare(&self, transit: &TxnTransitMetadata) -> bool {
+        let bumps = TransactionVersion(transit.client_transaction_version).supports_epoch_bump();
+        // A fence's abort keeps the epoch the fence applied, at any level.
+        let epoch_ok = transit.producer_epoch == self.producer_epoch
+            || (bumps && transit.producer_epoch == self.producer_epoch.saturating_add(1));
+        let common = transit.producer_id == self.producer_id
+            && epoch_ok
+            && transit.txn_timeout_ms == self.txn_timeout_ms;
+        if self.state == TransactionState::Ongoing {
+            common
+                && transit.partitions == self.partitions
+                && transit.txn_start_timestamp == self.txn_start_timestamp
+        } else {
+            common
+                && bumps
+                && transit.state == TransactionState::PrepareAbort
+                && transit.partitions.is_empty()
+        }
     }
 }

@@ -6,19 +6,32 @@
 //! same producer id and epoch. A late or stray transactional write (after an
 //! abort, by a fenced producer, to a partition never added) is refused
 //! instead of opening a transaction no marker would ever close.
+//!
+//! Under transactions v2 (Produce v12+, TxnOffsetCommit v5+) the same call
+//! adds the partition to the transaction instead (Kafka's `ADD_PARTITION`
+//! operation), as the client no longer sends AddPartitionsToTxn: the
+//! producer id and epoch must still be the transaction's current ones.
 
 use super::coordinator::{check_producer, concurrent, TransactionCoordinator};
 use super::error::TxnError;
 use super::transaction_metadata::TransactionState;
+use super::transaction_version::TransactionVersion;
 use crate::log::TopicPartition;
 
+/// How long a transactions-v2 add meeting CONCURRENT_TRANSACTIONS is asked
+/// again, and how often (Kafka's `add.partitions.to.txn.retry.backoff.max.ms`
+/// and `add.partitions.to.txn.retry.backoff.ms` defaults).
+const ADD_PARTITION_RETRY_MAX: std::time::Duration = std::time::Duration::from_millis(100);
+const ADD_PARTITION_RETRY_BACKOFF: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// In a cluster, how a broker that does not coordinate a transactional id
-/// asks the broker that does (Kafka's AddPartitionsToTxn v4 with
-/// `verify_only`, sent by the partition's leader).
+/// asks the broker that does (Kafka's AddPartitionsToTxn v4, sent by the
+/// partition's leader: with `verify_only` at level 0, without at v2).
 pub trait RemoteVerifier: Send + Sync + std::fmt::Debug {
-    /// [`TransactionCoordinator::verify_partition_locally`], answered by
-    /// the coordinator of `transactional_id`; an unreachable or changing
-    /// coordinator is [`TxnError::CoordinatorNotAvailable`] (retriable).
+    /// [`TransactionCoordinator::verify_partition_locally`] (or, under
+    /// transactions v2, the add), answered by the coordinator of
+    /// `transactional_id`; an unreachable or changing coordinator is
+    /// [`TxnError::CoordinatorNotAvailable`] (retriable).
     ///
     /// # Errors
     /// As the local check.
@@ -28,6 +41,7 @@ pub trait RemoteVerifier: Send + Sync + std::fmt::Debug {
         producer_id: i64,
         producer_epoch: i16,
         partition: &TopicPartition,
+        tv: TransactionVersion,
     ) -> Result<(), TxnError>;
 }
 
@@ -45,13 +59,71 @@ impl TransactionCoordinator {
         producer_epoch: i16,
         partition: &TopicPartition,
     ) -> Result<(), TxnError> {
+        let tv = TransactionVersion::TV_0;
+        self.verify_partition_with(transactional_id, producer_id, producer_epoch, partition, tv)
+    }
+
+    /// [`Self::verify_partition`] at level 0; under transactions v2, add
+    /// `partition` to the transaction (starting one if none is open), asked
+    /// of the id's coordinator the same way.
+    ///
+    /// # Errors
+    /// As [`Self::verify_partition_locally`]; adding never answers
+    /// [`TxnError::PartitionNotInTransaction`].
+    pub fn verify_partition_with(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        partition: &TopicPartition,
+        tv: TransactionVersion,
+    ) -> Result<(), TxnError> {
+        let once =
+            || self.verify_once(transactional_id, producer_id, producer_epoch, partition, tv);
+        if !tv.supports_epoch_bump() {
+            return once();
+        }
+        // The transaction before may be completing (its markers being
+        // written): Kafka's leader asks again for a short while before it
+        // answers CONCURRENT_TRANSACTIONS, which the producer retries.
+        let start = std::time::Instant::now();
+        loop {
+            match once() {
+                Err(TxnError::ConcurrentTransactions { .. })
+                    if start.elapsed() < ADD_PARTITION_RETRY_MAX =>
+                {
+                    std::thread::sleep(ADD_PARTITION_RETRY_BACKOFF);
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    fn verify_once(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        partition: &TopicPartition,
+        tv: TransactionVersion,
+    ) -> Result<(), TxnError> {
         if let Some(remote) = self.remote_verifier.get() {
             if matches!(
                 self.state.coordinator_epoch(transactional_id),
                 Err(TxnError::NotCoordinator)
             ) {
-                return remote.verify(transactional_id, producer_id, producer_epoch, partition);
+                return remote.verify(transactional_id, producer_id, producer_epoch, partition, tv);
             }
+        }
+        if tv.supports_epoch_bump() {
+            let partitions = std::collections::BTreeSet::from([partition.clone()]);
+            return self.add_partitions_to_txn_with(
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                &partitions,
+                tv,
+            );
         }
         self.verify_partition_locally(transactional_id, producer_id, producer_epoch, partition)
     }

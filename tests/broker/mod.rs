@@ -810,12 +810,26 @@ pub fn kafka_tool_output(
     args: &[&str],
     stdin: Option<&str>,
 ) -> (bool, String, String) {
+    kafka_tool_output_at(None, main_class, args, stdin)
+}
+
+/// As [`kafka_tool_output`], with the jars of Kafka `version` (default:
+/// scripts/kafka-tool.sh's).
+pub fn kafka_tool_output_at(
+    version: Option<&str>,
+    main_class: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> (bool, String, String) {
     use std::io::Write;
     let mut cmd = Command::new("bash");
     cmd.arg(repo_root().join("scripts/kafka-tool.sh"))
         .arg(main_class)
         .args(args)
         .env("KAFKA_HEAP_OPTS", "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC");
+    if let Some(version) = version {
+        cmd.env("KAFKA_VERSION", version);
+    }
     cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

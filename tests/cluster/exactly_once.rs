@@ -1,5 +1,5 @@
 //! Exactly-once processing while brokers die (issue 29, acceptance 6):
-//! Kafka's TransactionalMessageCopier (one per input partition, random
+//! Kafka 4.4.0's TransactionalMessageCopier (one per input partition, random
 //! aborts, offsets committed in its transactions with the consumer's group
 //! metadata) and a Kafka Streams `exactly_once_v2` app
 //! (tests/java/StreamsEosCount.java) run at once on three brokers, every
@@ -52,6 +52,9 @@ fn start_copier(bootstrap: &str, p: i32, out: &Path) -> Reaper {
         .args(["--output-topic", "copier-out", "--consumer-group", "copiers"])
         .args(["--transaction-size", "20", "--use-group-metadata", "--enable-random-aborts"])
         .env("KAFKA_HEAP_OPTS", "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+        // The newest client: transactions v2 (an epoch bump per transaction,
+        // partitions added by their leaders across the brokers).
+        .env("KAFKA_VERSION", "4.4.0")
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(out).expect("copier stdout"))
         .stderr(std::fs::File::create(out.with_extension("err")).expect("copier stderr"));

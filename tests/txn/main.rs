@@ -21,4 +21,5 @@ mod txn_recovery;
 mod txn_state_dump_log;
 mod txn_state_from_kafka;
 mod txn_state_kafka_schema;
+mod txn_v2;
 mod txn_wire;

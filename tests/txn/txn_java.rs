@@ -32,9 +32,10 @@ fn the_transaction_apis_are_advertised_as_served() {
         "InitProducerId(22): 0 to 5 [usable: 5]",
         "AddPartitionsToTxn(24): 0 to 5 [usable: 5]",
         "AddOffsetsToTxn(25): 0 to 4 [usable: 4]",
-        "EndTxn(26): 0 to 4 [usable: 4]",
-        // v5 is TV2 (the coordinator adds the partition itself).
-        "TxnOffsetCommit(28): 0 to 4 [usable: 4]",
+        // v5 is transactions v2 (KIP-890): a bump per EndTxn, and the
+        // group coordinator adds the offsets partition itself.
+        "EndTxn(26): 0 to 5 [usable: 5]",
+        "TxnOffsetCommit(28): 0 to 5 [usable: 5]",
     ] {
         assert!(versions.contains(served), "{served} in\n{versions}");
     }

@@ -33,21 +33,21 @@ const NOW: i64 = 1_700_000_000_000;
 const KEEP: &[(&str, &str)] = &[("retention.ms", "-1")];
 const TIMEOUT_MS: i32 = 60_000;
 
-fn s(v: &str) -> StrBytes {
+pub(super) fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.into())
 }
 
-fn code(e: ResponseError) -> i16 {
+pub(super) fn code(e: ResponseError) -> i16 {
     e.code()
 }
 
 /// A broker with topic "t" (2 partitions) whose transaction coordinator is
 /// found and loaded.
-fn start() -> (TestBroker, Wire) {
+pub(super) fn start() -> (TestBroker, Wire) {
     start_with(&[])
 }
 
-fn start_with(overrides: &[&str]) -> (TestBroker, Wire) {
+pub(super) fn start_with(overrides: &[&str]) -> (TestBroker, Wire) {
     let b = TestBroker::start(overrides);
     create_topic(b.port, "t", 2, KEEP);
     let w = connect_loaded(&b);
@@ -74,7 +74,7 @@ fn connect_loaded(b: &TestBroker) -> Wire {
     panic!("the transaction coordinator never loaded");
 }
 
-fn init(w: &mut Wire, id: &str, timeout_ms: i32, version: i16) -> (i16, i64, i16) {
+pub(super) fn init(w: &mut Wire, id: &str, timeout_ms: i32, version: i16) -> (i16, i64, i16) {
     let r = w.call(
         version,
         &InitProducerIdRequest::default()
@@ -87,7 +87,7 @@ fn init(w: &mut Wire, id: &str, timeout_ms: i32, version: i16) -> (i16, i64, i16
 }
 
 /// AddPartitionsToTxn v`version`: the code of every partition, in order.
-fn add(
+pub(super) fn add(
     w: &mut Wire,
     id: &str,
     pid: i64,
@@ -115,7 +115,7 @@ fn add(
         .collect()
 }
 
-fn end(w: &mut Wire, id: &str, pid: i64, epoch: i16, commit: bool, version: i16) -> i16 {
+pub(super) fn end(w: &mut Wire, id: &str, pid: i64, epoch: i16, commit: bool, version: i16) -> i16 {
     let r = w.call(
         version,
         &EndTxnRequest::default()
@@ -127,7 +127,7 @@ fn end(w: &mut Wire, id: &str, pid: i64, epoch: i16, commit: bool, version: i16)
     r.error_code
 }
 
-fn txn_batch(pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
+pub(super) fn txn_batch(pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
     let mut b = BatchBuilder::new(Compression::None, NOW).producer(pid, epoch, seq);
     b.transactional = true;
     b.append(NOW, Some(b"k"), Some(b"v"));
@@ -135,7 +135,13 @@ fn txn_batch(pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
 }
 
 /// Produce `records` to t-`partition` under `id`; the partition's code.
-fn produce(w: &mut Wire, id: &str, partition: i32, records: Vec<u8>, version: i16) -> i16 {
+pub(super) fn produce(
+    w: &mut Wire,
+    id: &str,
+    partition: i32,
+    records: Vec<u8>,
+    version: i16,
+) -> i16 {
     let r = w.call(
         version,
         &ProduceRequest::default()
@@ -152,7 +158,7 @@ fn produce(w: &mut Wire, id: &str, partition: i32, records: Vec<u8>, version: i1
 }
 
 /// The end offset of t-`partition` at `isolation` (0 uncommitted, 1 committed).
-fn end_offset(w: &mut Wire, partition: i32, isolation: i8) -> i64 {
+pub(super) fn end_offset(w: &mut Wire, partition: i32, isolation: i8) -> i64 {
     let r = w.call(
         7,
         &ListOffsetsRequest::default()
@@ -372,7 +378,7 @@ fn an_open_transaction_survives_a_restart_and_commits() {
 
 /// OffsetFetch v7 of group "g", partition t-0: (partition code, offset),
 /// polling while the group coordinator loads.
-fn fetch_offset(w: &mut Wire, require_stable: bool) -> (i16, i64) {
+pub(super) fn fetch_offset(w: &mut Wire, require_stable: bool) -> (i16, i64) {
     let topic = OffsetFetchRequestTopic::default()
         .with_name(TopicName(s("t")))
         .with_partition_indexes(vec![0]);
@@ -406,7 +412,14 @@ fn add_offsets(w: &mut Wire, id: &str, pid: i64, epoch: i16) -> i16 {
 }
 
 /// TxnOffsetCommit of offset `offset` for g / t-0, simple (no member).
-fn txn_offset_commit(w: &mut Wire, id: &str, pid: i64, epoch: i16, offset: i64, v: i16) -> i16 {
+pub(super) fn txn_offset_commit(
+    w: &mut Wire,
+    id: &str,
+    pid: i64,
+    epoch: i16,
+    offset: i64,
+    v: i16,
+) -> i16 {
     let partition = TxnOffsetCommitRequestPartition::default()
         .with_partition_index(0)
         .with_committed_offset(offset)

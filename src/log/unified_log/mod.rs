@@ -492,10 +492,15 @@ impl Log {
         self.producers.remove_expired(now_ms, expiration_ms)
     }
 
-    /// Start verifying a transactional batch of `producer_id` (see
-    /// `producer_state`); `None` when its transaction is already open here.
-    pub fn maybe_start_verification(&mut self, producer_id: i64) -> Option<VerificationGuard> {
-        self.producers.maybe_start_verification(producer_id)
+    /// Start verifying a transactional batch of `producer_id` at `epoch`
+    /// (see `producer_state`); `None` when its transaction is already open
+    /// here at that epoch.
+    pub fn maybe_start_verification(
+        &mut self,
+        producer_id: i64,
+        epoch: i16,
+    ) -> Option<VerificationGuard> {
+        self.producers.maybe_start_verification(producer_id, epoch)
     }
 
     /// The coordinator refused the batch verified under `guard`.
