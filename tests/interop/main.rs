@@ -8,6 +8,7 @@ mod broker;
 #[path = "../common/mod.rs"]
 mod common;
 
+mod conformance_api_versions;
 mod conformance_describe_topic_partitions;
 mod conformance_leader_epochs;
 mod conformance_partition_limits;
