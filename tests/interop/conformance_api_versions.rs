@@ -35,9 +35,12 @@ fn finalized(r: &ApiVersionsResponse, feature: &str) -> Option<i16> {
     r.finalized_features.iter().find(|f| f.name.as_str() == feature).map(|f| f.max_version_level)
 }
 
+/// An API's (min, max) versions; None when not advertised.
+type Range = Option<(i16, i16)>;
+
 /// Where sediment's ranges differ from Kafka 4.4.0's, and why: the API
 /// name, Kafka's range and sediment's (None: not advertised).
-const NOT_SERVED: &[(&str, Option<(i16, i16)>, Option<(i16, i16)>)] = &[
+const NOT_SERVED: &[(&str, Range, Range)] = &[
     // Newer versions than the kafka-protocol crate (0.18) decodes: topic ids
     // in offset commits and fetches (KIP-848 follow-ups), KIP-1023's
     // earliest pending upload, KIP-1242's cluster id check, WriteTxnMarkers'
@@ -100,7 +103,7 @@ fn api_versions_match_kafka_4_4_but_for_what_is_not_served() {
     assert_eq!(finalized(&ours, feature), finalized(&theirs, feature));
     let (theirs, ours) = (ranges(&theirs), ranges(&ours));
     let keys: BTreeSet<i16> = theirs.keys().chain(ours.keys()).copied().collect();
-    let diff: BTreeSet<(String, Option<(i16, i16)>, Option<(i16, i16)>)> = keys
+    let diff: BTreeSet<(String, Range, Range)> = keys
         .into_iter()
         .filter(|k| theirs.get(k) != ours.get(k))
         .map(|k| (name(k), theirs.get(&k).copied(), ours.get(&k).copied()))
