@@ -845,9 +845,49 @@ pub fn kafka_tool_output_at(
     )
 }
 
+/// A broker a scenario can run against: sediment's, or a reference Kafka
+/// (to measure the same scenario on both).
+pub trait AnyBroker {
+    fn port(&self) -> u16;
+    fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port())
+    }
+    /// Its log, for failure messages.
+    fn log(&self) -> String;
+}
+
+impl AnyBroker for TestBroker {
+    fn port(&self) -> u16 {
+        self.port
+    }
+
+    fn bootstrap(&self) -> String {
+        TestBroker::bootstrap(self)
+    }
+
+    fn log(&self) -> String {
+        TestBroker::log(self)
+    }
+}
+
+impl AnyBroker for reference_kafka::ReferenceKafka {
+    fn port(&self) -> u16 {
+        self.port
+    }
+
+    fn log(&self) -> String {
+        reference_kafka::ReferenceKafka::log(self)
+    }
+}
+
 /// As `kafka_tool_output`, failing the test (with the broker's log) unless
 /// the tool succeeds; returns its stdout.
-pub fn kafka_tool(b: &TestBroker, main_class: &str, args: &[&str], stdin: Option<&str>) -> String {
+pub fn kafka_tool(
+    b: &impl AnyBroker,
+    main_class: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> String {
     let (ok, stdout, stderr) = kafka_tool_output(main_class, args, stdin);
     assert!(
         ok,
@@ -858,7 +898,7 @@ pub fn kafka_tool(b: &TestBroker, main_class: &str, args: &[&str], stdin: Option
 }
 
 /// Kafka's console producer writing `input` (`key<separator>value` lines) to `topic`.
-pub fn console_produce_keyed(b: &TestBroker, topic: &str, separator: &str, input: &str) {
+pub fn console_produce_keyed(b: &impl AnyBroker, topic: &str, separator: &str, input: &str) {
     let separator = format!("key.separator={separator}");
     let args = [
         "--bootstrap-server",

@@ -18,7 +18,8 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use crate::broker::txn::{connect_loaded, fetch_offset, read_partition};
-use crate::broker::{console_produce_keyed, create_topic, TestBroker};
+use crate::broker::reference_kafka::ReferenceKafka;
+use crate::broker::{console_produce_keyed, create_topic, AnyBroker, TestBroker};
 use crate::consumer_protocol_java::{wait_until, Member};
 
 const PARTITIONS: i32 = 6;
@@ -26,21 +27,58 @@ const PARTITIONS: i32 = 6;
 /// while the membership changes.
 const PHASE: usize = 1500;
 
+/// The brokers' settings for the scenario, the same on sediment and Kafka.
+const SETTINGS: [(&str, &str); 6] = [
+    ("offsets.topic.num.partitions", "5"),
+    ("transaction.state.log.num.partitions", "5"),
+    ("group.consumer.min.heartbeat.interval.ms", "500"),
+    ("group.consumer.heartbeat.interval.ms", "1000"),
+    // A SIGKILLed member's partitions move after 6 s, not Kafka's 45.
+    ("group.consumer.min.session.timeout.ms", "6000"),
+    ("group.consumer.session.timeout.ms", "6000"),
+];
+
+fn start_sediment() -> TestBroker {
+    let overrides: Vec<String> = SETTINGS.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    TestBroker::start(&overrides.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// The scenario once per assignor on `b`: seconds each took.
+fn run_scenario(b: &(impl AnyBroker + Sync)) -> Vec<(&'static str, f64)> {
+    ["range", "uniform"]
+        .into_iter()
+        .map(|assignor| {
+            let started = Instant::now();
+            copy_through_membership_changes(b, assignor);
+            let secs = started.elapsed().as_secs_f64();
+            eprintln!("{assignor}: converged in {secs:.1} s");
+            (assignor, secs)
+        })
+        .collect()
+}
+
 #[test]
 fn transactional_copy_with_consumer_protocol_members_is_exact() {
-    let b = TestBroker::start(&[
-        "offsets.topic.num.partitions=5",
-        "transaction.state.log.num.partitions=5",
-        "group.consumer.min.heartbeat.interval.ms=500",
-        "group.consumer.heartbeat.interval.ms=1000",
-        // A SIGKILLed member's partitions move after 6 s, not Kafka's 45.
-        "group.consumer.min.session.timeout.ms=6000",
-        "group.consumer.session.timeout.ms=6000",
-    ]);
-    for assignor in ["range", "uniform"] {
-        let started = Instant::now();
-        copy_through_membership_changes(&b, assignor);
-        eprintln!("{assignor}: converged in {:.1} s", started.elapsed().as_secs_f64());
+    run_scenario(&start_sediment());
+}
+
+/// Issue 30's target for this loop: within 2x Apache Kafka's time. A
+/// measurement, not a test (`bench/eos-kip848.sh` runs it): the same
+/// scenario on Kafka 4.4.0, then on sediment, each checked exactly as
+/// above; it prints the times and their ratios and asserts no timing.
+#[test]
+#[ignore = "a benchmark: bench/eos-kip848.sh"]
+fn eos_loop_time_beside_kafka_4_4() {
+    let kafka_times = {
+        let kafka = ReferenceKafka::start_version("4.4.0", &SETTINGS);
+        run_scenario(&kafka)
+    };
+    let ours = run_scenario(&start_sediment());
+    for ((assignor, theirs), (_, mine)) in kafka_times.iter().zip(&ours) {
+        println!(
+            "eos-kip848 {assignor}: sediment {mine:.1} s, Kafka 4.4.0 {theirs:.1} s, ratio {:.2}",
+            mine / theirs
+        );
     }
 }
 
@@ -49,11 +87,11 @@ fn input(range: std::ops::Range<usize>) -> String {
     range.map(|i| format!("k{i}:v{i}\n")).collect()
 }
 
-fn copy_through_membership_changes(b: &TestBroker, assignor: &str) {
+fn copy_through_membership_changes(b: &(impl AnyBroker + Sync), assignor: &str) {
     let (group, inp, out) =
         (format!("eos-{assignor}"), format!("in-{assignor}"), format!("out-{assignor}"));
-    create_topic(b.port, &inp, PARTITIONS, &[]);
-    create_topic(b.port, &out, PARTITIONS, &[]);
+    create_topic(b.port(), &inp, PARTITIONS, &[]);
+    create_topic(b.port(), &out, PARTITIONS, &[]);
     console_produce_keyed(b, &inp, ":", &input(0..PHASE));
     let bs = b.bootstrap();
     let member = |name: &str, instance: Option<&str>| {
@@ -96,7 +134,7 @@ fn copy_through_membership_changes(b: &TestBroker, assignor: &str) {
         (member("m2", Some(&instance)), m3)
     });
     let total = (2 * PHASE) as i64;
-    let mut w = connect_loaded(b.port);
+    let mut w = connect_loaded(b.port());
     wait_until(180, "the group's offsets at the input's end", &[&m1, &m2, &m3], b, || {
         (0..PARTITIONS)
             .map(|p| fetch_offset(&mut w, &group, &inp, p))

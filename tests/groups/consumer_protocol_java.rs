@@ -16,7 +16,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::broker::{console_produce_keyed, create_topic, kafka_tool, repo_root, TestBroker};
+use crate::broker::{
+    console_produce_keyed, create_topic, kafka_tool, repo_root, AnyBroker, TestBroker,
+};
 
 const GROUPS: &str = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
 
@@ -125,7 +127,7 @@ pub(crate) fn wait_until(
     secs: u64,
     what: &str,
     members: &[&Member],
-    b: &TestBroker,
+    b: &impl AnyBroker,
     mut ok: impl FnMut() -> bool,
 ) {
     let deadline = Instant::now() + Duration::from_secs(secs);
