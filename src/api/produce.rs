@@ -49,7 +49,7 @@ use crate::log::record_batch::{
     any_batch_compressed, any_batch_compressed_with, first_transactional_producer,
 };
 use crate::log::{BatchError, LogAppendInfo, LogError, TopicPartition};
-use crate::replica::{Acks, AppendError, Replicated};
+use crate::replica::{Acks, AppendError, Replicated, Verify};
 use crate::security::acl::{AclOperation, ResourceType};
 use crate::txn::{TransactionVersion, TxnError};
 
@@ -319,7 +319,10 @@ fn append_partition(
         .map(|id| {
             move |pid, epoch| broker.txn.verify_partition_with(id, pid, epoch, partition, tv)
         });
-    let verify = verify.as_ref().map(|f| f as &dyn Fn(i64, i16) -> Result<(), TxnError>);
+    let verify = verify.as_ref().map(|f| Verify {
+        ask: f as &dyn Fn(i64, i16) -> Result<(), TxnError>,
+        epoch_bump: tv.supports_epoch_bump(),
+    });
     broker.replica.append_records(&log, &records, verify).map_err(|e| refusal(&tp, e, version))
 }
 

@@ -64,13 +64,23 @@ pub struct LastRecord {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VerificationGuard(u64);
 
+/// A producer being verified with the coordinator (Kafka's
+/// `VerificationStateEntry`): the guard, the epoch asked at, and whether
+/// the request speaks transactions v2 (its markers come at a bumped epoch).
+#[derive(Debug, Clone, Copy)]
+struct Verifying {
+    guard: VerificationGuard,
+    epoch: i16,
+    epoch_bump: bool,
+}
+
 #[derive(Debug, Default, Clone)]
 pub struct ProducerStateManager {
     producers: HashMap<i64, ProducerStateEntry>,
     /// Open transactions by first offset.
     ongoing_txns: BTreeMap<i64, OngoingTxn>,
-    /// Producers being verified with the coordinator: producer id → guard.
-    verification_guards: HashMap<i64, VerificationGuard>,
+    /// Producers being verified with the coordinator, by producer id.
+    verification_guards: HashMap<i64, Verifying>,
     next_guard: u64,
 }
 
@@ -203,11 +213,15 @@ impl ProducerStateManager {
     /// to verify). A transaction open at an older epoch does not count: under
     /// transactions v2 it is the one before, whose marker (at this epoch) has
     /// not landed yet, and the batch must not join it. Concurrent requests of
-    /// one producer share a guard.
+    /// one producer at one epoch share a guard; a request at a newer epoch
+    /// takes the producer's place, one at an older epoch gets a guard that
+    /// never holds (the coordinator fences it anyway). `epoch_bump`: the
+    /// request speaks transactions v2.
     pub fn maybe_start_verification(
         &mut self,
         producer_id: i64,
         epoch: i16,
+        epoch_bump: bool,
     ) -> Option<VerificationGuard> {
         if self
             .producers
@@ -216,25 +230,44 @@ impl ProducerStateManager {
         {
             return None;
         }
-        if let Some(&guard) = self.verification_guards.get(&producer_id) {
-            return Some(guard);
-        }
         self.next_guard += 1;
-        let guard = VerificationGuard(self.next_guard);
-        self.verification_guards.insert(producer_id, guard);
-        Some(guard)
+        let fresh = VerificationGuard(self.next_guard);
+        match self.verification_guards.get(&producer_id) {
+            Some(v) if v.epoch == epoch => return Some(v.guard),
+            Some(v) if v.epoch > epoch => return Some(fresh),
+            _ => {}
+        }
+        let entry = Verifying { guard: fresh, epoch, epoch_bump };
+        self.verification_guards.insert(producer_id, entry);
+        Some(fresh)
     }
 
     /// Whether `guard` is still the producer's: no marker for it came since.
     pub fn verification_holds(&self, producer_id: i64, guard: Option<VerificationGuard>) -> bool {
-        guard.is_some() && self.verification_guards.get(&producer_id) == guard.as_ref()
+        guard.is_some_and(|g| {
+            self.verification_guards.get(&producer_id).is_some_and(|v| v.guard == g)
+        })
     }
 
-    /// Drop the producer's guard: a marker for it was written (the
-    /// transaction it was verified against has ended), or the coordinator
-    /// refused the batch (`guard` given: only that guard is dropped).
-    pub fn end_verification(&mut self, producer_id: i64, guard: Option<VerificationGuard>) {
-        if guard.is_none() || self.verification_guards.get(&producer_id) == guard.as_ref() {
+    /// The coordinator refused the batch verified under `guard`: drop it
+    /// (only it: another request may have taken the producer's place).
+    pub fn end_verification(&mut self, producer_id: i64, guard: VerificationGuard) {
+        if self.verification_guards.get(&producer_id).is_some_and(|v| v.guard == guard) {
+            self.verification_guards.remove(&producer_id);
+        }
+    }
+
+    /// A marker of the producer at `marker_epoch` was written: the
+    /// transaction a guard was verified against has ended, so the guard goes
+    /// (Kafka's `UnifiedLog.updateProducers`), except a transactions-v2
+    /// guard at the marker's epoch or later: that is the next transaction,
+    /// which asked while this (the previous one's) marker was on its way.
+    pub fn end_verification_at_marker(&mut self, producer_id: i64, marker_epoch: i16) {
+        let keep = self
+            .verification_guards
+            .get(&producer_id)
+            .is_some_and(|v| v.epoch_bump && v.epoch >= marker_epoch);
+        if !keep {
             self.verification_guards.remove(&producer_id);
         }
     }
@@ -664,5 +697,31 @@ mod tests {
             assert!(s.replay(&b).is_empty());
         }
         assert_eq!(s.first_undecided_offset(), Some(0));
+    }
+
+    #[test]
+    fn a_v2_guard_for_the_next_transaction_outlives_the_previous_ones_marker() {
+        let mut m = ProducerStateManager::new();
+        // Level 0: a marker at the guard's epoch ends what it was verified
+        // against.
+        let g = m.maybe_start_verification(1, 0, false);
+        m.end_verification_at_marker(1, 0);
+        assert!(!m.verification_holds(1, g));
+        // v2: the guard was taken at the bumped epoch for the next
+        // transaction; the previous one's marker comes at that epoch.
+        let g = m.maybe_start_verification(1, 1, true);
+        m.end_verification_at_marker(1, 1);
+        assert!(m.verification_holds(1, g));
+        // A later marker (a coordinator abort of that transaction) ends it.
+        m.end_verification_at_marker(1, 2);
+        assert!(!m.verification_holds(1, g));
+        // Requests at one epoch share a guard; an older epoch's never holds
+        // and does not displace it; a newer epoch's takes the place.
+        let g = m.maybe_start_verification(1, 5, true);
+        assert_eq!(m.maybe_start_verification(1, 5, true), g);
+        let stale = m.maybe_start_verification(1, 4, true);
+        assert!(!m.verification_holds(1, stale) && m.verification_holds(1, g));
+        let newer = m.maybe_start_verification(1, 6, true);
+        assert!(m.verification_holds(1, newer) && !m.verification_holds(1, g));
     }
 }

@@ -55,4 +55,4 @@ pub mod replica_selector;
 pub mod replication_quota;
 
 pub use leadership::{Leadership, LeadershipView, Leading};
-pub use replica_manager::{Acks, AppendError, ReplicaManager, Replicated};
+pub use replica_manager::{Acks, AppendError, ReplicaManager, Replicated, Verify};

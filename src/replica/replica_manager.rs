@@ -303,9 +303,9 @@ impl ReplicaManager {
     /// Append `records` to `log` (of [`Self::partition`]) as its leader. The
     /// caller looks the partition up first, so its absence is answered
     /// before anything about the records. A transactional batch of a
-    /// producer with no open transaction on the partition is first passed to
-    /// `verify` (producer id, epoch) with no log lock held; the guard taken
-    /// before asking is what the append checks. A successful append wakes
+    /// producer with no open transaction on the partition (at its epoch) is
+    /// first passed to `verify` (producer id, epoch) with no log lock held;
+    /// the guard taken before asking is what the append checks. A successful append wakes
     /// the fetches parked on the partition (Kafka's ReplicaManager completes
     /// its delayed fetches after the append the same way).
     ///
@@ -324,7 +324,7 @@ impl ReplicaManager {
         &self,
         log: &SharedLog,
         records: &[u8],
-        verify: Option<&dyn Fn(i64, i16) -> Result<(), E>>,
+        verify: Option<Verify<'_, E>>,
     ) -> Result<LogAppendInfo, AppendError<E>> {
         // With a check, the append is a verified one even when no batch
         // needed asking (the log then refuses a batch opening a transaction).
@@ -373,21 +373,32 @@ impl ReplicaManager {
     }
 }
 
+/// How a transactional Produce is checked with the coordinator before its
+/// batch may open a transaction on a partition.
+pub struct Verify<'a, E> {
+    /// Asks the coordinator (producer id, epoch).
+    pub ask: &'a dyn Fn(i64, i16) -> Result<(), E>,
+    /// The request speaks transactions v2: the asking adds the partition,
+    /// and a guard taken now survives the previous transaction's marker.
+    pub epoch_bump: bool,
+}
+
 /// The verification guard of `records`' first transactional batch, once
 /// `verify` accepted it (`None`: no batch needs asking).
 fn verified_guard<E>(
     log: &SharedLog,
     records: &[u8],
-    verify: &dyn Fn(i64, i16) -> Result<(), E>,
+    verify: Verify<'_, E>,
 ) -> Result<Option<VerificationGuard>, AppendError<E>> {
     let Some((pid, epoch)) = first_transactional_producer(records) else {
         return Ok(None);
     };
-    let Some(guard) = blocking::write(log).maybe_start_verification(pid, epoch) else {
+    let started = blocking::write(log).maybe_start_verification(pid, epoch, verify.epoch_bump);
+    let Some(guard) = started else {
         return Ok(None);
     };
     // The coordinator's answer may wait on the transaction's lock.
-    blocking::off_worker(|| verify(pid, epoch)).map_err(|e| {
+    blocking::off_worker(|| (verify.ask)(pid, epoch)).map_err(|e| {
         blocking::write(log).end_verification(pid, guard);
         AppendError::Verification(e)
     })?;

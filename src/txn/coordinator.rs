@@ -303,6 +303,12 @@ impl TransactionCoordinator {
         })?;
         let transit = {
             let mut m = shared.lock();
+            // Transactions v2 checks for a completion under way first, as
+            // Kafka 4.4 does: the producer may already hold the producer id
+            // the completing transaction hands over, and is to retry.
+            if tv.supports_epoch_bump() && m.pending_transition_in_progress() {
+                return Err(concurrent(transactional_id));
+            }
             check_producer(&m, producer_id, producer_epoch, true)?;
             use TransactionState::*;
             if m.pending_transition_in_progress()

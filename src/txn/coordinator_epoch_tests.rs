@@ -110,9 +110,13 @@ fn fencing_at_the_last_epoch_aborts_with_it_and_the_retry_rotates() {
         node.writer.written(),
         [(tp("a", 0), marker(pe(at_end.producer_id, i16::MAX), Abort))]
     );
+    // At `transaction.version` 2 (the default) the abort itself hands over a
+    // new producer id at epoch 0, as Kafka 4.4's does; the retry bumps it.
+    let m = cached(&node, ID);
+    assert_eq!((m.state(), m.producer_epoch), (CompleteAbort, 0));
+    assert_ne!(m.producer_id, p.producer_id);
     let new = c.init_producer_id(ID, TIMEOUT, None).expect("retry");
-    assert_ne!(new.producer_id, p.producer_id);
-    assert_eq!(new.epoch, 0);
+    assert_eq!(new, pe(m.producer_id, 1));
 }
 
 #[test]
@@ -123,7 +127,8 @@ fn a_failed_fence_does_not_bump_twice() {
     m.txn_start_timestamp = NOW;
     let fence = m.prepare_fence_producer_epoch().expect("fence");
     assert_eq!(fence.producer_epoch, 4);
-    let abort = m.prepare_abort_after_fence(&fence, TransactionVersion::TV_0, NOW).expect("abort");
+    let abort =
+        m.prepare_abort_after_fence(&fence, TransactionVersion::TV_0, -1, NOW).expect("abort");
     assert_eq!((abort.state, abort.producer_epoch), (PrepareAbort, 4));
     assert_eq!(m.producer_epoch, 4, "the fence's epoch is applied at once");
     // The PrepareAbort append failed: what the coordinator does then.
@@ -131,7 +136,8 @@ fn a_failed_fence_does_not_bump_twice() {
     m.has_failed_epoch_fence = true;
     let again = m.prepare_fence_producer_epoch().expect("fence again");
     assert_eq!(again.producer_epoch, 4, "not bumped a second time");
-    let abort = m.prepare_abort_after_fence(&again, TransactionVersion::TV_0, NOW).expect("abort");
+    let abort =
+        m.prepare_abort_after_fence(&again, TransactionVersion::TV_0, -1, NOW).expect("abort");
     m.complete_transition(&abort).expect("complete");
     let complete = m.prepare_complete(NOW).expect("complete");
     assert!(!m.has_failed_epoch_fence(), "a durable Prepare ends the failed fence");

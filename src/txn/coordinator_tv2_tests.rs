@@ -168,3 +168,59 @@ fn a_coordinator_abort_is_a_retry_for_a_v2_client_and_level_0_clients_keep_their
     let r = c.verify_partition("old-client", q.producer_id, q.epoch, &tp("a", 2));
     assert!(matches!(r, Err(TxnError::PartitionNotInTransaction { .. })), "{r:?}");
 }
+
+#[test]
+fn after_a_handover_a_retry_with_the_old_id_is_known_across_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clock = MockClock::new(NOW);
+    let node = open(dir.path(), &clock);
+    let c = &node.coordinator;
+    let p = c.init_producer_id(ID, TIMEOUT, None).expect("init");
+    set_epoch(&node, ID, EXHAUSTED_EPOCH);
+    produce(&node, (p.producer_id, EXHAUSTED_EPOCH), ("a", 0)).expect("add");
+    // A marker fails: the transaction stays completing, and the producer,
+    // already holding the new id, is told to retry, not refused.
+    node.writer.fail(tp("a", 0));
+    let new = c.end_transaction_with(ID, p.producer_id, EXHAUSTED_EPOCH, Commit, TV2).unwrap();
+    assert!(is_concurrent(produce(&node, (new.producer_id, 0), ("b", 0))));
+    node.writer.heal();
+    assert_eq!(c.retry_pending_completions(), 1);
+    drop(node);
+
+    // The restarted coordinator still knows the old id as the previous one.
+    let node = open(dir.path(), &clock);
+    let c = &node.coordinator;
+    let retry = c.end_transaction_with(ID, p.producer_id, EXHAUSTED_EPOCH, Commit, TV2);
+    assert_eq!(retry.expect("a retry"), new);
+    assert_eq!(cached(&node, ID).prev_producer_id, p.producer_id);
+    // Ids issued after the load are past the handed-over one.
+    let other = c.init_producer_id("other", TIMEOUT, None).expect("init");
+    assert!(other.producer_id > new.producer_id);
+}
+
+#[test]
+fn a_timeout_abort_at_level_2_hands_over_at_exhaustion_and_keeps_kip_360_retries() {
+    let (_dir, clock, node) = fresh();
+    let c = &node.coordinator;
+    // A level-0 client (KIP-360): its transaction times out; its
+    // InitProducerId naming the epoch it had is answered as a retry.
+    let q = begin(&node, "old-client", &[("a", 1)]);
+    clock.advance(i64::from(TIMEOUT) + 1);
+    assert_eq!(c.abort_timed_out_transactions(), 1);
+    let expected = Some(pe(q.producer_id, q.epoch));
+    let again = c.init_producer_id("old-client", TIMEOUT, expected).expect("a retry");
+    assert_eq!(again, pe(q.producer_id, q.epoch + 1));
+
+    // At an exhausted epoch the abort hands over a new producer id, which a
+    // v2 client's EndTxn(abort) at its epoch is answered with.
+    let p = c.init_producer_id(ID, TIMEOUT, None).expect("init");
+    set_epoch(&node, ID, EXHAUSTED_EPOCH);
+    produce(&node, (p.producer_id, EXHAUSTED_EPOCH), ("a", 0)).expect("add");
+    clock.advance(i64::from(TIMEOUT) + 1);
+    assert_eq!(c.abort_timed_out_transactions(), 1);
+    let m = cached(&node, ID);
+    assert_ne!(m.producer_id, p.producer_id);
+    assert_eq!((m.state(), m.producer_epoch), (CompleteAbort, 0));
+    let answer = c.end_transaction_with(ID, p.producer_id, EXHAUSTED_EPOCH, Abort, TV2).unwrap();
+    assert_eq!(answer, pe(m.producer_id, 0));
+}

@@ -265,8 +265,14 @@ impl TransactionCoordinator {
         &self,
         m: &mut TransactionMetadata,
     ) -> Result<TxnTransitMetadata, TxnError> {
+        let level = self.state.config().transaction_version;
+        let next_producer_id = if level.supports_epoch_bump() && m.is_producer_epoch_exhausted() {
+            self.generate_producer_id()?
+        } else {
+            NO_PRODUCER_ID
+        };
         let fence = m.prepare_fence_producer_epoch()?;
-        m.prepare_abort_after_fence(&fence, self.state.config().transaction_version, self.now())
+        m.prepare_abort_after_fence(&fence, level, next_producer_id, self.now())
     }
 
     /// Steps 2 to 4 for a prepared PrepareCommit/PrepareAbort `transit`.

@@ -457,7 +457,9 @@ impl CoordinatorRecordVisitor for TxnLoader {
         let value = TransactionLogValue::decode(value)?;
         let metadata = TransactionMetadata::from_log_value(key.transactional_id.clone(), &value)
             .map_err(|e| RecordError::Value(key.transactional_id.clone(), e))?;
-        self.max_producer_id = self.max_producer_id.max(Some(metadata.producer_id));
+        // A producer id a transaction hands over at Complete is issued too.
+        let highest = metadata.producer_id.max(metadata.next_producer_id);
+        self.max_producer_id = self.max_producer_id.max(Some(highest));
         self.transactions.insert(key.transactional_id, metadata);
         Ok(())
     }

@@ -51,8 +51,10 @@
 //! The next producer id is written while a transactions-v2 EndTxn that ran
 //! out of epochs is in PrepareCommit/PrepareAbort (the Complete record then
 //! takes it, at epoch 0), so a restart completes it the same way. The
-//! previous producer id and next epoch are not written (Kafka 4.1.2 does not
-//! set them); they are read when a later Kafka wrote them.
+//! previous producer id is written when it is not the current one (after a
+//! new id was taken), so a retry naming the old id is still recognised after
+//! a restart; Kafka 4.4 writes it always, 4.1.2 never. The next epoch is not
+//! written (neither Kafka sets it); it is read when a Kafka wrote it.
 //! `last_producer_epoch` is memory only: -1 after a load, as on Kafka.
 
 use std::collections::BTreeSet;
@@ -279,7 +281,13 @@ impl TransactionMetadata {
         };
         Ok(TransactionLogValue {
             producer_id: self.producer_id,
-            previous_producer_id: NO_PRODUCER_ID,
+            // Only a previous id other than the current one says anything
+            // (Kafka 4.4 writes it always; 4.1.2 never).
+            previous_producer_id: if self.prev_producer_id == self.producer_id {
+                NO_PRODUCER_ID
+            } else {
+                self.prev_producer_id
+            },
             next_producer_id: self.next_producer_id,
             producer_epoch: self.producer_epoch,
             next_producer_epoch: NO_PRODUCER_EPOCH,

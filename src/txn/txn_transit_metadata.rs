@@ -248,6 +248,7 @@ impl TransactionMetadata {
         &mut self,
         fence: &TxnTransitMetadata,
         server_level: TransactionVersion,
+        next_producer_id: i64,
         now: i64,
     ) -> Result<TxnTransitMetadata, TxnError> {
         if self.pending_state != Some(TransactionState::PrepareEpochFence)
@@ -255,6 +256,7 @@ impl TransactionMetadata {
         {
             return Err(self.illegal("no epoch fence pending".to_string()));
         }
+        let before = self.producer_epoch;
         self.pending_state = None;
         self.producer_epoch = fence.producer_epoch;
         self.last_producer_epoch = NO_PRODUCER_EPOCH;
@@ -263,6 +265,13 @@ impl TransactionMetadata {
         let mut t = self.transit_to(TransactionState::PrepareAbort);
         t.txn_last_update_timestamp = now;
         t.client_transaction_version = server_level.level();
+        if server_level.supports_epoch_bump() {
+            // As Kafka 4.4's v2 abort: the epoch before is the last one (a
+            // KIP-360 InitProducerId naming it is answered as a retry), and
+            // an exhausted epoch hands over a new producer id at Complete.
+            t.last_producer_epoch = before;
+            t.next_producer_id = next_producer_id;
+        }
         self.prepare(t)
     }
 
@@ -333,11 +342,6 @@ impl TransactionMetadata {
             _ => TransactionState::CompleteAbort,
         };
         let mut t = self.transit_to(to);
-        if TransactionVersion(self.client_transaction_version).supports_epoch_bump() {
-            // The epoch before this one is spent: an InitProducerId naming it
-            // is a stale producer, not a retry.
-            t.last_producer_epoch = self.producer_epoch;
-        }
         if self.next_producer_id != NO_PRODUCER_ID {
             (t.producer_id, t.producer_epoch) = (self.next_producer_id, 0);
         }

@@ -17,8 +17,8 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use crate::broker::txn::{connect_loaded, fetch_offset, read_partition};
 use crate::broker::reference_kafka::ReferenceKafka;
+use crate::broker::txn::{connect_loaded, fetch_offset, read_partition};
 use crate::broker::{console_produce_keyed, create_topic, AnyBroker, TestBroker};
 use crate::consumer_protocol_java::{wait_until, Member};
 

@@ -247,7 +247,7 @@ fn txn_indexes_follow_their_segments() {
 fn a_marker_between_verification_and_append_refuses_the_batch() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = open(dir.path(), &[], MockClock::new(NOW));
-    let guard = log.maybe_start_verification(1, 0);
+    let guard = log.maybe_start_verification(1, 0, false);
     assert!(guard.is_some(), "no transaction open: the batch must be verified");
     // The coordinator aborts meanwhile; its marker reaches this partition first.
     log.append_end_txn_marker(1, 0, EndTransactionMarker::abort(0)).unwrap();
@@ -258,19 +258,19 @@ fn a_marker_between_verification_and_append_refuses_the_batch() {
     );
     assert_eq!(log.first_unstable_offset(), None, "nothing opened");
 
-    let guard = log.maybe_start_verification(1, 0);
+    let guard = log.maybe_start_verification(1, 0, false);
     let first = log.append_as_leader_verified(&mut txn_batch(1, 0, 1), guard).unwrap();
     assert_eq!(log.first_unstable_offset(), Some(first.first_offset));
     // Its transaction is open: the next batch needs no guard, and one taken
     // by a concurrent request is not needed either.
-    assert_eq!(log.maybe_start_verification(1, 0), None);
+    assert_eq!(log.maybe_start_verification(1, 0, false), None);
     log.append_as_leader_verified(&mut txn_batch(1, 1, 1), None).unwrap();
     // Once a marker closes it, a batch checked while it was open is refused.
     log.append_end_txn_marker(1, 0, EndTransactionMarker::commit(0)).unwrap();
     let err = log.append_as_leader_verified(&mut txn_batch(1, 2, 1), None).unwrap_err();
     assert!(matches!(err, LogError::Producer(ProducerError::UnverifiedTransaction { .. })));
     // Verification is per producer: another one's guard is not this one's.
-    let other = log.maybe_start_verification(2, 0);
+    let other = log.maybe_start_verification(2, 0, false);
     let err = log.append_as_leader_verified(&mut txn_batch(1, 2, 1), other).unwrap_err();
     assert!(matches!(err, LogError::Producer(ProducerError::UnverifiedTransaction { .. })));
 }

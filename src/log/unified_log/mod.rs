@@ -499,13 +499,14 @@ impl Log {
         &mut self,
         producer_id: i64,
         epoch: i16,
+        epoch_bump: bool,
     ) -> Option<VerificationGuard> {
-        self.producers.maybe_start_verification(producer_id, epoch)
+        self.producers.maybe_start_verification(producer_id, epoch, epoch_bump)
     }
 
     /// The coordinator refused the batch verified under `guard`.
     pub fn end_verification(&mut self, producer_id: i64, guard: VerificationGuard) {
-        self.producers.end_verification(producer_id, Some(guard));
+        self.producers.end_verification(producer_id, guard);
     }
 
     /// Append a COMMIT or ABORT marker of `producer_id` at `producer_epoch`,
@@ -525,7 +526,7 @@ impl Log {
         let appended = self.append_with_origin(&mut batch, AppendOrigin::Coordinator)?;
         // Whatever was verified against the transaction this marker ends
         // may no longer open one.
-        self.producers.end_verification(producer_id, None);
+        self.producers.end_verification_at_marker(producer_id, producer_epoch);
         Ok(appended)
     }
 
