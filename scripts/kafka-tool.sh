@@ -27,6 +27,14 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 root="$(cd "$here/.." && pwd -P)"
 jars="$("$here/kafka-jars.sh" "${KAFKA_VERSION:-4.1.2}")"
 
+# Tools Kafka moved between releases keep one name here: ConfigCommand left
+# the Scala core (kafka.admin) for the tools jar after 4.1. A jar's entry
+# names are stored uncompressed, so grep finds the class without unzip.
+if [ "$main_class" = kafka.admin.ConfigCommand ] &&
+  grep -qa 'org/apache/kafka/tools/ConfigCommand.class' "$jars"/kafka-tools-[0-9]*.jar; then
+  main_class=org.apache.kafka.tools.ConfigCommand
+fi
+
 if [ -n "${JAVA:-}" ]; then
   java="$JAVA"
 elif [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then

@@ -897,6 +897,35 @@ pub fn kafka_tool(
     stdout
 }
 
+/// Whether the console tools of `KAFKA_VERSION` (the suite's default is
+/// 4.1.2) have Kafka 4.2's option names: `--property` became
+/// `--formatter-property` (consumer) and `--reader-property` (producer), and
+/// the old name prints a deprecation notice to stdout.
+fn console_options_renamed() -> bool {
+    std::env::var("KAFKA_VERSION").is_ok_and(|v| {
+        let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (4, 2)
+    })
+}
+
+/// The console consumer's option for a formatter property.
+pub fn formatter_property() -> &'static str {
+    if console_options_renamed() {
+        "--formatter-property"
+    } else {
+        "--property"
+    }
+}
+
+/// The console producer's option for a reader property.
+pub fn reader_property() -> &'static str {
+    if console_options_renamed() {
+        "--reader-property"
+    } else {
+        "--property"
+    }
+}
+
 /// Kafka's console producer writing `input` (`key<separator>value` lines) to `topic`.
 pub fn console_produce_keyed(b: &impl AnyBroker, topic: &str, separator: &str, input: &str) {
     let separator = format!("key.separator={separator}");
@@ -905,9 +934,9 @@ pub fn console_produce_keyed(b: &impl AnyBroker, topic: &str, separator: &str, i
         &b.bootstrap(),
         "--topic",
         topic,
-        "--property",
+        reader_property(),
         "parse.key=true",
-        "--property",
+        reader_property(),
         &separator,
     ];
     kafka_tool(b, "org.apache.kafka.tools.ConsoleProducer", &args, Some(input));

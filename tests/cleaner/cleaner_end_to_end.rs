@@ -9,7 +9,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::broker::{kafka_tool, TestBroker};
+use crate::broker::{formatter_property, kafka_tool, reader_property, TestBroker};
 
 const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
 const CONFIGS: &str = "kafka.admin.ConfigCommand";
@@ -30,9 +30,9 @@ fn consume(b: &TestBroker, topic: &str, count: usize) -> Vec<String> {
         "earliest",
         "--max-messages",
         &n,
-        "--property",
+        formatter_property(),
         "print.key=true",
-        "--property",
+        formatter_property(),
         "print.offset=true",
         "--timeout-ms",
         "20000",
@@ -90,9 +90,9 @@ fn seed_customer_email_is_compacted_by_the_running_broker() {
                 &bs,
                 "--topic",
                 "customer-email",
-                "--property",
+                reader_property(),
                 "parse.key=true",
-                "--property",
+                reader_property(),
                 "key.separator=:",
             ],
             Some(input),

@@ -82,7 +82,7 @@ fn read_committed(
         &n,
         "--timeout-ms",
         "30000",
-        "--property",
+        crate::broker::formatter_property(),
         "print.partition=true",
     ];
     let (_, out, _) = crate::broker::kafka_tool_output(CONSUMER, &args, None);

@@ -7,7 +7,9 @@ use crate::broker;
 
 use std::process::Command;
 
-use crate::broker::{console_produce_keyed, kafka_tool, repo_root, TestBroker};
+use crate::broker::{
+    console_produce_keyed, formatter_property, kafka_tool, reader_property, repo_root, TestBroker,
+};
 
 const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
 const CONFIGS: &str = "kafka.admin.ConfigCommand";
@@ -29,9 +31,9 @@ fn consume(b: &TestBroker, topic: &str, partition: &str, count: usize) -> Vec<St
         "earliest",
         "--max-messages",
         &n,
-        "--property",
+        formatter_property(),
         "print.key=true",
-        "--property",
+        formatter_property(),
         "print.offset=true",
         "--timeout-ms",
         "20000",
@@ -75,9 +77,9 @@ fn seed_customer_email_example_with_console_tools() {
                 &bs,
                 "--topic",
                 "customer-email",
-                "--property",
+                reader_property(),
                 "parse.key=true",
-                "--property",
+                reader_property(),
                 "key.separator=:",
             ],
             Some(input),
