@@ -27,13 +27,19 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 root="$(cd "$here/.." && pwd -P)"
 jars="$("$here/kafka-jars.sh" "${KAFKA_VERSION:-4.1.2}")"
 
-# Tools Kafka moved between releases keep one name here: ConfigCommand left
-# the Scala core (kafka.admin) for the tools jar after 4.1. A jar's entry
-# names are stored uncompressed, so grep finds the class without unzip.
-if [ "$main_class" = kafka.admin.ConfigCommand ] &&
-  grep -qa 'org/apache/kafka/tools/ConfigCommand.class' "$jars"/kafka-tools-[0-9]*.jar; then
-  main_class=org.apache.kafka.tools.ConfigCommand
-fi
+# Tools Kafka moved between releases keep their old names here: after 4.1
+# ConfigCommand, DumpLogSegments and others left the Scala core (kafka.admin,
+# kafka.tools) for the tools jar (org.apache.kafka.tools). A jar's entry names
+# are stored uncompressed, so grep finds a class without unzip.
+case "$main_class" in
+  kafka.admin.* | kafka.tools.*)
+    moved="org.apache.kafka.tools.${main_class##*.}"
+    if ! grep -qa "${main_class//.//}.class" "$jars"/kafka_2.13-[0-9]*.jar &&
+      grep -qa "${moved//.//}.class" "$jars"/kafka-tools-[0-9]*.jar; then
+      main_class="$moved"
+    fi
+    ;;
+esac
 
 if [ -n "${JAVA:-}" ]; then
   java="$JAVA"
