@@ -899,8 +899,9 @@ pub fn kafka_tool(
 
 /// Whether the console tools of `KAFKA_VERSION` (the suite's default is
 /// 4.1.2) have Kafka 4.2's option names: `--property` became
-/// `--formatter-property` (consumer) and `--reader-property` (producer), and
-/// the old name prints a deprecation notice to stdout.
+/// `--formatter-property` (consumer) and `--reader-property` (producer),
+/// `--consumer.config` became `--command-config`, and an old name prints a
+/// deprecation notice to stdout.
 fn console_options_renamed() -> bool {
     std::env::var("KAFKA_VERSION").is_ok_and(|v| {
         let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
@@ -914,6 +915,16 @@ pub fn formatter_property() -> &'static str {
         "--formatter-property"
     } else {
         "--property"
+    }
+}
+
+/// The console consumer's option for a client config file
+/// (`--consumer.config`, `--command-config` from 4.2).
+pub fn consumer_config_flag() -> &'static str {
+    if console_options_renamed() {
+        "--command-config"
+    } else {
+        "--consumer.config"
     }
 }
 

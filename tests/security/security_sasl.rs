@@ -309,7 +309,7 @@ fn real_clients_authenticate_with_plain_and_fail_with_a_wrong_password() {
             "3",
             "--timeout-ms",
             "30000",
-            "--consumer.config",
+            crate::broker::consumer_config_flag(),
             &over_ssl,
         ],
         None,

@@ -330,7 +330,7 @@ fn real_clients_over_ssl_with_and_without_client_certificates() {
             "3",
             "--timeout-ms",
             "30000",
-            "--consumer.config",
+            crate::broker::consumer_config_flag(),
             &consumer_config,
         ],
         None,
