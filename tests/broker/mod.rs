@@ -900,7 +900,8 @@ pub fn kafka_tool(
 /// Whether the console tools of `KAFKA_VERSION` (the suite's default is
 /// 4.1.2) have Kafka 4.2's option names: `--property` became
 /// `--formatter-property` (consumer) and `--reader-property` (producer),
-/// `--consumer.config` became `--command-config`, and an old name prints a
+/// `--consumer.config` and `--consumer-property` became `--command-config`
+/// and `--command-property`, and an old name prints a
 /// deprecation notice to stdout.
 fn console_options_renamed() -> bool {
     std::env::var("KAFKA_VERSION").is_ok_and(|v| {
@@ -925,6 +926,16 @@ pub fn consumer_config_flag() -> &'static str {
         "--command-config"
     } else {
         "--consumer.config"
+    }
+}
+
+/// The console consumer's option for a client property
+/// (`--consumer-property`, `--command-property` from 4.2).
+pub fn consumer_property_flag() -> &'static str {
+    if console_options_renamed() {
+        "--command-property"
+    } else {
+        "--consumer-property"
     }
 }
 

@@ -140,7 +140,7 @@ fn consumers_read_from_a_follower_in_their_rack() {
         "201",
         "--timeout-ms",
         "30000",
-        "--consumer-property",
+        crate::broker::consumer_property_flag(),
         &client_rack,
     ];
     let (_, out, err) =
