@@ -57,6 +57,34 @@ use super::transaction_version::TransactionVersion;
 use super::txn_transit_metadata::{TxnTransitMetadata, EXHAUSTED_EPOCH};
 use crate::log::TopicPartition;
 
+/// The Prepare state an EndTxn of `result` moves an Ongoing transaction to.
+fn prepare_state(result: TransactionResult) -> TransactionState {
+    match result {
+        TransactionResult::Commit => TransactionState::PrepareCommit,
+        TransactionResult::Abort => TransactionState::PrepareAbort,
+    }
+}
+
+/// INVALID_TXN_STATE: an EndTxn of `result` the id's state does not allow.
+fn invalid_state(m: &TransactionMetadata, result: TransactionResult) -> TxnError {
+    TxnError::InvalidTxnState {
+        transactional_id: m.transactional_id.clone(),
+        state: m.state(),
+        request: match result {
+            TransactionResult::Commit => "EndTxn(commit)",
+            TransactionResult::Abort => "EndTxn(abort)",
+        },
+    }
+}
+
+/// An EndTxn found a state no transition ever leaves in the cache (a bug).
+fn never_reached(m: &TransactionMetadata) -> TxnError {
+    TxnError::IllegalTransit {
+        transactional_id: m.transactional_id.clone(),
+        detail: format!("EndTxn found state {}", m.state()),
+    }
+}
+
 /// A decided transaction whose markers (some of them) or Complete record are
 /// still to be written.
 #[derive(Debug)]
@@ -156,37 +184,19 @@ impl TransactionCoordinator {
         if m.pending_transition_in_progress() {
             return Err(concurrent(&id));
         }
-        let invalid = || TxnError::InvalidTxnState {
-            transactional_id: id.clone(),
-            state: m.state(),
-            request: match result {
-                Commit => "EndTxn(commit)",
-                Abort => "EndTxn(abort)",
-            },
-        };
-        let (tv, now) = (TransactionVersion::TV_0, self.now());
         match (m.state(), result) {
-            (Ongoing, Commit) => Ok(EndTxnStep::Prepared(m.prepare_abort_or_commit(
-                PrepareCommit,
-                tv,
+            (Ongoing, _) => Ok(EndTxnStep::Prepared(m.prepare_abort_or_commit(
+                prepare_state(result),
+                TransactionVersion::TV_0,
                 NO_PRODUCER_ID,
-                now,
-            )?)),
-            (Ongoing, Abort) => Ok(EndTxnStep::Prepared(m.prepare_abort_or_commit(
-                PrepareAbort,
-                tv,
-                NO_PRODUCER_ID,
-                now,
+                self.now(),
             )?)),
             (CompleteCommit, Commit) | (CompleteAbort, Abort) => {
                 Ok(EndTxnStep::Done(current_producer(m)))
             }
             (PrepareCommit, Commit) | (PrepareAbort, Abort) => Err(concurrent(&id)),
-            (Dead | PrepareEpochFence, _) => Err(TxnError::IllegalTransit {
-                transactional_id: id.clone(),
-                detail: format!("EndTxn found state {}", m.state()),
-            }),
-            _ => Err(invalid()),
+            (Dead | PrepareEpochFence, _) => Err(never_reached(m)),
+            _ => Err(invalid_state(m, result)),
         }
     }
 
@@ -222,17 +232,8 @@ impl TransactionCoordinator {
         if !valid_epoch {
             return Err(TxnError::ProducerFenced { transactional_id: id });
         }
-        let invalid = |state| TxnError::InvalidTxnState {
-            transactional_id: id.clone(),
-            state,
-            request: match result {
-                Commit => "EndTxn(commit)",
-                Abort => "EndTxn(abort)",
-            },
-        };
         let to = match (m.state(), result) {
-            (Ongoing, Commit) => PrepareCommit,
-            (Ongoing, Abort) => PrepareAbort,
+            (Ongoing, _) => prepare_state(result),
             (CompleteCommit, Commit) | (CompleteAbort, Abort) if is_retry => {
                 return Ok(EndTxnStep::Done(current_producer(m)));
             }
@@ -240,13 +241,8 @@ impl TransactionCoordinator {
             // same, so whatever the producer sent before is fenced.
             (Empty | CompleteCommit | CompleteAbort, Abort) if !is_retry => PrepareAbort,
             (PrepareCommit, Commit) | (PrepareAbort, Abort) => return Err(concurrent(&id)),
-            (Dead | PrepareEpochFence, _) => {
-                return Err(TxnError::IllegalTransit {
-                    transactional_id: id.clone(),
-                    detail: format!("EndTxn found state {}", m.state()),
-                })
-            }
-            (state, _) => return Err(invalid(state)),
+            (Dead | PrepareEpochFence, _) => return Err(never_reached(m)),
+            _ => return Err(invalid_state(m, result)),
         };
         let next_producer_id = if m.is_producer_epoch_exhausted() {
             self.generate_producer_id()?

@@ -38,35 +38,28 @@ impl TransactionVersion {
 
     /// EndTxn v5 and later speak level 2.
     pub fn for_end_txn(version: i16) -> Self {
-        if version >= 5 {
-            Self::TV_2
-        } else {
-            Self::TV_0
-        }
+        Self::from_version(version, 5)
     }
 
     /// Produce v12 and later add the partition to the transaction.
     pub fn for_produce(version: i16) -> Self {
-        if version >= 12 {
-            Self::TV_2
-        } else {
-            Self::TV_0
-        }
+        Self::from_version(version, 12)
     }
 
     /// TxnOffsetCommit v5 and later add the offsets partition.
     pub fn for_txn_offset_commit(version: i16) -> Self {
-        if version >= 5 {
-            Self::TV_2
-        } else {
-            Self::TV_0
-        }
+        Self::from_version(version, 5)
     }
 
     /// AddPartitionsToTxn v4 and later come from brokers adding for a level-2
     /// producer (without `verify_only`); v0-3 from a level-0 client.
     pub fn for_add_partitions_to_txn(version: i16) -> Self {
-        if version >= 4 {
+        Self::from_version(version, 4)
+    }
+
+    /// Level 2 from the request version `first_v2` on, else level 0.
+    fn from_version(version: i16, first_v2: i16) -> Self {
+        if version >= first_v2 {
             Self::TV_2
         } else {
             Self::TV_0

@@ -15,10 +15,10 @@
 //!   protocol; `kafka-features describe` shows the feature.
 
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::{EndTxnRequest, ProducerId, TransactionalId};
 
 use super::txn_wire::{
-    add, code, end, end_offset, fetch_offset, init, produce, s, start, txn_batch, txn_offset_commit,
+    add, code, end, end_offset, end_response, fetch_offset, init, produce, start, txn_batch,
+    txn_offset_commit,
 };
 use crate::broker::{kafka_tool_output_at, repo_root, TestBroker, Wire};
 
@@ -26,14 +26,7 @@ const TIMEOUT_MS: i32 = 60_000;
 
 /// EndTxn v5: the code and the producer id and epoch answered.
 fn end_v5(w: &mut Wire, id: &str, pid: i64, epoch: i16, commit: bool) -> (i16, i64, i16) {
-    let r = w.call(
-        5,
-        &EndTxnRequest::default()
-            .with_transactional_id(TransactionalId(s(id)))
-            .with_producer_id(ProducerId(pid))
-            .with_producer_epoch(epoch)
-            .with_committed(commit),
-    );
+    let r = end_response(w, id, pid, epoch, commit, 5);
     (r.error_code, r.producer_id.0, r.producer_epoch)
 }
 

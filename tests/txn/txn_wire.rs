@@ -18,7 +18,7 @@ use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::{
-    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, BrokerId, EndTxnRequest,
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, BrokerId, EndTxnRequest, EndTxnResponse,
     FindCoordinatorRequest, GroupId, InitProducerIdRequest, ListOffsetsRequest, OffsetFetchRequest,
     ProduceRequest, ProducerId, TopicName, TransactionalId, TxnOffsetCommitRequest,
 };
@@ -116,15 +116,26 @@ pub(super) fn add(
 }
 
 pub(super) fn end(w: &mut Wire, id: &str, pid: i64, epoch: i16, commit: bool, version: i16) -> i16 {
-    let r = w.call(
+    end_response(w, id, pid, epoch, commit, version).error_code
+}
+
+/// EndTxn v`version`'s whole answer.
+pub(super) fn end_response(
+    w: &mut Wire,
+    id: &str,
+    pid: i64,
+    epoch: i16,
+    commit: bool,
+    version: i16,
+) -> EndTxnResponse {
+    w.call(
         version,
         &EndTxnRequest::default()
             .with_transactional_id(TransactionalId(s(id)))
             .with_producer_id(ProducerId(pid))
             .with_producer_epoch(epoch)
             .with_committed(commit),
-    );
-    r.error_code
+    )
 }
 
 pub(super) fn txn_batch(pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
