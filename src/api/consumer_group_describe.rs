@@ -101,8 +101,8 @@ fn describe(broker: &KafkaApis, id: &GroupId) -> DescribedGroup {
                             .with_subscribed_topic_regex(m.subscribed_topic_regex.map(str_bytes))
                             .with_assignment(assignment(m.assignment))
                             .with_target_assignment(assignment(m.target_assignment))
-                            // 1: a member of the consumer protocol (0: classic).
-                            .with_member_type(1)
+                            // 0: a classic-protocol member, 1: consumer protocol.
+                            .with_member_type(if m.classic { 0 } else { 1 })
                     })
                     .collect(),
             ),

@@ -7,6 +7,10 @@ fn consumer_group_keys_have_kafkas_defaults_and_bounds() {
     assert!(g.consumer_protocol_enabled);
     assert_eq!((g.consumer_session_timeout_ms, g.consumer_heartbeat_interval_ms), (45_000, 5000));
     assert_eq!(g.consumer_assignors, ["uniform", "range"]);
+    assert_eq!(g.consumer_migration_policy, crate::group::config::MigrationPolicy::Bidirectional);
+    let upgrade = checked(&["group.consumer.migration.policy=upgrade"]).expect("upgrade");
+    let upgrade = upgrade.group_config().consumer_migration_policy;
+    assert!(upgrade.upgrades() && !upgrade.downgrades());
     let g = checked(&[
         "group.consumer.assignors=org.apache.kafka.coordinator.group.assignor.RangeAssignor",
     ])
@@ -23,7 +27,7 @@ fn consumer_group_keys_have_kafkas_defaults_and_bounds() {
         "group.consumer.heartbeat.interval.ms=4000",
         "group.consumer.min.heartbeat.interval.ms=6000",
         "group.consumer.assignors=roundrobin",
-        "group.consumer.migration.policy=bidirectional",
+        "group.consumer.migration.policy=sideways",
     ] {
         assert!(checked(&[bad]).is_err(), "{bad} accepted");
     }

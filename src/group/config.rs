@@ -143,8 +143,8 @@ pub const GROUP_CONSUMER_MAX_SIZE: ConfigDef = broker_key!(
 );
 pub const GROUP_CONSUMER_ASSIGNORS: ConfigDef = broker_key!("group.consumer.assignors", List, "uniform,range", None, CONSUMER_ASSIGNORS,
     "server-side assignors of consumer groups; a member's group.remote.assignor picks one, else the first");
-pub const GROUP_CONSUMER_MIGRATION_POLICY: ConfigDef = broker_key!("group.consumer.migration.policy", String, "disabled", None, &["disabled"],
-    "sediment: only disabled (Kafka's default is bidirectional): a consumer group and a non-empty classic group with the same id refuse each other");
+pub const GROUP_CONSUMER_MIGRATION_POLICY: ConfigDef = broker_key!("group.consumer.migration.policy", String, "bidirectional", None, &["disabled", "upgrade", "downgrade", "bidirectional"],
+    "online conversion between classic and consumer groups: upgrade (a consumer-protocol member joins a classic group), downgrade (the last consumer-protocol member leaves), both, or neither");
 
 /// The coordinator's keys, as the template and the reference show them.
 pub const GROUP_CONFIGS: ConfigTable = ConfigTable {
@@ -197,6 +197,39 @@ pub struct GroupConfig {
     pub consumer_max_size: usize,
     /// `group.consumer.assignors`, as short names (`uniform`, `range`).
     pub consumer_assignors: Vec<String>,
+    pub consumer_migration_policy: MigrationPolicy,
+}
+
+/// `group.consumer.migration.policy`: which online conversions between a
+/// classic group and a consumer group are allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigrationPolicy {
+    Disabled,
+    Upgrade,
+    Downgrade,
+    Bidirectional,
+}
+
+impl MigrationPolicy {
+    /// The policy a (checked) config value names.
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            "upgrade" => Self::Upgrade,
+            "downgrade" => Self::Downgrade,
+            "disabled" => Self::Disabled,
+            _ => Self::Bidirectional,
+        }
+    }
+
+    /// A classic group may become a consumer group.
+    pub fn upgrades(self) -> bool {
+        matches!(self, Self::Upgrade | Self::Bidirectional)
+    }
+
+    /// A consumer group may become a classic group.
+    pub fn downgrades(self) -> bool {
+        matches!(self, Self::Downgrade | Self::Bidirectional)
+    }
 }
 
 impl Default for GroupConfig {
@@ -218,6 +251,7 @@ impl Default for GroupConfig {
             consumer_heartbeat_interval_ms: 5000,
             consumer_max_size: i32::MAX as usize,
             consumer_assignors: vec!["uniform".to_string(), "range".to_string()],
+            consumer_migration_policy: MigrationPolicy::Bidirectional,
         }
     }
 }
@@ -248,6 +282,9 @@ impl GroupConfig {
                 .iter()
                 .filter_map(|a| super::assignor::by_name(a).map(|a| a.name().to_string()))
                 .collect(),
+            consumer_migration_policy: MigrationPolicy::from_name(
+                values.value(&GROUP_CONSUMER_MIGRATION_POLICY).trim(),
+            ),
         }
     }
 

@@ -61,6 +61,10 @@ pub(super) struct ConsumerGroupMember {
     /// taken for a partition it held then (KIP-1251). Not written: after a
     /// load every held partition counts from the member's current epoch.
     pub(super) assignment_epochs: BTreeMap<(TopicId, i32), i32>,
+    /// A classic member must send its next JoinGroup (after being told to
+    /// rejoin) or SyncGroup (after a join) by then, else it is fenced
+    /// (Kafka's join and sync timers). Not written.
+    pub(super) classic_deadline_ms: Option<i64>,
 }
 
 impl ConsumerGroupMember {
@@ -78,7 +82,28 @@ impl ConsumerGroupMember {
             last_heartbeat_ms: now,
             revocation_deadline_ms: None,
             assignment_epochs: BTreeMap::new(),
+            classic_deadline_ms: None,
         }
+    }
+
+    /// The member speaks the classic protocol (JoinGroup, SyncGroup,
+    /// Heartbeat) inside the consumer group.
+    pub(super) fn is_classic(&self) -> bool {
+        self.metadata.classic.is_some()
+    }
+
+    /// Its session: a classic member's own, else the group's `consumer` one.
+    pub(super) fn session_timeout_ms(&self, consumer_session_timeout_ms: i32) -> i64 {
+        let ms = self.metadata.classic.as_ref().map(|c| c.session_timeout_ms);
+        i64::from(ms.unwrap_or(consumer_session_timeout_ms))
+    }
+
+    /// Whether it is out of time at `now`: its session, its revocation, or a
+    /// classic member's join or sync.
+    pub(super) fn expired_at(&self, now: i64, consumer_session_timeout_ms: i32) -> bool {
+        now >= self.last_heartbeat_ms + self.session_timeout_ms(consumer_session_timeout_ms)
+            || self.revocation_deadline_ms.is_some_and(|d| now >= d)
+            || self.classic_deadline_ms.is_some_and(|d| now >= d)
     }
 
     /// The partitions it holds, assigned or pending revocation.

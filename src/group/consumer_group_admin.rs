@@ -4,10 +4,11 @@
 //! DeleteGroups), Kafka's `ConsumerGroup.validateOffsetCommit` and
 //! `validateOffsetFetch` among them.
 //!
-//! With `group.consumer.migration.policy=disabled`, a group is of one kind
-//! at a time: a JoinGroup to a consumer group with members is refused with
-//! INCONSISTENT_GROUP_PROTOCOL, while an empty consumer group (offsets only)
-//! is turned into a classic one, its consumer records tombstoned.
+//! A JoinGroup to an empty consumer group (offsets only) turns it into a
+//! classic one, its consumer records tombstoned. One to a consumer group
+//! with members joins it as a classic member (`consumer_group_classic`),
+//! or, with `group.consumer.migration.policy=disabled`, is refused with
+//! INCONSISTENT_GROUP_PROTOCOL.
 
 use super::consumer_group::{ConsumerGroup, ConsumerGroupMember, ConsumerGroupState};
 use super::consumer_group_records::{Assignment, TopicId};
@@ -28,6 +29,9 @@ pub struct ConsumerMemberDescription {
     pub client_host: String,
     pub subscribed_topic_names: Vec<String>,
     pub subscribed_topic_regex: Option<String>,
+    /// The member speaks the classic protocol (ConsumerGroupDescribe v1's
+    /// `MemberType` 0; a consumer-protocol member is 1).
+    pub classic: bool,
     /// (topic id, topic name, partitions); topics deleted since are left out.
     pub assignment: Vec<(TopicId, String, Vec<i32>)>,
     pub target_assignment: Vec<(TopicId, String, Vec<i32>)>,
@@ -95,6 +99,7 @@ impl GroupCoordinator {
                     client_host: m.metadata.client_host.clone(),
                     subscribed_topic_names: m.metadata.subscribed_topic_names.clone(),
                     subscribed_topic_regex: m.metadata.subscribed_topic_regex.clone(),
+                    classic: m.is_classic(),
                     assignment: named(&m.assignment.assigned),
                     target_assignment: named(cg.target.get(&m.member_id).unwrap_or(&empty)),
                 })
@@ -117,6 +122,10 @@ pub(super) fn check_consumer_commit(
     }
     let member = cg.members.get(member_id).ok_or(GroupError::UnknownMemberId)?;
     if !epoch_covers(cg, member, member_epoch, offsets) {
+        // A classic member sent its generation, and gets the classic error.
+        if member.is_classic() {
+            return Err(GroupError::IllegalGeneration);
+        }
         return Err(GroupError::StaleMemberEpoch);
     }
     Ok(())
@@ -137,7 +146,8 @@ pub(super) fn epoch_covers(
     if epoch == current {
         return true;
     }
-    if epoch > current || epoch < 0 {
+    // A classic member's generation must be its current epoch.
+    if epoch > current || epoch < 0 || member.is_classic() {
         return false;
     }
     offsets.iter().all(|(topic, partition, _)| {

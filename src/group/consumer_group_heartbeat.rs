@@ -81,7 +81,7 @@ impl GroupCoordinator {
             return self.consumer_leave(&mut groups, req);
         }
         let mut records = Vec::new();
-        let mut cg = consumer_group_for(&mut groups, req, &mut records)?;
+        let mut cg = self.consumer_group_for(&groups, req, &mut records)?;
         let member_id = if req.member_id.is_empty() {
             uuid::Uuid::new_v4().to_string()
         } else {
@@ -90,31 +90,17 @@ impl GroupCoordinator {
         let before = self.resolve_member(&mut cg, req, &member_id, now, &mut records)?;
         let mut member = before.clone();
         member.metadata = updated_metadata(&before.metadata, req);
-        let subscription_changed = member.metadata.subscribed_topic_names
-            != before.metadata.subscribed_topic_names
-            || member.metadata.subscribed_topic_regex != before.metadata.subscribed_topic_regex;
-        if member.metadata != before.metadata || !cg.members.contains_key(&member_id) {
-            records.extend(ConsumerGroup::member_records(&req.group_id, &member));
-        }
-        member.last_heartbeat_ms = now;
-        cg.members.insert(member_id.clone(), member);
-        let metadata = self.subscription_metadata(&cg);
-        let mut bump = subscription_changed;
-        if metadata != cg.subscription_metadata {
-            records.push(ConsumerGroup::partition_metadata_record(&req.group_id, &metadata));
-            cg.subscription_metadata = metadata;
-            bump = true;
-        }
-        if bump {
-            cg.group_epoch += 1;
-            records.push(ConsumerGroup::epoch_record(&req.group_id, cg.group_epoch));
-        }
-        if cg.group_epoch > cg.assignment_epoch {
-            self.update_target_assignment(&req.group_id, &mut cg, &mut records);
-        }
-        let member =
-            reconcile(&req.group_id, &cg, &member_id, req.owned.as_ref(), now, &mut records)
-                .map_err(|()| GroupError::FencedMemberEpoch)?;
+        let member = self
+            .update_member(
+                &req.group_id,
+                &mut cg,
+                &before,
+                member,
+                req.owned.as_ref(),
+                now,
+                &mut records,
+            )
+            .map_err(|()| GroupError::FencedMemberEpoch)?;
         let full = req.member_epoch == 0
             || (req.rebalance_timeout_ms != -1
                 && req.subscribed_topic_names.is_some()
@@ -131,6 +117,51 @@ impl GroupCoordinator {
         self.runtime.append(&req.group_id, &records)?;
         install(&mut groups, &req.group_id, cg, now);
         Ok(result)
+    }
+
+    /// Steps 2 to 4 for a member of either protocol: take its updated
+    /// metadata, bump the group epoch when a subscription or the subscribed
+    /// topics changed, compute a new target if due, and reconcile the member
+    /// with the partitions it says it owns. Records are added to `records`;
+    /// the member is returned, not installed.
+    ///
+    /// # Errors
+    /// The member must give up its partitions and rejoin (Kafka's fencing).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn update_member(
+        &self,
+        group_id: &str,
+        cg: &mut ConsumerGroup,
+        before: &ConsumerGroupMember,
+        mut member: ConsumerGroupMember,
+        owned: Option<&Assignment>,
+        now: i64,
+        records: &mut Vec<OffsetsRecord>,
+    ) -> Result<ConsumerGroupMember, ()> {
+        let member_id = member.member_id.clone();
+        let subscription_changed = member.metadata.subscribed_topic_names
+            != before.metadata.subscribed_topic_names
+            || member.metadata.subscribed_topic_regex != before.metadata.subscribed_topic_regex;
+        if member.metadata != before.metadata || !cg.members.contains_key(&member_id) {
+            records.extend(ConsumerGroup::member_records(group_id, &member));
+        }
+        member.last_heartbeat_ms = now;
+        cg.members.insert(member_id.clone(), member);
+        let metadata = self.subscription_metadata(cg);
+        let mut bump = subscription_changed;
+        if metadata != cg.subscription_metadata {
+            records.push(ConsumerGroup::partition_metadata_record(group_id, &metadata));
+            cg.subscription_metadata = metadata;
+            bump = true;
+        }
+        if bump {
+            cg.group_epoch += 1;
+            records.push(ConsumerGroup::epoch_record(group_id, cg.group_epoch));
+        }
+        if cg.group_epoch > cg.assignment_epoch {
+            self.update_target_assignment(group_id, cg, records);
+        }
+        reconcile(group_id, cg, &member_id, owned, now, records)
     }
 
     /// Kafka's request checks, before any group is touched.
@@ -334,19 +365,19 @@ impl GroupCoordinator {
             }
         };
         let mut member = member.clone();
-        let records = if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+        if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH {
             member.assignment.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH;
             member.assignment.pending_revocation.clear();
             let record = ConsumerGroup::current_assignment_record(&req.group_id, &member);
             cg.members.insert(member.member_id.clone(), member);
-            vec![record]
+            self.runtime.append(&req.group_id, &[record])?;
+            group.consumer = Some(cg);
         } else {
-            remove_member(&req.group_id, &mut cg, &req.member_id)
-        };
-        self.runtime.append(&req.group_id, &records)?;
+            let records = remove_member(&req.group_id, &mut cg, &req.member_id);
+            self.remove_or_downgrade(group, cg, records, self.now())?;
+        }
         tracing::info!(group = %req.group_id, member = %req.member_id, epoch = req.member_epoch,
             "member left the consumer group");
-        group.consumer = Some(cg);
         Ok(ConsumerHeartbeatResult {
             member_id: req.member_id.clone(),
             member_epoch: req.member_epoch,
@@ -359,14 +390,11 @@ impl GroupCoordinator {
     /// did not revoke within their rebalance timeout).
     pub(super) fn expire_consumer_members(&self, group: &mut Group, now: i64) {
         let Some(cg) = &group.consumer else { return };
-        let session = i64::from(self.config.consumer_session_timeout_ms);
+        let session = self.config.consumer_session_timeout_ms;
         let expired: Vec<String> = cg
             .members
             .values()
-            .filter(|m| {
-                now >= m.last_heartbeat_ms + session
-                    || m.revocation_deadline_ms.is_some_and(|d| now >= d)
-            })
+            .filter(|m| m.expired_at(now, session))
             .map(|m| m.member_id.clone())
             .collect();
         if expired.is_empty() {
@@ -377,10 +405,9 @@ impl GroupCoordinator {
         for id in &expired {
             records.extend(remove_member(&group.id, &mut cg, id));
         }
-        match self.runtime.append(&group.id, &records) {
+        match self.remove_or_downgrade(group, cg, records, now) {
             Ok(()) => {
-                tracing::info!(group = %group.id, members = ?expired, "fenced consumer group members: session or rebalance timeout");
-                group.consumer = Some(cg);
+                tracing::info!(group = %group.id, members = ?expired, "fenced consumer group members: session, rebalance, join or sync timeout");
             }
             Err(e) => tracing::warn!(group = %group.id, "fencing expired members: {e}"),
         }
@@ -410,44 +437,50 @@ fn regex_matches(m: &MemberMetadataValue, all: &[String]) -> Vec<String> {
     all.iter().filter(|t| re.is_match(t)).cloned().collect()
 }
 
-/// The consumer group of a heartbeat, as a copy to change. A new group, or an
-/// empty classic group (offsets only), becomes a consumer group on a join;
-/// a classic group with members is not one (GROUP_ID_NOT_FOUND, as Kafka
-/// answers with `group.consumer.migration.policy=disabled`).
-fn consumer_group_for(
-    groups: &mut HashMap<String, Group>,
-    req: &ConsumerHeartbeat,
-    records: &mut Vec<OffsetsRecord>,
-) -> Result<ConsumerGroup, GroupError> {
-    let joining = req.member_epoch == 0;
-    let Some(group) = groups.get(&req.group_id) else {
-        return if joining {
-            Ok(ConsumerGroup::default())
-        } else {
-            Err(GroupError::UnknownMemberId)
+impl GroupCoordinator {
+    /// The consumer group of a heartbeat, as a copy to change. A new group,
+    /// or an empty classic group (offsets only), becomes a consumer group on
+    /// a join; a classic group with members is upgraded (`group_migration`).
+    fn consumer_group_for(
+        &self,
+        groups: &HashMap<String, Group>,
+        req: &ConsumerHeartbeat,
+        records: &mut Vec<OffsetsRecord>,
+    ) -> Result<ConsumerGroup, GroupError> {
+        let joining = req.member_epoch == 0;
+        let Some(group) = groups.get(&req.group_id) else {
+            return if joining {
+                Ok(ConsumerGroup::default())
+            } else {
+                Err(GroupError::UnknownMemberId)
+            };
         };
-    };
-    if let Some(cg) = &group.consumer {
-        return Ok(cg.clone());
+        if let Some(cg) = &group.consumer {
+            return Ok(cg.clone());
+        }
+        if !joining {
+            return Err(GroupError::NotFound(format!(
+                "Group {} is not a consumer group.",
+                req.group_id
+            )));
+        }
+        if !group.is_empty() {
+            return self.upgrade_classic_group(group, records);
+        }
+        if group.generation > 0 || group.protocol_type.is_some() {
+            // The empty classic group's metadata goes; its offsets stay.
+            records
+                .push(OffsetsRecord::tombstone(RecordKey::Group { group: req.group_id.clone() }));
+        }
+        Ok(ConsumerGroup::default())
     }
-    if !group.is_empty() {
-        return Err(GroupError::GroupIdNotFound);
-    }
-    if !joining {
-        return Err(GroupError::UnknownMemberId);
-    }
-    if group.generation > 0 || group.protocol_type.is_some() {
-        // The empty classic group's metadata goes; its offsets stay.
-        records.push(OffsetsRecord::tombstone(RecordKey::Group { group: req.group_id.clone() }));
-    }
-    Ok(ConsumerGroup::default())
 }
 
 /// Install the changed consumer group (creating the group entry if new).
 fn install(groups: &mut HashMap<String, Group>, id: &str, cg: ConsumerGroup, now: i64) {
     let group = groups.entry(id.to_string()).or_insert_with(|| Group::new(id, now));
     if group.consumer.is_none() {
-        group.clear_classic_metadata();
+        group.end_classic_membership(now);
     }
     group.consumer = Some(cg);
 }
@@ -477,6 +510,8 @@ fn updated_metadata(old: &MemberMetadataValue, req: &ConsumerHeartbeat) -> Membe
     }
     m.client_id = req.client_id.clone();
     m.client_host = req.client_host.clone();
+    // It speaks the consumer protocol now, whatever it did before.
+    m.classic = None;
     m
 }
 
@@ -505,7 +540,7 @@ fn check_member_epoch(
 
 /// A static member rejoining under a new member id takes over the old
 /// member's metadata, target and assignment (at epoch 0); the old one goes.
-fn replace_static_member(
+pub(super) fn replace_static_member(
     group_id: &str,
     cg: &mut ConsumerGroup,
     old: ConsumerGroupMember,
@@ -568,7 +603,11 @@ fn reconcile(
 
 /// Remove a member for good: tombstones, and a group epoch bump so the
 /// others' targets are recomputed.
-fn remove_member(group_id: &str, cg: &mut ConsumerGroup, member_id: &str) -> Vec<OffsetsRecord> {
+pub(super) fn remove_member(
+    group_id: &str,
+    cg: &mut ConsumerGroup,
+    member_id: &str,
+) -> Vec<OffsetsRecord> {
     cg.members.remove(member_id);
     cg.target.remove(member_id);
     cg.group_epoch += 1;

@@ -248,7 +248,14 @@ fn epochs_are_checked_and_silent_members_are_fenced() {
 
 #[test]
 fn classic_and_consumer_groups_refuse_each_other_when_migration_is_disabled() {
-    let f = fixture();
+    let mut f = fixture();
+    let disabled = GroupConfig {
+        offsets_topic_partitions: 1,
+        consumer_migration_policy: crate::group::config::MigrationPolicy::Disabled,
+        ..GroupConfig::default()
+    };
+    f.c = GroupCoordinator::new(disabled, f.logs.clone(), f.clock.clone());
+    f.c.load();
     let _a = Client::join(&f.c, "a");
     let classic = f.c.join(JoinRequest {
         group_id: "g".into(),

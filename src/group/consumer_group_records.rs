@@ -94,8 +94,8 @@ impl ConsumerGroupKey {
     }
 }
 
-/// ConsumerGroupMemberMetadataValue v0 (without the classic member metadata,
-/// which only members converted from the classic protocol carry).
+/// ConsumerGroupMemberMetadataValue v0; `classic` is its tagged field 0,
+/// present only for a member that speaks the classic protocol.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct MemberMetadataValue {
     pub instance_id: Option<String>,
@@ -106,7 +106,20 @@ pub struct MemberMetadataValue {
     pub subscribed_topic_regex: Option<String>,
     pub rebalance_timeout_ms: i32,
     pub server_assignor: Option<String>,
+    pub classic: Option<ClassicMemberMetadata>,
 }
+
+/// ClassicMemberMetadata: how a member of a consumer group that speaks the
+/// classic protocol (JoinGroup, SyncGroup, Heartbeat) joined.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ClassicMemberMetadata {
+    pub session_timeout_ms: i32,
+    /// (protocol name, its metadata: a ConsumerProtocolSubscription).
+    pub supported_protocols: Vec<(String, Vec<u8>)>,
+}
+
+/// The tag of `ClassicMemberMetadata` in ConsumerGroupMemberMetadataValue.
+const CLASSIC_MEMBER_METADATA_TAG: u32 = 0;
 
 /// One topic of ConsumerGroupPartitionMetadataValue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,7 +174,11 @@ impl ConsumerGroupValue {
                     out.empty_tags();
                 }
             }
-            ConsumerGroupValue::MemberMetadata(m) => put_member(&mut out, m)?,
+            ConsumerGroupValue::MemberMetadata(m) => {
+                put_member(&mut out, m)?;
+                // Its tag section carries the classic metadata.
+                return Ok(out.into_vec());
+            }
             ConsumerGroupValue::TargetAssignmentMember(a) => put_assignment(&mut out, a)?,
             ConsumerGroupValue::CurrentMemberAssignment(c) => {
                 out.i32(c.member_epoch);
@@ -194,7 +211,9 @@ impl ConsumerGroupValue {
                 ConsumerGroupValue::PartitionMetadata(read_topics(&mut r)?)
             }
             ConsumerGroupKey::MemberMetadata { .. } => {
-                ConsumerGroupValue::MemberMetadata(read_member(&mut r)?)
+                let member = read_member(&mut r)?;
+                r.finish()?;
+                return Ok(ConsumerGroupValue::MemberMetadata(member));
             }
             ConsumerGroupKey::TargetAssignmentMember { .. } => {
                 ConsumerGroupValue::TargetAssignmentMember(read_assignment(&mut r)?)
@@ -226,7 +245,29 @@ fn put_member(out: &mut Writable, m: &MemberMetadataValue) -> Result<(), WriteEr
     }
     out.nullable_string(m.subscribed_topic_regex.as_deref(), true)?;
     out.i32(m.rebalance_timeout_ms);
-    out.nullable_string(m.server_assignor.as_deref(), true)
+    out.nullable_string(m.server_assignor.as_deref(), true)?;
+    let Some(classic) = &m.classic else {
+        out.empty_tags();
+        return Ok(());
+    };
+    let mut field = Writable::with_capacity(64);
+    field.i32(classic.session_timeout_ms);
+    field.array_len(Some(classic.supported_protocols.len()), true)?;
+    for (name, metadata) in &classic.supported_protocols {
+        field.string(name, true)?;
+        field.array_len(Some(metadata.len()), true)?;
+        field.raw(metadata);
+        field.empty_tags();
+    }
+    field.empty_tags();
+    let field = field.into_vec();
+    out.uvarint(1);
+    out.uvarint(CLASSIC_MEMBER_METADATA_TAG);
+    let size = u32::try_from(field.len())
+        .map_err(|_| WriteError(format!("a classic member metadata of {} bytes", field.len())))?;
+    out.uvarint(size);
+    out.raw(&field);
+    Ok(())
 }
 
 fn put_assignment(out: &mut Writable, a: &Assignment) -> Result<(), WriteError> {
@@ -311,7 +352,38 @@ fn read_member(r: &mut Readable<'_>) -> Result<MemberMetadataValue, SchemaError>
         subscribed_topic_regex: r.nullable_string(true)?,
         rebalance_timeout_ms: r.i32()?,
         server_assignor: r.nullable_string(true)?,
+        classic: read_member_tags(r)?,
     })
+}
+
+/// The member value's tag section: the classic metadata (tag 0), if any.
+fn read_member_tags(r: &mut Readable<'_>) -> Result<Option<ClassicMemberMetadata>, SchemaError> {
+    let mut classic = None;
+    r.tagged_fields(|tag, data| {
+        if tag == CLASSIC_MEMBER_METADATA_TAG {
+            classic = Some(read_classic(data)?);
+        }
+        Ok::<(), SchemaError>(())
+    })?;
+    Ok(classic)
+}
+
+fn read_classic(data: &[u8]) -> Result<ClassicMemberMetadata, SchemaError> {
+    let mut r = Readable::new(data);
+    let session_timeout_ms = r.i32()?;
+    // A protocol takes at least a name length, a metadata length and a tag section.
+    let n = read_count(&mut r, 3)?;
+    let mut supported_protocols = Vec::with_capacity(n);
+    for _ in 0..n {
+        let name = r.string(true)?;
+        let len = read_count(&mut r, 1)?;
+        let metadata = r.take(len)?.to_vec();
+        skip_tags(&mut r)?;
+        supported_protocols.push((name, metadata));
+    }
+    skip_tags(&mut r)?;
+    r.finish()?;
+    Ok(ClassicMemberMetadata { session_timeout_ms, supported_protocols })
 }
 
 #[cfg(test)]
@@ -355,6 +427,10 @@ mod tests {
                 subscribed_topic_regex: None,
                 rebalance_timeout_ms: 300_000,
                 server_assignor: Some("uniform".into()),
+                classic: Some(ClassicMemberMetadata {
+                    session_timeout_ms: 45_000,
+                    supported_protocols: vec![("range".into(), vec![0, 3, 0, 0, 0, 0])],
+                }),
             }),
             ConsumerGroupValue::TargetAssignmentEpoch(7),
             ConsumerGroupValue::TargetAssignmentMember(assignment()),

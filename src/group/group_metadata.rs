@@ -14,6 +14,7 @@ use tokio::sync::oneshot;
 
 use super::classic_protocol::{JoinResult, SyncResult};
 use super::consumer_group::ConsumerGroup;
+use super::error::GroupError;
 use super::group_state::{GroupState, GroupStateError};
 use super::offset_and_metadata::{CommittedOffset, PendingOffset};
 use super::schema::{GroupValue, MemberValue};
@@ -145,6 +146,39 @@ impl Group {
 
     pub(super) fn state(&self) -> GroupState {
         self.state
+    }
+
+    /// The group became a consumer group (KIP-848 upgrade): its classic
+    /// members now live there, so the classic side is emptied. Members
+    /// waiting on a join or sync are told to rejoin, which reaches the
+    /// consumer group. Not a transition: the group changes kind.
+    pub(super) fn end_classic_membership(&mut self, now: i64) {
+        for m in self.members.drain(..) {
+            if let Some(w) = m.join_waiter {
+                let _ = w.send(JoinResult::error(GroupError::RebalanceInProgress, m.id.clone()));
+            }
+            if let Some(w) = m.sync_waiter {
+                let _ = w.send(SyncResult::error(GroupError::RebalanceInProgress));
+            }
+        }
+        self.clear_classic_metadata();
+        self.state = GroupState::Empty;
+        self.state_timestamp = now;
+    }
+
+    /// The group became a classic group (KIP-848 downgrade) with `members`,
+    /// Stable at `generation` with the first member leading. Not a
+    /// transition: the group changes kind; the caller starts a rebalance.
+    pub(super) fn become_classic(&mut self, members: Vec<Member>, generation: i32, now: i64) {
+        self.members = members;
+        self.generation = generation;
+        self.protocol_type = Some("consumer".to_string());
+        self.protocol = self.select_protocol();
+        self.leader = self.members.first().map(|m| m.id.clone());
+        self.pending.clear();
+        self.consumer = None;
+        self.state = GroupState::Stable;
+        self.state_timestamp = now;
     }
 
     /// When the group entered its current state.

@@ -29,6 +29,7 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 
 use super::classic_protocol::{JoinRequest, JoinResult, Reply, SyncResult};
+use super::config::MigrationPolicy;
 use super::coordinator::GroupCoordinator;
 use super::error::GroupError;
 use super::group_metadata::{Group, Member};
@@ -59,6 +60,12 @@ impl GroupCoordinator {
             Ok(g) => g,
             Err(e) => return fail(e),
         };
+        if self.joins_consumer_group(group) {
+            return match self.classic_join_to_consumer_group(group, &req, now) {
+                Ok(result) => Reply::Now(result),
+                Err(e) => fail(e),
+            };
+        }
         if let Err(e) = self.check_join_fits(group, &req) {
             return fail(e);
         }
@@ -70,6 +77,14 @@ impl GroupCoordinator {
             Ok(Joiner::Member { id, added }) => self.join_round(group, &id, added, &req, now),
             Err(e) => fail(e),
         }
+    }
+
+    /// A classic join to a consumer group with members joins it as a classic
+    /// member, unless migration is disabled (then `leave_consumer_protocol`
+    /// refuses it).
+    fn joins_consumer_group(&self, group: &Group) -> bool {
+        self.config.consumer_migration_policy != MigrationPolicy::Disabled
+            && group.consumer.as_ref().is_some_and(|cg| !cg.members.is_empty())
     }
 
     /// A classic join to an empty consumer group turns it classic (its
@@ -423,6 +438,16 @@ impl GroupCoordinator {
         let Some(group) = groups.get_mut(group_id) else {
             return Reply::Now(SyncResult::error(GroupError::UnknownMemberId));
         };
+        if group.consumer.is_some() {
+            let member = (generation, member_id);
+            return Reply::Now(self.classic_sync_to_consumer_group(
+                group,
+                member,
+                protocol_type,
+                protocol,
+                now,
+            ));
+        }
         if group.member(member_id).is_none() {
             return Reply::Now(SyncResult::error(GroupError::UnknownMemberId));
         }
@@ -527,6 +552,10 @@ impl GroupCoordinator {
         let now = self.now();
         let mut groups = self.runtime.lock_ready(group_id)?;
         let group = groups.get_mut(group_id).ok_or(GroupError::UnknownMemberId)?;
+        if group.consumer.is_some() {
+            let member = (generation, member_id);
+            return self.classic_heartbeat_to_consumer_group(group, member, instance_id, now);
+        }
         if group.fences(instance_id, member_id) {
             return Err(GroupError::FencedInstanceId);
         }
@@ -557,6 +586,9 @@ impl GroupCoordinator {
         let now = self.now();
         let mut groups = self.runtime.lock_ready(group_id)?;
         let group = groups.get_mut(group_id).ok_or(GroupError::UnknownMemberId)?;
+        if group.consumer.is_some() {
+            return self.leave_consumer_group(group, members, now);
+        }
         let mut results = Vec::with_capacity(members.len());
         for (member_id, instance) in members {
             results.push(remove_leaving_member(group, member_id, instance.as_deref()).err());
