@@ -391,15 +391,11 @@ impl CoordinatorRuntime {
                 GroupError::from(e)
             })?,
         }
-        let log = self.logs.get_log(&tp).ok_or_else(|| {
-            if self.logs.topic(OFFSETS_TOPIC).is_none() {
-                // Another request is creating the topic (its partitions are
-                // not all there yet): retriable, as a coordinator loading.
-                GroupError::CoordinatorLoadInProgress
-            } else {
-                GroupError::CoordinatorNotAvailable
-            }
-        })?;
+        // Missing while another request is still creating the topic (its
+        // partitions are not all there yet). COORDINATOR_NOT_AVAILABLE is
+        // retried by every client handler; the Java client's SyncGroup
+        // treats COORDINATOR_LOAD_IN_PROGRESS as fatal.
+        let log = self.logs.get_log(&tp).ok_or(GroupError::CoordinatorNotAvailable)?;
         let now = self.clock.now_ms();
         let mut builder = BatchBuilder::new(Compression::None, now);
         for (k, v) in records {

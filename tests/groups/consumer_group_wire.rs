@@ -2,8 +2,8 @@
 //! case, as Kafka 4.1.2 answers: the request checks of
 //! ConsumerGroupHeartbeat, the classic APIs on a consumer group (ListGroups'
 //! type filter, DescribeGroups v5/v6, OffsetCommit v9 and OffsetFetch v9
-//! member epochs, JoinGroup), a heartbeat to a classic group with members
-//! (`group.consumer.migration.policy=disabled`), and both APIs refused with
+//! member epochs, JoinGroup), a heartbeat to a classic group with members,
+//! and both APIs refused with
 //! UNSUPPORTED_VERSION once `group.coordinator.rebalance.protocols` leaves
 //! `consumer` out.
 
@@ -171,10 +171,12 @@ fn consumer_groups_on_the_wire() {
     let r = w.call(5, &DescribeGroupsRequest::default().with_groups(vec![GroupId(s("cg"))]));
     assert_eq!((r.groups[0].error_code, r.groups[0].group_state.as_str()), (0, "Dead"));
 
-    // One kind at a time (migration policy disabled).
+    // Migration (Kafka's default policy, bidirectional): a classic member
+    // may join the consumer group (first its member id, as v4+ asks); a
+    // heartbeat other than a join to a classic group is GROUP_ID_NOT_FOUND.
     let r = w.call(5, &classic_join("cg"));
-    assert_eq!(r.error_code, code(E::InconsistentGroupProtocol));
-    let r = w.call(1, &join("classic", "m9"));
+    assert_eq!(r.error_code, code(E::MemberIdRequired), "{r:?}");
+    let r = w.call(1, &join("classic", "m9").with_member_epoch(1));
     assert_eq!(r.error_code, code(E::GroupIdNotFound), "{r:?}");
 
     // Leaving: epoch -1 answered with -1; the group is Empty and stays a consumer group.

@@ -14,4 +14,5 @@ mod consumer_groups_java;
 mod consumer_protocol_eos;
 mod consumer_protocol_java;
 mod group_coordinator;
+mod group_migration_java;
 mod interop_python_groups;
