@@ -16,7 +16,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use crate::broker::{create_topic, produce, AnyBroker, TestBroker, Wire};
+use crate::broker::{create_topic, produce, TestBroker, Wire};
 use crate::consumer_protocol_java::{wait_until, Member};
 
 const PARTITIONS: i32 = 6;
@@ -127,7 +127,7 @@ fn a_classic_group_is_rolled_to_the_consumer_protocol_and_back() {
         // classic protocol live in it: those not rolled yet, then those
         // rolled back.
         if (1..steps.len()).contains(&step) {
-            let classic = if step <= 3 { 3 - step } else { step - 3 };
+            let classic = step.abs_diff(3);
             let expected = (classic, 3 - classic);
             wait_until(30, &format!("step {step}: member types {expected:?}"), &[], &b, || {
                 member_types(&mut w) == expected
@@ -142,5 +142,4 @@ fn a_classic_group_is_rolled_to_the_consumer_protocol_and_back() {
     let missing: Vec<&String> = produced.iter().filter(|v| !counts.contains_key(*v)).collect();
     assert!(missing.is_empty(), "never committed: {missing:?}");
     assert_eq!(counts.len(), produced.len());
-    let _ = b.log();
 }
