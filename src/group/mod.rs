@@ -62,7 +62,8 @@
 //!
 //! A group is of one kind at a time: a classic group (the diagram above) or
 //! a consumer group of the KIP-848 protocol, whose state is
-//! `Group::consumer` (the classic side then stays Empty). Both kinds share
+//! `Group::consumer` (the classic side then stays Empty, and classic members
+//! live in the consumer group). The kind changes online (`group_migration`). Both kinds share
 //! the offsets, the `__consumer_offsets` partition and the load. A consumer
 //! group's members heartbeat with a member epoch; the broker computes the
 //! target assignment (`assignor`) and moves each member toward it
@@ -74,7 +75,14 @@
 //!   [`ConsumerGroupState`].
 //! * `consumer_group_heartbeat`: ConsumerGroupHeartbeat, leaving, fencing.
 //! * `consumer_group_admin`: ConsumerGroupDescribe and the classic APIs'
-//!   checks on consumer groups (`group.consumer.migration.policy=disabled`).
+//!   checks on consumer groups (offset commits and fetches, JoinGroup with
+//!   `group.consumer.migration.policy=disabled`).
+//! * `consumer_group_classic`: members of a consumer group that speak the
+//!   classic protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
+//! * `group_migration`: a classic group upgraded to a consumer group by a
+//!   consumer-protocol join, and downgraded back when the last
+//!   consumer-protocol member leaves. `consumer_protocol`: the subscription
+//!   and assignment bytes the classic protocol carries.
 //! * `current_assignment_builder`: the member state machine.
 //! * `consumer_group_records`: the records' schemas. `assignor`: `uniform`
 //!   and `range`.
