@@ -19,7 +19,8 @@ use kafka_protocol::messages::{
 };
 
 use super::describe_configs::{
-    config_resource_refusal, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC,
+    config_resource_refusal, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP,
+    RESOURCE_TOPIC,
 };
 use super::error::cluster_error_code;
 use super::error::{dynamic_config_error_code, error_code};
@@ -27,6 +28,7 @@ use super::{str_bytes, RequestContext};
 use crate::api::KafkaApis;
 use crate::config::dynamic::{key_kind, DynamicConfigError, DynamicLevel};
 use crate::config_def::ConfigType;
+use crate::group::group_config_manager::{GroupConfigError, GroupConfigManager};
 use crate::log::config::config_def;
 use crate::log::LogError;
 use crate::security::acl::AclOperation;
@@ -70,6 +72,7 @@ fn apply(
     match resource_type {
         RESOURCE_TOPIC => apply_topic(broker, name, validate_only, build),
         RESOURCE_BROKER => apply_broker(broker, name, validate_only, build),
+        RESOURCE_GROUP => apply_group(broker, name, validate_only, build),
         other => {
             Err((ResponseError::InvalidRequest, format!("resource type {other} is not supported")))
         }
@@ -106,6 +109,36 @@ fn apply_topic(broker: &KafkaApis, name: &str, validate_only: bool, build: Build
         tracing::info!(topic = %name, "topic config altered");
         Ok(())
     }
+}
+
+/// A group's own configs (`group::group_config_manager`): the change is
+/// built on the keys set for it, then validated whole and stored.
+fn apply_group(broker: &KafkaApis, name: &str, validate_only: bool, build: Build<'_>) -> Outcome {
+    if name.is_empty() {
+        return Err((
+            ResponseError::InvalidRequest,
+            "Default group resources are not allowed.".into(),
+        ));
+    }
+    let Some(configs) = broker.groups.group_configs() else {
+        return Err((ResponseError::InvalidRequest, "this broker has no group configs".into()));
+    };
+    let current = configs.overrides(name);
+    let described = configs.describe(name);
+    let effective =
+        |key: &str| described.iter().find(|d| d.key == key).map(|d| d.value().to_string());
+    let kind = |key: &str| {
+        if GroupConfigManager::is_group_key(key) {
+            Ok(ConfigType::Int)
+        } else {
+            Err((ResponseError::InvalidConfig, GroupConfigManager::refusal(key)))
+        }
+    };
+    let overrides = build(&Target { current, effective: &effective, kind: &kind })?;
+    configs.alter(name, overrides, validate_only).map_err(|e| match e {
+        GroupConfigError::Invalid(m) => (ResponseError::InvalidConfig, m),
+        GroupConfigError::Store(e) => (ResponseError::UnknownServerError, e.to_string()),
+    })
 }
 
 /// The dynamic level of a broker resource name (Kafka's

@@ -161,6 +161,10 @@ pub const API_RULES: &[(ApiKey, &[Check])] = &[
         ],
     ),
     (
+        ApiKey::ListConfigResources,
+        &[check(Op::DescribeConfigs, Cluster, Request, Code(CLUSTER_DENIED), "")],
+    ),
+    (
         ApiKey::DescribeCluster,
         &[check(Op::Describe, Cluster, Request, LeftOut, "cluster authorized operations")],
     ),

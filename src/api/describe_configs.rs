@@ -28,6 +28,7 @@ use crate::api::KafkaApis;
 use crate::config::dynamic::{BrokerConfigSource, BrokerEntry, DynamicBrokerConfig, DynamicLevel};
 use crate::config::LISTENER_PREFIX;
 use crate::config_def::ConfigType;
+use crate::config_def::ConfigValues;
 use crate::log::config::{ConfigSource, LOG_CONFIGS};
 use crate::log::LogConfig;
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
@@ -76,6 +77,8 @@ pub const SOURCE_DYNAMIC_BROKER: i8 = 2;
 pub const SOURCE_DYNAMIC_DEFAULT_BROKER: i8 = 3;
 pub const SOURCE_STATIC_BROKER: i8 = 4;
 pub const SOURCE_DEFAULT: i8 = 5;
+/// Kafka's `GROUP_CONFIG`: a group's own config.
+pub const SOURCE_GROUP: i8 = 8;
 
 /// Kafka's ConfigType codes in DescribeConfigs v3+.
 pub fn type_code(kind: ConfigType) -> i8 {
@@ -298,6 +301,44 @@ fn describe_broker(
     }
 }
 
+/// A GROUP resource: its own configs (source GROUP_CONFIG) and, for the
+/// keys it does not set, the broker's (its static or default source), as
+/// Kafka describes them whether or not the group exists. Synonyms: the
+/// group's own value, then the broker key's chain.
+fn describe_group(
+    broker: &KafkaApis,
+    result: DescribeConfigsResult,
+    name: &str,
+    wanted: &dyn Fn(&str) -> bool,
+    entry: &Entry<'_>,
+) -> DescribeConfigsResult {
+    let Some(configs) = broker.groups.group_configs().filter(|_| !name.is_empty()) else {
+        let e = result.with_error_code(ResponseError::InvalidRequest.code());
+        return e.with_error_message(Some(str_bytes("Group name must not be empty")));
+    };
+    let static_config = broker.dynamic.as_ref().map(|d| d.static_config());
+    let configs = configs
+        .describe(name)
+        .into_iter()
+        .filter(|d| wanted(d.key))
+        .map(|d| {
+            let def = d.synonym;
+            let file = static_config.and_then(|c| ConfigValues::explicit_value(c, def));
+            let mut synonyms = Vec::with_capacity(3);
+            if let Some(v) = &d.own {
+                synonyms.push((d.key.to_string(), v.clone(), SOURCE_GROUP));
+            }
+            if let Some(v) = file {
+                synonyms.push((def.name.to_string(), v.to_string(), SOURCE_STATIC_BROKER));
+            }
+            synonyms.push((def.name.to_string(), def.default.to_string(), SOURCE_DEFAULT));
+            let source = synonyms[0].2;
+            entry(d.key, d.value().to_string(), false, source, ConfigType::Int, d.doc, synonyms)
+        })
+        .collect();
+    result.with_configs(configs)
+}
+
 /// The results of resources the principal may describe, in request order.
 fn describe(broker: &KafkaApis, request: DescribeConfigsRequest) -> Vec<DescribeConfigsResult> {
     let mut results = Vec::with_capacity(request.resources.len());
@@ -366,6 +407,9 @@ fn describe(broker: &KafkaApis, request: DescribeConfigsRequest) -> Vec<Describe
             },
             RESOURCE_BROKER => {
                 describe_broker(broker, result, resource.resource_name.as_str(), &wanted, &entry)
+            }
+            RESOURCE_GROUP => {
+                describe_group(broker, result, resource.resource_name.as_str(), &wanted, &entry)
             }
             other => {
                 result.with_error_code(ResponseError::InvalidRequest.code()).with_error_message(

@@ -45,6 +45,7 @@ pub mod init_producer_id;
 pub mod join_group;
 pub mod kafka_apis;
 pub mod leave_group;
+pub mod list_config_resources;
 pub mod list_groups;
 pub mod list_offsets;
 pub mod list_transactions;
@@ -145,6 +146,7 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::ListPartitionReassignments, 0, 0),
     api(ApiKey::IncrementalAlterConfigs, 0, 1),
     api(ApiKey::DescribeCluster, 0, 2),
+    api(ApiKey::ListConfigResources, 0, 1),
     api(ApiKey::DescribeTopicPartitions, 0, 0),
     api(ApiKey::FindCoordinator, 0, 6),
     api(ApiKey::JoinGroup, 0, 9),
@@ -266,17 +268,6 @@ pub async fn dispatch(
         RequestKind::DeleteTopics(r) => {
             ResponseKind::DeleteTopics(blocking(|| delete_topics::handle(broker, ctx, r, v)))
         }
-        RequestKind::DescribeConfigs(r) => {
-            ResponseKind::DescribeConfigs(describe_configs::handle(broker, ctx, r))
-        }
-        RequestKind::AlterConfigs(r) => {
-            ResponseKind::AlterConfigs(blocking(|| alter_configs::handle_alter(broker, ctx, r)))
-        }
-        RequestKind::IncrementalAlterConfigs(r) => {
-            ResponseKind::IncrementalAlterConfigs(blocking(|| {
-                alter_configs::handle_incremental(broker, ctx, r)
-            }))
-        }
         RequestKind::DescribeLogDirs(r) => {
             ResponseKind::DescribeLogDirs(blocking(|| describe_log_dirs::handle(broker, ctx, r)))
         }
@@ -331,6 +322,10 @@ pub async fn dispatch(
         RequestKind::AlterPartition(r) => {
             ResponseKind::AlterPartition(alter_partition::handle(broker, ctx, &r, v).await)
         }
+        r @ (RequestKind::DescribeConfigs(_)
+        | RequestKind::AlterConfigs(_)
+        | RequestKind::IncrementalAlterConfigs(_)
+        | RequestKind::ListConfigResources(_)) => config_admin_api(broker, ctx, r).ok_or(Close)?,
         r @ (RequestKind::ElectLeaders(_)
         | RequestKind::AlterPartitionReassignments(_)
         | RequestKind::ListPartitionReassignments(_)
@@ -339,6 +334,32 @@ pub async fn dispatch(
         other => transaction_api(broker, ctx, other).ok_or(Close)?,
     };
     Ok(Some(Reply::from(response)))
+}
+
+/// The admin APIs of config resources; `None` for any other request.
+fn config_admin_api(
+    broker: &Arc<KafkaApis>,
+    ctx: &RequestContext<'_>,
+    request: RequestKind,
+) -> Option<ResponseKind> {
+    let v = ctx.header.request_api_version;
+    Some(match request {
+        RequestKind::DescribeConfigs(r) => {
+            ResponseKind::DescribeConfigs(describe_configs::handle(broker, ctx, r))
+        }
+        RequestKind::AlterConfigs(r) => {
+            ResponseKind::AlterConfigs(blocking(|| alter_configs::handle_alter(broker, ctx, r)))
+        }
+        RequestKind::IncrementalAlterConfigs(r) => {
+            ResponseKind::IncrementalAlterConfigs(blocking(|| {
+                alter_configs::handle_incremental(broker, ctx, r)
+            }))
+        }
+        RequestKind::ListConfigResources(r) => {
+            ResponseKind::ListConfigResources(list_config_resources::handle(broker, ctx, &r, v))
+        }
+        _ => return None,
+    })
 }
 
 /// The admin APIs that change partitions (leaders, replicas, records);

@@ -183,6 +183,9 @@ impl ClusterMember {
             tokio::runtime::Handle::current(),
         ));
         broker.scram.use_cluster(Arc::clone(&security));
+        if let Some(configs) = broker.groups.group_configs() {
+            configs.use_cluster(Arc::clone(&security));
+        }
         if let Some(dynamic) = &broker.dynamic {
             let (logs, cleaner) = (Arc::clone(&broker.logs), broker.cleaner.clone());
             let replica = Arc::clone(&broker.replica);

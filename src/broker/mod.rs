@@ -121,6 +121,8 @@ use coordinators::{group_coordinator, spawn_group_loader, transaction_coordinato
 use group_offsets::GroupOffsets;
 use replication::Replication;
 
+use crate::group::group_config_manager::GroupConfigManager;
+
 fn store_error(e: StoreError) -> LogError {
     match e {
         StoreError::Io { path, source } => LogError::Io { path, source },
@@ -244,6 +246,7 @@ pub fn standalone_apis(
     let meta = MetaProperties::load_or_create(&config.log_dirs(), config.node_id())?;
     let groups = group_coordinator(&config, &logs);
     let scram = Arc::new(CredentialStore::open(&first_log_dir(&config)).map_err(store_error)?);
+    groups.use_group_configs(open_group_configs(&config)?);
     let parts = ApisParts {
         groups,
         scram,
@@ -258,6 +261,13 @@ pub fn standalone_apis(
 
 /// The first log dir: where the broker-wide files live (producer ids,
 /// credentials, ACLs, the tiered storage cache).
+/// The groups' own configs, kept in the first log dir (a cluster moves
+/// them to etcd once joined).
+fn open_group_configs(config: &BrokerConfig) -> Result<Arc<GroupConfigManager>, LogError> {
+    let dir = first_log_dir(config);
+    Ok(Arc::new(GroupConfigManager::open(&dir, config.group_config()).map_err(store_error)?))
+}
+
 fn first_log_dir(config: &BrokerConfig) -> PathBuf {
     config.log_dirs().first().cloned().unwrap_or_else(|| PathBuf::from("data"))
 }
@@ -485,6 +495,7 @@ async fn serve(
     let (bound, advertised) = bind_listeners(&config, &scram).await?;
     let metrics_listen = config.metrics_listen();
     let Started { meta, coordinators: (txn_state, groups), tiered, group_offsets } = started;
+    groups.use_group_configs(open_group_configs(&config).map_err(BrokerError::Init)?);
     // Before anything uses the cluster id: a broker without data takes the cluster's.
     let (meta, member) = join_cluster(&config, meta, &advertised, logs).await?;
     // Tiered storage: the store must answer and be this cluster's before anything is served.

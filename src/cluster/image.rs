@@ -60,6 +60,8 @@ pub struct MetadataImage {
     pub users: Arc<StoredKeys>,
     /// The dynamic broker config keys (`<default>` and per broker), as stored.
     pub broker_configs: Arc<StoredKeys>,
+    /// The dynamic group config keys (one per group), as stored.
+    pub group_configs: Arc<StoredKeys>,
 }
 
 /// Keys of one kind and their values as etcd holds them.
@@ -142,6 +144,7 @@ impl MetadataImage {
                 SecurityKey::Acls => &mut self.acls,
                 SecurityKey::User => &mut self.users,
                 SecurityKey::BrokerConfig => &mut self.broker_configs,
+                SecurityKey::GroupConfig => &mut self.group_configs,
             };
             let map = Arc::make_mut(map);
             match kv {

@@ -107,8 +107,17 @@ impl ClusterKeys {
             None => format!("{}<default>", self.broker_configs()),
         }
     }
+    /// `/<ns>/config/groups/`: the dynamic group configs.
+    pub fn group_configs(&self) -> String {
+        format!("{}/config/groups/", self.namespace)
+    }
+    /// `/<ns>/config/groups/<group>`: one group's configs, the id
+    /// percent-encoded.
+    pub fn group_config(&self, group: &str) -> String {
+        format!("{}{}", self.group_configs(), sanitized(group))
+    }
     /// Whether `key` is one the stores keep as stored: ACLs, credentials,
-    /// dynamic broker configs.
+    /// dynamic broker and group configs.
     pub fn security_kind(&self, key: &str) -> Option<SecurityKey> {
         if self.acl_prefixes().iter().any(|p| key.starts_with(p.as_str())) {
             Some(SecurityKey::Acls)
@@ -116,6 +125,8 @@ impl ClusterKeys {
             Some(SecurityKey::User)
         } else if key.starts_with(self.broker_configs().as_str()) {
             Some(SecurityKey::BrokerConfig)
+        } else if key.starts_with(self.group_configs().as_str()) {
+            Some(SecurityKey::GroupConfig)
         } else {
             None
         }
@@ -156,6 +167,8 @@ pub enum SecurityKey {
     User,
     /// The dynamic broker configs of one level (`config::dynamic`).
     BrokerConfig,
+    /// One group's dynamic configs (`group::group_config_manager`).
+    GroupConfig,
 }
 
 /// The topic keys of [`ClusterKeys::kind_of`].

@@ -194,6 +194,10 @@ pub struct GroupConfig {
     pub consumer_protocol_enabled: bool,
     pub consumer_session_timeout_ms: i32,
     pub consumer_heartbeat_interval_ms: i32,
+    /// The bounds of a group's own `consumer.session.timeout.ms` and
+    /// `consumer.heartbeat.interval.ms` (group configs): (min, max).
+    pub consumer_session_timeout_bounds: (i32, i32),
+    pub consumer_heartbeat_interval_bounds: (i32, i32),
     pub consumer_max_size: usize,
     /// `group.consumer.assignors`, as short names (`uniform`, `range`).
     pub consumer_assignors: Vec<String>,
@@ -249,6 +253,8 @@ impl Default for GroupConfig {
             consumer_protocol_enabled: true,
             consumer_session_timeout_ms: 45_000,
             consumer_heartbeat_interval_ms: 5000,
+            consumer_session_timeout_bounds: (45_000, 60_000),
+            consumer_heartbeat_interval_bounds: (5000, 15_000),
             consumer_max_size: i32::MAX as usize,
             consumer_assignors: vec!["uniform".to_string(), "range".to_string()],
             consumer_migration_policy: MigrationPolicy::Bidirectional,
@@ -276,6 +282,14 @@ impl GroupConfig {
             consumer_session_timeout_ms: values.int(&GROUP_CONSUMER_SESSION_TIMEOUT_MS) as i32,
             consumer_heartbeat_interval_ms: values.int(&GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS)
                 as i32,
+            consumer_session_timeout_bounds: (
+                values.int(&GROUP_CONSUMER_MIN_SESSION_TIMEOUT_MS) as i32,
+                values.int(&GROUP_CONSUMER_MAX_SESSION_TIMEOUT_MS) as i32,
+            ),
+            consumer_heartbeat_interval_bounds: (
+                values.int(&GROUP_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS) as i32,
+                values.int(&GROUP_CONSUMER_MAX_HEARTBEAT_INTERVAL_MS) as i32,
+            ),
             consumer_max_size: values.int(&GROUP_CONSUMER_MAX_SIZE) as usize,
             consumer_assignors: values
                 .list(&GROUP_CONSUMER_ASSIGNORS)

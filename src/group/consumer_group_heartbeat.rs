@@ -110,7 +110,7 @@ impl GroupCoordinator {
         let result = ConsumerHeartbeatResult {
             member_id: member_id.clone(),
             member_epoch: member.epoch(),
-            heartbeat_interval_ms: self.config.consumer_heartbeat_interval_ms,
+            heartbeat_interval_ms: self.consumer_heartbeat_interval_ms(&req.group_id),
             assignment,
         };
         cg.members.insert(member_id, member);
@@ -390,7 +390,7 @@ impl GroupCoordinator {
     /// did not revoke within their rebalance timeout).
     pub(super) fn expire_consumer_members(&self, group: &mut Group, now: i64) {
         let Some(cg) = &group.consumer else { return };
-        let session = self.config.consumer_session_timeout_ms;
+        let session = self.consumer_session_timeout_ms(&group.id);
         let expired: Vec<String> = cg
             .members
             .values()

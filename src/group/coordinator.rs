@@ -12,6 +12,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::config::GroupConfig;
+use super::group_config_manager::GroupConfigManager;
 use super::loader::{load_groups, load_partition_groups, LoadStats};
 use super::runtime::{CoordinatorRuntime, OFFSETS_TOPIC};
 use super::topic_catalog::TopicCatalog;
@@ -32,6 +33,9 @@ pub struct GroupCoordinator {
     topics: std::sync::OnceLock<Arc<dyn TopicCatalog>>,
     next_member: AtomicU64,
     last_expiry_check: Mutex<i64>,
+    /// The groups' own configs (`kafka-configs --entity-type groups`), once
+    /// the broker opened them; without, every group takes the broker's.
+    group_configs: std::sync::OnceLock<Arc<GroupConfigManager>>,
 }
 
 impl GroupCoordinator {
@@ -50,7 +54,32 @@ impl GroupCoordinator {
             topics: std::sync::OnceLock::new(),
             next_member: AtomicU64::new(1),
             last_expiry_check: Mutex::new(0),
+            group_configs: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Take each group's own configs from `configs` from now on.
+    pub fn use_group_configs(&self, configs: Arc<GroupConfigManager>) {
+        let _ = self.group_configs.set(configs);
+    }
+
+    /// The groups' own configs, if the broker opened them.
+    pub fn group_configs(&self) -> Option<&Arc<GroupConfigManager>> {
+        self.group_configs.get()
+    }
+
+    /// `group`'s consumer session timeout: its own, else the broker's.
+    pub(super) fn consumer_session_timeout_ms(&self, group: &str) -> i32 {
+        self.group_configs().map_or(self.config.consumer_session_timeout_ms, |c| {
+            c.consumer_session_timeout_ms(group)
+        })
+    }
+
+    /// `group`'s consumer heartbeat interval: its own, else the broker's.
+    pub(super) fn consumer_heartbeat_interval_ms(&self, group: &str) -> i32 {
+        self.group_configs().map_or(self.config.consumer_heartbeat_interval_ms, |c| {
+            c.consumer_heartbeat_interval_ms(group)
+        })
     }
 
     pub fn config(&self) -> &GroupConfig {

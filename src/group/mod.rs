@@ -38,6 +38,8 @@
 //!
 //! * `coordinator`: [`GroupCoordinator`] itself (the shard's facade), the
 //!   load and the periodic tick. `config`: [`GroupConfig`], its keys.
+//!   `group_config_manager`: each group's own configs (`kafka-configs
+//!   --entity-type groups`).
 //! * `runtime`: `CoordinatorRuntime`, the groups in one shard per
 //!   `__consumer_offsets` partition, each behind its own lock, and the
 //!   appends to that topic (creating it first).
@@ -90,6 +92,7 @@
 pub mod assignor;
 pub mod config;
 pub mod consumer_group_records;
+pub mod group_config_manager;
 pub mod schema;
 
 mod classic_protocol;

@@ -13,6 +13,7 @@ mod consumer_group_wire;
 mod consumer_groups_java;
 mod consumer_protocol_eos;
 mod consumer_protocol_java;
+mod group_configs;
 mod group_coordinator;
 mod group_migration_java;
 mod interop_python_groups;

@@ -55,7 +55,7 @@ const NOT_SERVED: &[(&str, Range, Range)] = &[
     ("DeleteGroups", Some((0, 3)), Some((0, 2))),
     // Not implemented: log dir moves by request, delegation tokens, client
     // quota changes, KRaft's quorum and features (sediment's cluster runs on
-    // etcd), config resource listing.
+    // etcd).
     ("AlterReplicaLogDirs", Some((1, 2)), None),
     ("CreateDelegationToken", Some((1, 3)), None),
     ("RenewDelegationToken", Some((1, 2)), None),
@@ -65,7 +65,6 @@ const NOT_SERVED: &[(&str, Range, Range)] = &[
     ("DescribeQuorum", Some((0, 2)), None),
     ("UpdateFeatures", Some((0, 2)), None),
     ("UnregisterBroker", Some((0, 0)), None),
-    ("ListConfigResources", Some((0, 1)), None),
     ("AddRaftVoter", Some((0, 1)), None),
     ("RemoveRaftVoter", Some((0, 0)), None),
     // Share groups (KIP-932) and streams groups (KIP-1071): issue 30.
