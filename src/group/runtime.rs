@@ -129,6 +129,9 @@ pub(super) struct CoordinatorRuntime {
     /// In a cluster, how appends become durable (set once, when the broker
     /// joins); unset, the local append is the acknowledgement.
     replication: std::sync::OnceLock<Arc<dyn CoordinatorReplication>>,
+    /// Held while this runtime creates `__consumer_offsets`, so a write
+    /// racing the creation waits for every partition instead of failing.
+    creating: Mutex<()>,
 }
 
 impl CoordinatorRuntime {
@@ -152,6 +155,7 @@ impl CoordinatorRuntime {
             load_stats: Mutex::new(LoadStats::default()),
             shard_epochs: (0..partitions.max(1)).map(|_| AtomicI32::new(0)).collect(),
             replication: std::sync::OnceLock::new(),
+            creating: Mutex::new(()),
         }
     }
 
@@ -327,7 +331,13 @@ impl CoordinatorRuntime {
     pub(super) fn ensure_offsets_topic(&self) -> Result<(), LogError> {
         // In a cluster the first FindCoordinator writes it to etcd; a local
         // copy would be a stray.
-        if self.replication.get().is_some() || self.logs.topic(OFFSETS_TOPIC).is_some() {
+        if self.replication.get().is_some() {
+            return Ok(());
+        }
+        // The creator holds it until every partition exists: a caller that
+        // finds the topic under it finds all of it.
+        let _creating = blocking::lock(&self.creating);
+        if self.logs.topic(OFFSETS_TOPIC).is_some() {
             return Ok(());
         }
         let overrides = [
@@ -391,10 +401,8 @@ impl CoordinatorRuntime {
                 GroupError::from(e)
             })?,
         }
-        // Missing while another request is still creating the topic (its
-        // partitions are not all there yet). COORDINATOR_NOT_AVAILABLE is
-        // retried by every client handler; the Java client's SyncGroup
-        // treats COORDINATOR_LOAD_IN_PROGRESS as fatal.
+        // Only a topic created by something else (CreateTopics) with fewer
+        // partitions could still miss it.
         let log = self.logs.get_log(&tp).ok_or(GroupError::CoordinatorNotAvailable)?;
         let now = self.clock.now_ms();
         let mut builder = BatchBuilder::new(Compression::None, now);
