@@ -11,7 +11,8 @@
 //! until `sediment add-scram` with the cluster's endpoints adds her again.
 //! Dynamic broker configs are the cluster's too: a cluster default set
 //! through broker 1 is in force on every broker (topics inherit it) and a
-//! per-broker value only on its broker, both kept across a restart.
+//! per-broker value only on its broker, both kept across a restart; so are
+//! a group's own configs (`--entity-type groups`), described alike by all.
 
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::{
@@ -61,6 +62,7 @@ fn known_to(b: &TestBroker) -> (usize, Vec<String>) {
 /// Kafka's `ConfigSource` codes.
 const DYNAMIC_BROKER: i8 = 2;
 const DYNAMIC_DEFAULT_BROKER: i8 = 3;
+const GROUP_CONFIG: i8 = 8;
 
 /// `key` of resource `(kind, name)` as broker `b` describes it: (value, source).
 fn described(b: &TestBroker, kind: i8, name: &str, key: &str) -> (Option<String>, i8) {
@@ -181,9 +183,19 @@ fn acls_and_scram_users_are_the_clusters() {
         CONFIGS,
         &[&["--alter"], &third[..], &["--add-config", "log.cleaner.backoff.ms=2500"]].concat(),
     );
+    // A group's own config through broker 1.
+    let group = ["--entity-type", "groups", "--entity-name", "orders-app"];
+    tool(
+        &brokers[0],
+        CONFIGS,
+        &[&["--alter"], &group[..], &["--add-config", "consumer.heartbeat.interval.ms=6000"]]
+            .concat(),
+    );
     let dynamic_everywhere = |brokers: &[TestBroker]| {
         for (i, b) in brokers.iter().enumerate() {
             let id = (i + 1).to_string();
+            let interval = (Some("6000"), GROUP_CONFIG);
+            described_as(b, 32, "orders-app", "consumer.heartbeat.interval.ms", interval);
             let retention = (Some("3600000"), DYNAMIC_DEFAULT_BROKER);
             described_as(b, 4, &id, "log.retention.ms", retention);
             // A topic without its own value inherits the broker's default.
@@ -206,6 +218,7 @@ fn acls_and_scram_users_are_the_clusters() {
         "sediment-acls.json",
         "sediment-scram-credentials.json",
         "sediment-dynamic-broker-configs.json",
+        "sediment-group-configs.json",
     ] {
         assert!(!brokers[1].data_dir().join(file).exists(), "{file} written in a cluster");
         assert!(!brokers[0].data_dir().join(file).exists(), "{file} written by the writer");
