@@ -13,8 +13,9 @@
 //! * A SyncGroup returns the member's assigned partitions (never one pending
 //!   revocation or still held by another member) as a ConsumerProtocolAssignment.
 //! * A Heartbeat answers REBALANCE_IN_PROGRESS while the member has a step to
-//!   take: a newer target epoch, partitions to revoke, or partitions it
-//!   waited for that are free now. The member then rejoins.
+//!   take: a newer group epoch (its join computes the target if nobody did),
+//!   partitions to revoke, or partitions it waited for that are free now.
+//!   The member then rejoins.
 //! * Session: the member's own classic session timeout. After being told to
 //!   rejoin, and after a join until its sync, it has its rebalance timeout
 //!   (Kafka's join and sync timers), else it is fenced.
@@ -137,7 +138,7 @@ impl GroupCoordinator {
         let Some(cg) = group.consumer.as_mut() else {
             return SyncResult::error(GroupError::UnknownMemberId);
         };
-        let assignment_epoch = cg.assignment_epoch;
+        let group_epoch = cg.group_epoch;
         let Some(m) = cg.members.get_mut(member_id).filter(|m| m.is_classic()) else {
             return SyncResult::error(GroupError::UnknownMemberId);
         };
@@ -150,7 +151,7 @@ impl GroupCoordinator {
         {
             return SyncResult::error(GroupError::InconsistentGroupProtocol);
         }
-        if assignment_epoch > m.epoch() && m.assignment.state != MemberState::UnrevokedPartitions {
+        if group_epoch > m.epoch() && m.assignment.state != MemberState::UnrevokedPartitions {
             told_to_rejoin(m, now);
             return SyncResult::error(GroupError::RebalanceInProgress);
         }
@@ -181,7 +182,8 @@ impl GroupCoordinator {
         now: i64,
     ) -> Result<(), GroupError> {
         let cg = group.consumer.as_mut().ok_or(GroupError::UnknownMemberId)?;
-        if let Some(owner) = instance_id.and_then(|i| cg.static_member(i)) {
+        if let Some(instance) = instance_id {
+            let owner = cg.static_member(instance).ok_or(GroupError::UnknownMemberId)?;
             if owner.member_id != member_id {
                 return Err(GroupError::FencedInstanceId);
             }
@@ -191,7 +193,10 @@ impl GroupCoordinator {
         if generation != m.epoch() {
             return Err(GroupError::IllegalGeneration);
         }
-        let rejoin = m.epoch() < cg.assignment_epoch
+        // Against the group epoch, not the assignment's: after a member
+        // left, nobody may heartbeat the target forward but a classic
+        // member's join.
+        let rejoin = m.epoch() < cg.group_epoch
             || m.assignment.state == MemberState::UnrevokedPartitions
             || (m.assignment.state == MemberState::UnreleasedPartitions
                 && !waiting_on_unreleased(cg, m));

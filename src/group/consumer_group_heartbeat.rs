@@ -236,7 +236,10 @@ impl GroupCoordinator {
         }
         let existing = req.instance_id.as_deref().and_then(|i| cg.static_member(i)).cloned();
         if let Some(old) = existing.filter(|old| old.member_id != member_id) {
-            if old.epoch() != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+            // A classic static member never leaves explicitly: a consumer
+            // of the other protocol takes its place at once (Kafka's rule),
+            // which is how a static member is rolled to this protocol.
+            if old.epoch() != LEAVE_GROUP_STATIC_MEMBER_EPOCH && !old.is_classic() {
                 return Err(GroupError::UnreleasedInstanceId);
             }
             return Ok(replace_static_member(&req.group_id, cg, old, member_id, records));
@@ -591,9 +594,11 @@ fn reconcile(
         updated.revocation_deadline_ms =
             match (updated.assignment.state == MemberState::UnrevokedPartitions, was_revoking) {
                 (true, true) => member.revocation_deadline_ms,
-                (true, false) => {
+                // A classic member has its join and sync deadlines instead.
+                (true, false) if !updated.is_classic() => {
                     Some(now + i64::from(updated.metadata.rebalance_timeout_ms.max(0)))
                 }
+                (true, false) => None,
                 (false, _) => None,
             };
         records.push(ConsumerGroup::current_assignment_record(group_id, &updated));

@@ -94,7 +94,8 @@ impl GroupCoordinator {
     }
 
     /// One classic member as a member of the consumer group: its
-    /// subscription and assignment decoded, Stable at the generation.
+    /// subscription decoded, holding its assignment and the partitions it
+    /// says it owns, Stable at the generation.
     fn member_from_classic(
         &self,
         group: &Group,
@@ -103,7 +104,13 @@ impl GroupCoordinator {
         let protocol = group.protocol.clone().or_else(|| m.protocols.first().map(|p| p.0.clone()));
         let subscription =
             consumer_protocol::decode_subscription(&m.metadata_for(&protocol.unwrap_or_default()))?;
-        let assigned = self.by_topic_id(&consumer_protocol::decode_assignment(&m.assignment)?);
+        // What it was given, and what its last join says it still owns: in
+        // CompletingRebalance the assignment is not known yet, while a
+        // cooperative member keeps consuming what it owned.
+        let mut assigned = self.by_topic_id(&consumer_protocol::decode_assignment(&m.assignment)?);
+        for (topic, partitions) in self.by_topic_id(&subscription.owned) {
+            assigned.entry(topic).or_default().extend(partitions);
+        }
         let mut member = ConsumerGroupMember::new(&m.id, self.now());
         member.metadata = MemberMetadataValue {
             instance_id: m.instance_id.clone(),

@@ -389,3 +389,88 @@ fn refused_migrations_get_kafkas_errors_and_change_nothing() {
     };
     assert_eq!(now(f.c.join(other)).error, Some(GroupError::InconsistentGroupProtocol));
 }
+
+fn offset(o: i64) -> Vec<(String, i32, CommittedOffset)> {
+    let committed = CommittedOffset {
+        offset: o,
+        leader_epoch: -1,
+        metadata: String::new(),
+        commit_timestamp: 0,
+    };
+    vec![("t".to_string(), 0, committed)]
+}
+
+#[test]
+fn offsets_committed_before_an_upgrade_survive_a_restart() {
+    let f = fixture(MigrationPolicy::Bidirectional);
+    let (a, _b) = classic_group(&f.c);
+    assert_eq!(f.c.commit("g", a.generation, &a.id, None, &offset(42)), [None]);
+    f.c.consumer_heartbeat(&consumer_join("c")).expect("upgrade");
+    let restarted = coordinator(&f.logs, &f.clock, MigrationPolicy::Bidirectional);
+    let after = restarted.fetch_offsets("g", Some(&[("t".into(), 0)])).unwrap();
+    assert_eq!(after[0].2.as_ref().map(|o| o.offset), Some(42), "{after:?}");
+    assert_eq!(restarted.consumer_describe("g").unwrap().members.len(), 3);
+}
+
+#[test]
+fn an_upgrade_while_completing_a_rebalance_counts_what_cooperative_members_own() {
+    let f = fixture(MigrationPolicy::Bidirectional);
+    let (a, b) = classic_group(&f.c);
+    // A third member joins; a and b rejoin cooperatively, keeping what they
+    // own: the round completes, nobody has synced (CompletingRebalance).
+    let mut d = Classic::new();
+    let d_join = d.join(&f.c);
+    assert_eq!(a.heartbeat(&f.c), Err(GroupError::RebalanceInProgress));
+    let (ja, jb) = (f.c.join(a.join_request()), f.c.join(b.join_request()));
+    let (_, _, rd) = (now(ja), now(jb), now(d_join));
+    assert_eq!(rd.error, None);
+    assert_eq!(f.c.describe("g").unwrap().state, GroupState::CompletingRebalance);
+    let r = f.c.consumer_heartbeat(&consumer_join("c")).expect("upgrade");
+    let got = r.assignment.as_ref().map(partitions).unwrap_or_default();
+    assert!(got.is_disjoint(&a.owned) && got.is_disjoint(&b.owned), "{got:?} is still owned");
+}
+
+#[test]
+fn without_a_downgrade_the_leavers_partitions_reach_the_classic_members() {
+    let f = fixture(MigrationPolicy::Upgrade);
+    let (mut a, mut b) = classic_group(&f.c);
+    let r = f.c.consumer_heartbeat(&consumer_join("c")).expect("upgrade");
+    let (mut c_epoch, mut c_owned) = (r.member_epoch, r.assignment.unwrap());
+    for _ in 0..4 {
+        a.step(&f.c);
+        b.step(&f.c);
+        let r = consumer_beat(&f.c, "c", c_epoch, &c_owned);
+        c_epoch = r.member_epoch;
+        c_owned = r.assignment.unwrap_or(c_owned);
+    }
+    assert_eq!(partitions(&c_owned).len(), 2);
+    let leave = ConsumerHeartbeat { member_epoch: -1, ..consumer_join("c") };
+    f.c.consumer_heartbeat(&leave).expect("leave");
+    for _ in 0..4 {
+        a.step(&f.c);
+        b.step(&f.c);
+    }
+    assert_eq!(a.owned.len() + b.owned.len(), 6, "{:?} {:?}", a.owned, b.owned);
+    assert!(a.owned.is_disjoint(&b.owned));
+}
+
+#[test]
+fn a_static_classic_member_restarted_with_the_consumer_protocol_takes_its_own_place() {
+    let f = fixture(MigrationPolicy::Bidirectional);
+    let mut a = Classic::new();
+    let req = JoinRequest { group_instance_id: Some("i-a".into()), ..a.join_request() };
+    let r = now(f.c.join(req));
+    a.joined(r);
+    a.sync(&f.c, vec![(a.id.clone(), assignment_of(&[0, 1, 2, 3, 4, 5]))]);
+    // The same instance, restarted with group.protocol=consumer (a static
+    // member sends no LeaveGroup): it replaces the classic member at once.
+    let req = ConsumerHeartbeat { instance_id: Some("i-a".into()), ..consumer_join("new-a") };
+    let r = f.c.consumer_heartbeat(&req).expect("takes its place");
+    assert_eq!(r.assignment.as_ref().map(partitions), Some((0..6).collect()));
+    let d = f.c.consumer_describe("g").unwrap();
+    assert_eq!(
+        d.members.iter().map(|m| (m.member_id.as_str(), m.classic)).collect::<Vec<_>>(),
+        [("new-a", false)]
+    );
+    assert_eq!(a.heartbeat(&f.c), Err(GroupError::UnknownMemberId));
+}

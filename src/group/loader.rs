@@ -154,15 +154,16 @@ fn apply_record(
         RecordKey::Consumer(key) => apply_consumer_record(groups, &key, value, now)?,
         RecordKey::Group { group } => match value {
             None => {
+                // Only the classic group goes: its offsets stay, and so does
+                // a consumer group that replaced it (an upgrade writes this
+                // tombstone first). The entry goes once nothing is left.
                 if let Some(g) = groups.get_mut(&group) {
-                    // A consumer group replaced an empty classic group: only
-                    // the classic metadata goes.
-                    if g.consumer.is_some() {
-                        g.clear_classic_metadata();
-                        return Ok(());
+                    g.end_classic_membership(now);
+                    let offsets = !g.offsets.is_empty() || !g.pending_txn_offsets.is_empty();
+                    if g.consumer.is_none() && !offsets {
+                        groups.remove(&group);
                     }
                 }
-                groups.remove(&group);
             }
             Some(value) => {
                 let v = GroupValue::decode(value)?;
