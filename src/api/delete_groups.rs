@@ -1,4 +1,5 @@
 //! DeleteGroups: empty groups only; their offsets and metadata get tombstones.
+//! v3 adds each refused group's reason.
 //!
 //! DELETE on each group is checked first: a denied group is answered
 //! GROUP_AUTHORIZATION_FAILED and kept; as Kafka's `handleDeleteGroupsRequest`
@@ -9,7 +10,7 @@ use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse, GroupI
 use kafka_protocol::ResponseError;
 
 use super::error::group_code;
-use super::RequestContext;
+use super::{str_bytes, RequestContext};
 use crate::api::KafkaApis;
 use crate::security::acl::{AclOperation, ResourceType};
 
@@ -22,15 +23,20 @@ pub fn handle(
         .groups_names
         .iter()
         .partition(|g| ctx.authorize(AclOperation::Delete, ResourceType::Group, g.0.as_str()));
+    // v3+ says why a group was not deleted (the field is not sent before).
     let deleted = allowed.into_iter().map(|g| {
+        let error = broker.groups.delete_group(g.0.as_str()).err();
+        let message = error.as_ref().map(|e| str_bytes(e.to_string()));
         DeletableGroupResult::default()
             .with_group_id(g.clone())
-            .with_error_code(group_code(broker.groups.delete_group(g.0.as_str()).err()))
+            .with_error_code(group_code(error))
+            .with_error_message(message)
     });
     let denied = denied.into_iter().map(|g| {
         DeletableGroupResult::default()
             .with_group_id(g.clone())
             .with_error_code(ResponseError::GroupAuthorizationFailed.code())
+            .with_error_message(Some(str_bytes("Group authorization failed.")))
     });
     DeleteGroupsResponse::default().with_results(deleted.chain(denied).collect())
 }

@@ -1,5 +1,5 @@
 //! OffsetCommit (v2+): committed offsets are appended to `__consumer_offsets`
-//! before they are acknowledged.
+//! before they are acknowledged. v10 names topics by id.
 //!
 //! Authorization, as Kafka's `handleOffsetCommitRequest`: READ on the group
 //! first (denied: GROUP_AUTHORIZATION_FAILED on every partition), then READ on
@@ -17,11 +17,68 @@ use kafka_protocol::ResponseError;
 
 use super::error::group_code;
 use super::offset_partitions::{partition_codes, requested_offsets, PartitionChecks};
-use super::RequestContext;
+use super::{topic_name, RequestContext};
 use crate::api::KafkaApis;
 use crate::security::acl::{AclOperation, ResourceType};
 
 pub fn handle(
+    broker: &KafkaApis,
+    ctx: &RequestContext<'_>,
+    request: &OffsetCommitRequest,
+    version: i16,
+) -> OffsetCommitResponse {
+    if version >= 10 {
+        return by_topic_id(broker, ctx, request, version);
+    }
+    by_name(broker, ctx, request, version)
+}
+
+/// v10 names topics by id (KIP-848): each id is resolved to its topic and
+/// committed as by name, the answer carrying the id; an id no topic has
+/// gets UNKNOWN_TOPIC_ID on its partitions. Answers keep the request order.
+fn by_topic_id(
+    broker: &KafkaApis,
+    ctx: &RequestContext<'_>,
+    request: &OffsetCommitRequest,
+    version: i16,
+) -> OffsetCommitResponse {
+    let names: Vec<Option<String>> =
+        request.topics.iter().map(|t| broker.topic_name_by_id(&t.topic_id)).collect();
+    let mut named = request.clone();
+    named.topics = request
+        .topics
+        .iter()
+        .zip(&names)
+        .filter_map(|(t, name)| Some(t.clone().with_name(topic_name(name.clone()?))))
+        .collect();
+    let mut answered = by_name(broker, ctx, &named, version).topics.into_iter();
+    let topics = request
+        .topics
+        .iter()
+        .zip(&names)
+        .map(|(t, name)| match name {
+            Some(_) => answered.next().unwrap_or_default().with_topic_id(t.topic_id),
+            None => {
+                let code = ResponseError::UnknownTopicId.code();
+                let partitions = t
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        OffsetCommitResponsePartition::default()
+                            .with_partition_index(p.partition_index)
+                            .with_error_code(code)
+                    })
+                    .collect();
+                OffsetCommitResponseTopic::default()
+                    .with_topic_id(t.topic_id)
+                    .with_partitions(partitions)
+            }
+        })
+        .collect();
+    OffsetCommitResponse::default().with_topics(topics)
+}
+
+fn by_name(
     broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &OffsetCommitRequest,

@@ -117,7 +117,7 @@ pub fn handle(
             .groups
             .iter()
             .map(|g| {
-                let mut out = fetch_group(broker, ctx, g);
+                let mut out = fetch_group(broker, ctx, g, version);
                 if stable {
                     mark_unstable_groups(broker, &mut out);
                 }
@@ -195,33 +195,69 @@ fn fetch_one(
     }
 }
 
-/// One group of a v8+ request, which may ask for several.
+/// One group of a v8+ request, which may ask for several. v10 names topics
+/// by id: the answer carries ids; an id no topic has gets UNKNOWN_TOPIC_ID on
+/// its partitions, and a topic without an id (deleted since its commit) is
+/// left out of an all-offsets answer.
 fn fetch_group(
     broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     g: &OffsetFetchRequestGroup,
+    version: i16,
 ) -> OffsetFetchResponseGroup {
-    let requested = g
-        .topics
-        .as_ref()
-        .map(|ts| ts.iter().map(|t| (t.name.0.as_str(), t.partition_indexes.as_slice())).collect());
+    let by_id = version >= 10;
+    let names: Vec<Option<String>> =
+        g.topics
+            .iter()
+            .flatten()
+            .map(|t| {
+                if by_id {
+                    broker.topic_name_by_id(&t.topic_id)
+                } else {
+                    Some(t.name.0.to_string())
+                }
+            })
+            .collect();
+    let requested = g.topics.as_ref().map(|ts| {
+        ts.iter()
+            .zip(&names)
+            .filter_map(|(t, name)| Some((name.as_deref()?, t.partition_indexes.as_slice())))
+            .collect()
+    });
     let out = OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone());
     // v9: a consumer group member names itself; its epoch must be current.
     let member = g.member_id.as_ref().map(|m| (m.as_str(), g.member_epoch));
-    match fetch(broker, ctx, g.group_id.0.as_str(), requested, member) {
-        Err(e) => out.with_error_code(e.code()),
-        Ok(answer) => out.with_topics(
-            answer
-                .into_iter()
-                .map(|(t, ps)| {
-                    let partitions = ps.into_iter().map(|(p, o)| group_partition(p, o)).collect();
-                    OffsetFetchResponseTopics::default()
-                        .with_name(topic_name(t))
-                        .with_partitions(partitions)
-                })
-                .collect(),
-        ),
+    let answer = match fetch(broker, ctx, g.group_id.0.as_str(), requested, member) {
+        Err(e) => return out.with_error_code(e.code()),
+        Ok(answer) => answer,
+    };
+    let mut topics: Vec<OffsetFetchResponseTopics> = answer
+        .into_iter()
+        .filter_map(|(t, ps)| {
+            let partitions = ps.into_iter().map(|(p, o)| group_partition(p, o)).collect();
+            let topic = OffsetFetchResponseTopics::default().with_partitions(partitions);
+            if !by_id {
+                return Some(topic.with_name(topic_name(t)));
+            }
+            let id = broker.topic_id(&t)?;
+            Some(topic.with_name(topic_name(t)).with_topic_id(uuid::Uuid::from_bytes(id)))
+        })
+        .collect();
+    let unknown = g.topics.iter().flatten().zip(&names).filter(|(_, n)| n.is_none());
+    for (t, _) in unknown {
+        let code = ResponseError::UnknownTopicId.code();
+        let partitions = t
+            .partition_indexes
+            .iter()
+            .map(|p| group_partition(*p, Part::Offset(None)).with_error_code(code))
+            .collect();
+        topics.push(
+            OffsetFetchResponseTopics::default()
+                .with_topic_id(t.topic_id)
+                .with_partitions(partitions),
+        );
     }
+    out.with_topics(topics)
 }
 
 fn group_partition(p: i32, part: Part) -> OffsetFetchResponsePartitions {

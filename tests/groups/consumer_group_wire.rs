@@ -54,6 +54,18 @@ fn commit(group: &str, member: &str, epoch: i32) -> OffsetCommitRequest {
                 .with_committed_offset(1)])])
 }
 
+/// An OffsetCommit v10 of offset 7 on partition 0 of each topic, by id.
+fn commit_by_id(group: &str, member: &str, ids: &[uuid::Uuid]) -> OffsetCommitRequest {
+    let topic = |id: &uuid::Uuid| {
+        OffsetCommitRequestTopic::default().with_topic_id(*id).with_partitions(vec![
+            OffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(7),
+        ])
+    };
+    commit(group, member, 1).with_topics(ids.iter().map(topic).collect())
+}
+
 fn fetch(group: &str, member: &str, epoch: i32) -> OffsetFetchRequest {
     OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default()
         .with_group_id(GroupId(s(group)))
@@ -119,6 +131,7 @@ fn consumer_groups_on_the_wire() {
     );
     assert_eq!(g.assignor_name.as_str(), "range");
     assert_eq!(g.members[0].assignment.topic_partitions[0].topic_name.0.as_str(), "t");
+    let t_id = g.members[0].assignment.topic_partitions[0].topic_id;
     assert_eq!(r.groups[1].error_code, code(E::GroupIdNotFound));
 
     // OffsetCommit v9 and OffsetFetch v9 with member epochs.
@@ -144,6 +157,33 @@ fn consumer_groups_on_the_wire() {
         (r.groups[0].error_code, r.groups[0].topics[0].partitions[0].committed_offset),
         (0, 1)
     );
+
+    // v10 names topics by id (KIP-848); an id no topic has is UNKNOWN_TOPIC_ID.
+    let unknown = uuid::Uuid::from_u128(7);
+    let r = w.call(10, &commit_by_id("cg", &m1, &[t_id, unknown]));
+    let answered: Vec<_> =
+        r.topics.iter().map(|t| (t.topic_id, t.partitions[0].error_code)).collect();
+    assert_eq!(answered, [(t_id, 0), (unknown, code(E::UnknownTopicId))]);
+    let mut by_id = fetch("cg", &m1, 1);
+    by_id.groups[0].topics = Some(
+        [t_id, unknown]
+            .iter()
+            .map(|id| {
+                OffsetFetchRequestTopics::default()
+                    .with_topic_id(*id)
+                    .with_partition_indexes(vec![0])
+            })
+            .collect(),
+    );
+    let r = w.call(10, &by_id);
+    let topics = &r.groups[0].topics;
+    assert_eq!((topics[0].topic_id, topics[0].partitions[0].committed_offset), (t_id, 7));
+    assert_eq!(
+        (topics[1].topic_id, topics[1].partitions[0].error_code),
+        (unknown, code(E::UnknownTopicId))
+    );
+    let r = w.call(9, &fetch("cg", &m1, 1));
+    assert_eq!(r.groups[0].topics[0].partitions[0].committed_offset, 7, "the same offset by name");
 
     // The classic APIs: ListGroups with its type filter, DescribeGroups.
     let classic = w.call(3, &classic_join("classic"));

@@ -6,7 +6,9 @@
 //! first one upgrades the group to a consumer group) and back (the last
 //! consumer-protocol member leaving downgrades it), with records produced
 //! before every step. Every record is committed by exactly one member
-//! exactly once: none lost, none consumed twice.
+//! exactly once: none lost, none consumed twice. With Kafka 4.4.0's
+//! clients (`KAFKA_VERSION=4.4.0`) the consumers commit and fetch by topic
+//! id (OffsetCommit and OffsetFetch v10).
 
 use std::collections::BTreeMap;
 
@@ -142,4 +144,13 @@ fn a_classic_group_is_rolled_to_the_consumer_protocol_and_back() {
     let missing: Vec<&String> = produced.iter().filter(|v| !counts.contains_key(*v)).collect();
     assert!(missing.is_empty(), "never committed: {missing:?}");
     assert_eq!(counts.len(), produced.len());
+    // Kafka 4.4's consumers commit and fetch by topic id (v10).
+    if std::env::var("KAFKA_VERSION").is_ok_and(|v| v == "4.4.0") {
+        for api in ["OffsetCommit", "OffsetFetch"] {
+            let v10 = format!(
+                "kafka_network_requestmetrics_requests_total{{request=\"{api}\",version=\"10\"}}"
+            );
+            assert!(b.metrics().contains(&v10), "{api} v10 served");
+        }
+    }
 }

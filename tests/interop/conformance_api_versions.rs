@@ -41,18 +41,14 @@ type Range = Option<(i16, i16)>;
 /// Where sediment's ranges differ from Kafka 4.4.0's, and why: the API
 /// name, Kafka's range and sediment's (None: not advertised).
 const NOT_SERVED: &[(&str, Range, Range)] = &[
-    // Newer versions than the kafka-protocol crate (0.18) decodes: topic ids
-    // in offset commits and fetches (KIP-848 follow-ups), KIP-1023's
-    // earliest pending upload, KIP-1242's cluster id check, WriteTxnMarkers'
-    // TransactionVersion, a cordoned flag, a per-group error message.
+    // Newer versions than the kafka-protocol crate (0.18) decodes and
+    // sediment's vendored copy does not add yet: KIP-1023's earliest pending
+    // upload, KIP-1242's cluster id check, WriteTxnMarkers' TransactionVersion,
+    // topic ids in TxnOffsetCommit (KIP-1319).
     ("ListOffsets", Some((1, 11)), Some((1, 10))),
-    ("OffsetCommit", Some((2, 10)), Some((2, 9))),
-    ("OffsetFetch", Some((1, 10)), Some((1, 9))),
     ("ApiVersions", Some((0, 5)), Some((0, 4))),
     ("WriteTxnMarkers", Some((1, 2)), Some((1, 1))),
     ("TxnOffsetCommit", Some((0, 6)), Some((0, 5))),
-    ("DescribeLogDirs", Some((1, 5)), Some((1, 4))),
-    ("DeleteGroups", Some((0, 3)), Some((0, 2))),
     // Not implemented: log dir moves by request, delegation tokens, client
     // quota changes, KRaft's quorum and features (sediment's cluster runs on
     // etcd).

@@ -74,11 +74,11 @@ use kafka_protocol::messages::{
     DescribeProducersRequest, DescribeTransactionsRequest, DescribeUserScramCredentialsRequest,
     ElectLeadersRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest, GroupId,
     HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest,
-    LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
-    ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
-    OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, ProducerId,
-    SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest, TopicName, TransactionalId,
-    TxnOffsetCommitRequest, WriteTxnMarkersRequest,
+    LeaveGroupRequest, ListConfigResourcesRequest, ListGroupsRequest, ListOffsetsRequest,
+    ListPartitionReassignmentsRequest, ListTransactionsRequest, MetadataRequest,
+    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
+    ProduceRequest, ProducerId, SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest,
+    TopicName, TransactionalId, TxnOffsetCommitRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Request, StrBytes};
 use sediment::api::{SupportedApi, SUPPORTED_APIS};
@@ -263,6 +263,7 @@ fn case_of(key: ApiKey) -> CaseFn {
         K::ListPartitionReassignments => list_partition_reassignments,
         K::IncrementalAlterConfigs => incremental_alter_configs,
         K::DescribeCluster => describe_cluster,
+        K::ListConfigResources => list_config_resources,
         K::FindCoordinator => find_coordinator,
         K::JoinGroup => join_group,
         K::SyncGroup => sync_group,
@@ -681,6 +682,12 @@ fn alter_partition_reassignments(c: &mut Case<'_>) {
 fn list_partition_reassignments(c: &mut Case<'_>) {
     let r = c.call(0, &ListPartitionReassignmentsRequest::default().with_topics(None));
     c.expect("DESCRIBE on the cluster", (r.error_code, r.topics.len()), (CLUSTER_DENIED, 0), &r);
+}
+
+fn list_config_resources(c: &mut Case<'_>) {
+    let r = c.call(1, &ListConfigResourcesRequest::default().with_resource_types(vec![32]));
+    let got = (r.error_code, r.config_resources.len());
+    c.expect("DESCRIBE_CONFIGS on the cluster", got, (CLUSTER_DENIED, 0), &r);
 }
 
 fn describe_cluster(c: &mut Case<'_>) {
