@@ -49,12 +49,25 @@ fn features_epoch() -> i64 {
     })
 }
 
-/// The answer, with `level` as the finalized `transaction.version`.
+/// The answer, with `level` as the finalized `transaction.version`. From v5
+/// (KIP-1242) a client that names the cluster it means (and so the node)
+/// gets REBOOTSTRAP_REQUIRED when this broker is another one: `identity` is
+/// this broker's (cluster id, node id).
 pub fn handle(
-    _request: &ApiVersionsRequest,
+    request: &ApiVersionsRequest,
     version: i16,
     level: TransactionVersion,
+    identity: (&str, i32),
 ) -> ApiVersionsResponse {
+    if version >= 5
+        && request
+            .cluster_id
+            .as_deref()
+            .is_some_and(|c| c != identity.0 || request.node_id != identity.1)
+    {
+        return ApiVersionsResponse::default()
+            .with_error_code(kafka_protocol::error::ResponseError::RebootstrapRequired.code());
+    }
     let name = || StrBytes::from_static_str(TRANSACTION_VERSION_FEATURE);
     let supported = SupportedFeatureKey::default()
         .with_name(name())
@@ -100,7 +113,7 @@ mod tests {
 
     #[test]
     fn transaction_version_is_advertised_as_kafka_reads_it() {
-        let r = handle(&ApiVersionsRequest::default(), 4, TransactionVersion::TV_2);
+        let r = handle(&ApiVersionsRequest::default(), 4, TransactionVersion::TV_2, ("c", 1));
         assert!(r.finalized_features_epoch > 0);
         let f = &r.finalized_features;
         assert_eq!(f.len(), 1);
@@ -112,9 +125,26 @@ mod tests {
             ("transaction.version", 0, 2)
         );
         // The same epoch on every answer of this process.
-        let again = handle(&ApiVersionsRequest::default(), 3, TransactionVersion::TV_0);
+        let again = handle(&ApiVersionsRequest::default(), 3, TransactionVersion::TV_0, ("c", 1));
         assert_eq!(again.finalized_features_epoch, r.finalized_features_epoch);
         assert!(again.finalized_features.is_empty(), "level 0 is left out");
         assert!(again.supported_features.is_empty(), "min 0 is left out below v4");
+    }
+
+    #[test]
+    fn a_client_meaning_another_cluster_or_node_is_told_to_rebootstrap() {
+        let rebootstrap = kafka_protocol::error::ResponseError::RebootstrapRequired.code();
+        let ask = |cluster: Option<&'static str>, node: i32, version: i16| {
+            let request = ApiVersionsRequest::default()
+                .with_cluster_id(cluster.map(StrBytes::from_static_str))
+                .with_node_id(node);
+            let r = handle(&request, version, TransactionVersion::TV_2, ("c", 1));
+            (r.error_code, r.api_keys.is_empty())
+        };
+        assert_eq!(ask(Some("c"), 1, 5), (0, false));
+        assert_eq!(ask(None, 7, 5), (0, false), "nothing named, nothing checked");
+        assert_eq!(ask(Some("other"), 1, 5), (rebootstrap, true));
+        assert_eq!(ask(Some("c"), 2, 5), (rebootstrap, true));
+        assert_eq!(ask(Some("other"), 2, 4), (0, false), "not before v5");
     }
 }

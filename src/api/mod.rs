@@ -131,7 +131,7 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::ListOffsets, 1, 10),
     api(ApiKey::Metadata, 0, 13),
     api(ApiKey::OffsetForLeaderEpoch, 2, 4),
-    api(ApiKey::ApiVersions, 0, 4),
+    api(ApiKey::ApiVersions, 0, 5),
     api(ApiKey::CreateTopics, 2, 7),
     api(ApiKey::DeleteTopics, 1, 6),
     api(ApiKey::DeleteRecords, 0, 2),
@@ -246,7 +246,8 @@ pub async fn dispatch(
     let response = match request {
         RequestKind::ApiVersions(r) => {
             let level = broker.txn.state_manager().config().transaction_version;
-            ResponseKind::ApiVersions(api_versions::handle(&r, v, level))
+            let identity = (broker.cluster_id.as_str(), broker.node_id);
+            ResponseKind::ApiVersions(api_versions::handle(&r, v, level, identity))
         }
         RequestKind::Produce(r) => return produce_and_wait(broker, ctx, r, v).await,
         RequestKind::Fetch(r) => {

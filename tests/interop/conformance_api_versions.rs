@@ -43,10 +43,9 @@ type Range = Option<(i16, i16)>;
 const NOT_SERVED: &[(&str, Range, Range)] = &[
     // Newer versions than the kafka-protocol crate (0.18) decodes and
     // sediment's vendored copy does not add yet: KIP-1023's earliest pending
-    // upload, KIP-1242's cluster id check, WriteTxnMarkers' TransactionVersion,
+    // upload, WriteTxnMarkers' TransactionVersion,
     // topic ids in TxnOffsetCommit (KIP-1319).
     ("ListOffsets", Some((1, 11)), Some((1, 10))),
-    ("ApiVersions", Some((0, 5)), Some((0, 4))),
     ("WriteTxnMarkers", Some((1, 2)), Some((1, 1))),
     ("TxnOffsetCommit", Some((0, 6)), Some((0, 5))),
     // Not implemented: log dir moves by request, delegation tokens, client

@@ -76,6 +76,29 @@ fn api_versions_lists_exact_ranges_and_answers_unknown_versions_with_v0() {
     assert_eq!(range(ApiKey::AlterPartition), Some((2, 3)));
     assert_eq!(range(ApiKey::ShareFetch), None, "not implemented, so not advertised");
 
+    // v5 (KIP-1242): a client that means another cluster, or another node
+    // of this one, is told to rebootstrap; naming this one is answered.
+    let meta: kafka_protocol::messages::MetadataResponse =
+        w.call(12, &kafka_protocol::messages::MetadataRequest::default());
+    let cluster = meta.cluster_id.expect("a cluster id");
+    let ask = |w: &mut Wire, cluster: &StrBytes, node: i32| {
+        let request =
+            ApiVersionsRequest::default().with_cluster_id(Some(cluster.clone())).with_node_id(node);
+        w.call::<ApiVersionsRequest>(5, &request).error_code
+    };
+    let node = meta.brokers[0].node_id.0;
+    assert_eq!(ask(&mut w, &cluster, node), 0);
+    assert_eq!(ask(&mut w, &cluster, node + 1), ResponseError::RebootstrapRequired.code());
+    assert_eq!(
+        ask(&mut w, &StrBytes::from_static_str("elsewhere"), node),
+        ResponseError::RebootstrapRequired.code()
+    );
+    assert_eq!(
+        w.call::<ApiVersionsRequest>(3, &ApiVersionsRequest::default()).error_code,
+        0,
+        "the connection goes on"
+    );
+
     // A version from the future: error 35, v0 body, v0 header (no tagged fields).
     let mut raw = vec![0x00, 0x12, 0x00, 0x63, 0x00, 0x00, 0x00, 0x2a, 0xff, 0xff, 0x00];
     raw.splice(0..0, (raw.len() as i32).to_be_bytes());

@@ -1537,7 +1537,7 @@ impl ApiKey {
             ApiKey::DescribeGroups => VersionRange { min: 0, max: 6 },
             ApiKey::ListGroups => VersionRange { min: 0, max: 5 },
             ApiKey::SaslHandshake => VersionRange { min: 0, max: 1 },
-            ApiKey::ApiVersions => VersionRange { min: 0, max: 4 },
+            ApiKey::ApiVersions => VersionRange { min: 0, max: 5 },
             ApiKey::CreateTopics => VersionRange { min: 2, max: 7 },
             ApiKey::DeleteTopics => VersionRange { min: 1, max: 6 },
             ApiKey::DeleteRecords => VersionRange { min: 0, max: 2 },
