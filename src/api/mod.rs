@@ -123,8 +123,7 @@ const fn api(key: ApiKey, min: i16, max: i16) -> SupportedApi {
 
 /// Every API sediment implements. Produce is advertised from v0 as Apache
 /// Kafka 4.x does (older librdkafka disables compression otherwise), but
-/// versions below 3 are answered with UNSUPPORTED_VERSION. TxnOffsetCommit
-/// stops at v5 (v6 names topics by id).
+/// versions below 3 are answered with UNSUPPORTED_VERSION.
 pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::Produce, 0, 13),
     api(ApiKey::Fetch, 4, 18),
@@ -164,7 +163,7 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::AddPartitionsToTxn, 0, 5),
     api(ApiKey::AddOffsetsToTxn, 0, 4),
     api(ApiKey::EndTxn, 0, 5),
-    api(ApiKey::TxnOffsetCommit, 0, 5),
+    api(ApiKey::TxnOffsetCommit, 0, 6),
     api(ApiKey::WriteTxnMarkers, 1, 1),
     api(ApiKey::DescribeProducers, 0, 0),
     api(ApiKey::DescribeTransactions, 0, 0),

@@ -1,4 +1,6 @@
-//! TxnOffsetCommit (v0–5): offsets committed inside a transaction.
+//! TxnOffsetCommit (v0–6): offsets committed inside a transaction. v6
+//! (KIP-1319) names topics by id and answers GROUP_ID_NOT_FOUND and
+//! STALE_MEMBER_EPOCH where earlier versions answer ILLEGAL_GENERATION.
 //!
 //! * The producer's transaction must already hold the group's offsets
 //!   partition (AddOffsetsToTxn): the transaction coordinator verifies it, as
@@ -24,14 +26,79 @@ use kafka_protocol::ResponseError;
 
 use super::error::{group_code, txn_offset_commit_error_code};
 use super::offset_partitions::{partition_codes, requested_offsets, PartitionChecks};
-use super::RequestContext;
+use super::{topic_name, RequestContext};
 use crate::api::KafkaApis;
-use crate::group::{TxnProducer, OFFSETS_TOPIC};
+use crate::group::{GroupError, TxnProducer, OFFSETS_TOPIC};
 use crate::log::TopicPartition;
 use crate::security::acl::{AclOperation, ResourceType};
 use crate::txn::TransactionVersion;
 
 pub fn handle(
+    broker: &KafkaApis,
+    ctx: &RequestContext<'_>,
+    request: &TxnOffsetCommitRequest,
+    version: i16,
+) -> TxnOffsetCommitResponse {
+    if version >= 6 {
+        return by_topic_id(broker, ctx, request, version);
+    }
+    by_name(broker, ctx, request, version)
+}
+
+/// v6 names topics by id (KIP-1319): each id is resolved to its topic and
+/// committed as by name, the answer carrying the id; an id no topic has
+/// gets UNKNOWN_TOPIC_ID on its partitions. Answers keep the request order.
+fn by_topic_id(
+    broker: &KafkaApis,
+    ctx: &RequestContext<'_>,
+    request: &TxnOffsetCommitRequest,
+    version: i16,
+) -> TxnOffsetCommitResponse {
+    let names: Vec<Option<String>> =
+        request.topics.iter().map(|t| broker.topic_name_by_id(&t.topic_id)).collect();
+    let mut named = request.clone();
+    named.topics = request
+        .topics
+        .iter()
+        .zip(&names)
+        .filter_map(|(t, name)| Some(t.clone().with_name(topic_name(name.clone()?))))
+        .collect();
+    let mut answered = by_name(broker, ctx, &named, version).topics.into_iter();
+    let unknown = ResponseError::UnknownTopicId.code();
+    let topics = request
+        .topics
+        .iter()
+        .zip(&names)
+        .map(|(t, name)| match name {
+            Some(_) => answered.next().unwrap_or_default().with_topic_id(t.topic_id),
+            None => {
+                TxnOffsetCommitResponseTopic::default().with_topic_id(t.topic_id).with_partitions(
+                    t.partitions
+                        .iter()
+                        .map(|p| {
+                            TxnOffsetCommitResponsePartition::default()
+                                .with_partition_index(p.partition_index)
+                                .with_error_code(unknown)
+                        })
+                        .collect(),
+                )
+            }
+        })
+        .collect();
+    TxnOffsetCommitResponse::default().with_topics(topics)
+}
+
+/// Errors a version before 6 does not know, as Kafka answers them then.
+fn for_version(e: Option<GroupError>, version: i16) -> Option<GroupError> {
+    match e {
+        Some(GroupError::StaleMemberEpoch | GroupError::GroupIdNotFound) if version < 6 => {
+            Some(GroupError::IllegalGeneration)
+        }
+        e => e,
+    }
+}
+
+fn by_name(
     broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &TxnOffsetCommitRequest,
@@ -69,7 +136,7 @@ pub fn handle(
                     &offsets,
                 )
                 .into_iter()
-                .map(group_code)
+                .map(|e| group_code(for_version(e, version)))
                 .collect()
         }
     };

@@ -50,6 +50,11 @@ impl GroupCoordinator {
             Ok(groups) => groups,
             Err(e) => return all(e),
         };
+        // A member's commit to a group that does not exist (the handler
+        // answers ILLEGAL_GENERATION before v6).
+        if generation >= 0 && !groups.contains_key(group_id) {
+            return all(GroupError::GroupIdNotFound);
+        }
         let group = match group_for_commit(&mut groups, group_id, generation, member_id, now) {
             Ok(group) => group,
             Err(e) => return all(e),
@@ -123,9 +128,10 @@ fn fenced_or(e: GroupError) -> GroupError {
 /// `ConsumerGroup.validateOffsetCommit` does for a transactional commit;
 /// else its member at an epoch that covers the partitions committed (its
 /// current one, or an older one at which it held them: KIP-1251), which
-/// the producer sends as the generation. A stale epoch is ILLEGAL_GENERATION here, not
-/// STALE_MEMBER_EPOCH: the producer's transaction then aborts as abortable
-/// (Kafka's coordinator maps it the same way for TxnOffsetCommit).
+/// the producer sends as the generation. A stale epoch is STALE_MEMBER_EPOCH
+/// (ILLEGAL_GENERATION for a member of the classic protocol); the handler
+/// answers ILLEGAL_GENERATION before v6, as Kafka does: the producer's
+/// transaction then aborts as abortable.
 fn check_txn_committer(
     group: &Group,
     (generation, member_id, instance_id): (i32, &str, Option<&str>),
@@ -140,7 +146,10 @@ fn check_txn_committer(
         }
         let member = cg.members.get(member_id).ok_or(GroupError::UnknownMemberId)?;
         if !super::consumer_group_admin::epoch_covers(cg, member, generation, offsets) {
-            return Err(GroupError::IllegalGeneration);
+            if member.is_classic() {
+                return Err(GroupError::IllegalGeneration);
+            }
+            return Err(GroupError::StaleMemberEpoch);
         }
         return Ok(());
     }

@@ -43,11 +43,9 @@ type Range = Option<(i16, i16)>;
 const NOT_SERVED: &[(&str, Range, Range)] = &[
     // Newer versions than the kafka-protocol crate (0.18) decodes and
     // sediment's vendored copy does not add yet: KIP-1023's earliest pending
-    // upload, WriteTxnMarkers' TransactionVersion,
-    // topic ids in TxnOffsetCommit (KIP-1319).
+    // upload, WriteTxnMarkers' TransactionVersion.
     ("ListOffsets", Some((1, 11)), Some((1, 10))),
     ("WriteTxnMarkers", Some((1, 2)), Some((1, 1))),
-    ("TxnOffsetCommit", Some((0, 6)), Some((0, 5))),
     // Not implemented: log dir moves by request, delegation tokens, client
     // quota changes, KRaft's quorum and features (sediment's cluster runs on
     // etcd).

@@ -10,7 +10,7 @@
 //!   epoch;
 //! * the Java producer and consumer 4.4.0 (tests/java/TxnEndToEnd.java): the
 //!   broker's per-version request counts show EndTxn v5 and TxnOffsetCommit
-//!   v5 and no AddPartitionsToTxn or AddOffsetsToTxn; with
+//!   v6 (topics by id) and no AddPartitionsToTxn or AddOffsetsToTxn; with
 //!   `sediment.transaction.version=0` the same program runs on the first
 //!   protocol; `kafka-features describe` shows the feature.
 
@@ -134,7 +134,8 @@ fn the_java_4_4_producer_runs_transactions_v2_and_level_0_on_request() {
     let end_txn = requests_by_version(&b, "EndTxn");
     assert!(!end_txn.is_empty() && end_txn.iter().all(|(v, _)| *v == 5), "EndTxn {end_txn:?}");
     let offsets = requests_by_version(&b, "TxnOffsetCommit");
-    assert!(!offsets.is_empty() && offsets.iter().all(|(v, _)| *v == 5), "{offsets:?}");
+    // v6: the 4.4 producer names the topics by id (KIP-1319).
+    assert!(!offsets.is_empty() && offsets.iter().all(|(v, _)| *v == 6), "{offsets:?}");
     assert_eq!(requests_by_version(&b, "AddPartitionsToTxn"), []);
     assert_eq!(requests_by_version(&b, "AddOffsetsToTxn"), []);
     let produce = requests_by_version(&b, "Produce");
@@ -148,4 +149,61 @@ fn the_java_4_4_producer_runs_transactions_v2_and_level_0_on_request() {
     assert!(!end_txn.is_empty() && end_txn.iter().all(|(v, _)| *v <= 4), "EndTxn {end_txn:?}");
     assert!(!requests_by_version(&b, "AddPartitionsToTxn").is_empty());
     assert!(!requests_by_version(&b, "AddOffsetsToTxn").is_empty());
+}
+
+/// TxnOffsetCommit v6 (KIP-1319) of offset 4 on partition 0 of each topic,
+/// by id, for `group` at `generation`: the codes by topic id.
+fn txn_offset_commit_v6(
+    w: &mut Wire,
+    (pid, epoch): (i64, i16),
+    group: &str,
+    generation: i32,
+    ids: &[uuid::Uuid],
+) -> Vec<(uuid::Uuid, i16)> {
+    use kafka_protocol::messages::txn_offset_commit_request::{
+        TxnOffsetCommitRequestPartition as Partition, TxnOffsetCommitRequestTopic as Topic,
+    };
+    use kafka_protocol::messages::{
+        GroupId, ProducerId, TransactionalId, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let topic = |id: &uuid::Uuid| {
+        Topic::default().with_topic_id(*id).with_partitions(vec![Partition::default()
+            .with_partition_index(0)
+            .with_committed_offset(4)
+            .with_committed_leader_epoch(-1)])
+    };
+    let r: TxnOffsetCommitResponse = w.call(
+        6,
+        &TxnOffsetCommitRequest::default()
+            .with_transactional_id(TransactionalId(StrBytes::from_static_str("v6")))
+            .with_group_id(GroupId(StrBytes::from_string(group.into())))
+            .with_producer_id(ProducerId(pid))
+            .with_producer_epoch(epoch)
+            .with_generation_id(generation)
+            .with_member_id(StrBytes::from_static_str(""))
+            .with_topics(ids.iter().map(topic).collect()),
+    );
+    r.topics.iter().map(|t| (t.topic_id, t.partitions[0].error_code)).collect()
+}
+
+#[test]
+fn txn_offset_commit_v6_names_topics_by_id() {
+    let (_b, mut w) = start();
+    let w = &mut w;
+    let all = kafka_protocol::messages::MetadataRequest::default().with_topics(None);
+    let meta: kafka_protocol::messages::MetadataResponse = w.call(12, &all);
+    let t = meta.topics.iter().find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == "t"));
+    let t_id = t.expect("topic t").topic_id;
+    let (err, pid, e) = init(w, "v6", TIMEOUT_MS, 5);
+    assert_eq!(err, 0);
+    let unknown = uuid::Uuid::from_u128(7);
+    let got = txn_offset_commit_v6(w, (pid, e), "g", -1, &[t_id, unknown]);
+    assert_eq!(got, [(t_id, 0), (unknown, code(ResponseError::UnknownTopicId))]);
+    // A member's commit to a group that does not exist: GROUP_ID_NOT_FOUND
+    // from v6, ILLEGAL_GENERATION before (Kafka's KIP-1319 split).
+    let got = txn_offset_commit_v6(w, (pid, e), "no-such-group", 3, &[t_id]);
+    assert_eq!(got, [(t_id, code(ResponseError::GroupIdNotFound))]);
+    assert_eq!(end_v5(w, "v6", pid, e, true), (0, pid, e + 1));
+    assert_eq!(fetch_offset(w, true), (0, 4), "committed by id, read by name");
 }
