@@ -23,7 +23,7 @@ use super::describe_configs::{
     RESOURCE_TOPIC,
 };
 use super::error::cluster_error_code;
-use super::error::{dynamic_config_error_code, error_code};
+use super::error::{dynamic_config_error_code, error_code, store_error_code};
 use super::{str_bytes, RequestContext};
 use crate::api::KafkaApis;
 use crate::config::dynamic::{key_kind, DynamicConfigError, DynamicLevel};
@@ -123,7 +123,6 @@ fn apply_group(broker: &KafkaApis, name: &str, validate_only: bool, build: Build
     let Some(configs) = broker.groups.group_configs() else {
         return Err((ResponseError::InvalidRequest, "this broker has no group configs".into()));
     };
-    let current = configs.overrides(name);
     let described = configs.describe(name);
     let effective =
         |key: &str| described.iter().find(|d| d.key == key).map(|d| d.value().to_string());
@@ -134,10 +133,10 @@ fn apply_group(broker: &KafkaApis, name: &str, validate_only: bool, build: Build
             Err((ResponseError::InvalidConfig, GroupConfigManager::refusal(key)))
         }
     };
-    let overrides = build(&Target { current, effective: &effective, kind: &kind })?;
-    configs.alter(name, overrides, validate_only).map_err(|e| match e {
+    let build = |current| build(&Target { current, effective: &effective, kind: &kind });
+    configs.alter(name, validate_only, build, |e| match e {
         GroupConfigError::Invalid(m) => (ResponseError::InvalidConfig, m),
-        GroupConfigError::Store(e) => (ResponseError::UnknownServerError, e.to_string()),
+        GroupConfigError::Store(e) => (store_error_code(&e), e.to_string()),
     })
 }
 

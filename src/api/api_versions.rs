@@ -59,14 +59,18 @@ pub fn handle(
     level: TransactionVersion,
     identity: (&str, i32),
 ) -> ApiVersionsResponse {
-    if version >= 5
-        && request
-            .cluster_id
-            .as_deref()
-            .is_some_and(|c| c != identity.0 || request.node_id != identity.1)
-    {
-        return ApiVersionsResponse::default()
-            .with_error_code(kafka_protocol::error::ResponseError::RebootstrapRequired.code());
+    use kafka_protocol::error::ResponseError;
+    if version >= 5 {
+        // Both or neither, as Kafka's `isValid` wants them.
+        if request.cluster_id.is_some() != (request.node_id != -1) {
+            return ApiVersionsResponse::default()
+                .with_error_code(ResponseError::InvalidRequest.code());
+        }
+        let named = request.cluster_id.as_deref();
+        if named.is_some_and(|c| c != identity.0 || request.node_id != identity.1) {
+            return ApiVersionsResponse::default()
+                .with_error_code(ResponseError::RebootstrapRequired.code());
+        }
     }
     let name = || StrBytes::from_static_str(TRANSACTION_VERSION_FEATURE);
     let supported = SupportedFeatureKey::default()
@@ -142,9 +146,12 @@ mod tests {
             (r.error_code, r.api_keys.is_empty())
         };
         assert_eq!(ask(Some("c"), 1, 5), (0, false));
-        assert_eq!(ask(None, 7, 5), (0, false), "nothing named, nothing checked");
+        assert_eq!(ask(None, -1, 5), (0, false), "nothing named, nothing checked");
         assert_eq!(ask(Some("other"), 1, 5), (rebootstrap, true));
         assert_eq!(ask(Some("c"), 2, 5), (rebootstrap, true));
         assert_eq!(ask(Some("other"), 2, 4), (0, false), "not before v5");
+        let invalid = kafka_protocol::error::ResponseError::InvalidRequest.code();
+        assert_eq!(ask(Some("c"), -1, 5), (invalid, true), "a cluster without its node");
+        assert_eq!(ask(None, 1, 5), (invalid, true), "a node without its cluster");
     }
 }

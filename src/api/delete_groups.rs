@@ -12,6 +12,7 @@ use kafka_protocol::ResponseError;
 use super::error::group_code;
 use super::{str_bytes, RequestContext};
 use crate::api::KafkaApis;
+use crate::group::GroupError;
 use crate::security::acl::{AclOperation, ResourceType};
 
 pub fn handle(
@@ -26,7 +27,11 @@ pub fn handle(
     // v3+ says why a group was not deleted (the field is not sent before).
     let deleted = allowed.into_iter().map(|g| {
         let error = broker.groups.delete_group(g.0.as_str()).err();
-        let message = error.as_ref().map(|e| str_bytes(e.to_string()));
+        // A storage error's text names files: the client gets its kind only.
+        let message = error.as_ref().map(|e| match e {
+            GroupError::Storage(_) => str_bytes("The group's tombstones could not be written."),
+            e => str_bytes(e.to_string()),
+        });
         DeletableGroupResult::default()
             .with_group_id(g.clone())
             .with_error_code(group_code(error))
@@ -36,7 +41,6 @@ pub fn handle(
         DeletableGroupResult::default()
             .with_group_id(g.clone())
             .with_error_code(ResponseError::GroupAuthorizationFailed.code())
-            .with_error_message(Some(str_bytes("Group authorization failed.")))
     });
     DeleteGroupsResponse::default().with_results(deleted.chain(denied).collect())
 }

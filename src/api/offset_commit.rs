@@ -42,6 +42,14 @@ fn by_topic_id(
     request: &OffsetCommitRequest,
     version: i16,
 ) -> OffsetCommitResponse {
+    // A denied group learns nothing of the ids, as on Kafka.
+    if !ctx.authorize(AclOperation::Read, ResourceType::Group, request.group_id.0.as_str()) {
+        let mut r = every_partition(request, ResponseError::GroupAuthorizationFailed.code());
+        for (t, asked) in r.topics.iter_mut().zip(&request.topics) {
+            t.topic_id = asked.topic_id;
+        }
+        return r;
+    }
     let names: Vec<Option<String>> =
         request.topics.iter().map(|t| broker.topic_name_by_id(&t.topic_id)).collect();
     let mut named = request.clone();

@@ -54,6 +54,14 @@ fn by_topic_id(
     request: &TxnOffsetCommitRequest,
     version: i16,
 ) -> TxnOffsetCommitResponse {
+    // A denied producer or group learns nothing of the ids, as on Kafka.
+    if let Some(code) = refusal(ctx, request) {
+        let mut r = every_partition(request, code);
+        for (t, asked) in r.topics.iter_mut().zip(&request.topics) {
+            t.topic_id = asked.topic_id;
+        }
+        return r;
+    }
     let names: Vec<Option<String>> =
         request.topics.iter().map(|t| broker.topic_name_by_id(&t.topic_id)).collect();
     let mut named = request.clone();
@@ -105,39 +113,20 @@ fn by_name(
     version: i16,
 ) -> TxnOffsetCommitResponse {
     let group = request.group_id.0.as_str();
-    let id = request.transactional_id.as_str();
-    if !ctx.authorize(AclOperation::Write, ResourceType::TransactionalId, id) {
-        return every_partition(request, ResponseError::TransactionalIdAuthorizationFailed.code());
-    }
-    if !ctx.authorize(AclOperation::Read, ResourceType::Group, group) {
-        return every_partition(request, ResponseError::GroupAuthorizationFailed.code());
+    if let Some(code) = refusal(ctx, request) {
+        return every_partition(request, code);
     }
     let topics = request.topics.iter().map(|t| t.name.0.as_str());
     let checks = PartitionChecks::new(ctx, broker, topics);
-    let (pid, epoch) = (request.producer_id.0, request.producer_epoch);
     let offsets = requested_offsets!(&request.topics, checks, leader_epoch: version >= 2);
-    let codes: Vec<i16> = match verify(broker, request, group, version) {
-        Err(code) => vec![code; offsets.len()],
-        Ok(()) => {
-            let (generation, member, instance) = if version >= 3 {
-                let instance = request.group_instance_id.as_ref().map(|s| s.to_string());
-                (request.generation_id, request.member_id.to_string(), instance)
-            } else {
-                (-1, String::new(), None)
-            };
-            broker
-                .groups
-                .txn_commit(
-                    group,
-                    TxnProducer { id: pid, epoch },
-                    generation,
-                    &member,
-                    instance.as_deref(),
-                    &offsets,
-                )
-                .into_iter()
-                .map(|e| group_code(for_version(e, version)))
-                .collect()
+    // Nothing left to commit: the coordinators are not asked (under
+    // transactions v2 that would add the offsets partition for nothing).
+    let codes: Vec<i16> = if offsets.is_empty() {
+        Vec::new()
+    } else {
+        match verify(broker, request, group, version) {
+            Err(code) => vec![code; offsets.len()],
+            Ok(()) => commit(broker, request, version, &offsets),
         }
     };
     let mut codes = codes.into_iter();
@@ -148,6 +137,43 @@ fn by_name(
         |t, p| checks.code(t.name.0.as_str(), p.partition_index, || codes.next().unwrap_or(0))
     );
     TxnOffsetCommitResponse::default().with_topics(topics)
+}
+
+/// The group coordinator's per-partition codes for the verified offsets.
+fn commit(
+    broker: &KafkaApis,
+    request: &TxnOffsetCommitRequest,
+    version: i16,
+    offsets: &[(String, i32, crate::group::CommittedOffset)],
+) -> Vec<i16> {
+    let (generation, member, instance) = if version >= 3 {
+        let instance = request.group_instance_id.as_ref().map(|s| s.to_string());
+        (request.generation_id, request.member_id.to_string(), instance)
+    } else {
+        (-1, String::new(), None)
+    };
+    let producer = TxnProducer { id: request.producer_id.0, epoch: request.producer_epoch };
+    let group = request.group_id.0.as_str();
+    broker
+        .groups
+        .txn_commit(group, producer, generation, &member, instance.as_deref(), offsets)
+        .into_iter()
+        .map(|e| group_code(for_version(e, version)))
+        .collect()
+}
+
+/// WRITE on the transactional id, then READ on the group: the code that
+/// answers every partition when one is denied.
+fn refusal(ctx: &RequestContext<'_>, request: &TxnOffsetCommitRequest) -> Option<i16> {
+    let id = request.transactional_id.as_str();
+    if !ctx.authorize(AclOperation::Write, ResourceType::TransactionalId, id) {
+        return Some(ResponseError::TransactionalIdAuthorizationFailed.code());
+    }
+    let group = request.group_id.0.as_str();
+    if !ctx.authorize(AclOperation::Read, ResourceType::Group, group) {
+        return Some(ResponseError::GroupAuthorizationFailed.code());
+    }
+    None
 }
 
 /// Kafka's error response: `code` on every partition of the request.

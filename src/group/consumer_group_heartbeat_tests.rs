@@ -407,13 +407,15 @@ fn transactional_commits_are_checked_against_the_member_epoch() {
     // member: refused, as Kafka refuses them.
     let bs = *clients[1].partitions().iter().next().expect("b holds a partition");
     let b_offsets = vec![("t".to_string(), bs, CommittedOffset::requested(42, -1, None))];
+    // STALE_MEMBER_EPOCH here; TxnOffsetCommit before v6 answers it as
+    // ILLEGAL_GENERATION (the handler's mapping, as Kafka's).
     let stale = f.c.txn_commit("g", producer, a.epoch - 1, "a", None, &b_offsets);
-    assert_eq!(stale, vec![Some(GroupError::IllegalGeneration)]);
+    assert_eq!(stale, vec![Some(GroupError::StaleMemberEpoch)]);
     let unknown = f.c.txn_commit("g", producer, a.epoch, "z", None, &offsets);
     assert_eq!(unknown, vec![Some(GroupError::UnknownMemberId)]);
     // A member id with no epoch is a member's commit, and checked.
     let no_epoch = f.c.txn_commit("g", producer, -1, "a", None, &offsets);
-    assert_eq!(no_epoch, vec![Some(GroupError::IllegalGeneration)]);
+    assert_eq!(no_epoch, vec![Some(GroupError::StaleMemberEpoch)]);
     // Naming nothing (an older producer, or `new ConsumerGroupMetadata(g)`):
     // not checked, as Kafka's TxnOffsetCommit does not require the fields.
     let other = TxnProducer { id: 8, epoch: 0 };
@@ -441,11 +443,11 @@ fn a_commit_at_an_older_epoch_covers_the_partitions_held_since() {
     assert_eq!(f.c.commit("g", old_epoch, "a", None, &at(kept[0])), vec![None]);
     // A partition it gave up, or an epoch it never had: refused.
     let gave_up = f.c.txn_commit("g", producer, old_epoch, "a", None, &at(gone[0]));
-    assert_eq!(gave_up, vec![Some(GroupError::IllegalGeneration)]);
+    assert_eq!(gave_up, vec![Some(GroupError::StaleMemberEpoch)]);
     let plain = f.c.commit("g", old_epoch, "a", None, &at(gone[0]));
     assert_eq!(plain, vec![Some(GroupError::StaleMemberEpoch)]);
     let ahead = f.c.txn_commit("g", producer, a.epoch + 1, "a", None, &at(kept[0]));
-    assert_eq!(ahead, vec![Some(GroupError::IllegalGeneration)]);
+    assert_eq!(ahead, vec![Some(GroupError::StaleMemberEpoch)]);
     // c was given its partitions at its current epoch: nothing older covers them.
     let c = &clients[2];
     let theirs = *c.partitions().iter().next().expect("c holds a partition");

@@ -31,6 +31,7 @@ use parking_lot::Mutex;
 use super::config::{
     GroupConfig, GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS, GROUP_CONSUMER_SESSION_TIMEOUT_MS,
 };
+use crate::cluster::image::StoredKeys;
 use crate::cluster::security_store::{ClusterSecurityStore, Written};
 use crate::config_def::ConfigDef;
 use crate::security::store::{self, StoreError};
@@ -100,8 +101,12 @@ pub enum GroupConfigError {
 pub struct GroupConfigManager {
     path: PathBuf,
     defaults: GroupConfig,
-    /// The single node's configs by group (unused in a cluster).
+    /// The single node's configs by group (unused in a cluster). Held only
+    /// to read or swap, never across a write to disk.
     local: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
+    /// Held by a change from reading the configs it builds on to storing
+    /// the result, so two changes at once cannot lose one another.
+    writer: Mutex<()>,
     cluster: OnceLock<Arc<ClusterSecurityStore>>,
 }
 
@@ -119,8 +124,13 @@ impl GroupConfigManager {
             Some(bytes) => serde_json::from_slice(&bytes)
                 .map_err(|e| StoreError::Damaged { path: path.clone(), reason: e.to_string() })?,
         };
-        let me =
-            Self { path, defaults, local: Mutex::new(BTreeMap::new()), cluster: OnceLock::new() };
+        let me = Self {
+            path,
+            defaults,
+            local: Mutex::new(BTreeMap::new()),
+            writer: Mutex::new(()),
+            cluster: OnceLock::new(),
+        };
         let valid = stored.into_iter().filter(|(group, configs)| match me.validate(configs) {
             Ok(()) => true,
             Err(e) => {
@@ -143,12 +153,21 @@ impl GroupConfigManager {
 
     /// The configs set for `group` (only those set).
     pub fn overrides(&self, group: &str) -> BTreeMap<String, String> {
-        let Some(store) = self.cluster.get() else {
-            return self.local.lock().get(group).cloned().unwrap_or_default();
-        };
+        match self.cluster.get() {
+            Some(store) => self.stored(store, &store.image().group_configs, group),
+            None => self.local.lock().get(group).cloned().unwrap_or_default(),
+        }
+    }
+
+    /// `group`'s configs as `keys` (an image's) hold them.
+    fn stored(
+        &self,
+        store: &ClusterSecurityStore,
+        keys: &StoredKeys,
+        group: &str,
+    ) -> BTreeMap<String, String> {
         let key = store.keys().group_config(group);
-        let image = store.image();
-        let Some(stored) = image.group_configs.get(&key) else { return BTreeMap::new() };
+        let Some(stored) = keys.get(&key) else { return BTreeMap::new() };
         match serde_json::from_slice::<BTreeMap<String, String>>(&stored.value) {
             Ok(configs) if self.validate(&configs).is_ok() => configs,
             _ => {
@@ -228,7 +247,9 @@ impl GroupConfigManager {
         }
     }
 
-    /// Check a group's whole set of configs (module doc's rules).
+    /// Check a group's whole set of configs (module doc's rules), in Kafka's
+    /// order: names, then every value's type, then the ranges (the interval
+    /// first), then the interval against the session.
     ///
     /// # Errors
     /// The first rule broken, as Kafka's message.
@@ -236,22 +257,29 @@ impl GroupConfigManager {
         if let Some(key) = configs.keys().find(|k| !Self::is_group_key(k)) {
             return Err(Self::refusal(key));
         }
-        let value = |key: &str, (lo, hi): (i32, i32)| -> Result<i32, String> {
-            let Some(v) = configs.get(key) else { return Ok(self.default_of(key)) };
-            let n: i32 = v.trim().parse().map_err(|_| {
-                format!("Invalid value {v} for configuration {key}: Not a number of type INT")
-            })?;
+        let mut parsed = BTreeMap::new();
+        for (key, _, _) in GROUP_KEYS {
+            let Some(v) = configs.get(key) else { continue };
+            let invalid = |why: &str| format!("Invalid value {v} for configuration {key}: {why}");
+            let n: i32 = v.trim().parse().map_err(|_| invalid("Not a number of type INT"))?;
+            if n < 1 {
+                return Err(invalid("Value must be at least 1"));
+            }
+            parsed.insert(key, n);
+        }
+        let value = |key: &'static str, (lo, hi): (i32, i32)| -> Result<i32, String> {
+            let Some(n) = parsed.get(key).copied() else { return Ok(self.default_of(key)) };
             if n < lo || n > hi {
                 return Err(format!("{key} must be in the range {lo} to {hi} inclusive."));
             }
             Ok(n)
         };
-        let session =
-            value(CONSUMER_SESSION_TIMEOUT_MS, self.defaults.consumer_session_timeout_bounds)?;
         let interval = value(
             CONSUMER_HEARTBEAT_INTERVAL_MS,
             self.defaults.consumer_heartbeat_interval_bounds,
         )?;
+        let session =
+            value(CONSUMER_SESSION_TIMEOUT_MS, self.defaults.consumer_session_timeout_bounds)?;
         if interval >= session {
             return Err(format!(
                 "{CONSUMER_SESSION_TIMEOUT_MS} must be greater than {CONSUMER_HEARTBEAT_INTERVAL_MS}"
@@ -260,26 +288,50 @@ impl GroupConfigManager {
         Ok(())
     }
 
-    /// Replace `group`'s configs by `configs` (empty: none), validated first
-    /// (`validate_only`: nothing stored).
+    /// Change `group`'s configs: `build` makes the new set (empty: none)
+    /// from the current one; it is validated whole and stored
+    /// (`validate_only`: only validated). One change at a time, so two at
+    /// once cannot lose one another; in a cluster the write is compared on
+    /// the revision of the image the current set was read from.
     ///
     /// # Errors
-    /// INVALID_CONFIG, or the store failed (nothing changed).
-    pub fn alter(
+    /// What `build` refused, INVALID_CONFIG, or the store failed (nothing
+    /// changed), each through `error`.
+    pub fn alter<E>(
         &self,
         group: &str,
-        configs: BTreeMap<String, String>,
         validate_only: bool,
-    ) -> Result<(), GroupConfigError> {
-        self.validate(&configs).map_err(GroupConfigError::Invalid)?;
+        build: impl FnOnce(BTreeMap<String, String>) -> Result<BTreeMap<String, String>, E>,
+        error: impl Fn(GroupConfigError) -> E,
+    ) -> Result<(), E> {
+        let _writer = self.writer.lock();
+        let cluster =
+            self.cluster.get().map(|store| (store, Arc::clone(&store.image().group_configs)));
+        let current = match &cluster {
+            Some((store, base)) => self.stored(store, base, group),
+            None => self.local.lock().get(group).cloned().unwrap_or_default(),
+        };
+        let configs = build(current)?;
+        self.validate(&configs).map_err(|m| error(GroupConfigError::Invalid(m)))?;
         if validate_only {
             return Ok(());
         }
-        if let Some(store) = self.cluster.get() {
-            return write_to_cluster(store, group, &configs);
+        // Stored as parsed, so what is read back is what was validated.
+        let configs: BTreeMap<String, String> =
+            configs.into_iter().map(|(k, v)| (k, v.trim().to_string())).collect();
+        match cluster {
+            Some((store, base)) => write_to_cluster(store, &base, group, &configs).map_err(error),
+            None => self.write_local(group, configs).map_err(error),
         }
-        let mut local = self.local.lock();
-        let mut next = local.clone();
+    }
+
+    /// The single node's file replaced, then the configs in memory.
+    fn write_local(
+        &self,
+        group: &str,
+        configs: BTreeMap<String, String>,
+    ) -> Result<(), GroupConfigError> {
+        let mut next = self.local.lock().clone();
         if configs.is_empty() {
             next.remove(group);
         } else {
@@ -288,7 +340,7 @@ impl GroupConfigManager {
         let json = serde_json::to_vec_pretty(&next)
             .map_err(|e| GroupConfigError::Invalid(e.to_string()))?;
         store::write_atomically(&self.path, &json, 0o644)?;
-        *local = next;
+        *self.local.lock() = next;
         tracing::info!(%group, "group configs altered");
         Ok(())
     }
@@ -298,6 +350,7 @@ impl GroupConfigManager {
 /// broker's image; answered once the image applied it.
 fn write_to_cluster(
     store: &ClusterSecurityStore,
+    base: &StoredKeys,
     group: &str,
     configs: &BTreeMap<String, String>,
 ) -> Result<(), GroupConfigError> {
@@ -307,8 +360,7 @@ fn write_to_cluster(
     } else {
         Some(serde_json::to_vec(configs).map_err(|e| GroupConfigError::Invalid(e.to_string()))?)
     };
-    let base = Arc::clone(&store.image().group_configs);
-    match store.write_blocking(&base, vec![(key, value)]) {
+    match store.write_blocking(base, vec![(key, value)]) {
         Ok(Written::Applied(_)) => {
             tracing::info!(%group, "group configs altered in the cluster");
             Ok(())
@@ -329,6 +381,16 @@ mod tests {
         GroupConfigManager::open(dir, GroupConfig::default()).expect("open")
     }
 
+    /// Replace `group`'s configs by `configs`.
+    fn set(
+        m: &GroupConfigManager,
+        group: &str,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<(), GroupConfigError> {
+        m.alter(group, validate_only, |_| Ok(configs), |e| e)
+    }
+
     fn configs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
@@ -338,8 +400,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let m = manager(dir.path());
         assert_eq!(m.consumer_session_timeout_ms("g"), 45_000);
-        m.alter("g", configs(&[(CONSUMER_SESSION_TIMEOUT_MS, "50000")]), false).unwrap();
-        m.alter("h", configs(&[(CONSUMER_HEARTBEAT_INTERVAL_MS, "7000")]), true).unwrap();
+        set(&m, "g", configs(&[(CONSUMER_SESSION_TIMEOUT_MS, "50000")]), false).unwrap();
+        set(&m, "h", configs(&[(CONSUMER_HEARTBEAT_INTERVAL_MS, "7000")]), true).unwrap();
         assert_eq!(m.consumer_heartbeat_interval_ms("h"), 5000, "validate_only stores nothing");
         let m = manager(dir.path());
         assert_eq!(
@@ -352,7 +414,7 @@ mod tests {
             (CONSUMER_SESSION_TIMEOUT_MS, Some("50000"))
         );
         assert_eq!((described[1].value(), described[1].own.is_none()), ("5000", true));
-        m.alter("g", BTreeMap::new(), false).unwrap();
+        set(&m, "g", BTreeMap::new(), false).unwrap();
         assert_eq!(manager(dir.path()).consumer_session_timeout_ms("g"), 45_000);
     }
 
@@ -363,12 +425,28 @@ mod tests {
         for (bad, why) in [
             (configs(&[(CONSUMER_SESSION_TIMEOUT_MS, "1000")]), "range 45000 to 60000 inclusive"),
             (configs(&[(CONSUMER_SESSION_TIMEOUT_MS, "x")]), "Not a number"),
+            (configs(&[(CONSUMER_SESSION_TIMEOUT_MS, "0")]), "Value must be at least 1"),
+            // Kafka's order: every value's type first, then the interval's range.
+            (
+                configs(&[
+                    (CONSUMER_SESSION_TIMEOUT_MS, "1000"),
+                    (CONSUMER_HEARTBEAT_INTERVAL_MS, "x"),
+                ]),
+                "Invalid value x for configuration consumer.heartbeat.interval.ms",
+            ),
+            (
+                configs(&[
+                    (CONSUMER_SESSION_TIMEOUT_MS, "1000"),
+                    (CONSUMER_HEARTBEAT_INTERVAL_MS, "50000"),
+                ]),
+                "consumer.heartbeat.interval.ms must be in the range 5000 to 15000",
+            ),
             (configs(&[(CONSUMER_HEARTBEAT_INTERVAL_MS, "16000")]), "range 5000 to 15000"),
             (configs(&[("share.record.lock.duration.ms", "1000")]), "share groups"),
             (configs(&[("streams.num.standby.replicas", "1")]), "streams groups"),
             (configs(&[("foo.bar", "1")]), "Unknown group config name: foo.bar"),
         ] {
-            match m.alter("g", bad.clone(), false) {
+            match set(&m, "g", bad.clone(), false) {
                 Err(GroupConfigError::Invalid(m)) => assert!(m.contains(why), "{bad:?}: {m}"),
                 other => panic!("{bad:?}: {other:?}"),
             }
@@ -384,15 +462,40 @@ mod tests {
             ..GroupConfig::default()
         };
         let m = GroupConfigManager::open(dir.path(), overlapping).unwrap();
-        m.alter("g", configs(&[(CONSUMER_HEARTBEAT_INTERVAL_MS, "20000")]), false).unwrap();
+        set(&m, "g", configs(&[(CONSUMER_HEARTBEAT_INTERVAL_MS, "20000")]), false).unwrap();
         let both = configs(&[
             (CONSUMER_HEARTBEAT_INTERVAL_MS, "20000"),
             (CONSUMER_SESSION_TIMEOUT_MS, "20000"),
         ]);
-        match m.alter("g", both, false) {
+        match set(&m, "g", both, false) {
             Err(GroupConfigError::Invalid(e)) => assert!(e.contains("must be greater than"), "{e}"),
             other => panic!("{other:?}"),
         }
         assert_eq!(m.consumer_heartbeat_interval_ms("g"), 20_000);
+    }
+
+    #[test]
+    fn changes_build_on_each_other_and_values_are_stored_as_parsed() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = manager(dir.path());
+        let add = |key: &'static str, v: &'static str| {
+            m.alter(
+                "g",
+                false,
+                |mut current| {
+                    current.insert(key.to_string(), v.to_string());
+                    Ok::<_, GroupConfigError>(current)
+                },
+                |e| e,
+            )
+        };
+        add(CONSUMER_SESSION_TIMEOUT_MS, " 50000 ").unwrap();
+        add(CONSUMER_HEARTBEAT_INTERVAL_MS, "6000").unwrap();
+        let m = manager(dir.path());
+        assert_eq!(
+            (m.consumer_session_timeout_ms("g"), m.consumer_heartbeat_interval_ms("g")),
+            (50_000, 6000)
+        );
+        assert_eq!(m.overrides("g")[CONSUMER_SESSION_TIMEOUT_MS], "50000");
     }
 }

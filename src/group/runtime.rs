@@ -396,6 +396,8 @@ impl CoordinatorRuntime {
             // The cluster creates the topic (FindCoordinator); the caller
             // holds the shard, active at `epoch`.
             Some(r) => r.check_leader(&tp, self.shard_epoch(tp.partition))?,
+            // Once the partition exists, no lock is taken on this path.
+            None if self.logs.get_log(&tp).is_some() => {}
             None => self.ensure_offsets_topic().map_err(|e| {
                 tracing::error!("creating {OFFSETS_TOPIC}: {e}");
                 GroupError::from(e)

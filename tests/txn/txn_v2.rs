@@ -151,10 +151,12 @@ fn the_java_4_4_producer_runs_transactions_v2_and_level_0_on_request() {
     assert!(!requests_by_version(&b, "AddOffsetsToTxn").is_empty());
 }
 
-/// TxnOffsetCommit v6 (KIP-1319) of offset 4 on partition 0 of each topic,
-/// by id, for `group` at `generation`: the codes by topic id.
-fn txn_offset_commit_v6(
+/// TxnOffsetCommit at `version` of offset 4 on partition 0 of each topic
+/// (by id from v6 (KIP-1319), else topic t by name), for `group` at
+/// `generation`: the codes by topic id.
+fn txn_offset_commit_at(
     w: &mut Wire,
+    version: i16,
     (pid, epoch): (i64, i16),
     group: &str,
     generation: i32,
@@ -174,7 +176,7 @@ fn txn_offset_commit_v6(
             .with_committed_leader_epoch(-1)])
     };
     let r: TxnOffsetCommitResponse = w.call(
-        6,
+        version,
         &TxnOffsetCommitRequest::default()
             .with_transactional_id(TransactionalId(StrBytes::from_static_str("v6")))
             .with_group_id(GroupId(StrBytes::from_string(group.into())))
@@ -182,7 +184,17 @@ fn txn_offset_commit_v6(
             .with_producer_epoch(epoch)
             .with_generation_id(generation)
             .with_member_id(StrBytes::from_static_str(""))
-            .with_topics(ids.iter().map(topic).collect()),
+            .with_topics(if version >= 6 {
+                ids.iter().map(topic).collect()
+            } else {
+                ids.iter()
+                    .map(|_| {
+                        topic(&uuid::Uuid::nil()).with_name(kafka_protocol::messages::TopicName(
+                            StrBytes::from_static_str("t"),
+                        ))
+                    })
+                    .collect()
+            }),
     );
     r.topics.iter().map(|t| (t.topic_id, t.partitions[0].error_code)).collect()
 }
@@ -198,12 +210,14 @@ fn txn_offset_commit_v6_names_topics_by_id() {
     let (err, pid, e) = init(w, "v6", TIMEOUT_MS, 5);
     assert_eq!(err, 0);
     let unknown = uuid::Uuid::from_u128(7);
-    let got = txn_offset_commit_v6(w, (pid, e), "g", -1, &[t_id, unknown]);
+    let got = txn_offset_commit_at(w, 6, (pid, e), "g", -1, &[t_id, unknown]);
     assert_eq!(got, [(t_id, 0), (unknown, code(ResponseError::UnknownTopicId))]);
     // A member's commit to a group that does not exist: GROUP_ID_NOT_FOUND
     // from v6, ILLEGAL_GENERATION before (Kafka's KIP-1319 split).
-    let got = txn_offset_commit_v6(w, (pid, e), "no-such-group", 3, &[t_id]);
+    let got = txn_offset_commit_at(w, 6, (pid, e), "no-such-group", 3, &[t_id]);
     assert_eq!(got, [(t_id, code(ResponseError::GroupIdNotFound))]);
+    let got = txn_offset_commit_at(w, 5, (pid, e), "no-such-group", 3, &[t_id]);
+    assert_eq!(got[0].1, code(ResponseError::IllegalGeneration), "v5 knows no GROUP_ID_NOT_FOUND");
     assert_eq!(end_v5(w, "v6", pid, e, true), (0, pid, e + 1));
     assert_eq!(fetch_offset(w, true), (0, 4), "committed by id, read by name");
 }
