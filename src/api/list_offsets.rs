@@ -1,5 +1,6 @@
 //! ListOffsets: earliest (-2), latest (-1), max timestamp (-3), earliest local
-//! (-4) and the first offset whose timestamp is at or after a given time.
+//! (-4), earliest pending upload (-6, v11) and the first offset whose
+//! timestamp is at or after a given time.
 //!
 //! Tiered storage: earliest is the log start, earliest local the first offset
 //! on local disk (above the log start once the oldest segments are in the
@@ -27,7 +28,9 @@ use super::RequestContext;
 use crate::api::KafkaApis;
 use crate::log::manager::SharedLog;
 use crate::log::record_batch::NO_TIMESTAMP;
-use crate::log::unified_log::read::{EARLIEST_LOCAL_TIMESTAMP, MAX_TIMESTAMP};
+use crate::log::unified_log::read::{
+    EARLIEST_LOCAL_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP, MAX_TIMESTAMP,
+};
 use crate::log::{FetchIsolation, TopicPartition};
 use crate::security::acl::{AclOperation, ResourceType};
 
@@ -107,13 +110,15 @@ pub async fn handle(
 }
 
 /// A special timestamp newer than the request's version: max timestamp
-/// came with v7, earliest local with v8, latest tiered (-5) with v9
-/// (Kafka refuses them below, before any other check of the partition).
+/// came with v7, earliest local with v8, latest tiered (-5) with v9,
+/// earliest pending upload (-6) with v11 (Kafka refuses them below, before
+/// any other check of the partition).
 fn unsupported_target(timestamp: i64, version: i16) -> Option<ResponseError> {
     let needs = match timestamp {
         MAX_TIMESTAMP => 7,
         EARLIEST_LOCAL_TIMESTAMP => 8,
         -5 => 9,
+        EARLIEST_PENDING_UPLOAD_TIMESTAMP => 11,
         _ => return None,
     };
     (version < needs).then_some(ResponseError::UnsupportedVersion)

@@ -127,7 +127,7 @@ const fn api(key: ApiKey, min: i16, max: i16) -> SupportedApi {
 pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::Produce, 0, 13),
     api(ApiKey::Fetch, 4, 18),
-    api(ApiKey::ListOffsets, 1, 10),
+    api(ApiKey::ListOffsets, 1, 11),
     api(ApiKey::Metadata, 0, 13),
     api(ApiKey::OffsetForLeaderEpoch, 2, 4),
     api(ApiKey::ApiVersions, 0, 5),

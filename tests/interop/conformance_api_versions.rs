@@ -42,9 +42,8 @@ type Range = Option<(i16, i16)>;
 /// name, Kafka's range and sediment's (None: not advertised).
 const NOT_SERVED: &[(&str, Range, Range)] = &[
     // Newer versions than the kafka-protocol crate (0.18) decodes and
-    // sediment's vendored copy does not add yet: KIP-1023's earliest pending
-    // upload, WriteTxnMarkers' TransactionVersion.
-    ("ListOffsets", Some((1, 11)), Some((1, 10))),
+    // sediment's vendored copy does not add yet: WriteTxnMarkers'
+    // TransactionVersion (KIP-1228).
     ("WriteTxnMarkers", Some((1, 2)), Some((1, 1))),
     // Not implemented: log dir moves by request, delegation tokens, client
     // quota changes, KRaft's quorum and features (sediment's cluster runs on

@@ -354,3 +354,28 @@ fn describe_configs_of_no_keys_is_every_key() {
     assert_eq!(count(Some(vec![])), all);
     assert_eq!(count(Some(vec!["cleanup.policy"])), 1);
 }
+
+#[test]
+fn list_offsets_v11_answers_the_earliest_pending_upload() {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, ListOffsetsResponse, TopicName};
+    let b = TestBroker::start(&[]);
+    create_topic(b.port, "local-only", 1, &[]);
+    let mut w = Wire::connect(b.port);
+    let request = ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_topics(vec![
+        ListOffsetsTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str("local-only")))
+            .with_partitions(vec![ListOffsetsPartition::default()
+                .with_partition_index(0)
+                .with_timestamp(-6)]),
+    ]);
+    let answer = |w: &mut Wire, version: i16| {
+        let r: ListOffsetsResponse = w.call(version, &request);
+        let p = &r.topics[0].partitions[0];
+        (p.error_code, p.offset)
+    };
+    // Without remote storage nothing is pending: offset -1, as Kafka 4.4.
+    assert_eq!(answer(&mut w, 11), (0, -1));
+    // Before v11 the timestamp is not known (KIP-1023).
+    assert_eq!(answer(&mut w, 10).0, ResponseError::UnsupportedVersion.code());
+}

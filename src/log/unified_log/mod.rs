@@ -58,8 +58,8 @@ use super::transaction_index::AbortedTxn;
 use super::validator::{self, ValidatedBatch, ValidationContext};
 use crate::clock::SharedClock;
 pub use read::{
-    FetchDataInfo, FetchIsolation, FetchRegionInfo, EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP, MAX_TIMESTAMP,
+    FetchDataInfo, FetchIsolation, FetchRegionInfo, EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
 };
 
 mod epochs;

@@ -43,6 +43,8 @@ pub const EARLIEST_TIMESTAMP: i64 = -2;
 pub const LATEST_TIMESTAMP: i64 = -1;
 pub const MAX_TIMESTAMP: i64 = -3;
 pub const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
+/// ListOffsets' earliest offset not yet in the remote store (KIP-1023).
+pub const EARLIEST_PENDING_UPLOAD_TIMESTAMP: i64 = -6;
 
 /// How far a reader may read (Fetch and ListOffsets `isolation_level`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -274,7 +276,9 @@ impl Log {
         };
         match target {
             LATEST_TIMESTAMP => Ok(Some((NO_TIMESTAMP, last_fetchable))),
-            EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => self.fetch_offset_by_timestamp(target),
+            EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP | EARLIEST_PENDING_UPLOAD_TIMESTAMP => {
+                self.fetch_offset_by_timestamp(target)
+            }
             _ => Ok(self.fetch_offset_by_timestamp(target)?.filter(|&(_, o)| o < last_fetchable)),
         }
     }
@@ -300,6 +304,9 @@ impl Log {
             }
             LATEST_TIMESTAMP => return Ok(Some((NO_TIMESTAMP, self.log_end_offset()))),
             MAX_TIMESTAMP => return self.max_timestamp_and_offset(),
+            EARLIEST_PENDING_UPLOAD_TIMESTAMP => {
+                return Ok(Some((NO_TIMESTAMP, self.earliest_pending_upload_offset())))
+            }
             t if t < 0 => return Ok(None),
             _ => {}
         }
@@ -313,6 +320,24 @@ impl Log {
             }
         }
         Ok(None)
+    }
+
+    /// The first offset the remote store does not hold yet, as Kafka 4.4
+    /// answers it: -1 without remote storage, or while nothing was uploaded
+    /// and local segments were already deleted (offsets are missing); the
+    /// log start while nothing was uploaded and all is local; else the
+    /// offset after the store's highest, never below the log start.
+    fn earliest_pending_upload_offset(&self) -> i64 {
+        if !self.config().remote_storage_enable {
+            return -1;
+        }
+        match self.highest_offset_in_remote_storage() {
+            -1 if self.local_log_start_offset() == self.log_start_offset() => {
+                self.log_start_offset()
+            }
+            -1 => -1,
+            highest => (highest + 1).max(self.log_start_offset()),
+        }
     }
 
     /// The newest timestamp among records at or after the log start offset, and

@@ -272,6 +272,9 @@ pub(super) mod tests {
         let off = BTreeMap::from([("cleanup.policy".to_string(), "compact".to_string())]);
         log.update_config(Arc::new(LogConfig::resolve(&BTreeMap::new(), off).unwrap()));
         assert_eq!(log.highest_offset_in_remote_storage(), -1);
+        // Without remote storage nothing is pending: -1, as Kafka answers.
+        let pending = super::super::EARLIEST_PENDING_UPLOAD_TIMESTAMP;
+        assert_eq!(log.fetch_offset_by_timestamp(pending).unwrap(), Some((-1, -1)));
         log.set_highest_offset_in_remote_storage(2);
         log.update_config(on);
         assert_eq!(log.highest_offset_in_remote_storage(), -1, "on again: forgotten");
@@ -286,8 +289,11 @@ pub(super) mod tests {
         let mut log = open(dir.path(), &pairs, &clock, 0);
         append_segments(&mut log, &[NOW - 10; 4]);
         assert_eq!(bases(&log), [0, 1, 2, 3, 4]);
-        // The store not heard from (-1): nothing goes, however old.
+        // The store not heard from (-1): nothing goes, however old, and
+        // nothing is uploaded yet: pending from the log start.
         assert_eq!(log.delete_old_segments().unwrap(), 0);
+        let pending = super::super::EARLIEST_PENDING_UPLOAD_TIMESTAMP;
+        assert_eq!(log.fetch_offset_by_timestamp(pending).unwrap(), Some((-1, 0)));
         // Offsets 0 and 1 in the store: their segments go, no further.
         log.set_highest_offset_in_remote_storage(1);
         assert_eq!(log.delete_old_segments().unwrap(), 2);
@@ -299,6 +305,9 @@ pub(super) mod tests {
         );
         let local = log.fetch_offset_by_timestamp(super::super::EARLIEST_LOCAL_TIMESTAMP).unwrap();
         assert_eq!(local, Some((-1, 2)));
+        // KIP-1023: the first offset the store does not hold.
+        let pending = super::super::EARLIEST_PENDING_UPLOAD_TIMESTAMP;
+        assert_eq!(log.fetch_offset_by_timestamp(pending).unwrap(), Some((-1, 2)));
         // Below the local start nothing is read here; from it on, as before.
         assert!(matches!(log.read(0, 1 << 20, true), Err(LogError::OffsetOutOfRange { .. })));
         assert!(!log.read(2, 1 << 20, true).unwrap().records.is_empty());
