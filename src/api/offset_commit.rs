@@ -16,8 +16,8 @@ use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use kafka_protocol::ResponseError;
 
 use super::error::group_code;
-use super::offset_partitions::{partition_codes, requested_offsets, PartitionChecks};
-use super::{topic_name, RequestContext};
+use super::offset_partitions::{by_topic_id, partition_codes, requested_offsets, PartitionChecks};
+use super::RequestContext;
 use crate::api::KafkaApis;
 use crate::security::acl::{AclOperation, ResourceType};
 
@@ -33,56 +33,19 @@ pub fn handle(
     by_name(broker, ctx, request, version)
 }
 
-/// v10 names topics by id (KIP-848): each id is resolved to its topic and
-/// committed as by name, the answer carrying the id; an id no topic has
-/// gets UNKNOWN_TOPIC_ID on its partitions. Answers keep the request order.
+/// v10 names topics by id (KIP-848): answered by name ([`by_topic_id`]).
 fn by_topic_id(
     broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &OffsetCommitRequest,
     version: i16,
 ) -> OffsetCommitResponse {
-    // A denied group learns nothing of the ids, as on Kafka.
-    if !ctx.authorize(AclOperation::Read, ResourceType::Group, request.group_id.0.as_str()) {
-        let mut r = every_partition(request, ResponseError::GroupAuthorizationFailed.code());
-        for (t, asked) in r.topics.iter_mut().zip(&request.topics) {
-            t.topic_id = asked.topic_id;
-        }
-        return r;
-    }
-    let names: Vec<Option<String>> =
-        request.topics.iter().map(|t| broker.topic_name_by_id(&t.topic_id)).collect();
-    let mut named = request.clone();
-    named.topics = request
-        .topics
-        .iter()
-        .zip(&names)
-        .filter_map(|(t, name)| Some(t.clone().with_name(topic_name(name.clone()?))))
-        .collect();
-    let mut answered = by_name(broker, ctx, &named, version).topics.into_iter();
-    let topics = request
-        .topics
-        .iter()
-        .zip(&names)
-        .map(|(t, name)| match name {
-            Some(_) => answered.next().unwrap_or_default().with_topic_id(t.topic_id),
-            None => {
-                let code = ResponseError::UnknownTopicId.code();
-                let partitions = t
-                    .partitions
-                    .iter()
-                    .map(|p| {
-                        OffsetCommitResponsePartition::default()
-                            .with_partition_index(p.partition_index)
-                            .with_error_code(code)
-                    })
-                    .collect();
-                OffsetCommitResponseTopic::default()
-                    .with_topic_id(t.topic_id)
-                    .with_partitions(partitions)
-            }
-        })
-        .collect();
+    let group = request.group_id.0.as_str();
+    let refused = (!ctx.authorize(AclOperation::Read, ResourceType::Group, group))
+        .then_some(ResponseError::GroupAuthorizationFailed.code());
+    let topics = by_topic_id!(broker, request, OffsetCommitResponseTopic,
+        OffsetCommitResponsePartition, refused: refused,
+        by_name: |named| by_name(broker, ctx, &named, version));
     OffsetCommitResponse::default().with_topics(topics)
 }
 

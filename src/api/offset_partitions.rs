@@ -5,7 +5,8 @@
 //! cluster the image's; else UNKNOWN_TOPIC_OR_PARTITION). Only the partitions that pass reach the
 //! coordinator, whose answers come back in request order. The requested
 //! offsets and the per-partition answers of these requests are built here
-//! once ([`requested_offsets`], [`partition_codes`]).
+//! once ([`requested_offsets`], [`partition_codes`]), and so is the answer
+//! of a commit naming topics by id ([`by_topic_id`]).
 
 use std::collections::HashMap;
 
@@ -82,6 +83,58 @@ macro_rules! partition_codes {
     };
 }
 pub(super) use partition_codes;
+
+/// A commit naming topics by id (OffsetCommit v10, TxnOffsetCommit v6),
+/// answered through its by-name handler: each id is resolved to its topic,
+/// `by_name` answers the request as if it named them, and the answer carries
+/// the ids in request order. An id no topic has gets UNKNOWN_TOPIC_ID on its
+/// partitions. A `refused` code (the producer's or the group's denial)
+/// answers every partition before any id is resolved, so a denied caller
+/// learns nothing of them, as on Kafka.
+macro_rules! by_topic_id {
+    ($broker:expr, $request:expr, $Topic:ident, $Partition:ident, refused: $refused:expr,
+     by_name: |$named:ident| $answer:expr) => {{
+        let request = $request;
+        let refused: Option<i16> = $refused;
+        let names: Vec<Option<String>> = match refused {
+            Some(_) => request.topics.iter().map(|_| None).collect(),
+            None => request.topics.iter().map(|t| $broker.topic_name_by_id(&t.topic_id)).collect(),
+        };
+        let mut answered = Vec::new().into_iter();
+        if refused.is_none() {
+            let mut $named = request.clone();
+            $named.topics = request
+                .topics
+                .iter()
+                .zip(&names)
+                .filter_map(|(t, n)| Some(t.clone().with_name(super::topic_name(n.clone()?))))
+                .collect();
+            answered = $answer.topics.into_iter();
+        }
+        let unknown = refused.unwrap_or(kafka_protocol::ResponseError::UnknownTopicId.code());
+        request
+            .topics
+            .iter()
+            .zip(&names)
+            .map(|(t, name)| match name {
+                Some(_) => answered.next().unwrap_or_default().with_topic_id(t.topic_id),
+                None => {
+                    let partitions = t
+                        .partitions
+                        .iter()
+                        .map(|p| {
+                            $Partition::default()
+                                .with_partition_index(p.partition_index)
+                                .with_error_code(unknown)
+                        })
+                        .collect();
+                    $Topic::default().with_topic_id(t.topic_id).with_partitions(partitions)
+                }
+            })
+            .collect()
+    }};
+}
+pub(super) use by_topic_id;
 
 /// The offsets a commit request asks for (OffsetCommit and TxnOffsetCommit
 /// carry the same partition fields), of the partitions that pass `checks`,

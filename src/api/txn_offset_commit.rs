@@ -25,8 +25,8 @@ use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use kafka_protocol::ResponseError;
 
 use super::error::{group_code, txn_offset_commit_error_code};
-use super::offset_partitions::{partition_codes, requested_offsets, PartitionChecks};
-use super::{topic_name, RequestContext};
+use super::offset_partitions::{by_topic_id, partition_codes, requested_offsets, PartitionChecks};
+use super::RequestContext;
 use crate::api::KafkaApis;
 use crate::group::{GroupError, TxnProducer, OFFSETS_TOPIC};
 use crate::log::TopicPartition;
@@ -45,54 +45,16 @@ pub fn handle(
     by_name(broker, ctx, request, version)
 }
 
-/// v6 names topics by id (KIP-1319): each id is resolved to its topic and
-/// committed as by name, the answer carrying the id; an id no topic has
-/// gets UNKNOWN_TOPIC_ID on its partitions. Answers keep the request order.
+/// v6 names topics by id (KIP-1319): answered by name ([`by_topic_id`]).
 fn by_topic_id(
     broker: &KafkaApis,
     ctx: &RequestContext<'_>,
     request: &TxnOffsetCommitRequest,
     version: i16,
 ) -> TxnOffsetCommitResponse {
-    // A denied producer or group learns nothing of the ids, as on Kafka.
-    if let Some(code) = refusal(ctx, request) {
-        let mut r = every_partition(request, code);
-        for (t, asked) in r.topics.iter_mut().zip(&request.topics) {
-            t.topic_id = asked.topic_id;
-        }
-        return r;
-    }
-    let names: Vec<Option<String>> =
-        request.topics.iter().map(|t| broker.topic_name_by_id(&t.topic_id)).collect();
-    let mut named = request.clone();
-    named.topics = request
-        .topics
-        .iter()
-        .zip(&names)
-        .filter_map(|(t, name)| Some(t.clone().with_name(topic_name(name.clone()?))))
-        .collect();
-    let mut answered = by_name(broker, ctx, &named, version).topics.into_iter();
-    let unknown = ResponseError::UnknownTopicId.code();
-    let topics = request
-        .topics
-        .iter()
-        .zip(&names)
-        .map(|(t, name)| match name {
-            Some(_) => answered.next().unwrap_or_default().with_topic_id(t.topic_id),
-            None => {
-                TxnOffsetCommitResponseTopic::default().with_topic_id(t.topic_id).with_partitions(
-                    t.partitions
-                        .iter()
-                        .map(|p| {
-                            TxnOffsetCommitResponsePartition::default()
-                                .with_partition_index(p.partition_index)
-                                .with_error_code(unknown)
-                        })
-                        .collect(),
-                )
-            }
-        })
-        .collect();
+    let topics = by_topic_id!(broker, request, TxnOffsetCommitResponseTopic,
+        TxnOffsetCommitResponsePartition, refused: refusal(ctx, request),
+        by_name: |named| by_name(broker, ctx, &named, version));
     TxnOffsetCommitResponse::default().with_topics(topics)
 }
 

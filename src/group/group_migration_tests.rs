@@ -205,6 +205,21 @@ fn consumer_beat(
     c.consumer_heartbeat(&req).expect("heartbeat")
 }
 
+/// The consumer-protocol member c upgrades the classic group of `a` and
+/// `b`; all three take their steps until settled. Returns what c owns.
+fn upgrade_and_settle(c: &GroupCoordinator, a: &mut Classic, b: &mut Classic) -> Assignment {
+    let r = c.consumer_heartbeat(&consumer_join("c")).expect("upgrade");
+    let (mut c_epoch, mut c_owned) = (r.member_epoch, r.assignment.unwrap());
+    for _ in 0..4 {
+        a.step(c);
+        b.step(c);
+        let r = consumer_beat(c, "c", c_epoch, &c_owned);
+        c_epoch = r.member_epoch;
+        c_owned = r.assignment.unwrap_or(c_owned);
+    }
+    c_owned
+}
+
 fn partitions(a: &Assignment) -> BTreeSet<i32> {
     a.values().flatten().copied().collect()
 }
@@ -274,15 +289,7 @@ fn a_consumer_member_upgrades_a_classic_group_and_no_partition_is_held_twice() {
 fn the_last_consumer_member_leaving_downgrades_to_a_classic_rebalance() {
     let f = fixture(MigrationPolicy::Bidirectional);
     let (mut a, mut b) = classic_group(&f.c);
-    let r = f.c.consumer_heartbeat(&consumer_join("c")).expect("upgrade");
-    let (mut c_epoch, mut c_owned) = (r.member_epoch, r.assignment.unwrap());
-    for _ in 0..4 {
-        a.step(&f.c);
-        b.step(&f.c);
-        let r = consumer_beat(&f.c, "c", c_epoch, &c_owned);
-        c_epoch = r.member_epoch;
-        c_owned = r.assignment.unwrap_or(c_owned);
-    }
+    upgrade_and_settle(&f.c, &mut a, &mut b);
     let epoch = f.c.consumer_describe("g").unwrap().group_epoch;
     let leave = ConsumerHeartbeat { member_epoch: -1, ..consumer_join("c") };
     assert_eq!(f.c.consumer_heartbeat(&leave).expect("leave").member_epoch, -1);
@@ -434,15 +441,7 @@ fn an_upgrade_while_completing_a_rebalance_counts_what_cooperative_members_own()
 fn without_a_downgrade_the_leavers_partitions_reach_the_classic_members() {
     let f = fixture(MigrationPolicy::Upgrade);
     let (mut a, mut b) = classic_group(&f.c);
-    let r = f.c.consumer_heartbeat(&consumer_join("c")).expect("upgrade");
-    let (mut c_epoch, mut c_owned) = (r.member_epoch, r.assignment.unwrap());
-    for _ in 0..4 {
-        a.step(&f.c);
-        b.step(&f.c);
-        let r = consumer_beat(&f.c, "c", c_epoch, &c_owned);
-        c_epoch = r.member_epoch;
-        c_owned = r.assignment.unwrap_or(c_owned);
-    }
+    let c_owned = upgrade_and_settle(&f.c, &mut a, &mut b);
     assert_eq!(partitions(&c_owned).len(), 2);
     let leave = ConsumerHeartbeat { member_epoch: -1, ..consumer_join("c") };
     f.c.consumer_heartbeat(&leave).expect("leave");
